@@ -1,0 +1,66 @@
+# cmake/GraphedDependencies.cmake — finds LibTorch (either flavour), CLI11, nlohmann-json and
+# GoogleTest, from the system or from the offline .deps/ folder, and defines:
+#   graphed::torch      interface target: LibTorch libraries + TORCH_CXX_FLAGS + GRAPHED_CUDA
+#   graphed::torch_headers  the same without the libraries
+#   GRAPHED_CUDA        1 when the LibTorch found has CUDA (target torch_cuda exists), else 0
+#   GRAPHED_TORCH_VERSION
+
+find_package(Torch REQUIRED)
+set(GRAPHED_TORCH_VERSION "${Torch_VERSION}")
+if(TARGET torch_cuda)
+  set(GRAPHED_CUDA 1)
+else()
+  set(GRAPHED_CUDA 0)
+endif()
+
+# graphed::torch_headers: LibTorch's headers, flags and GRAPHED_CUDA without linking its libraries
+# (util/build_info.cpp needs only <torch/version.h>; tests that do not run torch code start faster).
+add_library(graphed_torch_headers INTERFACE)
+add_library(graphed::torch_headers ALIAS graphed_torch_headers)
+target_include_directories(graphed_torch_headers INTERFACE ${TORCH_INCLUDE_DIRS})
+if(TORCH_CXX_FLAGS)
+  separate_arguments(_graphed_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+  target_compile_options(graphed_torch_headers INTERFACE ${_graphed_torch_flags})
+endif()
+target_compile_definitions(graphed_torch_headers INTERFACE GRAPHED_CUDA=${GRAPHED_CUDA})
+
+add_library(graphed_torch INTERFACE)
+add_library(graphed::torch ALIAS graphed_torch)
+target_link_libraries(graphed_torch INTERFACE graphed_torch_headers ${TORCH_LIBRARIES})
+message(STATUS "graphed: LibTorch ${GRAPHED_TORCH_VERSION}, GRAPHED_CUDA=${GRAPHED_CUDA}")
+
+# Header-only libraries: the system's (apt) first, then .deps/include (scripts/gpu-prepare).
+find_package(CLI11 CONFIG QUIET)
+if(NOT TARGET CLI11::CLI11)
+  if(NOT EXISTS "${GRAPHED_DEPS_DIR}/include/CLI/CLI.hpp")
+    message(FATAL_ERROR "CLI11 not found: install libcli11-dev (scripts/setup) or run scripts/gpu-prepare "
+                        "where apt works and carry .deps/ to this machine")
+  endif()
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 INTERFACE "${GRAPHED_DEPS_DIR}/include")
+endif()
+
+find_package(nlohmann_json CONFIG QUIET)
+if(NOT TARGET nlohmann_json::nlohmann_json)
+  if(NOT EXISTS "${GRAPHED_DEPS_DIR}/include/nlohmann/json.hpp")
+    message(FATAL_ERROR "nlohmann-json not found: install nlohmann-json3-dev (scripts/setup) or run "
+                        "scripts/gpu-prepare where apt works and carry .deps/ to this machine")
+  endif()
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+  target_include_directories(nlohmann_json::nlohmann_json INTERFACE "${GRAPHED_DEPS_DIR}/include")
+endif()
+
+if(GRAPHED_BUILD_TESTS)
+  find_package(GTest CONFIG QUIET)
+  if(NOT TARGET GTest::gtest_main)
+    if(NOT EXISTS "${GRAPHED_DEPS_DIR}/googletest/CMakeLists.txt")
+      message(FATAL_ERROR "GoogleTest not found: install googletest (preinstalled on Debian machines) or "
+                          "run scripts/gpu-prepare and carry .deps/ to this machine")
+    endif()
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    set(BUILD_GMOCK OFF CACHE BOOL "" FORCE)
+    add_subdirectory("${GRAPHED_DEPS_DIR}/googletest" "${CMAKE_BINARY_DIR}/_deps/googletest" EXCLUDE_FROM_ALL)
+    add_library(GTest::gtest_main ALIAS gtest_main)
+  endif()
+  include(GoogleTest)
+endif()

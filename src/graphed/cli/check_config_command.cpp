@@ -1,0 +1,103 @@
+// cli/check_config_command.cpp — see cli/check_config_command.h.
+#include "graphed/cli/check_config_command.h"
+
+#include <iomanip>
+
+#include "graphed/config/run_config.h"
+#include "graphed/util/text.h"
+
+namespace graphed::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string show(const json& value) {
+  if (value.is_null()) return "unset";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) return format_number(value.get<double>());
+  if (value.is_array()) {
+    if (value.empty()) return "[]";
+    std::vector<std::string> items;
+    for (const auto& item : value) items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+    return join(items, " ");
+  }
+  return value.dump();
+}
+
+/// Where a resolved value came from: the source that set it, "derived" when resolution filled or
+/// changed a value the user left at its default, else "default".
+std::string origin_of(const std::string& key, const json& resolved, const json& given,
+                      const config::SettingOrigins& origins) {
+  const auto found = origins.find(key);
+  const std::string source = found != origins.end() ? found->second : "default";
+  if (given.contains(key) && given[key] != resolved) {
+    const bool graph_field = key.find("cuda_graph") != std::string::npos || key == "te_rng_tracker" ||
+                             key == "optimizer_cuda_graph";
+    if (source == "default") return graph_field ? "normalized" : "derived";
+    return source + ", normalized";
+  }
+  return source;
+}
+
+}  // namespace
+
+int run_check_config(const CommandLine& command_line, std::ostream& out) {
+  const config::Resolution resolution = config::resolve_run_config(command_line.settings);
+  const json resolved = config::run_config_to_json(resolution.config);
+  const json given = config::settings_to_json(command_line.settings);
+  const bool valid = !resolution.issues.has_errors();
+
+  if (command_line.json_output) {
+    json issues = json::array();
+    for (const auto& issue : resolution.issues.all()) {
+      issues.push_back({{"rule", issue.rule}, {"severity", config::to_string(issue.severity)}, {"message", issue.message}});
+    }
+    json origins = json::object();
+    for (const auto& [key, value] : resolved.items()) origins[key] = origin_of(key, value, given, command_line.origins);
+    out << json{{"valid", valid},
+                {"preset", command_line.preset ? json(*command_line.preset) : json(nullptr)},
+                {"config_file", command_line.config_file ? json(*command_line.config_file) : json(nullptr)},
+                {"issues", issues},
+                {"config", resolved},
+                {"origins", origins}}
+               .dump(2)
+        << '\n';
+    return valid ? 0 : 1;
+  }
+
+  out << "preset: " << command_line.preset.value_or("(none)") << '\n';
+  if (command_line.config_file) out << "config file: " << *command_line.config_file << '\n';
+  std::size_t width = 0;
+  for (const auto& [key, value] : resolved.items()) width = std::max(width, key.size());
+  const auto print = [&](const std::string& key) {
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << key << " = " << show(resolved.at(key));
+    const std::string origin = origin_of(key, resolved.at(key), given, command_line.origins);
+    if (origin != "default") out << "  (" << origin << ")";
+    out << '\n';
+  };
+  std::string section;
+  for (const auto& spec : config::setting_specs()) {
+    if (spec.deprecated || !resolved.contains(spec.key)) continue;
+    if (spec.section != section) {
+      section = spec.section;
+      out << '\n' << (section == "model" ? "model" : section == "train" ? "training" : "cuda graphs") << ":\n";
+    }
+    print(spec.key);
+  }
+  out << "\nderived:\n";
+  print("num_microbatches");
+  print("moe_layers");
+  if (!resolution.issues.all().empty()) {
+    out << "\nmigrations, notes, warnings and errors:\n";
+    for (const auto& issue : resolution.issues.all()) out << "  " << config::format_issue(issue) << '\n';
+  }
+  const auto errors = resolution.issues.formatted(config::Severity::kError);
+  if (valid) {
+    out << "\nconfiguration is valid\n";
+  } else {
+    out << "\nconfiguration is invalid: " << errors.size() << (errors.size() == 1 ? " error" : " errors") << '\n';
+  }
+  return valid ? 0 : 1;
+}
+
+}  // namespace graphed::cli

@@ -1,0 +1,273 @@
+// cli/command_line.cpp — CLI11 wiring for the settings table. CLI11 only collects raw tokens;
+// config/settings.cpp checks them, so flags, presets and config files share one set of messages.
+#include "graphed/cli/command_line.h"
+
+#include <CLI/CLI.hpp>
+#include <map>
+
+#include "graphed/config/config_file.h"
+#include "graphed/config/presets.h"
+#include "graphed/util/build_info.h"
+#include "graphed/util/error.h"
+#include "graphed/util/text.h"
+
+namespace graphed::cli {
+namespace {
+
+using nlohmann::json;
+
+struct CommandInfo {
+  std::string name;
+  std::string description;
+};
+
+const std::vector<CommandInfo>& commands() {
+  static const std::vector<CommandInfo> list{
+      {"check-config", "print the normalized configuration, each migration and warning; exit 1 on an error"},
+  };
+  return list;
+}
+
+/// The CLI11 options that belong to one setting.
+struct SettingOptions {
+  const config::SettingSpec* spec = nullptr;
+  CLI::Option* option = nullptr;    // value option, or the positive flag of a boolean
+  CLI::Option* negation = nullptr;  // --no-X of a boolean
+};
+
+struct FlagSet {
+  std::vector<SettingOptions> settings;
+  std::vector<std::pair<const config::SettingAlias*, CLI::Option*>> aliases;
+  std::string preset;
+  std::string config_file;
+  std::vector<std::string> debug_channels;
+  bool json_output = false;
+};
+
+std::string group_of(const config::SettingSpec& spec) {
+  if (spec.deprecated) return "";  // hidden from --help
+  if (spec.section == "model") return "Model";
+  if (spec.section == "train") return "Training";
+  return "CUDA graphs";
+}
+
+std::string default_text(const config::SettingSpec& spec) {
+  const json value = spec.read(config::Settings{});
+  if (value.is_null()) return "unset";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array()) return value.empty() ? "empty" : join(value.get<std::vector<std::string>>(), ",");
+  if (value.is_number_float()) return format_number(value.get<double>());
+  return value.dump();
+}
+
+std::string help_text(const config::SettingSpec& spec) {
+  std::string text = spec.help + " (default: " + default_text(spec) + ")";
+  if (!spec.choices.empty()) text += " {" + join(spec.choices, ",") + "}";
+  return text;
+}
+
+void add_setting_flags(CLI::App& app, FlagSet& flags) {
+  for (const auto& spec : config::setting_specs()) {
+    SettingOptions entry;
+    entry.spec = &spec;
+    const std::string names = spec.flag() + "," + spec.underscore_flag();
+    if (spec.kind == config::SettingKind::kBool) {
+      entry.option = app.add_flag(names)->description(help_text(spec))->group(group_of(spec));
+      const std::string negative = "--no-" + spec.flag().substr(2) + ",--no_" + spec.key;
+      entry.negation = app.add_flag(negative)->description("turn off " + spec.flag())->group("");
+    } else if (spec.kind == config::SettingKind::kList || spec.kind == config::SettingKind::kChoiceList) {
+      entry.option = app.add_option(names)
+                         ->description(help_text(spec))
+                         ->expected(1, CLI::detail::expected_max_vector_size)
+                         ->allow_extra_args()
+                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                         ->group(group_of(spec));
+    } else {
+      entry.option = app.add_option(names)
+                         ->description(help_text(spec))
+                         ->expected(1)
+                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+                         ->group(group_of(spec));
+    }
+    flags.settings.push_back(entry);
+  }
+  for (const auto& alias : config::setting_aliases()) {
+    flags.aliases.emplace_back(&alias, app.add_flag(alias.flag)->description(alias.help)->group("Model"));
+  }
+  app.add_option("--preset", flags.preset,
+                 "starting values: " + join(config::preset_names(), ", ") + " (flags override)");
+  app.add_option("--config", flags.config_file, "JSON file of settings, applied after --preset (flags override)");
+  app.add_option("--debug", flags.debug_channels, "turn on a debug channel (capture, config, ..., all)");
+  app.add_flag("--json", flags.json_output, "print machine-readable JSON");
+}
+
+std::vector<std::string> known_flags() {
+  std::vector<std::string> names{"--preset", "--config", "--debug", "--json", "--help", "--version"};
+  for (const auto& spec : config::setting_specs()) {
+    if (spec.deprecated) continue;
+    names.push_back(spec.flag());
+    if (spec.kind == config::SettingKind::kBool) names.push_back("--no-" + spec.flag().substr(2));
+  }
+  for (const auto& alias : config::setting_aliases()) names.push_back(alias.flag);
+  return names;
+}
+
+std::string unknown_argument_message(const std::string& argument) {
+  if (argument.rfind("-", 0) != 0) {
+    return "unexpected argument '" + argument + "'; fix: flags start with -- (see graphed --help)";
+  }
+  const std::string name = argument.substr(0, argument.find('='));
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  std::string message = "unknown flag '" + name + "'";
+  if (const auto near = nearest_match(dashed, known_flags())) message += " (did you mean " + *near + "?)";
+  return message + "; fix: see graphed --help for the valid flags";
+}
+
+/// Converts the collected CLI11 results into a JSON object of settings, collecting every problem.
+json collect_flag_values(const FlagSet& flags, std::vector<std::string>& problems) {
+  json values = json::object();
+  for (const auto& entry : flags.settings) {
+    const auto& spec = *entry.spec;
+    try {
+      if (spec.kind == config::SettingKind::kBool) {
+        const bool on = entry.option->count() > 0;
+        const bool off = entry.negation->count() > 0;
+        if (on && off) {
+          problems.push_back("both " + spec.flag() + " and --no-" + spec.flag().substr(2) +
+                             " were given; fix: keep one of them");
+        } else if (on) {
+          values[spec.key] = config::parse_setting_tokens(spec, {entry.option->results().back()}, spec.flag());
+        } else if (off) {
+          values[spec.key] = false;
+        }
+      } else if (entry.option->count() > 0) {
+        std::vector<std::string> tokens = entry.option->results();
+        if (spec.kind != config::SettingKind::kList && spec.kind != config::SettingKind::kChoiceList) {
+          tokens = {tokens.back()};
+        }
+        values[spec.key] = config::parse_setting_tokens(spec, tokens, spec.flag());
+      }
+    } catch (const ConfigError& error) {
+      problems.push_back(error.what());
+    }
+  }
+  for (const auto& [alias, option] : flags.aliases) {
+    if (option->count() == 0) continue;
+    if (values.contains(alias->key)) {
+      problems.push_back(alias->flag + " conflicts with --" + alias->key + "; fix: keep one of them");
+    } else {
+      values[alias->key] = alias->value;
+    }
+  }
+  return values;
+}
+
+std::string help_with_lists(const CLI::App& app) {
+  std::string text = app.help();
+  if (app.get_subcommands().empty()) {
+    text += "\nCommands:\n";
+    for (const auto& command : commands()) text += "  " + command.name + "  " + command.description + "\n";
+  }
+  text += "\nPresets:\n";
+  for (const auto& name : config::preset_names()) text += "  " + name + "  " + config::preset_summary(name) + "\n";
+  text += "\nRun `graphed <command> --help` for every flag.\n";
+  return text;
+}
+
+[[noreturn]] void fail_with(const std::vector<std::string>& problems) {
+  throw ConfigError(problems.size() == 1 ? problems.front()
+                                         : "invalid command line (" + std::to_string(problems.size()) + " problems)",
+                    problems);
+}
+
+}  // namespace
+
+const std::vector<std::string>& command_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (const auto& command : commands()) list.push_back(command.name);
+    return list;
+  }();
+  return names;
+}
+
+CommandLine parse_command_line(const std::vector<std::string>& arguments) {
+  CommandLine result;
+  CLI::App app{"graphed: train and serve transformer models with CUDA graphs, Megatron-LM flags", "graphed"};
+  app.set_version_flag("--version", build_summary());
+  app.allow_extras();
+  std::map<std::string, FlagSet> flag_sets;
+  std::map<std::string, CLI::App*> subcommands;
+  for (const auto& command : commands()) {
+    CLI::App* sub = app.add_subcommand(command.name, command.description);
+    sub->allow_extras();
+    add_setting_flags(*sub, flag_sets[command.name]);
+    subcommands[command.name] = sub;
+  }
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    result.early_output = help_with_lists(app);
+    return result;
+  } catch (const CLI::CallForVersion&) {
+    result.early_output = build_summary() + "\n";
+    return result;
+  } catch (const CLI::ParseError& error) {
+    fail_with({std::string(error.what()) + "; fix: see graphed --help"});
+  }
+  CLI::App* chosen = nullptr;
+  for (const auto& [name, sub] : subcommands) {
+    if (sub->parsed()) {
+      chosen = sub;
+      result.command = name;
+    }
+  }
+  if (chosen == nullptr) {
+    const auto extras = app.remaining();
+    if (!extras.empty() && extras.front().rfind("-", 0) != 0) {
+      std::string message = "unknown command '" + extras.front() + "'";
+      if (const auto near = nearest_match(extras.front(), command_names())) message += " (did you mean " + *near + "?)";
+      fail_with({message + "; fix: use one of " + join(command_names(), ", ")});
+    }
+    if (!extras.empty()) fail_with({unknown_argument_message(extras.front())});
+    result.early_output = help_with_lists(app);
+    result.exit_code = arguments.empty() ? 1 : 0;
+    return result;
+  }
+  std::vector<std::string> problems;
+  const std::vector<std::string> extras = chosen->remaining();
+  for (std::size_t i = 0; i < extras.size(); ++i) {
+    problems.push_back(unknown_argument_message(extras[i]));
+    // "--num-layer 4": the 4 belongs to the unknown flag; report the flag only.
+    const bool flag_without_value = extras[i].rfind("--", 0) == 0 && extras[i].find('=') == std::string::npos;
+    if (flag_without_value && i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0) ++i;
+  }
+  const FlagSet& flags = flag_sets[result.command];
+  json flag_values = collect_flag_values(flags, problems);
+  if (!flags.preset.empty()) {
+    if (!config::preset_settings(flags.preset)) {
+      std::string message = "unknown --preset '" + flags.preset + "'";
+      if (const auto near = nearest_match(flags.preset, config::preset_names())) message += " (did you mean " + *near + "?)";
+      problems.push_back(message + "; fix: use one of " + join(config::preset_names(), ", "));
+    }
+    result.preset = flags.preset;
+  }
+  if (!problems.empty()) fail_with(problems);
+  if (result.preset) {
+    config::apply_settings(result.settings, *config::preset_settings(*result.preset), "preset " + *result.preset,
+                           &result.origins);
+  }
+  if (!flags.config_file.empty()) {
+    result.config_file = flags.config_file;
+    config::apply_settings(result.settings, config::read_config_file(flags.config_file),
+                           "--config " + flags.config_file, &result.origins);
+  }
+  config::apply_settings(result.settings, flag_values, "command line", &result.origins);
+  result.json_output = flags.json_output;
+  result.debug_channels = flags.debug_channels;
+  return result;
+}
+
+}  // namespace graphed::cli

@@ -1,0 +1,36 @@
+// cli/command_line.h — turns argv into a command and its Settings: `graphed <command> [flags]`.
+// Flags come from config/settings.h's table (dash and underscore spellings, --no-X for booleans,
+// comma lists), applied over --preset and --config in that order. The only code that reads argv.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphed/config/settings.h"
+
+namespace graphed::cli {
+
+struct CommandLine {
+  std::string command;                      ///< "check-config", ... ; empty when only help/version
+  config::Settings settings;                ///< defaults <- preset <- config file <- flags
+  config::SettingOrigins origins;           ///< where each explicitly given setting came from
+  std::optional<std::string> preset;        ///< --preset NAME
+  std::optional<std::string> config_file;   ///< --config FILE
+  bool json_output = false;                 ///< --json
+  std::vector<std::string> debug_channels;  ///< --debug CHANNEL (repeatable)
+  /// Set when the command line asked for text instead of work (--help, --version, no command):
+  /// print it to stdout and exit with exit_code.
+  std::optional<std::string> early_output;
+  int exit_code = 0;
+};
+
+/// Parses the arguments (without the program name). Throws ConfigError for an unknown command or
+/// flag (naming the nearest valid one), a missing or bad value, an unknown preset or a bad config
+/// file; every problem found is listed in ConfigError::details().
+CommandLine parse_command_line(const std::vector<std::string>& arguments);
+
+/// The commands graphed knows, in help order.
+const std::vector<std::string>& command_names();
+
+}  // namespace graphed::cli

@@ -1,0 +1,37 @@
+// cli/main.cpp — the graphed executable: parses the command line, runs the command, and is the one
+// place that catches every error, printing it (with every detail line) and exiting non-zero.
+#include <iostream>
+
+#include "graphed/cli/check_config_command.h"
+#include "graphed/cli/command_line.h"
+#include "graphed/util/error.h"
+#include "graphed/util/logging.h"
+
+int main(int argc, char** argv) {
+  try {
+    const graphed::cli::CommandLine command_line =
+        graphed::cli::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
+    if (command_line.early_output) {
+      (command_line.exit_code == 0 ? std::cout : std::cerr) << *command_line.early_output;
+      return command_line.exit_code;
+    }
+    for (const auto& channel : command_line.debug_channels) graphed::enable_debug_channel(channel);
+    if (command_line.command == "check-config") return graphed::cli::run_check_config(command_line, std::cout);
+    std::cerr << "error: command '" << command_line.command << "' is not implemented\n";
+    return 1;
+  } catch (const graphed::ConfigError& error) {
+    if (error.details().size() > 1) {
+      std::cerr << "error: " << error.what() << '\n';
+      for (const auto& line : error.details()) std::cerr << "  " << line << '\n';
+    } else {
+      std::cerr << "error: " << error.what() << '\n';
+    }
+    return 1;
+  } catch (const graphed::Error& error) {
+    std::cerr << "error: " << error.what() << '\n';
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "error: " << error.what() << '\n';
+    return 2;
+  }
+}

@@ -1,0 +1,62 @@
+// config/model_config.h — the GPT / MoE architecture settings, named after Megatron's flags
+// (--num-layers -> num_layers). Optional fields are "unset" until resolve_run_config() derives
+// them (ffn_hidden_size = 4 x hidden, num_query_groups = heads, ...). Plain aggregate, no torch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphed::config {
+
+struct ModelConfig {
+  int64_t num_layers = 2;                         ///< --num-layers, >= 1
+  int64_t hidden_size = 128;                      ///< --hidden-size, divisible by heads
+  int64_t num_attention_heads = 2;                ///< --num-attention-heads
+  bool group_query_attention = false;             ///< --group-query-attention
+  std::optional<int64_t> num_query_groups;        ///< --num-query-groups; unset = heads (MHA)
+  std::optional<int64_t> ffn_hidden_size;         ///< --ffn-hidden-size; unset = 4 x hidden (SwiGLU: 8/3 x, /64)
+  int64_t seq_length = 64;                        ///< --seq-length, tokens per sample
+  std::optional<int64_t> max_position_embeddings; ///< --max-position-embeddings; unset = seq_length
+  int64_t vocab_size = 1024;                      ///< --vocab-size
+  std::string normalization = "LayerNorm";        ///< --normalization LayerNorm|RMSNorm
+  double norm_epsilon = 1e-5;                     ///< --norm-epsilon
+  bool swiglu = false;                            ///< --swiglu: SwiGLU MLP instead of GELU
+  std::string position_embedding_type = "learned_absolute";  ///< learned_absolute|rope
+  double rotary_base = 10000;                     ///< --rotary-base (rope only)
+  bool add_bias_linear = true;                    ///< --add-bias-linear / --disable-bias-linear
+  bool untie_embeddings_and_output_weights = false;  ///< --untie-embeddings-and-output-weights
+  double attention_dropout = 0.1;                 ///< --attention-dropout, in [0, 1)
+  double hidden_dropout = 0.1;                    ///< --hidden-dropout, in [0, 1)
+  double init_method_std = 0.02;                  ///< --init-method-std
+  bool bf16 = false;                              ///< --bf16: bf16 autocast on the GPU
+
+  // Mixture of experts.
+  std::optional<int64_t> num_experts;             ///< --num-experts; unset = dense model
+  int64_t moe_router_topk = 2;                    ///< --moe-router-topk, 1..num_experts
+  std::optional<int64_t> moe_ffn_hidden_size;     ///< --moe-ffn-hidden-size; unset = ffn_hidden_size
+  std::optional<int64_t> moe_shared_expert_intermediate_size;  ///< shared expert width; unset = none
+  double moe_aux_loss_coeff = 0.0;                ///< --moe-aux-loss-coeff (load balancing)
+  std::optional<double> moe_expert_capacity_factor;  ///< --moe-expert-capacity-factor; unset = dropless
+  bool moe_pad_expert_input_to_capacity = false;  ///< --moe-pad-expert-input-to-capacity (static shapes)
+  std::string moe_token_dispatcher_type = "allgather";  ///< allgather|alltoall
+  std::string moe_layer_freq = "1";               ///< N (every N-th layer is MoE) or a 0/1 list per layer
+
+  // Activation recomputation.
+  std::optional<std::string> recompute_granularity;  ///< full|selective; unset = none
+  std::optional<std::string> recompute_method;       ///< uniform|block (full only)
+  std::optional<int64_t> recompute_num_layers;       ///< layers per recompute unit (full only)
+  std::optional<std::vector<std::string>> recompute_modules;  ///< selective; unset = core_attn
+
+  /// Whether the model has MoE layers (num_experts > 1).
+  bool is_moe() const { return num_experts.value_or(0) > 1; }
+  /// Whether MoE layers drop and pad to a static capacity (capacity factor set and padding on).
+  bool is_drop_and_pad() const { return moe_expert_capacity_factor.has_value() && moe_pad_expert_input_to_capacity; }
+};
+
+/// Expands --moe-layer-freq into one flag per layer (true = MoE layer). Returns nullopt when the
+/// text is neither a positive integer nor a list of num_layers 0/1 values ("1,0,1,0" or "[1,0,1,0]").
+std::optional<std::vector<bool>> parse_moe_layer_pattern(const std::string& text, int64_t num_layers);
+
+}  // namespace graphed::config

@@ -1,0 +1,83 @@
+// config/presets.cpp — preset values; DESIGN.md §8 is the source. GPT-2 style presets use LayerNorm,
+// learned positions, a GELU MLP of 4x hidden, biases and tied embeddings; llama-1b is Llama style.
+// Every preset turns dropout off (benchmarks compare losses with eager) and bf16 autocast on.
+#include "graphed/config/presets.h"
+
+namespace graphed::config {
+namespace {
+
+using nlohmann::json;
+
+json gpt2_style(int layers, int hidden, int heads, int seq, int micro_batch, int vocab) {
+  return json{{"num_layers", layers},        {"hidden_size", hidden},
+              {"num_attention_heads", heads}, {"ffn_hidden_size", 4 * hidden},
+              {"seq_length", seq},           {"max_position_embeddings", seq},
+              {"micro_batch_size", micro_batch}, {"vocab_size", vocab},
+              {"normalization", "LayerNorm"}, {"position_embedding_type", "learned_absolute"},
+              {"swiglu", false},             {"add_bias_linear", true},
+              {"untie_embeddings_and_output_weights", false},
+              {"attention_dropout", 0.0},    {"hidden_dropout", 0.0},
+              {"bf16", true}};
+}
+
+json with(json base, const json& overrides) {
+  base.update(overrides);
+  return base;
+}
+
+}  // namespace
+
+const std::vector<std::string>& preset_names() {
+  static const std::vector<std::string> names{"tiny", "small", "gpt-125m", "moe-small", "llama-1b"};
+  return names;
+}
+
+std::optional<json> preset_settings(const std::string& name) {
+  if (name == "tiny") {
+    return with(gpt2_style(2, 128, 2, 64, 1, 1024),
+                {{"lr", 1e-3}, {"lr_warmup_iters", 20}, {"train_iters", 300}, {"log_interval", 25},
+                 {"eval_interval", 100}, {"eval_iters", 10}});
+  }
+  if (name == "small") {
+    return with(gpt2_style(4, 256, 4, 128, 8, 1024),
+                {{"lr", 1e-3}, {"lr_warmup_iters", 20}, {"train_iters", 200}, {"log_interval", 20},
+                 {"eval_interval", 100}, {"eval_iters", 10}});
+  }
+  if (name == "gpt-125m") {
+    return with(gpt2_style(12, 768, 12, 512, 8, 50304),
+                {{"lr", 6e-4}, {"lr_warmup_iters", 50}, {"train_iters", 200}, {"log_interval", 20},
+                 {"eval_interval", 100}, {"eval_iters", 10}});
+  }
+  if (name == "moe-small") {
+    return with(gpt2_style(4, 256, 4, 128, 8, 1024),
+                {{"ffn_hidden_size", 512}, {"num_experts", 8}, {"moe_router_topk", 2},
+                 {"moe_ffn_hidden_size", 512}, {"moe_expert_capacity_factor", 1.0},
+                 {"moe_pad_expert_input_to_capacity", true}, {"moe_aux_loss_coeff", 0.01},
+                 {"lr", 1e-3}, {"lr_warmup_iters", 20}, {"train_iters", 200}, {"log_interval", 20},
+                 {"eval_interval", 100}, {"eval_iters", 10}});
+  }
+  if (name == "llama-1b") {
+    return json{{"num_layers", 16}, {"hidden_size", 2048}, {"num_attention_heads", 32},
+                {"group_query_attention", true}, {"num_query_groups", 8}, {"ffn_hidden_size", 8192},
+                {"swiglu", true}, {"normalization", "RMSNorm"}, {"position_embedding_type", "rope"},
+                {"add_bias_linear", false}, {"untie_embeddings_and_output_weights", true},
+                {"seq_length", 2048}, {"max_position_embeddings", 2048}, {"micro_batch_size", 1},
+                {"vocab_size", 32000}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0},
+                {"bf16", true}, {"lr", 3e-4}, {"lr_warmup_iters", 50}, {"train_iters", 200},
+                {"log_interval", 10}, {"eval_interval", 100}, {"eval_iters", 10}};
+  }
+  return std::nullopt;
+}
+
+std::string preset_summary(const std::string& name) {
+  if (name == "tiny") return "GPT-2 style, 2 layers, hidden 128, 2 heads, seq 64, micro batch 1, vocab 1024";
+  if (name == "small") return "GPT-2 style, 4 layers, hidden 256, 4 heads, seq 128, micro batch 8, vocab 1024";
+  if (name == "gpt-125m") return "GPT-2 style, 12 layers, hidden 768, 12 heads, seq 512, micro batch 8, vocab 50304";
+  if (name == "moe-small")
+    return "small with an MoE MLP: 8 experts top-2, expert ffn 512, drop-and-pad at capacity 1.0";
+  if (name == "llama-1b")
+    return "Llama style, 16 layers, hidden 2048, 32 heads / 8 groups, SwiGLU 8192, RMSNorm, RoPE, seq 2048";
+  return "";
+}
+
+}  // namespace graphed::config

@@ -1,0 +1,347 @@
+// config/settings.cpp — the settings table and the value checks shared by every input path.
+#include "graphed/config/settings.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <type_traits>
+
+#include "graphed/util/error.h"
+#include "graphed/util/text.h"
+
+namespace graphed::config {
+namespace {
+
+using nlohmann::json;
+
+template <typename T> struct is_optional : std::false_type {};
+template <typename T> struct is_optional<std::optional<T>> : std::true_type {};
+template <typename T> struct unwrap { using type = T; };
+template <typename T> struct unwrap<std::optional<T>> { using type = T; };
+
+template <typename T>
+SettingKind kind_of(bool has_choices) {
+  if constexpr (std::is_same_v<T, bool>) return SettingKind::kBool;
+  if constexpr (std::is_same_v<T, int64_t>) return SettingKind::kInt;
+  if constexpr (std::is_same_v<T, double>) return SettingKind::kFloat;
+  if constexpr (std::is_same_v<T, std::string>) return has_choices ? SettingKind::kChoice : SettingKind::kString;
+  if constexpr (std::is_same_v<T, std::vector<std::string>>)
+    return has_choices ? SettingKind::kChoiceList : SettingKind::kList;
+  return SettingKind::kString;
+}
+
+template <typename T>
+void assign_value(T& target, const json& value) { target = value.get<T>(); }
+template <typename T>
+void assign_value(std::optional<T>& target, const json& value) {
+  if (value.is_null()) target.reset(); else target = value.get<T>();
+}
+template <typename T>
+json read_value(const T& value) { return json(value); }
+template <typename T>
+json read_value(const std::optional<T>& value) { return value ? json(*value) : json(nullptr); }
+
+/// Binds a key to a member of one section of Settings; the kind follows the member's type.
+template <typename Section, typename Field>
+SettingSpec bind_setting(Section Settings::*section, const char* section_name, Field Section::*member,
+                 std::string key, std::string help, std::vector<std::string> choices = {}) {
+  SettingSpec spec;
+  spec.key = std::move(key);
+  spec.section = section_name;
+  spec.help = std::move(help);
+  spec.kind = kind_of<typename unwrap<Field>::type>(!choices.empty());
+  spec.choices = std::move(choices);
+  spec.optional = is_optional<Field>::value;
+  spec.assign = [section, member](Settings& settings, const json& value) {
+    assign_value(settings.*section.*member, value);
+  };
+  spec.read = [section, member](const Settings& settings) { return read_value(settings.*section.*member); };
+  return spec;
+}
+
+template <typename Field>
+SettingSpec model(Field ModelConfig::*member, std::string key, std::string help, std::vector<std::string> choices = {}) {
+  return bind_setting(&Settings::model, "model", member, std::move(key), std::move(help), std::move(choices));
+}
+template <typename Field>
+SettingSpec train(Field TrainConfig::*member, std::string key, std::string help, std::vector<std::string> choices = {}) {
+  return bind_setting(&Settings::train, "train", member, std::move(key), std::move(help), std::move(choices));
+}
+template <typename Field>
+SettingSpec graph(Field CudaGraphInputs::*member, std::string key, std::string help,
+                  std::vector<std::string> choices = {}) {
+  return bind_setting(&Settings::cuda_graph, "cuda_graph", member, std::move(key), std::move(help), std::move(choices));
+}
+SettingSpec deprecated(SettingSpec spec) {
+  spec.deprecated = true;
+  return spec;
+}
+
+std::vector<SettingSpec> make_specs() {
+  using M = ModelConfig;
+  using T = TrainConfig;
+  using G = CudaGraphInputs;
+  return {
+      // Model.
+      model(&M::num_layers, "num_layers", "transformer layers"),
+      model(&M::hidden_size, "hidden_size", "hidden size (model width)"),
+      model(&M::num_attention_heads, "num_attention_heads", "attention heads"),
+      model(&M::group_query_attention, "group_query_attention", "grouped-query attention (with --num-query-groups)"),
+      model(&M::num_query_groups, "num_query_groups", "key/value head groups for GQA; unset = one per head"),
+      model(&M::ffn_hidden_size, "ffn_hidden_size", "MLP width; unset = 4 x hidden (SwiGLU: 8/3 x hidden, to 64)"),
+      model(&M::seq_length, "seq_length", "tokens per sample"),
+      model(&M::max_position_embeddings, "max_position_embeddings", "learned positions; unset = seq length"),
+      model(&M::vocab_size, "vocab_size", "vocabulary size (byte-level data needs >= 256)"),
+      model(&M::normalization, "normalization", "normalization layer", {"LayerNorm", "RMSNorm"}),
+      model(&M::norm_epsilon, "norm_epsilon", "epsilon of the normalization layers"),
+      model(&M::swiglu, "swiglu", "SwiGLU MLP instead of GELU"),
+      model(&M::position_embedding_type, "position_embedding_type", "position embedding",
+            {"learned_absolute", "rope"}),
+      model(&M::rotary_base, "rotary_base", "RoPE base"),
+      model(&M::add_bias_linear, "add_bias_linear", "biases in linear layers (--disable-bias-linear turns off)"),
+      model(&M::untie_embeddings_and_output_weights, "untie_embeddings_and_output_weights",
+            "separate output layer instead of the tied input embedding"),
+      model(&M::attention_dropout, "attention_dropout", "dropout on attention probabilities, in [0, 1)"),
+      model(&M::hidden_dropout, "hidden_dropout", "dropout on hidden states, in [0, 1)"),
+      model(&M::init_method_std, "init_method_std", "standard deviation of weight initialization"),
+      model(&M::bf16, "bf16", "bf16 autocast on the GPU"),
+      model(&M::num_experts, "num_experts", "experts per MoE layer; unset = dense model"),
+      model(&M::moe_router_topk, "moe_router_topk", "experts each token is routed to"),
+      model(&M::moe_ffn_hidden_size, "moe_ffn_hidden_size", "expert MLP width; unset = --ffn-hidden-size"),
+      model(&M::moe_shared_expert_intermediate_size, "moe_shared_expert_intermediate_size",
+            "shared expert width; unset = no shared expert"),
+      model(&M::moe_aux_loss_coeff, "moe_aux_loss_coeff", "load-balancing auxiliary loss coefficient"),
+      model(&M::moe_expert_capacity_factor, "moe_expert_capacity_factor",
+            "expert capacity as a multiple of the even share; unset = dropless"),
+      model(&M::moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity",
+            "pad every expert's input to its capacity (static shapes)"),
+      model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher",
+            {"allgather", "alltoall"}),
+      model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer"),
+      model(&M::recompute_granularity, "recompute_granularity", "activation recomputation",
+            {"full", "selective"}),
+      model(&M::recompute_method, "recompute_method", "full recomputation method", {"uniform", "block"}),
+      model(&M::recompute_num_layers, "recompute_num_layers", "layers per full-recomputation unit"),
+      model(&M::recompute_modules, "recompute_modules", "modules recomputed by selective recomputation",
+            {"core_attn", "mlp", "moe", "moe_act", "layernorm", "shared_experts"}),
+      // Training.
+      train(&T::micro_batch_size, "micro_batch_size", "samples per microbatch"),
+      train(&T::global_batch_size, "global_batch_size", "samples per iteration; unset = one microbatch per rank"),
+      train(&T::train_iters, "train_iters", "training iterations"),
+      train(&T::lr, "lr", "peak learning rate"),
+      train(&T::min_lr, "min_lr", "learning rate at the end of the decay"),
+      train(&T::lr_warmup_iters, "lr_warmup_iters", "iterations of linear warmup"),
+      train(&T::lr_decay_style, "lr_decay_style", "learning-rate decay", {"constant", "linear", "cosine"}),
+      train(&T::lr_decay_iters, "lr_decay_iters", "iterations of decay; unset = --train-iters"),
+      train(&T::weight_decay, "weight_decay", "AdamW weight decay"),
+      train(&T::adam_beta1, "adam_beta1", "AdamW beta1"),
+      train(&T::adam_beta2, "adam_beta2", "AdamW beta2"),
+      train(&T::adam_eps, "adam_eps", "AdamW epsilon"),
+      train(&T::clip_grad, "clip_grad", "global gradient-norm clip; 0 = off"),
+      train(&T::seed, "seed", "random seed (data order, initialization, dropout)"),
+      train(&T::log_interval, "log_interval", "iterations between progress lines"),
+      train(&T::eval_interval, "eval_interval", "iterations between evaluations"),
+      train(&T::eval_iters, "eval_iters", "validation batches per evaluation"),
+      train(&T::data_path, "data_path", "token file (.bin), text file or folder of .txt; unset = default corpus"),
+      train(&T::mock_data, "mock_data", "synthetic tokens instead of data (benchmarks)"),
+      train(&T::split, "split", "train,validation,test weights"),
+      train(&T::save, "save", "checkpoint folder to write"),
+      train(&T::load, "load", "checkpoint folder to resume from"),
+      train(&T::save_interval, "save_interval", "iterations between checkpoints (needs --save)"),
+      train(&T::metrics_file, "metrics_file", "JSON-lines file of per-interval metrics"),
+      train(&T::device, "device", "where to train; auto = CUDA if this build and machine have it",
+            {"auto", "cuda", "cpu"}),
+      // CUDA graphs.
+      graph(&G::impl, "cuda_graph_impl", "CUDA-graph implementation", cuda_graph_impl_names()),
+      graph(&G::modules, "cuda_graph_modules", "per-layer capture regions; unset = whole layer",
+            cuda_graph_module_input_names()),
+      graph(&G::inference_scope, "inference_cuda_graph_scope", "inference graph scope; unset = layer for local",
+            inference_cuda_graph_scope_names()),
+      graph(&G::warmup_steps, "cuda_graph_warmup_steps", "eager iterations before capture, >= 1"),
+      graph(&G::use_single_mempool, "cuda_graph_use_single_mempool", "full-iteration and optimizer graphs share one pool"),
+      graph(&G::retain_backward_graph, "cuda_graph_retain_backward_graph", "capture backward with retain_graph"),
+      graph(&G::optimizer_cuda_graph, "optimizer_cuda_graph", "graph the optimizer step"),
+      graph(&G::te_rng_tracker, "te_rng_tracker", "graph-safe RNG (on automatically with CUDA graphs)"),
+      graph(&G::check_for_nan_in_loss_and_grad, "check_for_nan_in_loss_and_grad",
+            "device-side NaN check of loss and gradients, read at log intervals"),
+      graph(&G::inference_num_cuda_graphs, "inference_dynamic_batching_num_cuda_graphs",
+            "decode batch-size buckets of the local impl; -1 = auto"),
+      deprecated(graph(&G::scope, "cuda_graph_scope", "deprecated: --cuda-graph-modules",
+                       cuda_graph_module_input_names())),
+      deprecated(graph(&G::enable_cuda_graph, "enable_cuda_graph", "deprecated: --cuda-graph-impl local")),
+      deprecated(graph(&G::external_cuda_graph, "external_cuda_graph",
+                       "deprecated: --cuda-graph-impl transformer_engine")),
+  };
+}
+
+std::string dashes(std::string text) {
+  std::replace(text.begin(), text.end(), '_', '-');
+  return text;
+}
+
+std::string quoted(const json& value) { return value.dump(); }
+
+[[noreturn]] void fail(const std::string& message) { throw ConfigError(message, {message}); }
+
+json parse_scalar_token(const SettingSpec& spec, const std::string& token, const std::string& label) {
+  switch (spec.kind) {
+    case SettingKind::kInt: {
+      errno = 0;
+      char* end = nullptr;
+      const long long value = std::strtoll(token.c_str(), &end, 10);
+      if (token.empty() || *end != '\0' || errno == ERANGE)
+        fail(label + " expects an integer, got '" + token + "'");
+      return json(static_cast<int64_t>(value));
+    }
+    case SettingKind::kFloat: {
+      errno = 0;
+      char* end = nullptr;
+      const double value = std::strtod(token.c_str(), &end);
+      if (token.empty() || *end != '\0' || errno == ERANGE) fail(label + " expects a number, got '" + token + "'");
+      return json(value);
+    }
+    case SettingKind::kBool: {
+      std::string lower = token;
+      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+      if (lower == "true" || lower == "1" || lower == "yes" || lower == "on") return json(true);
+      if (lower == "false" || lower == "0" || lower == "no" || lower == "off") return json(false);
+      fail(label + " expects true or false, got '" + token + "'");
+    }
+    default:
+      return json(token);
+  }
+}
+
+void check_choice(const SettingSpec& spec, const std::string& value, const std::string& label) {
+  if (std::find(spec.choices.begin(), spec.choices.end(), value) != spec.choices.end()) return;
+  std::string message = "unknown value '" + value + "' for " + label;
+  if (const auto near = nearest_match(value, spec.choices)) message += " (did you mean " + *near + "?)";
+  fail(message + "; fix: use one of " + join(spec.choices, ", "));
+}
+
+}  // namespace
+
+std::string SettingSpec::flag() const { return "--" + dashes(key); }
+std::string SettingSpec::underscore_flag() const { return "--" + key; }
+
+const std::vector<SettingSpec>& setting_specs() {
+  static const std::vector<SettingSpec> specs = make_specs();
+  return specs;
+}
+
+const std::vector<SettingAlias>& setting_aliases() {
+  static const std::vector<SettingAlias> aliases{
+      {"--disable-bias-linear", "add_bias_linear", false, "no biases in linear layers"},
+  };
+  return aliases;
+}
+
+const SettingSpec* find_setting(const std::string& name) {
+  std::string key = name;
+  while (!key.empty() && key.front() == '-') key.erase(key.begin());
+  std::replace(key.begin(), key.end(), '-', '_');
+  for (const auto& spec : setting_specs()) {
+    if (spec.key == key) return &spec;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> setting_keys() {
+  std::vector<std::string> keys;
+  for (const auto& spec : setting_specs()) keys.push_back(spec.key);
+  return keys;
+}
+
+json parse_setting_tokens(const SettingSpec& spec, const std::vector<std::string>& tokens, const std::string& label) {
+  const bool is_list = spec.kind == SettingKind::kList || spec.kind == SettingKind::kChoiceList;
+  if (is_list) {
+    std::vector<std::string> values;
+    for (const auto& token : tokens) {
+      for (auto& piece : split(token, ',')) values.push_back(std::move(piece));
+    }
+    return check_setting_value(spec, json(values), label);
+  }
+  if (tokens.size() != 1) fail(label + " expects one value, got " + std::to_string(tokens.size()));
+  return check_setting_value(spec, parse_scalar_token(spec, tokens.front(), label), label);
+}
+
+json check_setting_value(const SettingSpec& spec, const json& value, const std::string& label) {
+  if (value.is_null()) {
+    if (spec.optional) return value;
+    fail(label + " cannot be null (it has no unset state); fix: give a value or leave the key out");
+  }
+  switch (spec.kind) {
+    case SettingKind::kInt:
+      if (!value.is_number_integer()) fail(label + " expects an integer, got " + quoted(value));
+      return value;
+    case SettingKind::kFloat:
+      if (!value.is_number()) fail(label + " expects a number, got " + quoted(value));
+      return json(value.get<double>());
+    case SettingKind::kBool:
+      if (!value.is_boolean()) fail(label + " expects true or false, got " + quoted(value));
+      return value;
+    case SettingKind::kString:
+      if (!value.is_string()) fail(label + " expects a string, got " + quoted(value));
+      return value;
+    case SettingKind::kChoice:
+      if (!value.is_string()) fail(label + " expects one of " + join(spec.choices, ", ") + ", got " + quoted(value));
+      check_choice(spec, value.get<std::string>(), label);
+      return value;
+    case SettingKind::kList:
+    case SettingKind::kChoiceList: {
+      std::vector<std::string> items;
+      if (value.is_string()) {
+        items = split(value.get<std::string>(), ',');
+      } else if (value.is_array()) {
+        for (const auto& item : value) {
+          if (!item.is_string()) fail(label + " expects a list of strings, got " + quoted(value));
+          for (auto& piece : split(item.get<std::string>(), ',')) items.push_back(std::move(piece));
+        }
+      } else {
+        fail(label + " expects a list of strings, got " + quoted(value));
+      }
+      if (spec.kind == SettingKind::kChoiceList) {
+        for (const auto& item : items) check_choice(spec, item, label);
+      }
+      return json(items);
+    }
+  }
+  return value;
+}
+
+void apply_settings(Settings& settings, const json& object, const std::string& source, SettingOrigins* origins) {
+  if (!object.is_object()) fail(source + " must be a JSON object of settings, got " + quoted(object));
+  std::vector<std::string> problems;
+  std::vector<std::pair<const SettingSpec*, json>> checked;
+  for (const auto& [name, value] : object.items()) {
+    const SettingSpec* spec = find_setting(name);
+    if (spec == nullptr) {
+      std::string message = "unknown setting '" + name + "' in " + source;
+      if (const auto near = nearest_match(name, setting_keys())) message += " (did you mean " + *near + "?)";
+      problems.push_back(message + "; fix: see `graphed check-config --help` for the valid settings");
+      continue;
+    }
+    try {
+      checked.emplace_back(spec, check_setting_value(*spec, value, spec->key + " in " + source));
+    } catch (const ConfigError& error) {
+      problems.push_back(error.what());
+    }
+  }
+  if (!problems.empty()) {
+    throw ConfigError(problems.size() == 1 ? problems.front()
+                                           : std::to_string(problems.size()) + " problems in " + source,
+                      problems);
+  }
+  for (const auto& [spec, value] : checked) {
+    spec->assign(settings, value);
+    if (origins != nullptr) (*origins)[spec->key] = source;
+  }
+}
+
+json settings_to_json(const Settings& settings) {
+  json object = json::object();
+  for (const auto& spec : setting_specs()) object[spec.key] = spec.read(settings);
+  return object;
+}
+
+}  // namespace graphed::config

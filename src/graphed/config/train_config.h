@@ -1,0 +1,40 @@
+// config/train_config.h — trainer, optimizer, learning-rate, data, logging and checkpoint settings,
+// named after Megatron's flags. Plain aggregate; resolve_run_config() fills the derived fields.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace graphed::config {
+
+struct TrainConfig {
+  int64_t micro_batch_size = 1;                ///< --micro-batch-size, samples per microbatch
+  std::optional<int64_t> global_batch_size;    ///< --global-batch-size; unset = micro x data-parallel
+  int64_t train_iters = 200;                   ///< --train-iters
+  double lr = 3e-4;                            ///< --lr, peak learning rate
+  double min_lr = 0.0;                         ///< --min-lr, floor of the decay
+  int64_t lr_warmup_iters = 0;                 ///< --lr-warmup-iters, linear warmup
+  std::string lr_decay_style = "cosine";       ///< --lr-decay-style constant|linear|cosine
+  std::optional<int64_t> lr_decay_iters;       ///< --lr-decay-iters; unset = train_iters
+  double weight_decay = 0.01;                  ///< --weight-decay (AdamW)
+  double adam_beta1 = 0.9;                     ///< --adam-beta1
+  double adam_beta2 = 0.999;                   ///< --adam-beta2
+  double adam_eps = 1e-8;                      ///< --adam-eps
+  double clip_grad = 1.0;                      ///< --clip-grad, global grad-norm clip; 0 = off
+  int64_t seed = 1234;                         ///< --seed
+  int64_t log_interval = 100;                  ///< --log-interval, iterations between log lines
+  int64_t eval_interval = 1000;                ///< --eval-interval
+  int64_t eval_iters = 100;                    ///< --eval-iters, batches per evaluation
+  std::optional<std::string> data_path;        ///< --data-path: token file, text file or folder
+  bool mock_data = false;                      ///< --mock-data: synthetic tokens (benchmarks)
+  std::string split = "969,30,1";              ///< --split train,valid,test weights
+  std::optional<std::string> save;             ///< --save checkpoint folder
+  std::optional<std::string> load;             ///< --load checkpoint folder
+  std::optional<int64_t> save_interval;        ///< --save-interval; needs --save
+  std::optional<std::string> metrics_file;     ///< --metrics-file (JSON lines)
+  std::string device = "auto";                 ///< --device auto|cuda|cpu
+  int64_t data_parallel_size = 1;              ///< data-parallel ranks (1 until the dist wave)
+};
+
+}  // namespace graphed::config

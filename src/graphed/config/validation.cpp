@@ -1,0 +1,362 @@
+// config/validation.cpp — the rules of config/validation.h. Each check is one rule with one
+// message: what is wrong, the values, and "; fix: ...". Ids: TC-*/VA-*/BR-* follow
+// research/megatron-cudagraphs.md §1.7–1.10; G* are graphed's graph rules, MC-* model, TR-* training.
+#include "graphed/config/validation.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "graphed/config/run_config.h"
+#include "graphed/util/text.h"
+
+namespace graphed::config {
+namespace {
+
+std::string num(double value) { return format_number(value); }
+std::string num(int64_t value) { return std::to_string(value); }
+
+bool contains(const std::optional<std::vector<std::string>>& list, const std::string& item) {
+  return list && std::find(list->begin(), list->end(), item) != list->end();
+}
+
+// ---- model ----------------------------------------------------------------------------------
+
+void require_positive(IssueList& issues, const std::string& rule, const std::string& flag, int64_t value) {
+  if (value < 1) issues.error(rule, flag + " must be >= 1, got " + num(value) + "; fix: pass a positive value");
+}
+
+void validate_model(const RunConfig& config, IssueList& issues) {
+  const ModelConfig& m = config.model;
+  require_positive(issues, "MC-1", "--num-layers", m.num_layers);
+  require_positive(issues, "MC-1", "--hidden-size", m.hidden_size);
+  require_positive(issues, "MC-1", "--num-attention-heads", m.num_attention_heads);
+  require_positive(issues, "MC-1", "--seq-length", m.seq_length);
+  require_positive(issues, "MC-1", "--vocab-size", m.vocab_size);
+  require_positive(issues, "MC-1", "--ffn-hidden-size", m.ffn_hidden_size.value_or(1));
+  require_positive(issues, "MC-1", "--num-query-groups", m.num_query_groups.value_or(1));
+  require_positive(issues, "MC-1", "--max-position-embeddings", m.max_position_embeddings.value_or(1));
+  if (m.hidden_size >= 1 && m.num_attention_heads >= 1 && m.hidden_size % m.num_attention_heads != 0) {
+    issues.error("MC-2", "--hidden-size " + num(m.hidden_size) + " is not divisible by --num-attention-heads " +
+                             num(m.num_attention_heads) + "; fix: pick a head count that divides the hidden size");
+  }
+  const int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
+  if (groups >= 1 && m.num_attention_heads % groups != 0) {
+    issues.error("MC-3", "--num-attention-heads " + num(m.num_attention_heads) +
+                             " is not divisible by --num-query-groups " + num(groups) +
+                             "; fix: pick a group count that divides the head count");
+  }
+  if (m.position_embedding_type == "rope" && m.num_attention_heads >= 1 &&
+      (m.hidden_size / m.num_attention_heads) % 2 != 0) {
+    issues.error("MC-4", "--position-embedding-type rope needs an even head size, got " +
+                             num(m.hidden_size / m.num_attention_heads) + " (--hidden-size " +
+                             num(m.hidden_size) + " / --num-attention-heads " + num(m.num_attention_heads) +
+                             "); fix: choose sizes with an even hidden / heads, or use learned_absolute");
+  }
+  if (m.position_embedding_type == "learned_absolute" && m.max_position_embeddings &&
+      *m.max_position_embeddings < m.seq_length) {
+    issues.error("MC-10", "--seq-length " + num(m.seq_length) + " exceeds --max-position-embeddings " +
+                              num(*m.max_position_embeddings) +
+                              "; fix: raise --max-position-embeddings or shorten --seq-length");
+  }
+  for (const auto& [flag, value] : {std::pair<std::string, double>{"--attention-dropout", m.attention_dropout},
+                                    {"--hidden-dropout", m.hidden_dropout}}) {
+    if (value < 0.0 || value >= 1.0) {
+      issues.error("MC-9", flag + " must be in [0, 1), got " + num(value) + "; fix: pass e.g. 0 or 0.1");
+    }
+  }
+  if (m.norm_epsilon <= 0.0 || m.init_method_std <= 0.0) {
+    issues.error("MC-1", "--norm-epsilon and --init-method-std must be > 0, got " + num(m.norm_epsilon) + " and " +
+                             num(m.init_method_std) + "; fix: pass positive values (defaults 1e-05 and 0.02)");
+  }
+  if (m.num_experts) {
+    if (*m.num_experts < 2) {
+      issues.error("MC-14", "--num-experts " + num(*m.num_experts) +
+                                " makes no MoE layer (an MoE layer needs 2 or more experts); fix: drop "
+                                "--num-experts for a dense model or pass 2 or more");
+    } else if (m.moe_router_topk < 1 || m.moe_router_topk > *m.num_experts) {
+      issues.error("MC-5", "--moe-router-topk " + num(m.moe_router_topk) + " must be between 1 and --num-experts " +
+                               num(*m.num_experts) + "; fix: pass a top-k in that range");
+    }
+  }
+  if (m.is_moe()) {
+    require_positive(issues, "MC-1", "--moe-ffn-hidden-size", m.moe_ffn_hidden_size.value_or(1));
+    require_positive(issues, "MC-1", "--moe-shared-expert-intermediate-size",
+                     m.moe_shared_expert_intermediate_size.value_or(1));
+    if (m.moe_pad_expert_input_to_capacity && !m.moe_expert_capacity_factor) {
+      issues.error("MC-6", "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor; fix: set "
+                           "--moe-expert-capacity-factor (e.g. 1.0) or drop --moe-pad-expert-input-to-capacity");
+    }
+    if (m.moe_expert_capacity_factor && *m.moe_expert_capacity_factor <= 0.0) {
+      issues.error("MC-7", "--moe-expert-capacity-factor must be > 0, got " + num(*m.moe_expert_capacity_factor) +
+                               "; fix: pass e.g. 1.0, or leave it unset for dropless MoE");
+    }
+    if (!parse_moe_layer_pattern(m.moe_layer_freq, m.num_layers)) {
+      issues.error("MC-8", "--moe-layer-freq '" + m.moe_layer_freq +
+                               "' is neither a positive integer nor a list of " + num(m.num_layers) +
+                               " zeros and ones (one per layer); fix: e.g. --moe-layer-freq 2 or "
+                               "--moe-layer-freq 1,0,1,0");
+    }
+  }
+  if (m.recompute_granularity == std::optional<std::string>("full") && !m.recompute_method) {
+    issues.error("MC-13", "--recompute-granularity full needs --recompute-method; fix: add --recompute-method "
+                          "uniform or --recompute-method block");
+  }
+  if (m.recompute_num_layers) require_positive(issues, "MC-1", "--recompute-num-layers", *m.recompute_num_layers);
+}
+
+// ---- training -------------------------------------------------------------------------------
+
+bool valid_split(const std::string& text) {
+  const auto pieces = split(text, ',');
+  if (pieces.empty() || pieces.size() > 3) return false;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    char* end = nullptr;
+    const double weight = std::strtod(pieces[i].c_str(), &end);
+    if (*end != '\0' || weight < 0.0 || (i == 0 && weight <= 0.0)) return false;
+  }
+  return true;
+}
+
+void validate_train(const RunConfig& config, IssueList& issues) {
+  const TrainConfig& t = config.train;
+  require_positive(issues, "TR-1", "--micro-batch-size", t.micro_batch_size);
+  // An unset global batch is derived from the micro batch: report it only when the user set it.
+  if (t.micro_batch_size >= 1) require_positive(issues, "TR-1", "--global-batch-size", t.global_batch_size.value_or(1));
+  require_positive(issues, "TR-1", "--train-iters", t.train_iters);
+  require_positive(issues, "TR-1", "--log-interval", t.log_interval);
+  require_positive(issues, "TR-1", "--eval-interval", t.eval_interval);
+  if (t.eval_iters < 0) {
+    issues.error("TR-1", "--eval-iters must be >= 0, got " + num(t.eval_iters) + "; fix: pass 0 to skip evaluation");
+  }
+  const int64_t per_step = t.micro_batch_size * t.data_parallel_size;
+  if (per_step >= 1 && t.global_batch_size && *t.global_batch_size >= 1 && *t.global_batch_size % per_step != 0) {
+    issues.error("TR-2", "--global-batch-size " + num(*t.global_batch_size) + " is not a multiple of --micro-batch-size " +
+                             num(t.micro_batch_size) + " x data-parallel size " + num(t.data_parallel_size) +
+                             "; fix: pass a multiple of " + num(per_step));
+  }
+  if (t.lr < 0.0 || t.min_lr < 0.0 || t.min_lr > t.lr) {
+    issues.error("TR-3", "--lr and --min-lr must satisfy 0 <= --min-lr <= --lr, got --lr " + num(t.lr) + " and --min-lr " +
+                             num(t.min_lr) + "; fix: lower --min-lr or raise --lr");
+  }
+  const int64_t decay = t.lr_decay_iters.value_or(t.train_iters);
+  if (t.lr_warmup_iters < 0 || t.lr_warmup_iters > decay) {
+    issues.error("TR-4", "--lr-warmup-iters " + num(t.lr_warmup_iters) + " must be between 0 and --lr-decay-iters " +
+                             num(decay) + " (unset = --train-iters); fix: shorten the warmup or lengthen the decay");
+  }
+  if (t.mock_data && t.data_path) {
+    issues.error("TR-5", "--mock-data and --data-path " + *t.data_path +
+                             " cannot both be set; fix: keep --data-path for real data or --mock-data for "
+                             "synthetic tokens");
+  }
+  if (t.save_interval) {
+    require_positive(issues, "TR-1", "--save-interval", *t.save_interval);
+    if (!t.save) issues.error("TR-6", "--save-interval needs --save; fix: pass --save DIR or drop --save-interval");
+  }
+  if (!valid_split(t.split)) {
+    issues.error("TR-7", "--split '" + t.split + "' must be up to three comma-separated non-negative weights with "
+                         "a positive first (train) weight; fix: e.g. --split 969,30,1");
+  }
+  if (t.adam_beta1 < 0.0 || t.adam_beta1 >= 1.0 || t.adam_beta2 < 0.0 || t.adam_beta2 >= 1.0 || t.adam_eps <= 0.0 ||
+      t.weight_decay < 0.0 || t.clip_grad < 0.0) {
+    issues.error("TR-8", "AdamW settings out of range: --adam-beta1 " + num(t.adam_beta1) + " and --adam-beta2 " +
+                             num(t.adam_beta2) + " must be in [0, 1), --adam-eps " + num(t.adam_eps) +
+                             " > 0, --weight-decay " + num(t.weight_decay) + " and --clip-grad " + num(t.clip_grad) +
+                             " >= 0; fix: e.g. the defaults 0.9, 0.999, 1e-08, 0.01, 1");
+  }
+}
+
+// ---- CUDA graphs ----------------------------------------------------------------------------
+
+std::string dropless_reason(const ModelConfig& m) {
+  return m.moe_expert_capacity_factor ? "--moe-pad-expert-input-to-capacity is off"
+                                      : "--moe-expert-capacity-factor is unset";
+}
+
+void validate_moe_modules(const RunConfig& config, IssueList& issues) {
+  const ModelConfig& m = config.model;
+  const CudaGraphConfig& g = config.cuda_graph;
+  const std::string mods = to_string(g.modules);
+  const bool moe = g.has_module(CudaGraphModule::kMoe);
+  const bool router = g.has_module(CudaGraphModule::kMoeRouter);
+  const bool preprocess = g.has_module(CudaGraphModule::kMoePreprocess);
+  if (moe && router) {
+    issues.error("TC-9", "--cuda-graph-modules must not contain both moe and moe_router, got " + mods +
+                             "; fix: use moe to graph the whole MoE MLP (drop-and-pad only) or moe_router "
+                             "[moe_preprocess] to graph the router");
+  }
+  if (preprocess && !router) {
+    issues.error("TC-10", "--cuda-graph-modules moe_preprocess needs moe_router, got " + mods + "; fix: add moe_router");
+  }
+  if ((moe || router) && !m.is_moe()) {
+    issues.error("TC-11", "--cuda-graph-modules " + std::string(moe ? "moe" : "moe_router") +
+                              " needs an MoE model, but --num-experts is " +
+                              (m.num_experts ? num(*m.num_experts) : std::string("unset")) +
+                              "; fix: drop it from --cuda-graph-modules or set --num-experts");
+  }
+  if (!m.is_moe()) return;
+  const bool all_moe = std::all_of(config.moe_layers.begin(), config.moe_layers.end(), [](bool b) { return b; });
+  if (g.has_module(CudaGraphModule::kMlp) && all_moe) {
+    issues.error("TC-12", "--cuda-graph-modules mlp needs dense layers, but every layer is MoE (--moe-layer-freq " +
+                              m.moe_layer_freq + "); fix: graph moe (drop-and-pad) or moe_router instead of mlp");
+  }
+  if (moe && !m.is_drop_and_pad()) {
+    issues.error("TC-13", "--cuda-graph-modules moe needs drop-and-pad MoE, but " + dropless_reason(m) +
+                              "; fix: set --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, "
+                              "or graph moe_router moe_preprocess instead");
+  }
+  if (preprocess && !m.is_drop_and_pad() && m.moe_token_dispatcher_type == "alltoall" && m.moe_expert_capacity_factor) {
+    issues.error("TC-14", "--cuda-graph-modules moe_preprocess cannot be graphed with --moe-token-dispatcher-type "
+                          "alltoall and --moe-expert-capacity-factor " + num(*m.moe_expert_capacity_factor) +
+                          " without padding: the preprocess step copies to the host and synchronizes; fix: drop "
+                          "moe_preprocess, add --moe-pad-expert-input-to-capacity, or use allgather");
+  }
+  if (g.is_per_layer() && g.modules.empty() && !m.is_drop_and_pad()) {
+    issues.error("G2", "whole-layer capture (--cuda-graph-impl " + to_string(g.impl) +
+                           " without --cuda-graph-modules) needs static shapes, but MoE layers are dropless (" +
+                           dropless_reason(m) + "); fix: pass --cuda-graph-modules attn moe_router moe_preprocess, "
+                           "or make MoE drop-and-pad with --moe-expert-capacity-factor and "
+                           "--moe-pad-expert-input-to-capacity");
+  }
+  if (g.impl == CudaGraphImpl::kFullIteration && !m.is_drop_and_pad()) {
+    issues.error("G3", "--cuda-graph-impl full_iteration needs static shapes, but MoE layers are dropless (" +
+                           dropless_reason(m) + "); fix: make MoE drop-and-pad with --moe-expert-capacity-factor "
+                           "and --moe-pad-expert-input-to-capacity, or use --cuda-graph-impl transformer_engine "
+                           "--cuda-graph-modules attn moe_router moe_preprocess");
+  }
+}
+
+void validate_recompute(const RunConfig& config, IssueList& issues) {
+  const ModelConfig& m = config.model;
+  const CudaGraphConfig& g = config.cuda_graph;
+  if (g.impl == CudaGraphImpl::kNone) return;
+  if (m.recompute_granularity == std::optional<std::string>("full") && g.impl != CudaGraphImpl::kFullIteration) {
+    issues.error("TC-15", "--recompute-granularity full needs --cuda-graph-impl full_iteration, got --cuda-graph-impl " +
+                              to_string(g.impl) + "; fix: use --recompute-granularity selective or "
+                              "--cuda-graph-impl full_iteration");
+  }
+  if (m.recompute_granularity != std::optional<std::string>("selective")) return;
+  const auto& recomputed = m.recompute_modules;
+  if (g.impl == CudaGraphImpl::kTransformerEngine && contains(recomputed, "moe") &&
+      g.has_module(CudaGraphModule::kMoeRouter)) {
+    issues.error("TC-16", "--recompute-modules moe cannot be combined with --cuda-graph-modules moe_router under "
+                          "--cuda-graph-impl transformer_engine; fix: drop moe from --recompute-modules or "
+                          "moe_router from --cuda-graph-modules");
+  }
+  const bool full = g.captures_full_layers();
+  if (m.attention_dropout != 0.0 && contains(recomputed, "core_attn") &&
+      (full || g.has_module(CudaGraphModule::kAttn))) {
+    issues.error("TC-17", "--attention-dropout " + num(m.attention_dropout) +
+                              " cannot be used while core_attn is recomputed inside a graph (--recompute-modules "
+                              "core_attn with graphed attention); fix: set --attention-dropout 0 or drop core_attn "
+                              "from --recompute-modules");
+  }
+  const bool mlp_graphed = contains(recomputed, "mlp") && (full || g.has_module(CudaGraphModule::kMlp));
+  const bool moe_graphed = contains(recomputed, "moe") && (full || g.has_module(CudaGraphModule::kMoe));
+  if (m.hidden_dropout != 0.0 && (mlp_graphed || moe_graphed)) {
+    issues.error("TC-18", "--hidden-dropout " + num(m.hidden_dropout) + " cannot be used while " +
+                              (mlp_graphed ? "mlp" : "moe") + " is recomputed inside a graph; fix: set "
+                              "--hidden-dropout 0 or drop it from --recompute-modules");
+  }
+}
+
+void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
+  const CudaGraphConfig& g = config.cuda_graph;
+  if (g.warmup_steps < 1) {
+    issues.error("G1", "cuda_graph_warmup_steps must be >= 1, got " + num(g.warmup_steps) +
+                           "; fix: pass --cuda-graph-warmup-steps 1 or more (default 3)");
+  }
+  if (g.impl == CudaGraphImpl::kLocal && g.inference_num_cuda_graphs <= 0 && g.inference_num_cuda_graphs != -1) {
+    issues.error("VA-8", "--inference-dynamic-batching-num-cuda-graphs must be > 0 or -1 (auto) with "
+                         "--cuda-graph-impl local, got " + num(g.inference_num_cuda_graphs) +
+                         "; fix: pass a positive count or -1");
+  }
+  if (g.impl == CudaGraphImpl::kFullIteration && g.check_for_nan_in_loss_and_grad) {
+    issues.note("VA-6", "--check-for-nan-in-loss-and-grad stays on with --cuda-graph-impl full_iteration: graphed's "
+                        "NaN check runs on the device inside the graph and is read at log intervals (Megatron "
+                        "requires --no-check-for-nan-in-loss-and-grad here)");
+  }
+  if (g.has_module(CudaGraphModule::kMamba)) {
+    issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid "
+                       "models come in a later release); fix: drop mamba from --cuda-graph-modules");
+  }
+  if (g.impl == CudaGraphImpl::kNone) return;
+  validate_moe_modules(config, issues);
+}
+
+}  // namespace
+
+void validate_run_config(const RunConfig& config, IssueList& issues) {
+  validate_model(config, issues);
+  validate_train(config, issues);
+  validate_cuda_graph(config, issues);
+  validate_recompute(config, issues);
+}
+
+const std::vector<RuleInfo>& all_rules() {
+  static const std::vector<RuleInfo> rules{
+      {"M1", "--enable-cuda-graph migrates to --cuda-graph-impl local (warning)"},
+      {"M2", "--external-cuda-graph migrates to --cuda-graph-impl transformer_engine (warning)"},
+      {"M3", "--cuda-graph-scope migrates to --cuda-graph-modules (warning)"},
+      {"M4", "modules value full migrates to an empty list, the whole layer (warning)"},
+      {"M5", "modules value full_iteration migrates to --cuda-graph-impl full_iteration (warning)"},
+      {"M6", "modules value full_iteration_inference migrates to --inference-cuda-graph-scope block (warning)"},
+      {"M7", "full_iteration_inference with --cuda-graph-impl none is ignored (warning)"},
+      {"TC-1", "a deprecated boolean flag with --cuda-graph-impl other than none"},
+      {"TC-2", "--enable-cuda-graph together with --external-cuda-graph"},
+      {"TC-3", "--cuda-graph-scope together with --cuda-graph-modules"},
+      {"TC-4", "unknown --cuda-graph-impl"},
+      {"N1", "full combined with other module values"},
+      {"N2", "full_iteration and full_iteration_inference together"},
+      {"N3", "full_iteration with --cuda-graph-impl transformer_engine"},
+      {"N4", "full_iteration with an inference scope other than none"},
+      {"N5", "full_iteration_inference with --cuda-graph-impl transformer_engine or full_iteration"},
+      {"N6", "full_iteration_inference with an inference scope other than block"},
+      {"N7", "unknown module value"},
+      {"TC-5", "inference scope not allowed for the impl (only local has layer/block)"},
+      {"TC-6", "--cuda-graph-impl full_iteration with modules"},
+      {"BR-1", "modules with --cuda-graph-impl none are ignored (warning)"},
+      {"TC-8", "local graphs moe_router and moe_preprocess together; the missing one is added (note)"},
+      {"VA-9", "graph-safe RNG (--te-rng-tracker) turned on with any impl but none (note)"},
+      {"VA-6", "NaN check stays allowed with full_iteration: it is device-side and deferred (note)"},
+      {"VA-8", "local impl needs --inference-dynamic-batching-num-cuda-graphs > 0 or -1"},
+      {"G1", "--cuda-graph-warmup-steps >= 1"},
+      {"G2", "whole-layer capture of dropless MoE layers (dynamic shapes)"},
+      {"G3", "full_iteration with dropless MoE layers (dynamic shapes)"},
+      {"G4", "mamba module without Mamba layers"},
+      {"TC-9", "moe and moe_router together"},
+      {"TC-10", "moe_preprocess without moe_router"},
+      {"TC-11", "moe or moe_router on a dense model"},
+      {"TC-12", "mlp when every layer is MoE"},
+      {"TC-13", "moe without drop-and-pad"},
+      {"TC-14", "moe_preprocess with alltoall, a capacity factor and no padding (host sync)"},
+      {"TC-15", "full recompute with an impl other than full_iteration"},
+      {"TC-16", "selective moe recompute with moe_router under transformer_engine"},
+      {"TC-17", "attention dropout with core_attn recomputed inside a graph"},
+      {"TC-18", "hidden dropout with mlp/moe recomputed inside a graph"},
+      {"MC-1", "sizes and counts must be positive"},
+      {"MC-2", "hidden size divisible by attention heads"},
+      {"MC-3", "attention heads divisible by query groups"},
+      {"MC-4", "RoPE needs an even head size"},
+      {"MC-5", "top-k between 1 and the expert count"},
+      {"MC-6", "padding to capacity needs a capacity factor"},
+      {"MC-7", "capacity factor > 0"},
+      {"MC-8", "--moe-layer-freq is an integer or a per-layer 0/1 list"},
+      {"MC-9", "dropout in [0, 1)"},
+      {"MC-10", "sequence length within learned position embeddings"},
+      {"MC-11", "--num-query-groups without --group-query-attention is ignored (warning)"},
+      {"MC-12", "MoE settings on a dense model are ignored (warning)"},
+      {"MC-13", "full recompute needs --recompute-method"},
+      {"MC-14", "--num-experts >= 2"},
+      {"TR-1", "batch sizes, iterations and intervals must be positive"},
+      {"TR-2", "global batch a multiple of micro batch x data-parallel size"},
+      {"TR-3", "0 <= --min-lr <= --lr"},
+      {"TR-4", "warmup within the decay"},
+      {"TR-5", "--mock-data and --data-path are exclusive"},
+      {"TR-6", "--save-interval needs --save"},
+      {"TR-7", "--split format"},
+      {"TR-8", "AdamW settings in range"},
+  };
+  return rules;
+}
+
+}  // namespace graphed::config

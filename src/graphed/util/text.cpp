@@ -1,0 +1,77 @@
+// util/text.cpp — see util/text.h.
+#include "graphed/util/text.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace graphed {
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& text, char delimiter) {
+  std::vector<std::string> pieces;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(delimiter, start);
+    if (end == std::string::npos) end = text.size();
+    std::string piece = text.substr(start, end - start);
+    const auto first = piece.find_first_not_of(" \t");
+    const auto last = piece.find_last_not_of(" \t");
+    if (first != std::string::npos) pieces.push_back(piece.substr(first, last - first + 1));
+    start = end + 1;
+  }
+  return pieces;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t substitution = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min({above + 1, row[j - 1] + 1, substitution});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> nearest_match(const std::string& word,
+                                         const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string format_number(double value) {
+  char buffer[64];
+  if (value == static_cast<double>(static_cast<long long>(value)) && value > -1e15 && value < 1e15) {
+    std::snprintf(buffer, sizeof(buffer), "%lld", static_cast<long long>(value));
+    return buffer;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
+}
+
+}  // namespace graphed

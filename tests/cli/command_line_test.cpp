@@ -1,0 +1,146 @@
+// tests/cli/command_line_test.cpp — argv parsing: Megatron dash flags, underscore forms, Bridge
+// comma lists, --no-X booleans, presets < config file < flags, and every bad-input message.
+#include "graphed/cli/command_line.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "graphed/util/error.h"
+
+namespace graphed::cli {
+namespace {
+
+CommandLine parse(std::vector<std::string> arguments) { return parse_command_line(arguments); }
+
+std::vector<std::string> problems_of(std::vector<std::string> arguments) {
+  try {
+    parse_command_line(arguments);
+  } catch (const ConfigError& error) {
+    return error.details().empty() ? std::vector<std::string>{error.what()} : error.details();
+  }
+  return {"(no error)"};
+}
+
+std::string problem_of(std::vector<std::string> arguments) {
+  const auto problems = problems_of(std::move(arguments));
+  EXPECT_EQ(problems.size(), 1u);
+  return problems.front();
+}
+
+TEST(CommandLineTest, MegatronFlagsSetTheSettings) {
+  const CommandLine cl = parse({"check-config", "--num-layers", "4", "--hidden-size", "256", "--num-attention-heads",
+                                "8", "--swiglu", "--normalization", "RMSNorm", "--lr", "6e-4", "--num-experts", "8",
+                                "--moe-expert-capacity-factor", "1.0", "--cuda-graph-impl", "transformer_engine"});
+  EXPECT_EQ(cl.command, "check-config");
+  EXPECT_EQ(cl.settings.model.num_layers, 4);
+  EXPECT_EQ(cl.settings.model.hidden_size, 256);
+  EXPECT_TRUE(cl.settings.model.swiglu);
+  EXPECT_EQ(cl.settings.model.normalization, "RMSNorm");
+  EXPECT_DOUBLE_EQ(cl.settings.train.lr, 6e-4);
+  EXPECT_EQ(cl.settings.model.num_experts, 8);
+  EXPECT_EQ(cl.settings.model.moe_expert_capacity_factor, 1.0);
+  EXPECT_EQ(cl.settings.cuda_graph.impl, "transformer_engine");
+  EXPECT_EQ(cl.origins.at("num_layers"), "command line");
+}
+
+TEST(CommandLineTest, UnderscoreSpellingsAndEqualsSignsWork) {
+  const CommandLine cl = parse({"check-config", "--num_layers=3", "--cuda_graph_impl", "local", "--micro_batch_size=2"});
+  EXPECT_EQ(cl.settings.model.num_layers, 3);
+  EXPECT_EQ(cl.settings.cuda_graph.impl, "local");
+  EXPECT_EQ(cl.settings.train.micro_batch_size, 2);
+}
+
+TEST(CommandLineTest, ModulesTakeSpaceAndCommaLists) {
+  const std::vector<std::string> expected{"attn", "moe_router", "moe_preprocess"};
+  EXPECT_EQ(parse({"check-config", "--cuda-graph-modules", "attn", "moe_router", "moe_preprocess"})
+                .settings.cuda_graph.modules,
+            expected);
+  EXPECT_EQ(parse({"check-config", "--cuda_graph_scope", "attn,moe_router,moe_preprocess"}).settings.cuda_graph.scope,
+            expected);
+}
+
+TEST(CommandLineTest, BooleansHaveNegationsAndAliases) {
+  EXPECT_FALSE(parse({"check-config", "--no-check-for-nan-in-loss-and-grad"})
+                   .settings.cuda_graph.check_for_nan_in_loss_and_grad);
+  EXPECT_FALSE(parse({"check-config", "--disable-bias-linear"}).settings.model.add_bias_linear);
+  EXPECT_TRUE(parse({"check-config", "--enable-cuda-graph"}).settings.cuda_graph.enable_cuda_graph);
+  EXPECT_FALSE(parse({"check-config", "--bf16=false"}).settings.model.bf16);
+  EXPECT_EQ(problem_of({"check-config", "--bf16", "--no-bf16"}), "both --bf16 and --no-bf16 were given; fix: keep one of them");
+}
+
+TEST(CommandLineTest, NegativeNumbersAreValues) {
+  EXPECT_EQ(parse({"check-config", "--inference-dynamic-batching-num-cuda-graphs", "-1"})
+                .settings.cuda_graph.inference_num_cuda_graphs,
+            -1);
+}
+
+TEST(CommandLineTest, PresetThenConfigFileThenFlags) {
+  const std::string path = ::testing::TempDir() + "command_line_test.json";
+  std::ofstream(path) << R"({"num_layers": 6, "hidden_size": 512, "cuda-graph-impl": "full_iteration"})";
+  const CommandLine cl = parse({"check-config", "--preset", "small", "--config", path, "--num-layers", "2"});
+  EXPECT_EQ(cl.preset, std::optional<std::string>("small"));
+  EXPECT_EQ(cl.settings.model.num_layers, 2);                 // flag beats file
+  EXPECT_EQ(cl.settings.model.hidden_size, 512);              // file beats preset
+  EXPECT_EQ(cl.settings.model.seq_length, 128);               // preset beats default
+  EXPECT_EQ(cl.settings.cuda_graph.impl, "full_iteration");
+  EXPECT_EQ(cl.origins.at("num_layers"), "command line");
+  EXPECT_EQ(cl.origins.at("hidden_size"), "--config " + path);
+  EXPECT_EQ(cl.origins.at("seq_length"), "preset small");
+}
+
+TEST(CommandLineTest, UnknownFlagNamesTheNearest) {
+  EXPECT_EQ(problem_of({"check-config", "--num-layer", "4"}),
+            "unknown flag '--num-layer' (did you mean --num-layers?); fix: see graphed --help for the valid flags");
+  EXPECT_EQ(problem_of({"check-config", "--cuda_graph_modul=attn"}),
+            "unknown flag '--cuda_graph_modul' (did you mean --cuda-graph-modules?); fix: see graphed --help for the "
+            "valid flags");
+  EXPECT_EQ(problem_of({"check-config", "--frobnicate"}),
+            "unknown flag '--frobnicate'; fix: see graphed --help for the valid flags");
+}
+
+TEST(CommandLineTest, UnknownValuesListTheValidOnes) {
+  EXPECT_EQ(problem_of({"check-config", "--cuda-graph-impl", "locl"}),
+            "unknown value 'locl' for --cuda-graph-impl (did you mean local?); fix: use one of none, local, "
+            "transformer_engine, full_iteration");
+  EXPECT_EQ(problem_of({"check-config", "--cuda-graph-modules", "attn,mpl"}),
+            "unknown value 'mpl' for --cuda-graph-modules (did you mean mlp?); fix: use one of attn, mlp, moe, "
+            "moe_router, moe_preprocess, mamba, full, full_iteration, full_iteration_inference");
+  EXPECT_EQ(problem_of({"check-config", "--num-layers", "four"}), "--num-layers expects an integer, got 'four'");
+}
+
+TEST(CommandLineTest, EveryProblemIsListed) {
+  const auto problems = problems_of({"check-config", "--num-layers", "x", "--lr", "y", "--bogus"});
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0], "unknown flag '--bogus'; fix: see graphed --help for the valid flags");
+}
+
+TEST(CommandLineTest, UnknownPresetAndCommand) {
+  EXPECT_EQ(problem_of({"check-config", "--preset", "tinyy"}),
+            "unknown --preset 'tinyy' (did you mean tiny?); fix: use one of tiny, small, gpt-125m, moe-small, llama-1b");
+  EXPECT_EQ(problem_of({"chek-config"}),
+            "unknown command 'chek-config' (did you mean check-config?); fix: use one of check-config");
+}
+
+TEST(CommandLineTest, MissingValueIsReported) {
+  const std::string problem = problem_of({"check-config", "--num-layers"});
+  EXPECT_NE(problem.find("--num-layers"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("fix: see graphed --help"), std::string::npos) << problem;
+}
+
+TEST(CommandLineTest, HelpAndVersionAreText) {
+  const CommandLine help = parse({"check-config", "--help"});
+  ASSERT_TRUE(help.early_output.has_value());
+  EXPECT_NE(help.early_output->find("--cuda-graph-impl"), std::string::npos);
+  EXPECT_NE(help.early_output->find("moe-small"), std::string::npos);
+  EXPECT_EQ(help.early_output->find("--enable-cuda-graph"), std::string::npos) << "deprecated flags stay hidden";
+  const CommandLine version = parse({"--version"});
+  ASSERT_TRUE(version.early_output.has_value());
+  EXPECT_EQ(version.early_output->rfind("graphed ", 0), 0u);
+  const CommandLine nothing = parse({});
+  EXPECT_EQ(nothing.exit_code, 1);
+  EXPECT_NE(nothing.early_output->find("check-config"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace graphed::cli

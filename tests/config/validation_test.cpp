@@ -1,0 +1,350 @@
+// tests/config/validation_test.cpp — every validation rule fires with its exact message on a
+// configuration that breaks it, and stays quiet on a near miss.
+#include "graphed/config/validation.h"
+
+#include <algorithm>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "graphed/config/run_config.h"
+#include "graphed/util/error.h"
+
+namespace graphed::config {
+namespace {
+
+using nlohmann::json;
+
+Resolution resolve_json(const json& overrides) {
+  Settings settings;
+  apply_settings(settings, overrides, "test");
+  return resolve_run_config(settings);
+}
+
+struct FiringCase {
+  std::string name;
+  json settings;
+  std::string rule;
+  Severity severity;
+  std::string message;
+};
+
+void PrintTo(const FiringCase& c, std::ostream* out) { *out << c.name; }
+
+class RuleFiresTest : public ::testing::TestWithParam<FiringCase> {};
+
+TEST_P(RuleFiresTest, WithItsExactMessage) {
+  const FiringCase& c = GetParam();
+  const auto& rules = all_rules();
+  EXPECT_TRUE(std::any_of(rules.begin(), rules.end(), [&](const RuleInfo& r) { return r.id == c.rule; }))
+      << c.rule << " is missing from all_rules()";
+  const Resolution resolution = resolve_json(c.settings);
+  std::string seen;
+  for (const auto& issue : resolution.issues.all()) {
+    seen += "  " + format_issue(issue) + "\n";
+    if (issue.rule == c.rule && issue.message == c.message) {
+      EXPECT_EQ(issue.severity, c.severity);
+      return;
+    }
+  }
+  ADD_FAILURE() << "expected [" << c.rule << "]: " << c.message << "\nseen:\n" << seen;
+}
+
+const json kDropAndPad = {{"num_experts", 4}, {"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true}};
+
+json merged(json base, const json& more) {
+  base.update(more);
+  return base;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, RuleFiresTest,
+    ::testing::Values(
+        FiringCase{"MC1", {{"num_layers", 0}}, "MC-1", Severity::kError,
+                   "--num-layers must be >= 1, got 0; fix: pass a positive value"},
+        FiringCase{"MC2", {{"hidden_size", 100}, {"num_attention_heads", 3}}, "MC-2", Severity::kError,
+                   "--hidden-size 100 is not divisible by --num-attention-heads 3; fix: pick a head count that "
+                   "divides the hidden size"},
+        FiringCase{"MC3", {{"num_attention_heads", 4}, {"group_query_attention", true}, {"num_query_groups", 3}},
+                   "MC-3", Severity::kError,
+                   "--num-attention-heads 4 is not divisible by --num-query-groups 3; fix: pick a group count that "
+                   "divides the head count"},
+        FiringCase{"MC4", {{"hidden_size", 30}, {"position_embedding_type", "rope"}}, "MC-4", Severity::kError,
+                   "--position-embedding-type rope needs an even head size, got 15 (--hidden-size 30 / "
+                   "--num-attention-heads 2); fix: choose sizes with an even hidden / heads, or use learned_absolute"},
+        FiringCase{"MC5", {{"num_experts", 4}, {"moe_router_topk", 5}}, "MC-5", Severity::kError,
+                   "--moe-router-topk 5 must be between 1 and --num-experts 4; fix: pass a top-k in that range"},
+        FiringCase{"MC6", {{"num_experts", 4}, {"moe_pad_expert_input_to_capacity", true}}, "MC-6", Severity::kError,
+                   "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor; fix: set "
+                   "--moe-expert-capacity-factor (e.g. 1.0) or drop --moe-pad-expert-input-to-capacity"},
+        FiringCase{"MC7", {{"num_experts", 4}, {"moe_expert_capacity_factor", -1}}, "MC-7", Severity::kError,
+                   "--moe-expert-capacity-factor must be > 0, got -1; fix: pass e.g. 1.0, or leave it unset for "
+                   "dropless MoE"},
+        FiringCase{"MC8", {{"num_experts", 4}, {"moe_layer_freq", "1,0,1"}}, "MC-8", Severity::kError,
+                   "--moe-layer-freq '1,0,1' is neither a positive integer nor a list of 2 zeros and ones (one per "
+                   "layer); fix: e.g. --moe-layer-freq 2 or --moe-layer-freq 1,0,1,0"},
+        FiringCase{"MC9", {{"attention_dropout", 1.0}}, "MC-9", Severity::kError,
+                   "--attention-dropout must be in [0, 1), got 1; fix: pass e.g. 0 or 0.1"},
+        FiringCase{"MC10", {{"seq_length", 128}, {"max_position_embeddings", 64}}, "MC-10", Severity::kError,
+                   "--seq-length 128 exceeds --max-position-embeddings 64; fix: raise --max-position-embeddings or "
+                   "shorten --seq-length"},
+        FiringCase{"MC11", {{"num_query_groups", 1}}, "MC-11", Severity::kWarning,
+                   "--num-query-groups 1 has no effect without --group-query-attention; ignored (add "
+                   "--group-query-attention to use grouped-query attention)"},
+        FiringCase{"MC12", {{"moe_expert_capacity_factor", 1.0}}, "MC-12", Severity::kWarning,
+                   "--moe-expert-capacity-factor has no effect without --num-experts (dense model); ignored"},
+        FiringCase{"MC13", {{"recompute_granularity", "full"}}, "MC-13", Severity::kError,
+                   "--recompute-granularity full needs --recompute-method; fix: add --recompute-method uniform or "
+                   "--recompute-method block"},
+        FiringCase{"MC14", {{"num_experts", 1}}, "MC-14", Severity::kError,
+                   "--num-experts 1 makes no MoE layer (an MoE layer needs 2 or more experts); fix: drop "
+                   "--num-experts for a dense model or pass 2 or more"},
+        FiringCase{"TR1", {{"micro_batch_size", 0}}, "TR-1", Severity::kError,
+                   "--micro-batch-size must be >= 1, got 0; fix: pass a positive value"},
+        FiringCase{"TR2", {{"micro_batch_size", 4}, {"global_batch_size", 10}}, "TR-2", Severity::kError,
+                   "--global-batch-size 10 is not a multiple of --micro-batch-size 4 x data-parallel size 1; fix: "
+                   "pass a multiple of 4"},
+        FiringCase{"TR3", {{"lr", 0.001}, {"min_lr", 0.01}}, "TR-3", Severity::kError,
+                   "--lr and --min-lr must satisfy 0 <= --min-lr <= --lr, got --lr 0.001 and --min-lr 0.01; fix: "
+                   "lower --min-lr or raise --lr"},
+        FiringCase{"TR4", {{"lr_warmup_iters", 500}, {"train_iters", 200}}, "TR-4", Severity::kError,
+                   "--lr-warmup-iters 500 must be between 0 and --lr-decay-iters 200 (unset = --train-iters); fix: "
+                   "shorten the warmup or lengthen the decay"},
+        FiringCase{"TR5", {{"mock_data", true}, {"data_path", "x.bin"}}, "TR-5", Severity::kError,
+                   "--mock-data and --data-path x.bin cannot both be set; fix: keep --data-path for real data or "
+                   "--mock-data for synthetic tokens"},
+        FiringCase{"TR6", {{"save_interval", 10}}, "TR-6", Severity::kError,
+                   "--save-interval needs --save; fix: pass --save DIR or drop --save-interval"},
+        FiringCase{"TR7", {{"split", "90,x"}}, "TR-7", Severity::kError,
+                   "--split '90,x' must be up to three comma-separated non-negative weights with a positive first "
+                   "(train) weight; fix: e.g. --split 969,30,1"},
+        FiringCase{"TR8", {{"adam_beta2", 1.0}}, "TR-8", Severity::kError,
+                   "AdamW settings out of range: --adam-beta1 0.9 and --adam-beta2 1 must be in [0, 1), --adam-eps "
+                   "1e-08 > 0, --weight-decay 0.01 and --clip-grad 1 >= 0; fix: e.g. the defaults 0.9, 0.999, "
+                   "1e-08, 0.01, 1"},
+        FiringCase{"G1", {{"cuda_graph_warmup_steps", 0}}, "G1", Severity::kError,
+                   "cuda_graph_warmup_steps must be >= 1, got 0; fix: pass --cuda-graph-warmup-steps 1 or more "
+                   "(default 3)"},
+        FiringCase{"VA8", {{"cuda_graph_impl", "local"}, {"inference_dynamic_batching_num_cuda_graphs", 0}}, "VA-8",
+                   Severity::kError,
+                   "--inference-dynamic-batching-num-cuda-graphs must be > 0 or -1 (auto) with --cuda-graph-impl "
+                   "local, got 0; fix: pass a positive count or -1"},
+        FiringCase{"VA6", {{"cuda_graph_impl", "full_iteration"}}, "VA-6", Severity::kNote,
+                   "--check-for-nan-in-loss-and-grad stays on with --cuda-graph-impl full_iteration: graphed's NaN "
+                   "check runs on the device inside the graph and is read at log intervals (Megatron requires "
+                   "--no-check-for-nan-in-loss-and-grad here)"},
+        FiringCase{"VA9", {{"cuda_graph_impl", "transformer_engine"}}, "VA-9", Severity::kNote,
+                   "--cuda-graph-impl transformer_engine needs graph-safe RNG; turned on --te-rng-tracker"},
+        FiringCase{"TC8", {{"cuda_graph_impl", "local"}, {"num_experts", 4}, {"cuda_graph_modules", {"moe_router"}}},
+                   "TC-8", Severity::kNote,
+                   "--cuda-graph-impl local graphs moe_router and moe_preprocess together; added moe_preprocess to "
+                   "--cuda-graph-modules"},
+        FiringCase{"G4", {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"mamba"}}}, "G4",
+                   Severity::kError,
+                   "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid models come "
+                   "in a later release); fix: drop mamba from --cuda-graph-modules"},
+        FiringCase{"TC9",
+                   merged(kDropAndPad, {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"moe", "moe_router"}}}),
+                   "TC-9", Severity::kError,
+                   "--cuda-graph-modules must not contain both moe and moe_router, got moe moe_router; fix: use moe "
+                   "to graph the whole MoE MLP (drop-and-pad only) or moe_router [moe_preprocess] to graph the router"},
+        FiringCase{"TC10",
+                   {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4}, {"cuda_graph_modules", {"attn", "moe_preprocess"}}},
+                   "TC-10", Severity::kError,
+                   "--cuda-graph-modules moe_preprocess needs moe_router, got attn moe_preprocess; fix: add moe_router"},
+        FiringCase{"TC11", {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"moe_router"}}}, "TC-11",
+                   Severity::kError,
+                   "--cuda-graph-modules moe_router needs an MoE model, but --num-experts is unset; fix: drop it from "
+                   "--cuda-graph-modules or set --num-experts"},
+        FiringCase{"TC12", merged(kDropAndPad, {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"mlp"}}}),
+                   "TC-12", Severity::kError,
+                   "--cuda-graph-modules mlp needs dense layers, but every layer is MoE (--moe-layer-freq 1); fix: "
+                   "graph moe (drop-and-pad) or moe_router instead of mlp"},
+        FiringCase{"TC13", {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4}, {"cuda_graph_modules", {"moe"}}},
+                   "TC-13", Severity::kError,
+                   "--cuda-graph-modules moe needs drop-and-pad MoE, but --moe-expert-capacity-factor is unset; fix: "
+                   "set --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, or graph moe_router "
+                   "moe_preprocess instead"},
+        FiringCase{"TC14",
+                   {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4}, {"moe_expert_capacity_factor", 1.0},
+                    {"moe_token_dispatcher_type", "alltoall"}, {"cuda_graph_modules", {"moe_router", "moe_preprocess"}}},
+                   "TC-14", Severity::kError,
+                   "--cuda-graph-modules moe_preprocess cannot be graphed with --moe-token-dispatcher-type alltoall "
+                   "and --moe-expert-capacity-factor 1 without padding: the preprocess step copies to the host and "
+                   "synchronizes; fix: drop moe_preprocess, add --moe-pad-expert-input-to-capacity, or use allgather"},
+        FiringCase{"G2", {{"cuda_graph_impl", "local"}, {"num_experts", 4}}, "G2", Severity::kError,
+                   "whole-layer capture (--cuda-graph-impl local without --cuda-graph-modules) needs static shapes, "
+                   "but MoE layers are dropless (--moe-expert-capacity-factor is unset); fix: pass "
+                   "--cuda-graph-modules attn moe_router moe_preprocess, or make MoE drop-and-pad with "
+                   "--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity"},
+        FiringCase{"G3", {{"cuda_graph_impl", "full_iteration"}, {"num_experts", 4}, {"moe_expert_capacity_factor", 1.0}},
+                   "G3", Severity::kError,
+                   "--cuda-graph-impl full_iteration needs static shapes, but MoE layers are dropless "
+                   "(--moe-pad-expert-input-to-capacity is off); fix: make MoE drop-and-pad with "
+                   "--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, or use --cuda-graph-impl "
+                   "transformer_engine --cuda-graph-modules attn moe_router moe_preprocess"},
+        FiringCase{"TC15",
+                   {{"cuda_graph_impl", "transformer_engine"}, {"recompute_granularity", "full"}, {"recompute_method", "uniform"}},
+                   "TC-15", Severity::kError,
+                   "--recompute-granularity full needs --cuda-graph-impl full_iteration, got --cuda-graph-impl "
+                   "transformer_engine; fix: use --recompute-granularity selective or --cuda-graph-impl full_iteration"},
+        FiringCase{"TC16",
+                   {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4}, {"recompute_granularity", "selective"},
+                    {"recompute_modules", {"moe"}}, {"cuda_graph_modules", {"moe_router"}}},
+                   "TC-16", Severity::kError,
+                   "--recompute-modules moe cannot be combined with --cuda-graph-modules moe_router under "
+                   "--cuda-graph-impl transformer_engine; fix: drop moe from --recompute-modules or moe_router from "
+                   "--cuda-graph-modules"},
+        FiringCase{"TC17",
+                   {{"cuda_graph_impl", "transformer_engine"}, {"recompute_granularity", "selective"},
+                    {"cuda_graph_modules", {"attn"}}},
+                   "TC-17", Severity::kError,
+                   "--attention-dropout 0.1 cannot be used while core_attn is recomputed inside a graph "
+                   "(--recompute-modules core_attn with graphed attention); fix: set --attention-dropout 0 or drop "
+                   "core_attn from --recompute-modules"},
+        FiringCase{"TC18",
+                   {{"cuda_graph_impl", "transformer_engine"}, {"recompute_granularity", "selective"},
+                    {"recompute_modules", {"mlp"}}},
+                   "TC-18", Severity::kError,
+                   "--hidden-dropout 0.1 cannot be used while mlp is recomputed inside a graph; fix: set "
+                   "--hidden-dropout 0 or drop it from --recompute-modules"}),
+    [](const ::testing::TestParamInfo<FiringCase>& info) { return info.param.name; });
+
+struct QuietCase {
+  std::string name;
+  json settings;
+  std::string rule;
+};
+
+void PrintTo(const QuietCase& c, std::ostream* out) { *out << c.name; }
+
+class RuleStaysQuietTest : public ::testing::TestWithParam<QuietCase> {};
+
+TEST_P(RuleStaysQuietTest, OnANearMiss) {
+  const QuietCase& c = GetParam();
+  const Resolution resolution = resolve_json(c.settings);
+  for (const auto& issue : resolution.issues.all()) {
+    EXPECT_NE(issue.rule, c.rule) << format_issue(issue);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, RuleStaysQuietTest,
+    ::testing::Values(
+        QuietCase{"MC2DivisibleHeads", {{"hidden_size", 128}, {"num_attention_heads", 4}}, "MC-2"},
+        QuietCase{"MC3GroupsDivideHeads",
+                  {{"num_attention_heads", 4}, {"group_query_attention", true}, {"num_query_groups", 2}}, "MC-3"},
+        QuietCase{"MC4EvenRopeHead", {{"position_embedding_type", "rope"}}, "MC-4"},
+        QuietCase{"MC8EveryOtherLayer", {{"num_experts", 4}, {"num_layers", 4}, {"moe_layer_freq", "[1,0,1,0]"}}, "MC-8"},
+        QuietCase{"MC10RopeIgnoresPositions",
+                  {{"position_embedding_type", "rope"}, {"seq_length", 128}, {"max_position_embeddings", 64}}, "MC-10"},
+        QuietCase{"MC11WithGqa", {{"group_query_attention", true}, {"num_query_groups", 1}}, "MC-11"},
+        QuietCase{"TR2Multiple", {{"micro_batch_size", 4}, {"global_batch_size", 16}}, "TR-2"},
+        QuietCase{"TR6WithSave", {{"save_interval", 10}, {"save", "/tmp/ckpt"}}, "TR-6"},
+        QuietCase{"G1OneWarmup", {{"cuda_graph_warmup_steps", 1}}, "G1"},
+        QuietCase{"VA8Auto", {{"cuda_graph_impl", "local"}, {"inference_dynamic_batching_num_cuda_graphs", -1}}, "VA-8"},
+        QuietCase{"VA6NanCheckOff", {{"cuda_graph_impl", "full_iteration"}, {"check_for_nan_in_loss_and_grad", false}}, "VA-6"},
+        QuietCase{"VA9AlreadyOn", {{"cuda_graph_impl", "local"}, {"te_rng_tracker", true}}, "VA-9"},
+        QuietCase{"VA9NoGraphs", json::object(), "VA-9"},
+        QuietCase{"TC8BothGiven",
+                  {{"cuda_graph_impl", "local"}, {"num_experts", 4}, {"cuda_graph_modules", {"moe_router", "moe_preprocess"}}},
+                  "TC-8"},
+        QuietCase{"TC10LocalAddsTheRouter",
+                  {{"cuda_graph_impl", "local"}, {"num_experts", 4}, {"cuda_graph_modules", {"moe_preprocess"}}}, "TC-10"},
+        QuietCase{"TC11MoeModel", {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4},
+                                   {"cuda_graph_modules", {"attn", "moe_router"}}}, "TC-11"},
+        QuietCase{"TC12SomeDenseLayers",
+                  merged(kDropAndPad, {{"cuda_graph_impl", "transformer_engine"}, {"moe_layer_freq", "2"},
+                                       {"cuda_graph_modules", {"mlp"}}}),
+                  "TC-12"},
+        QuietCase{"TC13DropAndPad",
+                  merged(kDropAndPad, {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"attn", "moe"}}}),
+                  "TC-13"},
+        QuietCase{"TC14Padded",
+                  merged(kDropAndPad, {{"cuda_graph_impl", "transformer_engine"}, {"moe_token_dispatcher_type", "alltoall"},
+                                       {"cuda_graph_modules", {"moe_router", "moe_preprocess"}}}),
+                  "TC-14"},
+        QuietCase{"TC14Allgather",
+                  {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4}, {"moe_expert_capacity_factor", 1.0},
+                   {"cuda_graph_modules", {"moe_router", "moe_preprocess"}}},
+                  "TC-14"},
+        QuietCase{"G2DropAndPad", merged(kDropAndPad, {{"cuda_graph_impl", "local"}}), "G2"},
+        QuietCase{"G2Partial", {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4},
+                                {"cuda_graph_modules", {"attn", "moe_router", "moe_preprocess"}}}, "G2"},
+        QuietCase{"G3DropAndPad", merged(kDropAndPad, {{"cuda_graph_impl", "full_iteration"}}), "G3"},
+        QuietCase{"TC15NoGraphs", {{"recompute_granularity", "full"}, {"recompute_method", "block"}}, "TC-15"},
+        QuietCase{"TC15FullIteration",
+                  {{"cuda_graph_impl", "full_iteration"}, {"recompute_granularity", "full"}, {"recompute_method", "block"}},
+                  "TC-15"},
+        QuietCase{"TC16Local",
+                  {{"cuda_graph_impl", "local"}, {"num_experts", 4}, {"recompute_granularity", "selective"},
+                   {"recompute_modules", {"moe"}}, {"cuda_graph_modules", {"moe_router"}}},
+                  "TC-16"},
+        QuietCase{"TC17NoDropout",
+                  {{"cuda_graph_impl", "transformer_engine"}, {"recompute_granularity", "selective"},
+                   {"attention_dropout", 0.0}, {"cuda_graph_modules", {"attn"}}},
+                  "TC-17"},
+        QuietCase{"TC17AttentionEager",
+                  {{"cuda_graph_impl", "transformer_engine"}, {"recompute_granularity", "selective"},
+                   {"cuda_graph_modules", {"mlp"}}},
+                  "TC-17"},
+        QuietCase{"TC18MlpEager",
+                  {{"cuda_graph_impl", "transformer_engine"}, {"recompute_granularity", "selective"},
+                   {"recompute_modules", {"mlp"}}, {"cuda_graph_modules", {"attn"}}, {"attention_dropout", 0.0}},
+                  "TC-18"}),
+    [](const ::testing::TestParamInfo<QuietCase>& info) { return info.param.name; });
+
+TEST(ValidationTest, DefaultsAreValidWithoutAnyIssue) {
+  const Resolution resolution = resolve_json(json::object());
+  for (const auto& issue : resolution.issues.all()) ADD_FAILURE() << format_issue(issue);
+}
+
+TEST(ValidationTest, EveryErrorIsReportedNotJustTheFirst) {
+  const Resolution resolution = resolve_json({{"num_layers", 0}, {"micro_batch_size", 0}, {"cuda_graph_warmup_steps", 0}});
+  EXPECT_TRUE(resolution.issues.contains("MC-1"));
+  EXPECT_TRUE(resolution.issues.contains("TR-1"));
+  EXPECT_TRUE(resolution.issues.contains("G1"));
+  try {
+    Settings settings;
+    apply_settings(settings, {{"num_layers", 0}, {"micro_batch_size", 0}}, "test");
+    resolve_run_config_or_throw(settings);
+    FAIL() << "no error";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "invalid configuration (2 errors)");
+    ASSERT_EQ(error.details().size(), 2u);
+    EXPECT_EQ(error.details()[0], "error [MC-1]: --num-layers must be >= 1, got 0; fix: pass a positive value");
+  }
+}
+
+TEST(ValidationTest, DerivedValuesFollowMegatron) {
+  const RunConfig plain = resolve_json({{"hidden_size", 256}}).config;
+  EXPECT_EQ(plain.model.ffn_hidden_size, 1024);
+  EXPECT_EQ(plain.model.num_query_groups, 2);
+  EXPECT_EQ(plain.model.max_position_embeddings, 64);
+  EXPECT_EQ(plain.train.global_batch_size, 1);
+  EXPECT_EQ(plain.train.lr_decay_iters, 200);
+  const RunConfig swiglu = resolve_json({{"hidden_size", 256}, {"swiglu", true}}).config;
+  EXPECT_EQ(swiglu.model.ffn_hidden_size, 640);  // int(4*256*2/3 / 64) * 64
+  const RunConfig micro = resolve_json({{"micro_batch_size", 2}, {"global_batch_size", 8}}).config;
+  EXPECT_EQ(micro.num_microbatches(), 4);
+  const RunConfig selective = resolve_json({{"recompute_granularity", "selective"}}).config;
+  EXPECT_EQ(selective.model.recompute_modules, std::vector<std::string>{"core_attn"});
+}
+
+TEST(ValidationTest, MoeLayerPatternExpands) {
+  EXPECT_EQ(parse_moe_layer_pattern("1", 3), (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(parse_moe_layer_pattern("2", 4), (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(parse_moe_layer_pattern("[0,1,1]", 3), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(parse_moe_layer_pattern("0,1", 2), (std::vector<bool>{false, true}));
+  EXPECT_EQ(parse_moe_layer_pattern("0", 2), std::nullopt);
+  EXPECT_EQ(parse_moe_layer_pattern("1,2", 2), std::nullopt);
+  EXPECT_EQ(parse_moe_layer_pattern("x", 2), std::nullopt);
+}
+
+TEST(ValidationTest, RuleIdsAreUnique) {
+  std::set<std::string> ids;
+  for (const auto& rule : all_rules()) EXPECT_TRUE(ids.insert(rule.id).second) << rule.id;
+}
+
+}  // namespace
+}  // namespace graphed::config

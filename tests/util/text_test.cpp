@@ -1,0 +1,39 @@
+// tests/util/text_test.cpp — join/split, edit distance, suggestions, number formatting.
+#include "graphed/util/text.h"
+
+#include <gtest/gtest.h>
+
+namespace graphed {
+namespace {
+
+TEST(TextTest, SplitTrimsAndDropsEmptyPieces) {
+  EXPECT_EQ(split(" attn, mlp,,moe_router ", ','), (std::vector<std::string>{"attn", "mlp", "moe_router"}));
+  EXPECT_TRUE(split("", ',').empty());
+  EXPECT_EQ(join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(join({}, ", "), "");
+}
+
+TEST(TextTest, EditDistanceCountsInsertionsDeletionsSubstitutions) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("same", "same"), 0u);
+}
+
+TEST(TextTest, NearestMatchSuggestsOnlyPlausibleTypos) {
+  const std::vector<std::string> flags{"--num-layers", "--hidden-size", "--num-attention-heads"};
+  EXPECT_EQ(nearest_match("--num-layer", flags), std::optional<std::string>("--num-layers"));
+  EXPECT_EQ(nearest_match("--hiden-size", flags), std::optional<std::string>("--hidden-size"));
+  EXPECT_EQ(nearest_match("--completely-different", flags), std::nullopt);
+}
+
+TEST(TextTest, FormatNumberIsShortestExact) {
+  EXPECT_EQ(format_number(0.1), "0.1");
+  EXPECT_EQ(format_number(1e-5), "1e-05");
+  EXPECT_EQ(format_number(3.0), "3");
+  EXPECT_EQ(format_number(0.001), "0.001");
+  EXPECT_EQ(format_number(10000.0), "10000");
+  EXPECT_EQ(format_number(-1.0), "-1");
+}
+
+}  // namespace
+}  // namespace graphed
