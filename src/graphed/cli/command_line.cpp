@@ -3,6 +3,7 @@
 #include "graphed/cli/command_line.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <map>
 
 #include "graphed/config/config_file.h"
@@ -164,13 +165,12 @@ json collect_flag_values(const FlagSet& flags, std::vector<std::string>& problem
 }
 
 std::string help_with_lists(const CLI::App& app) {
-  std::string text = app.help();
-  if (app.get_subcommands().empty()) {
-    text += "\nCommands:\n";
-    for (const auto& command : commands()) text += "  " + command.name + "  " + command.description + "\n";
+  std::string text = app.help();  // CLI11 lists the subcommands itself
+  text += "\nPresets (--preset NAME):\n";
+  for (const auto& name : config::preset_names()) {
+    text += "  " + name + std::string(12 - std::min<std::size_t>(name.size(), 11), ' ') +
+            config::preset_summary(name) + "\n";
   }
-  text += "\nPresets:\n";
-  for (const auto& name : config::preset_names()) text += "  " + name + "  " + config::preset_summary(name) + "\n";
   text += "\nRun `graphed <command> --help` for every flag.\n";
   return text;
 }
