@@ -24,6 +24,8 @@ struct CommandInfo {
 
 const std::vector<CommandInfo>& commands() {
   static const std::vector<CommandInfo> list{
+      {"train", "train a model (--preset, --config, flags); progress at --log-interval"},
+      {"bench", "time training iterations per --impls on synthetic data and print a table"},
       {"check-config", "print the normalized configuration, each migration and warning; exit 1 on an error"},
   };
   return list;
@@ -43,6 +45,9 @@ struct FlagSet {
   std::string config_file;
   std::vector<std::string> debug_channels;
   bool json_output = false;
+  std::vector<std::string> impls;
+  int64_t bench_iters = 20;
+  int64_t bench_warmup = 5;
 };
 
 std::string group_of(const config::SettingSpec& spec) {
@@ -203,6 +208,12 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
     sub->allow_extras();
     add_setting_flags(*sub, flag_sets[command.name]);
+    if (command.name == "bench") {
+      FlagSet& flags = flag_sets[command.name];
+      sub->add_option("--impls", flags.impls, "implementations to time, one row each (default none)")->delimiter(',');
+      sub->add_option("--bench-iters", flags.bench_iters, "timed iterations per implementation (default 20)");
+      sub->add_option("--bench-warmup", flags.bench_warmup, "untimed iterations before timing (default 5)");
+    }
     subcommands[command.name] = sub;
   }
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
@@ -266,6 +277,13 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   }
   config::apply_settings(result.settings, flag_values, "command line", &result.origins);
   result.json_output = flags.json_output;
+  if (!flags.impls.empty()) result.impls = flags.impls;
+  result.bench_iters = flags.bench_iters;
+  result.bench_warmup = flags.bench_warmup;
+  if (result.bench_iters < 1 || result.bench_warmup < 0) {
+    fail_with({"--bench-iters must be >= 1 and --bench-warmup >= 0, got " + std::to_string(result.bench_iters) + " and " +
+               std::to_string(result.bench_warmup) + "; fix: e.g. --bench-iters 20 --bench-warmup 5"});
+  }
   result.debug_channels = flags.debug_channels;
   return result;
 }

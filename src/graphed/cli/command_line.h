@@ -19,6 +19,10 @@ struct CommandLine {
   std::optional<std::string> config_file;   ///< --config FILE
   bool json_output = false;                 ///< --json
   std::vector<std::string> debug_channels;  ///< --debug CHANNEL (repeatable)
+  // bench only.
+  std::vector<std::string> impls{"none"};   ///< --impls none[,local,...]: one row each
+  int64_t bench_iters = 20;                 ///< --bench-iters: timed iterations per impl
+  int64_t bench_warmup = 5;                 ///< --bench-warmup: untimed iterations first
   /// Set when the command line asked for text instead of work (--help, --version, no command):
   /// print it to stdout and exit with exit_code.
   std::optional<std::string> early_output;

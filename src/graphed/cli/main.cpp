@@ -2,8 +2,10 @@
 // place that catches every error, printing it (with every detail line) and exiting non-zero.
 #include <iostream>
 
+#include "graphed/cli/bench_command.h"
 #include "graphed/cli/check_config_command.h"
 #include "graphed/cli/command_line.h"
+#include "graphed/cli/train_command.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
 
@@ -17,6 +19,8 @@ int main(int argc, char** argv) {
     }
     for (const auto& channel : command_line.debug_channels) graphed::enable_debug_channel(channel);
     if (command_line.command == "check-config") return graphed::cli::run_check_config(command_line, std::cout);
+    if (command_line.command == "train") return graphed::cli::run_train(command_line, std::cout);
+    if (command_line.command == "bench") return graphed::cli::run_bench(command_line, std::cout);
     std::cerr << "error: command '" << command_line.command << "' is not implemented\n";
     return 1;
   } catch (const graphed::ConfigError& error) {

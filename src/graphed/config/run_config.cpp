@@ -31,7 +31,7 @@ void derive_model(ModelConfig& model, IssueList& issues) {
       issues.warn("MC-12", flag + " has no effect without --num-experts (dense model); ignored");
     }
   }
-  if (!model.moe_ffn_hidden_size) model.moe_ffn_hidden_size = model.ffn_hidden_size;
+  if (model.is_moe() && !model.moe_ffn_hidden_size) model.moe_ffn_hidden_size = model.ffn_hidden_size;
   if (model.recompute_granularity == std::optional<std::string>("selective") && !model.recompute_modules) {
     model.recompute_modules = std::vector<std::string>{"core_attn"};
   }

@@ -143,6 +143,7 @@ std::vector<SettingSpec> make_specs() {
       train(&T::eval_interval, "eval_interval", "iterations between evaluations"),
       train(&T::eval_iters, "eval_iters", "validation batches per evaluation"),
       train(&T::data_path, "data_path", "token file (.bin), text file or folder of .txt; unset = default corpus"),
+      train(&T::token_dtype, "token_dtype", "width of the ids in a .bin token file", {"uint16", "uint32"}),
       train(&T::mock_data, "mock_data", "synthetic tokens instead of data (benchmarks)"),
       train(&T::split, "split", "train,validation,test weights"),
       train(&T::save, "save", "checkpoint folder to write"),

@@ -27,6 +27,7 @@ struct TrainConfig {
   int64_t eval_interval = 1000;                ///< --eval-interval
   int64_t eval_iters = 100;                    ///< --eval-iters, batches per evaluation
   std::optional<std::string> data_path;        ///< --data-path: token file, text file or folder
+  std::string token_dtype = "uint16";          ///< --token-dtype uint16|uint32 of .bin token files
   bool mock_data = false;                      ///< --mock-data: synthetic tokens (benchmarks)
   std::string split = "969,30,1";              ///< --split train,valid,test weights
   std::optional<std::string> save;             ///< --save checkpoint folder

@@ -32,7 +32,12 @@ void validate_model(const RunConfig& config, IssueList& issues) {
   require_positive(issues, "MC-1", "--num-attention-heads", m.num_attention_heads);
   require_positive(issues, "MC-1", "--seq-length", m.seq_length);
   require_positive(issues, "MC-1", "--vocab-size", m.vocab_size);
-  require_positive(issues, "MC-1", "--ffn-hidden-size", m.ffn_hidden_size.value_or(1));
+  if (m.swiglu && m.ffn_hidden_size.value_or(1) == 0) {
+    issues.error("MC-1", "--ffn-hidden-size must be >= 1, got 0 (with --swiglu an unset --ffn-hidden-size is "
+                         "int(8/3 x hidden / 64) x 64, which is 0 below --hidden-size 24); fix: pass --ffn-hidden-size");
+  } else {
+    require_positive(issues, "MC-1", "--ffn-hidden-size", m.ffn_hidden_size.value_or(1));
+  }
   require_positive(issues, "MC-1", "--num-query-groups", m.num_query_groups.value_or(1));
   require_positive(issues, "MC-1", "--max-position-embeddings", m.max_position_embeddings.value_or(1));
   if (m.hidden_size >= 1 && m.num_attention_heads >= 1 && m.hidden_size % m.num_attention_heads != 0) {

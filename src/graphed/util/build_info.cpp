@@ -1,7 +1,7 @@
 // util/build_info.cpp — see util/build_info.h. Needs only <torch/version.h>, not the frontend.
 #include "graphed/util/build_info.h"
 
-#include "graphed/util/compat.h"
+#include <torch/version.h>
 
 #ifndef GRAPHED_VERSION
 #define GRAPHED_VERSION "unknown"

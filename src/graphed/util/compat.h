@@ -1,9 +1,15 @@
 // util/compat.h — every difference between the two LibTorch flavours graphed builds against lives
-// here: Debian's libtorch-dev 1.13 (CPU, CI) and the pip wheel's LibTorch 2.x (CUDA, GPU machines).
-// Code elsewhere never tests TORCH_VERSION_* itself. Later waves add SDPA, fused AdamW and autocast.
+// here: Debian's libtorch-dev 1.13 (CPU: developer machines and CI) and the pip wheel's LibTorch 2.x
+// (CUDA: GPU machines). Code elsewhere never tests TORCH_VERSION_* itself. Inline, header-only.
 #pragma once
 
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <torch/version.h>
+
+#include <cmath>
+#include <optional>
+#include <vector>
 
 /// True when the LibTorch being compiled against is at least major.minor.
 #define GRAPHED_TORCH_AT_LEAST(major, minor) \
@@ -15,14 +21,96 @@
 
 namespace graphed::compat {
 
-/// Whether this LibTorch has the public at::scaled_dot_product_attention (2.0+); 1.13 has only
-/// the private at::_scaled_dot_product_attention.
-inline constexpr bool kHasPublicSdpa = GRAPHED_TORCH_AT_LEAST(2, 0);
+/// Causal scaled-dot-product attention over [batch, heads, seq, head_dim] tensors (same head count
+/// for q, k and v). 2.x: at::scaled_dot_product_attention (cuDNN/flash on Hopper, capturable);
+/// 1.13: the math path written out (1.13's private SDPA has no causal backward on every backend).
+inline at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   double dropout_p) {
+#if GRAPHED_TORCH_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout_p, /*is_causal=*/true);
+#else
+  const int64_t seq = q.size(-2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
+  const at::Tensor future = at::ones({seq, seq}, q.options().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  at::Tensor probs = at::softmax(scores, -1);
+  if (dropout_p > 0.0) probs = at::dropout(probs, dropout_p, /*train=*/true);
+  return at::matmul(probs, v);
+#endif
+}
 
-/// Whether extra CUDA generators can be registered with a graph (2.x); 1.13 only the default one.
-inline constexpr bool kHasGraphGeneratorRegistration = GRAPHED_TORCH_AT_LEAST(2, 1);
+/// Turns bf16 autocast on CUDA on or off for its lifetime, with the cast cache off (required
+/// while capturing CUDA graphs), and restores the previous state.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool enabled) {
+#if GRAPHED_TORCH_AT_LEAST(2, 4)
+    previous_enabled_ = at::autocast::is_autocast_enabled(at::kCUDA);
+    previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
+    at::autocast::set_autocast_enabled(at::kCUDA, enabled);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+#else
+    previous_enabled_ = at::autocast::is_enabled();
+    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_enabled(enabled);
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+#endif
+    previous_cache_ = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+  }
+  ~AutocastScope() {
+#if GRAPHED_TORCH_AT_LEAST(2, 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, previous_enabled_);
+    at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+#else
+    at::autocast::set_enabled(previous_enabled_);
+    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+#endif
+    at::autocast::set_autocast_cache_enabled(previous_cache_);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
 
-/// Whether CUDAGraph::capture_begin takes a cudaStreamCaptureMode (2.x); 1.13 is Global only.
-inline constexpr bool kHasCaptureModeArgument = GRAPHED_TORCH_AT_LEAST(2, 0);
+ private:
+  bool previous_enabled_ = false;
+  bool previous_cache_ = true;
+  at::ScalarType previous_dtype_ = at::kBFloat16;
+};
+
+/// One AdamW step (decoupled weight decay, bias correction) over every parameter, reading the step
+/// counts and the learning rate from device tensors so that the call is capturable in a CUDA graph.
+/// Increments each state_steps entry by one. grads are divided by grad_scale when given (used for
+/// sync-free clipping: grad_scale = 1 / clip coefficient). CUDA on 2.x: at::_fused_adamw_ (one
+/// multi-tensor kernel); elsewhere the same arithmetic per tensor.
+inline void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
+                       const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
+                       const std::vector<at::Tensor>& state_steps, const at::Tensor& lr, double beta1,
+                       double beta2, double weight_decay, double eps,
+                       const std::optional<at::Tensor>& grad_scale) {
+#if GRAPHED_TORCH_AT_LEAST(2, 2)
+  if (!params.empty() && params.front().is_cuda()) {
+    at::_foreach_add_(state_steps, 1);
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps, lr, beta1,
+                      beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, grad_scale,
+                      /*found_inf=*/std::nullopt);
+    return;
+  }
+#endif
+  at::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor& step = state_steps[i];
+    step.add_(1);
+    const at::Tensor grad = grad_scale ? grads[i] / *grad_scale : grads[i];
+    params[i].mul_(1.0 - lr * weight_decay);
+    exp_avgs[i].lerp_(grad, 1.0 - beta1);
+    exp_avg_sqs[i].mul_(beta2).addcmul_(grad, grad, 1.0 - beta2);
+    const at::Tensor bias1 = 1.0 - at::pow(beta1, step);
+    const at::Tensor bias2_sqrt = at::sqrt(1.0 - at::pow(beta2, step));
+    const at::Tensor denom = exp_avg_sqs[i].sqrt() / bias2_sqrt + eps;
+    params[i].sub_(exp_avgs[i] / denom * (lr / bias1));
+  }
+}
 
 }  // namespace graphed::compat

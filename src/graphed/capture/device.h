@@ -1,0 +1,50 @@
+// capture/device.h — the few device facts the engine and the trainer need, with one CUDA
+// implementation (device_cuda.cpp, built when GRAPHED_CUDA) and one CPU implementation
+// (device_cpu.cpp): availability, synchronization, peak memory, and an event timer.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace graphed::capture {
+
+/// Whether this binary has CUDA code and a CUDA device is visible.
+bool cuda_available();
+/// A one-line description of the device ("NVIDIA H200" or "cpu").
+std::string device_name(const at::Device& device);
+/// Waits for all work queued on the device (a no-op on the CPU).
+void synchronize(const at::Device& device);
+/// Peak bytes allocated through the caching allocator since the last reset (0 on the CPU).
+int64_t peak_memory_bytes(const at::Device& device);
+/// Resets the peak counter.
+void reset_peak_memory(const at::Device& device);
+
+/// The states of the default CPU generator and, on a CUDA device, its default CUDA generator, by
+/// name ("cpu", "cuda"), as uint8 tensors for checkpoints.
+std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device);
+/// Restores states saved by rng_states(); a missing name is left alone.
+void restore_rng_states(const at::Device& device, const std::map<std::string, at::Tensor>& states);
+
+/// Times a region on the device's stream: CUDA events on the GPU, the wall clock on the CPU.
+class DeviceTimer {
+ public:
+  explicit DeviceTimer(const at::Device& device);
+  ~DeviceTimer();
+  DeviceTimer(const DeviceTimer&) = delete;
+  DeviceTimer& operator=(const DeviceTimer&) = delete;
+  void start();
+  void stop();
+  /// Milliseconds between start() and stop(); synchronizes on the stop event.
+  double elapsed_ms();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace graphed::capture

@@ -1,0 +1,84 @@
+// capture/device_cuda.cpp — capture/device.h for CUDA builds. CPU devices fall back to the clock.
+#include "graphed/capture/device.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+
+namespace graphed::capture {
+
+bool cuda_available() { return torch::cuda::is_available(); }
+
+std::string device_name(const at::Device& device) {
+  if (!device.is_cuda()) return "cpu";
+  return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+}
+
+void synchronize(const at::Device& device) {
+  if (device.is_cuda()) c10::cuda::device_synchronize();
+}
+
+int64_t peak_memory_bytes(const at::Device& device) {
+  if (!device.is_cuda()) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+  return stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+}
+
+void reset_peak_memory(const at::Device& device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+}
+
+std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device) {
+  std::vector<std::pair<std::string, at::Tensor>> states{{"cpu", at::detail::getDefaultCPUGenerator().get_state()}};
+  if (device.is_cuda()) {
+    states.emplace_back("cuda", at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index()).get_state());
+  }
+  return states;
+}
+
+void restore_rng_states(const at::Device& device, const std::map<std::string, at::Tensor>& states) {
+  const auto cpu = states.find("cpu");
+  if (cpu != states.end()) {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(cpu->second);
+  }
+  const auto cuda = states.find("cuda");
+  if (device.is_cuda() && cuda != states.end()) {
+    at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index());
+    generator.set_state(cuda->second);
+  }
+}
+
+struct DeviceTimer::Impl {
+  bool cuda = false;
+  at::cuda::CUDAEvent begin{cudaEventDefault};
+  at::cuda::CUDAEvent end{cudaEventDefault};
+  std::chrono::steady_clock::time_point wall_begin, wall_end;
+};
+
+DeviceTimer::DeviceTimer(const at::Device& device) : impl_(std::make_unique<Impl>()) { impl_->cuda = device.is_cuda(); }
+DeviceTimer::~DeviceTimer() = default;
+
+void DeviceTimer::start() {
+  if (impl_->cuda) impl_->begin.record(at::cuda::getCurrentCUDAStream());
+  else impl_->wall_begin = std::chrono::steady_clock::now();
+}
+
+void DeviceTimer::stop() {
+  if (impl_->cuda) impl_->end.record(at::cuda::getCurrentCUDAStream());
+  else impl_->wall_end = std::chrono::steady_clock::now();
+}
+
+double DeviceTimer::elapsed_ms() {
+  if (!impl_->cuda) return std::chrono::duration<double, std::milli>(impl_->wall_end - impl_->wall_begin).count();
+  impl_->end.synchronize();
+  return impl_->begin.elapsed_time(impl_->end);
+}
+
+}  // namespace graphed::capture

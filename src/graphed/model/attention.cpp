@@ -1,0 +1,59 @@
+// model/attention.cpp — see model/attention.h. RoPE rotates the two halves of each head (the
+// GPT-NeoX / Llama layout).
+#include "graphed/model/attention.h"
+
+#include "graphed/util/compat.h"
+
+namespace graphed::model {
+
+AttentionImpl::AttentionImpl(const AttentionShape& shape)
+    : shape_(shape), head_dim_(shape.hidden_size / shape.num_heads) {
+  const int64_t qkv_out = (shape.num_heads + 2 * shape.num_query_groups) * head_dim_;
+  qkv_weight_ = register_parameter("qkv_weight", at::randn({qkv_out, shape.hidden_size}) * shape.init_std);
+  proj_weight_ = register_parameter("proj_weight",
+                                    at::randn({shape.hidden_size, shape.hidden_size}) * shape.output_init_std);
+  if (shape.bias) {
+    qkv_bias_ = register_parameter("qkv_bias", at::zeros({qkv_out}));
+    proj_bias_ = register_parameter("proj_bias", at::zeros({shape.hidden_size}));
+  }
+  if (shape.rope) {
+    const at::Tensor inverse_frequency =
+        1.0 / at::pow(shape.rotary_base, at::arange(0, head_dim_, 2, at::kDouble) / static_cast<double>(head_dim_));
+    const at::Tensor angles = at::outer(at::arange(shape.max_sequence, at::kDouble), inverse_frequency);
+    rope_cos_ = register_buffer("rope_cos", angles.cos().to(at::kFloat));
+    rope_sin_ = register_buffer("rope_sin", angles.sin().to(at::kFloat));
+  }
+}
+
+at::Tensor AttentionImpl::apply_rope(const at::Tensor& x) const {
+  const int64_t seq = x.size(2);
+  const at::Tensor cos = rope_cos_.narrow(0, 0, seq).to(x.scalar_type());  // [s, d/2]
+  const at::Tensor sin = rope_sin_.narrow(0, 0, seq).to(x.scalar_type());
+  const auto halves = x.chunk(2, -1);
+  return at::cat({halves[0] * cos - halves[1] * sin, halves[1] * cos + halves[0] * sin}, -1);
+}
+
+at::Tensor AttentionImpl::forward(const at::Tensor& input) {
+  const int64_t batch = input.size(0);
+  const int64_t seq = input.size(1);
+  const int64_t heads = shape_.num_heads;
+  const int64_t groups = shape_.num_query_groups;
+  const at::Tensor qkv = at::linear(input, qkv_weight_, qkv_bias_);  // [b, s, (heads + 2 groups) d]
+  const auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
+  at::Tensor q = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);
+  at::Tensor k = parts[1].view({batch, seq, groups, head_dim_}).transpose(1, 2);
+  at::Tensor v = parts[2].view({batch, seq, groups, head_dim_}).transpose(1, 2);
+  if (shape_.rope) {
+    q = apply_rope(q);
+    k = apply_rope(k);
+  }
+  if (groups != heads) {
+    k = k.repeat_interleave(heads / groups, 1);
+    v = v.repeat_interleave(heads / groups, 1);
+  }
+  const double dropout = is_training() ? shape_.attention_dropout : 0.0;
+  const at::Tensor context = compat::causal_attention(q, k, v, dropout);  // [b, heads, s, d]
+  return at::linear(context.transpose(1, 2).reshape({batch, seq, heads * head_dim_}), proj_weight_, proj_bias_);
+}
+
+}  // namespace graphed::model

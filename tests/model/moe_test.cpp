@@ -1,0 +1,85 @@
+// tests/model/moe_test.cpp — MoE dispatch modes agree when nothing is dropped, drop-and-pad really
+// drops beyond capacity, and the load-balancing loss follows Megatron's formula.
+#include "graphed/model/moe.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+
+namespace graphed::model {
+namespace {
+
+MoeShape shape(std::optional<double> capacity_factor, bool pad) {
+  MoeShape s;
+  s.hidden_size = 16;
+  s.num_experts = 4;
+  s.top_k = 2;
+  s.expert_ffn_hidden_size = 24;
+  s.capacity_factor = capacity_factor;
+  s.pad_to_capacity = pad;
+  s.aux_loss_coeff = 0.01;
+  s.init_std = 0.2;
+  s.output_init_std = 0.2;
+  return s;
+}
+
+TEST(MoeTest, DroplessAndDropAndPadAgreeWhenNothingIsDropped) {
+  at::manual_seed(3);
+  Moe dropless(shape(std::nullopt, false));
+  at::manual_seed(3);
+  Moe padded(shape(4.0, true));  // capacity factor = experts / 1: every expert can take every token
+  dropless->to(at::kDouble);
+  padded->to(at::kDouble);
+  const at::Tensor x = at::randn({10, 16}, at::kDouble).requires_grad_(true);
+  auto [a, aux_a] = dropless->forward(x);
+  auto [b, aux_b] = padded->forward(x);
+  EXPECT_TRUE(at::allclose(a, b, 1e-12, 1e-12));
+  EXPECT_TRUE(at::allclose(aux_a, aux_b));
+  const auto grad_a = torch::autograd::grad({a.sum()}, {x})[0];
+  const auto grad_b = torch::autograd::grad({b.sum()}, {x})[0];
+  EXPECT_TRUE(at::allclose(grad_a, grad_b, 1e-12, 1e-12));
+}
+
+TEST(MoeTest, DropAndPadKeepsAtMostCapacityPerExpert) {
+  at::manual_seed(4);
+  Moe moe(shape(0.5, true));
+  const at::Tensor x = at::randn({16, 16});
+  const Routing routing = moe->route(x);
+  const DispatchPlan plan = moe->plan(routing.indices, routing.weights);
+  const int64_t capacity = moe->capacity(16);
+  EXPECT_EQ(capacity, 4);  // ceil(16 x 2 / 4 x 0.5)
+  ASSERT_EQ(plan.gather_index.numel(), 4 * capacity);
+  const at::Tensor kept = plan.gather_index.lt(32);
+  EXPECT_LE(kept.sum().item<int64_t>(), 4 * capacity);
+  // Every kept slot holds an assignment routed to that expert.
+  const at::Tensor experts = routing.indices.reshape({-1});
+  for (int64_t slot = 0; slot < plan.gather_index.numel(); ++slot) {
+    const int64_t assignment = plan.gather_index[slot].item<int64_t>();
+    if (assignment < 32) EXPECT_EQ(experts[assignment].item<int64_t>(), slot / capacity);
+  }
+  // Dropping changes the output compared with the dropless computation.
+  Moe dropless(shape(std::nullopt, false));
+  at::NoGradGuard no_grad;
+  for (const auto& name : {"router_weight", "experts_w1", "experts_w2", "experts_b1", "experts_b2"}) {
+    dropless->named_parameters()[name].copy_(moe->named_parameters()[name]);
+  }
+  EXPECT_FALSE(at::allclose(moe->forward(x).first, dropless->forward(x).first));
+}
+
+TEST(MoeTest, AuxLossFollowsTheSwitchFormula) {
+  at::manual_seed(5);
+  Moe moe(shape(std::nullopt, false));
+  const at::Tensor x = at::randn({8, 16});
+  const Routing routing = moe->route(x);
+  const at::Tensor probabilities = at::softmax(at::linear(x, moe->named_parameters()["router_weight"]), -1);
+  double expected = 0;
+  for (int64_t e = 0; e < 4; ++e) {
+    const double tokens = routing.indices.eq(e).sum().item<double>();
+    expected += probabilities.select(1, e).sum().item<double>() * tokens;
+  }
+  expected *= 4 * 0.01 / (2.0 * 8 * 8);
+  EXPECT_NEAR(routing.aux_loss.item<double>(), expected, 1e-7);
+  EXPECT_TRUE(at::allclose(routing.weights.sum(-1), at::ones({8})));
+}
+
+}  // namespace
+}  // namespace graphed::model

@@ -1,0 +1,111 @@
+// tests/model/transformer_layer_test.cpp — the layer's units: composing them equals the whole-layer
+// unit, every unit is reachable through a runner, and swapping runners is invisible to the output.
+#include "graphed/model/transformer_layer.h"
+
+#include <gtest/gtest.h>
+
+#include "graphed/model/gpt_model.h"
+#include "run_config_for_test.h"
+
+namespace graphed::model {
+namespace {
+
+/// Counts calls, then runs the unit eagerly.
+class CountingRunner : public capture::UnitRunner {
+ public:
+  explicit CountingRunner(capture::GraphableUnit unit) : unit_(std::move(unit)) {}
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) override {
+    ++calls;
+    return unit_.forward(inputs);
+  }
+  const capture::GraphableUnit& unit() const override { return unit_; }
+  int calls = 0;
+
+ private:
+  capture::GraphableUnit unit_;
+};
+
+config::RunConfig moe_config(bool drop_and_pad) {
+  nlohmann::json s{{"num_layers", 2}, {"hidden_size", 16}, {"num_attention_heads", 2}, {"seq_length", 8},
+                   {"num_experts", 4}, {"moe_shared_expert_intermediate_size", 8}, {"attention_dropout", 0.0},
+                   {"hidden_dropout", 0.0}, {"moe_layer_freq", "0,1"}};
+  if (drop_and_pad) s.update({{"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true}});
+  return graphed::testing::run_config(s);
+}
+
+TEST(TransformerLayerTest, UnitsComposeToTheWholeLayer) {
+  for (const bool padded : {false, true}) {
+    at::manual_seed(11);
+    const config::RunConfig config = moe_config(padded);
+    for (int64_t layer_index = 0; layer_index < 2; ++layer_index) {
+      TransformerLayer layer(config.model, layer_index + 1, config.moe_layers[static_cast<std::size_t>(layer_index)]);
+      const at::Tensor x = at::randn({2, 8, 16});
+      const auto composed = layer->forward(x);
+      const auto whole = layer->unit(LayerUnit::kWholeLayer).forward({x});
+      EXPECT_TRUE(at::equal(composed.first, whole[0])) << "layer " << layer_index << " padded " << padded;
+      EXPECT_TRUE(at::equal(composed.second, whole[1]));
+    }
+  }
+}
+
+TEST(TransformerLayerTest, RunnersAreCalledAndCanBeSwapped) {
+  at::manual_seed(12);
+  const config::RunConfig config = moe_config(true);
+  TransformerLayer layer(config.model, 2, true);
+  EXPECT_TRUE(layer->is_moe());
+  EXPECT_FALSE(layer->has_unit(LayerUnit::kMlp));
+  const at::Tensor x = at::randn({2, 8, 16});
+  const auto reference = layer->forward(x);
+
+  auto attention = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kAttention));
+  auto router = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kMoeRouter));
+  auto preprocess = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kMoePreprocess));
+  layer->set_runner(LayerUnit::kAttention, attention);
+  layer->set_runner(LayerUnit::kMoeRouter, router);
+  layer->set_runner(LayerUnit::kMoePreprocess, preprocess);
+  const auto partial = layer->forward(x);
+  EXPECT_EQ(attention->calls, 1);
+  EXPECT_EQ(router->calls, 1);
+  EXPECT_EQ(preprocess->calls, 1);
+  EXPECT_TRUE(at::equal(partial.first, reference.first));
+  EXPECT_EQ(router->unit().name, "layers.1.moe_router");
+  EXPECT_EQ(router->run({x}).size(), 5u) << "tokens, weights, indices, aux loss, shared expert";
+
+  auto moe = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kMoe));
+  layer->set_runner(LayerUnit::kMoe, moe);
+  const auto whole_moe = layer->forward(x);
+  EXPECT_EQ(moe->calls, 1);
+  EXPECT_EQ(router->calls, 2) << "a kMoe runner replaces the router/preprocess composition";
+  EXPECT_TRUE(at::equal(whole_moe.first, reference.first));
+
+  auto whole = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kWholeLayer));
+  layer->set_runner(LayerUnit::kWholeLayer, whole);
+  EXPECT_TRUE(at::equal(layer->forward(x).first, reference.first));
+  EXPECT_EQ(whole->calls, 1);
+  EXPECT_EQ(attention->calls, 2) << "the whole-layer unit calls the parts directly, not their runners";
+}
+
+TEST(TransformerLayerTest, UnitParametersCoverTheLayer) {
+  const config::RunConfig config = moe_config(true);
+  TransformerLayer layer(config.model, 1, false);
+  const auto whole = layer->unit(LayerUnit::kWholeLayer).parameters.size();
+  const auto parts = layer->unit(LayerUnit::kAttention).parameters.size() + layer->unit(LayerUnit::kMlp).parameters.size();
+  EXPECT_EQ(whole, parts);
+  EXPECT_EQ(whole, layer->parameters().size());
+}
+
+TEST(GptModelTest, TiedAndUntiedOutputLayer) {
+  const config::RunConfig tied = graphed::testing::run_config({{"hidden_size", 16}});
+  const config::RunConfig untied = graphed::testing::run_config({{"hidden_size", 16}, {"untie_embeddings_and_output_weights", true}});
+  GptModel a(tied.model, tied.moe_layers);
+  GptModel b(untied.model, untied.moe_layers);
+  EXPECT_EQ(a->named_parameters().find("output_weight"), nullptr);
+  EXPECT_NE(b->named_parameters().find("output_weight"), nullptr);
+  const at::Tensor tokens = at::randint(1024, {2, 8}, at::kLong);
+  const auto out = a->forward(tokens, tokens);
+  EXPECT_NEAR(out.lm_loss.item<double>(), std::log(1024.0), 0.5) << "an untrained model is near uniform";
+  EXPECT_EQ(a->generate({1, 2, 3}, 5).size(), 8u);
+}
+
+}  // namespace
+}  // namespace graphed::model
