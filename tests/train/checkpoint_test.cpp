@@ -3,7 +3,8 @@
 // missing, unwritable (and no partial checkpoint left behind).
 #include "graphed/train/checkpoint.h"
 
-#include <filesystem>
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -12,12 +13,11 @@
 #include "graphed/train/safetensors.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 #include "run_config_for_test.h"
 
 namespace graphed::train {
 namespace {
-
-namespace fs = std::filesystem;
 
 nlohmann::json small_settings() {
   return {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 16}, {"vocab_size", 64},
@@ -28,11 +28,11 @@ nlohmann::json small_settings() {
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("checkpoint_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = make_temporary_directory("checkpoint_test");
+    ASSERT_FALSE(dir_.empty());
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { remove_all(dir_); }
+  std::string in_dir(const std::string& name) const { return join_path(dir_, name); }
 
   Trainer make_trainer(const nlohmann::json& settings) {
     const config::RunConfig config = graphed::testing::run_config(settings);
@@ -47,11 +47,11 @@ class CheckpointTest : public ::testing::Test {
     return "(no error)";
   }
 
-  fs::path dir_;
+  std::string dir_;
 };
 
 TEST_F(CheckpointTest, SafetensorsRoundTrip) {
-  const std::string path = (dir_ / "t.safetensors").string();
+  const std::string path = in_dir("t.safetensors");
   const at::Tensor a = at::randn({3, 4});
   const at::Tensor b = at::arange(5, at::kLong);
   const at::Tensor c = at::randn({2}).to(at::kBFloat16);
@@ -67,9 +67,9 @@ TEST_F(CheckpointTest, SafetensorsRoundTrip) {
 }
 
 TEST_F(CheckpointTest, TruncatedSafetensorsIsCorrupt) {
-  const std::string path = (dir_ / "t.safetensors").string();
+  const std::string path = in_dir("t.safetensors");
   write_safetensors(path, {{"a", at::randn({64})}});
-  fs::resize_file(path, fs::file_size(path) - 10);
+  ASSERT_EQ(::truncate(path.c_str(), file_size(path) - 10), 0);
   EXPECT_EQ(error_of([&] { read_safetensors(path); }),
             "checkpoint file '" + path + "' is corrupt: tensor 'a' lies outside the file or has the wrong byte count "
             "(truncated?); fix: load an earlier checkpoint, or start without --load");
@@ -81,7 +81,7 @@ TEST_F(CheckpointTest, TruncatedSafetensorsIsCorrupt) {
 
 TEST_F(CheckpointTest, ResumeContinuesBitwiseWithTheSameLosses) {
   nlohmann::json settings = small_settings();
-  settings["save"] = (dir_ / "run").string();
+  settings["save"] = in_dir("run");
   settings["save_interval"] = 3;
   Trainer uninterrupted = make_trainer(settings);
   std::vector<double> expected;
@@ -89,15 +89,15 @@ TEST_F(CheckpointTest, ResumeContinuesBitwiseWithTheSameLosses) {
     expected.push_back(uninterrupted.train_step(it).loss.item<double>());
     if (it == 2) uninterrupted.save(3);
   }
-  EXPECT_TRUE(fs::exists(dir_ / "run" / "iter_0000003" / "model.safetensors"));
-  std::ifstream latest(dir_ / "run" / "latest_checkpointed_iteration.txt");
+  EXPECT_TRUE(path_exists(in_dir("run/iter_0000003/model.safetensors")));
+  std::ifstream latest(in_dir("run/latest_checkpointed_iteration.txt"));
   int64_t latest_iteration = 0;
   latest >> latest_iteration;
   EXPECT_EQ(latest_iteration, 3);
 
   at::manual_seed(12345);  // resuming must not depend on the RNG state before the load
   Trainer resumed = make_trainer(settings);
-  resumed.load((dir_ / "run").string());
+  resumed.load(in_dir("run"));
   ASSERT_EQ(resumed.start_iteration(), 3);
   for (int64_t it = 3; it < 6; ++it) {
     EXPECT_EQ(resumed.train_step(it).loss.item<double>(), expected[static_cast<std::size_t>(it)]) << "iteration " << it;
@@ -109,7 +109,7 @@ TEST_F(CheckpointTest, ResumeContinuesBitwiseWithTheSameLosses) {
 
 TEST_F(CheckpointTest, MismatchedModelIsNamed) {
   nlohmann::json settings = small_settings();
-  settings["save"] = (dir_ / "run").string();
+  settings["save"] = in_dir("run");
   Trainer trainer = make_trainer(settings);
   const std::string saved = trainer.save(1);
   settings["hidden_size"] = 64;
@@ -122,32 +122,31 @@ TEST_F(CheckpointTest, MismatchedModelIsNamed) {
 
 TEST_F(CheckpointTest, CorruptOrMissingCheckpointIsNamed) {
   nlohmann::json settings = small_settings();
-  settings["save"] = (dir_ / "run").string();
+  settings["save"] = in_dir("run");
   Trainer trainer = make_trainer(settings);
   const std::string saved = trainer.save(2);
-  fs::resize_file(fs::path(saved) / "model.safetensors", 100);
+  ASSERT_EQ(::truncate(join_path(saved, "model.safetensors").c_str(), 100), 0);
   const std::string message = error_of([&] { trainer.load(saved); });
   EXPECT_EQ(message.rfind("checkpoint file '" + saved + "/model.safetensors' is corrupt: ", 0), 0u) << message;
-  EXPECT_EQ(error_of([&] { trainer.load((dir_ / "nowhere").string()); }),
-            "--load folder '" + (dir_ / "nowhere").string() + "' does not exist; fix: pass a --save folder of an "
+  EXPECT_EQ(error_of([&] { trainer.load(in_dir("nowhere")); }),
+            "--load folder '" + in_dir("nowhere") + "' does not exist; fix: pass a --save folder of an "
             "earlier run");
-  fs::create_directories(dir_ / "empty");
-  EXPECT_EQ(error_of([&] { trainer.load((dir_ / "empty").string()); }),
-            "--load folder '" + (dir_ / "empty").string() + "' has neither trainer.json nor a readable "
+  create_directories(in_dir("empty"));
+  EXPECT_EQ(error_of([&] { trainer.load(in_dir("empty")); }),
+            "--load folder '" + in_dir("empty") + "' has neither trainer.json nor a readable "
             "latest_checkpointed_iteration.txt; fix: pass a --save folder or one of its iter_* folders");
 }
 
 TEST_F(CheckpointTest, UnwritableSaveLeavesNothingPartial) {
-  std::ofstream(dir_ / "a_file") << "not a folder";
+  std::ofstream(in_dir("a_file")) << "not a folder";
   nlohmann::json settings = small_settings();
-  settings["save"] = (dir_ / "a_file" / "run").string();
+  settings["save"] = in_dir("a_file/run");
   Trainer trainer = make_trainer(settings);
   const std::string message = error_of([&] { trainer.save(1); });
-  EXPECT_EQ(message.rfind("cannot save the checkpoint to '" + (dir_ / "a_file" / "run").string() + "': ", 0), 0u) << message;
+  EXPECT_EQ(message.rfind("cannot save the checkpoint to '" + in_dir("a_file/run") + "': ", 0), 0u) << message;
   EXPECT_NE(message.find("; fix: check that the --save folder is writable and has space"), std::string::npos);
-  std::size_t entries = 0;
-  for (const auto& entry : fs::directory_iterator(dir_)) entries += entry.path().filename() != "a_file";
-  EXPECT_EQ(entries, 0u);
+  EXPECT_EQ(list_files(dir_), std::vector<std::string>{"a_file"});
+  EXPECT_FALSE(path_exists(in_dir("a_file/run")));
 }
 
 }  // namespace

@@ -2,34 +2,32 @@
 // input the data reader can meet, with the exact messages.
 #include "graphed/train/token_dataset.h"
 
-#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 
 namespace graphed::train {
 namespace {
 
-namespace fs = std::filesystem;
-
 class TokenDatasetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("token_dataset_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    dir_ = make_temporary_directory("token_dataset_test");
+    ASSERT_FALSE(dir_.empty());
     model_.seq_length = 4;
     model_.vocab_size = 300;
     train_.split = "90,10,0";
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { remove_all(dir_); }
 
   std::string write(const std::string& name, const std::string& bytes) {
-    const fs::path path = dir_ / name;
-    fs::create_directories(path.parent_path());
+    const std::string path = join_path(dir_, name);
+    create_directories(path.substr(0, path.find_last_of('/')));
     std::ofstream(path, std::ios::binary) << bytes;
-    return path.string();
+    return path;
   }
   template <typename T>
   std::string write_tokens(const std::string& name, const std::vector<T>& tokens) {
@@ -44,7 +42,7 @@ class TokenDatasetTest : public ::testing::Test {
     return "(no error)";
   }
 
-  fs::path dir_;
+  std::string dir_;
   config::ModelConfig model_;
   config::TrainConfig train_;
 };
@@ -77,7 +75,7 @@ TEST_F(TokenDatasetTest, TextAndFoldersUseBytes) {
   train_.data_path = write("corpus/b.txt", std::string(100, 'b'));
   write("corpus/a.txt", std::string(100, 'a'));
   write("corpus/ignored.md", "not text");
-  train_.data_path = (dir_ / "corpus").string();
+  train_.data_path = join_path(dir_, "corpus");
   const TokenDataset data = TokenDataset::open(train_, model_, "", 1);
   EXPECT_TRUE(data.is_byte_level());
   EXPECT_EQ(data.split_size(Split::kTrain) + data.split_size(Split::kValidation), 202);
@@ -95,7 +93,7 @@ TEST_F(TokenDatasetTest, MockDataIsDeterministicPerSeed) {
 }
 
 TEST_F(TokenDatasetTest, MissingPathsAreNamed) {
-  train_.data_path = (dir_ / "nope.bin").string();
+  train_.data_path = join_path(dir_, "nope.bin");
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
             "--data-path '" + *train_.data_path + "' does not exist; fix: pass an existing token file (.bin), text "
             "file or folder of .txt files");
@@ -106,8 +104,8 @@ TEST_F(TokenDatasetTest, MissingPathsAreNamed) {
 }
 
 TEST_F(TokenDatasetTest, EmptyFolderIsRejected) {
-  fs::create_directories(dir_ / "empty");
-  train_.data_path = (dir_ / "empty").string();
+  create_directories(join_path(dir_, "empty"));
+  train_.data_path = join_path(dir_, "empty");
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
             "--data-path folder '" + *train_.data_path + "' has no .txt files; fix: put text files ending in .txt "
             "there, or pass a token file");

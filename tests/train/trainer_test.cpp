@@ -5,13 +5,13 @@
 
 #include "graphed/config/presets.h"
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 #include "run_config_for_test.h"
 
 #ifndef GRAPHED_SOURCE_DIR
@@ -95,7 +95,7 @@ TEST(TrainerTest, NanCheckStopsADivergingRun) {
 // byte frequencies alone, so the model has learned more than which bytes are common. Observed: 2.5.
 TEST(TrainerTest, TinyPresetLearnsTheDefaultCorpus) {
   const std::string corpus = std::string(GRAPHED_SOURCE_DIR) + "/.deps/data/sotu.txt";
-  ASSERT_TRUE(std::filesystem::exists(corpus)) << corpus << " is missing: run scripts/setup";
+  ASSERT_TRUE(graphed::path_exists(corpus)) << corpus << " is missing: run scripts/setup";
   config::Settings settings;
   config::apply_settings(settings, *config::preset_settings("tiny"), "preset tiny");
   config::apply_settings(settings, {{"log_interval", 50}, {"eval_interval", 300}}, "test");

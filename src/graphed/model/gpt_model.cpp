@@ -31,13 +31,14 @@ at::Tensor GptModelImpl::hidden_states(const at::Tensor& tokens, at::Tensor& aux
   if (position_embeddings_.defined()) {
     hidden = hidden + position_embeddings_.narrow(0, 0, tokens.size(1));
   }
-  hidden = at::dropout(hidden, config_.hidden_dropout, is_training());
-  aux_loss = at::zeros({}, hidden.options().dtype(at::promote_types(hidden.scalar_type(), at::kFloat)));
+  if (config_.hidden_dropout > 0.0 && is_training()) hidden = at::dropout(hidden, config_.hidden_dropout, true);
+  aux_loss = at::Tensor();
   for (auto& layer : layers_) {
     auto [next, layer_aux] = layer->forward(hidden);
     hidden = next;
-    aux_loss = aux_loss + layer_aux;
+    if (layer_aux.defined()) aux_loss = aux_loss.defined() ? aux_loss + layer_aux : layer_aux;
   }
+  if (!aux_loss.defined()) aux_loss = at::zeros({}, hidden.options().dtype(at::promote_types(hidden.scalar_type(), at::kFloat)));
   return final_norm_->forward(hidden);
 }
 
@@ -54,7 +55,7 @@ GptOutput GptModelImpl::forward(const at::Tensor& tokens, const at::Tensor& labe
   const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
   const at::Tensor logits = at::linear(hidden, output).to(at::promote_types(hidden.scalar_type(), at::kFloat));
   out.lm_loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));
-  out.loss = out.lm_loss + out.aux_loss;
+  out.loss = config_.is_moe() ? out.lm_loss + out.aux_loss : out.lm_loss;
   return out;
 }
 

@@ -80,7 +80,8 @@ bool TransformerLayerImpl::has_unit(LayerUnit unit) const {
 }
 
 at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Tensor& update) {
-  return hidden + at::dropout(update, hidden_dropout_, is_training());
+  if (hidden_dropout_ == 0.0 || !is_training()) return hidden + update;  // no dropout kernel at p = 0
+  return hidden + at::dropout(update, hidden_dropout_, /*train=*/true);
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::attention_unit(const at::Tensor& hidden) {
@@ -115,8 +116,7 @@ std::vector<at::Tensor> TransformerLayerImpl::preprocess_unit(const at::Tensor& 
 std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor& hidden) {
   const at::Tensor after_attention = runners_[slot(LayerUnit::kAttention)]->run({hidden})[0];
   if (!is_moe()) {
-    return {runners_[slot(LayerUnit::kMlp)]->run({after_attention})[0],
-            at::zeros({}, after_attention.options().dtype(at::promote_types(after_attention.scalar_type(), at::kFloat)))};
+    return {runners_[slot(LayerUnit::kMlp)]->run({after_attention})[0], at::Tensor()};  // no aux loss
   }
   if (runners_[slot(LayerUnit::kMoe)]) {
     const auto outputs = runners_[slot(LayerUnit::kMoe)]->run({after_attention});

@@ -35,7 +35,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// layer_number counts from 1 (Megatron); is_moe picks the MoE MLP for this layer.
   TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe);
 
-  /// hidden [b, s, h] -> (hidden [b, s, h], aux loss scalar).
+  /// hidden [b, s, h] -> (hidden [b, s, h], aux loss scalar; undefined for a dense layer run eagerly).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& hidden);
 
   bool is_moe() const { return static_cast<bool>(moe_); }

@@ -30,9 +30,7 @@ void AdamW::step(const std::optional<at::Tensor>& grad_scale) {
                      options_.weight_decay, options_.eps, grad_scale);
 }
 
-void AdamW::zero_grad() {
-  for (auto& gradient : gradients_) gradient.zero_();
-}
+void AdamW::zero_grad() { at::_foreach_zero_(gradients_); }
 
 std::vector<std::pair<std::string, at::Tensor>> AdamW::state() {
   std::vector<std::pair<std::string, at::Tensor>> tensors;

@@ -1,11 +1,10 @@
 // train/checkpoint.cpp — see train/checkpoint.h.
 #include "graphed/train/checkpoint.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -14,11 +13,10 @@
 #include "graphed/train/safetensors.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 
 namespace graphed::train {
 namespace {
-
-namespace fs = std::filesystem;
 
 /// Settings that change the model's parameters: a checkpoint must agree on all of them.
 const char* const kArchitectureKeys[] = {
@@ -33,23 +31,25 @@ std::string iteration_folder(int64_t iteration) {
   return name.str();
 }
 
-void fsync_path(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+/// Thrown inside save_checkpoint when a file-system call fails; becomes one DataError.
+struct SaveFailure {
+  std::string what;
+  int error;
+};
+
+void check(int error, const std::string& what) {
+  if (error != 0) throw SaveFailure{what, error};
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temporary = path.string() + ".tmp";
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
   {
     std::ofstream file(temporary);
     file << text;
-    if (!file) throw DataError("cannot write '" + temporary.string() + "'; fix: check that the --save folder is writable");
+    if (!file) throw SaveFailure{"writing " + temporary, errno != 0 ? errno : EIO};
   }
-  fsync_path(temporary);
-  fs::rename(temporary, path);
+  check(fsync_path(temporary), "syncing " + temporary);
+  check(rename_path(temporary, path), "renaming " + temporary);
 }
 
 std::string flag_of(const std::string& key) {
@@ -62,61 +62,59 @@ std::string flag_of(const std::string& key) {
 
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
                             const config::RunConfig& config, const at::Device& device) {
-  const fs::path root(save_dir);
-  const fs::path final_dir = root / iteration_folder(iteration);
-  const fs::path temporary = root / (iteration_folder(iteration) + ".tmp-" + std::to_string(::getpid()));
+  const std::string root = save_dir;
+  const std::string final_dir = join_path(root, iteration_folder(iteration));
+  const std::string temporary = join_path(root, iteration_folder(iteration) + ".tmp-" + std::to_string(::getpid()));
   try {
-    fs::create_directories(temporary);
+    check(create_directories(temporary), "creating " + temporary);
     std::vector<std::pair<std::string, at::Tensor>> parameters;
     for (const auto& item : model->named_parameters()) parameters.emplace_back(item.key(), item.value());
-    write_safetensors((temporary / "model.safetensors").string(), parameters, {{"format", "pt"}});
+    write_safetensors(join_path(temporary, "model.safetensors"), parameters, {{"format", "pt"}});
     auto state = optimizer.state();
     for (auto& [name, tensor] : capture::rng_states(device)) state.emplace_back("rng." + name, tensor);
-    write_safetensors((temporary / "optimizer.safetensors").string(), state, {{"format", "pt"}});
+    write_safetensors(join_path(temporary, "optimizer.safetensors"), state, {{"format", "pt"}});
     const nlohmann::json trainer{{"iteration", iteration},
                                  {"graphed_version", graphed_version()},
                                  {"config", config::run_config_to_json(config)}};
-    write_text_atomically(temporary / "trainer.json", trainer.dump(2) + "\n");
-    fsync_path(temporary);
-    if (fs::exists(final_dir)) fs::remove_all(final_dir);
-    fs::rename(temporary, final_dir);
+    write_text_atomically(join_path(temporary, "trainer.json"), trainer.dump(2) + "\n");
+    check(fsync_path(temporary), "syncing " + temporary);
+    check(remove_all(final_dir), "replacing " + final_dir);
+    check(rename_path(temporary, final_dir), "renaming " + temporary);
     fsync_path(root);
-    write_text_atomically(root / "latest_checkpointed_iteration.txt", std::to_string(iteration) + "\n");
-  } catch (const fs::filesystem_error& error) {
-    std::error_code ignored;
-    fs::remove_all(temporary, ignored);
-    throw DataError("cannot save the checkpoint to '" + save_dir + "': " + error.code().message() +
-                    "; fix: check that the --save folder is writable and has space");
+    write_text_atomically(join_path(root, "latest_checkpointed_iteration.txt"), std::to_string(iteration) + "\n");
+  } catch (const SaveFailure& failure) {
+    remove_all(temporary);
+    throw DataError("cannot save the checkpoint to '" + save_dir + "': " + failure.what + ": " +
+                    std::strerror(failure.error) + "; fix: check that the --save folder is writable and has space");
   } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(temporary, ignored);
+    remove_all(temporary);
     throw;
   }
-  return final_dir.string();
+  return final_dir;
 }
 
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
                         const config::RunConfig& config, const at::Device& device) {
-  fs::path dir(load_dir);
-  if (!fs::exists(dir)) {
+  std::string dir = load_dir;
+  if (!path_exists(dir)) {
     throw DataError("--load folder '" + load_dir + "' does not exist; fix: pass a --save folder of an earlier run");
   }
-  if (!fs::exists(dir / "trainer.json")) {
-    std::ifstream latest(dir / "latest_checkpointed_iteration.txt");
+  if (!path_exists(join_path(dir, "trainer.json"))) {
+    std::ifstream latest(join_path(dir, "latest_checkpointed_iteration.txt"));
     int64_t iteration = -1;
     if (!(latest >> iteration) || iteration < 0) {
       throw DataError("--load folder '" + load_dir + "' has neither trainer.json nor a readable "
                       "latest_checkpointed_iteration.txt; fix: pass a --save folder or one of its iter_* folders");
     }
-    dir /= iteration_folder(iteration);
+    dir = join_path(dir, iteration_folder(iteration));
   }
   nlohmann::json trainer;
   try {
-    std::ifstream file(dir / "trainer.json");
+    std::ifstream file(join_path(dir, "trainer.json"));
     if (!file) throw DataError("");
     trainer = nlohmann::json::parse(file);
   } catch (const std::exception&) {
-    throw DataError("checkpoint '" + dir.string() + "' has a missing or corrupt trainer.json; fix: load an "
+    throw DataError("checkpoint '" + dir + "' has a missing or corrupt trainer.json; fix: load an "
                     "earlier checkpoint, or start without --load");
   }
   const nlohmann::json here = config::run_config_to_json(config);
@@ -126,22 +124,22 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
     if (saved != here[key]) mismatches.push_back(flag_of(key) + " is " + saved.dump() + " there, " + here[key].dump() + " here");
   }
   if (!mismatches.empty()) {
-    std::string message = "checkpoint '" + dir.string() + "' was saved by a different model: ";
+    std::string message = "checkpoint '" + dir + "' was saved by a different model: ";
     for (std::size_t i = 0; i < mismatches.size(); ++i) message += (i ? "; " : "") + mismatches[i];
     throw DataError(message + "; fix: pass the model flags of the run that saved it (its trainer.json lists them)");
   }
-  const auto parameters = read_safetensors((dir / "model.safetensors").string());
-  const auto state = read_safetensors((dir / "optimizer.safetensors").string());
+  const auto parameters = read_safetensors(join_path(dir, "model.safetensors"));
+  const auto state = read_safetensors(join_path(dir, "optimizer.safetensors"));
   const auto copy_into = [&](const std::string& file, const std::map<std::string, at::Tensor>& saved,
                              const std::string& name, const at::Tensor& target) {
     const auto found = saved.find(name);
     if (found == saved.end()) {
-      throw DataError("checkpoint file '" + (dir / file).string() + "' has no tensor '" + name +
+      throw DataError("checkpoint file '" + join_path(dir, file) + "' has no tensor '" + name +
                       "'; fix: load a checkpoint saved by this model");
     }
     if (found->second.sizes() != target.sizes()) {
       std::ostringstream message;
-      message << "tensor '" << name << "' in '" << (dir / file).string() << "' has shape " << found->second.sizes()
+      message << "tensor '" << name << "' in '" << join_path(dir, file) << "' has shape " << found->second.sizes()
               << ", the model expects " << target.sizes() << "; fix: load a checkpoint saved by this model";
       throw DataError(message.str());
     }

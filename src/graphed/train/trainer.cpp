@@ -23,6 +23,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// Host tensor -> device without blocking the host: through pinned memory on CUDA (a pageable copy
+/// would wait for the stream, serializing the host with the GPU every iteration).
+at::Tensor to_device(const at::Tensor& host, const at::Device& device) {
+  if (!device.is_cuda()) return host;
+  return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 std::string scientific(double value, int digits) {
   std::ostringstream out;
   out << std::scientific << std::setprecision(digits) << value;
@@ -65,24 +72,29 @@ std::vector<Batch> Trainer::training_batches(int64_t iteration) const {
   std::vector<Batch> batches;
   for (int64_t m = 0; m < microbatches; ++m) {
     const Batch batch = data_.batch(Split::kTrain, (iteration * microbatches + m) * micro, micro);
-    batches.push_back({batch.tokens.to(device_), batch.labels.to(device_)});
+    batches.push_back({to_device(batch.tokens, device_), to_device(batch.labels, device_)});
   }
   return batches;
 }
 
 std::pair<at::Tensor, at::Tensor> Trainer::forward_backward(const std::vector<Batch>& microbatches) {
   const double scale = 1.0 / static_cast<double>(microbatches.size());
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kFloat));
-  at::Tensor aux_sum = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kFloat));
+  at::Tensor loss_sum, aux_sum;
   for (const Batch& batch : microbatches) {
     model::GptOutput output;
     {
       compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
       output = model_->forward(batch.tokens, batch.labels);
     }
-    (output.loss * scale).backward();
-    loss_sum = loss_sum + output.lm_loss.detach().to(at::kFloat) * scale;
-    aux_sum = aux_sum + output.aux_loss.detach().to(at::kFloat) * scale;
+    (microbatches.size() > 1 ? output.loss * scale : output.loss).backward();
+    const at::Tensor lm = output.lm_loss.detach().to(at::kFloat);
+    const at::Tensor aux = output.aux_loss.detach().to(at::kFloat);
+    loss_sum = loss_sum.defined() ? loss_sum.add_(lm) : lm.clone();
+    aux_sum = aux_sum.defined() ? aux_sum.add_(aux) : aux.clone();
+  }
+  if (microbatches.size() > 1) {
+    loss_sum.mul_(scale);
+    aux_sum.mul_(scale);
   }
   return {loss_sum, aux_sum};
 }

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""bench/reference_pytorch.py — PyTorch's own training loop for the same GPT presets as
+`graphed bench`, timed the same way, so ratios come from one run on one GPU.
+
+Modes (one row each):
+  eager           plain PyTorch: fused AdamW, clip_grad_norm_, bf16 autocast
+  full_iteration  forward + backward + clipping + a capturable AdamW step captured in one
+                  torch.cuda.graph and replayed (static input buffers filled with copy_)
+
+Same architecture and initialization as graphed (GPT-2 style: LayerNorm, learned positions,
+fused QKV, GELU MLP of 4 x hidden, biases, tied embeddings, normal(0, 0.02) weights with the
+output projections scaled by 1/sqrt(2 x layers)); synthetic tokens; dropout 0; AdamW.
+Usage: python3 bench/reference_pytorch.py --preset small [--iters 50 --warmup 10] [--json]
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+PRESETS = {  # layers, hidden, heads, seq, micro batch, vocab (DESIGN.md section 8)
+    "tiny": (2, 128, 2, 64, 1, 1024),
+    "small": (4, 256, 4, 128, 8, 1024),
+    "gpt-125m": (12, 768, 12, 512, 8, 50304),
+}
+
+
+class Block(torch.nn.Module):
+    def __init__(self, hidden, heads, layers, std):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = torch.nn.LayerNorm(hidden)
+        self.qkv = torch.nn.Linear(hidden, 3 * hidden)
+        self.proj = torch.nn.Linear(hidden, hidden)
+        self.ln2 = torch.nn.LayerNorm(hidden)
+        self.fc1 = torch.nn.Linear(hidden, 4 * hidden)
+        self.fc2 = torch.nn.Linear(4 * hidden, hidden)
+        for linear, scale in ((self.qkv, 1.0), (self.proj, 1 / math.sqrt(2 * layers)),
+                              (self.fc1, 1.0), (self.fc2, 1 / math.sqrt(2 * layers))):
+            torch.nn.init.normal_(linear.weight, 0.0, std * scale)
+            torch.nn.init.zeros_(linear.bias)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        attention = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(attention.transpose(1, 2).reshape(b, s, h))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self, layers, hidden, heads, seq, vocab, std=0.02):
+        super().__init__()
+        self.embedding = torch.nn.Parameter(torch.randn(vocab, hidden) * std)
+        self.positions = torch.nn.Parameter(torch.randn(seq, hidden) * std)
+        self.blocks = torch.nn.ModuleList(Block(hidden, heads, layers, std) for _ in range(layers))
+        self.ln = torch.nn.LayerNorm(hidden)
+
+    def forward(self, tokens, labels):
+        x = self.embedding[tokens] + self.positions[: tokens.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        logits = F.linear(self.ln(x), self.embedding).float()
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def build(preset, capturable):
+    layers, hidden, heads, seq, micro, vocab = PRESETS[preset]
+    torch.manual_seed(1234)
+    model = Gpt(layers, hidden, heads, seq, vocab).cuda()
+    if capturable:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, capturable=True, foreach=True)
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, fused=True)
+    generator = torch.Generator(device="cuda").manual_seed(1234)
+    data = torch.randint(0, vocab, (64, micro, seq + 1), device="cuda", generator=generator)
+    return model, optimizer, data, micro * seq
+
+
+def step(model, optimizer, tokens, labels):
+    with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+        loss = model(tokens, labels)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
+    optimizer.step()
+    return loss
+
+
+def time_eager(preset, iters, warmup):
+    model, optimizer, data, tokens = build(preset, capturable=False)
+    times, loss = [], None
+    for i in range(warmup + iters):
+        batch = data[i % len(data)]
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        optimizer.zero_grad(set_to_none=False)
+        loss = step(model, optimizer, batch[:, :-1], batch[:, 1:])
+        end.record()
+        if i >= warmup:
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return times, loss.item(), tokens, 0.0
+
+
+def time_full_iteration(preset, iters, warmup):
+    model, optimizer, data, tokens = build(preset, capturable=True)
+    static_tokens = data[0, :, :-1].clone()
+    static_labels = data[0, :, 1:].clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(3):  # warmup on a side stream, as torch.cuda.graph requires
+            optimizer.zero_grad(set_to_none=False)
+            step(model, optimizer, static_tokens, static_labels)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    capture_start = time.perf_counter()
+    optimizer.zero_grad(set_to_none=False)
+    with torch.cuda.graph(graph):
+        for p in model.parameters():  # zeroing the gradients is part of the graph
+            p.grad.zero_()
+        static_loss = step(model, optimizer, static_tokens, static_labels)
+    torch.cuda.synchronize()
+    capture_seconds = time.perf_counter() - capture_start
+    times = []
+    for i in range(warmup + iters):
+        batch = data[i % len(data)]
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        static_tokens.copy_(batch[:, :-1])
+        static_labels.copy_(batch[:, 1:])
+        graph.replay()
+        end.record()
+        if i >= warmup:
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return times, static_loss.item(), tokens, capture_seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("reference_pytorch.py needs a CUDA GPU")
+    rows = []
+    for name, runner in (("eager", time_eager), ("full_iteration", time_full_iteration)):
+        torch.cuda.reset_peak_memory_stats()
+        times, loss, tokens, capture = runner(args.preset, args.iters, args.warmup)
+        median = statistics.median(times)
+        rows.append({"impl": "pytorch " + name, "ms_per_iter": median, "tokens_per_s": tokens / (median / 1000),
+                     "capture_s": capture, "peak_mib": torch.cuda.max_memory_allocated() / 2**20, "loss": loss,
+                     "preset": args.preset, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                     "iters": args.iters, "warmup": args.warmup})
+    for row in rows:
+        row["speedup_vs_eager"] = rows[0]["ms_per_iter"] / row["ms_per_iter"]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(f"reference: preset {args.preset}, {rows[0]['device']}, torch {torch.__version__}, "
+          f"{args.warmup} warmup + {args.iters} timed iterations (median), bf16 autocast")
+    print("| impl | ms/iter | tokens/s | speedup vs eager | capture s | peak MiB | loss |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['impl']} | {r['ms_per_iter']:.3f} | {r['tokens_per_s']:.0f} | {r['speedup_vs_eager']:.2f} | "
+              f"{r['capture_s']:.2f} | {r['peak_mib']:.1f} | {r['loss']:.4f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+// util/file_system.cpp — see util/file_system.h.
+#include "graphed/util/file_system.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace graphed {
+
+std::string join_path(const std::string& directory, const std::string& name) {
+  if (directory.empty()) return name;
+  return directory.back() == '/' ? directory + name : directory + "/" + name;
+}
+
+bool path_exists(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+long long file_size(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 ? static_cast<long long>(info.st_size) : -1;
+}
+
+int create_directories(const std::string& path) {
+  if (path.empty() || is_directory(path)) return 0;
+  const auto slash = path.find_last_of('/', path.size() > 1 ? path.size() - 2 : 0);
+  if (slash != std::string::npos && slash > 0) {
+    if (const int error = create_directories(path.substr(0, slash))) return error;
+  }
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+  return is_directory(path) ? 0 : ENOTDIR;
+}
+
+namespace {
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path) == 0 ? 0 : errno; }
+}  // namespace
+
+int remove_all(const std::string& path) {
+  struct stat info;
+  if (::lstat(path.c_str(), &info) != 0) return errno == ENOENT ? 0 : errno;
+  if (!S_ISDIR(info.st_mode)) return ::remove(path.c_str()) == 0 ? 0 : errno;
+  return ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int rename_path(const std::string& from, const std::string& to) {
+  return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+int fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return errno;
+  const int result = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  return result;
+}
+
+std::vector<std::string> list_files(const std::string& directory) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(directory.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    struct stat info;
+    if (::stat(join_path(directory, name).c_str(), &info) == 0 && S_ISREG(info.st_mode)) names.push_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string extension_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1) return "";
+  return path.substr(dot);
+}
+
+std::string make_temporary_directory(const std::string& prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = join_path(base != nullptr && *base != '\0' ? base : "/tmp", prefix + "-XXXXXX");
+  return ::mkdtemp(pattern.data()) != nullptr ? pattern : std::string();
+}
+
+}  // namespace graphed
