@@ -92,18 +92,21 @@ def step(model, optimizer, tokens, labels):
 
 def time_eager(preset, iters, warmup):
     model, optimizer, data, tokens = build(preset, capturable=False)
-    times, loss = [], None
+    times, host_times, loss = [], [], None
     for i in range(warmup + iters):
         batch = data[i % len(data)]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        host_start = time.perf_counter()
         start.record()
         optimizer.zero_grad(set_to_none=False)
         loss = step(model, optimizer, batch[:, :-1], batch[:, 1:])
         end.record()
+        host = (time.perf_counter() - host_start) * 1000
+        end.synchronize()
         if i >= warmup:
-            end.synchronize()
             times.append(start.elapsed_time(end))
-    return times, loss.item(), tokens, 0.0
+            host_times.append(host)
+    return times, host_times, loss.item(), tokens, 0.0
 
 
 def time_full_iteration(preset, iters, warmup):
@@ -127,19 +130,22 @@ def time_full_iteration(preset, iters, warmup):
         static_loss = step(model, optimizer, static_tokens, static_labels)
     torch.cuda.synchronize()
     capture_seconds = time.perf_counter() - capture_start
-    times = []
+    times, host_times = [], []
     for i in range(warmup + iters):
         batch = data[i % len(data)]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        host_start = time.perf_counter()
         start.record()
         static_tokens.copy_(batch[:, :-1])
         static_labels.copy_(batch[:, 1:])
         graph.replay()
         end.record()
+        host = (time.perf_counter() - host_start) * 1000
+        end.synchronize()
         if i >= warmup:
-            end.synchronize()
             times.append(start.elapsed_time(end))
-    return times, static_loss.item(), tokens, capture_seconds
+            host_times.append(host)
+    return times, host_times, static_loss.item(), tokens, capture_seconds
 
 
 def main():
@@ -154,9 +160,10 @@ def main():
     rows = []
     for name, runner in (("eager", time_eager), ("full_iteration", time_full_iteration)):
         torch.cuda.reset_peak_memory_stats()
-        times, loss, tokens, capture = runner(args.preset, args.iters, args.warmup)
+        times, host_times, loss, tokens, capture = runner(args.preset, args.iters, args.warmup)
         median = statistics.median(times)
-        rows.append({"impl": "pytorch " + name, "ms_per_iter": median, "tokens_per_s": tokens / (median / 1000),
+        rows.append({"impl": "pytorch " + name, "ms_per_iter": median, "host_ms_per_iter": statistics.median(host_times),
+                     "tokens_per_s": tokens / (median / 1000),
                      "capture_s": capture, "peak_mib": torch.cuda.max_memory_allocated() / 2**20, "loss": loss,
                      "preset": args.preset, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                      "iters": args.iters, "warmup": args.warmup})
@@ -167,10 +174,10 @@ def main():
         return
     print(f"reference: preset {args.preset}, {rows[0]['device']}, torch {torch.__version__}, "
           f"{args.warmup} warmup + {args.iters} timed iterations (median), bf16 autocast")
-    print("| impl | ms/iter | tokens/s | speedup vs eager | capture s | peak MiB | loss |")
-    print("|---|---|---|---|---|---|---|")
+    print("| impl | ms/iter | host ms/iter | tokens/s | speedup vs eager | capture s | peak MiB | loss |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['impl']} | {r['ms_per_iter']:.3f} | {r['tokens_per_s']:.0f} | {r['speedup_vs_eager']:.2f} | "
+        print(f"| {r['impl']} | {r['ms_per_iter']:.3f} | {r['host_ms_per_iter']:.3f} | {r['tokens_per_s']:.0f} | {r['speedup_vs_eager']:.2f} | "
               f"{r['capture_s']:.2f} | {r['peak_mib']:.1f} | {r['loss']:.4f} |")
 
 

@@ -2,6 +2,7 @@
 #include "graphed/cli/bench_command.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <sstream>
 
@@ -20,6 +21,7 @@ namespace {
 struct Row {
   std::string impl;
   double ms_per_iteration = 0;
+  double host_ms_per_iteration = 0;  ///< time to enqueue one iteration, without waiting for the GPU
   double tokens_per_second = 0;
   double speedup = 1;
   double capture_seconds = 0;
@@ -52,18 +54,21 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   for (; iteration < command_line.bench_warmup; ++iteration) trainer.train_step(iteration);
   capture::synchronize(device);
   capture::reset_peak_memory(device);
-  std::vector<double> times;
+  std::vector<double> times, host_times;
   train::IterationStats last;
   capture::DeviceTimer timer(device);
   for (int64_t i = 0; i < command_line.bench_iters; ++i, ++iteration) {
+    const auto host_start = std::chrono::steady_clock::now();
     timer.start();
     last = trainer.train_step(iteration);
     timer.stop();
+    host_times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count());
     times.push_back(timer.elapsed_ms());
   }
   Row row;
   row.impl = impl;
   row.ms_per_iteration = median(times);
+  row.host_ms_per_iteration = median(host_times);
   const double tokens = static_cast<double>(config.train.global_batch_size.value_or(1) * config.model.seq_length);
   row.tokens_per_second = tokens / (row.ms_per_iteration / 1000.0);
   row.peak_mib = static_cast<double>(capture::peak_memory_bytes(device)) / (1024.0 * 1024.0);
@@ -85,11 +90,12 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
   const auto baseline = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.impl == "none"; });
   for (auto& row : rows) row.speedup = baseline != rows.end() ? baseline->ms_per_iteration / row.ms_per_iteration : 1.0;
   const config::RunConfig config = config::resolve_run_config_or_throw(command_line.settings);
-  const at::Device device = choose_device(config.train.device);
+  const at::Device device = config.train.device == "cpu" || !capture::cuda_available() ? at::Device(at::kCPU)
+                                                                                        : at::Device(at::kCUDA, 0);
   if (command_line.json_output) {
     nlohmann::json array = nlohmann::json::array();
     for (const auto& r : rows) {
-      array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration}, {"tokens_per_s", r.tokens_per_second},
+      array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration}, {"host_ms_per_iter", r.host_ms_per_iteration}, {"tokens_per_s", r.tokens_per_second},
                        {"speedup_vs_none", r.speedup}, {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib},
                        {"graph_pool_mib", r.graph_pool_mib}, {"loss", r.loss}, {"preset", command_line.preset.value_or("")},
                        {"device", capture::device_name(device)}, {"iters", command_line.bench_iters},
@@ -102,10 +108,10 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
       << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
       << " timed iterations (median), global batch " << config.train.global_batch_size.value_or(1) << " x seq "
       << config.model.seq_length << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "\n";
-  out << "| impl | ms/iter | tokens/s | speedup vs none | capture s | peak MiB | graph pool MiB | loss |\n";
-  out << "|---|---|---|---|---|---|---|---|\n";
+  out << "| impl | ms/iter | host ms/iter | tokens/s | speedup vs none | capture s | peak MiB | graph pool MiB | loss |\n";
+  out << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
-    out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.tokens_per_second, 0) << " | "
+    out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << fixed(r.tokens_per_second, 0) << " | "
         << fixed(r.speedup, 2) << " | " << (r.impl == "none" ? "-" : fixed(r.capture_seconds, 2)) << " | "
         << fixed(r.peak_mib, 1) << " | " << (r.impl == "none" ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
         << fixed(r.loss, 4) << " |\n";
