@@ -106,7 +106,14 @@ def time_eager(preset, iters, warmup):
         if i >= warmup:
             times.append(start.elapsed_time(end))
             host_times.append(host)
-    return times, host_times, loss.item(), tokens, 0.0
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+        optimizer.zero_grad(set_to_none=False)
+        step(model, optimizer, batch[:, :-1], batch[:, 1:])
+        torch.cuda.synchronize()
+    events = prof.events()
+    counts = {"ops": sum(1 for e in events if e.name.startswith("aten::")),
+              "kernels": sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)}
+    return times, host_times, loss.item(), tokens, 0.0, counts
 
 
 def time_full_iteration(preset, iters, warmup):
@@ -145,7 +152,7 @@ def time_full_iteration(preset, iters, warmup):
         if i >= warmup:
             times.append(start.elapsed_time(end))
             host_times.append(host)
-    return times, host_times, static_loss.item(), tokens, capture_seconds
+    return times, host_times, static_loss.item(), tokens, capture_seconds, {"ops": 0, "kernels": 0}
 
 
 def main():
@@ -160,9 +167,10 @@ def main():
     rows = []
     for name, runner in (("eager", time_eager), ("full_iteration", time_full_iteration)):
         torch.cuda.reset_peak_memory_stats()
-        times, host_times, loss, tokens, capture = runner(args.preset, args.iters, args.warmup)
+        times, host_times, loss, tokens, capture, counts = runner(args.preset, args.iters, args.warmup)
         median = statistics.median(times)
         rows.append({"impl": "pytorch " + name, "ms_per_iter": median, "host_ms_per_iter": statistics.median(host_times),
+                     "ops_per_iter": counts["ops"], "kernels_per_iter": counts["kernels"],
                      "tokens_per_s": tokens / (median / 1000),
                      "capture_s": capture, "peak_mib": torch.cuda.max_memory_allocated() / 2**20, "loss": loss,
                      "preset": args.preset, "device": torch.cuda.get_device_name(), "torch": torch.__version__,

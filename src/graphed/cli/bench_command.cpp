@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/capture/device.h"
+#include "graphed/capture/op_counter.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/build_info.h"
@@ -22,6 +23,7 @@ struct Row {
   std::string impl;
   double ms_per_iteration = 0;
   double host_ms_per_iteration = 0;  ///< time to enqueue one iteration, without waiting for the GPU
+  int64_t ops_per_iteration = 0;     ///< ATen operators dispatched by one iteration
   double tokens_per_second = 0;
   double speedup = 1;
   double capture_seconds = 0;
@@ -69,6 +71,7 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   row.impl = impl;
   row.ms_per_iteration = median(times);
   row.host_ms_per_iteration = median(host_times);
+  row.ops_per_iteration = capture::count_dispatched_ops([&] { trainer.train_step(iteration); });
   const double tokens = static_cast<double>(config.train.global_batch_size.value_or(1) * config.model.seq_length);
   row.tokens_per_second = tokens / (row.ms_per_iteration / 1000.0);
   row.peak_mib = static_cast<double>(capture::peak_memory_bytes(device)) / (1024.0 * 1024.0);
@@ -95,7 +98,7 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
   if (command_line.json_output) {
     nlohmann::json array = nlohmann::json::array();
     for (const auto& r : rows) {
-      array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration}, {"host_ms_per_iter", r.host_ms_per_iteration}, {"tokens_per_s", r.tokens_per_second},
+      array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration}, {"host_ms_per_iter", r.host_ms_per_iteration}, {"ops_per_iter", r.ops_per_iteration}, {"tokens_per_s", r.tokens_per_second},
                        {"speedup_vs_none", r.speedup}, {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib},
                        {"graph_pool_mib", r.graph_pool_mib}, {"loss", r.loss}, {"preset", command_line.preset.value_or("")},
                        {"device", capture::device_name(device)}, {"iters", command_line.bench_iters},
@@ -108,10 +111,10 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
       << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
       << " timed iterations (median), global batch " << config.train.global_batch_size.value_or(1) << " x seq "
       << config.model.seq_length << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "\n";
-  out << "| impl | ms/iter | host ms/iter | tokens/s | speedup vs none | capture s | peak MiB | graph pool MiB | loss |\n";
-  out << "|---|---|---|---|---|---|---|---|---|\n";
+  out << "| impl | ms/iter | host ms/iter | aten ops/iter | tokens/s | speedup vs none | capture s | peak MiB | graph pool MiB | loss |\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
-    out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << fixed(r.tokens_per_second, 0) << " | "
+    out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | " << fixed(r.tokens_per_second, 0) << " | "
         << fixed(r.speedup, 2) << " | " << (r.impl == "none" ? "-" : fixed(r.capture_seconds, 2)) << " | "
         << fixed(r.peak_mib, 1) << " | " << (r.impl == "none" ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
         << fixed(r.loss, 4) << " |\n";

@@ -19,6 +19,10 @@ config::RunConfig resolve_for_run(const CommandLine& command_line) {
     if (issue.severity == config::Severity::kWarning) log_warn(issue.message + " [" + issue.rule + "]");
     if (issue.severity == config::Severity::kNote) log_info("note: " + issue.message + " [" + issue.rule + "]");
   }
+  if (config.model.recompute_granularity) {
+    log_warn("--recompute-granularity " + *config.model.recompute_granularity +
+             " is checked against the CUDA-graph rules but not implemented yet: this run keeps every activation");
+  }
   return config;
 }
 

@@ -9,15 +9,18 @@ NormImpl::NormImpl(int64_t hidden_size, bool rms, double epsilon) : rms_(rms), e
 }
 
 at::Tensor NormImpl::forward(const at::Tensor& input) {
-  const auto compute = at::promote_types(input.scalar_type(), at::kFloat);  // fp32, or fp64 in tests
-  const at::Tensor x = input.to(compute);
+  // Compute in fp32 (fp64 in gradient tests); skip casts that would not change the dtype, since every
+  // dispatched operator costs host time in a launch-bound eager loop.
+  const auto compute = at::promote_types(input.scalar_type(), at::kFloat);
+  const auto as_compute = [compute](const at::Tensor& t) { return t.scalar_type() == compute ? t : t.to(compute); };
+  const at::Tensor x = as_compute(input);
   at::Tensor y;
   if (rms_) {
-    y = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + epsilon_) * weight_.to(compute);
+    y = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + epsilon_) * as_compute(weight_);
   } else {
-    y = at::layer_norm(x, {x.size(-1)}, weight_.to(compute), bias_.to(compute), epsilon_);
+    y = at::layer_norm(x, {x.size(-1)}, as_compute(weight_), as_compute(bias_), epsilon_);
   }
-  return y.to(input.scalar_type());
+  return y.scalar_type() == input.scalar_type() ? y : y.to(input.scalar_type());
 }
 
 }  // namespace graphed::model

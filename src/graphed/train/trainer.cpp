@@ -206,8 +206,8 @@ TrainSummary Trainer::train(std::ostream& out) {
       out << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr " << scientific(record.learning_rate, 3)
           << " | loss " << std::fixed << std::setprecision(4) << record.loss << " | grad norm " << std::setprecision(3)
           << record.grad_norm << " | " << std::setprecision(1) << record.ms_per_iteration << " ms/iter | "
-          << grouped(record.tokens_per_second) << " tokens/s | " << std::setprecision(2) << record.tflops
-          << " TFLOP/s" << std::defaultfloat << std::endl;
+          << grouped(record.tokens_per_second) << " tokens/s | " << std::defaultfloat << std::setprecision(3)
+          << record.tflops << " TFLOP/s" << std::endl;
       write_metrics({{"iteration", done}, {"lr", record.learning_rate}, {"loss", record.loss},
                      {"grad_norm", record.grad_norm}, {"ms_per_iter", record.ms_per_iteration},
                      {"tokens_per_s", record.tokens_per_second}, {"tflops", record.tflops}});
