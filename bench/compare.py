@@ -29,7 +29,7 @@ def main():
         by_impl = {row["impl"]: row for row in reference}
         eager = by_impl.get("pytorch eager")
         graph = by_impl.get("pytorch full_iteration")
-        for row in ours + reference:
+        for row in reference + ours:
             name = row["impl"] if row["impl"].startswith("pytorch") else "graphed " + row["impl"]
             ratio_eager = f"{row['ms_per_iter'] / eager['ms_per_iter']:.2f}x" if eager else "-"
             ratio_graph = f"{row['ms_per_iter'] / graph['ms_per_iter']:.2f}x" if graph else "-"

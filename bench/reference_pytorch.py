@@ -6,6 +6,8 @@ Modes (one row each):
   eager           plain PyTorch: fused AdamW, clip_grad_norm_, bf16 autocast
   full_iteration  forward + backward + clipping + a capturable AdamW step captured in one
                   torch.cuda.graph and replayed (static input buffers filled with copy_)
+  compile         torch.compile(model, mode="reduce-overhead"): Inductor kernels in CUDA-graph
+                  trees; the fused AdamW step and clipping stay eager (compile time = "capture s")
 
 Same architecture and initialization as graphed (GPT-2 style: LayerNorm, learned positions,
 fused QKV, GELU MLP of 4 x hidden, biases, tied embeddings, normal(0, 0.02) weights with the
@@ -16,6 +18,7 @@ import argparse
 import json
 import math
 import statistics
+import sys
 import time
 
 import torch
@@ -155,6 +158,30 @@ def time_full_iteration(preset, iters, warmup):
     return times, host_times, static_loss.item(), tokens, capture_seconds, {"ops": 0, "kernels": 0}
 
 
+def time_compiled(preset, iters, warmup):
+    model, optimizer, data, tokens = build(preset, capturable=False)
+    compiled = torch.compile(model, mode="reduce-overhead")
+    times, host_times, loss = [], [], None
+    compile_start = time.perf_counter()
+    for i in range(warmup + iters):
+        if i == warmup:
+            compile_seconds = time.perf_counter() - compile_start  # compilation happens in the warmup
+        batch = data[i % len(data)]
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        host_start = time.perf_counter()
+        start.record()
+        torch.compiler.cudagraph_mark_step_begin()
+        optimizer.zero_grad(set_to_none=False)
+        loss = step(compiled, optimizer, batch[:, :-1], batch[:, 1:])
+        end.record()
+        host = (time.perf_counter() - host_start) * 1000
+        end.synchronize()
+        if i >= warmup:
+            times.append(start.elapsed_time(end))
+            host_times.append(host)
+    return times, host_times, loss.item(), tokens, compile_seconds, {"ops": 0, "kernels": 0}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
@@ -165,9 +192,13 @@ def main():
     if not torch.cuda.is_available():
         raise SystemExit("reference_pytorch.py needs a CUDA GPU")
     rows = []
-    for name, runner in (("eager", time_eager), ("full_iteration", time_full_iteration)):
+    for name, runner in (("eager", time_eager), ("full_iteration", time_full_iteration), ("compile", time_compiled)):
         torch.cuda.reset_peak_memory_stats()
-        times, host_times, loss, tokens, capture, counts = runner(args.preset, args.iters, args.warmup)
+        try:
+            times, host_times, loss, tokens, capture, counts = runner(args.preset, args.iters, args.warmup)
+        except Exception as error:  # a mode that fails here is reported, not fatal
+            print(f"reference: {name} failed on {args.preset}: {type(error).__name__}: {error}", file=sys.stderr)
+            continue
         median = statistics.median(times)
         rows.append({"impl": "pytorch " + name, "ms_per_iter": median, "host_ms_per_iter": statistics.median(host_times),
                      "ops_per_iter": counts["ops"], "kernels_per_iter": counts["kernels"],

@@ -143,6 +143,10 @@ INSTANTIATE_TEST_SUITE_P(
                    Severity::kError,
                    "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid models come "
                    "in a later release); fix: drop mamba from --cuda-graph-modules"},
+        FiringCase{"G5", {{"optimizer_cuda_graph", true}}, "G5", Severity::kError,
+                   "--optimizer-cuda-graph needs --cuda-graph-impl full_iteration (graphed captures the optimizer step "
+                   "inside the full-iteration graph and has no optimizer-only graph yet), got --cuda-graph-impl none; "
+                   "fix: add --cuda-graph-impl full_iteration or drop --optimizer-cuda-graph"},
         FiringCase{"TC9",
                    merged(kDropAndPad, {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"moe", "moe_router"}}}),
                    "TC-9", Severity::kError,
@@ -272,6 +276,7 @@ INSTANTIATE_TEST_SUITE_P(
         QuietCase{"G2Partial", {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4},
                                 {"cuda_graph_modules", {"attn", "moe_router", "moe_preprocess"}}}, "G2"},
         QuietCase{"G3DropAndPad", merged(kDropAndPad, {{"cuda_graph_impl", "full_iteration"}}), "G3"},
+        QuietCase{"G5FullIteration", {{"cuda_graph_impl", "full_iteration"}, {"optimizer_cuda_graph", true}}, "G5"},
         QuietCase{"TC15NoGraphs", {{"recompute_granularity", "full"}, {"recompute_method", "block"}}, "TC-15"},
         QuietCase{"TC15FullIteration",
                   {{"cuda_graph_impl", "full_iteration"}, {"recompute_granularity", "full"}, {"recompute_method", "block"}},

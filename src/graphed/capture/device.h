@@ -23,6 +23,12 @@ void synchronize(const at::Device& device);
 int64_t peak_memory_bytes(const at::Device& device);
 /// Resets the peak counter.
 void reset_peak_memory(const at::Device& device);
+/// Bytes currently allocated (in use) through the caching allocator (0 on the CPU).
+int64_t allocated_memory_bytes(const at::Device& device);
+/// Bytes the caching allocator holds from the device, in use or cached (0 on the CPU).
+int64_t reserved_memory_bytes(const at::Device& device);
+/// Returns cached, unused blocks to the device.
+void empty_cache(const at::Device& device);
 
 /// The states of the default CPU generator and, on a CUDA device, its default CUDA generator, by
 /// name ("cpu", "cuda"), as uint8 tensors for checkpoints.

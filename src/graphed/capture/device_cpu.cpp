@@ -12,6 +12,9 @@ std::string device_name(const at::Device&) { return "cpu"; }
 void synchronize(const at::Device&) {}
 int64_t peak_memory_bytes(const at::Device&) { return 0; }
 void reset_peak_memory(const at::Device&) {}
+int64_t allocated_memory_bytes(const at::Device&) { return 0; }
+int64_t reserved_memory_bytes(const at::Device&) { return 0; }
+void empty_cache(const at::Device&) {}
 
 std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device&) {
   return {{"cpu", at::detail::getDefaultCPUGenerator().get_state()}};

@@ -55,6 +55,22 @@ void restore_rng_states(const at::Device& device, const std::map<std::string, at
   }
 }
 
+int64_t allocated_memory_bytes(const at::Device& device) {
+  if (!device.is_cuda()) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+  return stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+}
+
+int64_t reserved_memory_bytes(const at::Device& device) {
+  if (!device.is_cuda()) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+  return stats.reserved_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+}
+
+void empty_cache(const at::Device& device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
 struct DeviceTimer::Impl {
   bool cuda = false;
   at::cuda::CUDAEvent begin{cudaEventDefault};

@@ -38,22 +38,28 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+/// impl: a --cuda-graph-impl value, or "full_iteration+optimizer" (with --optimizer-cuda-graph).
 Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   CommandLine line = command_line;
-  line.settings.cuda_graph.impl = impl;
+  const bool optimizer_inside = impl == "full_iteration+optimizer";
+  line.settings.cuda_graph.impl = optimizer_inside ? "full_iteration" : impl;
+  line.settings.cuda_graph.optimizer_cuda_graph = optimizer_inside;
   line.settings.train.mock_data = true;
   line.settings.train.data_path.reset();
   line.settings.train.eval_iters = 0;
   line.settings.train.save.reset();
   line.settings.train.load.reset();
   line.settings.train.metrics_file.reset();
-  line.settings.train.train_iters = std::max<int64_t>(line.settings.train.train_iters, command_line.bench_warmup + command_line.bench_iters);
+  line.settings.train.train_iters = std::max<int64_t>(line.settings.train.train_iters,
+                                                      command_line.bench_warmup + command_line.bench_iters + 10);
   const config::RunConfig config = resolve_for_run(line);
-  require_available_impl(config);
   const at::Device device = choose_device(config.train.device);
+  require_available_impl(config, device);
   train::Trainer trainer(config, train::TokenDataset::open(config.train, config.model, "", 0), device);
+  // Warm up past the capture, so that timing sees only replays.
+  const int64_t warmup = std::max<int64_t>(command_line.bench_warmup, config.cuda_graph.warmup_steps + 2);
   int64_t iteration = 0;
-  for (; iteration < command_line.bench_warmup; ++iteration) trainer.train_step(iteration);
+  for (; iteration < warmup; ++iteration) trainer.train_step(iteration);
   capture::synchronize(device);
   capture::reset_peak_memory(device);
   std::vector<double> times, host_times;
@@ -76,6 +82,10 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   row.tokens_per_second = tokens / (row.ms_per_iteration / 1000.0);
   row.peak_mib = static_cast<double>(capture::peak_memory_bytes(device)) / (1024.0 * 1024.0);
   row.loss = last.loss.item<double>();
+  if (const auto* graph = trainer.training_graph()) {
+    row.capture_seconds = graph->capture_seconds();
+    row.graph_pool_mib = static_cast<double>(graph->pool_bytes()) / (1024.0 * 1024.0);
+  }
   return row;
 }
 

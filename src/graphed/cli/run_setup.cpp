@@ -26,12 +26,21 @@ config::RunConfig resolve_for_run(const CommandLine& command_line) {
   return config;
 }
 
-void require_available_impl(const config::RunConfig& config) {
-  if (config.cuda_graph.impl == config::CudaGraphImpl::kNone) return;
-  const std::string impl = config::to_string(config.cuda_graph.impl);
-  const std::string message =
-      "--cuda-graph-impl " + impl + " is not available in graphed " + graphed_version() +
-      " yet: training runs eagerly until the capture engine lands; fix: --cuda-graph-impl none";
+void require_available_impl(const config::RunConfig& config, const at::Device& device) {
+  const config::CudaGraphImpl impl = config.cuda_graph.impl;
+  if (impl == config::CudaGraphImpl::kNone) return;
+  const std::string flag = "--cuda-graph-impl " + config::to_string(impl);
+  std::string message;
+  if (impl == config::CudaGraphImpl::kFullIteration) {
+    if (device.is_cuda()) return;
+    message = flag + " needs a CUDA device, but this run is on the CPU (" +
+              (built_with_cuda() ? std::string("no CUDA device is visible")
+                                 : std::string("this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0")) +
+              "); fix: --cuda-graph-impl none, or run on a GPU machine";
+  } else {
+    message = flag + " is not available in graphed " + graphed_version() +
+              " yet (full_iteration is); fix: --cuda-graph-impl full_iteration or none";
+  }
   throw ConfigError(message, {message});
 }
 

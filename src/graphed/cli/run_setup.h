@@ -15,8 +15,9 @@ namespace graphed::cli {
 /// with every error.
 config::RunConfig resolve_for_run(const CommandLine& command_line);
 
-/// Throws ConfigError unless impl is one this version can run (none, so far).
-void require_available_impl(const config::RunConfig& config);
+/// Throws ConfigError unless this version can run the impl on the device: none anywhere,
+/// full_iteration on a CUDA device; local and transformer_engine not yet.
+void require_available_impl(const config::RunConfig& config, const at::Device& device);
 
 /// --device auto|cuda|cpu -> the device; auto picks CUDA when this build and machine have it.
 /// Throws ConfigError for --device cuda without CUDA, naming why.

@@ -20,8 +20,8 @@ std::string printable(const std::string& text) {
 
 int run_train(const CommandLine& command_line, std::ostream& out) {
   const config::RunConfig config = resolve_for_run(command_line);
-  require_available_impl(config);
   const at::Device device = choose_device(config.train.device);
+  require_available_impl(config, device);
   train::TokenDataset data =
       train::TokenDataset::open(config.train, config.model, default_corpus_path(), config.train.eval_iters);
   out << "data: " << data.description() << "\n";

@@ -284,6 +284,12 @@ void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
     issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid "
                        "models come in a later release); fix: drop mamba from --cuda-graph-modules");
   }
+  if (g.optimizer_cuda_graph && g.impl != CudaGraphImpl::kFullIteration) {
+    issues.error("G5", "--optimizer-cuda-graph needs --cuda-graph-impl full_iteration (graphed captures the optimizer "
+                       "step inside the full-iteration graph and has no optimizer-only graph yet), got "
+                       "--cuda-graph-impl " + to_string(g.impl) + "; fix: add --cuda-graph-impl full_iteration or drop "
+                       "--optimizer-cuda-graph");
+  }
   if (g.impl == CudaGraphImpl::kNone) return;
   validate_moe_modules(config, issues);
 }
@@ -328,6 +334,7 @@ const std::vector<RuleInfo>& all_rules() {
       {"G2", "whole-layer capture of dropless MoE layers (dynamic shapes)"},
       {"G3", "full_iteration with dropless MoE layers (dynamic shapes)"},
       {"G4", "mamba module without Mamba layers"},
+      {"G5", "--optimizer-cuda-graph without --cuda-graph-impl full_iteration"},
       {"TC-9", "moe and moe_router together"},
       {"TC-10", "moe_preprocess without moe_router"},
       {"TC-11", "moe or moe_router on a dense model"},

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "graphed/capture/device.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/lr_schedule.h"
 #include "graphed/train/progress_bar.h"
@@ -27,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 /// would wait for the stream, serializing the host with the GPU every iteration).
 at::Tensor to_device(const at::Tensor& host, const at::Device& device) {
   if (!device.is_cuda()) return host;
-  return host.pin_memory().to(device, /*non_blocking=*/true);
+  return host.to(device, /*non_blocking=*/true);
 }
 
 std::string scientific(double value, int digits) {
@@ -57,6 +58,18 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   options.eps = config.train.adam_eps;
   options.weight_decay = config.train.weight_decay;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
+  if (config.cuda_graph.impl == config::CudaGraphImpl::kFullIteration) {
+    // Everything (eager warmup, capture, replays) runs on one stream: autograd's accumulate-grad nodes
+    // of the warmup then belong to the capturing stream. One pool for both graphs unless told otherwise.
+    stream_ = std::make_unique<capture::SideStream>(device_);
+    const capture::GraphPool pool = config.cuda_graph.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
+    capture::FullIterationGraphOptions options;
+    options.warmup_steps = config.cuda_graph.warmup_steps;
+    options.name = "the full-iteration training step";
+    train_graph_ = std::make_unique<capture::FullIterationGraph>(options, device_, pool);
+    options.name = "the full-iteration evaluation step";
+    eval_graph_ = std::make_unique<capture::FullIterationGraph>(options, device_, pool);
+  }
   if (config.train.metrics_file) {
     metrics_.emplace(*config.train.metrics_file, std::ios::app);
     if (!*metrics_) {
@@ -66,14 +79,20 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   }
 }
 
-std::vector<Batch> Trainer::training_batches(int64_t iteration) const {
-  const int64_t microbatches = config_.num_microbatches();
+std::vector<Batch> Trainer::host_batches(Split split, int64_t first_sample, int64_t microbatches) const {
   const int64_t micro = config_.train.micro_batch_size;
   std::vector<Batch> batches;
   for (int64_t m = 0; m < microbatches; ++m) {
-    const Batch batch = data_.batch(Split::kTrain, (iteration * microbatches + m) * micro, micro);
-    batches.push_back({to_device(batch.tokens, device_), to_device(batch.labels, device_)});
+    Batch batch = data_.batch(split, first_sample + m * micro, micro);
+    if (device_.is_cuda()) batch = {batch.tokens.pin_memory(), batch.labels.pin_memory()};
+    batches.push_back(std::move(batch));
   }
+  return batches;
+}
+
+std::vector<Batch> Trainer::static_batches(const capture::StaticBatchBuffer& buffer) const {
+  std::vector<Batch> batches;
+  for (int64_t m = 0; m < buffer.microbatches(); ++m) batches.push_back({buffer.microbatch(m)[0], buffer.microbatch(m)[1]});
   return batches;
 }
 
@@ -99,42 +118,93 @@ std::pair<at::Tensor, at::Tensor> Trainer::forward_backward(const std::vector<Ba
   return {loss_sum, aux_sum};
 }
 
-IterationStats Trainer::train_step(int64_t iteration) {
-  // 1. The learning rate of this iteration, computed on the host and written to the device.
-  optimizer_->set_learning_rate(learning_rate(config_.train, iteration));
-  // 2. This iteration's microbatches, on the device.
-  const std::vector<Batch> batches = training_batches(iteration);
-  // 3. Forward and backward over every microbatch; gradients accumulate in place.
+void Trainer::optimizer_step(const at::Tensor& grad_norm) {
+  // Sync-free clipping: AdamW divides every gradient by grad_scale = max(1, norm / --clip-grad).
+  std::optional<at::Tensor> grad_scale;
+  if (config_.train.clip_grad > 0.0) grad_scale = at::clamp_min((grad_norm + 1e-6) / config_.train.clip_grad, 1.0);
+  optimizer_->step(grad_scale);
+}
+
+IterationStats Trainer::run_iteration(const std::vector<Batch>& batches, bool with_optimizer) {
   optimizer_->zero_grad();
   model_->train();
   auto [loss, aux_loss] = forward_backward(batches);
-  // 4. Global gradient norm and sync-free clipping: AdamW divides every gradient by grad_scale.
   const at::Tensor grad_norm = at::stack(at::_foreach_norm(optimizer_->gradients(), 2)).norm();
-  std::optional<at::Tensor> grad_scale;
-  if (config_.train.clip_grad > 0.0) grad_scale = at::clamp_min((grad_norm + 1e-6) / config_.train.clip_grad, 1.0);
-  // 5. The optimizer step.
-  optimizer_->step(grad_scale);
+  if (with_optimizer) optimizer_step(grad_norm);
   return {loss, aux_loss, grad_norm};
 }
 
-double Trainer::evaluate(int64_t round) {
+IterationStats Trainer::train_step(int64_t iteration) {
+  std::optional<capture::SideStream::Use> on_stream;
+  if (stream_) on_stream.emplace(*stream_);
+  // 1. The learning rate of this iteration, computed on the host and written to the device.
+  optimizer_->set_learning_rate(learning_rate(config_.train, iteration));
+  // 2. This iteration's microbatches, on the host (pinned on CUDA).
+  const int64_t microbatches = config_.num_microbatches();
+  const std::vector<Batch> batches =
+      host_batches(Split::kTrain, iteration * microbatches * config_.train.micro_batch_size, microbatches);
+  if (!train_graph_) {
+    // 3. Eager: copy to the device, forward/backward, clip, optimizer step.
+    std::vector<Batch> on_device;
+    for (const Batch& b : batches) on_device.push_back({to_device(b.tokens, device_), to_device(b.labels, device_)});
+    return run_iteration(on_device, /*with_optimizer=*/true);
+  }
+  // 3. Full iteration: fill the static buffers, then warm up, capture or replay the graph.
+  for (int64_t m = 0; m < microbatches; ++m) {
+    train_buffer_.fill_microbatch(m, {batches[static_cast<std::size_t>(m)].tokens, batches[static_cast<std::size_t>(m)].labels},
+                                  device_);
+  }
+  const bool optimizer_inside = config_.cuda_graph.optimizer_cuda_graph;
+  const auto outputs = train_graph_->run([&] {
+    const IterationStats stats = run_iteration(static_batches(train_buffer_), optimizer_inside);
+    return std::vector<at::Tensor>{stats.loss, stats.aux_loss, stats.grad_norm};
+  });
+  // 4. Without --optimizer-cuda-graph the optimizer step runs eagerly after the replay.
+  if (!optimizer_inside) optimizer_step(outputs[2]);
+  return {outputs[0], outputs[1], outputs[2]};
+}
+
+at::Tensor Trainer::evaluation_loss(const std::vector<Batch>& batches) {
   at::NoGradGuard no_grad;
   model_->eval();
-  const int64_t micro = config_.train.micro_batch_size;
-  const int64_t per_iteration = config_.num_microbatches();
-  at::Tensor total = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kFloat));
-  int64_t count = 0;
-  for (int64_t i = 0; i < config_.train.eval_iters; ++i) {
-    for (int64_t m = 0; m < per_iteration; ++m) {
-      const int64_t sample = ((round * config_.train.eval_iters + i) * per_iteration + m) * micro;
-      const Batch batch = data_.batch(Split::kValidation, sample, micro);
-      compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
-      total = total + model_->forward(batch.tokens.to(device_), batch.labels.to(device_)).lm_loss.to(at::kFloat);
-      ++count;
-    }
+  at::Tensor total;
+  for (const Batch& batch : batches) {
+    compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+    const at::Tensor loss = model_->forward(batch.tokens, batch.labels).lm_loss.to(at::kFloat);
+    total = total.defined() ? total + loss : loss;
   }
   model_->train();
-  return count > 0 ? total.item<double>() / static_cast<double>(count) : 0.0;
+  return total / static_cast<double>(batches.size());
+}
+
+void Trainer::delete_cuda_graphs() {
+  if (train_graph_) train_graph_->reset();
+  if (eval_graph_) eval_graph_->reset();
+  capture::synchronize(device_);
+  capture::empty_cache(device_);
+}
+
+double Trainer::evaluate(int64_t round) {
+  std::optional<capture::SideStream::Use> on_stream;
+  if (stream_) on_stream.emplace(*stream_);
+  const int64_t microbatches = config_.num_microbatches();
+  at::Tensor total = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kFloat));
+  for (int64_t i = 0; i < config_.train.eval_iters; ++i) {
+    const int64_t first = (round * config_.train.eval_iters + i) * microbatches * config_.train.micro_batch_size;
+    const std::vector<Batch> batches = host_batches(Split::kValidation, first, microbatches);
+    if (!eval_graph_) {
+      std::vector<Batch> on_device;
+      for (const Batch& b : batches) on_device.push_back({to_device(b.tokens, device_), to_device(b.labels, device_)});
+      total += evaluation_loss(on_device);
+      continue;
+    }
+    for (int64_t m = 0; m < microbatches; ++m) {
+      eval_buffer_.fill_microbatch(m, {batches[static_cast<std::size_t>(m)].tokens, batches[static_cast<std::size_t>(m)].labels},
+                                   device_);
+    }
+    total += eval_graph_->run([&] { return std::vector<at::Tensor>{evaluation_loss(static_batches(eval_buffer_))}; })[0];
+  }
+  return config_.train.eval_iters > 0 ? total.item<double>() / static_cast<double>(config_.train.eval_iters) : 0.0;
 }
 
 double Trainer::flops_per_iteration() const {

@@ -1,8 +1,9 @@
 // train/trainer.h — the training loop (DESIGN.md §7). One iteration, top to bottom: learning rate
 // written to the device, microbatches loaded, forward/backward over all microbatches with losses
 // accumulated on the device, sync-free grad-norm clipping folded into the fused AdamW step, NaN flag
-// accumulated on the device. The host reads losses only at --log-interval. Eager in this issue; the
-// capture issues wrap forward_backward() or swap the model's unit runners.
+// accumulated on the device. The host reads losses only at --log-interval. With --cuda-graph-impl
+// full_iteration the same iteration (optionally without the optimizer step, --optimizer-cuda-graph) is a
+// capture::FullIterationGraph over static batch buffers, and everything runs on one side stream.
 #pragma once
 
 #include <fstream>
@@ -12,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "graphed/capture/cuda_graph.h"
+#include "graphed/capture/full_iteration_graph.h"
+#include "graphed/capture/static_batch_buffer.h"
 #include "graphed/config/run_config.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
@@ -43,7 +47,7 @@ class Trainer {
   /// Builds the model (initialized from --seed on the CPU, then moved to the device) and the optimizer.
   Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device);
 
-  /// Runs 0-based iteration `iteration`.
+  /// Runs 0-based iteration `iteration` (eagerly, or through the full-iteration graph).
   IterationStats train_step(int64_t iteration);
   /// Forward and backward over the microbatches; returns {mean LM loss, mean aux loss} on the device.
   std::pair<at::Tensor, at::Tensor> forward_backward(const std::vector<Batch>& microbatches);
@@ -66,8 +70,20 @@ class Trainer {
   /// Model FLOPs of one iteration (forward + backward), Megatron's estimate.
   double flops_per_iteration() const;
 
+  /// The full-iteration graphs and their static batches (null without --cuda-graph-impl full_iteration).
+  const capture::FullIterationGraph* training_graph() const { return train_graph_.get(); }
+  const capture::FullIterationGraph* evaluation_graph() const { return eval_graph_.get(); }
+  const capture::StaticBatchBuffer& training_batch_buffer() const { return train_buffer_; }
+  /// Drops every graph (their pools return to the allocator); the next calls warm up and capture again.
+  void delete_cuda_graphs();
+
  private:
-  std::vector<Batch> training_batches(int64_t iteration) const;
+  std::vector<Batch> host_batches(Split split, int64_t first_sample, int64_t microbatches) const;
+  /// Zero grads, forward and backward over the batches, grad norm and (optionally) the optimizer step.
+  IterationStats run_iteration(const std::vector<Batch>& batches, bool with_optimizer);
+  void optimizer_step(const at::Tensor& grad_norm);
+  at::Tensor evaluation_loss(const std::vector<Batch>& batches);
+  std::vector<Batch> static_batches(const capture::StaticBatchBuffer& buffer) const;
   void write_metrics(const nlohmann::json& record);
 
   config::RunConfig config_;
@@ -77,6 +93,12 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   int64_t start_iteration_ = 0;
   std::optional<std::ofstream> metrics_;
+  // full_iteration only.
+  std::unique_ptr<capture::SideStream> stream_;
+  std::unique_ptr<capture::FullIterationGraph> train_graph_;
+  std::unique_ptr<capture::FullIterationGraph> eval_graph_;
+  capture::StaticBatchBuffer train_buffer_{"training batches"};
+  capture::StaticBatchBuffer eval_buffer_{"validation batches"};
 };
 
 }  // namespace graphed::train

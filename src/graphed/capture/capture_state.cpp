@@ -1,0 +1,20 @@
+// capture/capture_state.cpp — see capture/capture_state.h. Counters, so scopes nest.
+#include "graphed/capture/capture_state.h"
+
+#include <atomic>
+
+namespace graphed::capture {
+namespace {
+std::atomic<int> capturing{0};
+std::atomic<int> warming_up{0};
+}  // namespace
+
+bool is_graph_capturing() { return capturing.load() > 0; }
+bool is_graph_warmup() { return warming_up.load() > 0; }
+
+CaptureScope::CaptureScope() { ++capturing; }
+CaptureScope::~CaptureScope() { --capturing; }
+WarmupScope::WarmupScope() { ++warming_up; }
+WarmupScope::~WarmupScope() { --warming_up; }
+
+}  // namespace graphed::capture

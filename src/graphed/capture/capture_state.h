@@ -1,0 +1,32 @@
+// capture/capture_state.h — the only process-wide mutable state graphed has (STYLE.md rule 13):
+// whether a CUDA graph is being captured and whether a graph's warmup is running. Set only by the
+// RAII scopes below; read by code that must behave differently inside a capture (no host syncs,
+// no logging, no new allocations outside the graph pool).
+#pragma once
+
+namespace graphed::capture {
+
+/// True while a CaptureScope is alive on any thread.
+bool is_graph_capturing();
+/// True while a WarmupScope is alive on any thread.
+bool is_graph_warmup();
+
+/// Marks a capture for its lifetime. Nests.
+class CaptureScope {
+ public:
+  CaptureScope();
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+};
+
+/// Marks a warmup for its lifetime. Nests.
+class WarmupScope {
+ public:
+  WarmupScope();
+  ~WarmupScope();
+  WarmupScope(const WarmupScope&) = delete;
+  WarmupScope& operator=(const WarmupScope&) = delete;
+};
+
+}  // namespace graphed::capture

@@ -1,0 +1,90 @@
+// capture/cuda_graph.h — one captured CUDA graph, its memory pool, and the side stream graphs are
+// captured and replayed on. Wraps at::cuda::CUDAGraph behind a pimpl so that this header builds
+// without CUDA; on a CPU build (GRAPHED_CUDA=0) capturing throws a CaptureError that says so.
+// Captures diagnose their failures (capture/capture_diagnostics.h). Model-agnostic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace graphed::capture {
+
+/// cudaStreamCaptureMode: whose unsafe CUDA calls a capture rejects (any thread's, this thread's, none).
+enum class CaptureMode { kGlobal, kThreadLocal, kRelaxed };
+
+/// A private memory pool of the caching allocator. Graphs sharing one must replay in capture order
+/// and never concurrently. A default-constructed pool means "a fresh pool for each graph".
+class GraphPool {
+ public:
+  GraphPool() = default;
+  /// A new shared pool (at::cuda::graph_pool_handle()).
+  static GraphPool create();
+  bool is_shared() const { return first_ != 0 || second_ != 0; }
+  uint64_t first() const { return first_; }
+  uint64_t second() const { return second_; }
+
+ private:
+  uint64_t first_ = 0;
+  uint64_t second_ = 0;
+};
+
+class CudaGraph {
+ public:
+  using Region = std::function<std::vector<at::Tensor>()>;
+  CudaGraph();
+  ~CudaGraph();
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  /// Captures the region on the current stream (not the default stream) into the pool and returns
+  /// its outputs: static tensors that every replay refreshes. The default CUDA generator is registered
+  /// with the graph, so dropout draws new masks on every replay. Synchronizes the device before and
+  /// after. Throws CaptureError with the diagnosed cause and fix when the capture fails; `what` names
+  /// the region in that message.
+  std::vector<at::Tensor> capture(const Region& region, const GraphPool& pool, CaptureMode mode,
+                                  const std::string& what);
+  /// Launches the graph on the current stream.
+  void replay();
+  /// Destroys the graph; its pool memory returns to the allocator once no graph uses the pool.
+  void reset();
+  bool is_captured() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A dedicated stream on the device. While a Use is alive the stream is current; it first waits for
+/// the stream that was current, and that stream waits for it at the end, so ordering with surrounding
+/// work is kept. Training with graphs runs everything on one such stream, so that autograd's
+/// accumulate-grad nodes of the eager warmup belong to the capturing stream. No-op on the CPU.
+class SideStream {
+ public:
+  explicit SideStream(const at::Device& device);
+  ~SideStream();
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+
+  class Use {
+   public:
+    explicit Use(SideStream& stream);
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+
+   private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+  };
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace graphed::capture
