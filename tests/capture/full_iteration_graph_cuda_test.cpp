@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>
 
 #include "graphed/capture/device.h"

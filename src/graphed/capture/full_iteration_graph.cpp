@@ -34,6 +34,9 @@ std::vector<at::Tensor> FullIterationGraph::run(const CudaGraph::Region& region)
 
 void FullIterationGraph::reset() {
   graph_.reset();
+  // LibTorch releases a shared pool when its last graph dies, and a released handle cannot be used
+  // again: a graph captured after the reset gets a new pool (not shared with other graphs any more).
+  if (pool_.is_shared()) pool_ = GraphPool::create();
   outputs_.clear();
   calls_ = 0;
   capture_seconds_ = 0;

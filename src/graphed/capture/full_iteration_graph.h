@@ -31,7 +31,8 @@ class FullIterationGraph {
   /// Runs the region eagerly, captures it, or replays it, by call count; returns its outputs.
   /// Throws CaptureError when the capture fails.
   std::vector<at::Tensor> run(const CudaGraph::Region& region);
-  /// Drops the graph and its outputs and restarts the count: the region is warmed up and captured again.
+  /// Drops the graph and its outputs and restarts the count: the region is warmed up and captured again,
+  /// into a new pool (LibTorch cannot reuse a pool whose graphs are all gone).
   void reset();
 
   int64_t calls() const { return calls_; }
