@@ -21,8 +21,8 @@ def main():
     presets = sorted({os.path.basename(p)[len("bench-"):-len(".json")] for p in glob.glob(os.path.join(log_dir, "bench-*.json"))},
                      key=lambda p: ["tiny", "small", "moe-small", "gpt-125m", "llama-1b"].index(p) if p in
                      ["tiny", "small", "moe-small", "gpt-125m", "llama-1b"] else 99)
-    print("| preset | impl | ms/iter | host ms/iter | aten ops/iter | tokens/s | vs PyTorch eager | vs PyTorch full-iteration graph | capture s | peak MiB | loss |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| preset | impl | ms/iter | host ms/iter | aten ops/iter | tokens/s | vs PyTorch eager | vs PyTorch full-iteration graph | capture s | peak MiB | reserved MiB | loss |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for preset in presets:
         ours = load(os.path.join(log_dir, f"bench-{preset}.json"))
         reference = load(os.path.join(log_dir, f"reference-{preset}.json"))
@@ -35,7 +35,7 @@ def main():
             ratio_graph = f"{row['ms_per_iter'] / graph['ms_per_iter']:.2f}x" if graph else "-"
             capture = row.get("capture_s", 0.0)
             print(f"| {preset} | {name} | {row['ms_per_iter']:.3f} | {row.get('host_ms_per_iter', 0):.3f} | {row.get('ops_per_iter', 0) or '-'} | {row['tokens_per_s']:,.0f} | {ratio_eager} | "
-                  f"{ratio_graph} | {capture:.2f} | {row['peak_mib']:.1f} | {row['loss']:.4f} |")
+                  f"{ratio_graph} | {capture:.2f} | {row['peak_mib']:.1f} | {row.get('reserved_mib', 0):.1f} | {row['loss']:.4f} |")
 
 
 if __name__ == "__main__":

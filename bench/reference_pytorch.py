@@ -203,6 +203,8 @@ def main():
         raise SystemExit("reference_pytorch.py needs a CUDA GPU")
     rows = []
     for name, runner in (("eager", time_eager), ("full_iteration", time_full_iteration), ("compile", time_compiled)):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         try:
             times, host_times, loss, tokens, capture, counts = runner(args.preset, args.iters, args.warmup)
@@ -213,7 +215,8 @@ def main():
         rows.append({"impl": "pytorch " + name, "ms_per_iter": median, "host_ms_per_iter": statistics.median(host_times),
                      "ops_per_iter": counts["ops"], "kernels_per_iter": counts["kernels"],
                      "tokens_per_s": tokens / (median / 1000),
-                     "capture_s": capture, "peak_mib": torch.cuda.max_memory_allocated() / 2**20, "loss": loss,
+                     "capture_s": capture, "peak_mib": torch.cuda.max_memory_allocated() / 2**20,
+                     "reserved_mib": torch.cuda.memory_reserved() / 2**20, "loss": loss,
                      "preset": args.preset, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                      "iters": args.iters, "warmup": args.warmup})
     for row in rows:

@@ -28,6 +28,7 @@ struct Row {
   double speedup = 1;
   double capture_seconds = 0;
   double peak_mib = 0;
+  double reserved_mib = 0;  ///< device memory reserved after the timed loop (graph pools included)
   double graph_pool_mib = 0;
   double loss = 0;
 };
@@ -55,6 +56,8 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   const config::RunConfig config = resolve_for_run(line);
   const at::Device device = choose_device(config.train.device);
   require_available_impl(config, device);
+  capture::synchronize(device);
+  capture::empty_cache(device);  // the previous row's cached blocks must not count here
   train::Trainer trainer(config, train::TokenDataset::open(config.train, config.model, "", 0), device);
   // Warm up past the capture, so that timing sees only replays.
   const int64_t warmup = std::max<int64_t>(command_line.bench_warmup, config.cuda_graph.warmup_steps + 2);
@@ -81,6 +84,7 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   const double tokens = static_cast<double>(config.train.global_batch_size.value_or(1) * config.model.seq_length);
   row.tokens_per_second = tokens / (row.ms_per_iteration / 1000.0);
   row.peak_mib = static_cast<double>(capture::peak_memory_bytes(device)) / (1024.0 * 1024.0);
+  row.reserved_mib = static_cast<double>(capture::reserved_memory_bytes(device)) / (1024.0 * 1024.0);
   row.loss = last.loss.item<double>();
   if (const auto* graph = trainer.training_graph()) {
     row.capture_seconds = graph->capture_seconds();
@@ -109,7 +113,7 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
     nlohmann::json array = nlohmann::json::array();
     for (const auto& r : rows) {
       array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration}, {"host_ms_per_iter", r.host_ms_per_iteration}, {"ops_per_iter", r.ops_per_iteration}, {"tokens_per_s", r.tokens_per_second},
-                       {"speedup_vs_none", r.speedup}, {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib},
+                       {"speedup_vs_none", r.speedup}, {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib}, {"reserved_mib", r.reserved_mib},
                        {"graph_pool_mib", r.graph_pool_mib}, {"loss", r.loss}, {"preset", command_line.preset.value_or("")},
                        {"device", capture::device_name(device)}, {"iters", command_line.bench_iters},
                        {"warmup", command_line.bench_warmup}});
@@ -121,12 +125,12 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
       << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
       << " timed iterations (median), global batch " << config.train.global_batch_size.value_or(1) << " x seq "
       << config.model.seq_length << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "\n";
-  out << "| impl | ms/iter | host ms/iter | aten ops/iter | tokens/s | speedup vs none | capture s | peak MiB | graph pool MiB | loss |\n";
-  out << "|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "| impl | ms/iter | host ms/iter | aten ops/iter | tokens/s | speedup vs none | capture s | peak MiB | reserved MiB | graph pool MiB | loss |\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | " << fixed(r.tokens_per_second, 0) << " | "
         << fixed(r.speedup, 2) << " | " << (r.impl == "none" ? "-" : fixed(r.capture_seconds, 2)) << " | "
-        << fixed(r.peak_mib, 1) << " | " << (r.impl == "none" ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
+        << fixed(r.peak_mib, 1) << " | " << fixed(r.reserved_mib, 1) << " | " << (r.impl == "none" ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
         << fixed(r.loss, 4) << " |\n";
   }
   return 0;
