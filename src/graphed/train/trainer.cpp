@@ -253,7 +253,16 @@ TrainSummary Trainer::train(std::ostream& out) {
   int64_t in_interval = 0;
   auto interval_start = Clock::now();
   for (int64_t iteration = start_iteration_; iteration < t.train_iters; ++iteration) {
+    const bool was_captured = train_graph_ && train_graph_->is_captured();
     const IterationStats stats = train_step(iteration);
+    if (train_graph_ && !was_captured && train_graph_->is_captured()) {
+      bar.clear();
+      out << "captured the full-iteration training step at iteration " << iteration + 1 << " in " << std::fixed
+          << std::setprecision(3) << train_graph_->capture_seconds() << " s (graph pool "
+          << std::setprecision(1) << static_cast<double>(train_graph_->pool_bytes()) / (1024.0 * 1024.0) << " MiB"
+          << (config_.cuda_graph.optimizer_cuda_graph ? ", optimizer step inside" : ", optimizer step eager")
+          << "); replaying from here" << std::defaultfloat << std::endl;
+    }
     loss_sum += stats.loss;
     norm_sum += stats.grad_norm;
     if (config_.cuda_graph.check_for_nan_in_loss_and_grad) {
