@@ -168,7 +168,9 @@ def compiled_step(compiled, optimizer, tokens, labels):
     return value
 
 
-def time_compiled(preset, iters, warmup):
+def time_compiled(preset, iters, warmup, trees=True):
+    torch._dynamo.reset()
+    torch._inductor.config.triton.cudagraph_trees = trees
     model, optimizer, data, tokens = build(preset, capturable=False)
     compiled = torch.compile(model, mode="reduce-overhead")
     times, host_times, loss = [], [], None
@@ -180,7 +182,8 @@ def time_compiled(preset, iters, warmup):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         host_start = time.perf_counter()
         start.record()
-        torch.compiler.cudagraph_mark_step_begin()
+        if trees:
+            torch.compiler.cudagraph_mark_step_begin()
         optimizer.zero_grad(set_to_none=False)
         loss = compiled_step(compiled, optimizer, batch[:, :-1], batch[:, 1:])
         end.record()
@@ -202,7 +205,9 @@ def main():
     if not torch.cuda.is_available():
         raise SystemExit("reference_pytorch.py needs a CUDA GPU")
     rows = []
-    for name, runner in (("eager", time_eager), ("full_iteration", time_full_iteration), ("compile", time_compiled)):
+    modes = (("eager", time_eager), ("full_iteration", time_full_iteration), ("compile", time_compiled),
+             ("compile (no cudagraph trees)", lambda p, i, w: time_compiled(p, i, w, trees=False)))
+    for name, runner in modes:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
