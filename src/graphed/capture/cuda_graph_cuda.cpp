@@ -3,6 +3,7 @@
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -50,6 +51,9 @@ CudaGraph::~CudaGraph() = default;
 std::vector<at::Tensor> CudaGraph::capture(const Region& region, const GraphPool& pool, CaptureMode mode,
                                            const std::string& what) {
   c10::cuda::device_synchronize();
+  // As torch.cuda.graph does: return the warmup's cached blocks to the device first, so that the graph's
+  // private pool does not come on top of them (the pool keeps its own high-water mark reserved).
+  c10::cuda::CUDACachingAllocator::emptyCache();
   impl_->graph = std::make_unique<at::cuda::CUDAGraph>();
   std::vector<at::Tensor> outputs;
   {
