@@ -50,6 +50,18 @@ TEST(TrainerTest, MicrobatchesAccumulateLikeOneLargeBatch) {
   for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(at::allclose(pa[i], pb[i], 1e-4, 1e-5)) << "parameter " << i;
 }
 
+TEST(TrainerTest, FullIterationOnTheCpuIsRefused) {
+  nlohmann::json settings = base();
+  settings["cuda_graph_impl"] = "full_iteration";
+  try {
+    make_trainer(settings);
+    FAIL() << "no error";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "--cuda-graph-impl full_iteration needs a CUDA device, but the trainer was given cpu; "
+                               "fix: --cuda-graph-impl none, or train on a GPU");
+  }
+}
+
 TEST(TrainerTest, LoopLogsAndWritesMetrics) {
   const std::string metrics = ::testing::TempDir() + "trainer_test_metrics.jsonl";
   std::remove(metrics.c_str());

@@ -59,6 +59,9 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   options.weight_decay = config.train.weight_decay;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
   if (config.cuda_graph.impl == config::CudaGraphImpl::kFullIteration) {
+    GRAPHED_CHECK(device_.is_cuda(), ConfigError,
+                  "--cuda-graph-impl full_iteration needs a CUDA device, but the trainer was given ", device_.str(),
+                  "; fix: --cuda-graph-impl none, or train on a GPU");
     // Everything (eager warmup, capture, replays) runs on one stream: autograd's accumulate-grad nodes
     // of the warmup then belong to the capturing stream. One pool for both graphs unless told otherwise.
     stream_ = std::make_unique<capture::SideStream>(device_);
