@@ -8,13 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "capture/pipeline_order_for_test.h"
+
 namespace graphed::capture {
 namespace {
-
-std::vector<int64_t> order_for(int64_t microbatches, int64_t chunks, int64_t pipeline, int64_t rank, int64_t group) {
-  PipelineRank r{microbatches, chunks, pipeline, rank, group};
-  return convert_schedule_table_to_order(warmup_microbatches(r), chunks, schedule_table(microbatches, chunks, group));
-}
 
 TEST(ScheduleOrderTest, NoPipelineAlternatesForwardAndBackward) {
   EXPECT_EQ(order_for(1, 1, 1, 0, 1), (std::vector<int64_t>{1, -1}));

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "error_text.h"
+
 #include "graphed/config/config_file.h"
 #include "graphed/util/error.h"
 
@@ -16,14 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& action) { return graphed::testing::error_text<ConfigError>(action); }
 
 TEST(SettingsTest, KeysAreUniqueAndFlagsUseMegatronSpelling) {
   std::set<std::string> keys;

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "error_text.h"
+
 #include "graphed/train/safetensors.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/error.h"
@@ -38,14 +40,7 @@ class CheckpointTest : public ::testing::Test {
     const config::RunConfig config = graphed::testing::run_config(settings);
     return Trainer(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCPU));
   }
-  std::string error_of(const std::function<void()>& action) {
-    try {
-      action();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "(no error)";
-  }
+  std::string error_of(const std::function<void()>& action) { return graphed::testing::error_text<Error>(action); }
 
   std::string dir_;
 };

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "error_text.h"
+
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 
@@ -33,14 +35,7 @@ class TokenDatasetTest : public ::testing::Test {
   std::string write_tokens(const std::string& name, const std::vector<T>& tokens) {
     return write(name, std::string(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(T)));
   }
-  std::string error_of(const std::function<void()>& action) {
-    try {
-      action();
-    } catch (const DataError& error) {
-      return error.what();
-    }
-    return "(no error)";
-  }
+  std::string error_of(const std::function<void()>& action) { return graphed::testing::error_text<DataError>(action); }
 
   std::string dir_;
   config::ModelConfig model_;
