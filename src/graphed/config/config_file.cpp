@@ -1,28 +1,23 @@
 // config/config_file.cpp — see config/config_file.h.
 #include "graphed/config/config_file.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 
 namespace graphed::config {
 
 nlohmann::json read_config_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    const std::string reason = std::strerror(errno);
-    const std::string message = "cannot read --config file '" + path + "': " + reason +
+  std::string text;
+  if (const int error = read_file(path, text)) {
+    const std::string message = "cannot read --config file '" + path + "': " + std::strerror(error) +
                                 "; fix: pass the path of an existing JSON file";
     throw ConfigError(message, {message});
   }
-  std::stringstream text;
-  text << file.rdbuf();
   nlohmann::json object;
   try {
-    object = nlohmann::json::parse(text.str());
+    object = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
     const std::string message = "--config file '" + path + "' is not valid JSON: " + error.what() +
                                 "; fix: write a JSON object such as {\"num_layers\": 4}";

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 
 namespace graphed::train {
 namespace {
@@ -74,14 +75,11 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 }
 
 std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw DataError("cannot read checkpoint file '" + path + "': " + std::strerror(errno) +
+  std::string bytes;
+  if (const int error = read_file(path, bytes)) {
+    throw DataError("cannot read checkpoint file '" + path + "': " + std::strerror(error) +
                     "; fix: pass the folder of a complete checkpoint to --load");
   }
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  const std::string bytes = buffer.str();
   if (bytes.size() < 8) corrupt(path, "shorter than its 8-byte header length");
   uint64_t length = 0;
   std::memcpy(&length, bytes.data(), 8);

@@ -15,15 +15,13 @@
 namespace graphed::train {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw DataError("cannot read data file '" + path + "': " + std::strerror(errno) +
+std::string read_data_file(const std::string& path) {
+  std::string contents;
+  if (const int error = read_file(path, contents)) {
+    throw DataError("cannot read data file '" + path + "': " + std::strerror(error) +
                     "; fix: pass an existing file or folder with --data-path");
   }
-  std::stringstream content;
-  content << file.rdbuf();
-  return content.str();
+  return contents;
 }
 
 std::string with_commas(int64_t value) {
@@ -102,12 +100,12 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
                       "in .txt there, or pass a token file");
     }
     std::string text;
-    for (const auto& file : files) text += read_file(file) + "\n";
+    for (const auto& file : files) text += read_data_file(file) + "\n";
     const auto tokens = encode_bytes(text);
     data.tokens_.assign(tokens.begin(), tokens.end());
     data.byte_level_ = true;
   } else if (extension_of(path) == ".bin") {
-    const std::string bytes = read_file(path);
+    const std::string bytes = read_data_file(path);
     const int width = train.token_dtype == "uint32" ? 4 : 2;
     if (bytes.size() % static_cast<std::size_t>(width) != 0) {
       throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) +
@@ -134,7 +132,7 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
       }
     }
   } else {
-    const auto tokens = encode_bytes(read_file(path));
+    const auto tokens = encode_bytes(read_data_file(path));
     data.tokens_.assign(tokens.begin(), tokens.end());
     data.byte_level_ = true;
   }

@@ -67,6 +67,19 @@ int fsync_path(const std::string& path) {
   return result;
 }
 
+int read_file(const std::string& path, std::string& contents) {
+  if (is_directory(path)) return EISDIR;
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return errno;
+  contents.clear();
+  char buffer[1 << 16];
+  std::size_t count;
+  while ((count = std::fread(buffer, 1, sizeof(buffer), file)) > 0) contents.append(buffer, count);
+  const int error = std::ferror(file) ? EIO : 0;
+  std::fclose(file);
+  return error;
+}
+
 std::vector<std::string> list_files(const std::string& directory) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(directory.c_str());

@@ -24,6 +24,8 @@ int remove_all(const std::string& path);
 int rename_path(const std::string& from, const std::string& to);
 /// fsync of a file or folder, so a rename that follows is durable. Returns 0 or errno.
 int fsync_path(const std::string& path);
+/// Reads the whole file into contents. Returns 0 or errno (ENOENT, EACCES, EISDIR, ...).
+int read_file(const std::string& path, std::string& contents);
 /// Names (not paths) of the regular files in a folder, sorted; empty if it cannot be read.
 std::vector<std::string> list_files(const std::string& directory);
 /// The extension with its dot (".bin"), or "" when the file name has none.

@@ -1,0 +1,34 @@
+// tests/util/file_system_test.cpp — the POSIX file helpers: folders, whole-file reads and their errno.
+#include "graphed/util/file_system.h"
+
+#include <cerrno>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace graphed {
+namespace {
+
+TEST(FileSystemTest, CreateListReadRemove) {
+  const std::string root = make_temporary_directory("file_system_test");
+  ASSERT_FALSE(root.empty());
+  ASSERT_EQ(create_directories(join_path(root, "a/b")), 0);
+  EXPECT_TRUE(is_directory(join_path(root, "a/b")));
+  std::ofstream(join_path(root, "a/b/x.txt")) << "hello";
+  std::ofstream(join_path(root, "a/b/w.bin")) << "";
+  EXPECT_EQ(list_files(join_path(root, "a/b")), (std::vector<std::string>{"w.bin", "x.txt"}));
+  std::string contents;
+  EXPECT_EQ(read_file(join_path(root, "a/b/x.txt"), contents), 0);
+  EXPECT_EQ(contents, "hello");
+  EXPECT_EQ(file_size(join_path(root, "a/b/x.txt")), 5);
+  EXPECT_EQ(extension_of("a/b.c/x.txt"), ".txt");
+  EXPECT_EQ(extension_of("a/b.c/x"), "");
+  EXPECT_EQ(read_file(join_path(root, "missing"), contents), ENOENT);
+  EXPECT_EQ(read_file(join_path(root, "a"), contents), EISDIR);
+  EXPECT_EQ(remove_all(root), 0);
+  EXPECT_FALSE(path_exists(root));
+  EXPECT_EQ(remove_all(root), 0) << "removing what is not there is fine";
+}
+
+}  // namespace
+}  // namespace graphed
