@@ -42,10 +42,18 @@ TEST(TrainCommandTest, FullIterationNeedsACudaDevice) {
                 "); fix: --cuda-graph-impl none, or run on a GPU machine");
 }
 
-TEST(TrainCommandTest, PerLayerImplsAreNotAvailableYet) {
+TEST(TrainCommandTest, TransformerEngineNeedsACudaDevice) {
+  const std::string why = built_with_cuda() ? "no CUDA device is visible" : "this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0";
+  EXPECT_EQ(train_error({"--mock-data", "--cuda-graph-impl", "transformer_engine", "--device", "cpu"}),
+            "--cuda-graph-impl transformer_engine needs a CUDA device, but this run is on the CPU (" + why +
+                "); fix: --cuda-graph-impl none, or run on a GPU machine");
+}
+
+TEST(TrainCommandTest, LocalImplIsNotAvailableYet) {
   EXPECT_EQ(train_error({"--mock-data", "--cuda-graph-impl", "local", "--device", "cpu"}),
             "--cuda-graph-impl local is not available in graphed " + graphed_version() +
-                " yet (full_iteration is); fix: --cuda-graph-impl full_iteration or none");
+                " yet (full_iteration and transformer_engine are); fix: --cuda-graph-impl transformer_engine, "
+                "full_iteration or none");
 }
 
 TEST(TrainCommandTest, InvalidConfigurationListsEveryError) {

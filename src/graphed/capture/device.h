@@ -29,6 +29,8 @@ int64_t allocated_memory_bytes(const at::Device& device);
 int64_t reserved_memory_bytes(const at::Device& device);
 /// Returns cached, unused blocks to the device.
 void empty_cache(const at::Device& device);
+/// Whether the current stream of a CUDA device is its default (legacy) stream; false on the CPU.
+bool on_default_stream(const at::Device& device);
 
 /// The states of the default CPU generator and, on a CUDA device, its default CUDA generator, by
 /// name ("cpu", "cuda"), as uint8 tensors for checkpoints.

@@ -34,6 +34,12 @@ void reset_peak_memory(const at::Device& device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
 }
 
+bool on_default_stream(const at::Device& device) {
+  if (!device.is_cuda()) return false;
+  const c10::DeviceIndex index = device.index() < 0 ? 0 : device.index();
+  return c10::cuda::getCurrentCUDAStream(index) == c10::cuda::getDefaultCUDAStream(index);
+}
+
 std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device) {
   std::vector<std::pair<std::string, at::Tensor>> states{{"cpu", at::detail::getDefaultCPUGenerator().get_state()}};
   if (device.is_cuda()) {

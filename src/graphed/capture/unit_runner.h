@@ -21,9 +21,12 @@ struct GraphableUnit {
   std::string name;                    ///< e.g. "layers.3.attention"
   Function forward;                    ///< must not be empty
   std::vector<at::Tensor> parameters;  ///< the parameters forward reads
+  std::vector<std::string> input_names;      ///< optional, for error messages ("hidden")
+  std::vector<std::string> parameter_names;  ///< optional, parallel to parameters
 };
 
-/// Runs a unit. Implementations: EagerUnitRunner (below); graph runners in later issues.
+/// Runs a unit. Implementations: EagerUnitRunner (below), GraphedCallable and MicrobatchRunner
+/// (capture/graphed_callable.h).
 class UnitRunner {
  public:
   virtual ~UnitRunner() = default;

@@ -39,11 +39,15 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-/// impl: a --cuda-graph-impl value, or "full_iteration+optimizer" (with --optimizer-cuda-graph).
+/// impl: a --cuda-graph-impl value; "full_iteration+optimizer" (with --optimizer-cuda-graph); or
+/// "IMPL:MODULE+MODULE" (a per-layer impl with those --cuda-graph-modules, e.g.
+/// transformer_engine:attn+mlp). A plain per-layer impl keeps the command line's modules.
 Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   CommandLine line = command_line;
   const bool optimizer_inside = impl == "full_iteration+optimizer";
-  line.settings.cuda_graph.impl = optimizer_inside ? "full_iteration" : impl;
+  const std::size_t colon = impl.find(':');
+  line.settings.cuda_graph.impl = optimizer_inside ? "full_iteration" : impl.substr(0, colon);
+  if (colon != std::string::npos) line.settings.cuda_graph.modules = split(impl.substr(colon + 1), '+');
   line.settings.cuda_graph.optimizer_cuda_graph = optimizer_inside;
   line.settings.train.mock_data = true;
   line.settings.train.data_path.reset();
@@ -89,6 +93,10 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   if (const auto* graph = trainer.training_graph()) {
     row.capture_seconds = graph->capture_seconds();
     row.graph_pool_mib = static_cast<double>(graph->pool_bytes()) / (1024.0 * 1024.0);
+  }
+  if (const auto* layers = trainer.layer_graphs()) {
+    row.capture_seconds = layers->capture_seconds();
+    row.graph_pool_mib = static_cast<double>(layers->pool_bytes()) / (1024.0 * 1024.0);
   }
   return row;
 }

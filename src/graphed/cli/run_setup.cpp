@@ -31,7 +31,7 @@ void require_available_impl(const config::RunConfig& config, const at::Device& d
   if (impl == config::CudaGraphImpl::kNone) return;
   const std::string flag = "--cuda-graph-impl " + config::to_string(impl);
   std::string message;
-  if (impl == config::CudaGraphImpl::kFullIteration) {
+  if (impl == config::CudaGraphImpl::kFullIteration || impl == config::CudaGraphImpl::kTransformerEngine) {
     if (device.is_cuda()) return;
     message = flag + " needs a CUDA device, but this run is on the CPU (" +
               (built_with_cuda() ? std::string("no CUDA device is visible")
@@ -39,7 +39,8 @@ void require_available_impl(const config::RunConfig& config, const at::Device& d
               "); fix: --cuda-graph-impl none, or run on a GPU machine";
   } else {
     message = flag + " is not available in graphed " + graphed_version() +
-              " yet (full_iteration is); fix: --cuda-graph-impl full_iteration or none";
+              " yet (full_iteration and transformer_engine are); fix: --cuda-graph-impl transformer_engine, "
+              "full_iteration or none";
   }
   throw ConfigError(message, {message});
 }

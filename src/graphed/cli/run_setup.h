@@ -16,7 +16,7 @@ namespace graphed::cli {
 config::RunConfig resolve_for_run(const CommandLine& command_line);
 
 /// Throws ConfigError unless this version can run the impl on the device: none anywhere,
-/// full_iteration on a CUDA device; local and transformer_engine not yet.
+/// full_iteration and transformer_engine on a CUDA device; local not yet.
 void require_available_impl(const config::RunConfig& config, const at::Device& device);
 
 /// --device auto|cuda|cpu -> the device; auto picks CUDA when this build and machine have it.

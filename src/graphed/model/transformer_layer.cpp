@@ -150,20 +150,21 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor
   return compose(hidden);
 }
 
-std::vector<at::Tensor> TransformerLayerImpl::unit_parameters(LayerUnit unit) {
-  std::vector<at::Tensor> parameters;
-  const auto append = [&](torch::nn::Module& module) {
-    for (const auto& parameter : module.parameters()) parameters.push_back(parameter);
+std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_parameters(LayerUnit unit) {
+  std::vector<std::pair<std::string, at::Tensor>> parameters;
+  const std::string layer = "layers." + std::to_string(layer_number_ - 1) + ".";
+  const auto append = [&](const std::string& prefix, torch::nn::Module& module) {
+    for (const auto& item : module.named_parameters()) parameters.emplace_back(layer + prefix + item.key(), item.value());
   };
   switch (unit) {
-    case LayerUnit::kWholeLayer: append(*this); break;
-    case LayerUnit::kAttention: append(*input_norm_); append(*attention_); break;
-    case LayerUnit::kMlp: append(*mlp_norm_); append(*mlp_); break;
-    case LayerUnit::kMoe: append(*mlp_norm_); append(*moe_); break;
+    case LayerUnit::kWholeLayer: append("", *this); break;
+    case LayerUnit::kAttention: append("input_norm.", *input_norm_); append("attention.", *attention_); break;
+    case LayerUnit::kMlp: append("mlp_norm.", *mlp_norm_); append("mlp.", *mlp_); break;
+    case LayerUnit::kMoe: append("mlp_norm.", *mlp_norm_); append("moe.", *moe_); break;
     case LayerUnit::kMoeRouter:
-      append(*mlp_norm_);
-      parameters.push_back(moe_->named_parameters(false)["router_weight"]);
-      for (const auto& child : moe_->named_children()) append(*child.value());  // the shared expert
+      append("mlp_norm.", *mlp_norm_);
+      parameters.emplace_back(layer + "moe.router_weight", moe_->named_parameters(false)["router_weight"]);
+      for (const auto& child : moe_->named_children()) append("moe." + child.key() + ".", *child.value());  // shared expert
       break;
     case LayerUnit::kMoePreprocess: break;
   }
@@ -174,7 +175,12 @@ capture::GraphableUnit TransformerLayerImpl::unit(LayerUnit which) {
   GRAPHED_INTERNAL_ASSERT(has_unit(which), "layer ", layer_number_, " has no ", to_string(which), " unit");
   capture::GraphableUnit unit;
   unit.name = "layers." + std::to_string(layer_number_ - 1) + "." + to_string(which);
-  unit.parameters = unit_parameters(which);
+  for (auto& [name, parameter] : unit_parameters(which)) {
+    unit.parameter_names.push_back(name);
+    unit.parameters.push_back(parameter);
+  }
+  unit.input_names = which == LayerUnit::kMoePreprocess ? std::vector<std::string>{"weights", "indices"}
+                                                        : std::vector<std::string>{"hidden"};
   switch (which) {
     case LayerUnit::kWholeLayer:
       unit.forward = [this](const std::vector<at::Tensor>& in) { return whole_layer_unit(in.at(0)); };

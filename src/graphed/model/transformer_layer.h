@@ -56,7 +56,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   std::vector<at::Tensor> whole_layer_unit(const at::Tensor& hidden);
   std::pair<at::Tensor, at::Tensor> compose(const at::Tensor& hidden);
   at::Tensor residual(const at::Tensor& hidden, const at::Tensor& update);
-  std::vector<at::Tensor> unit_parameters(LayerUnit unit);
+  std::vector<std::pair<std::string, at::Tensor>> unit_parameters(LayerUnit unit);
 
   int64_t layer_number_;
   double hidden_dropout_;

@@ -17,6 +17,7 @@
 #include "graphed/train/progress_bar.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
+#include "graphed/util/logging.h"
 #include "graphed/util/text.h"
 
 namespace graphed::train {
@@ -73,6 +74,22 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     options.name = "the full-iteration evaluation step";
     eval_graph_ = std::make_unique<capture::FullIterationGraph>(options, device_, pool);
   }
+  if (config.cuda_graph.impl == config::CudaGraphImpl::kTransformerEngine) {
+    GRAPHED_CHECK(device_.is_cuda(), ConfigError,
+                  "--cuda-graph-impl transformer_engine needs a CUDA device, but the trainer was given ", device_.str(),
+                  "; fix: --cuda-graph-impl none, or train on a GPU");
+    stream_ = std::make_unique<capture::SideStream>(device_);  // eager steps, capture and replays on one stream
+    LayerGraphOptions options;
+    options.runtime_microbatches = config.num_microbatches();
+    options.warmup_steps = config.cuda_graph.warmup_steps;
+    options.autocast = config.model.bf16;
+    options.retain_backward_graph = config.cuda_graph.retain_backward_graph;
+    layer_graphs_ = std::make_unique<LayerGraphHelper>(model_, config.cuda_graph, options);
+    if (layer_graphs_->unit_count() == 0) {
+      log_warn("--cuda-graph-impl transformer_engine: no layer has a unit that --cuda-graph-modules " +
+               config::to_string(config.cuda_graph.modules) + " selects; training eagerly");
+    }
+  }
   if (config.train.metrics_file) {
     metrics_.emplace(*config.train.metrics_file, std::ios::app);
     if (!*metrics_) {
@@ -102,7 +119,9 @@ std::vector<Batch> Trainer::static_batches(const capture::StaticBatchBuffer& buf
 std::pair<at::Tensor, at::Tensor> Trainer::forward_backward(const std::vector<Batch>& microbatches) {
   const double scale = 1.0 / static_cast<double>(microbatches.size());
   at::Tensor loss_sum, aux_sum;
-  for (const Batch& batch : microbatches) {
+  for (std::size_t index = 0; index < microbatches.size(); ++index) {
+    const Batch& batch = microbatches[index];
+    if (layer_graphs_) layer_graphs_->set_microbatch(static_cast<int64_t>(index));
     model::GptOutput output;
     {
       compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
@@ -147,9 +166,13 @@ IterationStats Trainer::train_step(int64_t iteration) {
   const std::vector<Batch> batches =
       host_batches(Split::kTrain, iteration * microbatches * config_.train.micro_batch_size, microbatches);
   if (!train_graph_) {
-    // 3. Eager: copy to the device, forward/backward, clip, optimizer step.
+    // 3. Eager or per-layer graphs: copy to the device, forward/backward, clip, optimizer step. Per-layer
+    //    graphs are captured at the top of the first step after the warmup steps (as MCore does).
     std::vector<Batch> on_device;
     for (const Batch& b : batches) on_device.push_back({to_device(b.tokens, device_), to_device(b.labels, device_)});
+    if (layer_graphs_ && !layer_graphs_->is_captured() && iteration - start_iteration_ >= config_.cuda_graph.warmup_steps) {
+      capture_layer_graphs(on_device.front());
+    }
     return run_iteration(on_device, /*with_optimizer=*/true);
   }
   // 3. Full iteration: fill the static buffers, then warm up, capture or replay the graph.
@@ -180,7 +203,18 @@ at::Tensor Trainer::evaluation_loss(const std::vector<Batch>& batches) {
   return total / static_cast<double>(batches.size());
 }
 
+void Trainer::capture_layer_graphs(const Batch& first_microbatch) {
+  model_->train();
+  layer_graphs_->capture(
+      [&] {
+        compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+        model_->forward(first_microbatch.tokens, first_microbatch.labels);
+      },
+      device_);
+}
+
 void Trainer::delete_cuda_graphs() {
+  if (layer_graphs_) layer_graphs_->reset();
   if (train_graph_) train_graph_->reset();
   if (eval_graph_) eval_graph_->reset();
   capture::synchronize(device_);
@@ -257,7 +291,16 @@ TrainSummary Trainer::train(std::ostream& out) {
   auto interval_start = Clock::now();
   for (int64_t iteration = start_iteration_; iteration < t.train_iters; ++iteration) {
     const bool was_captured = train_graph_ && train_graph_->is_captured();
+    const bool layers_were_captured = layer_graphs_ && layer_graphs_->is_captured();
     const IterationStats stats = train_step(iteration);
+    if (layer_graphs_ && !layers_were_captured && layer_graphs_->is_captured()) {
+      bar.clear();
+      out << "captured " << layer_graphs_->unit_count() << " layer units (" << layer_graphs_->graph_count()
+          << " graphs, --cuda-graph-impl transformer_engine) at iteration " << iteration + 1 << " in " << std::fixed
+          << std::setprecision(3) << layer_graphs_->capture_seconds() << " s (graph pool " << std::setprecision(1)
+          << static_cast<double>(layer_graphs_->pool_bytes()) / (1024.0 * 1024.0) << " MiB); replaying from here"
+          << std::defaultfloat << std::endl;
+    }
     if (train_graph_ && !was_captured && train_graph_->is_captured()) {
       bar.clear();
       out << "captured the full-iteration training step at iteration " << iteration + 1 << " in " << std::fixed

@@ -4,6 +4,8 @@
 // accumulated on the device. The host reads losses only at --log-interval. With --cuda-graph-impl
 // full_iteration the same iteration (optionally without the optimizer step, --optimizer-cuda-graph) is a
 // capture::FullIterationGraph over static batch buffers, and everything runs on one side stream.
+// With --cuda-graph-impl transformer_engine the layers' units are captured ahead of time after
+// --cuda-graph-warmup-steps steps (train/layer_graph_helper.h); evaluation stays eager.
 #pragma once
 
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "graphed/config/run_config.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
+#include "graphed/train/layer_graph_helper.h"
 #include "graphed/train/token_dataset.h"
 
 namespace graphed::train {
@@ -74,6 +77,8 @@ class Trainer {
   const capture::FullIterationGraph* training_graph() const { return train_graph_.get(); }
   const capture::FullIterationGraph* evaluation_graph() const { return eval_graph_.get(); }
   const capture::StaticBatchBuffer& training_batch_buffer() const { return train_buffer_; }
+  /// The per-layer graphs (null without --cuda-graph-impl transformer_engine).
+  const LayerGraphHelper* layer_graphs() const { return layer_graphs_.get(); }
   /// Drops every graph (their pools return to the allocator); the next calls warm up and capture again.
   void delete_cuda_graphs();
 
@@ -85,6 +90,7 @@ class Trainer {
   at::Tensor evaluation_loss(const std::vector<Batch>& batches);
   std::vector<Batch> static_batches(const capture::StaticBatchBuffer& buffer) const;
   void write_metrics(const nlohmann::json& record);
+  void capture_layer_graphs(const Batch& first_microbatch);
 
   config::RunConfig config_;
   TokenDataset data_;
@@ -99,6 +105,8 @@ class Trainer {
   std::unique_ptr<capture::FullIterationGraph> eval_graph_;
   capture::StaticBatchBuffer train_buffer_{"training batches"};
   capture::StaticBatchBuffer eval_buffer_{"validation batches"};
+  // transformer_engine only.
+  std::unique_ptr<LayerGraphHelper> layer_graphs_;
 };
 
 }  // namespace graphed::train

@@ -34,6 +34,12 @@ class CaptureError : public Error {
  public:
   CaptureError(std::string cause, std::string fix)
       : Error(cause + "; fix: " + fix), cause_(std::move(cause)), fix_(std::move(fix)) {}
+  /// From a whole message "<cause>; fix: <fix>" (as GRAPHED_CHECK builds it).
+  explicit CaptureError(const std::string& message) : Error(message) {
+    const std::size_t at = message.find("; fix: ");
+    cause_ = message.substr(0, at);
+    fix_ = at == std::string::npos ? std::string() : message.substr(at + 7);
+  }
   const std::string& cause() const { return cause_; }
   const std::string& fix() const { return fix_; }
 

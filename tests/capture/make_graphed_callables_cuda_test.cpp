@@ -1,0 +1,271 @@
+// tests/capture/make_graphed_callables_cuda_test.cpp — graphed callables on toy units (no model
+// code): forward, input and parameter grads bitwise equal to eager; grads accumulate over microbatches
+// without aliasing graph memory (PyTorch #181723); a pipeline order with several microbatches in flight
+// and reused buffers; named errors for mismatched and unused arguments; keyword arguments; dropout
+// masks differ per replay; reset.
+#include "graphed/capture/make_graphed_callables.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
+
+#include <set>
+
+#include "error_text.h"
+#include "graphed/capture/device.h"
+
+namespace graphed::capture {
+namespace {
+
+using graphed::testing::error_text;
+
+/// gelu(x W + b), with W and b as parameters.
+GraphableUnit linear_unit(const std::string& name, const at::Tensor& weight, const at::Tensor& bias) {
+  GraphableUnit unit;
+  unit.name = name;
+  unit.input_names = {"x"};
+  unit.parameters = {weight, bias};
+  unit.parameter_names = {name + ".weight", name + ".bias"};
+  unit.forward = [weight, bias](const std::vector<at::Tensor>& in) {
+    return std::vector<at::Tensor>{at::gelu(at::addmm(bias, in.at(0), weight))};
+  };
+  return unit;
+}
+
+class GraphedCallablesCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    stream_ = std::make_unique<SideStream>(device_);
+    at::manual_seed(0);
+    for (int i = 0; i < 2; ++i) {
+      weights_.push_back(at::randn({32, 32}, options()).mul_(0.2).requires_grad_());
+      biases_.push_back(at::randn({32}, options()).mul_(0.1).requires_grad_());
+    }
+  }
+  at::TensorOptions options() const { return at::TensorOptions().device(device_); }
+  std::vector<GraphableUnit> units() const {
+    return {linear_unit("a", weights_[0], biases_[0]), linear_unit("b", weights_[1], biases_[1])};
+  }
+  std::vector<at::Tensor> parameters() const { return {weights_[0], biases_[0], weights_[1], biases_[1]}; }
+  void zero_grads() {
+    for (const auto& p : parameters()) p.mutable_grad() = at::Tensor();
+  }
+  std::vector<at::Tensor> grads() const {
+    std::vector<at::Tensor> result;
+    for (const auto& p : parameters()) result.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
+    return result;
+  }
+  at::Device device_{at::kCUDA, 0};
+  std::unique_ptr<SideStream> stream_;
+  std::vector<at::Tensor> weights_, biases_;
+};
+
+void expect_all_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i].defined() && b[i].defined()) << what << " " << i;
+    EXPECT_TRUE(at::equal(a[i], b[i])) << what << " " << i << " differs by " << (a[i] - b[i]).abs().max().item<double>();
+  }
+}
+
+TEST_F(GraphedCallablesCudaTest, ChainedUnitsMatchEagerBitwise) {
+  SideStream::Use use(*stream_);
+  const std::vector<UnitArguments> samples{{{at::randn({8, 32}, options()).requires_grad_()}, {}},
+                                           {{at::randn({8, 32}, options()).requires_grad_()}, {}}};
+  const auto graphed = make_graphed_callables(units(), samples, {});
+  ASSERT_EQ(graphed.size(), 2u);
+  EXPECT_TRUE(graphed[0]->state().has_backward);
+  for (int step = 0; step < 3; ++step) {
+    const at::Tensor input = at::randn({8, 32}, options());
+    const auto run = [&](bool use_graphs) {
+      zero_grads();
+      const at::Tensor x = input.clone().requires_grad_();
+      const auto us = units();
+      at::Tensor y = use_graphs ? graphed[0]->run({x})[0] : us[0].forward({x})[0];
+      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
+      const at::Tensor out = y.clone();
+      (y * y).sum().backward();
+      std::vector<at::Tensor> result{out, x.grad().clone()};
+      for (const auto& g : grads()) result.push_back(g);
+      return result;
+    };
+    expect_all_equal(run(true), run(false), "step " + std::to_string(step) + " output / input grad / param grads");
+  }
+}
+
+TEST_F(GraphedCallablesCudaTest, GradsAccumulateOverMicrobatchesWithoutAliasingGraphMemory) {
+  SideStream::Use use(*stream_);
+  const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
+                                                        {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
+                                              {});
+  const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()), at::randn({8, 32}, options())};
+  const auto accumulate = [&](bool use_graphs) {
+    zero_grads();  // param.grad undefined: AccumulateGrad may adopt what backward hands it
+    const auto us = units();
+    for (const at::Tensor& input : inputs) {
+      at::Tensor y = use_graphs ? graphed[0]->run({input})[0] : us[0].forward({input})[0];
+      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
+      y.sum().backward();
+    }
+    return grads();
+  };
+  const auto eager = accumulate(false);
+  const auto with_graphs = accumulate(true);
+  expect_all_equal(with_graphs, eager, "accumulated grad");
+  std::set<const void*> graph_memory;
+  for (const auto& callable : graphed) {
+    for (const auto& g : callable->state().static_grad_inputs) {
+      if (g.defined()) graph_memory.insert(g.data_ptr());
+    }
+  }
+  for (const auto& p : parameters()) {
+    EXPECT_EQ(graph_memory.count(p.grad().data_ptr()), 0u) << "param.grad aliases a static grad buffer of a graph";
+  }
+}
+
+TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReusesBuffers) {
+  SideStream::Use use(*stream_);
+  // One chunk of two units, 3 microbatches, 1F1B-like: F0 F1 B0 F2 B1 B2.
+  GraphedCallablesOptions graph_options;
+  graph_options.order = {1, 1, -1, 1, -1, -1};
+  graph_options.reuse_buffers = true;
+  std::vector<UnitArguments> samples;
+  for (int i = 0; i < 6; ++i) samples.push_back({{at::randn({8, 32}, options()).requires_grad_()}, {}});
+  const auto graphed = make_graphed_callables(units(), samples, graph_options);
+  ASSERT_EQ(graphed.size(), 6u);  // entry = microbatch x 2 + unit
+  std::set<const void*> first_unit_inputs;
+  for (int mb = 0; mb < 3; ++mb) first_unit_inputs.insert(graphed[static_cast<std::size_t>(2 * mb)]->state().static_inputs[0].data_ptr());
+  EXPECT_EQ(first_unit_inputs.size(), 2u) << "microbatch 2 reuses microbatch 0's buffers (freed by B0)";
+  const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()), at::randn({8, 32}, options()),
+                                       at::randn({8, 32}, options())};
+  const auto run = [&](bool use_graphs) {
+    zero_grads();
+    const auto us = units();
+    std::vector<at::Tensor> x(3), loss(3), result;
+    const auto forward = [&](int mb) {
+      x[static_cast<std::size_t>(mb)] = inputs[static_cast<std::size_t>(mb)].clone().requires_grad_();
+      at::Tensor y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb)]->run({x[static_cast<std::size_t>(mb)]})[0]
+                                : us[0].forward({x[static_cast<std::size_t>(mb)]})[0];
+      y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb + 1)]->run({y})[0] : us[1].forward({y})[0];
+      loss[static_cast<std::size_t>(mb)] = (y * y).sum();
+    };
+    const auto backward = [&](int mb) {
+      loss[static_cast<std::size_t>(mb)].backward();
+      result.push_back(x[static_cast<std::size_t>(mb)].grad().clone());
+    };
+    forward(0);
+    forward(1);
+    backward(0);
+    forward(2);
+    backward(1);
+    backward(2);
+    for (const auto& g : grads()) result.push_back(g);
+    return result;
+  };
+  expect_all_equal(run(true), run(false), "input grads of microbatches 0-2, then accumulated param grads");
+}
+
+TEST_F(GraphedCallablesCudaTest, MismatchedArgumentsAreNamed) {
+  SideStream::Use use(*stream_);
+  const auto graphed = make_graphed_callables({units()[0]}, {{{at::randn({8, 32}, options()).requires_grad_()}, {}}}, {});
+  const std::string fix =
+      "; fix: call a graphed unit with tensors of exactly the shapes, dtypes, devices and requires-grad flags it was "
+      "captured with (a graph replays fixed kernels on fixed buffers), or delete the graphs and capture again for "
+      "the new shapes";
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({4, 32}, options()).requires_grad_()}); }),
+            "unit a (microbatch 0): argument 'x' (argument 0) has shape [4, 32], captured with [8, 32]" + fix);
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options().dtype(at::kHalf)).requires_grad_()}); }),
+            "unit a (microbatch 0): argument 'x' (argument 0) has dtype Half, captured with Float" + fix);
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options())}); }),
+            "unit a (microbatch 0): argument 'x' (argument 0) has requires_grad false, captured with true" + fix);
+  EXPECT_EQ(error_text([&] { graphed[0]->run({}); }), "unit a (microbatch 0) was called with 0 arguments but was captured with 1" + fix);
+}
+
+TEST_F(GraphedCallablesCudaTest, UnusedInputsAreNamedUnlessAllowedAndUnusedParametersDropped) {
+  SideStream::Use use(*stream_);
+  const at::Tensor unused_weight = at::randn({32}, options()).requires_grad_();
+  GraphableUnit unit;
+  unit.name = "first_only";
+  unit.input_names = {"x", "y"};
+  unit.parameters = {weights_[0], unused_weight};
+  unit.parameter_names = {"used", "unused"};
+  unit.forward = [w = weights_[0]](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{at::matmul(in.at(0), w)}; };
+  const auto sample = [&] {
+    return std::vector<UnitArguments>{{{at::randn({8, 32}, options()).requires_grad_(), at::randn({8, 32}, options()).requires_grad_()}, {}}};
+  };
+  EXPECT_EQ(error_text([&] { make_graphed_callables({unit}, sample(), {}); }),
+            "unit first_only (microbatch 0): argument 'y' requires grad but no output depends on it; fix: pass it "
+            "without requires_grad, or set allow_unused_input (its grad is then undefined)");
+  GraphedCallablesOptions allow;
+  allow.allow_unused_input = true;
+  const auto graphed = make_graphed_callables({unit}, sample(), allow);
+  EXPECT_EQ(graphed[0]->state().parameters.size(), 1u) << "the unused parameter is dropped";
+  zero_grads();
+  const at::Tensor x = at::randn({8, 32}, options()).requires_grad_();
+  const at::Tensor y = at::randn({8, 32}, options()).requires_grad_();
+  graphed[0]->run({x, y})[0].sum().backward();
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_FALSE(y.grad().defined());
+  EXPECT_FALSE(unused_weight.grad().defined());
+  EXPECT_TRUE(weights_[0].grad().defined());
+}
+
+TEST_F(GraphedCallablesCudaTest, KeywordArgumentsAreStaticInputsToo) {
+  SideStream::Use use(*stream_);
+  GraphableUnit unit;
+  unit.name = "scaled";
+  unit.input_names = {"x"};
+  unit.forward = [](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{in.at(0) * in.at(1)}; };
+  UnitArguments sample{{at::randn({4}, options()).requires_grad_()}, {{"scale", at::ones({4}, options())}}};
+  const auto graphed = make_graphed_callables({unit}, {sample}, {});
+  const at::Tensor x = at::randn({4}, options()).requires_grad_();
+  const at::Tensor scale = at::full({4}, 3.0, options());
+  const at::Tensor out = graphed[0]->call({{x}, {{"scale", scale}}})[0];
+  EXPECT_TRUE(at::equal(out, x.detach() * 3.0));
+  out.sum().backward();
+  EXPECT_TRUE(at::equal(x.grad(), scale));
+  EXPECT_EQ(error_text([&] { graphed[0]->call({{x}, {{"factor", scale}}}); }),
+            "unit scaled (microbatch 0) was called with keyword arguments {factor} but was captured with {scale}; fix: "
+            "pass exactly the keyword arguments of the capture");
+  EXPECT_EQ(error_text([&] { graphed[0]->run({x}); }),
+            "unit scaled (microbatch 0) was captured with keyword arguments but called with positional ones only; fix: "
+            "call it through GraphedCallable::call with the same keyword arguments");
+}
+
+TEST_F(GraphedCallablesCudaTest, DropoutMasksDifferPerReplayOnTheDefaultStream) {
+  // No SideStream::Use: make_graphed_callables captures on a private stream, replays run here.
+  GraphableUnit unit;
+  unit.name = "dropout";
+  unit.forward = [](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{at::dropout(in.at(0), 0.5, true)}; };
+  const auto graphed = make_graphed_callables({unit}, {{{at::ones({4096}, options()).requires_grad_()}, {}}}, {});
+  const at::Tensor x = at::ones({4096}, options()).requires_grad_();
+  const at::Tensor first = graphed[0]->run({x})[0].clone();
+  const at::Tensor second = graphed[0]->run({x})[0].clone();
+  EXPECT_FALSE(at::equal(first, second)) << "the same mask twice";
+  const double kept = (first != 0).to(at::kFloat).mean().item<double>();
+  EXPECT_GT(kept, 0.4);
+  EXPECT_LT(kept, 0.6);
+}
+
+TEST_F(GraphedCallablesCudaTest, ResetGraphsRefuseCalls) {
+  SideStream::Use use(*stream_);
+  const auto graphed = make_graphed_callables({units()[0]}, {{{at::randn({8, 32}, options()).requires_grad_()}, {}}}, {});
+  const at::Tensor pending = graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()})[0].sum();
+  graphed[0]->reset();
+  EXPECT_FALSE(graphed[0]->is_captured());
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}); }),
+            "the graphs of unit a (microbatch 0) were deleted (reset) before this call; fix: capture again "
+            "(make_graphed_callables) before calling it, and finish every backward pass before deleting the graphs");
+  std::string message = "(no error)";
+  try {
+    pending.backward();
+  } catch (const std::exception& error) {  // the autograd engine may rethrow it as its own type
+    message = error.what();
+  }
+  EXPECT_NE(message.find("were deleted (reset) before the backward pass of an earlier call ran"), std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace graphed::capture
