@@ -6,6 +6,9 @@ Modes (one row each):
   eager           plain PyTorch: fused AdamW, clip_grad_norm_, bf16 autocast
   full_iteration  forward + backward + clipping + a capturable AdamW step captured in one
                   torch.cuda.graph and replayed (static input buffers filled with copy_)
+  per_layer       torch.cuda.make_graphed_callables over all transformer blocks in one call (one
+                  shared pool; forward and backward graph per block); embeddings, loss, clipping and
+                  the fused AdamW step stay eager (PyTorch's counterpart of transformer_engine)
   compile         torch.compile(model, mode="reduce-overhead"): Inductor kernels in CUDA-graph
                   trees; the fused AdamW step and clipping stay eager (compile time = "capture s")
 
@@ -93,22 +96,36 @@ def step(model, optimizer, tokens, labels):
     return loss
 
 
-def time_eager(preset, iters, warmup):
-    model, optimizer, data, tokens = build(preset, capturable=False)
-    times, host_times, loss = [], [], None
+def timed_loop(iteration, iters, warmup):
+    """Runs iteration(i) warmup + iters times; returns CUDA-event and host-enqueue milliseconds of the
+    timed ones and the last return value."""
+    times, host_times, result = [], [], None
     for i in range(warmup + iters):
-        batch = data[i % len(data)]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         host_start = time.perf_counter()
         start.record()
-        optimizer.zero_grad(set_to_none=False)
-        loss = step(model, optimizer, batch[:, :-1], batch[:, 1:])
+        result = iteration(i)
         end.record()
         host = (time.perf_counter() - host_start) * 1000
         end.synchronize()
         if i >= warmup:
             times.append(start.elapsed_time(end))
             host_times.append(host)
+    return times, host_times, result
+
+
+def eager_iteration(model, optimizer, data):
+    def iteration(i):
+        batch = data[i % len(data)]
+        optimizer.zero_grad(set_to_none=False)
+        return step(model, optimizer, batch[:, :-1], batch[:, 1:])
+    return iteration
+
+
+def time_eager(preset, iters, warmup):
+    model, optimizer, data, tokens = build(preset, capturable=False)
+    times, host_times, loss = timed_loop(eager_iteration(model, optimizer, data), iters, warmup)
+    batch = data[0]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
         optimizer.zero_grad(set_to_none=False)
         step(model, optimizer, batch[:, :-1], batch[:, 1:])
@@ -117,6 +134,22 @@ def time_eager(preset, iters, warmup):
     counts = {"ops": sum(1 for e in events if e.name.startswith("aten::")),
               "kernels": sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)}
     return times, host_times, loss.item(), tokens, 0.0, counts
+
+
+def time_per_layer(preset, iters, warmup):
+    model, optimizer, data, tokens = build(preset, capturable=False)
+    _, hidden, _, seq, micro, _ = PRESETS[preset]
+    for p in model.parameters():  # grads allocated up front: accumulation is then in place (PyTorch #181723)
+        p.grad = torch.zeros_like(p)
+    capture_start = time.perf_counter()
+    samples = tuple((torch.randn(micro, seq, hidden, device="cuda", requires_grad=True),) for _ in model.blocks)
+    with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+        graphed = torch.cuda.make_graphed_callables(tuple(model.blocks), samples)
+    model.blocks = torch.nn.ModuleList(graphed)
+    torch.cuda.synchronize()
+    capture_seconds = time.perf_counter() - capture_start
+    times, host_times, loss = timed_loop(eager_iteration(model, optimizer, data), iters, warmup)
+    return times, host_times, loss.item(), tokens, capture_seconds, {"ops": 0, "kernels": 0}
 
 
 def time_full_iteration(preset, iters, warmup):
@@ -140,21 +173,14 @@ def time_full_iteration(preset, iters, warmup):
         static_loss = step(model, optimizer, static_tokens, static_labels)
     torch.cuda.synchronize()
     capture_seconds = time.perf_counter() - capture_start
-    times, host_times = [], []
-    for i in range(warmup + iters):
+
+    def replay(i):
         batch = data[i % len(data)]
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        host_start = time.perf_counter()
-        start.record()
         static_tokens.copy_(batch[:, :-1])
         static_labels.copy_(batch[:, 1:])
         graph.replay()
-        end.record()
-        host = (time.perf_counter() - host_start) * 1000
-        end.synchronize()
-        if i >= warmup:
-            times.append(start.elapsed_time(end))
-            host_times.append(host)
+
+    times, host_times, _ = timed_loop(replay, iters, warmup)
     return times, host_times, static_loss.item(), tokens, capture_seconds, {"ops": 0, "kernels": 0}
 
 
@@ -173,25 +199,20 @@ def time_compiled(preset, iters, warmup, trees=True):
     torch._inductor.config.triton.cudagraph_trees = trees
     model, optimizer, data, tokens = build(preset, capturable=False)
     compiled = torch.compile(model, mode="reduce-overhead")
-    times, host_times, loss = [], [], None
     compile_start = time.perf_counter()
-    for i in range(warmup + iters):
+    compile_seconds = 0.0
+
+    def iteration(i):
+        nonlocal compile_seconds
         if i == warmup:
             compile_seconds = time.perf_counter() - compile_start  # compilation happens in the warmup
         batch = data[i % len(data)]
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        host_start = time.perf_counter()
-        start.record()
         if trees:
             torch.compiler.cudagraph_mark_step_begin()
         optimizer.zero_grad(set_to_none=False)
-        loss = compiled_step(compiled, optimizer, batch[:, :-1], batch[:, 1:])
-        end.record()
-        host = (time.perf_counter() - host_start) * 1000
-        end.synchronize()
-        if i >= warmup:
-            times.append(start.elapsed_time(end))
-            host_times.append(host)
+        return compiled_step(compiled, optimizer, batch[:, :-1], batch[:, 1:])
+
+    times, host_times, loss = timed_loop(iteration, iters, warmup)
     return times, host_times, loss.item(), tokens, compile_seconds, {"ops": 0, "kernels": 0}
 
 
@@ -205,7 +226,8 @@ def main():
     if not torch.cuda.is_available():
         raise SystemExit("reference_pytorch.py needs a CUDA GPU")
     rows = []
-    modes = (("eager", time_eager), ("full_iteration", time_full_iteration), ("compile", time_compiled),
+    modes = (("eager", time_eager), ("full_iteration", time_full_iteration), ("per_layer", time_per_layer),
+             ("compile", time_compiled),
              ("compile (no cudagraph trees)", lambda p, i, w: time_compiled(p, i, w, trees=False)))
     for name, runner in modes:
         torch.cuda.synchronize()
