@@ -99,7 +99,8 @@ TEST_F(GraphedCallablesCudaTest, GradsAccumulateOverMicrobatchesWithoutAliasingG
   const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
                                                         {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
                                               {});
-  const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()), at::randn({8, 32}, options())};
+  const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()).requires_grad_(),
+                                       at::randn({8, 32}, options()).requires_grad_()};
   const auto accumulate = [&](bool use_graphs) {
     zero_grads();  // param.grad undefined: AccumulateGrad may adopt what backward hands it
     const auto us = units();

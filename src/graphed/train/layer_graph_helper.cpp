@@ -84,6 +84,8 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
   capture::synchronize(device);
   capture::empty_cache(device);
   const int64_t reserved_before = capture::reserved_memory_bytes(device);
+  // The recording forward, warmup and capture must not shift the random stream of training.
+  const auto random_states = capture::rng_states(device);
   try {
     // 1. Record each unit's real arguments (shapes, dtypes, requires-grad and plausible values).
     std::vector<std::shared_ptr<RecordingRunner>> recorders;
@@ -127,6 +129,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     install_eager_runners();
     throw;
   }
+  capture::restore_rng_states(device, {random_states.begin(), random_states.end()});
   // 3. Route every layer's unit to its slots.
   const auto count = static_cast<std::size_t>(unit_count_);
   for (std::size_t u = 0; u < count; ++u) {
