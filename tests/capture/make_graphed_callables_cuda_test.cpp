@@ -125,6 +125,48 @@ TEST_F(GraphedCallablesCudaTest, GradsAccumulateOverMicrobatchesWithoutAliasingG
   }
 }
 
+TEST_F(GraphedCallablesCudaTest, InGraphAccumulationEqualsEagerAndGuardsTheGradAddress) {
+  SideStream::Use use(*stream_);
+  for (const auto& p : parameters()) p.mutable_grad() = at::zeros_like(p);
+  GraphedCallablesOptions graph_options;
+  graph_options.accumulate_parameter_grads = true;
+  const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
+                                                        {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
+                                              graph_options);
+  std::vector<const void*> addresses;
+  for (const auto& p : parameters()) addresses.push_back(p.grad().data_ptr());
+  const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()).requires_grad_(),
+                                       at::randn({8, 32}, options()).requires_grad_()};
+  const auto accumulate = [&](bool use_graphs) {
+    for (const auto& p : parameters()) p.grad().zero_();  // in place, as the trainer's optimizer does
+    const auto us = units();
+    std::vector<at::Tensor> input_grads;
+    for (const at::Tensor& input : inputs) {
+      const at::Tensor x = input.detach().requires_grad_();
+      at::Tensor y = use_graphs ? graphed[0]->run({x})[0] : us[0].forward({x})[0];
+      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
+      (y * y).sum().backward();
+      input_grads.push_back(x.grad().clone());
+    }
+    std::vector<at::Tensor> result = grads();
+    result.insert(result.end(), input_grads.begin(), input_grads.end());
+    return result;
+  };
+  const auto eager = accumulate(false);
+  expect_all_equal(accumulate(true), eager, "param grads, then input grads");
+  for (std::size_t i = 0; i < addresses.size(); ++i) EXPECT_EQ(parameters()[i].grad().data_ptr(), addresses[i]);
+  weights_[1].mutable_grad() = at::zeros_like(weights_[1]);  // replaced: the graph would write the old one
+  const at::Tensor y = graphed[1]->run({graphed[0]->run({inputs[0]})[0]})[0];
+  std::string message = "(no error)";
+  try {
+    y.sum().backward();
+  } catch (const std::exception& error) {
+    message = error.what();
+  }
+  EXPECT_NE(message.find("unit b (microbatch 0): the grad of parameter 'b.weight' was replaced since the capture"),
+            std::string::npos) << message;
+}
+
 TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReusesBuffers) {
   SideStream::Use use(*stream_);
   // One chunk of two units, 3 microbatches, 1F1B-like: F0 F1 B0 F2 B1 B2.

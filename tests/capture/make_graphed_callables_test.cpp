@@ -80,6 +80,15 @@ TEST(MakeGraphedCallablesTest, BadSamplesAreNamed) {
             "lazy initialization must not happen inside a capture)");
 }
 
+TEST(MakeGraphedCallablesTest, InGraphAccumulationNeedsAllocatedGrads) {
+  GraphedCallablesOptions options;
+  options.accumulate_parameter_grads = true;
+  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options); }),
+            "unit scale (microbatch 0): parameter 'scale.weight' has no grad tensor, but accumulate_parameter_grads "
+            "accumulates into it inside the graph; fix: allocate every param.grad (zeros) before capturing, or turn "
+            "accumulate_parameter_grads off");
+}
+
 TEST(MakeGraphedCallablesTest, HooksAtCaptureAreRejected) {
   const at::Tensor weight = at::ones({4}).requires_grad_();
   weight.register_hook([](const at::Tensor& grad) { return grad * 2; });

@@ -62,6 +62,15 @@ struct GraphReplay : torch::autograd::Function<GraphReplay> {
         buffer.copy_(grads[i]);
       }
     }
+    if (state.parameter_grads_in_graph) {
+      for (std::size_t i = 0; i < state.parameters.size(); ++i) {
+        const at::Tensor& grad = state.parameters[i].grad();
+        GRAPHED_CHECK(grad.defined() && grad.data_ptr() == state.parameter_grad_addresses[i], CaptureError, "unit ",
+                      state.label(), ": the grad of parameter '", state.parameter_names[i], "' was ",
+                      grad.defined() ? "replaced" : "set to none", " since the capture, but its graph accumulates into "
+                      "the old one; fix: zero grads in place (zero_grad without set_to_none), or capture again");
+      }
+    }
     state.backward_graph.replay();
     variable_list result;
     result.reserve(state.static_grad_inputs.size() + 1);
@@ -69,7 +78,7 @@ struct GraphReplay : torch::autograd::Function<GraphReplay> {
     const std::size_t arguments = state.static_inputs.size();
     for (std::size_t i = 0; i < state.static_grad_inputs.size(); ++i) {
       const at::Tensor& grad = state.static_grad_inputs[i];
-      if (!grad.defined()) {
+      if (!grad.defined() || (i >= arguments && state.parameter_grads_in_graph)) {
         result.emplace_back();
       } else if (i >= arguments && state.clone_parameter_grads) {
         result.push_back(grad.clone());

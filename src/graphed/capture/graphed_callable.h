@@ -51,6 +51,9 @@ struct GraphedUnitState {
   std::vector<at::Tensor> static_grad_outputs;  ///< undefined where the output needs no grad
   std::vector<at::Tensor> static_grad_inputs;   ///< per surface entry; undefined where none
   bool clone_parameter_grads = true;
+  /// Parameter grads accumulate inside the backward graph into these (accumulate_parameter_grads).
+  bool parameter_grads_in_graph = false;
+  std::vector<const void*> parameter_grad_addresses;
   bool captured = false;
 
   /// "layers.0.attention (microbatch 1)"

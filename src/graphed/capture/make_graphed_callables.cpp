@@ -186,12 +186,18 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
         state->unit = unit;
         state->microbatch = mb;
         state->clone_parameter_grads = options.clone_parameter_grads;
+        state->parameter_grads_in_graph = options.accumulate_parameter_grads;
         const UnitArguments& sample = sample_arguments[static_cast<std::size_t>(e)];
         for (const auto& entry : sample.keyword) state->keyword_names.push_back(entry.first);
         for (std::size_t p = 0; p < unit.parameters.size(); ++p) {
           const std::string name = p < unit.parameter_names.size() ? unit.parameter_names[p] : "parameter " + std::to_string(p);
           GRAPHED_CHECK(!has_hooks(unit.parameters[p]), CaptureError, "unit ", state->label(), ": parameter '", name,
                         "' has a gradient hook; fix: remove it while capturing (register hooks after the capture)");
+          GRAPHED_CHECK(!options.accumulate_parameter_grads || !unit.parameters[p].requires_grad() ||
+                            unit.parameters[p].grad().defined(),
+                        CaptureError, "unit ", state->label(), ": parameter '", name, "' has no grad tensor, but "
+                        "accumulate_parameter_grads accumulates into it inside the graph; fix: allocate every "
+                        "param.grad (zeros) before capturing, or turn accumulate_parameter_grads off");
           state->parameters.push_back(unit.parameters[p]);
           state->parameter_names.push_back(name);
         }
@@ -349,10 +355,28 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
             state.static_grad_outputs[problem.output_index[k]] = seed;
             seeds.push_back(seed);
           }
+          const std::size_t arguments = state.static_inputs.size();
           const auto grads = state.backward_graph.capture(
               [&] {
-                return torch::autograd::grad(problem.outputs, problem.inputs, seeds, options.retain_backward_graph,
-                                             /*create_graph=*/false, /*allow_unused=*/true);
+                if (!options.accumulate_parameter_grads) {
+                  return torch::autograd::grad(problem.outputs, problem.inputs, seeds, options.retain_backward_graph,
+                                               /*create_graph=*/false, /*allow_unused=*/true);
+                }
+                // Accumulate into .grad: parameters add in place (captured); argument leaves, whose .grad is
+                // unset, receive the graph's grad tensor, which is taken back out below.
+                torch::autograd::backward(problem.outputs, seeds, options.retain_backward_graph,
+                                          /*create_graph=*/false, problem.inputs);
+                std::vector<at::Tensor> result;
+                for (std::size_t k = 0; k < problem.inputs.size(); ++k) {
+                  if (problem.input_index[k] >= arguments) {
+                    result.emplace_back();
+                    continue;
+                  }
+                  at::Tensor& grad = problem.inputs[k].mutable_grad();
+                  result.push_back(grad);
+                  grad = at::Tensor();
+                }
+                return result;
               },
               pool, options.mode, "the backward of unit " + state.label());
           for (std::size_t k = 0; k < grads.size(); ++k) state.static_grad_inputs[problem.input_index[k]] = grads[k];
@@ -362,7 +386,11 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
       });
   for (const auto& state : states) {
     state->parameter_addresses.clear();
-    for (const at::Tensor& p : state->parameters) state->parameter_addresses.push_back(p.data_ptr());
+    state->parameter_grad_addresses.clear();
+    for (const at::Tensor& p : state->parameters) {
+      state->parameter_addresses.push_back(p.data_ptr());
+      state->parameter_grad_addresses.push_back(p.grad().defined() ? p.grad().data_ptr() : nullptr);
+    }
     state->captured = true;
   }
   std::map<std::string, at::Tensor> restore(random_states.begin(), random_states.end());

@@ -37,6 +37,11 @@ struct GraphedCallablesOptions {
   /// Hand autograd clones of the parameter grads (default; see graphed_callable.h). Turn off only
   /// when every param.grad is allocated before the first backward, so accumulation is in place.
   bool clone_parameter_grads = true;
+  /// Accumulate parameter grads inside the backward graph, into each param.grad, which must exist at
+  /// capture and keep its address (zero it in place; never set it to none). Saves the clone and the
+  /// eager accumulation per parameter and call; TransformerEngine captures accumulation likewise
+  /// (autograd.backward in the capture). Input grads still go to autograd.
+  bool accumulate_parameter_grads = false;
   /// Keep the captured backward's autograd graph until the capture ends (retain_graph).
   bool retain_backward_graph = false;
 };

@@ -109,6 +109,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
                                                              capture::schedule_table(slots, 1, 1));
     options.reuse_buffers = true;
     options.allow_unused_input = true;
+    options.accumulate_parameter_grads = true;  // the optimizer keeps every grad allocated, zeroed in place
     options.retain_backward_graph = options_.retain_backward_graph;
     options.mode = options_.mode;
     const double eager_passes = static_cast<double>(options_.warmup_steps * options_.runtime_microbatches);
