@@ -117,7 +117,13 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// One forward/backward of every microbatch of a step, grads returned (scaled as the trainer does).
 std::vector<at::Tensor> step_grads(model::GptModel& model, const std::vector<Batch>& batches, LayerGraphHelper* helper) {
-  for (const auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
+  for (const auto& p : model->parameters()) {  // zeroed in place, as the trainer's optimizer does
+    if (p.grad().defined()) {
+      p.mutable_grad().zero_();
+    } else {
+      p.mutable_grad() = at::zeros_like(p);
+    }
+  }
   for (std::size_t m = 0; m < batches.size(); ++m) {
     if (helper) helper->set_microbatch(static_cast<int64_t>(m));
     compat::AutocastScope autocast(true);
@@ -156,6 +162,7 @@ TEST(LayerGraphSlotsCudaTest, OneGraphSetPerMicrobatchSlotEqualsEager) {
   options.captured_microbatches = 2;
   options.runtime_microbatches = 2;
   options.autocast = true;
+  for (const auto& p : graphed->parameters()) p.mutable_grad() = at::zeros_like(p);  // accumulated inside the graphs
   LayerGraphHelper helper(graphed, graph_config, options);
   const std::vector<Batch> first = batches(0);
   helper.capture(
