@@ -76,7 +76,8 @@ struct GraphReplay : torch::autograd::Function<GraphReplay> {
     result.reserve(state.static_grad_inputs.size() + 1);
     result.emplace_back();  // the state holder is not differentiable
     const std::size_t arguments = state.static_inputs.size();
-    for (std::size_t i = 0; i < state.static_grad_inputs.size(); ++i) {
+    const std::size_t surface = arguments + (state.parameters_in_surface ? state.parameters.size() : 0);
+    for (std::size_t i = 0; i < surface; ++i) {
       const at::Tensor& grad = state.static_grad_inputs[i];
       if (!grad.defined() || (i >= arguments && state.parameter_grads_in_graph)) {
         result.emplace_back();
@@ -146,7 +147,7 @@ std::vector<at::Tensor> GraphedCallable::replay(const std::vector<at::Tensor>& f
     }
   }
   std::vector<at::Tensor> surface = flat_arguments;
-  surface.insert(surface.end(), state.parameters.begin(), state.parameters.end());
+  if (state.parameters_in_surface) surface.insert(surface.end(), state.parameters.begin(), state.parameters.end());
   return GraphReplay::apply(c10::make_intrusive<StateHolder>(state_), at::TensorList(surface));
 }
 

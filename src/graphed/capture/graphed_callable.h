@@ -53,6 +53,10 @@ struct GraphedUnitState {
   bool clone_parameter_grads = true;
   /// Parameter grads accumulate inside the backward graph into these (accumulate_parameter_grads).
   bool parameter_grads_in_graph = false;
+  /// Whether parameters are autograd inputs of a call. Not when their grads accumulate in the graph
+  /// and an argument needs grad (which alone makes autograd run the backward): autograd then never
+  /// visits their accumulate-grad nodes.
+  bool parameters_in_surface = true;
   std::vector<const void*> parameter_grad_addresses;
   bool captured = false;
 

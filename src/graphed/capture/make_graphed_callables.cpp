@@ -385,6 +385,9 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
         for (at::Tensor& o : state.static_outputs) o = options.reuse_buffers ? non_owning_alias(o) : o.detach();
       });
   for (const auto& state : states) {
+    const bool argument_needs_grad =
+        std::any_of(state->static_inputs.begin(), state->static_inputs.end(), [](const at::Tensor& t) { return t.requires_grad(); });
+    state->parameters_in_surface = !state->parameter_grads_in_graph || !argument_needs_grad;
     state->parameter_addresses.clear();
     state->parameter_grad_addresses.clear();
     for (const at::Tensor& p : state->parameters) {

@@ -8,10 +8,26 @@ namespace graphed::train {
 AdamW::AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, const AdamWOptions& options)
     : options_(options) {
   at::NoGradGuard no_grad;
+  // One flat gradient buffer when every parameter shares a dtype and device and has no grad yet.
+  bool flat = !named_parameters.empty();
+  int64_t elements = 0;
+  for (const auto& [name, parameter] : named_parameters) {
+    const at::Tensor& first = named_parameters.front().second;
+    flat = flat && !parameter.grad().defined() && parameter.scalar_type() == first.scalar_type() &&
+           parameter.device() == first.device();
+    elements += parameter.numel();
+  }
+  if (flat) flat_gradients_ = at::zeros({elements}, named_parameters.front().second.options());
+  int64_t offset = 0;
   for (auto& [name, parameter] : named_parameters) {
     names_.push_back(name);
     parameters_.push_back(parameter);
-    if (!parameter.grad().defined()) parameter.mutable_grad() = at::zeros_like(parameter);
+    if (flat) {
+      parameter.mutable_grad() = flat_gradients_.narrow(0, offset, parameter.numel()).view(parameter.sizes());
+      offset += parameter.numel();
+    } else if (!parameter.grad().defined()) {
+      parameter.mutable_grad() = at::zeros_like(parameter);
+    }
     gradients_.push_back(parameter.grad());
     exp_avgs_.push_back(at::zeros_like(parameter));
     exp_avg_sqs_.push_back(at::zeros_like(parameter));
@@ -30,7 +46,18 @@ void AdamW::step(const std::optional<at::Tensor>& grad_scale) {
                      options_.weight_decay, options_.eps, grad_scale);
 }
 
-void AdamW::zero_grad() { at::_foreach_zero_(gradients_); }
+void AdamW::zero_grad() {
+  if (flat_gradients_.defined()) {
+    flat_gradients_.zero_();
+  } else {
+    at::_foreach_zero_(gradients_);
+  }
+}
+
+at::Tensor AdamW::gradient_norm() const {
+  if (flat_gradients_.defined()) return flat_gradients_.norm().to(at::kFloat);
+  return at::stack(at::_foreach_norm(gradients_, 2)).norm().to(at::kFloat);
+}
 
 std::vector<std::pair<std::string, at::Tensor>> AdamW::state() {
   std::vector<std::pair<std::string, at::Tensor>> tensors;

@@ -1,7 +1,9 @@
 // train/adamw.h — AdamW whose whole state lives on the device: moments, per-parameter step counts
 // and the learning rate are tensors, so step() launches work without reading anything from the host
 // (capturable in a CUDA graph). Gradients are allocated at construction and zeroed in place, so
-// their addresses never change. Fused kernel on CUDA LibTorch 2.x (util/compat.h).
+// their addresses never change; when every parameter has one dtype and device they are views of one
+// flat buffer (as Megatron's grad buffer), so zeroing and the global norm are one kernel each instead
+// of one per parameter. Fused kernel on CUDA LibTorch 2.x (util/compat.h).
 #pragma once
 
 #include <optional>
@@ -31,6 +33,8 @@ class AdamW {
   void step(const std::optional<at::Tensor>& grad_scale);
   /// Zeroes every gradient in place.
   void zero_grad();
+  /// The global L2 norm of all gradients (a float32 device scalar; no host sync).
+  at::Tensor gradient_norm() const;
 
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
   const std::vector<at::Tensor>& gradients() const { return gradients_; }
@@ -43,6 +47,7 @@ class AdamW {
   std::vector<std::string> names_;
   std::vector<at::Tensor> parameters_, gradients_, exp_avgs_, exp_avg_sqs_, steps_;
   at::Tensor lr_;
+  at::Tensor flat_gradients_;  ///< every gradient's storage, when they share a dtype and device
 };
 
 }  // namespace graphed::train

@@ -151,7 +151,7 @@ IterationStats Trainer::run_iteration(const std::vector<Batch>& batches, bool wi
   optimizer_->zero_grad();
   model_->train();
   auto [loss, aux_loss] = forward_backward(batches);
-  const at::Tensor grad_norm = at::stack(at::_foreach_norm(optimizer_->gradients(), 2)).norm();
+  const at::Tensor grad_norm = optimizer_->gradient_norm();
   if (with_optimizer) optimizer_step(grad_norm);
   return {loss, aux_loss, grad_norm};
 }
