@@ -12,26 +12,17 @@
 
 #include "graphed/config/presets.h"
 #include "graphed/train/trainer.h"
+#include "train/train_run_for_test.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
 namespace graphed::train {
 namespace {
 
-struct TrainRun {
-  std::vector<double> losses;
-  std::vector<at::Tensor> parameters;
-  double evaluation = 0;
-  int64_t graphs = 0;
-};
-
-config::RunConfig preset_config(const std::string& preset, const nlohmann::json& overrides) {
-  config::Settings settings;
-  config::apply_settings(settings, *config::preset_settings(preset), "preset " + preset);
-  config::apply_settings(settings, {{"mock_data", true}, {"eval_iters", 5}, {"train_iters", 60}}, "test");
-  config::apply_settings(settings, overrides, "test");
-  return config::resolve_run_config_or_throw(settings);
-}
+using graphed::testing::bitwise_equal;
+using graphed::testing::max_difference;
+using graphed::testing::preset_config;
+using graphed::testing::TrainRun;
 
 TrainRun train(const config::RunConfig& config, int steps) {
   Trainer trainer(config, TokenDataset::open(config.train, config.model, "", config.train.eval_iters),
@@ -45,20 +36,6 @@ TrainRun train(const config::RunConfig& config, int steps) {
   run.evaluation = trainer.evaluate(0);
   for (const auto& p : trainer.model()->parameters()) run.parameters.push_back(p.detach().clone());
   return run;
-}
-
-double max_difference(const TrainRun& a, const TrainRun& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.losses.size(); ++i) worst = std::max(worst, std::abs(a.losses[i] - b.losses[i]));
-  return worst;
-}
-
-bool bitwise_equal(const TrainRun& a, const TrainRun& b) {
-  if (a.losses != b.losses || a.evaluation != b.evaluation) return false;
-  for (std::size_t i = 0; i < a.parameters.size(); ++i) {
-    if (!at::equal(a.parameters[i], b.parameters[i])) return false;
-  }
-  return true;
 }
 
 struct Case {
