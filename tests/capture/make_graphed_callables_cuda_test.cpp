@@ -125,6 +125,35 @@ TEST_F(GraphedCallablesCudaTest, GradsAccumulateOverMicrobatchesWithoutAliasingG
   }
 }
 
+TEST_F(GraphedCallablesCudaTest, ChainedUnitsShareBuffersAndMatchEager) {
+  SideStream::Use use(*stream_);
+  for (const auto& p : parameters()) p.mutable_grad() = at::zeros_like(p);
+  GraphedCallablesOptions graph_options;
+  graph_options.accumulate_parameter_grads = true;
+  graph_options.chained_inputs = {false, true};  // b's input is a's output
+  const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
+                                                        {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
+                                              graph_options);
+  EXPECT_EQ(graphed[1]->state().static_inputs[0].data_ptr(), graphed[0]->state().static_outputs[0].data_ptr());
+  EXPECT_EQ(graphed[0]->state().static_grad_outputs[0].data_ptr(), graphed[1]->state().static_grad_inputs[0].data_ptr());
+  for (int step = 0; step < 3; ++step) {
+    const at::Tensor input = at::randn({8, 32}, options());
+    const auto run = [&](bool use_graphs) {
+      for (const auto& p : parameters()) p.grad().zero_();
+      const at::Tensor x = input.clone().requires_grad_();
+      const auto us = units();
+      at::Tensor y = use_graphs ? graphed[0]->run({x})[0] : us[0].forward({x})[0];
+      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
+      const at::Tensor out = y.clone();
+      (y * y).sum().backward();
+      std::vector<at::Tensor> result{out, x.grad().clone()};
+      for (const auto& g : grads()) result.push_back(g);
+      return result;
+    };
+    expect_all_equal(run(true), run(false), "chained step " + std::to_string(step));
+  }
+}
+
 TEST_F(GraphedCallablesCudaTest, InGraphAccumulationEqualsEagerAndGuardsTheGradAddress) {
   SideStream::Use use(*stream_);
   for (const auto& p : parameters()) p.mutable_grad() = at::zeros_like(p);

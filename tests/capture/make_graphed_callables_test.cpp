@@ -89,6 +89,17 @@ TEST(MakeGraphedCallablesTest, InGraphAccumulationNeedsAllocatedGrads) {
             "accumulate_parameter_grads off");
 }
 
+TEST(MakeGraphedCallablesTest, ChainingTheFirstUnitOfAChunkIsRefused) {
+  GraphedCallablesOptions options;
+  options.chained_inputs = {true};
+  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options); }),
+            "unit scale is chained to its predecessor but is the first unit of chunk 1; fix: chain only units that "
+            "follow another unit of the same chunk");
+  options.chained_inputs = {false, true};
+  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options); }),
+            "chained_inputs has 2 entries for 1 units; fix: one flag per unit, or none");
+}
+
 TEST(MakeGraphedCallablesTest, HooksAtCaptureAreRejected) {
   const at::Tensor weight = at::ones({4}).requires_grad_();
   weight.register_hook([](const at::Tensor& grad) { return grad * 2; });

@@ -47,6 +47,27 @@ TEST(LayerGraphRoutingTest, ModulesSelectUnitsPerLayerKind) {
   EXPECT_TRUE(moe({M::kMlp}).empty());
 }
 
+TEST(LayerGraphRoutingTest, ChainsOnlyWhereAUnitFeedsTheNext) {
+  using U = LayerUnit;
+  // Whole layers chain layer to layer.
+  EXPECT_EQ(chained_layer_units({{0, U::kWholeLayer}, {1, U::kWholeLayer}, {2, U::kWholeLayer}}),
+            (std::vector<bool>{false, true, true}));
+  // attn + mlp: attention feeds the MLP, the MLP ends the layer and feeds the next attention.
+  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {0, U::kMlp}, {1, U::kAttention}, {1, U::kMlp}}),
+            (std::vector<bool>{false, true, true, true}));
+  // attn only: the eager MLP sits between two attention units; mlp only: eager attention between.
+  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {1, U::kAttention}}), (std::vector<bool>{false, false}));
+  EXPECT_EQ(chained_layer_units({{0, U::kMlp}, {1, U::kMlp}}), (std::vector<bool>{false, false}));
+  // MoE: attention feeds moe or the router; the router's outputs are not the preprocess inputs'
+  // first tensor, and the preprocess plan does not end the layer.
+  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {0, U::kMoe}, {1, U::kAttention}, {1, U::kMoe}}),
+            (std::vector<bool>{false, true, true, true}));
+  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {0, U::kMoeRouter}, {0, U::kMoePreprocess}, {1, U::kAttention}}),
+            (std::vector<bool>{false, true, false, false}));
+  // A layer without graphed units breaks the chain.
+  EXPECT_EQ(chained_layer_units({{0, U::kWholeLayer}, {2, U::kWholeLayer}}), (std::vector<bool>{false, false}));
+}
+
 TEST(LayerGraphRoutingTest, HelperCountsUnitsOverMixedLayers) {
   // Four layers, MoE every second one (--moe-layer-freq 2: layers 1 and 3 are MoE).
   const config::RunConfig run = graphed::testing::run_config(

@@ -50,6 +50,10 @@ class CudaGraph {
                                   const std::string& what);
   /// Launches the graph on the current stream.
   void replay();
+  /// Launches it without LibTorch's per-replay generator update (two fill kernels per registered
+  /// generator). Only for graphs whose work draws no random numbers: their generator increment is 0,
+  /// so that update changes nothing.
+  void launch_without_random_state();
   /// Destroys the graph; its pool memory returns to the allocator once no graph uses the pool.
   void reset();
   bool is_captured() const;

@@ -18,6 +18,7 @@ std::vector<at::Tensor> CudaGraph::capture(const Region&, const GraphPool&, Capt
                      "train with --cuda-graph-impl none, or build on a GPU machine (scripts/gpu-check)");
 }
 void CudaGraph::replay() {}
+void CudaGraph::launch_without_random_state() {}
 void CudaGraph::reset() {}
 bool CudaGraph::is_captured() const { return false; }
 

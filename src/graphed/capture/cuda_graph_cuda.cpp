@@ -4,6 +4,7 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -83,6 +84,10 @@ std::vector<at::Tensor> CudaGraph::capture(const Region& region, const GraphPool
 }
 
 void CudaGraph::replay() { impl_->graph->replay(); }
+
+void CudaGraph::launch_without_random_state() {
+  C10_CUDA_CHECK(cudaGraphLaunch(impl_->graph->raw_cuda_graph_exec(), c10::cuda::getCurrentCUDAStream()));
+}
 
 void CudaGraph::reset() { impl_->graph.reset(); }
 

@@ -16,6 +16,7 @@ int64_t allocated_memory_bytes(const at::Device&) { return 0; }
 int64_t reserved_memory_bytes(const at::Device&) { return 0; }
 void empty_cache(const at::Device&) {}
 bool on_default_stream(const at::Device&) { return false; }
+uint64_t cuda_random_offset(const at::Device&) { return 0; }
 
 std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device&) {
   return {{"cpu", at::detail::getDefaultCPUGenerator().get_state()}};

@@ -10,6 +10,7 @@
 #include <torch/cuda.h>
 
 #include <chrono>
+#include <mutex>
 
 namespace graphed::capture {
 
@@ -38,6 +39,13 @@ bool on_default_stream(const at::Device& device) {
   if (!device.is_cuda()) return false;
   const c10::DeviceIndex index = device.index() < 0 ? 0 : device.index();
   return c10::cuda::getCurrentCUDAStream(index) == c10::cuda::getDefaultCUDAStream(index);
+}
+
+uint64_t cuda_random_offset(const at::Device& device) {
+  if (!device.is_cuda()) return 0;
+  at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index());
+  const std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get<at::CUDAGeneratorImpl>()->philox_offset_per_thread();
 }
 
 std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device) {

@@ -33,7 +33,11 @@ struct GraphReplay : torch::autograd::Function<GraphReplay> {
     for (std::size_t i = 0; i < state.static_inputs.size(); ++i) {
       if (surface[i].data_ptr() != state.static_inputs[i].data_ptr()) state.static_inputs[i].copy_(surface[i]);
     }
-    state.forward_graph.replay();
+    if (state.forward_draws_random) {
+      state.forward_graph.replay();
+    } else {
+      state.forward_graph.launch_without_random_state();
+    }
     variable_list outputs;
     outputs.reserve(state.static_outputs.size());
     for (const at::Tensor& output : state.static_outputs) outputs.push_back(output.detach());
@@ -71,7 +75,11 @@ struct GraphReplay : torch::autograd::Function<GraphReplay> {
                       "the old one; fix: zero grads in place (zero_grad without set_to_none), or capture again");
       }
     }
-    state.backward_graph.replay();
+    if (state.backward_draws_random) {
+      state.backward_graph.replay();
+    } else {
+      state.backward_graph.launch_without_random_state();
+    }
     variable_list result;
     result.reserve(state.static_grad_inputs.size() + 1);
     result.emplace_back();  // the state holder is not differentiable

@@ -45,6 +45,10 @@ struct GraphedUnitState {
   std::vector<bool> needs_grad;                ///< per surface entry (arguments, then parameters)
   CudaGraph forward_graph;
   CudaGraph backward_graph;
+  /// Whether the warmup saw the forward / backward draw random numbers; graphs that draw none are
+  /// launched without the generator update (CudaGraph::launch_without_random_state).
+  bool forward_draws_random = true;
+  bool backward_draws_random = true;
   bool has_backward = false;
   std::vector<at::Tensor> static_outputs;
   std::vector<bool> output_requires_grad;

@@ -169,6 +169,17 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
   const auto unit_count = static_cast<int64_t>(units.size());
   const GraphedCallablesLayout layout = graphed_callables_layout(unit_count, options.order, options.layers_per_chunk);
   const int64_t entries = unit_count * layout.microbatches;
+  GRAPHED_CHECK(options.chained_inputs.empty() || static_cast<int64_t>(options.chained_inputs.size()) == unit_count,
+                CaptureError, "chained_inputs has ", options.chained_inputs.size(), " entries for ", unit_count,
+                " units; fix: one flag per unit, or none");
+  const auto chained = [&](std::size_t chunk, int64_t layer) {
+    return !options.chained_inputs.empty() && options.chained_inputs[static_cast<std::size_t>(layout.prefix[chunk] + layer)];
+  };
+  for (std::size_t c = 0; c < layout.layers_per_chunk.size(); ++c) {
+    GRAPHED_CHECK(!chained(c, 0), CaptureError, "unit ", units[static_cast<std::size_t>(layout.prefix[c])].name,
+                  " is chained to its predecessor but is the first unit of chunk ", c + 1,
+                  "; fix: chain only units that follow another unit of the same chunk");
+  }
   GRAPHED_CHECK(static_cast<int64_t>(sample_arguments.size()) == entries, CaptureError, "make_graphed_callables got ",
                 sample_arguments.size(), " sample argument sets for ", unit_count, " units x ", layout.microbatches,
                 " microbatches; fix: pass one per (unit, microbatch), chunk-major, then microbatch, then unit");
@@ -280,7 +291,9 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
           layout,
           [&](int64_t e) {
             GraphedUnitState& state = *states[static_cast<std::size_t>(e)];
+            const uint64_t offset = cuda_random_offset(*device);
             in_flight[static_cast<std::size_t>(e)] = state.unit.forward(state.static_inputs);
+            if (iteration == 0) state.forward_draws_random = cuda_random_offset(*device) != offset;
           },
           [&](int64_t e) {
             GraphedUnitState& state = *states[static_cast<std::size_t>(e)];
@@ -289,9 +302,11 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
             if (problem.outputs.empty() || problem.inputs.empty()) return;
             std::vector<at::Tensor> seeds;
             for (const at::Tensor& o : problem.outputs) seeds.push_back(at::ones_like(o));
+            const uint64_t offset = cuda_random_offset(*device);
             const auto grads = torch::autograd::grad(problem.outputs, problem.inputs, seeds, /*retain_graph=*/false,
                                                      /*create_graph=*/false, /*allow_unused=*/true);
             if (iteration > 0) return;
+            state.backward_draws_random = cuda_random_offset(*device) != offset;
             // Unused inputs: an error unless allowed; unused parameters are dropped (TransformerEngine).
             const std::size_t arguments = state.static_inputs.size();
             std::vector<std::size_t> unused_parameters;
@@ -317,13 +332,38 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
     synchronize(*device);
   }  // every warmup output and autograd graph is gone before the first capture
 
-  // 4. Capture, walking the order once.
+  // 4. Capture, walking the order once. Chained entries: entry -> its predecessor, and back.
+  std::map<int64_t, int64_t> chained_to, chained_from;
+  for (std::size_t c = 0; c < layout.layers_per_chunk.size(); ++c) {
+    for (int64_t mb = 0; mb < layout.microbatches; ++mb) {
+      for (int64_t l = 1; l < layout.layers_per_chunk[c]; ++l) {
+        if (!chained(c, l)) continue;
+        const int64_t e = layout.entry(static_cast<int64_t>(c), mb, l);
+        const int64_t previous = layout.entry(static_cast<int64_t>(c), mb, l - 1);
+        chained_to[e] = previous;
+        chained_from[previous] = e;
+      }
+    }
+  }
   const GraphPool pool = options.pool.is_shared() ? options.pool : GraphPool::create();
   std::map<std::string, at::Tensor> shared_grad_outputs;
   walk(
       layout,
       [&](int64_t e) {
         GraphedUnitState& state = *states[static_cast<std::size_t>(e)];
+        if (const auto previous = chained_to.find(e); previous != chained_to.end()) {
+          const GraphedUnitState& before = *states[static_cast<std::size_t>(previous->second)];
+          GRAPHED_CHECK(!before.static_outputs.empty() && !state.static_inputs.empty(), CaptureError, "unit ",
+                        state.label(), " is chained to unit ", before.label(), " but one of them has no tensor to "
+                        "share; fix: chain only units whose argument 0 is the previous unit's output 0");
+          const at::Tensor& output = before.static_outputs[0];
+          const ArgumentSignature& want = state.signatures[0];
+          GRAPHED_CHECK(output.sizes().equals(want.sizes) && output.scalar_type() == want.dtype, CaptureError, "unit ",
+                        state.label(), " is chained to unit ", before.label(), " but its argument 0 is ", describe(want),
+                        " while that unit's output 0 is ", describe(signature_of(before.label(), "output 0", output)),
+                        "; fix: chain only units whose argument 0 is the previous unit's output 0");
+          state.static_inputs[0] = output.detach().requires_grad_(want.requires_grad);
+        }
         state.static_outputs = state.forward_graph.capture([&] { return state.unit.forward(state.static_inputs); }, pool,
                                                            options.mode, "the forward of unit " + state.label());
         state.output_requires_grad.clear();
@@ -344,7 +384,14 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
           for (std::size_t k = 0; k < problem.outputs.size(); ++k) {
             const at::Tensor& o = problem.outputs[k];
             at::Tensor seed;
-            if (options.reuse_buffers) {
+            const auto next = chained_from.find(e);
+            const at::Tensor* shared =
+                next != chained_from.end() && problem.output_index[k] == 0
+                    ? &states[static_cast<std::size_t>(next->second)]->static_grad_inputs.at(0)
+                    : nullptr;
+            if (shared && shared->defined() && shared->sizes().equals(o.sizes()) && shared->scalar_type() == o.scalar_type()) {
+              seed = *shared;  // the next unit's input-grad buffer: its backward writes the grad right here
+            } else if (options.reuse_buffers) {
               const std::string key = signature_key({signature_of(state.label(), "output", o)});
               auto found = shared_grad_outputs.find(key);
               if (found == shared_grad_outputs.end()) found = shared_grad_outputs.emplace(key, at::empty_like(o)).first;

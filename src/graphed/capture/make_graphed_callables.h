@@ -42,6 +42,11 @@ struct GraphedCallablesOptions {
   /// eager accumulation per parameter and call; TransformerEngine captures accumulation likewise
   /// (autograd.backward in the capture). Input grads still go to autograd.
   bool accumulate_parameter_grads = false;
+  /// Per unit (empty: none): argument 0 of unit u is, in every call, output 0 of unit u - 1 of the same
+  /// chunk and microbatch. Its static buffer is then that output, so the call copies nothing, and unit
+  /// u - 1's incoming-grad buffer is unit u's input-grad buffer. The caller promises the dataflow: an
+  /// argument 0 from elsewhere is copied over the previous unit's output.
+  std::vector<bool> chained_inputs;
   /// Keep the captured backward's autograd graph until the capture ends (retain_graph).
   bool retain_backward_graph = false;
 };

@@ -138,14 +138,14 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor
 
 std::vector<at::Tensor> TransformerLayerImpl::whole_layer_unit(const at::Tensor& hidden) {
   const at::Tensor after_attention = attention_unit(hidden)[0];
-  if (!is_moe()) return {mlp_unit(after_attention)[0], at::zeros({}, hidden.options().dtype(at::promote_types(hidden.scalar_type(), at::kFloat)))};
+  if (!is_moe()) return {mlp_unit(after_attention)[0]};  // no aux loss: one output
   return moe_unit(after_attention);
 }
 
 std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor& hidden) {
   if (runners_[slot(LayerUnit::kWholeLayer)]) {
     const auto outputs = runners_[slot(LayerUnit::kWholeLayer)]->run({hidden});
-    return {outputs[0], outputs[1]};
+    return {outputs[0], outputs.size() > 1 ? outputs[1] : at::Tensor()};
   }
   return compose(hidden);
 }

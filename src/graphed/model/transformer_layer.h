@@ -1,13 +1,13 @@
 // model/transformer_layer.h — one pre-norm decoder layer and its graphable units. Each unit is a
 // capture::GraphableUnit called through a capture::UnitRunner (eager by default); the capture issues
 // swap runners without the layer knowing how they run. Units (Megatron's --cuda-graph-modules):
-//   kWholeLayer     {hidden} -> {hidden, aux_loss}           (empty module list)
+//   kWholeLayer     {hidden} -> {hidden[, aux_loss]}         (empty module list; aux only on MoE layers)
 //   kAttention      {hidden} -> {hidden}                      attn: norm, attention, dropout, residual
 //   kMlp            {hidden} -> {hidden}                      mlp: norm, MLP, dropout, residual (dense)
 //   kMoe            {hidden} -> {hidden, aux_loss}            moe: norm, the whole MoE MLP, residual
 //   kMoeRouter      {hidden} -> {tokens, weights, indices, aux_loss[, shared]}   moe_router
 //   kMoePreprocess  {weights, indices} -> plan tensors        moe_preprocess
-// Hidden states are [batch, seq, hidden]; aux_loss is a float32 scalar (zero for dense layers).
+// Hidden states are [batch, seq, hidden]; aux_loss is a float32 scalar.
 #pragma once
 
 #include <array>

@@ -36,6 +36,21 @@ class RecordingRunner final : public capture::UnitRunner {
 
 }  // namespace
 
+std::vector<bool> chained_layer_units(const std::vector<std::pair<int64_t, LayerUnit>>& units) {
+  std::vector<bool> chained(units.size(), false);
+  for (std::size_t u = 1; u < units.size(); ++u) {
+    const auto [layer, unit] = units[u];
+    const auto [previous_layer, previous] = units[u - 1];
+    const bool within = layer == previous_layer && previous == LayerUnit::kAttention &&
+                        (unit == LayerUnit::kMlp || unit == LayerUnit::kMoe || unit == LayerUnit::kMoeRouter);
+    const bool across = layer == previous_layer + 1 &&
+                        (previous == LayerUnit::kWholeLayer || previous == LayerUnit::kMlp || previous == LayerUnit::kMoe) &&
+                        (unit == LayerUnit::kWholeLayer || unit == LayerUnit::kAttention);
+    chained[u] = within || across;
+  }
+  return chained;
+}
+
 std::vector<LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, bool is_moe_layer) {
   if (config.modules.empty()) return {LayerUnit::kWholeLayer};
   std::vector<LayerUnit> units;
@@ -53,8 +68,10 @@ std::vector<LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config
 LayerGraphHelper::LayerGraphHelper(model::GptModel model, config::CudaGraphConfig config, LayerGraphOptions options)
     : model_(std::move(model)), config_(std::move(config)), options_(options) {
   GRAPHED_INTERNAL_ASSERT(options_.captured_microbatches >= 1, "captured microbatches ", options_.captured_microbatches);
+  int64_t index = 0;
   for (auto& layer : model_->layers()) {
-    for (const LayerUnit unit : graphed_layer_units(config_, layer->is_moe())) targets_.push_back({layer, unit});
+    for (const LayerUnit unit : graphed_layer_units(config_, layer->is_moe())) targets_.push_back({layer, unit, index});
+    ++index;
   }
   unit_count_ = static_cast<int64_t>(targets_.size());
 }
@@ -110,6 +127,9 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     options.reuse_buffers = true;
     options.allow_unused_input = true;
     options.accumulate_parameter_grads = true;  // the optimizer keeps every grad allocated, zeroed in place
+    std::vector<std::pair<int64_t, LayerUnit>> kinds;
+    for (const Target& target : targets_) kinds.emplace_back(target.layer_index, target.unit);
+    options.chained_inputs = chained_layer_units(kinds);
     options.retain_backward_graph = options_.retain_backward_graph;
     options.mode = options_.mode;
     const double eager_passes = static_cast<double>(options_.warmup_steps * options_.runtime_microbatches);

@@ -26,6 +26,13 @@ namespace graphed::train {
 /// pairings (TC-9 … TC-14, G2).
 std::vector<model::LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, bool is_moe_layer);
 
+/// For units in forward order, given as (layer index, unit): whether each unit's input is the previous
+/// unit's output 0 in every call (make_graphed_callables' chained_inputs): attention feeding the MLP,
+/// MoE or router of its layer, and a layer-ending unit (whole layer, MLP, MoE) feeding the next layer's
+/// whole-layer or attention unit. Router outputs, preprocessing plans and eagerly finished layers break
+/// the chain.
+std::vector<bool> chained_layer_units(const std::vector<std::pair<int64_t, model::LayerUnit>>& units);
+
 struct LayerGraphOptions {
   /// Graph sets per unit. Megatron captures one when the pipeline has a single stage (PP = 1, as here)
   /// and replays it for every microbatch; more capture one per microbatch slot, walking the
@@ -69,6 +76,7 @@ class LayerGraphHelper {
   struct Target {
     model::TransformerLayer layer;
     model::LayerUnit unit;
+    int64_t layer_index = 0;
   };
   void install_eager_runners();
 
