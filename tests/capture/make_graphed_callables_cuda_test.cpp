@@ -56,6 +56,26 @@ class GraphedCallablesCudaTest : public ::testing::Test {
     for (const auto& p : parameters()) result.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
     return result;
   }
+  static std::vector<std::shared_ptr<GraphedCallable>> nullptr_callables() { return {}; }
+  /// One step through units a then b (graphed when callables are given, else eager) with loss sum(y^2):
+  /// returns the output, the input grad and the parameter grads. Grads are zeroed in place or unset.
+  std::vector<at::Tensor> two_unit_step(const std::vector<std::shared_ptr<GraphedCallable>>& callables,
+                                        const at::Tensor& input, bool zero_in_place) {
+    if (zero_in_place) {
+      for (const auto& p : parameters()) p.grad().zero_();
+    } else {
+      zero_grads();
+    }
+    const at::Tensor x = input.clone().requires_grad_();
+    const auto us = units();
+    at::Tensor y = callables.empty() ? us[0].forward({x})[0] : callables[0]->run({x})[0];
+    y = callables.empty() ? us[1].forward({y})[0] : callables[1]->run({y})[0];
+    const at::Tensor out = y.clone();
+    (y * y).sum().backward();
+    std::vector<at::Tensor> result{out, x.grad().clone()};
+    for (const auto& g : grads()) result.push_back(g);
+    return result;
+  }
   at::Device device_{at::kCUDA, 0};
   std::unique_ptr<SideStream> stream_;
   std::vector<at::Tensor> weights_, biases_;
@@ -78,19 +98,8 @@ TEST_F(GraphedCallablesCudaTest, ChainedUnitsMatchEagerBitwise) {
   EXPECT_TRUE(graphed[0]->state().has_backward);
   for (int step = 0; step < 3; ++step) {
     const at::Tensor input = at::randn({8, 32}, options());
-    const auto run = [&](bool use_graphs) {
-      zero_grads();
-      const at::Tensor x = input.clone().requires_grad_();
-      const auto us = units();
-      at::Tensor y = use_graphs ? graphed[0]->run({x})[0] : us[0].forward({x})[0];
-      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
-      const at::Tensor out = y.clone();
-      (y * y).sum().backward();
-      std::vector<at::Tensor> result{out, x.grad().clone()};
-      for (const auto& g : grads()) result.push_back(g);
-      return result;
-    };
-    expect_all_equal(run(true), run(false), "step " + std::to_string(step) + " output / input grad / param grads");
+    expect_all_equal(two_unit_step(graphed, input, false), two_unit_step(nullptr_callables(), input, false),
+                     "step " + std::to_string(step) + " output / input grad / param grads");
   }
 }
 
@@ -138,19 +147,8 @@ TEST_F(GraphedCallablesCudaTest, ChainedUnitsShareBuffersAndMatchEager) {
   EXPECT_EQ(graphed[0]->state().static_grad_outputs[0].data_ptr(), graphed[1]->state().static_grad_inputs[0].data_ptr());
   for (int step = 0; step < 3; ++step) {
     const at::Tensor input = at::randn({8, 32}, options());
-    const auto run = [&](bool use_graphs) {
-      for (const auto& p : parameters()) p.grad().zero_();
-      const at::Tensor x = input.clone().requires_grad_();
-      const auto us = units();
-      at::Tensor y = use_graphs ? graphed[0]->run({x})[0] : us[0].forward({x})[0];
-      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
-      const at::Tensor out = y.clone();
-      (y * y).sum().backward();
-      std::vector<at::Tensor> result{out, x.grad().clone()};
-      for (const auto& g : grads()) result.push_back(g);
-      return result;
-    };
-    expect_all_equal(run(true), run(false), "chained step " + std::to_string(step));
+    expect_all_equal(two_unit_step(graphed, input, true), two_unit_step(nullptr_callables(), input, true),
+                     "chained step " + std::to_string(step));
   }
 }
 
