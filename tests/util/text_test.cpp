@@ -35,5 +35,10 @@ TEST(TextTest, FormatNumberIsShortestExact) {
   EXPECT_EQ(format_number(-1.0), "-1");
 }
 
+TEST(TextTest, BracketedIntegers) {
+  EXPECT_EQ(bracketed({}), "[]");
+  EXPECT_EQ(bracketed({8, 128, -1}), "[8, 128, -1]");
+}
+
 }  // namespace
 }  // namespace graphed

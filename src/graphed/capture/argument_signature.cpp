@@ -4,17 +4,10 @@
 #include <sstream>
 
 #include "graphed/util/error.h"
+#include "graphed/util/text.h"
 
 namespace graphed::capture {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& sizes) {
-  std::ostringstream out;
-  out << "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
-  out << "]";
-  return out.str();
-}
 
 std::string argument_label(const ArgumentSignature& signature, std::size_t index) {
   const std::string position = "argument " + std::to_string(index);
@@ -39,7 +32,7 @@ ArgumentSignature signature_of(const std::string& unit, const std::string& name,
 
 std::string describe(const ArgumentSignature& signature) {
   std::ostringstream out;
-  out << shape_text(signature.sizes) << " " << c10::toString(signature.dtype) << " on " << signature.device.str()
+  out << bracketed(signature.sizes) << " " << c10::toString(signature.dtype) << " on " << signature.device.str()
       << (signature.requires_grad ? ", requires grad" : ", no grad");
   return out.str();
 }
@@ -58,7 +51,7 @@ void check_arguments(const std::string& unit, const std::vector<ArgumentSignatur
     if (!got.defined()) throw CaptureError(label + " is an undefined tensor; captured with " + describe(want), kFix);
     std::string what;
     if (!got.sizes().equals(want.sizes)) {
-      what = "shape " + shape_text(got.sizes().vec()) + ", captured with " + shape_text(want.sizes);
+      what = "shape " + bracketed(got.sizes().vec()) + ", captured with " + bracketed(want.sizes);
     } else if (got.scalar_type() != want.dtype) {
       what = std::string("dtype ") + c10::toString(got.scalar_type()) + ", captured with " + c10::toString(want.dtype);
     } else if (got.device() != want.device) {
@@ -74,7 +67,7 @@ void check_arguments(const std::string& unit, const std::vector<ArgumentSignatur
 std::string signature_key(const std::vector<ArgumentSignature>& signatures) {
   std::ostringstream out;
   for (const ArgumentSignature& s : signatures) {
-    out << shape_text(s.sizes) << ":" << static_cast<int>(s.dtype) << ":" << s.device.str() << ":" << s.requires_grad
+    out << bracketed(s.sizes) << ":" << static_cast<int>(s.dtype) << ":" << s.device.str() << ":" << s.requires_grad
         << ";";
   }
   return out.str();

@@ -20,15 +20,10 @@
 #include "graphed/capture/sample_buffer_plan.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
+#include "graphed/util/text.h"
 
 namespace graphed::capture {
 namespace {
-
-std::string join_order(const std::vector<int64_t>& order) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < order.size(); ++i) text += (i ? ", " : "") + std::to_string(order[i]);
-  return text + "]";
-}
 
 /// Walks the order: for +c the chunk's units ascending, for -c descending, each with its microbatch.
 void walk(const GraphedCallablesLayout& layout, const std::function<void(int64_t entry)>& forward,
@@ -108,13 +103,13 @@ GraphedCallablesLayout graphed_callables_layout(int64_t units, const std::vector
                           "(capture/schedule_order.h builds one)";
   int64_t chunks = 0;
   for (const int64_t value : layout.order) {
-    if (value == 0) throw CaptureError("order " + join_order(layout.order) + " contains 0", fix);
+    if (value == 0) throw CaptureError("order " + bracketed(layout.order) + " contains 0", fix);
     chunks = std::max(chunks, std::abs(value));
   }
   if (layers_per_chunk.empty()) {
     if (units % chunks != 0) {
       throw CaptureError(std::to_string(units) + " units cannot be split evenly over the " + std::to_string(chunks) +
-                             " chunks of order " + join_order(layout.order),
+                             " chunks of order " + bracketed(layout.order),
                          "pass layers_per_chunk");
     }
     layout.layers_per_chunk.assign(static_cast<std::size_t>(chunks), units / chunks);
@@ -130,7 +125,7 @@ GraphedCallablesLayout graphed_callables_layout(int64_t units, const std::vector
                        "give one count per chunk of the order, summing to the number of units");
   }
   if (layout.order.size() % static_cast<std::size_t>(2 * chunks) != 0) {
-    throw CaptureError("order " + join_order(layout.order) + " has " + std::to_string(layout.order.size()) +
+    throw CaptureError("order " + bracketed(layout.order) + " has " + std::to_string(layout.order.size()) +
                            " entries, not a multiple of 2 x " + std::to_string(chunks) + " chunks",
                        fix);
   }
@@ -139,12 +134,12 @@ GraphedCallablesLayout graphed_callables_layout(int64_t units, const std::vector
   for (const int64_t value : layout.order) {
     const auto c = static_cast<std::size_t>(std::abs(value) - 1);
     if (value > 0 && ++forwards[c] > layout.microbatches) {
-      throw CaptureError("order " + join_order(layout.order) + " runs chunk " + std::to_string(value) + " forward more than " +
+      throw CaptureError("order " + bracketed(layout.order) + " runs chunk " + std::to_string(value) + " forward more than " +
                              std::to_string(layout.microbatches) + " times",
                          fix);
     }
     if (value < 0 && ++backwards[c] > forwards[c]) {
-      throw CaptureError("order " + join_order(layout.order) + " runs a backward of chunk " + std::to_string(-value) +
+      throw CaptureError("order " + bracketed(layout.order) + " runs a backward of chunk " + std::to_string(-value) +
                              " before its forward",
                          fix);
     }

@@ -63,7 +63,7 @@ TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, in
     mlp_ = register_module("mlp", Mlp(mlp));
   }
   for (const LayerUnit unit : {LayerUnit::kAttention, LayerUnit::kMlp, LayerUnit::kMoeRouter, LayerUnit::kMoePreprocess}) {
-    if (has_unit(unit)) runners_[slot(unit)] = std::make_shared<capture::EagerUnitRunner>(this->unit(unit));
+    if (has_unit(unit)) use_eager_runner(unit);
   }
 }
 
@@ -209,6 +209,11 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
   const bool optional = which == LayerUnit::kWholeLayer || which == LayerUnit::kMoe;
   GRAPHED_INTERNAL_ASSERT(runner || optional, "the ", to_string(which), " unit always needs a runner");
   runners_[slot(which)] = std::move(runner);
+}
+
+void TransformerLayerImpl::use_eager_runner(LayerUnit which) {
+  const bool composed = which == LayerUnit::kWholeLayer || which == LayerUnit::kMoe;
+  set_runner(which, composed ? nullptr : std::make_shared<capture::EagerUnitRunner>(unit(which)));
 }
 
 }  // namespace graphed::model

@@ -46,6 +46,9 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// Routes a unit through a runner. For kWholeLayer and kMoe, a runner replaces the composition of
   /// the smaller units; nullptr restores it. The others always have a runner (eager by default).
   void set_runner(LayerUnit unit, std::shared_ptr<capture::UnitRunner> runner);
+  /// Puts the unit's default back: for kWholeLayer and kMoe the composition of the smaller units,
+  /// for the others an eager runner.
+  void use_eager_runner(LayerUnit unit);
 
  private:
   std::vector<at::Tensor> attention_unit(const at::Tensor& hidden);

@@ -79,13 +79,7 @@ LayerGraphHelper::LayerGraphHelper(model::GptModel model, config::CudaGraphConfi
 LayerGraphHelper::~LayerGraphHelper() = default;
 
 void LayerGraphHelper::install_eager_runners() {
-  for (Target& target : targets_) {
-    if (target.unit == LayerUnit::kWholeLayer || target.unit == LayerUnit::kMoe) {
-      target.layer->set_runner(target.unit, nullptr);
-    } else {
-      target.layer->set_runner(target.unit, std::make_shared<capture::EagerUnitRunner>(target.layer->unit(target.unit)));
-    }
-  }
+  for (Target& target : targets_) target.layer->use_eager_runner(target.unit);
 }
 
 int64_t LayerGraphHelper::graph_count() const {

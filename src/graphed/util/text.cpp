@@ -16,6 +16,13 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
   return out;
 }
 
+std::string bracketed(const std::vector<int64_t>& values) {
+  std::vector<std::string> parts;
+  parts.reserve(values.size());
+  for (const int64_t value : values) parts.push_back(std::to_string(value));
+  return "[" + join(parts, ", ") + "]";
+}
+
 std::vector<std::string> split(const std::string& text, char delimiter) {
   std::vector<std::string> pieces;
   std::size_t start = 0;

@@ -2,6 +2,7 @@
 // "did you mean" suggestions by edit distance. No torch, no I/O.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,9 @@ namespace graphed {
 
 /// Joins the parts with the separator: join({"a","b"}, ", ") == "a, b".
 std::string join(const std::vector<std::string>& parts, const std::string& separator);
+
+/// Integers in brackets: bracketed({8, 128, -1}) == "[8, 128, -1]" (shapes, pipeline orders).
+std::string bracketed(const std::vector<int64_t>& values);
 
 /// Splits on the delimiter, trimming spaces; empty pieces are dropped ("a,,b" -> {"a","b"}).
 std::vector<std::string> split(const std::string& text, char delimiter);
