@@ -68,8 +68,8 @@ class GraphedCallablesCudaTest : public ::testing::Test {
     }
     const at::Tensor x = input.clone().requires_grad_();
     const auto us = units();
-    at::Tensor y = callables.empty() ? us[0].forward({x})[0] : callables[0]->run({x})[0];
-    y = callables.empty() ? us[1].forward({y})[0] : callables[1]->run({y})[0];
+    at::Tensor y = callables.empty() ? us[0].forward({x})[0] : callables[0]->run({x}, 0)[0];
+    y = callables.empty() ? us[1].forward({y})[0] : callables[1]->run({y}, 0)[0];
     const at::Tensor out = y.clone();
     (y * y).sum().backward();
     std::vector<at::Tensor> result{out, x.grad().clone()};
@@ -95,7 +95,7 @@ TEST_F(GraphedCallablesCudaTest, ChainedUnitsMatchEagerBitwise) {
                                            {{at::randn({8, 32}, options()).requires_grad_()}, {}}};
   const auto graphed = make_graphed_callables(units(), samples, {});
   ASSERT_EQ(graphed.size(), 2u);
-  EXPECT_TRUE(graphed[0]->state().has_backward);
+  EXPECT_TRUE(graphed[0]->has_backward_graph());
   for (int step = 0; step < 3; ++step) {
     const at::Tensor input = at::randn({8, 32}, options());
     expect_all_equal(two_unit_step(graphed, input, false), two_unit_step(nullptr_callables(), input, false),
@@ -114,8 +114,8 @@ TEST_F(GraphedCallablesCudaTest, GradsAccumulateOverMicrobatchesWithoutAliasingG
     zero_grads();  // param.grad undefined: AccumulateGrad may adopt what backward hands it
     const auto us = units();
     for (const at::Tensor& input : inputs) {
-      at::Tensor y = use_graphs ? graphed[0]->run({input})[0] : us[0].forward({input})[0];
-      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
+      at::Tensor y = use_graphs ? graphed[0]->run({input}, 0)[0] : us[0].forward({input})[0];
+      y = use_graphs ? graphed[1]->run({y}, 0)[0] : us[1].forward({y})[0];
       y.sum().backward();
     }
     return grads();
@@ -125,7 +125,8 @@ TEST_F(GraphedCallablesCudaTest, GradsAccumulateOverMicrobatchesWithoutAliasingG
   expect_all_equal(with_graphs, eager, "accumulated grad");
   std::set<const void*> graph_memory;
   for (const auto& callable : graphed) {
-    for (const auto& g : callable->state().static_grad_inputs) {
+    for (std::size_t i = 0; i < 3; ++i) {  // the argument, then weight and bias
+      const at::Tensor& g = callable->static_grad_input(i);
       if (g.defined()) graph_memory.insert(g.data_ptr());
     }
   }
@@ -143,8 +144,8 @@ TEST_F(GraphedCallablesCudaTest, ChainedUnitsShareBuffersAndMatchEager) {
   const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
                                                         {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
                                               graph_options);
-  EXPECT_EQ(graphed[1]->state().static_inputs[0].data_ptr(), graphed[0]->state().static_outputs[0].data_ptr());
-  EXPECT_EQ(graphed[0]->state().static_grad_outputs[0].data_ptr(), graphed[1]->state().static_grad_inputs[0].data_ptr());
+  EXPECT_EQ(graphed[1]->static_input(0).data_ptr(), graphed[0]->static_output(0).data_ptr());
+  EXPECT_EQ(graphed[0]->static_grad_output(0).data_ptr(), graphed[1]->static_grad_input(0).data_ptr());
   for (int step = 0; step < 3; ++step) {
     const at::Tensor input = at::randn({8, 32}, options());
     expect_all_equal(two_unit_step(graphed, input, true), two_unit_step(nullptr_callables(), input, true),
@@ -170,8 +171,8 @@ TEST_F(GraphedCallablesCudaTest, InGraphAccumulationEqualsEagerAndGuardsTheGradA
     std::vector<at::Tensor> input_grads;
     for (const at::Tensor& input : inputs) {
       const at::Tensor x = input.detach().requires_grad_();
-      at::Tensor y = use_graphs ? graphed[0]->run({x})[0] : us[0].forward({x})[0];
-      y = use_graphs ? graphed[1]->run({y})[0] : us[1].forward({y})[0];
+      at::Tensor y = use_graphs ? graphed[0]->run({x}, 0)[0] : us[0].forward({x})[0];
+      y = use_graphs ? graphed[1]->run({y}, 0)[0] : us[1].forward({y})[0];
       (y * y).sum().backward();
       input_grads.push_back(x.grad().clone());
     }
@@ -183,7 +184,7 @@ TEST_F(GraphedCallablesCudaTest, InGraphAccumulationEqualsEagerAndGuardsTheGradA
   expect_all_equal(accumulate(true), eager, "param grads, then input grads");
   for (std::size_t i = 0; i < addresses.size(); ++i) EXPECT_EQ(parameters()[i].grad().data_ptr(), addresses[i]);
   weights_[1].mutable_grad() = at::zeros_like(weights_[1]);  // replaced: the graph would write the old one
-  const at::Tensor y = graphed[1]->run({graphed[0]->run({inputs[0]})[0]})[0];
+  const at::Tensor y = graphed[1]->run({graphed[0]->run({inputs[0]}, 0)[0]}, 0)[0];
   std::string message = "(no error)";
   try {
     y.sum().backward();
@@ -205,7 +206,7 @@ TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReuses
   const auto graphed = make_graphed_callables(units(), samples, graph_options);
   ASSERT_EQ(graphed.size(), 6u);  // entry = microbatch x 2 + unit
   std::set<const void*> first_unit_inputs;
-  for (int mb = 0; mb < 3; ++mb) first_unit_inputs.insert(graphed[static_cast<std::size_t>(2 * mb)]->state().static_inputs[0].data_ptr());
+  for (int mb = 0; mb < 3; ++mb) first_unit_inputs.insert(graphed[static_cast<std::size_t>(2 * mb)]->static_input(0).data_ptr());
   EXPECT_EQ(first_unit_inputs.size(), 2u) << "microbatch 2 reuses microbatch 0's buffers (freed by B0)";
   const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()), at::randn({8, 32}, options()),
                                        at::randn({8, 32}, options())};
@@ -215,9 +216,9 @@ TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReuses
     std::vector<at::Tensor> x(3), loss(3), result;
     const auto forward = [&](int mb) {
       x[static_cast<std::size_t>(mb)] = inputs[static_cast<std::size_t>(mb)].clone().requires_grad_();
-      at::Tensor y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb)]->run({x[static_cast<std::size_t>(mb)]})[0]
+      at::Tensor y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb)]->run({x[static_cast<std::size_t>(mb)]}, 0)[0]
                                 : us[0].forward({x[static_cast<std::size_t>(mb)]})[0];
-      y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb + 1)]->run({y})[0] : us[1].forward({y})[0];
+      y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb + 1)]->run({y}, 0)[0] : us[1].forward({y})[0];
       loss[static_cast<std::size_t>(mb)] = (y * y).sum();
     };
     const auto backward = [&](int mb) {
@@ -243,13 +244,13 @@ TEST_F(GraphedCallablesCudaTest, MismatchedArgumentsAreNamed) {
       "; fix: call a graphed unit with tensors of exactly the shapes, dtypes, devices and requires-grad flags it was "
       "captured with (a graph replays fixed kernels on fixed buffers), or delete the graphs and capture again for "
       "the new shapes";
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({4, 32}, options()).requires_grad_()}); }),
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({4, 32}, options()).requires_grad_()}, 0); }),
             "unit a (microbatch 0): argument 'x' (argument 0) has shape [4, 32], captured with [8, 32]" + fix);
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options().dtype(at::kHalf)).requires_grad_()}); }),
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options().dtype(at::kHalf)).requires_grad_()}, 0); }),
             "unit a (microbatch 0): argument 'x' (argument 0) has dtype Half, captured with Float" + fix);
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options())}); }),
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options())}, 0); }),
             "unit a (microbatch 0): argument 'x' (argument 0) has requires_grad false, captured with true" + fix);
-  EXPECT_EQ(error_text([&] { graphed[0]->run({}); }), "unit a (microbatch 0) was called with 0 arguments but was captured with 1" + fix);
+  EXPECT_EQ(error_text([&] { graphed[0]->run({}, 0); }), "unit a (microbatch 0) was called with 0 arguments but was captured with 1" + fix);
 }
 
 TEST_F(GraphedCallablesCudaTest, UnusedInputsAreNamedUnlessAllowedAndUnusedParametersDropped) {
@@ -270,11 +271,11 @@ TEST_F(GraphedCallablesCudaTest, UnusedInputsAreNamedUnlessAllowedAndUnusedParam
   GraphedCallablesOptions allow;
   allow.allow_unused_input = true;
   const auto graphed = make_graphed_callables({unit}, sample(), allow);
-  EXPECT_EQ(graphed[0]->state().parameters.size(), 1u) << "the unused parameter is dropped";
+  EXPECT_EQ(graphed[0]->parameter_count(), 1) << "the unused parameter is dropped";
   zero_grads();
   const at::Tensor x = at::randn({8, 32}, options()).requires_grad_();
   const at::Tensor y = at::randn({8, 32}, options()).requires_grad_();
-  graphed[0]->run({x, y})[0].sum().backward();
+  graphed[0]->run({x, y}, 0)[0].sum().backward();
   EXPECT_TRUE(x.grad().defined());
   EXPECT_FALSE(y.grad().defined());
   EXPECT_FALSE(unused_weight.grad().defined());
@@ -298,7 +299,7 @@ TEST_F(GraphedCallablesCudaTest, KeywordArgumentsAreStaticInputsToo) {
   EXPECT_EQ(error_text([&] { graphed[0]->call({{x}, {{"factor", scale}}}); }),
             "unit scaled (microbatch 0) was called with keyword arguments {factor} but was captured with {scale}; fix: "
             "pass exactly the keyword arguments of the capture");
-  EXPECT_EQ(error_text([&] { graphed[0]->run({x}); }),
+  EXPECT_EQ(error_text([&] { graphed[0]->run({x}, 0); }),
             "unit scaled (microbatch 0) was captured with keyword arguments but called with positional ones only; fix: "
             "call it through GraphedCallable::call with the same keyword arguments");
 }
@@ -310,8 +311,8 @@ TEST_F(GraphedCallablesCudaTest, DropoutMasksDifferPerReplayOnTheDefaultStream) 
   unit.forward = [](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{at::dropout(in.at(0), 0.5, true)}; };
   const auto graphed = make_graphed_callables({unit}, {{{at::ones({4096}, options()).requires_grad_()}, {}}}, {});
   const at::Tensor x = at::ones({4096}, options()).requires_grad_();
-  const at::Tensor first = graphed[0]->run({x})[0].clone();
-  const at::Tensor second = graphed[0]->run({x})[0].clone();
+  const at::Tensor first = graphed[0]->run({x}, 0)[0].clone();
+  const at::Tensor second = graphed[0]->run({x}, 0)[0].clone();
   EXPECT_FALSE(at::equal(first, second)) << "the same mask twice";
   const double kept = (first != 0).to(at::kFloat).mean().item<double>();
   EXPECT_GT(kept, 0.4);
@@ -321,10 +322,10 @@ TEST_F(GraphedCallablesCudaTest, DropoutMasksDifferPerReplayOnTheDefaultStream) 
 TEST_F(GraphedCallablesCudaTest, ResetGraphsRefuseCalls) {
   SideStream::Use use(*stream_);
   const auto graphed = make_graphed_callables({units()[0]}, {{{at::randn({8, 32}, options()).requires_grad_()}, {}}}, {});
-  const at::Tensor pending = graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()})[0].sum();
+  const at::Tensor pending = graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}, 0)[0].sum();
   graphed[0]->reset();
   EXPECT_FALSE(graphed[0]->is_captured());
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}); }),
+  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}, 0); }),
             "the graphs of unit a (microbatch 0) were deleted (reset) before this call; fix: capture again "
             "(make_graphed_callables) before calling it, and finish every backward pass before deleting the graphs");
   std::string message = "(no error)";

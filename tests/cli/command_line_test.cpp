@@ -36,7 +36,7 @@ TEST(CommandLineTest, MegatronFlagsSetTheSettings) {
   EXPECT_EQ(cl.settings.model.num_layers, 4);
   EXPECT_EQ(cl.settings.model.hidden_size, 256);
   EXPECT_TRUE(cl.settings.model.swiglu);
-  EXPECT_EQ(cl.settings.model.normalization, "RMSNorm");
+  EXPECT_EQ(cl.settings.model.normalization, config::Normalization::kRmsNorm);
   EXPECT_DOUBLE_EQ(cl.settings.train.lr, 6e-4);
   EXPECT_EQ(cl.settings.model.num_experts, 8);
   EXPECT_EQ(cl.settings.model.moe_expert_capacity_factor, 1.0);

@@ -34,7 +34,7 @@ TEST(PresetsTest, TinyIsTwoLayersOf128) {
   EXPECT_EQ(c.train.micro_batch_size, 1);
   EXPECT_EQ(c.model.vocab_size, 1024);
   EXPECT_EQ(c.model.ffn_hidden_size, 512);
-  EXPECT_EQ(c.model.normalization, "LayerNorm");
+  EXPECT_EQ(c.model.normalization, Normalization::kLayerNorm);
   EXPECT_FALSE(c.model.untie_embeddings_and_output_weights);
   EXPECT_EQ(c.model.attention_dropout, 0.0);
   EXPECT_EQ(c.model.hidden_dropout, 0.0);
@@ -73,8 +73,8 @@ TEST(PresetsTest, Llama1bIsLlamaStyle) {
   EXPECT_EQ(c.model.num_query_groups, 8);
   EXPECT_EQ(c.model.ffn_hidden_size, 8192);
   EXPECT_TRUE(c.model.swiglu);
-  EXPECT_EQ(c.model.normalization, "RMSNorm");
-  EXPECT_EQ(c.model.position_embedding_type, "rope");
+  EXPECT_EQ(c.model.normalization, Normalization::kRmsNorm);
+  EXPECT_EQ(c.model.position_embedding_type, PositionEmbedding::kRope);
   EXPECT_FALSE(c.model.add_bias_linear);
   EXPECT_TRUE(c.model.untie_embeddings_and_output_weights);
   EXPECT_EQ(c.model.seq_length, 2048);

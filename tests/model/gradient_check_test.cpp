@@ -138,7 +138,7 @@ TEST_F(GradientCheckTest, GptLossDenseAndMoe) {
     gpt->to(at::kDouble);
     const at::Tensor tokens = at::randint(11, {2, 4}, at::kLong);
     const at::Tensor labels = at::randint(11, {2, 4}, at::kLong);
-    check_gradients([&] { return gpt->forward(tokens, labels).loss; }, gpt->parameters(), moe ? "GPT with MoE" : "GPT");
+    check_gradients([&] { return gpt->forward(tokens, labels, 0).loss; }, gpt->parameters(), moe ? "GPT with MoE" : "GPT");
   }
 }
 

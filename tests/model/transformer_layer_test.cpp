@@ -14,7 +14,7 @@ namespace {
 class CountingRunner : public capture::UnitRunner {
  public:
   explicit CountingRunner(capture::GraphableUnit unit) : unit_(std::move(unit)) {}
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) override {
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs, int64_t /*microbatch*/) override {
     ++calls;
     return unit_.forward(inputs);
   }
@@ -40,7 +40,7 @@ TEST(TransformerLayerTest, UnitsComposeToTheWholeLayer) {
     for (int64_t layer_index = 0; layer_index < 2; ++layer_index) {
       TransformerLayer layer(config.model, layer_index + 1, config.moe_layers[static_cast<std::size_t>(layer_index)]);
       const at::Tensor x = at::randn({2, 8, 16});
-      const auto composed = layer->forward(x);
+      const auto composed = layer->forward(x, 0);
       const auto whole = layer->unit(LayerUnit::kWholeLayer).forward({x});
       EXPECT_TRUE(at::equal(composed.first, whole[0])) << "layer " << layer_index << " padded " << padded;
       if (composed.second.defined()) {
@@ -60,7 +60,7 @@ TEST(TransformerLayerTest, RunnersAreCalledAndCanBeSwapped) {
   EXPECT_TRUE(layer->is_moe());
   EXPECT_FALSE(layer->has_unit(LayerUnit::kMlp));
   const at::Tensor x = at::randn({2, 8, 16});
-  const auto reference = layer->forward(x);
+  const auto reference = layer->forward(x, 0);
 
   auto attention = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kAttention));
   auto router = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kMoeRouter));
@@ -68,24 +68,24 @@ TEST(TransformerLayerTest, RunnersAreCalledAndCanBeSwapped) {
   layer->set_runner(LayerUnit::kAttention, attention);
   layer->set_runner(LayerUnit::kMoeRouter, router);
   layer->set_runner(LayerUnit::kMoePreprocess, preprocess);
-  const auto partial = layer->forward(x);
+  const auto partial = layer->forward(x, 0);
   EXPECT_EQ(attention->calls, 1);
   EXPECT_EQ(router->calls, 1);
   EXPECT_EQ(preprocess->calls, 1);
   EXPECT_TRUE(at::equal(partial.first, reference.first));
   EXPECT_EQ(router->unit().name, "layers.1.moe_router");
-  EXPECT_EQ(router->run({x}).size(), 5u) << "tokens, weights, indices, aux loss, shared expert";
+  EXPECT_EQ(router->run({x}, 0).size(), 5u) << "tokens, weights, indices, aux loss, shared expert";
 
   auto moe = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kMoe));
   layer->set_runner(LayerUnit::kMoe, moe);
-  const auto whole_moe = layer->forward(x);
+  const auto whole_moe = layer->forward(x, 0);
   EXPECT_EQ(moe->calls, 1);
   EXPECT_EQ(router->calls, 2) << "a kMoe runner replaces the router/preprocess composition";
   EXPECT_TRUE(at::equal(whole_moe.first, reference.first));
 
   auto whole = std::make_shared<CountingRunner>(layer->unit(LayerUnit::kWholeLayer));
   layer->set_runner(LayerUnit::kWholeLayer, whole);
-  EXPECT_TRUE(at::equal(layer->forward(x).first, reference.first));
+  EXPECT_TRUE(at::equal(layer->forward(x, 0).first, reference.first));
   EXPECT_EQ(whole->calls, 1);
   EXPECT_EQ(attention->calls, 2) << "the whole-layer unit calls the parts directly, not their runners";
 }
@@ -107,7 +107,7 @@ TEST(GptModelTest, TiedAndUntiedOutputLayer) {
   EXPECT_EQ(a->named_parameters().find("output_weight"), nullptr);
   EXPECT_NE(b->named_parameters().find("output_weight"), nullptr);
   const at::Tensor tokens = at::randint(1024, {2, 8}, at::kLong);
-  const auto out = a->forward(tokens, tokens);
+  const auto out = a->forward(tokens, tokens, 0);
   EXPECT_NEAR(out.lm_loss.item<double>(), std::log(1024.0), 0.5) << "an untrained model is near uniform";
   EXPECT_EQ(a->generate({1, 2, 3}, 5).size(), 8u);
 }

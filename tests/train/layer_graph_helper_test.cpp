@@ -1,8 +1,7 @@
-// tests/train/layer_graph_helper_test.cpp — how --cuda-graph-modules routes to the units a layer
-// graphs under --cuda-graph-impl transformer_engine (research megatron-cudagraphs.md §1.11), how many
-// units a model gets, and that the helper's PP = 1 schedule needs one sample buffer set per unit
-// whatever the number of captured microbatches. The capture itself runs on the GPU
-// (layer_graphs_cuda_test.cpp); the CPU trainer refuses the impl with a clear error.
+// tests/train/layer_graph_helper_test.cpp — how many units the transformer_engine helper graphs for a
+// model, and that its PP = 1 schedule needs one sample buffer set per unit whatever the number of
+// captured microbatches. The capture itself runs on the GPU (layer_graphs_cuda_test.cpp); the CPU
+// trainer refuses the impl with a clear error. Unit selection: graph_targets_test.cpp.
 #include "graphed/train/layer_graph_helper.h"
 
 #include <gtest/gtest.h>
@@ -26,61 +25,25 @@ config::CudaGraphConfig modules(std::vector<CudaGraphModule> selected) {
   return config;
 }
 
-TEST(LayerGraphRoutingTest, ModulesSelectUnitsPerLayerKind) {
-  using M = CudaGraphModule;
-  using U = LayerUnit;
-  const auto dense = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), false); };
-  const auto moe = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), true); };
-  EXPECT_EQ(dense({}), (std::vector<U>{U::kWholeLayer}));
-  EXPECT_EQ(moe({}), (std::vector<U>{U::kWholeLayer}));
-  EXPECT_EQ(dense({M::kAttn}), (std::vector<U>{U::kAttention}));
-  EXPECT_EQ(dense({M::kMlp}), (std::vector<U>{U::kMlp}));
-  EXPECT_EQ(dense({M::kAttn, M::kMlp}), (std::vector<U>{U::kAttention, U::kMlp}));
-  EXPECT_EQ(moe({M::kAttn}), (std::vector<U>{U::kAttention}));
-  EXPECT_EQ(moe({M::kAttn, M::kMoe}), (std::vector<U>{U::kAttention, U::kMoe}));
-  EXPECT_EQ(moe({M::kMoeRouter}), (std::vector<U>{U::kMoeRouter}));
-  EXPECT_EQ(moe({M::kAttn, M::kMoeRouter, M::kMoePreprocess}),
-            (std::vector<U>{U::kAttention, U::kMoeRouter, U::kMoePreprocess}));
-  // Parts a layer lacks are skipped: MoE modules on a dense layer, mlp on an MoE layer.
-  EXPECT_TRUE(dense({M::kMoeRouter, M::kMoePreprocess}).empty());
-  EXPECT_EQ(dense({M::kAttn, M::kMoe}), (std::vector<U>{U::kAttention}));
-  EXPECT_TRUE(moe({M::kMlp}).empty());
-}
-
-TEST(LayerGraphRoutingTest, ChainsOnlyWhereAUnitFeedsTheNext) {
-  using U = LayerUnit;
-  // Whole layers chain layer to layer.
-  EXPECT_EQ(chained_layer_units({{0, U::kWholeLayer}, {1, U::kWholeLayer}, {2, U::kWholeLayer}}),
-            (std::vector<bool>{false, true, true}));
-  // attn + mlp: attention feeds the MLP, the MLP ends the layer and feeds the next attention.
-  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {0, U::kMlp}, {1, U::kAttention}, {1, U::kMlp}}),
-            (std::vector<bool>{false, true, true, true}));
-  // attn only: the eager MLP sits between two attention units; mlp only: eager attention between.
-  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {1, U::kAttention}}), (std::vector<bool>{false, false}));
-  EXPECT_EQ(chained_layer_units({{0, U::kMlp}, {1, U::kMlp}}), (std::vector<bool>{false, false}));
-  // MoE: attention feeds moe or the router; the router's outputs are not the preprocess inputs'
-  // first tensor, and the preprocess plan does not end the layer.
-  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {0, U::kMoe}, {1, U::kAttention}, {1, U::kMoe}}),
-            (std::vector<bool>{false, true, true, true}));
-  EXPECT_EQ(chained_layer_units({{0, U::kAttention}, {0, U::kMoeRouter}, {0, U::kMoePreprocess}, {1, U::kAttention}}),
-            (std::vector<bool>{false, true, false, false}));
-  // A layer without graphed units breaks the chain.
-  EXPECT_EQ(chained_layer_units({{0, U::kWholeLayer}, {2, U::kWholeLayer}}), (std::vector<bool>{false, false}));
-}
-
 TEST(LayerGraphRoutingTest, HelperCountsUnitsOverMixedLayers) {
-  // Four layers, MoE every second one (--moe-layer-freq 2: layers 1 and 3 are MoE).
+  // Four layers, MoE every second one (--moe-layer-freq 2: layers 1 and 3 are MoE), plus the two stage
+  // units (embedding, loss) unless they are turned off.
   const config::RunConfig run = graphed::testing::run_config(
       {{"num_layers", 4}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 16}, {"vocab_size", 64},
        {"num_experts", 4}, {"moe_layer_freq", "2"}, {"moe_expert_capacity_factor", 1.0},
        {"moe_pad_expert_input_to_capacity", true}});
   model::GptModel model(run.model, run.moe_layers);
   using M = CudaGraphModule;
-  EXPECT_EQ(LayerGraphHelper(model, modules({}), {}).unit_count(), 4);
-  EXPECT_EQ(LayerGraphHelper(model, modules({M::kAttn}), {}).unit_count(), 4);
-  EXPECT_EQ(LayerGraphHelper(model, modules({M::kAttn, M::kMlp}), {}).unit_count(), 6);            // 4 attn + 2 dense MLPs
-  EXPECT_EQ(LayerGraphHelper(model, modules({M::kMoeRouter, M::kMoePreprocess}), {}).unit_count(), 4);  // 2 MoE x 2
-  EXPECT_EQ(LayerGraphHelper(model, modules({M::kAttn, M::kMoe}), {}).unit_count(), 6);
+  const auto without_stages = [](config::CudaGraphConfig config) {
+    config.stage_units = false;
+    return config;
+  };
+  EXPECT_EQ(LayerGraphHelper(model, modules({}), {}).unit_count(), 2 + 4);
+  EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({})), {}).unit_count(), 4);
+  EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({M::kAttn})), {}).unit_count(), 4);
+  EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({M::kAttn, M::kMlp})), {}).unit_count(), 6);  // 4 attn + 2 dense MLPs
+  EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({M::kMoeRouter, M::kMoePreprocess})), {}).unit_count(), 4);
+  EXPECT_EQ(LayerGraphHelper(model, modules({M::kAttn, M::kMoe}), {}).unit_count(), 2 + 6);
   EXPECT_FALSE(LayerGraphHelper(model, modules({M::kAttn}), {}).is_captured());
 }
 

@@ -12,6 +12,7 @@
 
 #include "graphed/config/presets.h"
 #include "graphed/train/trainer.h"
+#include "graphed/train/transformer_engine_runner.h"
 #include "train/train_run_for_test.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
@@ -29,9 +30,9 @@ TrainRun train(const config::RunConfig& config, int steps) {
                   at::Device(at::kCUDA, 0));
   TrainRun run;
   for (int it = 0; it < steps; ++it) run.losses.push_back(trainer.train_step(it).loss.item<double>());
-  if (trainer.layer_graphs()) {
-    EXPECT_TRUE(trainer.layer_graphs()->is_captured());
-    run.graphs = trainer.layer_graphs()->graph_count();
+  if (config.cuda_graph.impl != config::CudaGraphImpl::kNone) {
+    EXPECT_TRUE(trainer.runner().capture_report().has_value());
+    run.graphs = trainer.runner().graph_count();
   }
   run.evaluation = trainer.evaluate(0);
   for (const auto& p : trainer.model()->parameters()) run.parameters.push_back(p.detach().clone());
@@ -93,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 /// One forward/backward of every microbatch of a step, grads returned (scaled as the trainer does).
-std::vector<at::Tensor> step_grads(model::GptModel& model, const std::vector<Batch>& batches, LayerGraphHelper* helper) {
+std::vector<at::Tensor> step_grads(model::GptModel& model, const std::vector<Batch>& batches) {
   for (const auto& p : model->parameters()) {  // zeroed in place, as the trainer's optimizer does
     if (p.grad().defined()) {
       p.mutable_grad().zero_();
@@ -102,9 +103,8 @@ std::vector<at::Tensor> step_grads(model::GptModel& model, const std::vector<Bat
     }
   }
   for (std::size_t m = 0; m < batches.size(); ++m) {
-    if (helper) helper->set_microbatch(static_cast<int64_t>(m));
     compat::AutocastScope autocast(true);
-    (model->forward(batches[m].tokens, batches[m].labels).loss * 0.5).backward();
+    (model->forward(batches[m].tokens, batches[m].labels, static_cast<int64_t>(m)).loss * 0.5).backward();
   }
   std::vector<at::Tensor> grads;
   for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
@@ -145,15 +145,15 @@ TEST(LayerGraphSlotsCudaTest, OneGraphSetPerMicrobatchSlotEqualsEager) {
   helper.capture(
       [&] {
         compat::AutocastScope autocast(true);
-        graphed->forward(first[0].tokens, first[0].labels);
+        graphed->forward(first[0].tokens, first[0].labels, 0);
       },
       device);
-  ASSERT_EQ(helper.callables().size(), 2u * 8u) << "2 slots x (4 layers x attention + MLP)";
-  EXPECT_NE(helper.callables()[0]->state().forward_graph.is_captured(), false);
+  ASSERT_EQ(helper.callables().size(), 2u * 10u) << "2 slots x (embedding, 4 layers x attention + MLP, loss)";
+  EXPECT_TRUE(helper.callables()[0]->is_captured());
   for (int64_t step = 0; step < 3; ++step) {
     const auto b = batches(step);
-    const auto expected = step_grads(eager, b, nullptr);
-    const auto got = step_grads(graphed, b, &helper);
+    const auto expected = step_grads(eager, b);
+    const auto got = step_grads(graphed, b);
     for (std::size_t i = 0; i < expected.size(); ++i) {
       EXPECT_TRUE(at::equal(got[i], expected[i])) << "step " << step << " parameter " << i;
     }
@@ -180,17 +180,17 @@ TEST(LayerGraphsCudaErrorTest, CallWithOtherShapeNamesUnitAndArgument) {
                                                           {"cuda_graph_modules", {"attn"}}, {"cuda_graph_warmup_steps", 1}});
   Trainer trainer(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCUDA, 0));
   for (int it = 0; it < 2; ++it) trainer.train_step(it);
-  ASSERT_TRUE(trainer.layer_graphs()->is_captured());
+  ASSERT_TRUE(trainer.runner().capture_report().has_value());
   const at::Tensor tokens = at::zeros({2, 64}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
   std::string message = "(no error)";
   try {
     compat::AutocastScope autocast(true);
-    trainer.model()->forward(tokens, tokens);
+    trainer.model()->forward(tokens, tokens, 0);
   } catch (const CaptureError& error) {
     message = error.what();
   }
-  EXPECT_EQ(message.rfind("unit layers.0.attention (microbatch 0): argument 'hidden' (argument 0) has shape [2, 64, 128], "
-                          "captured with [1, 64, 128]", 0), 0u) << message;
+  EXPECT_EQ(message.rfind("unit embedding (microbatch 0): argument 'tokens' (argument 0) has shape [2, 64], captured with "
+                          "[1, 64]", 0), 0u) << message;
 }
 
 TEST(LayerGraphsCudaDeleteTest, DeleteThenRecaptureKeepsEagerLosses) {
@@ -201,13 +201,13 @@ TEST(LayerGraphsCudaDeleteTest, DeleteThenRecaptureKeepsEagerLosses) {
   Trainer graphed(graphed_config, TokenDataset::open(graphed_config.train, graphed_config.model, "", 0), at::Device(at::kCUDA, 0));
   for (int it = 0; it < 20; ++it) {
     if (it == 10) {
-      ASSERT_TRUE(graphed.layer_graphs()->is_captured());
+      ASSERT_GT(graphed.runner().graph_count(), 0);
       graphed.delete_cuda_graphs();
-      EXPECT_FALSE(graphed.layer_graphs()->is_captured());
+      EXPECT_EQ(graphed.runner().graph_count(), 0);
     }
     EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>()) << "iteration " << it;
   }
-  EXPECT_TRUE(graphed.layer_graphs()->is_captured()) << "captured again after the delete";
+  EXPECT_GT(graphed.runner().graph_count(), 0) << "captured again after the delete";
 }
 
 }  // namespace

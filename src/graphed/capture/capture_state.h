@@ -1,7 +1,9 @@
 // capture/capture_state.h — the only process-wide mutable state graphed has (STYLE.md rule 13):
 // whether a CUDA graph is being captured and whether a graph's warmup is running. Set only by the
-// RAII scopes below; read by code that must behave differently inside a capture (no host syncs,
-// no logging, no new allocations outside the graph pool).
+// RAII scopes below (CudaGraph::capture, the engines' warmup passes, FullIterationGraph's eager
+// calls). Read by code that must behave differently there: a local CudaGraphManager runs its unit as
+// it is inside another capture or warmup (recording and replaying nothing), and the dropless MoE
+// refuses its host sync inside a capture with a clear error.
 #pragma once
 
 namespace graphed::capture {

@@ -27,6 +27,9 @@ void reset_peak_memory(const at::Device& device);
 int64_t allocated_memory_bytes(const at::Device& device);
 /// Bytes the caching allocator holds from the device, in use or cached (0 on the CPU).
 int64_t reserved_memory_bytes(const at::Device& device);
+/// Bytes in use on the whole device (cudaMemGetInfo: total - free), the allocator's and everything
+/// else's, such as instantiated graphs (0 on the CPU).
+int64_t device_memory_used_bytes(const at::Device& device);
 /// Returns cached, unused blocks to the device.
 void empty_cache(const at::Device& device);
 /// Whether the current stream of a CUDA device is its default (legacy) stream; false on the CPU.

@@ -6,7 +6,9 @@
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/cuda.h>
 
 #include <chrono>
@@ -79,6 +81,14 @@ int64_t reserved_memory_bytes(const at::Device& device) {
   if (!device.is_cuda()) return 0;
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
   return stats.reserved_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+}
+
+int64_t device_memory_used_bytes(const at::Device& device) {
+  if (!device.is_cuda()) return 0;
+  const c10::cuda::CUDAGuard guard(device.index() < 0 ? 0 : device.index());
+  std::size_t free = 0, total = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<int64_t>(total - free);
 }
 
 void empty_cache(const at::Device& device) {

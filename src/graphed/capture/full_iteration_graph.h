@@ -32,8 +32,9 @@ class FullIterationGraph {
   /// Throws CaptureError when the capture fails.
   std::vector<at::Tensor> run(const CudaGraph::Region& region);
   /// Drops the graph and its outputs and restarts the count: the region is warmed up and captured again,
-  /// into a new pool (LibTorch cannot reuse a pool whose graphs are all gone).
-  void reset();
+  /// into a new pool (LibTorch cannot reuse a pool whose graphs are all gone): `pool` when it is a
+  /// shared one (the caller's new pool for several graphs), else one of its own.
+  void reset(GraphPool pool = GraphPool());
 
   int64_t calls() const { return calls_; }
   bool is_captured() const { return graph_.is_captured(); }
@@ -41,6 +42,8 @@ class FullIterationGraph {
   double capture_seconds() const { return capture_seconds_; }
   /// Device memory the capture reserved (the pool's growth), in bytes.
   int64_t pool_bytes() const { return pool_bytes_; }
+  /// Device memory the capture took outside the caching allocator (the graph itself), in bytes.
+  int64_t graph_bytes() const { return graph_bytes_; }
 
  private:
   FullIterationGraphOptions options_;
@@ -51,6 +54,7 @@ class FullIterationGraph {
   int64_t calls_ = 0;
   double capture_seconds_ = 0;
   int64_t pool_bytes_ = 0;
+  int64_t graph_bytes_ = 0;
 };
 
 }  // namespace graphed::capture

@@ -39,8 +39,9 @@ struct GraphedCallablesOptions {
   bool clone_parameter_grads = true;
   /// Accumulate parameter grads inside the backward graph, into each param.grad, which must exist at
   /// capture and keep its address (zero it in place; never set it to none). Saves the clone and the
-  /// eager accumulation per parameter and call; TransformerEngine captures accumulation likewise
-  /// (autograd.backward in the capture). Input grads still go to autograd.
+  /// eager accumulation per parameter and call; TransformerEngine captures accumulation likewise.
+  /// A parameter several units share (tied embeddings) still goes through autograd, which sums its
+  /// grads before adding them, as eager does. Input grads always go to autograd.
   bool accumulate_parameter_grads = false;
   /// Per unit (empty: none): argument 0 of unit u is, in every call, output 0 of unit u - 1 of the same
   /// chunk and microbatch. Its static buffer is then that output, so the call copies nothing, and unit

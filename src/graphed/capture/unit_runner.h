@@ -1,7 +1,7 @@
 // capture/unit_runner.h — how a model calls one of its graphable units: through a UnitRunner, which
-// is eager here and, in the capture issues, a local CudaGraphManager or an ahead-of-time graphed
-// callable. The model never knows which. A unit is any function over tensors plus the parameters
-// it reads; nothing here knows about transformers.
+// is eager (below), a local CudaGraphManager (capture/cuda_graph_manager.h) or ahead-of-time graphed
+// callables (capture/graphed_callable.h). The model never knows which. A unit is any function over
+// tensors plus the parameters it reads; nothing here knows about transformers.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -26,12 +26,14 @@ struct GraphableUnit {
 };
 
 /// Runs a unit. Implementations: EagerUnitRunner (below), GraphedCallable and MicrobatchRunner
-/// (capture/graphed_callable.h).
+/// (capture/graphed_callable.h), CudaGraphManager (capture/cuda_graph_manager.h).
 class UnitRunner {
  public:
   virtual ~UnitRunner() = default;
-  /// Runs the unit on these inputs and returns its outputs.
-  virtual std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) = 0;
+  /// Runs the unit on these inputs and returns its outputs. microbatch: which microbatch of the
+  /// iteration this call belongs to (0-based); runners with one graph set per microbatch slot pick
+  /// theirs by it, the others ignore it.
+  virtual std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs, int64_t microbatch) = 0;
   /// The unit this runner runs.
   virtual const GraphableUnit& unit() const = 0;
 };
@@ -40,7 +42,9 @@ class UnitRunner {
 class EagerUnitRunner final : public UnitRunner {
  public:
   explicit EagerUnitRunner(GraphableUnit unit) : unit_(std::move(unit)) {}
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) override { return unit_.forward(inputs); }
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs, int64_t /*microbatch*/) override {
+    return unit_.forward(inputs);
+  }
   const GraphableUnit& unit() const override { return unit_; }
 
  private:

@@ -21,15 +21,18 @@ namespace {
 
 struct Row {
   std::string impl;
-  double ms_per_iteration = 0;
-  double host_ms_per_iteration = 0;  ///< time to enqueue one iteration, without waiting for the GPU
-  int64_t ops_per_iteration = 0;     ///< ATen operators dispatched by one iteration
-  double tokens_per_second = 0;
+  double ms_per_iteration = 0;            ///< median of synchronized iterations (CUDA events)
+  double host_ms_per_iteration = 0;       ///< time to enqueue one iteration, without waiting for the GPU
+  double pipelined_ms_per_iteration = 0;  ///< iterations back to back, no synchronization between them
+  int64_t ops_per_iteration = 0;          ///< ATen operators dispatched by one iteration
+  double tokens_per_second = 0;           ///< from the pipelined time, as training runs
   double speedup = 1;
   double capture_seconds = 0;
   double peak_mib = 0;
   double reserved_mib = 0;  ///< device memory reserved after the timed loop (graph pools included)
   double graph_pool_mib = 0;
+  double graph_mib = 0;     ///< device memory of the graphs themselves, outside the allocator
+  int64_t graphs = 0;
   double loss = 0;
 };
 
@@ -39,10 +42,12 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
 /// impl: a --cuda-graph-impl value; "full_iteration+optimizer" (with --optimizer-cuda-graph); or
 /// "IMPL:MODULE+MODULE" (a per-layer impl with those --cuda-graph-modules, e.g.
 /// transformer_engine:attn+mlp). A plain per-layer impl keeps the command line's modules.
-Row bench_impl(const CommandLine& command_line, const std::string& impl) {
+config::RunConfig row_config(const CommandLine& command_line, const std::string& impl) {
   CommandLine line = command_line;
   const bool optimizer_inside = impl == "full_iteration+optimizer";
   const std::size_t colon = impl.find(':');
@@ -56,8 +61,39 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   line.settings.train.load.reset();
   line.settings.train.metrics_file.reset();
   line.settings.train.train_iters = std::max<int64_t>(line.settings.train.train_iters,
-                                                      command_line.bench_warmup + command_line.bench_iters + 10);
-  const config::RunConfig config = resolve_for_run(line);
+                                                      command_line.bench_warmup + 2 * command_line.bench_iters + 10);
+  return resolve_for_run(line);
+}
+
+/// Synchronized iterations: each timed alone with CUDA events (and the host's enqueue time).
+void time_synchronized(train::Trainer& trainer, int64_t iterations, int64_t& iteration, const at::Device& device,
+                       Row& row, train::IterationStats& last) {
+  std::vector<double> times, host_times;
+  capture::DeviceTimer timer(device);
+  for (int64_t i = 0; i < iterations; ++i, ++iteration) {
+    const auto host_start = std::chrono::steady_clock::now();
+    timer.start();
+    last = trainer.train_step(iteration);
+    timer.stop();
+    host_times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count());
+    times.push_back(timer.elapsed_ms());
+  }
+  row.ms_per_iteration = median(times);
+  row.host_ms_per_iteration = median(host_times);
+}
+
+/// Pipelined iterations: enqueued back to back as training runs them; one event pair around all.
+void time_pipelined(train::Trainer& trainer, int64_t iterations, int64_t& iteration, const at::Device& device, Row& row) {
+  capture::synchronize(device);
+  capture::DeviceTimer timer(device);
+  timer.start();
+  for (int64_t i = 0; i < iterations; ++i, ++iteration) trainer.train_step(iteration);
+  timer.stop();
+  row.pipelined_ms_per_iteration = timer.elapsed_ms() / static_cast<double>(iterations);
+}
+
+Row bench_impl(const CommandLine& command_line, const std::string& impl) {
+  const config::RunConfig config = row_config(command_line, impl);
   const at::Device device = choose_device(config.train.device);
   require_available_impl(config, device);
   capture::synchronize(device);
@@ -69,34 +105,22 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   for (; iteration < warmup; ++iteration) trainer.train_step(iteration);
   capture::synchronize(device);
   capture::reset_peak_memory(device);
-  std::vector<double> times, host_times;
-  train::IterationStats last;
-  capture::DeviceTimer timer(device);
-  for (int64_t i = 0; i < command_line.bench_iters; ++i, ++iteration) {
-    const auto host_start = std::chrono::steady_clock::now();
-    timer.start();
-    last = trainer.train_step(iteration);
-    timer.stop();
-    host_times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count());
-    times.push_back(timer.elapsed_ms());
-  }
   Row row;
   row.impl = impl;
-  row.ms_per_iteration = median(times);
-  row.host_ms_per_iteration = median(host_times);
+  train::IterationStats last;
+  time_synchronized(trainer, command_line.bench_iters, iteration, device, row, last);
+  row.loss = last.loss.item<double>();
+  time_pipelined(trainer, command_line.bench_iters, iteration, device, row);
   row.ops_per_iteration = capture::count_dispatched_ops([&] { trainer.train_step(iteration); });
   const double tokens = static_cast<double>(config.train.global_batch_size.value_or(1) * config.model.seq_length);
-  row.tokens_per_second = tokens / (row.ms_per_iteration / 1000.0);
-  row.peak_mib = static_cast<double>(capture::peak_memory_bytes(device)) / (1024.0 * 1024.0);
-  row.reserved_mib = static_cast<double>(capture::reserved_memory_bytes(device)) / (1024.0 * 1024.0);
-  row.loss = last.loss.item<double>();
-  if (const auto* graph = trainer.training_graph()) {
-    row.capture_seconds = graph->capture_seconds();
-    row.graph_pool_mib = static_cast<double>(graph->pool_bytes()) / (1024.0 * 1024.0);
-  }
-  if (const auto* layers = trainer.layer_graphs()) {
-    row.capture_seconds = layers->capture_seconds();
-    row.graph_pool_mib = static_cast<double>(layers->pool_bytes()) / (1024.0 * 1024.0);
+  row.tokens_per_second = tokens / (row.pipelined_ms_per_iteration / 1000.0);
+  row.peak_mib = mib(capture::peak_memory_bytes(device));
+  row.reserved_mib = mib(capture::reserved_memory_bytes(device));
+  row.graphs = trainer.runner().graph_count();
+  if (const auto report = trainer.runner().capture_report()) {
+    row.capture_seconds = report->seconds;
+    row.graph_pool_mib = mib(report->pool_bytes);
+    row.graph_mib = mib(report->graph_bytes);
   }
   return row;
 }
@@ -105,6 +129,43 @@ std::string fixed(double value, int digits) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(digits) << value;
   return out.str();
+}
+
+void print_table(const CommandLine& command_line, const config::RunConfig& config, const at::Device& device,
+                 const std::vector<Row>& rows, std::ostream& out) {
+  out << "bench: preset " << command_line.preset.value_or("(none)") << ", " << capture::device_name(device) << ", "
+      << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
+      << " synchronized (median) + " << command_line.bench_iters << " pipelined iterations, global batch "
+      << config.train.global_batch_size.value_or(1) << " x seq " << config.model.seq_length
+      << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "\n";
+  out << "| impl | ms/iter | pipelined ms/iter | host ms/iter | aten ops/iter | tokens/s | speedup vs none | graphs | "
+         "capture s | peak MiB | reserved MiB | graph pool MiB | graphs MiB | loss |\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    const bool eager = r.impl == "none";
+    out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.pipelined_ms_per_iteration, 3)
+        << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | "
+        << fixed(r.tokens_per_second, 0) << " | " << fixed(r.speedup, 2) << " | " << r.graphs << " | "
+        << (eager ? "-" : fixed(r.capture_seconds, 2)) << " | " << fixed(r.peak_mib, 1) << " | "
+        << fixed(r.reserved_mib, 1) << " | " << (eager ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
+        << (eager ? "-" : fixed(r.graph_mib, 1)) << " | " << fixed(r.loss, 4) << " |\n";
+  }
+}
+
+void print_json(const CommandLine& command_line, const at::Device& device, const std::vector<Row>& rows,
+                std::ostream& out) {
+  nlohmann::json array = nlohmann::json::array();
+  for (const auto& r : rows) {
+    array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration},
+                     {"pipelined_ms_per_iter", r.pipelined_ms_per_iteration},
+                     {"host_ms_per_iter", r.host_ms_per_iteration}, {"ops_per_iter", r.ops_per_iteration},
+                     {"tokens_per_s", r.tokens_per_second}, {"speedup_vs_none", r.speedup}, {"graphs", r.graphs},
+                     {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib}, {"reserved_mib", r.reserved_mib},
+                     {"graph_pool_mib", r.graph_pool_mib}, {"graph_mib", r.graph_mib}, {"loss", r.loss},
+                     {"preset", command_line.preset.value_or("")}, {"device", capture::device_name(device)},
+                     {"iters", command_line.bench_iters}, {"warmup", command_line.bench_warmup}});
+  }
+  out << array.dump(2) << "\n";
 }
 
 }  // namespace
@@ -118,28 +179,9 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
   const at::Device device = config.train.device == "cpu" || !capture::cuda_available() ? at::Device(at::kCPU)
                                                                                         : at::Device(at::kCUDA, 0);
   if (command_line.json_output) {
-    nlohmann::json array = nlohmann::json::array();
-    for (const auto& r : rows) {
-      array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration}, {"host_ms_per_iter", r.host_ms_per_iteration}, {"ops_per_iter", r.ops_per_iteration}, {"tokens_per_s", r.tokens_per_second},
-                       {"speedup_vs_none", r.speedup}, {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib}, {"reserved_mib", r.reserved_mib},
-                       {"graph_pool_mib", r.graph_pool_mib}, {"loss", r.loss}, {"preset", command_line.preset.value_or("")},
-                       {"device", capture::device_name(device)}, {"iters", command_line.bench_iters},
-                       {"warmup", command_line.bench_warmup}});
-    }
-    out << array.dump(2) << "\n";
-    return 0;
-  }
-  out << "bench: preset " << command_line.preset.value_or("(none)") << ", " << capture::device_name(device) << ", "
-      << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
-      << " timed iterations (median), global batch " << config.train.global_batch_size.value_or(1) << " x seq "
-      << config.model.seq_length << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "\n";
-  out << "| impl | ms/iter | host ms/iter | aten ops/iter | tokens/s | speedup vs none | capture s | peak MiB | reserved MiB | graph pool MiB | loss |\n";
-  out << "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : rows) {
-    out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | " << fixed(r.tokens_per_second, 0) << " | "
-        << fixed(r.speedup, 2) << " | " << (r.impl == "none" ? "-" : fixed(r.capture_seconds, 2)) << " | "
-        << fixed(r.peak_mib, 1) << " | " << fixed(r.reserved_mib, 1) << " | " << (r.impl == "none" ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
-        << fixed(r.loss, 4) << " |\n";
+    print_json(command_line, device, rows, out);
+  } else {
+    print_table(command_line, config, device, rows, out);
   }
   return 0;
 }

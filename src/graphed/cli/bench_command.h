@@ -1,7 +1,9 @@
 // cli/bench_command.h — `graphed bench --preset P --impls none[,...]`: for each implementation,
-// builds the model from the same seed, runs --bench-warmup untimed and --bench-iters timed training
-// iterations on synthetic tokens, and prints one row: median ms/iter (CUDA events on the GPU), tokens/s,
-// speedup vs none, capture time, peak and graph-pool memory, and the loss after the last iteration.
+// builds the model from the same seed, runs --bench-warmup untimed iterations, then --bench-iters
+// synchronized iterations (each timed alone with CUDA events: median ms/iter, host enqueue time) and
+// --bench-iters pipelined ones (back to back with no synchronization, as training runs: one time over
+// all), on synthetic tokens. One row per impl: both times, tokens/s (pipelined), speedup vs none, graphs,
+// capture time, peak, reserved, pool and graph memory, and the loss of the last synchronized iteration.
 #pragma once
 
 #include <ostream>

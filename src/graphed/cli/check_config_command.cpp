@@ -31,7 +31,7 @@ std::string origin_of(const std::string& key, const json& resolved, const json& 
   const auto found = origins.find(key);
   const std::string source = found != origins.end() ? found->second : "default";
   if (given.contains(key) && given[key] != resolved) {
-    const bool graph_field = key.find("cuda_graph") != std::string::npos || key == "te_rng_tracker" ||
+    const bool graph_field = key.find("cuda_graph") != std::string::npos ||
                              key == "optimizer_cuda_graph";
     if (source == "default") return graph_field ? "normalized" : "derived";
     return source + ", normalized";

@@ -210,9 +210,9 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     add_setting_flags(*sub, flag_sets[command.name]);
     if (command.name == "bench") {
       FlagSet& flags = flag_sets[command.name];
-      sub->add_option("--impls", flags.impls, "implementations to time, one row each (default none): none, transformer_engine, "
-                      "transformer_engine:attn+mlp (a per-layer impl with those modules), full_iteration, "
-                      "full_iteration+optimizer")->delimiter(',');
+      sub->add_option("--impls", flags.impls, "implementations to time, one row each (default none): none, local, local:attn+mlp, "
+                      "transformer_engine, transformer_engine:attn+mlp (a per-layer impl with those modules), "
+                      "full_iteration, full_iteration+optimizer")->delimiter(',');
       sub->add_option("--bench-iters", flags.bench_iters, "timed iterations per implementation (default 20)");
       sub->add_option("--bench-warmup", flags.bench_warmup, "untimed iterations before timing (default 5)");
     }

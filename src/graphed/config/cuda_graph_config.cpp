@@ -247,7 +247,7 @@ CudaGraphConfig migrate_cuda_graph_inputs(const CudaGraphInputs& inputs, IssueLi
   config.use_single_mempool = inputs.use_single_mempool;
   config.retain_backward_graph = inputs.retain_backward_graph;
   config.optimizer_cuda_graph = inputs.optimizer_cuda_graph;
-  config.te_rng_tracker = inputs.te_rng_tracker;
+  config.stage_units = inputs.stage_units;
   config.check_for_nan_in_loss_and_grad = inputs.check_for_nan_in_loss_and_grad;
   config.inference_num_cuda_graphs = inputs.inference_num_cuda_graphs;
 

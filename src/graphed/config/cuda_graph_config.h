@@ -61,7 +61,11 @@ struct CudaGraphInputs {
   bool retain_backward_graph = false;
   /// --optimizer-cuda-graph: graph the optimizer step; default off.
   bool optimizer_cuda_graph = false;
-  /// --te-rng-tracker: graph-safe RNG; turned on automatically when impl != none.
+  /// --cuda-graph-stage-units: local and transformer_engine also graph the first-stage unit (embedding),
+  /// the last-stage unit (final norm, output layer, loss) and the clipping + optimizer step; default on.
+  bool stage_units = true;
+  /// --te-rng-tracker: Megatron's graph-safe RNG tracker. Accepted for Megatron scripts; it changes
+  /// nothing in graphed, whose graphs always register the generator they draw from (VA-9 says so).
   bool te_rng_tracker = false;
   /// --check-for-nan-in-loss-and-grad: device-side, deferred NaN check; default on.
   bool check_for_nan_in_loss_and_grad = true;
@@ -79,7 +83,8 @@ struct CudaGraphConfig {
   bool use_single_mempool = true;
   bool retain_backward_graph = false;
   bool optimizer_cuda_graph = false;
-  bool te_rng_tracker = false;
+  /// local / transformer_engine: graph the embedding, the loss and the optimizer step too.
+  bool stage_units = true;
   bool check_for_nan_in_loss_and_grad = true;
   int64_t inference_num_cuda_graphs = 16;
 

@@ -10,6 +10,17 @@
 
 namespace graphed::config {
 
+/// --normalization: the layer norm of every layer and the final norm.
+enum class Normalization { kLayerNorm, kRmsNorm };
+/// --position-embedding-type: learned absolute positions added to the input, or rotary (RoPE).
+enum class PositionEmbedding { kLearnedAbsolute, kRope };
+
+/// The spellings, in enum order ("LayerNorm", "RMSNorm"; "learned_absolute", "rope").
+const std::vector<std::string>& normalization_names();
+const std::vector<std::string>& position_embedding_names();
+std::string to_string(Normalization normalization);
+std::string to_string(PositionEmbedding position_embedding);
+
 struct ModelConfig {
   int64_t num_layers = 2;                         ///< --num-layers, >= 1
   int64_t hidden_size = 128;                      ///< --hidden-size, divisible by heads
@@ -20,10 +31,10 @@ struct ModelConfig {
   int64_t seq_length = 64;                        ///< --seq-length, tokens per sample
   std::optional<int64_t> max_position_embeddings; ///< --max-position-embeddings; unset = seq_length
   int64_t vocab_size = 1024;                      ///< --vocab-size
-  std::string normalization = "LayerNorm";        ///< --normalization LayerNorm|RMSNorm
+  Normalization normalization = Normalization::kLayerNorm;  ///< --normalization LayerNorm|RMSNorm
   double norm_epsilon = 1e-5;                     ///< --norm-epsilon
   bool swiglu = false;                            ///< --swiglu: SwiGLU MLP instead of GELU
-  std::string position_embedding_type = "learned_absolute";  ///< learned_absolute|rope
+  PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;  ///< learned_absolute|rope
   double rotary_base = 10000;                     ///< --rotary-base (rope only)
   bool add_bias_linear = true;                    ///< --add-bias-linear / --disable-bias-linear
   bool untie_embeddings_and_output_weights = false;  ///< --untie-embeddings-and-output-weights

@@ -1,5 +1,5 @@
 // config/run_config.cpp — resolution: cuda-graph migration, derived defaults, the normalizing rules
-// that change values (TC-8, VA-9, MC-11, MC-12), then validation.
+// that change values (TC-8, MC-11, MC-12) and the VA-9 note, then validation.
 #include "graphed/config/run_config.h"
 
 #include <algorithm>
@@ -54,11 +54,14 @@ void normalize_cuda_graph(CudaGraphConfig& graph, IssueList& issues) {
                               to_string(added) + " to --cuda-graph-modules");
     }
   }
-  if (graph.impl != CudaGraphImpl::kNone && !graph.te_rng_tracker) {
-    graph.te_rng_tracker = true;
-    issues.note("VA-9", "--cuda-graph-impl " + to_string(graph.impl) +
-                            " needs graph-safe RNG; turned on --te-rng-tracker");
-  }
+}
+
+/// Megatron turns on its graph-safe RNG tracker for any graphs (VA-9). graphed's graphs always register
+/// the CUDA generator they draw from, so the flag has nothing to turn on: say so when it is given.
+void note_rng_tracker(const CudaGraphInputs& inputs, IssueList& issues) {
+  if (!inputs.te_rng_tracker) return;
+  issues.note("VA-9", "--te-rng-tracker changes nothing in graphed: every CUDA graph registers the random generator "
+                      "it draws from, so dropout is graph-safe with any --cuda-graph-impl; the flag can be dropped");
 }
 
 }  // namespace
@@ -84,6 +87,7 @@ Resolution resolve_run_config(const Settings& settings) {
   }
   if (config.moe_layers.empty()) config.moe_layers.assign(static_cast<std::size_t>(std::max<int64_t>(0, config.model.num_layers)), false);
   if (!issues.has_errors()) normalize_cuda_graph(config.cuda_graph, issues);
+  note_rng_tracker(settings.cuda_graph, issues);
   validate_run_config(config, issues);
   return resolution;
 }
@@ -119,7 +123,7 @@ nlohmann::json run_config_to_json(const RunConfig& config) {
   out["cuda_graph_use_single_mempool"] = graph.use_single_mempool;
   out["cuda_graph_retain_backward_graph"] = graph.retain_backward_graph;
   out["optimizer_cuda_graph"] = graph.optimizer_cuda_graph;
-  out["te_rng_tracker"] = graph.te_rng_tracker;
+  out["cuda_graph_stage_units"] = graph.stage_units;
   out["check_for_nan_in_loss_and_grad"] = graph.check_for_nan_in_loss_and_grad;
   out["inference_dynamic_batching_num_cuda_graphs"] = graph.inference_num_cuda_graphs;
   out["num_microbatches"] = config.num_microbatches();

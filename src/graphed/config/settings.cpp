@@ -30,6 +30,25 @@ SettingKind kind_of(bool has_choices) {
   return SettingKind::kString;
 }
 
+/// An enum setting: its value is the choice at the enum's ordinal (names in enum order).
+template <typename Enum>
+SettingSpec bind_enum(Enum ModelConfig::*member, std::string key, std::string help, const std::vector<std::string>& names) {
+  SettingSpec spec;
+  spec.key = std::move(key);
+  spec.section = "model";
+  spec.help = std::move(help);
+  spec.kind = SettingKind::kChoice;
+  spec.choices = names;
+  spec.assign = [member, names](Settings& settings, const json& value) {
+    const auto found = std::find(names.begin(), names.end(), value.get<std::string>());
+    settings.model.*member = static_cast<Enum>(found - names.begin());  // the value was checked against names
+  };
+  spec.read = [member, names](const Settings& settings) {
+    return json(names.at(static_cast<std::size_t>(settings.model.*member)));
+  };
+  return spec;
+}
+
 template <typename T>
 void assign_value(T& target, const json& value) { target = value.get<T>(); }
 template <typename T>
@@ -92,11 +111,11 @@ std::vector<SettingSpec> make_specs() {
       model(&M::seq_length, "seq_length", "tokens per sample"),
       model(&M::max_position_embeddings, "max_position_embeddings", "learned positions; unset = seq length"),
       model(&M::vocab_size, "vocab_size", "vocabulary size (byte-level data needs >= 256)"),
-      model(&M::normalization, "normalization", "normalization layer", {"LayerNorm", "RMSNorm"}),
+      bind_enum(&M::normalization, "normalization", "normalization layer", normalization_names()),
       model(&M::norm_epsilon, "norm_epsilon", "epsilon of the normalization layers"),
       model(&M::swiglu, "swiglu", "SwiGLU MLP instead of GELU"),
-      model(&M::position_embedding_type, "position_embedding_type", "position embedding",
-            {"learned_absolute", "rope"}),
+      bind_enum(&M::position_embedding_type, "position_embedding_type", "position embedding",
+                position_embedding_names()),
       model(&M::rotary_base, "rotary_base", "RoPE base"),
       model(&M::add_bias_linear, "add_bias_linear", "biases in linear layers (--disable-bias-linear turns off)"),
       model(&M::untie_embeddings_and_output_weights, "untie_embeddings_and_output_weights",
@@ -161,8 +180,10 @@ std::vector<SettingSpec> make_specs() {
       graph(&G::warmup_steps, "cuda_graph_warmup_steps", "eager iterations before capture, >= 1"),
       graph(&G::use_single_mempool, "cuda_graph_use_single_mempool", "full-iteration and optimizer graphs share one pool"),
       graph(&G::retain_backward_graph, "cuda_graph_retain_backward_graph", "capture backward with retain_graph"),
-      graph(&G::optimizer_cuda_graph, "optimizer_cuda_graph", "graph the optimizer step"),
-      graph(&G::te_rng_tracker, "te_rng_tracker", "graph-safe RNG (on automatically with CUDA graphs)"),
+      graph(&G::optimizer_cuda_graph, "optimizer_cuda_graph", "graph the optimizer step (full_iteration)"),
+      graph(&G::stage_units, "cuda_graph_stage_units",
+            "local and transformer_engine also graph the embedding, the loss and the optimizer step"),
+      graph(&G::te_rng_tracker, "te_rng_tracker", "accepted for Megatron scripts; graphs are always graph-safe (VA-9)"),
       graph(&G::check_for_nan_in_loss_and_grad, "check_for_nan_in_loss_and_grad",
             "device-side NaN check of loss and gradients, read at log intervals"),
       graph(&G::inference_num_cuda_graphs, "inference_dynamic_batching_num_cuda_graphs",

@@ -50,14 +50,14 @@ void validate_model(const RunConfig& config, IssueList& issues) {
                              " is not divisible by --num-query-groups " + num(groups) +
                              "; fix: pick a group count that divides the head count");
   }
-  if (m.position_embedding_type == "rope" && m.num_attention_heads >= 1 &&
+  if (m.position_embedding_type == PositionEmbedding::kRope && m.num_attention_heads >= 1 &&
       (m.hidden_size / m.num_attention_heads) % 2 != 0) {
     issues.error("MC-4", "--position-embedding-type rope needs an even head size, got " +
                              num(m.hidden_size / m.num_attention_heads) + " (--hidden-size " +
                              num(m.hidden_size) + " / --num-attention-heads " + num(m.num_attention_heads) +
                              "); fix: choose sizes with an even hidden / heads, or use learned_absolute");
   }
-  if (m.position_embedding_type == "learned_absolute" && m.max_position_embeddings &&
+  if (m.position_embedding_type == PositionEmbedding::kLearnedAbsolute && m.max_position_embeddings &&
       *m.max_position_embeddings < m.seq_length) {
     issues.error("MC-10", "--seq-length " + num(m.seq_length) + " exceeds --max-position-embeddings " +
                               num(*m.max_position_embeddings) +
@@ -284,11 +284,10 @@ void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
     issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid "
                        "models come in a later release); fix: drop mamba from --cuda-graph-modules");
   }
-  if (g.optimizer_cuda_graph && g.impl != CudaGraphImpl::kFullIteration) {
-    issues.error("G5", "--optimizer-cuda-graph needs --cuda-graph-impl full_iteration (graphed captures the optimizer "
-                       "step inside the full-iteration graph and has no optimizer-only graph yet), got "
-                       "--cuda-graph-impl " + to_string(g.impl) + "; fix: add --cuda-graph-impl full_iteration or drop "
-                       "--optimizer-cuda-graph");
+  if (g.optimizer_cuda_graph && g.impl == CudaGraphImpl::kNone) {
+    issues.error("G5", "--optimizer-cuda-graph needs a CUDA-graph implementation, got --cuda-graph-impl none (eager "
+                       "training graphs nothing); fix: add --cuda-graph-impl full_iteration, local or "
+                       "transformer_engine, or drop --optimizer-cuda-graph");
   }
   if (g.impl == CudaGraphImpl::kNone) return;
   validate_moe_modules(config, issues);
@@ -327,14 +326,14 @@ const std::vector<RuleInfo>& all_rules() {
       {"TC-6", "--cuda-graph-impl full_iteration with modules"},
       {"BR-1", "modules with --cuda-graph-impl none are ignored (warning)"},
       {"TC-8", "local graphs moe_router and moe_preprocess together; the missing one is added (note)"},
-      {"VA-9", "graph-safe RNG (--te-rng-tracker) turned on with any impl but none (note)"},
+      {"VA-9", "--te-rng-tracker given: graphed's graphs are always graph-safe (note)"},
       {"VA-6", "NaN check stays allowed with full_iteration: it is device-side and deferred (note)"},
       {"VA-8", "local impl needs --inference-dynamic-batching-num-cuda-graphs > 0 or -1"},
       {"G1", "--cuda-graph-warmup-steps >= 1"},
       {"G2", "whole-layer capture of dropless MoE layers (dynamic shapes)"},
       {"G3", "full_iteration with dropless MoE layers (dynamic shapes)"},
       {"G4", "mamba module without Mamba layers"},
-      {"G5", "--optimizer-cuda-graph without --cuda-graph-impl full_iteration"},
+      {"G5", "--optimizer-cuda-graph with --cuda-graph-impl none"},
       {"TC-9", "moe and moe_router together"},
       {"TC-10", "moe_preprocess without moe_router"},
       {"TC-11", "moe or moe_router on a dense model"},

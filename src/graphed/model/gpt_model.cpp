@@ -1,15 +1,31 @@
 // model/gpt_model.cpp — see model/gpt_model.h.
 #include "graphed/model/gpt_model.h"
 
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/modules/container/modulelist.h>
 
+#include "graphed/util/error.h"
+
 namespace graphed::model {
+namespace {
+
+std::size_t slot(StageUnit unit) { return static_cast<std::size_t>(unit); }
+
+}  // namespace
+
+const char* to_string(StageUnit unit) {
+  switch (unit) {
+    case StageUnit::kEmbedding: return "embedding";
+    case StageUnit::kLoss: return "loss";
+  }
+  return "unknown";
+}
 
 GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<bool>& moe_layers)
     : config_(config) {
   const int64_t h = config.hidden_size;
   word_embeddings_ = register_parameter("word_embeddings", at::randn({config.vocab_size, h}) * config.init_method_std);
-  if (config.position_embedding_type == "learned_absolute") {
+  if (config.position_embedding_type == config::PositionEmbedding::kLearnedAbsolute) {
     position_embeddings_ = register_parameter(
         "position_embeddings", at::randn({config.max_position_embeddings.value_or(config.seq_length), h}) *
                                    config.init_method_std);
@@ -20,43 +36,84 @@ GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<
     layers_.emplace_back(config, i + 1, is_moe);
     layer_list_->push_back(layers_.back());
   }
-  final_norm_ = register_module("final_norm", Norm(h, config.normalization == "RMSNorm", config.norm_epsilon));
+  final_norm_ = register_module(
+      "final_norm", Norm(h, config.normalization == config::Normalization::kRmsNorm, config.norm_epsilon));
   if (config.untie_embeddings_and_output_weights) {
     output_weight_ = register_parameter("output_weight", at::randn({config.vocab_size, h}) * config.init_method_std);
   }
+  use_eager_stage_runner(StageUnit::kEmbedding);
+  use_eager_stage_runner(StageUnit::kLoss);
 }
 
-at::Tensor GptModelImpl::hidden_states(const at::Tensor& tokens, at::Tensor& aux_loss) {
+at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {
   at::Tensor hidden = at::embedding(word_embeddings_, tokens);  // [b, s, h]
   if (position_embeddings_.defined()) {
     hidden = hidden + position_embeddings_.narrow(0, 0, tokens.size(1));
   }
   if (config_.hidden_dropout > 0.0 && is_training()) hidden = at::dropout(hidden, config_.hidden_dropout, true);
-  aux_loss = at::Tensor();
-  for (auto& layer : layers_) {
-    auto [next, layer_aux] = layer->forward(hidden);
-    hidden = next;
-    if (layer_aux.defined()) aux_loss = aux_loss.defined() ? aux_loss + layer_aux : layer_aux;
-  }
-  if (!aux_loss.defined()) aux_loss = at::zeros({}, hidden.options().dtype(at::promote_types(hidden.scalar_type(), at::kFloat)));
-  return final_norm_->forward(hidden);
+  return hidden;
+}
+
+at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
+  const at::Tensor normed = final_norm_->forward(hidden);
+  const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
+  return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
+}
+
+at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {
+  const at::Tensor logits = output_logits(hidden);
+  return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));
 }
 
 at::Tensor GptModelImpl::logits(const at::Tensor& tokens) {
-  at::Tensor aux_loss;
-  const at::Tensor hidden = hidden_states(tokens, aux_loss);
-  const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
-  return at::linear(hidden, output).to(at::promote_types(hidden.scalar_type(), at::kFloat));
+  at::Tensor hidden = embed(tokens);
+  for (auto& layer : layers_) hidden = layer->forward(hidden, 0).first;
+  return output_logits(hidden);
 }
 
-GptOutput GptModelImpl::forward(const at::Tensor& tokens, const at::Tensor& labels) {
+GptOutput GptModelImpl::forward(const at::Tensor& tokens, const at::Tensor& labels, int64_t microbatch) {
   GptOutput out;
-  const at::Tensor hidden = hidden_states(tokens, out.aux_loss);
-  const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
-  const at::Tensor logits = at::linear(hidden, output).to(at::promote_types(hidden.scalar_type(), at::kFloat));
-  out.lm_loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));
+  at::Tensor hidden = stage_runners_[slot(StageUnit::kEmbedding)]->run({tokens}, microbatch)[0];
+  for (auto& layer : layers_) {
+    auto [next, layer_aux] = layer->forward(hidden, microbatch);
+    hidden = next;
+    if (layer_aux.defined()) out.aux_loss = out.aux_loss.defined() ? out.aux_loss + layer_aux : layer_aux;
+  }
+  out.lm_loss = stage_runners_[slot(StageUnit::kLoss)]->run({hidden, labels}, microbatch)[0];
+  if (!out.aux_loss.defined()) out.aux_loss = at::zeros({}, out.lm_loss.options());
   out.loss = config_.is_moe() ? out.lm_loss + out.aux_loss : out.lm_loss;
   return out;
+}
+
+capture::GraphableUnit GptModelImpl::stage_unit(StageUnit which) {
+  capture::GraphableUnit unit;
+  unit.name = to_string(which);
+  const auto add = [&](const std::string& name, const at::Tensor& parameter) {
+    if (!parameter.defined()) return;
+    unit.parameter_names.push_back(name);
+    unit.parameters.push_back(parameter);
+  };
+  if (which == StageUnit::kEmbedding) {
+    add("word_embeddings", word_embeddings_);
+    add("position_embeddings", position_embeddings_);
+    unit.input_names = {"tokens"};
+    unit.forward = [this](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{embed(in.at(0))}; };
+    return unit;
+  }
+  for (const auto& item : final_norm_->named_parameters()) add("final_norm." + item.key(), item.value());
+  add(output_weight_.defined() ? "output_weight" : "word_embeddings", output_weight_.defined() ? output_weight_ : word_embeddings_);
+  unit.input_names = {"hidden", "labels"};
+  unit.forward = [this](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{lm_loss(in.at(0), in.at(1))}; };
+  return unit;
+}
+
+void GptModelImpl::set_stage_runner(StageUnit which, std::shared_ptr<capture::UnitRunner> runner) {
+  GRAPHED_INTERNAL_ASSERT(runner != nullptr, "the ", to_string(which), " unit always needs a runner");
+  stage_runners_[slot(which)] = std::move(runner);
+}
+
+void GptModelImpl::use_eager_stage_runner(StageUnit which) {
+  set_stage_runner(which, std::make_shared<capture::EagerUnitRunner>(stage_unit(which)));
 }
 
 std::vector<int64_t> GptModelImpl::generate(const std::vector<int64_t>& prompt, int64_t new_tokens) {

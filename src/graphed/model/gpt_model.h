@@ -2,15 +2,21 @@
 // transformer layers, final norm and the output layer (tied to the embedding unless
 // --untie-embeddings-and-output-weights), cross-entropy loss in fp32 plus the MoE auxiliary losses.
 // Built from a resolved config::ModelConfig; initialized on the CPU from the current seed so a run
-// starts from the same weights on every device.
+// starts from the same weights on every device. Besides the layers' units it has two graphable
+// stage units, called through capture::UnitRunners (eager by default):
+//   kEmbedding  {tokens} -> {hidden}           first stage: embeddings, positions, dropout
+//   kLoss       {hidden, labels} -> {lm_loss}  last stage: final norm, output layer, cross-entropy
 #pragma once
 
+#include <array>
+#include <memory>
 #include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/pimpl.h>
 
+#include "graphed/capture/unit_runner.h"
 #include "graphed/config/model_config.h"
 #include "graphed/model/norm.h"
 #include "graphed/model/transformer_layer.h"
@@ -23,14 +29,20 @@ struct GptOutput {
   at::Tensor aux_loss;  ///< sum of the MoE layers' load-balancing losses (0 when dense)
 };
 
+/// The model's units outside its layers (Megatron's first and last pipeline stage work).
+enum class StageUnit { kEmbedding, kLoss };
+/// "embedding", "loss"
+const char* to_string(StageUnit unit);
+
 class GptModelImpl : public torch::nn::Module {
  public:
   /// moe_layers: one flag per layer (RunConfig::moe_layers).
   GptModelImpl(const config::ModelConfig& config, const std::vector<bool>& moe_layers);
 
-  /// tokens, labels: [batch, seq] int64.
-  GptOutput forward(const at::Tensor& tokens, const at::Tensor& labels);
-  /// Logits [batch, seq, vocab] (float32) for the tokens.
+  /// tokens, labels: [batch, seq] int64. microbatch: which microbatch of the iteration this is
+  /// (0-based; the runners of per-microbatch graph slots pick theirs by it).
+  GptOutput forward(const at::Tensor& tokens, const at::Tensor& labels, int64_t microbatch);
+  /// Logits [batch, seq, vocab] (float32) for the tokens (eager, outside the stage units).
   at::Tensor logits(const at::Tensor& tokens);
   /// Greedy continuation: appends new_tokens ids to the prompt (a window of the last seq_length
   /// tokens is fed each step). Runs in eval mode without grad; restores the training mode.
@@ -39,8 +51,16 @@ class GptModelImpl : public torch::nn::Module {
   std::vector<TransformerLayer>& layers() { return layers_; }
   const config::ModelConfig& config() const { return config_; }
 
+  /// A stage unit as a graphable function over tensors, named "embedding" or "loss".
+  capture::GraphableUnit stage_unit(StageUnit unit);
+  /// Routes a stage unit through a runner; use_eager_stage_runner puts the eager one back.
+  void set_stage_runner(StageUnit unit, std::shared_ptr<capture::UnitRunner> runner);
+  void use_eager_stage_runner(StageUnit unit);
+
  private:
-  at::Tensor hidden_states(const at::Tensor& tokens, at::Tensor& aux_loss);
+  at::Tensor embed(const at::Tensor& tokens);
+  at::Tensor output_logits(const at::Tensor& hidden);
+  at::Tensor lm_loss(const at::Tensor& hidden, const at::Tensor& labels);
 
   config::ModelConfig config_;
   at::Tensor word_embeddings_;      // [vocab, hidden]
@@ -49,6 +69,7 @@ class GptModelImpl : public torch::nn::Module {
   torch::nn::ModuleList layer_list_;
   std::vector<TransformerLayer> layers_;
   Norm final_norm_{nullptr};
+  std::array<std::shared_ptr<capture::UnitRunner>, 2> stage_runners_;
 };
 TORCH_MODULE(GptModel);
 

@@ -26,7 +26,7 @@ const char* to_string(LayerUnit unit) {
 
 TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe)
     : layer_number_(layer_number), hidden_dropout_(config.hidden_dropout) {
-  const bool rms = config.normalization == "RMSNorm";
+  const bool rms = config.normalization == config::Normalization::kRmsNorm;
   const double output_std = config.init_method_std / std::sqrt(2.0 * static_cast<double>(config.num_layers));
   input_norm_ = register_module("input_norm", Norm(config.hidden_size, rms, config.norm_epsilon));
   AttentionShape attention;
@@ -34,7 +34,7 @@ TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, in
   attention.num_heads = config.num_attention_heads;
   attention.num_query_groups = config.num_query_groups.value_or(config.num_attention_heads);
   attention.max_sequence = config.seq_length;
-  attention.rope = config.position_embedding_type == "rope";
+  attention.rope = config.position_embedding_type == config::PositionEmbedding::kRope;
   attention.rotary_base = config.rotary_base;
   attention.bias = config.add_bias_linear;
   attention.attention_dropout = config.attention_dropout;
@@ -113,17 +113,17 @@ std::vector<at::Tensor> TransformerLayerImpl::preprocess_unit(const at::Tensor& 
   return {plan.order, plan.counts};
 }
 
-std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor& hidden) {
-  const at::Tensor after_attention = runners_[slot(LayerUnit::kAttention)]->run({hidden})[0];
+std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor& hidden, int64_t microbatch) {
+  const at::Tensor after_attention = runners_[slot(LayerUnit::kAttention)]->run({hidden}, microbatch)[0];
   if (!is_moe()) {
-    return {runners_[slot(LayerUnit::kMlp)]->run({after_attention})[0], at::Tensor()};  // no aux loss
+    return {runners_[slot(LayerUnit::kMlp)]->run({after_attention}, microbatch)[0], at::Tensor()};  // no aux loss
   }
   if (runners_[slot(LayerUnit::kMoe)]) {
-    const auto outputs = runners_[slot(LayerUnit::kMoe)]->run({after_attention});
+    const auto outputs = runners_[slot(LayerUnit::kMoe)]->run({after_attention}, microbatch);
     return {outputs[0], outputs[1]};
   }
-  const auto routed = runners_[slot(LayerUnit::kMoeRouter)]->run({after_attention});
-  const auto planned = runners_[slot(LayerUnit::kMoePreprocess)]->run({routed[1], routed[2]});
+  const auto routed = runners_[slot(LayerUnit::kMoeRouter)]->run({after_attention}, microbatch);
+  const auto planned = runners_[slot(LayerUnit::kMoePreprocess)]->run({routed[1], routed[2]}, microbatch);
   DispatchPlan plan;
   if (moe_->is_drop_and_pad()) {
     plan.gather_index = planned[0];
@@ -142,12 +142,12 @@ std::vector<at::Tensor> TransformerLayerImpl::whole_layer_unit(const at::Tensor&
   return moe_unit(after_attention);
 }
 
-std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor& hidden) {
+std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor& hidden, int64_t microbatch) {
   if (runners_[slot(LayerUnit::kWholeLayer)]) {
-    const auto outputs = runners_[slot(LayerUnit::kWholeLayer)]->run({hidden});
+    const auto outputs = runners_[slot(LayerUnit::kWholeLayer)]->run({hidden}, microbatch);
     return {outputs[0], outputs.size() > 1 ? outputs[1] : at::Tensor()};
   }
-  return compose(hidden);
+  return compose(hidden, microbatch);
 }
 
 std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_parameters(LayerUnit unit) {

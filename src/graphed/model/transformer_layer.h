@@ -36,7 +36,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe);
 
   /// hidden [b, s, h] -> (hidden [b, s, h], aux loss scalar; undefined for a dense layer run eagerly).
-  std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& hidden);
+  /// microbatch: which microbatch of the iteration this is (the runners of graph slots pick by it).
+  std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& hidden, int64_t microbatch);
 
   bool is_moe() const { return static_cast<bool>(moe_); }
   /// Whether this layer has the unit (kMlp only on dense layers, kMoe* only on MoE layers).
@@ -57,7 +58,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   std::vector<at::Tensor> router_unit(const at::Tensor& hidden);
   std::vector<at::Tensor> preprocess_unit(const at::Tensor& weights, const at::Tensor& indices);
   std::vector<at::Tensor> whole_layer_unit(const at::Tensor& hidden);
-  std::pair<at::Tensor, at::Tensor> compose(const at::Tensor& hidden);
+  std::pair<at::Tensor, at::Tensor> compose(const at::Tensor& hidden, int64_t microbatch);
   at::Tensor residual(const at::Tensor& hidden, const at::Tensor& update);
   std::vector<std::pair<std::string, at::Tensor>> unit_parameters(LayerUnit unit);
 

@@ -1,10 +1,10 @@
 // train/layer_graph_helper.h — the `transformer_engine` impl's driver, MCore's TECudaGraphHelper for
 // graphed (research/megatron-cudagraphs.md §3). There is no TransformerEngine library in C++: this
 // helper and capture/make_graphed_callables.h are the engine, with TE's semantics (no FP8 yet). It
-// picks each layer's graphed units from --cuda-graph-modules, records their real inputs with one eager
+// takes the units to graph from train/graph_targets.h, records their real inputs with one eager
 // forward, builds sample arguments per captured microbatch with schedule-aware buffer reuse, captures
-// every unit ahead of time into one pool and routes the layers' UnitRunners to the graphs; the
-// microbatch index set before each forward selects the graph. Evaluation runs eagerly (as in TE).
+// every unit ahead of time into one pool and routes the units to the graphs; each call's microbatch
+// picks its slot. Evaluation runs eagerly (as in TE).
 #pragma once
 
 #include <functional>
@@ -15,23 +15,9 @@
 #include "graphed/capture/graphed_callable.h"
 #include "graphed/config/cuda_graph_config.h"
 #include "graphed/model/gpt_model.h"
+#include "graphed/train/graph_targets.h"
 
 namespace graphed::train {
-
-/// The units one layer graphs under --cuda-graph-impl transformer_engine, in forward order. No
-/// modules: the whole layer. Otherwise each selected part is its own graph: attn -> attention; on a
-/// dense layer mlp -> MLP; on an MoE layer moe -> the whole MoE MLP (drop-and-pad), moe_router ->
-/// router (+ shared expert), moe_preprocess -> dispatch preprocessing. Parts a layer lacks are skipped,
-/// so a layer may graph nothing (TE's _layer_is_graphable). The config layer has already checked the
-/// pairings (TC-9 … TC-14, G2).
-std::vector<model::LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, bool is_moe_layer);
-
-/// For units in forward order, given as (layer index, unit): whether each unit's input is the previous
-/// unit's output 0 in every call (make_graphed_callables' chained_inputs): attention feeding the MLP,
-/// MoE or router of its layer, and a layer-ending unit (whole layer, MLP, MoE) feeding the next layer's
-/// whole-layer or attention unit. Router outputs, preprocessing plans and eagerly finished layers break
-/// the chain.
-std::vector<bool> chained_layer_units(const std::vector<std::pair<int64_t, model::LayerUnit>>& units);
 
 struct LayerGraphOptions {
   /// Graph sets per unit. Megatron captures one when the pipeline has a single stage (PP = 1, as here)
@@ -46,6 +32,9 @@ struct LayerGraphOptions {
   bool autocast = false;
   bool retain_backward_graph = false;
   capture::CaptureMode mode = capture::CaptureMode::kGlobal;
+  /// The pool every graph shares (with graphs that replay after them, such as the optimizer step);
+  /// default: a new one per capture.
+  capture::GraphPool pool;
 };
 
 class LayerGraphHelper {
@@ -54,41 +43,34 @@ class LayerGraphHelper {
   ~LayerGraphHelper();
 
   /// Records every graphed unit's inputs by calling forward_once (one eager training forward of one
-  /// microbatch, outputs discarded), captures, and installs the graphs. On failure the layers stay eager
+  /// microbatch, outputs discarded), captures, and installs the graphs. On failure the units stay eager
   /// and the CaptureError propagates (after a failed capture the CUDA RNG is unusable: stop the run).
   void capture(const std::function<void()>& forward_once, const at::Device& device);
-  /// The microbatch the next forward belongs to (Megatron's current_microbatch).
-  void set_microbatch(int64_t microbatch) { *microbatch_ = microbatch; }
-  /// Destroys every graph and puts the eager runners back; capture() may run again.
-  void reset();
+  /// Destroys every graph and puts the eager runners back; capture() may run again, into `pool`.
+  void reset(capture::GraphPool pool = capture::GraphPool());
 
   bool is_captured() const { return !callables_.empty(); }
-  /// Graphed units over all layers, and graphs (forward + backward) over all slots.
-  int64_t unit_count() const { return unit_count_; }
+  /// Graphed units (stage units included), and graphs (forward + backward) over all slots.
+  int64_t unit_count() const { return static_cast<int64_t>(targets_.size()); }
   int64_t graph_count() const;
   double capture_seconds() const { return capture_seconds_; }
-  /// Device memory the capture reserved, in bytes.
+  /// Device memory the capture reserved, and what it took outside the allocator, in bytes.
   int64_t pool_bytes() const { return pool_bytes_; }
+  int64_t graph_bytes() const { return graph_bytes_; }
   /// Every (unit, microbatch) callable, unit-major within the single chunk: microbatch x units + unit.
   const std::vector<std::shared_ptr<capture::GraphedCallable>>& callables() const { return callables_; }
 
  private:
-  struct Target {
-    model::TransformerLayer layer;
-    model::LayerUnit unit;
-    int64_t layer_index = 0;
-  };
   void install_eager_runners();
 
   model::GptModel model_;
   config::CudaGraphConfig config_;
   LayerGraphOptions options_;
-  std::vector<Target> targets_;
-  std::shared_ptr<int64_t> microbatch_ = std::make_shared<int64_t>(0);
+  std::vector<GraphTarget> targets_;
   std::vector<std::shared_ptr<capture::GraphedCallable>> callables_;
-  int64_t unit_count_ = 0;
   double capture_seconds_ = 0;
   int64_t pool_bytes_ = 0;
+  int64_t graph_bytes_ = 0;
 };
 
 }  // namespace graphed::train

@@ -25,13 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Host tensor -> device without blocking the host: through pinned memory on CUDA (a pageable copy
-/// would wait for the stream, serializing the host with the GPU every iteration).
-at::Tensor to_device(const at::Tensor& host, const at::Device& device) {
-  if (!device.is_cuda()) return host;
-  return host.to(device, /*non_blocking=*/true);
-}
-
 std::string scientific(double value, int digits) {
   std::ostringstream out;
   out << std::scientific << std::setprecision(digits) << value;
@@ -59,37 +52,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   options.eps = config.train.adam_eps;
   options.weight_decay = config.train.weight_decay;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
-  if (config.cuda_graph.impl == config::CudaGraphImpl::kFullIteration) {
-    GRAPHED_CHECK(device_.is_cuda(), ConfigError,
-                  "--cuda-graph-impl full_iteration needs a CUDA device, but the trainer was given ", device_.str(),
-                  "; fix: --cuda-graph-impl none, or train on a GPU");
-    // Everything (eager warmup, capture, replays) runs on one stream: autograd's accumulate-grad nodes
-    // of the warmup then belong to the capturing stream. One pool for both graphs unless told otherwise.
-    stream_ = std::make_unique<capture::SideStream>(device_);
-    const capture::GraphPool pool = config.cuda_graph.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
-    capture::FullIterationGraphOptions options;
-    options.warmup_steps = config.cuda_graph.warmup_steps;
-    options.name = "the full-iteration training step";
-    train_graph_ = std::make_unique<capture::FullIterationGraph>(options, device_, pool);
-    options.name = "the full-iteration evaluation step";
-    eval_graph_ = std::make_unique<capture::FullIterationGraph>(options, device_, pool);
-  }
-  if (config.cuda_graph.impl == config::CudaGraphImpl::kTransformerEngine) {
-    GRAPHED_CHECK(device_.is_cuda(), ConfigError,
-                  "--cuda-graph-impl transformer_engine needs a CUDA device, but the trainer was given ", device_.str(),
-                  "; fix: --cuda-graph-impl none, or train on a GPU");
-    stream_ = std::make_unique<capture::SideStream>(device_);  // eager steps, capture and replays on one stream
-    LayerGraphOptions options;
-    options.runtime_microbatches = config.num_microbatches();
-    options.warmup_steps = config.cuda_graph.warmup_steps;
-    options.autocast = config.model.bf16;
-    options.retain_backward_graph = config.cuda_graph.retain_backward_graph;
-    layer_graphs_ = std::make_unique<LayerGraphHelper>(model_, config.cuda_graph, options);
-    if (layer_graphs_->unit_count() == 0) {
-      log_warn("--cuda-graph-impl transformer_engine: no layer has a unit that --cuda-graph-modules " +
-               config::to_string(config.cuda_graph.modules) + " selects; training eagerly");
-    }
-  }
+  step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, device_);
+  runner_ = make_iteration_runner(*step_);
   if (config.train.metrics_file) {
     metrics_.emplace(*config.train.metrics_file, std::ios::app);
     if (!*metrics_) {
@@ -98,6 +62,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     }
   }
 }
+
+Trainer::~Trainer() = default;
 
 std::vector<Batch> Trainer::host_batches(Split split, int64_t first_sample, int64_t microbatches) const {
   const int64_t micro = config_.train.micro_batch_size;
@@ -110,136 +76,25 @@ std::vector<Batch> Trainer::host_batches(Split split, int64_t first_sample, int6
   return batches;
 }
 
-std::vector<Batch> Trainer::static_batches(const capture::StaticBatchBuffer& buffer) const {
-  std::vector<Batch> batches;
-  for (int64_t m = 0; m < buffer.microbatches(); ++m) batches.push_back({buffer.microbatch(m)[0], buffer.microbatch(m)[1]});
-  return batches;
-}
-
-std::pair<at::Tensor, at::Tensor> Trainer::forward_backward(const std::vector<Batch>& microbatches) {
-  const double scale = 1.0 / static_cast<double>(microbatches.size());
-  at::Tensor loss_sum, aux_sum;
-  for (std::size_t index = 0; index < microbatches.size(); ++index) {
-    const Batch& batch = microbatches[index];
-    if (layer_graphs_) layer_graphs_->set_microbatch(static_cast<int64_t>(index));
-    model::GptOutput output;
-    {
-      compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
-      output = model_->forward(batch.tokens, batch.labels);
-    }
-    (microbatches.size() > 1 ? output.loss * scale : output.loss).backward();
-    const at::Tensor lm = output.lm_loss.detach().to(at::kFloat);
-    const at::Tensor aux = output.aux_loss.detach().to(at::kFloat);
-    loss_sum = loss_sum.defined() ? loss_sum.add_(lm) : lm.clone();
-    aux_sum = aux_sum.defined() ? aux_sum.add_(aux) : aux.clone();
-  }
-  if (microbatches.size() > 1) {
-    loss_sum.mul_(scale);
-    aux_sum.mul_(scale);
-  }
-  return {loss_sum, aux_sum};
-}
-
-void Trainer::optimizer_step(const at::Tensor& grad_norm) {
-  // Sync-free clipping: AdamW divides every gradient by grad_scale = max(1, norm / --clip-grad).
-  std::optional<at::Tensor> grad_scale;
-  if (config_.train.clip_grad > 0.0) grad_scale = at::clamp_min((grad_norm + 1e-6) / config_.train.clip_grad, 1.0);
-  optimizer_->step(grad_scale);
-}
-
-IterationStats Trainer::run_iteration(const std::vector<Batch>& batches, bool with_optimizer) {
-  optimizer_->zero_grad();
-  model_->train();
-  auto [loss, aux_loss] = forward_backward(batches);
-  const at::Tensor grad_norm = optimizer_->gradient_norm();
-  if (with_optimizer) optimizer_step(grad_norm);
-  return {loss, aux_loss, grad_norm};
-}
-
 IterationStats Trainer::train_step(int64_t iteration) {
-  std::optional<capture::SideStream::Use> on_stream;
-  if (stream_) on_stream.emplace(*stream_);
   // 1. The learning rate of this iteration, computed on the host and written to the device.
   optimizer_->set_learning_rate(learning_rate(config_.train, iteration));
   // 2. This iteration's microbatches, on the host (pinned on CUDA).
   const int64_t microbatches = config_.num_microbatches();
   const std::vector<Batch> batches =
       host_batches(Split::kTrain, iteration * microbatches * config_.train.micro_batch_size, microbatches);
-  if (!train_graph_) {
-    // 3. Eager or per-layer graphs: copy to the device, forward/backward, clip, optimizer step. Per-layer
-    //    graphs are captured at the top of the first step after the warmup steps (as MCore does).
-    std::vector<Batch> on_device;
-    for (const Batch& b : batches) on_device.push_back({to_device(b.tokens, device_), to_device(b.labels, device_)});
-    if (layer_graphs_ && !layer_graphs_->is_captured() && iteration - start_iteration_ >= config_.cuda_graph.warmup_steps) {
-      capture_layer_graphs(on_device.front());
-    }
-    return run_iteration(on_device, /*with_optimizer=*/true);
-  }
-  // 3. Full iteration: fill the static buffers, then warm up, capture or replay the graph.
-  for (int64_t m = 0; m < microbatches; ++m) {
-    train_buffer_.fill_microbatch(m, {batches[static_cast<std::size_t>(m)].tokens, batches[static_cast<std::size_t>(m)].labels},
-                                  device_);
-  }
-  const bool optimizer_inside = config_.cuda_graph.optimizer_cuda_graph;
-  const auto outputs = train_graph_->run([&] {
-    const IterationStats stats = run_iteration(static_batches(train_buffer_), optimizer_inside);
-    return std::vector<at::Tensor>{stats.loss, stats.aux_loss, stats.grad_norm};
-  });
-  // 4. Without --optimizer-cuda-graph the optimizer step runs eagerly after the replay.
-  if (!optimizer_inside) optimizer_step(outputs[2]);
-  return {outputs[0], outputs[1], outputs[2]};
+  // 3. Forward, backward, clipping and the optimizer step, as the impl runs them.
+  return runner_->train(batches);
 }
 
-at::Tensor Trainer::evaluation_loss(const std::vector<Batch>& batches) {
-  at::NoGradGuard no_grad;
-  model_->eval();
-  at::Tensor total;
-  for (const Batch& batch : batches) {
-    compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
-    const at::Tensor loss = model_->forward(batch.tokens, batch.labels).lm_loss.to(at::kFloat);
-    total = total.defined() ? total + loss : loss;
-  }
-  model_->train();
-  return total / static_cast<double>(batches.size());
-}
-
-void Trainer::capture_layer_graphs(const Batch& first_microbatch) {
-  model_->train();
-  layer_graphs_->capture(
-      [&] {
-        compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
-        model_->forward(first_microbatch.tokens, first_microbatch.labels);
-      },
-      device_);
-}
-
-void Trainer::delete_cuda_graphs() {
-  if (layer_graphs_) layer_graphs_->reset();
-  if (train_graph_) train_graph_->reset();
-  if (eval_graph_) eval_graph_->reset();
-  capture::synchronize(device_);
-  capture::empty_cache(device_);
-}
+void Trainer::delete_cuda_graphs() { runner_->delete_cuda_graphs(); }
 
 double Trainer::evaluate(int64_t round) {
-  std::optional<capture::SideStream::Use> on_stream;
-  if (stream_) on_stream.emplace(*stream_);
   const int64_t microbatches = config_.num_microbatches();
   at::Tensor total = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kFloat));
   for (int64_t i = 0; i < config_.train.eval_iters; ++i) {
     const int64_t first = (round * config_.train.eval_iters + i) * microbatches * config_.train.micro_batch_size;
-    const std::vector<Batch> batches = host_batches(Split::kValidation, first, microbatches);
-    if (!eval_graph_) {
-      std::vector<Batch> on_device;
-      for (const Batch& b : batches) on_device.push_back({to_device(b.tokens, device_), to_device(b.labels, device_)});
-      total += evaluation_loss(on_device);
-      continue;
-    }
-    for (int64_t m = 0; m < microbatches; ++m) {
-      eval_buffer_.fill_microbatch(m, {batches[static_cast<std::size_t>(m)].tokens, batches[static_cast<std::size_t>(m)].labels},
-                                   device_);
-    }
-    total += eval_graph_->run([&] { return std::vector<at::Tensor>{evaluation_loss(static_batches(eval_buffer_))}; })[0];
+    total += runner_->evaluate(host_batches(Split::kValidation, first, microbatches));
   }
   return config_.train.eval_iters > 0 ? total.item<double>() / static_cast<double>(config_.train.eval_iters) : 0.0;
 }
@@ -280,6 +135,14 @@ std::string Trainer::save(int64_t iterations) {
   return save_checkpoint(*config_.train.save, iterations, model_, *optimizer_, config_, device_);
 }
 
+void Trainer::report_capture(std::ostream& out, int64_t iteration) {
+  const CaptureReport report = *runner_->capture_report();
+  const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
+  out << "captured " << report.what << " at iteration " << iteration << " in " << std::fixed << std::setprecision(3)
+      << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.pool_bytes) << " MiB, graphs "
+      << mib(report.graph_bytes) << " MiB); replaying from here" << std::defaultfloat << std::endl;
+}
+
 TrainSummary Trainer::train(std::ostream& out) {
   const auto& t = config_.train;
   TrainSummary summary;
@@ -290,24 +153,11 @@ TrainSummary Trainer::train(std::ostream& out) {
   int64_t in_interval = 0;
   auto interval_start = Clock::now();
   for (int64_t iteration = start_iteration_; iteration < t.train_iters; ++iteration) {
-    const bool was_captured = train_graph_ && train_graph_->is_captured();
-    const bool layers_were_captured = layer_graphs_ && layer_graphs_->is_captured();
+    const bool was_captured = runner_->capture_report().has_value();
     const IterationStats stats = train_step(iteration);
-    if (layer_graphs_ && !layers_were_captured && layer_graphs_->is_captured()) {
+    if (!was_captured && runner_->capture_report()) {
       bar.clear();
-      out << "captured " << layer_graphs_->unit_count() << " layer units (" << layer_graphs_->graph_count()
-          << " graphs, --cuda-graph-impl transformer_engine) at iteration " << iteration + 1 << " in " << std::fixed
-          << std::setprecision(3) << layer_graphs_->capture_seconds() << " s (graph pool " << std::setprecision(1)
-          << static_cast<double>(layer_graphs_->pool_bytes()) / (1024.0 * 1024.0) << " MiB); replaying from here"
-          << std::defaultfloat << std::endl;
-    }
-    if (train_graph_ && !was_captured && train_graph_->is_captured()) {
-      bar.clear();
-      out << "captured the full-iteration training step at iteration " << iteration + 1 << " in " << std::fixed
-          << std::setprecision(3) << train_graph_->capture_seconds() << " s (graph pool "
-          << std::setprecision(1) << static_cast<double>(train_graph_->pool_bytes()) / (1024.0 * 1024.0) << " MiB"
-          << (config_.cuda_graph.optimizer_cuda_graph ? ", optimizer step inside" : ", optimizer step eager")
-          << "); replaying from here" << std::defaultfloat << std::endl;
+      report_capture(out, iteration + 1);
     }
     loss_sum += stats.loss;
     norm_sum += stats.grad_norm;

@@ -40,6 +40,15 @@ inline at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, con
 #endif
 }
 
+/// Whether CUDA autocast is on (a graph captured later must run under the same setting).
+inline bool cuda_autocast_enabled() {
+#if GRAPHED_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(at::kCUDA);
+#else
+  return at::autocast::is_enabled();
+#endif
+}
+
 /// Whether CUDA autocast is on with its weight-cast cache (which a CUDA-graph capture must not use:
 /// cached casts would outlive the capture that made them).
 inline bool cuda_autocast_caching() {

@@ -1,0 +1,46 @@
+// train/iteration_runner.h — how one training iteration and one evaluation run, chosen once per
+// --cuda-graph-impl by make_iteration_runner(): EagerIterationRunner (none), FullIterationRunner
+// (full_iteration), TransformerEngineRunner (transformer_engine: per-layer graphs ahead of time) and
+// LocalGraphRunner (local: Megatron's CudaGraphManager). Each owns its stream, static buffers,
+// graphs, capture report and memory figures; the Trainer's step and evaluation never branch on the
+// implementation.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphed/train/training_step.h"
+
+namespace graphed::train {
+
+/// What a runner captured, for the trainer's one-line report.
+struct CaptureReport {
+  std::string what;         ///< e.g. "12 units (24 graphs) with the local impl, and the optimizer step"
+  double seconds = 0;       ///< recording of arguments, warmup passes and captures
+  int64_t pool_bytes = 0;   ///< device memory the caching allocator reserved for the graphs' pools
+  int64_t graph_bytes = 0;  ///< device memory taken outside the allocator (the graphs themselves)
+};
+
+class IterationRunner {
+ public:
+  virtual ~IterationRunner() = default;
+  /// One training iteration over the microbatches (host batches, pinned on CUDA): zero grads,
+  /// forward and backward, gradient norm, clipped optimizer step. Returns device statistics.
+  virtual IterationStats train(const std::vector<Batch>& host_batches) = 0;
+  /// The mean validation LM loss over the batches (a device scalar).
+  virtual at::Tensor evaluate(const std::vector<Batch>& host_batches) = 0;
+  /// Set once the runner's graphs are captured; unset for eager training and before the capture.
+  virtual std::optional<CaptureReport> capture_report() const { return std::nullopt; }
+  /// Graphs held now (forward and backward graphs count separately).
+  virtual int64_t graph_count() const { return 0; }
+  /// Frees every graph and its pool; later iterations warm up (or record) and capture again.
+  virtual void delete_cuda_graphs() {}
+};
+
+/// The runner for step.config().cuda_graph: impl none -> eager; the others need a CUDA device (a
+/// ConfigError otherwise). step: not owned; outlives the runner.
+std::unique_ptr<IterationRunner> make_iteration_runner(TrainingStep& step);
+
+}  // namespace graphed::train

@@ -1,0 +1,95 @@
+// train/local_graph_runner.cpp — see train/local_graph_runner.h.
+#include "graphed/train/local_graph_runner.h"
+
+#include "graphed/capture/device.h"
+#include "graphed/util/logging.h"
+
+namespace graphed::train {
+namespace {
+
+/// One pool for the training, evaluation and optimizer graphs (--cuda-graph-use-single-mempool).
+capture::GraphPool shared_pool(const config::CudaGraphConfig& graphs) {
+  return graphs.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
+}
+
+capture::LocalGraphOptions local_options(const config::CudaGraphConfig& graphs) {
+  capture::LocalGraphOptions options;
+  options.retain_backward_graph = graphs.retain_backward_graph;
+  options.shared_evaluation_pool = graphs.use_single_mempool;
+  return options;
+}
+
+}  // namespace
+
+LocalGraphRunner::LocalGraphRunner(TrainingStep& step) : LocalGraphRunner(step, shared_pool(step.config().cuda_graph)) {}
+
+LocalGraphRunner::LocalGraphRunner(TrainingStep& step, const capture::GraphPool& pool)
+    : step_(step),
+      stream_(step.device()),
+      registry_(step.device(), local_options(step.config().cuda_graph), pool),
+      targets_(graph_targets(step.model(), step.config().cuda_graph)),
+      optimizer_(step, step.config().cuda_graph.stage_units || step.config().cuda_graph.optimizer_cuda_graph,
+                 step.config().cuda_graph.warmup_steps, pool) {
+  for (const GraphTarget& target : targets_) {
+    managers_.push_back(std::make_shared<capture::CudaGraphManager>(target.unit, registry_));
+    install_runner(step_.model(), target, managers_.back());
+  }
+  if (targets_.empty()) {
+    log_warn("cuda_graph_impl=local: no layer has a unit that the module selection " +
+             config::to_string(step.config().cuda_graph.modules) + " picks; the layers train eagerly");
+  }
+}
+
+LocalGraphRunner::~LocalGraphRunner() {
+  for (const GraphTarget& target : targets_) install_eager_runner(step_.model(), target);
+}
+
+IterationStats LocalGraphRunner::train(const std::vector<Batch>& host_batches) {
+  capture::SideStream::Use on_stream(stream_);
+  const std::vector<Batch> batches = step_.to_device(host_batches);
+  // 1. After the warmup iterations, this iteration records every unit's calls in execution order.
+  if (registry_.phase() == capture::LocalPhase::kEager && iterations_ >= step_.config().cuda_graph.warmup_steps) {
+    registry_.start_recording();
+  }
+  // 2. Forward and backward of every microbatch: eager, recording, or replaying the graphs.
+  step_.optimizer().zero_grad();
+  step_.model()->train();
+  auto [loss, aux_loss] = step_.forward_backward(batches);
+  // 3. At the end of the recording iteration, every graph is captured in the recorded order.
+  if (registry_.phase() == capture::LocalPhase::kRecording) creation_ = registry_.create_cudagraphs();
+  // 4. Gradient norm, clipping and the optimizer step (a graph with the stage units).
+  const at::Tensor grad_norm = optimizer_.run();
+  ++iterations_;
+  return {loss, aux_loss, grad_norm};
+}
+
+at::Tensor LocalGraphRunner::evaluate(const std::vector<Batch>& host_batches) {
+  capture::SideStream::Use on_stream(stream_);
+  capture::GraphRegistry::EvaluationScope forward_only_graphs(registry_);
+  return step_.evaluation_loss(step_.to_device(host_batches));
+}
+
+std::optional<CaptureReport> LocalGraphRunner::capture_report() const {
+  if (!creation_ || (optimizer_.is_graphed() && !optimizer_.is_captured())) return std::nullopt;
+  CaptureReport report;
+  report.what = std::to_string(targets_.size()) + " units (" + std::to_string(creation_->graphs) +
+                " graphs, recorded in execution order) with the local impl" +
+                (optimizer_.is_graphed() ? ", and the optimizer step" : "");
+  report.seconds = creation_->seconds + optimizer_.capture_seconds();
+  report.pool_bytes = creation_->pool_bytes + optimizer_.pool_bytes();
+  report.graph_bytes = creation_->graph_bytes + optimizer_.graph_bytes();
+  return report;
+}
+
+int64_t LocalGraphRunner::graph_count() const { return registry_.graph_count() + (optimizer_.is_captured() ? 1 : 0); }
+
+void LocalGraphRunner::delete_cuda_graphs() {
+  const capture::GraphPool pool = shared_pool(step_.config().cuda_graph);
+  registry_.delete_cuda_graphs(pool);
+  optimizer_.reset(pool);
+  creation_.reset();
+  capture::synchronize(step_.device());
+  capture::empty_cache(step_.device());
+}
+
+}  // namespace graphed::train

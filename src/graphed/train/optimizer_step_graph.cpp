@@ -1,0 +1,32 @@
+// train/optimizer_step_graph.cpp — see train/optimizer_step_graph.h.
+#include "graphed/train/optimizer_step_graph.h"
+
+namespace graphed::train {
+
+OptimizerStepGraph::OptimizerStepGraph(TrainingStep& step, bool graphed, int64_t warmup_steps, capture::GraphPool pool)
+    : step_(step) {
+  if (!graphed) return;
+  capture::FullIterationGraphOptions options;
+  options.name = "the optimizer step";
+  options.warmup_steps = warmup_steps;
+  graph_ = std::make_unique<capture::FullIterationGraph>(options, step.device(), pool);
+}
+
+OptimizerStepGraph::~OptimizerStepGraph() = default;
+
+std::vector<at::Tensor> OptimizerStepGraph::step_region() {
+  const at::Tensor grad_norm = step_.optimizer().gradient_norm();
+  step_.optimizer_step(grad_norm);
+  return {grad_norm};
+}
+
+at::Tensor OptimizerStepGraph::run() {
+  if (!graph_) return step_region()[0];
+  return graph_->run([this] { return step_region(); })[0];
+}
+
+void OptimizerStepGraph::reset(capture::GraphPool pool) {
+  if (graph_) graph_->reset(pool);
+}
+
+}  // namespace graphed::train

@@ -1,0 +1,81 @@
+// train/training_step.cpp — see train/training_step.h.
+#include "graphed/train/training_step.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <optional>
+
+#include "graphed/util/compat.h"
+
+namespace graphed::train {
+
+TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer,
+                           const at::Device& device)
+    : config_(config), model_(std::move(model)), optimizer_(optimizer), device_(device) {}
+
+std::vector<Batch> TrainingStep::to_device(const std::vector<Batch>& host_batches) const {
+  // Through pinned memory without blocking: a pageable copy would wait for the stream, serializing the
+  // host with the GPU every iteration.
+  std::vector<Batch> batches;
+  for (const Batch& b : host_batches) {
+    if (!device_.is_cuda()) {
+      batches.push_back(b);
+      continue;
+    }
+    batches.push_back({b.tokens.to(device_, /*non_blocking=*/true), b.labels.to(device_, /*non_blocking=*/true)});
+  }
+  return batches;
+}
+
+std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const std::vector<Batch>& microbatches) {
+  const double scale = 1.0 / static_cast<double>(microbatches.size());
+  at::Tensor loss_sum, aux_sum;
+  for (std::size_t index = 0; index < microbatches.size(); ++index) {
+    const Batch& batch = microbatches[index];
+    model::GptOutput output;
+    {
+      compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+      output = model_->forward(batch.tokens, batch.labels, static_cast<int64_t>(index));
+    }
+    (microbatches.size() > 1 ? output.loss * scale : output.loss).backward();
+    const at::Tensor lm = output.lm_loss.detach().to(at::kFloat);
+    const at::Tensor aux = output.aux_loss.detach().to(at::kFloat);
+    loss_sum = loss_sum.defined() ? loss_sum.add_(lm) : lm.clone();
+    aux_sum = aux_sum.defined() ? aux_sum.add_(aux) : aux.clone();
+  }
+  if (microbatches.size() > 1) {
+    loss_sum.mul_(scale);
+    aux_sum.mul_(scale);
+  }
+  return {loss_sum, aux_sum};
+}
+
+void TrainingStep::optimizer_step(const at::Tensor& grad_norm) {
+  std::optional<at::Tensor> grad_scale;
+  if (config_.train.clip_grad > 0.0) grad_scale = at::clamp_min((grad_norm + 1e-6) / config_.train.clip_grad, 1.0);
+  optimizer_.step(grad_scale);
+}
+
+IterationStats TrainingStep::run_iteration(const std::vector<Batch>& batches, bool with_optimizer) {
+  optimizer_.zero_grad();
+  model_->train();
+  auto [loss, aux_loss] = forward_backward(batches);
+  const at::Tensor grad_norm = optimizer_.gradient_norm();
+  if (with_optimizer) optimizer_step(grad_norm);
+  return {loss, aux_loss, grad_norm};
+}
+
+at::Tensor TrainingStep::evaluation_loss(const std::vector<Batch>& batches) {
+  at::NoGradGuard no_grad;
+  model_->eval();
+  at::Tensor total;
+  for (const Batch& batch : batches) {
+    compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+    const at::Tensor loss = model_->forward(batch.tokens, batch.labels, 0).lm_loss.to(at::kFloat);
+    total = total.defined() ? total + loss : loss.clone();  // a graph's output is overwritten by its next replay
+  }
+  model_->train();
+  return total / static_cast<double>(batches.size());
+}
+
+}  // namespace graphed::train

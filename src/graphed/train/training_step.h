@@ -1,0 +1,55 @@
+// train/training_step.h — the pieces every iteration runner is made of, run eagerly: batches to the
+// device, forward and backward over the microbatches with the losses accumulated on the device, the
+// gradient norm, the clipped optimizer step and the evaluation loss. An IterationRunner
+// (train/iteration_runner.h) runs them as they are, or captures them into graphs; they never branch
+// on the implementation.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "graphed/config/run_config.h"
+#include "graphed/model/gpt_model.h"
+#include "graphed/train/adamw.h"
+#include "graphed/train/token_dataset.h"
+
+namespace graphed::train {
+
+/// Device scalars of one iteration; reading them synchronizes.
+struct IterationStats {
+  at::Tensor loss;       ///< mean LM loss over the microbatches
+  at::Tensor aux_loss;   ///< mean MoE load-balancing loss
+  at::Tensor grad_norm;  ///< global gradient norm before clipping
+};
+
+class TrainingStep {
+ public:
+  /// model, optimizer: not owned; the trainer owns them and outlives this.
+  TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer, const at::Device& device);
+
+  const config::RunConfig& config() const { return config_; }
+  model::GptModel& model() { return model_; }
+  AdamW& optimizer() { return optimizer_; }
+  const at::Device& device() const { return device_; }
+
+  /// Host batches (pinned on CUDA) to the device without blocking the host.
+  std::vector<Batch> to_device(const std::vector<Batch>& host_batches) const;
+  /// Forward and backward over the microbatches (microbatch m is forward pass m); returns {mean LM
+  /// loss, mean aux loss} on the device. Gradients accumulate into the optimizer's buffers.
+  std::pair<at::Tensor, at::Tensor> forward_backward(const std::vector<Batch>& microbatches);
+  /// Sync-free clipping folded into the AdamW step: every gradient is divided by
+  /// max(1, grad_norm / --clip-grad) inside the optimizer.
+  void optimizer_step(const at::Tensor& grad_norm);
+  /// Zero grads, train mode, forward/backward, gradient norm and (with_optimizer) the step.
+  IterationStats run_iteration(const std::vector<Batch>& batches, bool with_optimizer);
+  /// Mean LM loss over the batches in eval mode without grad (train mode restored).
+  at::Tensor evaluation_loss(const std::vector<Batch>& batches);
+
+ private:
+  config::RunConfig config_;
+  model::GptModel model_;
+  AdamW& optimizer_;
+  at::Device device_;
+};
+
+}  // namespace graphed::train
