@@ -13,24 +13,14 @@
 
 #include "error_text.h"
 #include "graphed/capture/device.h"
+#include "capture/toy_units.h"
 
 namespace graphed::capture {
 namespace {
 
 using graphed::testing::error_text;
 
-/// gelu(x W + b), with W and b as parameters.
-GraphableUnit linear_unit(const std::string& name, const at::Tensor& weight, const at::Tensor& bias) {
-  GraphableUnit unit;
-  unit.name = name;
-  unit.input_names = {"x"};
-  unit.parameters = {weight, bias};
-  unit.parameter_names = {name + ".weight", name + ".bias"};
-  unit.forward = [weight, bias](const std::vector<at::Tensor>& in) {
-    return std::vector<at::Tensor>{at::gelu(at::addmm(bias, in.at(0), weight))};
-  };
-  return unit;
-}
+using graphed::testing::linear_unit;
 
 class GraphedCallablesCudaTest : public ::testing::Test {
  protected:

@@ -49,11 +49,15 @@ TEST(TrainCommandTest, TransformerEngineNeedsACudaDevice) {
                 "); fix: --cuda-graph-impl none, or run on a GPU machine");
 }
 
-TEST(TrainCommandTest, LocalImplIsNotAvailableYet) {
+TEST(TrainCommandTest, LocalNeedsACudaDevice) {
+  const std::string why = built_with_cuda() ? "no CUDA device is visible" : "this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0";
   EXPECT_EQ(train_error({"--mock-data", "--cuda-graph-impl", "local", "--device", "cpu"}),
-            "--cuda-graph-impl local is not available in graphed " + graphed_version() +
-                " yet (full_iteration and transformer_engine are); fix: --cuda-graph-impl transformer_engine, "
-                "full_iteration or none");
+            "--cuda-graph-impl local needs a CUDA device, but this run is on the CPU (" + why +
+                "); fix: --cuda-graph-impl none, or run on a GPU machine");
+  // The legacy flag migrates to the same impl, and so to the same message.
+  EXPECT_EQ(train_error({"--mock-data", "--enable-cuda-graph", "--device", "cpu"}),
+            "--cuda-graph-impl local needs a CUDA device, but this run is on the CPU (" + why +
+                "); fix: --cuda-graph-impl none, or run on a GPU machine");
 }
 
 TEST(TrainCommandTest, InvalidConfigurationListsEveryError) {

@@ -26,46 +26,16 @@ using graphed::testing::preset_config;
 using graphed::testing::TrainRun;
 
 TrainRun train(const config::RunConfig& config, int steps) {
-  Trainer trainer(config, TokenDataset::open(config.train, config.model, "", config.train.eval_iters),
-                  at::Device(at::kCUDA, 0));
-  TrainRun run;
-  for (int it = 0; it < steps; ++it) run.losses.push_back(trainer.train_step(it).loss.item<double>());
-  if (config.cuda_graph.impl != config::CudaGraphImpl::kNone) {
-    EXPECT_TRUE(trainer.runner().capture_report().has_value());
-    run.graphs = trainer.runner().graph_count();
-  }
-  run.evaluation = trainer.evaluate(0);
-  for (const auto& p : trainer.model()->parameters()) run.parameters.push_back(p.detach().clone());
+  TrainRun run = graphed::testing::train_on_gpu(config, steps);
+  if (config.cuda_graph.impl != config::CudaGraphImpl::kNone) EXPECT_TRUE(run.captured);
   return run;
 }
 
-struct Case {
-  std::string name;
-  std::string preset;
-  std::vector<std::string> modules;
-  bool dropless = false;
-};
+using graphed::testing::GraphCase;
 
-nlohmann::json base_settings(const Case& c) {
-  nlohmann::json settings{{"global_batch_size", 2 * (c.preset == "tiny" ? 1 : 8)}};
-  if (c.dropless) settings.update({{"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}});
-  return settings;
-}
+const nlohmann::json kDropless{{"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}};
 
-/// Eager runs, computed once per (preset, dropless) and checked reproducible.
-const TrainRun& eager_run(const Case& c) {
-  static std::map<std::string, TrainRun> cache;
-  const std::string key = c.preset + (c.dropless ? "/dropless" : "");
-  auto found = cache.find(key);
-  if (found != cache.end()) return found->second;
-  TrainRun first = train(preset_config(c.preset, base_settings(c)), 50);
-  const TrainRun again = train(preset_config(c.preset, base_settings(c)), 50);
-  EXPECT_TRUE(bitwise_equal(first, again)) << key << ": eager training is not bitwise reproducible on this GPU (max loss "
-                                           << "difference " << max_difference(first, again) << ")";
-  return cache.emplace(key, std::move(first)).first->second;
-}
-
-class LayerGraphsCudaTest : public ::testing::TestWithParam<Case> {
+class LayerGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
  protected:
   void SetUp() override {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
@@ -73,11 +43,9 @@ class LayerGraphsCudaTest : public ::testing::TestWithParam<Case> {
 };
 
 TEST_P(LayerGraphsCudaTest, FiftyStepsOfTwoMicrobatchesEqualEager) {
-  const Case& c = GetParam();
-  const TrainRun& eager = eager_run(c);
-  nlohmann::json settings = base_settings(c);
-  settings.update({{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", c.modules}});
-  const TrainRun graphed = train(preset_config(c.preset, settings), 50);
+  const GraphCase& c = GetParam();
+  const TrainRun& eager = graphed::testing::eager_run(c, 50);
+  const TrainRun graphed = train(preset_config(c.preset, graphed::testing::graphed_settings(c, "transformer_engine")), 50);
   EXPECT_GT(graphed.graphs, 0);
   EXPECT_TRUE(bitwise_equal(graphed, eager)) << c.name << ": per-layer graphs differ from eager; max loss difference "
                                              << max_difference(graphed, eager) << ", evaluation " << graphed.evaluation
@@ -86,11 +54,13 @@ TEST_P(LayerGraphsCudaTest, FiftyStepsOfTwoMicrobatchesEqualEager) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modules, LayerGraphsCudaTest,
-    ::testing::Values(Case{"tiny_whole_layer", "tiny", {}}, Case{"tiny_attn", "tiny", {"attn"}},
-                      Case{"tiny_mlp", "tiny", {"mlp"}}, Case{"tiny_attn_mlp", "tiny", {"attn", "mlp"}},
-                      Case{"moe_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}},
-                      Case{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}, true},
-                      Case{"moe_attn_moe", "moe-small", {"attn", "moe"}}, Case{"moe_whole_layer", "moe-small", {}}),
+    ::testing::Values(GraphCase{"tiny_whole_layer", "tiny", {}}, GraphCase{"tiny_attn", "tiny", {"attn"}},
+                      GraphCase{"tiny_mlp", "tiny", {"mlp"}}, GraphCase{"tiny_attn_mlp", "tiny", {"attn", "mlp"}},
+                      GraphCase{"moe_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}},
+                      GraphCase{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"},
+                                kDropless},
+                      GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}}, GraphCase{"moe_whole_layer", "moe-small", {}},
+                      GraphCase{"tiny_without_stage_units", "tiny", {}, {}, {{"cuda_graph_stage_units", false}}}),
     [](const auto& info) { return info.param.name; });
 
 /// One forward/backward of every microbatch of a step, grads returned (scaled as the trainer does).

@@ -36,6 +36,7 @@ class CudaGraphManager final : public UnitRunner {
   int64_t forward_only_runner_count() const { return static_cast<int64_t>(forward_only_runners_.size()); }
   int64_t graph_count() const;
   const CudaGraphRunner& training_runner(std::size_t index) const { return *training_runners_.at(index); }
+  const CudaGraphRunner& forward_only_runner(std::size_t index) const { return *forward_only_runners_.at(index); }
 
   /// The registry drops every runner (delete_cuda_graphs, a failed creation).
   void forget_runners();

@@ -71,7 +71,7 @@ at::Tensor fresh_copy(const at::Tensor& tensor, bool requires_grad) {
 CudaGraphRunner::CudaGraphRunner(GraphableUnit unit, Kind kind, int64_t id, const std::vector<at::Tensor>& arguments)
     : state_(std::make_shared<detail::GraphedUnitState>()), kind_(kind), id_(id) {
   state_->unit = std::move(unit);
-  state_->microbatch = 0;
+  state_->slot = "runner " + std::to_string(id);
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const std::string name = i < state_->unit.input_names.size() ? state_->unit.input_names[i] : "argument " + std::to_string(i);
     state_->signatures.push_back(signature_of(label(), name, arguments[i]));
@@ -88,7 +88,7 @@ CudaGraphRunner::~CudaGraphRunner() { detail::reset(*state_); }
 
 const GraphableUnit& CudaGraphRunner::unit() const { return state_->unit; }
 
-std::string CudaGraphRunner::label() const { return state_->unit.name + " (runner " + std::to_string(id_) + ")"; }
+std::string CudaGraphRunner::label() const { return state_->label(); }
 
 bool CudaGraphRunner::is_ready_for_forward() const { return state_->pending_backwards == 0; }
 
@@ -225,7 +225,11 @@ void CudaGraphRunner::finish_capture() {
   recorded_arguments_.clear();
 }
 
+const at::Tensor& CudaGraphRunner::static_input(std::size_t index) const { return state_->static_inputs.at(index); }
 const at::Tensor& CudaGraphRunner::static_output(std::size_t index) const { return state_->static_outputs.at(index); }
+const at::Tensor& CudaGraphRunner::static_grad_output(std::size_t index) const {
+  return state_->static_grad_outputs.at(index);
+}
 const at::Tensor& CudaGraphRunner::static_grad_input(std::size_t index) const {
   static const at::Tensor none;
   return index < state_->static_grad_inputs.size() ? state_->static_grad_inputs[index] : none;

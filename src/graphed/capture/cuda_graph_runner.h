@@ -95,7 +95,11 @@ class CudaGraphRunner {
   void release_buffers(bool give_back_memory);
   /// After every capture: the runner replays from now on.
   void finish_capture();
+  /// The buffers a replay reads and writes: static input i, static output i, the grad-output buffer
+  /// of output i and the grad buffer of argument i (undefined where there is none).
+  const at::Tensor& static_input(std::size_t index) const;
   const at::Tensor& static_output(std::size_t index) const;
+  const at::Tensor& static_grad_output(std::size_t index) const;
   const at::Tensor& static_grad_input(std::size_t index) const;
   std::size_t output_count() const;
   bool output_requires_grad(std::size_t index) const;

@@ -193,6 +193,8 @@ void GraphRegistry::capture_in_record_order(const LocalBufferPlan& plan) {
 
 LocalCreation GraphRegistry::create_cudagraphs() {
   GRAPHED_INTERNAL_ASSERT(phase_ == LocalPhase::kRecording, "create_cudagraphs() outside the recording phase");
+  GRAPHED_CHECK(device_.is_cuda(), CaptureError, "the local implementation captures CUDA graphs, but its units run on ",
+                device_.str(), "; fix: run the units on a CUDA device, or eagerly (without local graphs) on the CPU");
   const auto start = std::chrono::steady_clock::now();
   std::optional<SideStream> own_stream;
   std::optional<SideStream::Use> on_own_stream;

@@ -122,6 +122,7 @@ at::Device make_states(States& states, const std::vector<GraphableUnit>& units, 
     auto state = std::make_shared<GraphedUnitState>();
     state->unit = unit;
     state->microbatch = microbatch;
+    state->slot = "microbatch " + std::to_string(microbatch);
     state->clone_parameter_grads = options.clone_parameter_grads;
     for (const auto& entry : samples[e].keyword) state->keyword_names.push_back(entry.first);
     for (std::size_t p = 0; p < unit.parameters.size(); ++p) {

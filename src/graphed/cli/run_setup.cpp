@@ -29,19 +29,12 @@ config::RunConfig resolve_for_run(const CommandLine& command_line) {
 void require_available_impl(const config::RunConfig& config, const at::Device& device) {
   const config::CudaGraphImpl impl = config.cuda_graph.impl;
   if (impl == config::CudaGraphImpl::kNone) return;
-  const std::string flag = "--cuda-graph-impl " + config::to_string(impl);
-  std::string message;
-  if (impl == config::CudaGraphImpl::kFullIteration || impl == config::CudaGraphImpl::kTransformerEngine) {
-    if (device.is_cuda()) return;
-    message = flag + " needs a CUDA device, but this run is on the CPU (" +
-              (built_with_cuda() ? std::string("no CUDA device is visible")
-                                 : std::string("this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0")) +
-              "); fix: --cuda-graph-impl none, or run on a GPU machine";
-  } else {
-    message = flag + " is not available in graphed " + graphed_version() +
-              " yet (full_iteration and transformer_engine are); fix: --cuda-graph-impl transformer_engine, "
-              "full_iteration or none";
-  }
+  if (device.is_cuda()) return;
+  const std::string message =
+      "--cuda-graph-impl " + config::to_string(impl) + " needs a CUDA device, but this run is on the CPU (" +
+      (built_with_cuda() ? std::string("no CUDA device is visible")
+                         : std::string("this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0")) +
+      "); fix: --cuda-graph-impl none, or run on a GPU machine";
   throw ConfigError(message, {message});
 }
 

@@ -15,8 +15,8 @@ namespace graphed::cli {
 /// with every error.
 config::RunConfig resolve_for_run(const CommandLine& command_line);
 
-/// Throws ConfigError unless this version can run the impl on the device: none anywhere,
-/// full_iteration and transformer_engine on a CUDA device; local not yet.
+/// Throws ConfigError unless the impl can run on the device: none anywhere, the others (full_iteration,
+/// transformer_engine, local) on a CUDA device only.
 void require_available_impl(const config::RunConfig& config, const at::Device& device);
 
 /// --device auto|cuda|cpu -> the device; auto picks CUDA when this build and machine have it.

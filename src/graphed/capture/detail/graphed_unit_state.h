@@ -25,6 +25,8 @@ enum class InputBinding {
 struct GraphedUnitState {
   GraphableUnit unit;
   int64_t microbatch = 0;
+  /// Which copy of the unit this is, for messages: "microbatch 1" (graphed callables), "runner 3" (local).
+  std::string slot = "microbatch 0";
   std::vector<std::string> keyword_names;      ///< sorted; the trailing keyword arguments
   std::vector<ArgumentSignature> signatures;   ///< of the flattened arguments
   std::vector<at::Tensor> static_inputs;       ///< one buffer per flattened argument
@@ -59,7 +61,7 @@ struct GraphedUnitState {
   int64_t pending_backwards = 0;
   bool captured = false;
 
-  /// "layers.0.attention (microbatch 1)"
+  /// "layers.0.attention (microbatch 1)", "layers.0.layer (runner 3)"
   std::string label() const;
 };
 

@@ -167,7 +167,7 @@ void check_call(const GraphedUnitState& state, const std::vector<at::Tensor>& ar
 
 }  // namespace
 
-std::string GraphedUnitState::label() const { return unit.name + " (microbatch " + std::to_string(microbatch) + ")"; }
+std::string GraphedUnitState::label() const { return unit.name + " (" + slot + ")"; }
 
 std::vector<at::Tensor> surface_of(const GraphedUnitState& state) {
   std::vector<at::Tensor> surface = state.static_inputs;

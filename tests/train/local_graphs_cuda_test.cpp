@@ -1,0 +1,123 @@
+// tests/train/local_graphs_cuda_test.cpp — --cuda-graph-impl local against eager on the GPU, 50 steps:
+// losses, the evaluation loss (through forward-only graphs) and every final parameter bitwise equal to
+// eager (eager first checked reproducible), for every module selection on tiny, small, moe-small
+// (drop-and-pad; dropless with moe_router moe_preprocess), a Llama-style model (RMSNorm, RoPE, SwiGLU,
+// GQA, untied output, no biases, bf16) and 4 microbatches. Also: dropout follows eager's random stream,
+// a call no graph matches names the argument and both signatures, delete then record again.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include "graphed/train/local_graph_runner.h"
+#include "graphed/train/trainer.h"
+#include "graphed/util/compat.h"
+#include "graphed/util/error.h"
+#include "train/train_run_for_test.h"
+
+namespace graphed::train {
+namespace {
+
+using graphed::testing::bitwise_equal;
+using graphed::testing::GraphCase;
+using graphed::testing::max_difference;
+using graphed::testing::preset_config;
+using graphed::testing::train_on_gpu;
+using graphed::testing::TrainRun;
+
+const nlohmann::json kDropless{{"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}};
+/// small as a Llama-style model.
+const nlohmann::json kLlamaStyle{{"normalization", "RMSNorm"},      {"position_embedding_type", "rope"},
+                                 {"swiglu", true},                   {"add_bias_linear", false},
+                                 {"untie_embeddings_and_output_weights", true}, {"group_query_attention", true},
+                                 {"num_query_groups", 2},            {"ffn_hidden_size", nullptr}};
+
+class LocalGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+  }
+};
+
+TEST_P(LocalGraphsCudaTest, FiftyStepsEqualEager) {
+  const GraphCase& c = GetParam();
+  const TrainRun& eager = graphed::testing::eager_run(c, 50);
+  const TrainRun graphed = train_on_gpu(preset_config(c.preset, graphed::testing::graphed_settings(c, "local")), 50);
+  EXPECT_TRUE(graphed.captured);
+  EXPECT_GT(graphed.graphs, 0);
+  EXPECT_GT(graphed.graphs_evaluated, graphed.graphs) << "evaluation captures forward-only graphs";
+  EXPECT_TRUE(bitwise_equal(graphed, eager)) << c.name << ": local graphs differ from eager; max loss difference "
+                                             << max_difference(graphed, eager) << ", evaluation " << graphed.evaluation
+                                             << " vs " << eager.evaluation;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modules, LocalGraphsCudaTest,
+    ::testing::Values(
+        GraphCase{"tiny_whole_layer", "tiny", {}}, GraphCase{"tiny_attn", "tiny", {"attn"}},
+        GraphCase{"tiny_mlp", "tiny", {"mlp"}}, GraphCase{"tiny_attn_mlp", "tiny", {"attn", "mlp"}},
+        GraphCase{"small_whole_layer", "small", {}}, GraphCase{"small_attn_mlp", "small", {"attn", "mlp"}},
+        GraphCase{"small_four_microbatches", "small", {}, {{"global_batch_size", 32}}},
+        GraphCase{"small_without_stage_units", "small", {}, {}, {{"cuda_graph_stage_units", false}}},
+        GraphCase{"moe_whole_layer", "moe-small", {}}, GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}},
+        GraphCase{"moe_router_preprocess", "moe-small", {"moe_router", "moe_preprocess"}},
+        GraphCase{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}, kDropless},
+        GraphCase{"llama_style_whole_layer", "small", {}, kLlamaStyle},
+        GraphCase{"llama_style_attn_mlp", "small", {"attn", "mlp"}, kLlamaStyle}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(LocalGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+  const nlohmann::json dropout{{"attention_dropout", 0.1}, {"hidden_dropout", 0.1}, {"micro_batch_size", 8},
+                               {"global_batch_size", 16}};
+  nlohmann::json graphed_settings = dropout;
+  graphed_settings.update({{"cuda_graph_impl", "local"}, {"cuda_graph_modules", {"attn", "mlp"}}});
+  const TrainRun eager = train_on_gpu(preset_config("tiny", dropout), 20);
+  const TrainRun graphed = train_on_gpu(preset_config("tiny", graphed_settings), 20);
+  const TrainRun no_dropout = train_on_gpu(preset_config("tiny", {{"micro_batch_size", 8}, {"global_batch_size", 16}}), 20);
+  EXPECT_NE(eager.losses, no_dropout.losses) << "dropout must change the losses";
+  EXPECT_EQ(graphed.losses, eager.losses) << "the graphs must consume the RNG exactly as eager does; max difference "
+                                          << max_difference(graphed, eager);
+}
+
+TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSignatures) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+  const config::RunConfig config = preset_config("tiny", {{"cuda_graph_impl", "local"}, {"cuda_graph_warmup_steps", 1}});
+  Trainer trainer(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCUDA, 0));
+  for (int it = 0; it < 3; ++it) trainer.train_step(it);
+  ASSERT_TRUE(trainer.runner().capture_report().has_value());
+  const at::Tensor tokens = at::zeros({2, 64}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+  std::string message = "(no error)";
+  try {
+    compat::AutocastScope autocast(true);
+    trainer.model()->forward(tokens, tokens, 0);
+  } catch (const CaptureError& error) {
+    message = error.what();
+  }
+  EXPECT_EQ(message.rfind("unit embedding: no captured graph matches this call (1 recorded for this unit):\n"
+                          "  - embedding (runner 0): argument 'tokens' (argument 0): got [2, 64] Long on cuda:0, no grad; "
+                          "recorded [1, 64] Long on cuda:0, no grad; fix: ",
+                          0),
+            0u)
+      << message;
+}
+
+TEST(LocalGraphsCudaDeleteTest, DeleteThenRecordAgainKeepsEagerLosses) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+  const config::RunConfig eager_config = preset_config("tiny", {{"global_batch_size", 2}});
+  const config::RunConfig graphed_config = preset_config("tiny", {{"global_batch_size", 2}, {"cuda_graph_impl", "local"}});
+  Trainer eager(eager_config, TokenDataset::open(eager_config.train, eager_config.model, "", 0), at::Device(at::kCUDA, 0));
+  Trainer graphed(graphed_config, TokenDataset::open(graphed_config.train, graphed_config.model, "", 0), at::Device(at::kCUDA, 0));
+  for (int it = 0; it < 20; ++it) {
+    if (it == 10) {
+      ASSERT_GT(graphed.runner().graph_count(), 0);
+      graphed.delete_cuda_graphs();
+      EXPECT_EQ(graphed.runner().graph_count(), 0);
+    }
+    EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>()) << "iteration " << it;
+  }
+  const auto& local = dynamic_cast<const LocalGraphRunner&>(graphed.runner());
+  EXPECT_EQ(local.registry().phase(), capture::LocalPhase::kCreated) << "recorded and captured again after the delete";
+  EXPECT_GT(graphed.runner().graph_count(), 0);
+}
+
+}  // namespace
+}  // namespace graphed::train
