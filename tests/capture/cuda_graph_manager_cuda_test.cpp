@@ -21,6 +21,7 @@ namespace {
 
 using graphed::testing::linear_unit;
 using graphed::testing::masked_unit;
+using graphed::testing::residual_unit;
 
 /// The same parameters twice: one set for eager units, one for managed units.
 struct Parameters {
@@ -99,10 +100,12 @@ class CudaGraphManagerCudaTest : public ::testing::Test {
       return y;
     }
   };
-  Chain chain(const Parameters& parameters, GraphRegistry* registry) const {
+  Chain chain(const Parameters& parameters, GraphRegistry* registry, bool residual = false) const {
     Chain c;
     for (std::size_t i = 0; i < parameters.weights.size(); ++i) {
-      c.units.push_back(linear_unit(std::string(1, static_cast<char>('a' + i)), parameters.weights[i], parameters.biases[i]));
+      const std::string name(1, static_cast<char>('a' + i));
+      c.units.push_back(residual ? residual_unit(name, parameters.weights[i], parameters.biases[i])
+                                 : linear_unit(name, parameters.weights[i], parameters.biases[i]));
       if (registry) c.managers.push_back(std::make_unique<CudaGraphManager>(c.units.back(), *registry));
     }
     return c;
@@ -151,6 +154,23 @@ TEST_F(CudaGraphManagerCudaTest, RecordedThenReplayedStepsMatchEagerBitwise) {
   EXPECT_TRUE(a.is_captured() && b.is_captured());
   EXPECT_EQ(b.static_input(0).data_ptr(), a.static_output(0).data_ptr()) << "b reads a's output in place";
   EXPECT_EQ(a.static_grad_output(0).data_ptr(), b.static_grad_input(0).data_ptr()) << "b's input grad is a's grad output";
+}
+
+TEST_F(CudaGraphManagerCudaTest, ResidualChainMatchesEagerBitwise) {
+  // Four residual units: every backward reads its grad-output buffer (the next unit's input grad)
+  // twice, so that buffer must stay owned until the backward that reads it is captured.
+  const Parameters eager_parameters = Parameters::make(4, 32, device_);
+  const Parameters graphed_parameters = eager_parameters.copy();
+  GraphRegistry registry(device_, LocalGraphOptions());
+  const Chain eager = chain(eager_parameters, nullptr, /*residual=*/true);
+  const Chain graphed = chain(graphed_parameters, &registry, /*residual=*/true);
+  registry.start_recording();
+  for (int s = 0; s < 4; ++s) {
+    const std::vector<at::Tensor> inputs{input(), input()};
+    const auto got = step(graphed, graphed_parameters, inputs);
+    if (registry.phase() == LocalPhase::kRecording) registry.create_cudagraphs();
+    expect_all_equal(got, step(eager, eager_parameters, inputs), "step " + std::to_string(s));
+  }
 }
 
 TEST_F(CudaGraphManagerCudaTest, UnitsReadingOneMaskShareItsBuffer) {

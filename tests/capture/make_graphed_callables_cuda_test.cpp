@@ -317,7 +317,7 @@ TEST_F(GraphedCallablesCudaTest, ResetGraphsRefuseCalls) {
   EXPECT_FALSE(graphed[0]->is_captured());
   EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}, 0); }),
             "the graphs of unit a (microbatch 0) were deleted (reset) before this call; fix: capture again "
-            "(make_graphed_callables) before calling it, and finish every backward pass before deleting the graphs");
+            "before calling it, and finish every backward pass before deleting the graphs");
   std::string message = "(no error)";
   try {
     pending.backward();

@@ -23,6 +23,17 @@ inline capture::GraphableUnit linear_unit(const std::string& name, const at::Ten
   return unit;
 }
 
+/// x + gelu(x W + b): a residual, as transformer layers have. Its backward reads the incoming grad
+/// twice (the skip path and the branch), so a grad buffer clobbered in between shows.
+inline capture::GraphableUnit residual_unit(const std::string& name, const at::Tensor& weight, const at::Tensor& bias) {
+  capture::GraphableUnit unit = linear_unit(name, weight, bias);
+  unit.forward = [weight, bias](const std::vector<at::Tensor>& in) {
+    const at::Tensor& x = in.at(0);
+    return std::vector<at::Tensor>{x + at::gelu(at::addmm(bias, at::layer_norm(x, {x.size(-1)}), weight))};
+  };
+  return unit;
+}
+
 /// gelu(x W + b) * mask + table: arguments {x, mask, table}.
 inline capture::GraphableUnit masked_unit(const std::string& name, const at::Tensor& weight, const at::Tensor& bias) {
   capture::GraphableUnit unit = linear_unit(name, weight, bias);

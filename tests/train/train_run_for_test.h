@@ -80,7 +80,7 @@ struct GraphCase {
 /// Two microbatches per iteration, then the case's model settings.
 inline nlohmann::json case_settings(const GraphCase& c) {
   nlohmann::json settings{{"global_batch_size", 2 * (c.preset == "tiny" ? 1 : 8)}};
-  settings.update(c.model);
+  if (c.model.is_object()) settings.update(c.model);
   return settings;
 }
 
@@ -88,7 +88,7 @@ inline nlohmann::json case_settings(const GraphCase& c) {
 inline nlohmann::json graphed_settings(const GraphCase& c, const std::string& impl) {
   nlohmann::json settings = case_settings(c);
   settings.update({{"cuda_graph_impl", impl}, {"cuda_graph_modules", c.modules}});
-  settings.update(c.graphs);
+  if (c.graphs.is_object()) settings.update(c.graphs);
   return settings;
 }
 

@@ -27,6 +27,9 @@ void reset_peak_memory(const at::Device& device);
 int64_t allocated_memory_bytes(const at::Device& device);
 /// Bytes the caching allocator holds from the device, in use or cached (0 on the CPU).
 int64_t reserved_memory_bytes(const at::Device& device);
+/// Bytes the caching allocator holds in private pools (the memory of every CUDA graph's pool), from
+/// its segment snapshot (0 on the CPU).
+int64_t graph_pool_bytes(const at::Device& device);
 /// Bytes in use on the whole device (cudaMemGetInfo: total - free), the allocator's and everything
 /// else's, such as instantiated graphs (0 on the CPU).
 int64_t device_memory_used_bytes(const at::Device& device);

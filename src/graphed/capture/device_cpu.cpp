@@ -15,6 +15,7 @@ void reset_peak_memory(const at::Device&) {}
 int64_t allocated_memory_bytes(const at::Device&) { return 0; }
 int64_t reserved_memory_bytes(const at::Device&) { return 0; }
 int64_t device_memory_used_bytes(const at::Device&) { return 0; }
+int64_t graph_pool_bytes(const at::Device&) { return 0; }
 void empty_cache(const at::Device&) {}
 bool on_default_stream(const at::Device&) { return false; }
 uint64_t cuda_random_offset(const at::Device&) { return 0; }

@@ -83,6 +83,18 @@ int64_t reserved_memory_bytes(const at::Device& device) {
   return stats.reserved_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
 }
 
+int64_t graph_pool_bytes(const at::Device& device) {
+  if (!device.is_cuda()) return 0;
+  const c10::DeviceIndex index = device.index() < 0 ? 0 : device.index();
+  const auto snapshot = c10::cuda::CUDACachingAllocator::snapshot({0, 0}, /*include_traces=*/false);
+  int64_t bytes = 0;
+  for (const auto& segment : snapshot.segments) {
+    const bool in_private_pool = segment.owner_private_pool_id.first != 0 || segment.owner_private_pool_id.second != 0;
+    if (segment.device == index && in_private_pool) bytes += static_cast<int64_t>(segment.total_size);
+  }
+  return bytes;
+}
+
 int64_t device_memory_used_bytes(const at::Device& device) {
   if (!device.is_cuda()) return 0;
   const c10::cuda::CUDAGuard guard(device.index() < 0 ? 0 : device.index());

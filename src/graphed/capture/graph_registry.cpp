@@ -13,12 +13,13 @@
 namespace graphed::capture {
 namespace {
 
-/// Reserved (allocator) and used (whole device) memory at one moment.
+/// Graph pools, reserved (allocator) and used (whole device) memory at one moment.
 struct MemoryMark {
+  int64_t pools = 0;
   int64_t reserved = 0;
   int64_t used = 0;
   explicit MemoryMark(const at::Device& device)
-      : reserved(reserved_memory_bytes(device)), used(device_memory_used_bytes(device)) {}
+      : pools(graph_pool_bytes(device)), reserved(reserved_memory_bytes(device)), used(device_memory_used_bytes(device)) {}
 };
 
 }  // namespace
@@ -151,34 +152,47 @@ StaticInputs GraphRegistry::static_inputs_of(const CudaGraphRunner& runner, cons
   return inputs;
 }
 
-void GraphRegistry::capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan) {
+void GraphRegistry::capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan, HandOffs& hand_offs) {
   const std::vector<PlannedGradOutput>& planned = plan.grad_outputs.at(runner.id());
   std::vector<at::Tensor> seeds(runner.output_count());
   std::vector<bool> aliased(runner.output_count(), false);
+  std::vector<std::pair<int64_t, int64_t>> taken;
   for (std::size_t j = 0; j < seeds.size(); ++j) {
     if (!runner.output_requires_grad(j)) continue;
     const at::Tensor& output = runner.static_output(j);
-    if (planned[j].consumer >= 0) {
-      const at::Tensor& grad = recorded_.at(planned[j].consumer)->static_grad_input(static_cast<std::size_t>(planned[j].consumer_input));
-      if (grad.defined() && grad.sizes().equals(output.sizes()) && grad.scalar_type() == output.scalar_type()) {
-        seeds[j] = grad;  // the consumer's backward writes this grad right here: no copy in between
-        aliased[j] = true;
-        continue;
-      }
+    const auto hand_off = hand_offs.find({planned[j].consumer, planned[j].consumer_input});
+    if (hand_off != hand_offs.end() && hand_off->second.sizes().equals(output.sizes()) &&
+        hand_off->second.scalar_type() == output.scalar_type()) {
+      seeds[j] = hand_off->second;  // the consumer's backward writes this grad right here: no copy in between
+      aliased[j] = true;
+      taken.push_back(hand_off->first);
+      continue;
     }
     seeds[j] = at::empty_like(output);
   }
   runner.capture_backward(seeds, aliased, pool_, options_);
+  // This runner's input grads that an earlier producer reads as its grad output stay owned until that
+  // producer's backward is captured: released now, the producer's capture could reuse the memory for
+  // its own temporaries and overwrite its incoming grad while still reading it.
+  for (const auto& [producer, outputs] : plan.grad_outputs) {
+    for (const PlannedGradOutput& grad : outputs) {
+      if (grad.consumer != runner.id()) continue;
+      const at::Tensor& input_grad = runner.static_grad_input(static_cast<std::size_t>(grad.consumer_input));
+      if (input_grad.defined()) hand_offs[{grad.consumer, grad.consumer_input}] = input_grad;
+    }
+  }
   runner.release_buffers(options_.release_buffers);
+  for (const auto& key : taken) hand_offs.erase(key);  // the producer's own release lets go of it
 }
 
 void GraphRegistry::capture_in_record_order(const LocalBufferPlan& plan) {
   const std::set<const void*> shared_parameters = this->shared_parameters();
   std::vector<at::Tensor> shared_inputs(plan.shared_buffer_users.size());
+  HandOffs hand_offs;
   for (const RecordEntry& entry : record_.entries()) {
     CudaGraphRunner& runner = *recorded_.at(entry.runner);
     if (!entry.forward) {
-      capture_backward_of(runner, plan);
+      capture_backward_of(runner, plan, hand_offs);
       continue;
     }
     std::vector<bool> accumulate;
@@ -224,8 +238,8 @@ LocalCreation GraphRegistry::create_cudagraphs() {
     creation.graphs += runner->graph_count();
   }
   creation.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  creation.pool_bytes = after.reserved - before.reserved;
-  creation.graph_bytes = std::max<int64_t>(0, (after.used - before.used) - creation.pool_bytes);
+  creation.pool_bytes = after.pools - before.pools;
+  creation.graph_bytes = std::max<int64_t>(0, (after.used - before.used) - (after.reserved - before.reserved));
   record_.clear();
   held_.clear();
   tensor_ids_.clear();

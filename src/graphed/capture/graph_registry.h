@@ -32,7 +32,7 @@ struct LocalCreation {
   int64_t runners = 0;      ///< training runners captured
   int64_t graphs = 0;       ///< forward plus backward graphs
   double seconds = 0;       ///< warmup passes and captures
-  int64_t pool_bytes = 0;   ///< device memory the caching allocator reserved for the pool meanwhile
+  int64_t pool_bytes = 0;   ///< growth of the caching allocator's graph-pool segments meanwhile
   int64_t graph_bytes = 0;  ///< device memory taken outside the allocator (the graphs themselves)
 };
 
@@ -97,7 +97,9 @@ class GraphRegistry {
   int64_t tensor_id(const at::Tensor& tensor);
   void capture_in_record_order(const LocalBufferPlan& plan);
   StaticInputs static_inputs_of(const CudaGraphRunner& runner, const LocalBufferPlan& plan, std::vector<at::Tensor>& shared);
-  void capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan);
+  /// Input grads kept owned for the producer that reads them as its grad output: (runner, argument) -> grad.
+  using HandOffs = std::map<std::pair<int64_t, int64_t>, at::Tensor>;
+  void capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan, HandOffs& hand_offs);
   /// Parameters that more than one manager's unit reads (tied embeddings): their grads go through
   /// autograd, which sums them before adding, as eager does; the others accumulate inside the graphs.
   std::set<const void*> shared_parameters() const;

@@ -19,7 +19,7 @@ namespace graphed::train {
 struct CaptureReport {
   std::string what;         ///< e.g. "12 units (24 graphs) with the local impl, and the optimizer step"
   double seconds = 0;       ///< recording of arguments, warmup passes and captures
-  int64_t pool_bytes = 0;   ///< device memory the caching allocator reserved for the graphs' pools
+  int64_t pool_bytes = 0;   ///< growth of the caching allocator's graph-pool segments during the captures
   int64_t graph_bytes = 0;  ///< device memory taken outside the allocator (the graphs themselves)
 };
 

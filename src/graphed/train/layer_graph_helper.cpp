@@ -57,6 +57,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
   const auto start = std::chrono::steady_clock::now();
   capture::synchronize(device);
   capture::empty_cache(device);
+  const int64_t pools_before = capture::graph_pool_bytes(device);
   const int64_t reserved_before = capture::reserved_memory_bytes(device);
   const int64_t used_before = capture::device_memory_used_bytes(device);
   // The recording forward, warmup and capture must not shift the random stream of training.
@@ -116,8 +117,9 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     install_runner(model_, targets_[u], std::make_shared<capture::MicrobatchRunner>(targets_[u].unit, std::move(per_slot)));
   }
   capture::synchronize(device);
-  pool_bytes_ = capture::reserved_memory_bytes(device) - reserved_before;
-  graph_bytes_ = std::max<int64_t>(0, capture::device_memory_used_bytes(device) - used_before - pool_bytes_);
+  pool_bytes_ = capture::graph_pool_bytes(device) - pools_before;
+  const int64_t reserved_change = capture::reserved_memory_bytes(device) - reserved_before;
+  graph_bytes_ = std::max<int64_t>(0, capture::device_memory_used_bytes(device) - used_before - reserved_change);
   capture_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -37,11 +37,13 @@ std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const std::vect
       compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
       output = model_->forward(batch.tokens, batch.labels, static_cast<int64_t>(index));
     }
-    (microbatches.size() > 1 ? output.loss * scale : output.loss).backward();
+    // The losses are taken before the backward: with graphs they live in graph memory, which the
+    // backward graphs may reuse.
     const at::Tensor lm = output.lm_loss.detach().to(at::kFloat);
     const at::Tensor aux = output.aux_loss.detach().to(at::kFloat);
     loss_sum = loss_sum.defined() ? loss_sum.add_(lm) : lm.clone();
     aux_sum = aux_sum.defined() ? aux_sum.add_(aux) : aux.clone();
+    (microbatches.size() > 1 ? output.loss * scale : output.loss).backward();
   }
   if (microbatches.size() > 1) {
     loss_sum.mul_(scale);

@@ -264,8 +264,9 @@ void release_autograd_graph(GraphedUnitState& state, bool non_owning) {
 }
 
 void finish_capture(GraphedUnitState& state) {
-  const bool argument_needs_grad = std::any_of(state.static_inputs.begin(), state.static_inputs.end(),
-                                               [](const at::Tensor& t) { return t.requires_grad(); });
+  // From the signatures: a released static input (a non-owning alias) no longer says it needs grad.
+  const bool argument_needs_grad = std::any_of(state.signatures.begin(), state.signatures.end(),
+                                               [](const ArgumentSignature& s) { return s.requires_grad; });
   bool grad_to_autograd = false;
   for (std::size_t i = 0; i < state.parameters.size(); ++i) {
     grad_to_autograd = grad_to_autograd || (!state.accumulate_in_graph[i] && state.parameters[i].requires_grad());
