@@ -170,6 +170,15 @@ void CudaGraphRunner::capture_forward(StaticInputs inputs, std::vector<bool> acc
   }
   state.input_producers = std::move(inputs.producers);
   state.accumulate_in_graph = std::move(accumulate_in_graph);
+  // Grads of shared parameters go to autograd. When their param.grad exists, AccumulateGrad adds into it
+  // in place and never adopts the graph's buffer (PyTorch #181723), so no clone is needed.
+  state.clone_parameter_grads = false;
+  for (std::size_t p = 0; p < state.parameters.size(); ++p) {
+    const at::Tensor& parameter = state.parameters[p];
+    if (!state.accumulate_in_graph[p] && parameter.requires_grad() && !parameter.grad().defined()) {
+      state.clone_parameter_grads = true;
+    }
+  }
   for (std::size_t p = 0; p < state.parameters.size(); ++p) {
     GRAPHED_CHECK(!state.accumulate_in_graph[p] || !state.parameters[p].requires_grad() || state.parameters[p].grad().defined(),
                   CaptureError, "unit ", label(), ": parameter '", state.parameter_names[p], "' has no grad tensor, "
@@ -207,7 +216,10 @@ void CudaGraphRunner::release_buffers(bool give_back_memory) {
   detail::GraphedUnitState& state = *state_;
   detail::release_autograd_graph(state, give_back_memory);
   if (!give_back_memory) return;
-  for (at::Tensor& grad : state.static_grad_inputs) {
+  // Argument grads only: a parameter grad handed to autograd uncloned is read when autograd sums it
+  // with the parameter's other grads, after later graphs ran, so its buffer stays owned.
+  for (std::size_t i = 0; i < state.static_inputs.size() && i < state.static_grad_inputs.size(); ++i) {
+    at::Tensor& grad = state.static_grad_inputs[i];
     if (grad.defined()) grad = detail::non_owning_alias(grad);
   }
   for (std::size_t i = 0; i < state.static_inputs.size(); ++i) {

@@ -80,8 +80,7 @@ GptOutput GptModelImpl::forward(const at::Tensor& tokens, const at::Tensor& labe
     if (layer_aux.defined()) out.aux_loss = out.aux_loss.defined() ? out.aux_loss + layer_aux : layer_aux;
   }
   out.lm_loss = stage_runners_[slot(StageUnit::kLoss)]->run({hidden, labels}, microbatch)[0];
-  if (!out.aux_loss.defined()) out.aux_loss = at::zeros({}, out.lm_loss.options());
-  out.loss = config_.is_moe() ? out.lm_loss + out.aux_loss : out.lm_loss;
+  out.loss = out.aux_loss.defined() ? out.lm_loss + out.aux_loss : out.lm_loss;
   return out;
 }
 

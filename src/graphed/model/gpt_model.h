@@ -26,7 +26,7 @@ namespace graphed::model {
 struct GptOutput {
   at::Tensor loss;      ///< lm_loss + aux_loss: what backward runs on
   at::Tensor lm_loss;   ///< mean token cross-entropy, float32 scalar
-  at::Tensor aux_loss;  ///< sum of the MoE layers' load-balancing losses (0 when dense)
+  at::Tensor aux_loss;  ///< sum of the MoE layers' load-balancing losses (undefined when dense)
 };
 
 /// The model's units outside its layers (Megatron's first and last pipeline stage work).

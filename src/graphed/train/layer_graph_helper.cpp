@@ -86,6 +86,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     options.reuse_buffers = true;
     options.allow_unused_input = true;
     options.accumulate_parameter_grads = true;  // the optimizer keeps every grad allocated, zeroed in place
+    options.clone_parameter_grads = false;      // so shared parameters' grads are added in place, not adopted
     options.chained_inputs = chained_targets(targets_);
     options.retain_backward_graph = options_.retain_backward_graph;
     options.mode = options_.mode;

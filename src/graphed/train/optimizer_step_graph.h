@@ -1,8 +1,9 @@
 // train/optimizer_step_graph.h — the gradient norm, the clipping and the optimizer step of the
-// per-layer implementations, run after the last microbatch's backward: one graph (Megatron's optimizer
-// CUDA graph, research §4.6) captured after the warmup iterations and replayed every iteration, or the
-// same work eagerly when it is not graphed. AdamW keeps its step count and learning rate on the device,
-// so the graph replays the schedule correctly.
+// per-layer implementations, run after the last microbatch's backward, and the zeroing of the gradients
+// for the next iteration (so that the iteration itself launches one kernel fewer): one graph (Megatron's
+// optimizer CUDA graph, research §4.6) captured after the warmup iterations and replayed every
+// iteration, or the same work eagerly when it is not graphed. AdamW keeps its step count and learning
+// rate on the device, so the graph replays the schedule correctly.
 #pragma once
 
 #include <memory>

@@ -11,7 +11,11 @@ namespace graphed::train {
 
 TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer,
                            const at::Device& device)
-    : config_(config), model_(std::move(model)), optimizer_(optimizer), device_(device) {}
+    : config_(config),
+      model_(std::move(model)),
+      optimizer_(optimizer),
+      device_(device),
+      zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {}
 
 std::vector<Batch> TrainingStep::to_device(const std::vector<Batch>& host_batches) const {
   // Through pinned memory without blocking: a pageable copy would wait for the stream, serializing the
@@ -40,16 +44,18 @@ std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const std::vect
     // The losses are taken before the backward: with graphs they live in graph memory, which the
     // backward graphs may reuse.
     const at::Tensor lm = output.lm_loss.detach().to(at::kFloat);
-    const at::Tensor aux = output.aux_loss.detach().to(at::kFloat);
     loss_sum = loss_sum.defined() ? loss_sum.add_(lm) : lm.clone();
-    aux_sum = aux_sum.defined() ? aux_sum.add_(aux) : aux.clone();
+    if (output.aux_loss.defined()) {
+      const at::Tensor aux = output.aux_loss.detach().to(at::kFloat);
+      aux_sum = aux_sum.defined() ? aux_sum.add_(aux) : aux.clone();
+    }
     (microbatches.size() > 1 ? output.loss * scale : output.loss).backward();
   }
   if (microbatches.size() > 1) {
     loss_sum.mul_(scale);
-    aux_sum.mul_(scale);
+    if (aux_sum.defined()) aux_sum.mul_(scale);
   }
-  return {loss_sum, aux_sum};
+  return {loss_sum, aux_sum.defined() ? aux_sum : zero_aux_loss_};
 }
 
 void TrainingStep::optimizer_step(const at::Tensor& grad_norm) {

@@ -50,6 +50,7 @@ class TrainingStep {
   model::GptModel model_;
   AdamW& optimizer_;
   at::Device device_;
+  at::Tensor zero_aux_loss_;  ///< the aux loss of dense models: one zero, not one per microbatch
 };
 
 }  // namespace graphed::train

@@ -56,8 +56,7 @@ IterationStats TransformerEngineRunner::train(const std::vector<Batch>& host_bat
         },
         step_.device());
   }
-  step_.optimizer().zero_grad();
-  step_.model()->train();
+  step_.model()->train();  // the grads were zeroed after the last optimizer step
   auto [loss, aux_loss] = step_.forward_backward(batches);
   const at::Tensor grad_norm = optimizer_.run();
   ++iterations_;
