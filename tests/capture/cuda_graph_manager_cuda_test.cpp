@@ -273,8 +273,9 @@ TEST_F(CudaGraphManagerCudaTest, DeleteThenRecordAgainKeepsMatchingEager) {
 }
 
 TEST_F(CudaGraphManagerCudaTest, ReleasedBuffersGoBackToThePoolForLaterGraphs) {
-  // Six units over [512, 512] float32 (1 MiB each). Without release every runner keeps its output and
-  // input grad; with it (research §2.8.1) they go back to the pool once their last reader is captured.
+  // Six units over [512, 512] float32 (1 MiB each). Without release every runner keeps its output; with
+  // it (research §2.8.1) the outputs go back to the pool once their last reader is captured (input grads
+  // stay owned either way: autograd may hold them while later graphs run).
   const auto held_after_creation = [&](bool release) {
     const Parameters parameters = Parameters::make(6, 512, device_);
     LocalGraphOptions options;
@@ -297,7 +298,7 @@ TEST_F(CudaGraphManagerCudaTest, ReleasedBuffersGoBackToThePoolForLaterGraphs) {
   };
   const int64_t kept = held_after_creation(false);
   const int64_t released = held_after_creation(true);
-  EXPECT_GE(kept - released, 8 * (int64_t{1} << 20)) << "kept " << kept << " bytes, released " << released;
+  EXPECT_GE(kept - released, 5 * (int64_t{1} << 20)) << "kept " << kept << " bytes, released " << released;
 }
 
 TEST_F(CudaGraphManagerCudaTest, CallsWithoutGradReplayForwardOnlyGraphsInAnEvaluationScope) {

@@ -216,12 +216,8 @@ void CudaGraphRunner::release_buffers(bool give_back_memory) {
   detail::GraphedUnitState& state = *state_;
   detail::release_autograd_graph(state, give_back_memory);
   if (!give_back_memory) return;
-  // Argument grads only: a parameter grad handed to autograd uncloned is read when autograd sums it
-  // with the parameter's other grads, after later graphs ran, so its buffer stays owned.
-  for (std::size_t i = 0; i < state.static_inputs.size() && i < state.static_grad_inputs.size(); ++i) {
-    at::Tensor& grad = state.static_grad_inputs[i];
-    if (grad.defined()) grad = detail::non_owning_alias(grad);
-  }
+  // Input grads (of arguments and parameters) stay owned: autograd may hold one in a sum with other
+  // grads while later graphs replay, and those graphs must not have been given its memory.
   for (std::size_t i = 0; i < state.static_inputs.size(); ++i) {
     if (state.input_bindings[i] == detail::InputBinding::kMustBeBuffer) {
       state.static_inputs[i] = detail::non_owning_alias(state.static_inputs[i]);

@@ -90,9 +90,11 @@ class CudaGraphRunner {
   /// A recorded runner whose outputs need no grad: it keeps a forward graph only.
   void skip_backward();
   /// After the backward capture: drops the autograd graph of the forward capture. give_back_memory:
-  /// pool buffers produced here or shared with other graphs (outputs, argument grads, aliased inputs
-  /// and grad outputs) also become non-owning aliases, so that their memory goes back to the pool once
-  /// no runner owns it and later graphs reuse it (§2.8.1). Parameter grads handed to autograd stay.
+  /// the outputs, and the inputs and grad outputs that alias other runners' buffers, become non-owning
+  /// aliases, so that their memory goes back to the pool once no runner owns it and later graphs reuse
+  /// it (§2.8.1). Outputs are safe to give back: whatever reads one in the forward is done with it before
+  /// this unit's backward, which precedes every later capture's replay. Input grads stay owned: autograd
+  /// may hold one in a sum with other grads while later graphs replay.
   void release_buffers(bool give_back_memory);
   /// After every capture: the runner replays from now on.
   void finish_capture();

@@ -152,47 +152,35 @@ StaticInputs GraphRegistry::static_inputs_of(const CudaGraphRunner& runner, cons
   return inputs;
 }
 
-void GraphRegistry::capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan, HandOffs& hand_offs) {
+void GraphRegistry::capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan) {
   const std::vector<PlannedGradOutput>& planned = plan.grad_outputs.at(runner.id());
   std::vector<at::Tensor> seeds(runner.output_count());
   std::vector<bool> aliased(runner.output_count(), false);
-  std::vector<std::pair<int64_t, int64_t>> taken;
   for (std::size_t j = 0; j < seeds.size(); ++j) {
     if (!runner.output_requires_grad(j)) continue;
     const at::Tensor& output = runner.static_output(j);
-    const auto hand_off = hand_offs.find({planned[j].consumer, planned[j].consumer_input});
-    if (hand_off != hand_offs.end() && hand_off->second.sizes().equals(output.sizes()) &&
-        hand_off->second.scalar_type() == output.scalar_type()) {
-      seeds[j] = hand_off->second;  // the consumer's backward writes this grad right here: no copy in between
-      aliased[j] = true;
-      taken.push_back(hand_off->first);
-      continue;
+    if (planned[j].consumer >= 0) {
+      // The consumer keeps its input grads owned (CudaGraphRunner::release_buffers).
+      const at::Tensor& grad = recorded_.at(planned[j].consumer)->static_grad_input(static_cast<std::size_t>(planned[j].consumer_input));
+      if (grad.defined() && grad.sizes().equals(output.sizes()) && grad.scalar_type() == output.scalar_type()) {
+        seeds[j] = grad;  // the consumer's backward writes this grad right here: no copy in between
+        aliased[j] = true;
+        continue;
+      }
     }
     seeds[j] = at::empty_like(output);
   }
   runner.capture_backward(seeds, aliased, pool_, options_);
-  // This runner's input grads that an earlier producer reads as its grad output stay owned until that
-  // producer's backward is captured: released now, the producer's capture could reuse the memory for
-  // its own temporaries and overwrite its incoming grad while still reading it.
-  for (const auto& [producer, outputs] : plan.grad_outputs) {
-    for (const PlannedGradOutput& grad : outputs) {
-      if (grad.consumer != runner.id()) continue;
-      const at::Tensor& input_grad = runner.static_grad_input(static_cast<std::size_t>(grad.consumer_input));
-      if (input_grad.defined()) hand_offs[{grad.consumer, grad.consumer_input}] = input_grad;
-    }
-  }
   runner.release_buffers(options_.release_buffers);
-  for (const auto& key : taken) hand_offs.erase(key);  // the producer's own release lets go of it
 }
 
 void GraphRegistry::capture_in_record_order(const LocalBufferPlan& plan) {
   const std::set<const void*> shared_parameters = this->shared_parameters();
   std::vector<at::Tensor> shared_inputs(plan.shared_buffer_users.size());
-  HandOffs hand_offs;
   for (const RecordEntry& entry : record_.entries()) {
     CudaGraphRunner& runner = *recorded_.at(entry.runner);
     if (!entry.forward) {
-      capture_backward_of(runner, plan, hand_offs);
+      capture_backward_of(runner, plan);
       continue;
     }
     std::vector<bool> accumulate;

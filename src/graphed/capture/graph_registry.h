@@ -97,9 +97,7 @@ class GraphRegistry {
   int64_t tensor_id(const at::Tensor& tensor);
   void capture_in_record_order(const LocalBufferPlan& plan);
   StaticInputs static_inputs_of(const CudaGraphRunner& runner, const LocalBufferPlan& plan, std::vector<at::Tensor>& shared);
-  /// Input grads kept owned for the producer that reads them as its grad output: (runner, argument) -> grad.
-  using HandOffs = std::map<std::pair<int64_t, int64_t>, at::Tensor>;
-  void capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan, HandOffs& hand_offs);
+  void capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan);
   /// Parameters that more than one manager's unit reads (tied embeddings): their grads go through
   /// autograd, which sums them before adding, as eager does; the others accumulate inside the graphs.
   std::set<const void*> shared_parameters() const;
