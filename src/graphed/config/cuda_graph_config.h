@@ -55,7 +55,9 @@ struct CudaGraphInputs {
   std::optional<std::string> inference_scope;
   /// --cuda-graph-warmup-steps: eager iterations before capture; default 3, must be >= 1.
   int64_t warmup_steps = 3;
-  /// --cuda-graph-use-single-mempool: full-iteration and optimizer graphs share one pool; default on.
+  /// --cuda-graph-use-single-mempool: an impl's graphs share one pool (full_iteration: training and
+  /// evaluation; local: training, evaluation and optimizer step; transformer_engine: units and
+  /// optimizer step); default on.
   bool use_single_mempool = true;
   /// --cuda-graph-retain-backward-graph: capture backward with retain_graph; default off.
   bool retain_backward_graph = false;
