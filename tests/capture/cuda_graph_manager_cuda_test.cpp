@@ -110,6 +110,21 @@ class CudaGraphManagerCudaTest : public ::testing::Test {
     }
     return c;
   }
+  /// Equal parameters for an eager chain and a managed one, with the managed chain's registry.
+  struct Twins {
+    Parameters eager_parameters, graphed_parameters;
+    std::unique_ptr<GraphRegistry> registry;  // before the chains: their managers unregister from it
+    Chain eager, graphed;
+  };
+  Twins twins(int units, bool residual = false) const {
+    Twins t;
+    t.eager_parameters = Parameters::make(units, 32, device_);
+    t.graphed_parameters = t.eager_parameters.copy();
+    t.registry = std::make_unique<GraphRegistry>(device_, LocalGraphOptions());
+    t.eager = chain(t.eager_parameters, nullptr, residual);
+    t.graphed = chain(t.graphed_parameters, t.registry.get(), residual);
+    return t;
+  }
   /// One training step of two microbatches (loss sum(y^2)); returns the outputs, input grads, then
   /// parameter grads.
   static std::vector<at::Tensor> step(const Chain& c, const Parameters& parameters, const std::vector<at::Tensor>& inputs) {
@@ -132,25 +147,22 @@ class CudaGraphManagerCudaTest : public ::testing::Test {
 };
 
 TEST_F(CudaGraphManagerCudaTest, RecordedThenReplayedStepsMatchEagerBitwise) {
-  const Parameters eager_parameters = Parameters::make(2, 32, device_);
-  const Parameters graphed_parameters = eager_parameters.copy();
-  GraphRegistry registry(device_, LocalGraphOptions());
-  const Chain eager = chain(eager_parameters, nullptr);
-  const Chain graphed = chain(graphed_parameters, &registry);
+  Twins t = twins(2);
+  GraphRegistry& registry = *t.registry;
   for (int s = 0; s < 5; ++s) {
     if (s == 1) registry.start_recording();
     const std::vector<at::Tensor> inputs{input(), input()};
-    const auto got = step(graphed, graphed_parameters, inputs);
+    const auto got = step(t.graphed, t.graphed_parameters, inputs);
     if (registry.phase() == LocalPhase::kRecording) {
       const LocalCreation creation = registry.create_cudagraphs();
       EXPECT_EQ(creation.runners, 2);
       EXPECT_EQ(creation.graphs, 4);
     }
-    expect_all_equal(got, step(eager, eager_parameters, inputs), "step " + std::to_string(s));
+    expect_all_equal(got, step(t.eager, t.eager_parameters, inputs), "step " + std::to_string(s));
   }
-  ASSERT_EQ(graphed.managers[0]->training_runner_count(), 1) << "one runner serves every microbatch";
-  const CudaGraphRunner& a = graphed.managers[0]->training_runner(0);
-  const CudaGraphRunner& b = graphed.managers[1]->training_runner(0);
+  ASSERT_EQ(t.graphed.managers[0]->training_runner_count(), 1) << "one runner serves every microbatch";
+  const CudaGraphRunner& a = t.graphed.managers[0]->training_runner(0);
+  const CudaGraphRunner& b = t.graphed.managers[1]->training_runner(0);
   EXPECT_TRUE(a.is_captured() && b.is_captured());
   EXPECT_EQ(b.static_input(0).data_ptr(), a.static_output(0).data_ptr()) << "b reads a's output in place";
   EXPECT_EQ(a.static_grad_output(0).data_ptr(), b.static_grad_input(0).data_ptr()) << "b's input grad is a's grad output";
@@ -159,17 +171,14 @@ TEST_F(CudaGraphManagerCudaTest, RecordedThenReplayedStepsMatchEagerBitwise) {
 TEST_F(CudaGraphManagerCudaTest, ResidualChainMatchesEagerBitwise) {
   // Four residual units: every backward reads its grad-output buffer (the next unit's input grad)
   // twice, so that buffer must stay owned until the backward that reads it is captured.
-  const Parameters eager_parameters = Parameters::make(4, 32, device_);
-  const Parameters graphed_parameters = eager_parameters.copy();
-  GraphRegistry registry(device_, LocalGraphOptions());
-  const Chain eager = chain(eager_parameters, nullptr, /*residual=*/true);
-  const Chain graphed = chain(graphed_parameters, &registry, /*residual=*/true);
+  Twins t = twins(4, /*residual=*/true);
+  GraphRegistry& registry = *t.registry;
   registry.start_recording();
   for (int s = 0; s < 4; ++s) {
     const std::vector<at::Tensor> inputs{input(), input()};
-    const auto got = step(graphed, graphed_parameters, inputs);
+    const auto got = step(t.graphed, t.graphed_parameters, inputs);
     if (registry.phase() == LocalPhase::kRecording) registry.create_cudagraphs();
-    expect_all_equal(got, step(eager, eager_parameters, inputs), "step " + std::to_string(s));
+    expect_all_equal(got, step(t.eager, t.eager_parameters, inputs), "step " + std::to_string(s));
   }
 }
 
@@ -251,11 +260,8 @@ TEST_F(CudaGraphManagerCudaTest, DropoutFollowsTheEagerRandomStream) {
 }
 
 TEST_F(CudaGraphManagerCudaTest, DeleteThenRecordAgainKeepsMatchingEager) {
-  const Parameters eager_parameters = Parameters::make(2, 32, device_);
-  const Parameters graphed_parameters = eager_parameters.copy();
-  GraphRegistry registry(device_, LocalGraphOptions());
-  const Chain eager = chain(eager_parameters, nullptr);
-  const Chain graphed = chain(graphed_parameters, &registry);
+  Twins t = twins(2);
+  GraphRegistry& registry = *t.registry;
   registry.start_recording();
   for (int s = 0; s < 6; ++s) {
     if (s == 3) {
@@ -265,9 +271,9 @@ TEST_F(CudaGraphManagerCudaTest, DeleteThenRecordAgainKeepsMatchingEager) {
       EXPECT_EQ(registry.phase(), LocalPhase::kRecording);
     }
     const std::vector<at::Tensor> inputs{input()};
-    const auto got = step(graphed, graphed_parameters, inputs);
+    const auto got = step(t.graphed, t.graphed_parameters, inputs);
     if (registry.phase() == LocalPhase::kRecording) registry.create_cudagraphs();
-    expect_all_equal(got, step(eager, eager_parameters, inputs), "step " + std::to_string(s));
+    expect_all_equal(got, step(t.eager, t.eager_parameters, inputs), "step " + std::to_string(s));
   }
   EXPECT_EQ(registry.graph_count(), 4) << "captured again after the delete";
 }
@@ -302,28 +308,25 @@ TEST_F(CudaGraphManagerCudaTest, ReleasedBuffersGoBackToThePoolForLaterGraphs) {
 }
 
 TEST_F(CudaGraphManagerCudaTest, CallsWithoutGradReplayForwardOnlyGraphsInAnEvaluationScope) {
-  const Parameters eager_parameters = Parameters::make(2, 32, device_);
-  const Parameters graphed_parameters = eager_parameters.copy();
-  GraphRegistry registry(device_, LocalGraphOptions());
-  const Chain eager = chain(eager_parameters, nullptr);
-  const Chain graphed = chain(graphed_parameters, &registry);
+  Twins t = twins(2);
+  GraphRegistry& registry = *t.registry;
   registry.start_recording();
-  step(graphed, graphed_parameters, {input()});
+  step(t.graphed, t.graphed_parameters, {input()});
   registry.create_cudagraphs();
   at::NoGradGuard no_grad;
-  graphed.forward(input());
-  EXPECT_EQ(graphed.managers[0]->forward_only_runner_count(), 0) << "outside an evaluation scope: eager";
+  t.graphed.forward(input());
+  EXPECT_EQ(t.graphed.managers[0]->forward_only_runner_count(), 0) << "outside an evaluation scope: eager";
   GraphRegistry::EvaluationScope evaluation(registry);
   for (int call = 0; call < 3; ++call) {
     const at::Tensor x = input();
-    EXPECT_TRUE(at::equal(graphed.forward(x), eager.forward(x))) << "call " << call;
+    EXPECT_TRUE(at::equal(t.graphed.forward(x), t.eager.forward(x))) << "call " << call;
   }
-  ASSERT_EQ(graphed.managers[0]->forward_only_runner_count(), 1) << "captured once, replayed after";
-  ASSERT_EQ(graphed.managers[1]->forward_only_runner_count(), 1);
-  EXPECT_EQ(graphed.managers[1]->forward_only_runner(0).static_input(0).data_ptr(),
-            graphed.managers[0]->forward_only_runner(0).static_output(0).data_ptr())
+  ASSERT_EQ(t.graphed.managers[0]->forward_only_runner_count(), 1) << "captured once, replayed after";
+  ASSERT_EQ(t.graphed.managers[1]->forward_only_runner_count(), 1);
+  EXPECT_EQ(t.graphed.managers[1]->forward_only_runner(0).static_input(0).data_ptr(),
+            t.graphed.managers[0]->forward_only_runner(0).static_output(0).data_ptr())
       << "the second forward-only graph reads the first one's output in place";
-  EXPECT_EQ(graphed.managers[0]->forward_only_runner(0).graph_count(), 1) << "forward only";
+  EXPECT_EQ(t.graphed.managers[0]->forward_only_runner(0).graph_count(), 1) << "forward only";
 }
 
 }  // namespace

@@ -7,10 +7,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
-#include "graphed/train/local_graph_runner.h"
 #include "graphed/train/trainer.h"
-#include "graphed/util/compat.h"
-#include "graphed/util/error.h"
 #include "train/train_run_for_test.h"
 
 namespace graphed::train {
@@ -66,32 +63,13 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(LocalGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  const nlohmann::json dropout{{"attention_dropout", 0.1}, {"hidden_dropout", 0.1}, {"micro_batch_size", 8},
-                               {"global_batch_size", 16}};
-  nlohmann::json graphed_settings = dropout;
-  graphed_settings.update({{"cuda_graph_impl", "local"}, {"cuda_graph_modules", {"attn", "mlp"}}});
-  const TrainRun eager = train_on_gpu(preset_config("tiny", dropout), 20);
-  const TrainRun graphed = train_on_gpu(preset_config("tiny", graphed_settings), 20);
-  const TrainRun no_dropout = train_on_gpu(preset_config("tiny", {{"micro_batch_size", 8}, {"global_batch_size", 16}}), 20);
-  EXPECT_NE(eager.losses, no_dropout.losses) << "dropout must change the losses";
-  EXPECT_EQ(graphed.losses, eager.losses) << "the graphs must consume the RNG exactly as eager does; max difference "
-                                          << max_difference(graphed, eager);
+  graphed::testing::expect_dropout_follows_eager("local");
 }
 
 TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSignatures) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  const config::RunConfig config = preset_config("tiny", {{"cuda_graph_impl", "local"}, {"cuda_graph_warmup_steps", 1}});
-  Trainer trainer(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCUDA, 0));
-  for (int it = 0; it < 3; ++it) trainer.train_step(it);
-  ASSERT_TRUE(trainer.runner().capture_report().has_value());
-  const at::Tensor tokens = at::zeros({2, 64}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
-  std::string message = "(no error)";
-  try {
-    compat::AutocastScope autocast(true);
-    trainer.model()->forward(tokens, tokens, 0);
-  } catch (const CaptureError& error) {
-    message = error.what();
-  }
+  const std::string message =
+      graphed::testing::error_of_other_batch_after_capture({{"cuda_graph_impl", "local"}, {"cuda_graph_warmup_steps", 1}});
   EXPECT_EQ(message.rfind("unit embedding: no captured graph matches this call (1 recorded for this unit):\n"
                           "  - embedding (runner 0): argument 'tokens' (argument 0): got [2, 64] Long on cuda:0, no grad; "
                           "recorded [1, 64] Long on cuda:0, no grad; fix: ",
@@ -102,21 +80,7 @@ TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSign
 
 TEST(LocalGraphsCudaDeleteTest, DeleteThenRecordAgainKeepsEagerLosses) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  const config::RunConfig eager_config = preset_config("tiny", {{"global_batch_size", 2}});
-  const config::RunConfig graphed_config = preset_config("tiny", {{"global_batch_size", 2}, {"cuda_graph_impl", "local"}});
-  Trainer eager(eager_config, TokenDataset::open(eager_config.train, eager_config.model, "", 0), at::Device(at::kCUDA, 0));
-  Trainer graphed(graphed_config, TokenDataset::open(graphed_config.train, graphed_config.model, "", 0), at::Device(at::kCUDA, 0));
-  for (int it = 0; it < 20; ++it) {
-    if (it == 10) {
-      ASSERT_GT(graphed.runner().graph_count(), 0);
-      graphed.delete_cuda_graphs();
-      EXPECT_EQ(graphed.runner().graph_count(), 0);
-    }
-    EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>()) << "iteration " << it;
-  }
-  const auto& local = dynamic_cast<const LocalGraphRunner&>(graphed.runner());
-  EXPECT_EQ(local.registry().phase(), capture::LocalPhase::kCreated) << "recorded and captured again after the delete";
-  EXPECT_GT(graphed.runner().graph_count(), 0);
+  graphed::testing::expect_delete_then_capture_again_keeps_eager_losses("local");
 }
 
 }  // namespace

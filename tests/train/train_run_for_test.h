@@ -16,6 +16,8 @@
 #include "graphed/config/presets.h"
 #include "graphed/config/run_config.h"
 #include "graphed/train/trainer.h"
+#include "graphed/util/compat.h"
+#include "graphed/util/error.h"
 
 namespace graphed::testing {
 
@@ -103,6 +105,59 @@ inline const TrainRun& eager_run(const GraphCase& c, int steps) {
   EXPECT_TRUE(bitwise_equal(first, again)) << c.name << ": eager training is not bitwise reproducible on this GPU "
                                            << "(max loss difference " << max_difference(first, again) << ")";
   return cache.emplace(key, std::move(first)).first->second;
+}
+
+/// Dropout 0.1 on tiny (attn + mlp graphed with `impl`), 20 steps: the graphed losses must equal
+/// eager's bit for bit, and differ from a run without dropout.
+inline void expect_dropout_follows_eager(const std::string& impl) {
+  const nlohmann::json dropout{{"attention_dropout", 0.1}, {"hidden_dropout", 0.1}, {"micro_batch_size", 8},
+                               {"global_batch_size", 16}};
+  nlohmann::json graphed = dropout;
+  graphed.update({{"cuda_graph_impl", impl}, {"cuda_graph_modules", {"attn", "mlp"}}});
+  const TrainRun eager_run = train_on_gpu(preset_config("tiny", dropout), 20);
+  const TrainRun graphed_run = train_on_gpu(preset_config("tiny", graphed), 20);
+  const TrainRun no_dropout = train_on_gpu(preset_config("tiny", {{"micro_batch_size", 8}, {"global_batch_size", 16}}), 20);
+  EXPECT_NE(eager_run.losses, no_dropout.losses) << "dropout must change the losses";
+  EXPECT_EQ(graphed_run.losses, eager_run.losses) << impl << ": the graphs must consume the RNG exactly as eager does; "
+                                                  << "max difference " << max_difference(graphed_run, eager_run);
+}
+
+/// The error text of a forward with batch 2 (instead of the captured 1) after `settings` captured on tiny.
+inline std::string error_of_other_batch_after_capture(const nlohmann::json& settings) {
+  const config::RunConfig config = preset_config("tiny", settings);
+  train::Trainer trainer(config, train::TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCUDA, 0));
+  for (int it = 0; it < 3; ++it) trainer.train_step(it);
+  EXPECT_TRUE(trainer.runner().capture_report().has_value());
+  const at::Tensor tokens = at::zeros({2, 64}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+  try {
+    compat::AutocastScope autocast(true);
+    trainer.model()->forward(tokens, tokens, 0);
+  } catch (const CaptureError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+/// tiny with `impl`, 20 steps of 2 microbatches beside eager, the graphs deleted before iteration 10:
+/// every loss equal to eager's, and graphs captured again at the end. Returns the graphed trainer's
+/// graph count at the end.
+inline int64_t expect_delete_then_capture_again_keeps_eager_losses(const std::string& impl) {
+  const config::RunConfig eager_config = preset_config("tiny", {{"global_batch_size", 2}});
+  const config::RunConfig graphed_config = preset_config("tiny", {{"global_batch_size", 2}, {"cuda_graph_impl", impl}});
+  train::Trainer eager(eager_config, train::TokenDataset::open(eager_config.train, eager_config.model, "", 0),
+                       at::Device(at::kCUDA, 0));
+  train::Trainer graphed(graphed_config, train::TokenDataset::open(graphed_config.train, graphed_config.model, "", 0),
+                         at::Device(at::kCUDA, 0));
+  for (int it = 0; it < 20; ++it) {
+    if (it == 10) {
+      EXPECT_GT(graphed.runner().graph_count(), 0);
+      graphed.delete_cuda_graphs();
+      EXPECT_EQ(graphed.runner().graph_count(), 0);
+    }
+    EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>()) << "iteration " << it;
+  }
+  EXPECT_GT(graphed.runner().graph_count(), 0) << impl << ": captured again after the delete";
+  return graphed.runner().graph_count();
 }
 
 }  // namespace graphed::testing
