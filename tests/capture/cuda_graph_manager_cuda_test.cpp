@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include "capture/expect_equal_tensors.h"
 #include "capture/toy_units.h"
 #include "error_text.h"
 #include "graphed/capture/device.h"
@@ -19,6 +20,7 @@
 namespace graphed::capture {
 namespace {
 
+using graphed::testing::expect_all_equal;
 using graphed::testing::linear_unit;
 using graphed::testing::masked_unit;
 using graphed::testing::residual_unit;
@@ -67,14 +69,6 @@ struct Parameters {
     return result;
   }
 };
-
-void expect_all_equal(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& expected, const std::string& what) {
-  ASSERT_EQ(got.size(), expected.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    EXPECT_TRUE(at::equal(got[i], expected[i])) << what << " " << i << " differs by "
-                                                << (got[i] - expected[i]).abs().max().item<double>();
-  }
-}
 
 class CudaGraphManagerCudaTest : public ::testing::Test {
  protected:

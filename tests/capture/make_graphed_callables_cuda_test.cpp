@@ -13,6 +13,7 @@
 
 #include "error_text.h"
 #include "graphed/capture/device.h"
+#include "capture/expect_equal_tensors.h"
 #include "capture/toy_units.h"
 
 namespace graphed::capture {
@@ -20,6 +21,7 @@ namespace {
 
 using graphed::testing::error_text;
 
+using graphed::testing::expect_all_equal;
 using graphed::testing::linear_unit;
 
 class GraphedCallablesCudaTest : public ::testing::Test {
@@ -70,14 +72,6 @@ class GraphedCallablesCudaTest : public ::testing::Test {
   std::unique_ptr<SideStream> stream_;
   std::vector<at::Tensor> weights_, biases_;
 };
-
-void expect_all_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(a[i].defined() && b[i].defined()) << what << " " << i;
-    EXPECT_TRUE(at::equal(a[i], b[i])) << what << " " << i << " differs by " << (a[i] - b[i]).abs().max().item<double>();
-  }
-}
 
 TEST_F(GraphedCallablesCudaTest, ChainedUnitsMatchEagerBitwise) {
   SideStream::Use use(*stream_);

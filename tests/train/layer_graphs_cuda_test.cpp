@@ -7,33 +7,18 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
-#include <cmath>
-#include <map>
-
-#include "graphed/config/presets.h"
+#include "graphed/capture/cuda_graph.h"
+#include "graphed/train/layer_graph_helper.h"
 #include "graphed/train/trainer.h"
-#include "graphed/train/transformer_engine_runner.h"
-#include "train/train_run_for_test.h"
 #include "graphed/util/compat.h"
-#include "graphed/util/error.h"
+#include "train/train_run_for_test.h"
 
 namespace graphed::train {
 namespace {
 
-using graphed::testing::bitwise_equal;
-using graphed::testing::max_difference;
-using graphed::testing::preset_config;
-using graphed::testing::TrainRun;
-
-TrainRun train(const config::RunConfig& config, int steps) {
-  TrainRun run = graphed::testing::train_on_gpu(config, steps);
-  if (config.cuda_graph.impl != config::CudaGraphImpl::kNone) EXPECT_TRUE(run.captured);
-  return run;
-}
-
+using graphed::testing::dropless_moe;
 using graphed::testing::GraphCase;
-
-const nlohmann::json kDropless{{"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}};
+using graphed::testing::preset_config;
 
 class LayerGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
  protected:
@@ -43,13 +28,7 @@ class LayerGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
 };
 
 TEST_P(LayerGraphsCudaTest, FiftyStepsOfTwoMicrobatchesEqualEager) {
-  const GraphCase& c = GetParam();
-  const TrainRun& eager = graphed::testing::eager_run(c, 50);
-  const TrainRun graphed = train(preset_config(c.preset, graphed::testing::graphed_settings(c, "transformer_engine")), 50);
-  EXPECT_GT(graphed.graphs, 0);
-  EXPECT_TRUE(bitwise_equal(graphed, eager)) << c.name << ": per-layer graphs differ from eager; max loss difference "
-                                             << max_difference(graphed, eager) << ", evaluation " << graphed.evaluation
-                                             << " vs " << eager.evaluation;
+  graphed::testing::expect_graphed_run_equals_eager(GetParam(), "transformer_engine", 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -58,7 +37,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GraphCase{"tiny_mlp", "tiny", {"mlp"}}, GraphCase{"tiny_attn_mlp", "tiny", {"attn", "mlp"}},
                       GraphCase{"moe_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}},
                       GraphCase{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"},
-                                kDropless},
+                                dropless_moe()},
                       GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}}, GraphCase{"moe_whole_layer", "moe-small", {}},
                       GraphCase{"tiny_without_stage_units", "tiny", {}, {}, {{"cuda_graph_stage_units", false}}}),
     [](const auto& info) { return info.param.name; });

@@ -7,20 +7,17 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include "graphed/train/local_graph_runner.h"
 #include "graphed/train/trainer.h"
 #include "train/train_run_for_test.h"
 
 namespace graphed::train {
 namespace {
 
-using graphed::testing::bitwise_equal;
+using graphed::testing::dropless_moe;
 using graphed::testing::GraphCase;
-using graphed::testing::max_difference;
-using graphed::testing::preset_config;
-using graphed::testing::train_on_gpu;
 using graphed::testing::TrainRun;
 
-const nlohmann::json kDropless{{"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}};
 /// small as a Llama-style model.
 const nlohmann::json kLlamaStyle{{"normalization", "RMSNorm"},      {"position_embedding_type", "rope"},
                                  {"swiglu", true},                   {"add_bias_linear", false},
@@ -35,15 +32,8 @@ class LocalGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
 };
 
 TEST_P(LocalGraphsCudaTest, FiftyStepsEqualEager) {
-  const GraphCase& c = GetParam();
-  const TrainRun& eager = graphed::testing::eager_run(c, 50);
-  const TrainRun graphed = train_on_gpu(preset_config(c.preset, graphed::testing::graphed_settings(c, "local")), 50);
-  EXPECT_TRUE(graphed.captured);
-  EXPECT_GT(graphed.graphs, 0);
+  const TrainRun graphed = graphed::testing::expect_graphed_run_equals_eager(GetParam(), "local", 50);
   EXPECT_GT(graphed.graphs_evaluated, graphed.graphs) << "evaluation captures forward-only graphs";
-  EXPECT_TRUE(bitwise_equal(graphed, eager)) << c.name << ": local graphs differ from eager; max loss difference "
-                                             << max_difference(graphed, eager) << ", evaluation " << graphed.evaluation
-                                             << " vs " << eager.evaluation;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -56,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(
         GraphCase{"small_without_stage_units", "small", {}, {}, {{"cuda_graph_stage_units", false}}},
         GraphCase{"moe_whole_layer", "moe-small", {}}, GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}},
         GraphCase{"moe_router_preprocess", "moe-small", {"moe_router", "moe_preprocess"}},
-        GraphCase{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}, kDropless},
+        GraphCase{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}, dropless_moe()},
         GraphCase{"llama_style_whole_layer", "small", {}, kLlamaStyle},
         GraphCase{"llama_style_attn_mlp", "small", {"attn", "mlp"}, kLlamaStyle}),
     [](const auto& info) { return info.param.name; });
@@ -80,7 +70,10 @@ TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSign
 
 TEST(LocalGraphsCudaDeleteTest, DeleteThenRecordAgainKeepsEagerLosses) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  graphed::testing::expect_delete_then_capture_again_keeps_eager_losses("local");
+  graphed::testing::expect_delete_then_capture_again_keeps_eager_losses("local", [](const Trainer& trainer) {
+    const auto& local = dynamic_cast<const LocalGraphRunner&>(trainer.runner());
+    EXPECT_EQ(local.registry().phase(), capture::LocalPhase::kCreated) << "recorded and captured again after the delete";
+  });
 }
 
 }  // namespace

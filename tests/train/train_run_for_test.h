@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,6 +79,12 @@ struct GraphCase {
   nlohmann::json graphs = nlohmann::json::object();
 };
 
+/// moe-small's MoE layers made dropless (no capacity factor, no padding).
+inline const nlohmann::json& dropless_moe() {
+  static const nlohmann::json settings{{"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}};
+  return settings;
+}
+
 /// Two microbatches per iteration, then the case's model settings.
 inline nlohmann::json case_settings(const GraphCase& c) {
   nlohmann::json settings{{"global_batch_size", 2 * (c.preset == "tiny" ? 1 : 8)}};
@@ -94,17 +100,26 @@ inline nlohmann::json graphed_settings(const GraphCase& c, const std::string& im
   return settings;
 }
 
-/// The eager run of a case's model, computed once per process and checked bitwise reproducible.
-inline const TrainRun& eager_run(const GraphCase& c, int steps) {
-  static std::map<std::string, TrainRun> cache;
-  const std::string key = c.preset + case_settings(c).dump() + std::to_string(steps);
-  auto found = cache.find(key);
-  if (found != cache.end()) return found->second;
+/// The eager run of a case's model, checked bitwise reproducible (trained twice).
+inline TrainRun eager_run(const GraphCase& c, int steps) {
   TrainRun first = train_on_gpu(preset_config(c.preset, case_settings(c)), steps);
   const TrainRun again = train_on_gpu(preset_config(c.preset, case_settings(c)), steps);
   EXPECT_TRUE(bitwise_equal(first, again)) << c.name << ": eager training is not bitwise reproducible on this GPU "
                                            << "(max loss difference " << max_difference(first, again) << ")";
-  return cache.emplace(key, std::move(first)).first->second;
+  return first;
+}
+
+/// The case trained `steps` iterations with `impl` beside its eager run: captured, holding graphs, and
+/// bitwise equal to eager (losses, evaluation, every parameter). Returns the graphed run.
+inline TrainRun expect_graphed_run_equals_eager(const GraphCase& c, const std::string& impl, int steps) {
+  const TrainRun eager = eager_run(c, steps);
+  TrainRun graphed = train_on_gpu(preset_config(c.preset, graphed_settings(c, impl)), steps);
+  EXPECT_TRUE(graphed.captured);
+  EXPECT_GT(graphed.graphs, 0);
+  EXPECT_TRUE(bitwise_equal(graphed, eager)) << c.name << ": " << impl << " graphs differ from eager; max loss "
+                                             << "difference " << max_difference(graphed, eager) << ", evaluation "
+                                             << graphed.evaluation << " vs " << eager.evaluation;
+  return graphed;
 }
 
 /// Dropout 0.1 on tiny (attn + mlp graphed with `impl`), 20 steps: the graphed losses must equal
@@ -139,9 +154,9 @@ inline std::string error_of_other_batch_after_capture(const nlohmann::json& sett
 }
 
 /// tiny with `impl`, 20 steps of 2 microbatches beside eager, the graphs deleted before iteration 10:
-/// every loss equal to eager's, and graphs captured again at the end. Returns the graphed trainer's
-/// graph count at the end.
-inline int64_t expect_delete_then_capture_again_keeps_eager_losses(const std::string& impl) {
+/// every loss equal to eager's, and graphs captured again at the end; then check_at_end(graphed trainer).
+inline void expect_delete_then_capture_again_keeps_eager_losses(
+    const std::string& impl, const std::function<void(const train::Trainer&)>& check_at_end = {}) {
   const config::RunConfig eager_config = preset_config("tiny", {{"global_batch_size", 2}});
   const config::RunConfig graphed_config = preset_config("tiny", {{"global_batch_size", 2}, {"cuda_graph_impl", impl}});
   train::Trainer eager(eager_config, train::TokenDataset::open(eager_config.train, eager_config.model, "", 0),
@@ -157,7 +172,7 @@ inline int64_t expect_delete_then_capture_again_keeps_eager_losses(const std::st
     EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>()) << "iteration " << it;
   }
   EXPECT_GT(graphed.runner().graph_count(), 0) << impl << ": captured again after the delete";
-  return graphed.runner().graph_count();
+  if (check_at_end) check_at_end(graphed);
 }
 
 }  // namespace graphed::testing

@@ -9,12 +9,6 @@
 namespace graphed::capture {
 namespace {
 
-std::string argument_label(const ArgumentSignature& signature, std::size_t index) {
-  const std::string position = "argument " + std::to_string(index);
-  return signature.name.empty() || signature.name == position ? position
-                                                              : "argument '" + signature.name + "' (" + position + ")";
-}
-
 const char* kFix =
     "call a graphed unit with tensors of exactly the shapes, dtypes, devices and requires-grad flags it was "
     "captured with (a graph replays fixed kernels on fixed buffers), or delete the graphs and capture again for "
@@ -28,6 +22,17 @@ ArgumentSignature signature_of(const std::string& unit, const std::string& name,
                        "graphed units take defined tensors only; pass a tensor (zeros if it carries nothing)");
   }
   return {name, tensor.sizes().vec(), tensor.scalar_type(), tensor.device(), tensor.requires_grad()};
+}
+
+std::string argument_label(const ArgumentSignature& signature, std::size_t index) {
+  const std::string position = "argument " + std::to_string(index);
+  return signature.name.empty() || signature.name == position ? position
+                                                              : "argument '" + signature.name + "' (" + position + ")";
+}
+
+bool matches(const ArgumentSignature& signature, const at::Tensor& tensor) {
+  return tensor.sizes().equals(signature.sizes) && tensor.scalar_type() == signature.dtype &&
+         tensor.device() == signature.device && tensor.requires_grad() == signature.requires_grad;
 }
 
 std::string describe(const ArgumentSignature& signature) {
@@ -49,6 +54,7 @@ void check_arguments(const std::string& unit, const std::vector<ArgumentSignatur
     const at::Tensor& got = arguments[i];
     const std::string label = "unit " + unit + ": " + argument_label(want, i);
     if (!got.defined()) throw CaptureError(label + " is an undefined tensor; captured with " + describe(want), kFix);
+    if (matches(want, got)) continue;
     std::string what;
     if (!got.sizes().equals(want.sizes)) {
       what = "shape " + bracketed(got.sizes().vec()) + ", captured with " + bracketed(want.sizes);
@@ -60,7 +66,7 @@ void check_arguments(const std::string& unit, const std::vector<ArgumentSignatur
       what = std::string("requires_grad ") + (got.requires_grad() ? "true" : "false") + ", captured with " +
              (want.requires_grad ? "true" : "false");
     }
-    if (!what.empty()) throw CaptureError(label + " has " + what, kFix);
+    throw CaptureError(label + " has " + what, kFix);
   }
 }
 

@@ -23,6 +23,10 @@ struct ArgumentSignature {
 ArgumentSignature signature_of(const std::string& unit, const std::string& name, const at::Tensor& tensor);
 /// "[8, 128, 256] BFloat16 on cuda:0, requires grad"
 std::string describe(const ArgumentSignature& signature);
+/// "argument 'hidden' (argument 0)", or "argument 0" for an unnamed argument.
+std::string argument_label(const ArgumentSignature& signature, std::size_t index);
+/// Whether a defined tensor has the signature's shape, dtype, device and requires-grad flag.
+bool matches(const ArgumentSignature& signature, const at::Tensor& tensor);
 /// Throws CaptureError when the arguments differ from the signatures in count, shape, dtype, device or
 /// requires-grad, naming the unit, the argument and both values.
 void check_arguments(const std::string& unit, const std::vector<ArgumentSignature>& expected,

@@ -2,8 +2,8 @@
 // whether a CUDA graph is being captured and whether a graph's warmup is running. Set only by the
 // RAII scopes below (CudaGraph::capture, the engines' warmup passes, FullIterationGraph's eager
 // calls). Read by code that must behave differently there: a local CudaGraphManager runs its unit as
-// it is inside another capture or warmup (recording and replaying nothing), and the dropless MoE
-// refuses its host sync inside a capture with a clear error.
+// it is inside another capture or warmup (recording and replaying nothing), and model code with a
+// host sync (which a graph cannot hold) refuses to run inside a capture with a clear error.
 #pragma once
 
 namespace graphed::capture {

@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
+
+#include "graphed/capture/device.h"
 
 namespace graphed::capture {
 
@@ -89,6 +92,21 @@ class SideStream {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+/// A capture needs a stream other than the device's default one: while alive, a private SideStream is
+/// current if the default stream was; otherwise nothing changes.
+class OffDefaultStream {
+ public:
+  explicit OffDefaultStream(const at::Device& device) {
+    if (!on_default_stream(device)) return;
+    stream_.emplace(device);
+    use_.emplace(*stream_);
+  }
+
+ private:
+  std::optional<SideStream> stream_;
+  std::optional<SideStream::Use> use_;  ///< declared last: ends before the stream goes
 };
 
 }  // namespace graphed::capture

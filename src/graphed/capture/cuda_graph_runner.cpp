@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <optional>
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/detail/unit_graphs.h"
@@ -57,11 +56,6 @@ struct RecordBackward : torch::autograd::Function<RecordBackward> {
   }
 };
 
-std::string argument_name(const GraphableUnit& unit, std::size_t index) {
-  const std::string position = "argument " + std::to_string(index);
-  return index < unit.input_names.size() ? "argument '" + unit.input_names[index] + "' (" + position + ")" : position;
-}
-
 at::Tensor fresh_copy(const at::Tensor& tensor, bool requires_grad) {
   return at::empty_like(tensor).copy_(tensor).requires_grad_(requires_grad);
 }
@@ -94,7 +88,7 @@ bool CudaGraphRunner::is_ready_for_forward() const { return state_->pending_back
 
 bool CudaGraphRunner::is_captured() const { return state_->captured; }
 
-int64_t CudaGraphRunner::graph_count() const { return state_->captured ? (state_->has_backward ? 2 : 1) : 0; }
+int64_t CudaGraphRunner::graph_count() const { return state_->graph_count(); }
 
 std::vector<std::string> CudaGraphRunner::mismatches(const std::vector<at::Tensor>& arguments) const {
   const auto& expected = state_->signatures;
@@ -106,13 +100,9 @@ std::vector<std::string> CudaGraphRunner::mismatches(const std::vector<at::Tenso
     const ArgumentSignature& want = expected[i];
     const at::Tensor& got = arguments[i];
     if (!got.defined()) {
-      lines.push_back(argument_name(state_->unit, i) + ": got an undefined tensor; recorded " + describe(want));
-      continue;
-    }
-    const bool same = got.sizes().equals(want.sizes) && got.scalar_type() == want.dtype && got.device() == want.device &&
-                      got.requires_grad() == want.requires_grad;
-    if (!same) {
-      lines.push_back(argument_name(state_->unit, i) + ": got " + describe(signature_of(label(), want.name, got)) +
+      lines.push_back(argument_label(want, i) + ": got an undefined tensor; recorded " + describe(want));
+    } else if (!matches(want, got)) {
+      lines.push_back(argument_label(want, i) + ": got " + describe(signature_of(label(), want.name, got)) +
                       "; recorded " + describe(want));
     }
   }
@@ -146,7 +136,7 @@ std::vector<at::Tensor> CudaGraphRunner::record(const std::vector<at::Tensor>& a
 void CudaGraphRunner::warm_up(const LocalGraphOptions& options, const at::Device& device) {
   WarmupScope warming;
   const bool with_backward = kind_ == Kind::kTraining;
-  for (int64_t pass = 0; pass < std::max<int64_t>(1, options.warmup_passes); ++pass) {
+  for (int64_t pass = 0; pass < options.warmup_passes; ++pass) {
     std::vector<at::Tensor> copies;
     for (std::size_t i = 0; i < recorded_arguments_.size(); ++i) {
       copies.push_back(fresh_copy(recorded_arguments_[i], with_backward && state_->signatures[i].requires_grad));
@@ -192,11 +182,10 @@ void CudaGraphRunner::capture_forward(StaticInputs inputs, std::vector<bool> acc
   detail::capture_forward(state, pool, options.mode);
 }
 
-void CudaGraphRunner::capture_backward(const std::vector<at::Tensor>& seeds, const std::vector<bool>& seed_is_alias,
-                                       const GraphPool& pool, const LocalGraphOptions& options) {
+void CudaGraphRunner::capture_backward(const std::vector<at::Tensor>& seeds, const GraphPool& pool,
+                                       const LocalGraphOptions& options) {
   compat::AutocastScope autocast(autocast_);
   detail::capture_backward(*state_, seeds, pool, options.mode, options.retain_backward_graph);
-  seed_is_alias_ = seed_is_alias;
 }
 
 void CudaGraphRunner::skip_backward() {
@@ -212,7 +201,7 @@ void CudaGraphRunner::skip_backward() {
   detail::release_autograd_graph(state, /*non_owning=*/false);
 }
 
-void CudaGraphRunner::release_buffers(bool give_back_memory) {
+void CudaGraphRunner::release_buffers(bool give_back_memory, const std::vector<bool>& seed_is_alias) {
   detail::GraphedUnitState& state = *state_;
   detail::release_autograd_graph(state, give_back_memory);
   if (!give_back_memory) return;
@@ -223,8 +212,8 @@ void CudaGraphRunner::release_buffers(bool give_back_memory) {
       state.static_inputs[i] = detail::non_owning_alias(state.static_inputs[i]);
     }
   }
-  for (std::size_t i = 0; i < state.static_grad_outputs.size() && i < seed_is_alias_.size(); ++i) {
-    if (seed_is_alias_[i]) state.static_grad_outputs[i] = detail::non_owning_alias(state.static_grad_outputs[i]);
+  for (std::size_t i = 0; i < state.static_grad_outputs.size() && i < seed_is_alias.size(); ++i) {
+    if (seed_is_alias[i]) state.static_grad_outputs[i] = detail::non_owning_alias(state.static_grad_outputs[i]);
   }
 }
 
@@ -253,12 +242,7 @@ std::vector<at::Tensor> CudaGraphRunner::capture_inline(const std::vector<at::Te
   GRAPHED_INTERNAL_ASSERT(kind_ == Kind::kForwardOnly, "inline capture of a training runner");
   detail::GraphedUnitState& state = *state_;
   const at::Device device = arguments.empty() ? registry.device() : arguments.front().device();
-  std::optional<SideStream> own_stream;
-  std::optional<SideStream::Use> on_own_stream;
-  if (on_default_stream(device)) {  // a capture needs a side stream
-    own_stream.emplace(device);
-    on_own_stream.emplace(*own_stream);
-  }
+  OffDefaultStream off_default_stream(device);
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const bool chained = registry.is_forward_only_output(arguments[i]);
     state.static_inputs.push_back(chained ? arguments[i].detach() : fresh_copy(arguments[i], false));
@@ -277,12 +261,6 @@ std::vector<at::Tensor> CudaGraphRunner::capture_inline(const std::vector<at::Te
   finish_capture();
   registry.add_forward_only_outputs(state.static_outputs);
   return replay(arguments);
-}
-
-void CudaGraphRunner::reset() {
-  detail::reset(*state_);
-  recorded_arguments_.clear();
-  forward_recorded_ = false;
 }
 
 }  // namespace graphed::capture

@@ -29,13 +29,13 @@ struct LocalGraphOptions {
   /// Eager forward (+ backward) passes of each unit right before its capture, on copies of the
   /// recorded arguments (lazy initialization, autotuning); >= 1.
   int64_t warmup_passes = 1;
-  /// Capture backward graphs with retain_graph (--cuda-graph-retain-backward-graph).
+  /// Capture backward graphs with retain_graph.
   bool retain_backward_graph = false;
   /// §2.8.1: once a graph's backward is captured, the pool memory of its outputs and input grads goes
   /// back to the pool (the runners keep non-owning aliases), so later graphs reuse it.
   bool release_buffers = true;
-  /// Forward-only (evaluation) graphs share the training graphs' pool (--cuda-graph-use-single-mempool);
-  /// otherwise they get a pool of their own.
+  /// Forward-only (evaluation) graphs share the training graphs' pool; otherwise they get a pool of
+  /// their own.
   bool shared_evaluation_pool = true;
   /// Megatron captures local graphs in thread-local mode.
   CaptureMode mode = CaptureMode::kThreadLocal;
@@ -58,7 +58,6 @@ class CudaGraphRunner {
   CudaGraphRunner& operator=(const CudaGraphRunner&) = delete;
 
   int64_t id() const { return id_; }
-  Kind kind() const { return kind_; }
   const GraphableUnit& unit() const;
   /// "layers.0.layer (runner 3)"
   std::string label() const;
@@ -84,18 +83,18 @@ class CudaGraphRunner {
   void capture_forward(StaticInputs inputs, std::vector<bool> accumulate_in_graph, const GraphPool& pool,
                        const LocalGraphOptions& options, const at::Device& device);
   /// Captures the backward graph; seeds (one per output, defined where it needs grad) become the
-  /// grad-output buffers; seed_is_alias marks those that are another graph's input-grad buffer.
-  void capture_backward(const std::vector<at::Tensor>& seeds, const std::vector<bool>& seed_is_alias,
-                        const GraphPool& pool, const LocalGraphOptions& options);
+  /// grad-output buffers.
+  void capture_backward(const std::vector<at::Tensor>& seeds, const GraphPool& pool, const LocalGraphOptions& options);
   /// A recorded runner whose outputs need no grad: it keeps a forward graph only.
   void skip_backward();
   /// After the backward capture: drops the autograd graph of the forward capture. give_back_memory:
-  /// the outputs, and the inputs and grad outputs that alias other runners' buffers, become non-owning
+  /// the outputs, and the inputs and grad outputs that alias other runners' buffers (seed_is_alias: per
+  /// output, its grad-output buffer is another graph's input-grad buffer), become non-owning
   /// aliases, so that their memory goes back to the pool once no runner owns it and later graphs reuse
   /// it (§2.8.1). Outputs are safe to give back: whatever reads one in the forward is done with it before
   /// this unit's backward, which precedes every later capture's replay. Input grads stay owned: autograd
   /// may hold one in a sum with other grads while later graphs replay.
-  void release_buffers(bool give_back_memory);
+  void release_buffers(bool give_back_memory, const std::vector<bool>& seed_is_alias);
   /// After every capture: the runner replays from now on.
   void finish_capture();
   /// The buffers a replay reads and writes: static input i, static output i, the grad-output buffer
@@ -113,8 +112,6 @@ class CudaGraphRunner {
   /// Forward-only runners: captures on this call, then replays. Arguments that are outputs of the
   /// registry's forward-only graphs are used as static inputs directly (chained), others are copied.
   std::vector<at::Tensor> capture_inline(const std::vector<at::Tensor>& arguments, GraphRegistry& registry);
-  /// Destroys the graphs; pending backward passes of earlier calls then throw.
-  void reset();
 
  private:
   void warm_up(const LocalGraphOptions& options, const at::Device& device);
@@ -124,9 +121,10 @@ class CudaGraphRunner {
   Kind kind_;
   int64_t id_;
   bool forward_recorded_ = false;
-  bool autocast_ = false;  ///< CUDA autocast was on for the recorded call: the capture runs under it too
+  /// CUDA autocast was on for the recorded call: the capture runs under it too (graphed's autocast is
+  /// always bf16, compat::AutocastScope).
+  bool autocast_ = false;
   std::vector<at::Tensor> recorded_arguments_;
-  std::vector<bool> seed_is_alias_;
 };
 
 }  // namespace graphed::capture

@@ -1,6 +1,6 @@
 // capture/device.h — the few device facts the engine and the trainer need, with one CUDA
 // implementation (device_cuda.cpp, built when GRAPHED_CUDA) and one CPU implementation
-// (device_cpu.cpp): availability, synchronization, peak memory, and an event timer.
+// (device_cpu.cpp): availability, synchronization, memory figures, random states, and an event timer.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -37,6 +37,38 @@ int64_t device_memory_used_bytes(const at::Device& device);
 void empty_cache(const at::Device& device);
 /// Whether the current stream of a CUDA device is its default (legacy) stream; false on the CPU.
 bool on_default_stream(const at::Device& device);
+
+/// What a capture took: the growth of the graph pools, and the device memory taken outside the caching
+/// allocator meanwhile (the instantiated graphs themselves).
+struct CaptureMemory {
+  int64_t pool_bytes = 0;
+  int64_t graph_bytes = 0;
+};
+inline CaptureMemory operator+(const CaptureMemory& a, const CaptureMemory& b) {
+  return {a.pool_bytes + b.pool_bytes, a.graph_bytes + b.graph_bytes};
+}
+
+/// Graph-pool, reserved and used memory at one moment, to measure a capture against.
+class MemoryMark {
+ public:
+  explicit MemoryMark(const at::Device& device)
+      : device_(device),
+        pools_(graph_pool_bytes(device)),
+        reserved_(reserved_memory_bytes(device)),
+        used_(device_memory_used_bytes(device)) {}
+  /// What was taken since the mark (synchronize first, so that the capture has finished).
+  CaptureMemory taken_since() const {
+    const int64_t reserved_change = reserved_memory_bytes(device_) - reserved_;
+    const int64_t used_change = device_memory_used_bytes(device_) - used_;
+    return {graph_pool_bytes(device_) - pools_, used_change > reserved_change ? used_change - reserved_change : 0};
+  }
+
+ private:
+  at::Device device_;
+  int64_t pools_;
+  int64_t reserved_;
+  int64_t used_;
+};
 
 /// The states of the default CPU generator and, on a CUDA device, its default CUDA generator, by
 /// name ("cpu", "cuda"), as uint8 tensors for checkpoints.

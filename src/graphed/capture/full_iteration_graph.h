@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graphed/capture/cuda_graph.h"
+#include "graphed/capture/device.h"
 
 namespace graphed::capture {
 
@@ -40,10 +41,8 @@ class FullIterationGraph {
   bool is_captured() const { return graph_.is_captured(); }
   /// Seconds the capture took (0 before it).
   double capture_seconds() const { return capture_seconds_; }
-  /// Device memory the capture reserved (the pool's growth), in bytes.
-  int64_t pool_bytes() const { return pool_bytes_; }
-  /// Device memory the capture took outside the caching allocator (the graph itself), in bytes.
-  int64_t graph_bytes() const { return graph_bytes_; }
+  /// Device memory the capture took: the pool's growth, and the graph itself outside the allocator.
+  const CaptureMemory& capture_memory() const { return memory_; }
 
  private:
   FullIterationGraphOptions options_;
@@ -53,8 +52,7 @@ class FullIterationGraph {
   std::vector<at::Tensor> outputs_;
   int64_t calls_ = 0;
   double capture_seconds_ = 0;
-  int64_t pool_bytes_ = 0;
-  int64_t graph_bytes_ = 0;
+  CaptureMemory memory_;
 };
 
 }  // namespace graphed::capture

@@ -4,26 +4,14 @@
 #include "graphed/capture/graph_registry.h"
 
 #include <algorithm>
-#include <optional>
+#include <chrono>
 
 #include "graphed/capture/cuda_graph_manager.h"
+#include "graphed/capture/detail/unit_graphs.h"
 #include "graphed/capture/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::capture {
-namespace {
-
-/// Graph pools, reserved (allocator) and used (whole device) memory at one moment.
-struct MemoryMark {
-  int64_t pools = 0;
-  int64_t reserved = 0;
-  int64_t used = 0;
-  explicit MemoryMark(const at::Device& device)
-      : pools(graph_pool_bytes(device)), reserved(reserved_memory_bytes(device)), used(device_memory_used_bytes(device)) {}
-};
-
-}  // namespace
-
 GraphRegistry::GraphRegistry(const at::Device& device, LocalGraphOptions options, GraphPool pool)
     : device_(device),
       options_(options),
@@ -94,7 +82,8 @@ void GraphRegistry::record_forward(CudaGraphRunner& runner, const std::vector<at
 }
 
 void GraphRegistry::record_backward(int64_t runner) {
-  if (phase_ != LocalPhase::kRecording || recorded_.count(runner) == 0 || record_.has_backward(runner)) return;
+  // A runner reports its first backward only (RecordTracker).
+  if (phase_ != LocalPhase::kRecording || recorded_.count(runner) == 0) return;
   record_.add_backward(runner);
 }
 
@@ -104,20 +93,6 @@ bool GraphRegistry::is_forward_only_output(const at::Tensor& tensor) const {
 
 void GraphRegistry::add_forward_only_outputs(const std::vector<at::Tensor>& outputs) {
   for (const at::Tensor& output : outputs) forward_only_outputs_.insert(output.data_ptr());
-}
-
-std::set<const void*> GraphRegistry::shared_parameters() const {
-  std::map<const void*, int> readers;
-  for (const CudaGraphManager* manager : managers_) {
-    std::set<const void*> mine;
-    for (const at::Tensor& p : manager->unit().parameters) mine.insert(p.unsafeGetTensorImpl());
-    for (const void* p : mine) ++readers[p];
-  }
-  std::set<const void*> shared;
-  for (const auto& [parameter, count] : readers) {
-    if (count > 1) shared.insert(parameter);
-  }
-  return shared;
 }
 
 StaticInputs GraphRegistry::static_inputs_of(const CudaGraphRunner& runner, const LocalBufferPlan& plan,
@@ -131,10 +106,10 @@ StaticInputs GraphRegistry::static_inputs_of(const CudaGraphRunner& runner, cons
     at::Tensor buffer;
     std::string producer;
     switch (planned[i].source) {
-      case InputSource::kFresh: buffer = at::empty_like(recorded).copy_(recorded); break;
+      case InputSource::kFresh: buffer = recorded.clone(at::MemoryFormat::Preserve); break;
       case InputSource::kShared: {
         at::Tensor& slot = shared[static_cast<std::size_t>(planned[i].shared_buffer)];
-        if (!slot.defined()) slot = at::empty_like(recorded).copy_(recorded);
+        if (!slot.defined()) slot = recorded.clone(at::MemoryFormat::Preserve);
         buffer = slot.detach();
         break;
       }
@@ -162,7 +137,7 @@ void GraphRegistry::capture_backward_of(CudaGraphRunner& runner, const LocalBuff
     if (planned[j].consumer >= 0) {
       // The consumer keeps its input grads owned (CudaGraphRunner::release_buffers).
       const at::Tensor& grad = recorded_.at(planned[j].consumer)->static_grad_input(static_cast<std::size_t>(planned[j].consumer_input));
-      if (grad.defined() && grad.sizes().equals(output.sizes()) && grad.scalar_type() == output.scalar_type()) {
+      if (detail::can_hold_grad_of(grad, output)) {
         seeds[j] = grad;  // the consumer's backward writes this grad right here: no copy in between
         aliased[j] = true;
         continue;
@@ -170,12 +145,14 @@ void GraphRegistry::capture_backward_of(CudaGraphRunner& runner, const LocalBuff
     }
     seeds[j] = at::empty_like(output);
   }
-  runner.capture_backward(seeds, aliased, pool_, options_);
-  runner.release_buffers(options_.release_buffers);
+  runner.capture_backward(seeds, pool_, options_);
+  runner.release_buffers(options_.release_buffers, aliased);
 }
 
 void GraphRegistry::capture_in_record_order(const LocalBufferPlan& plan) {
-  const std::set<const void*> shared_parameters = this->shared_parameters();
+  std::vector<GraphableUnit> units;
+  for (const CudaGraphManager* manager : managers_) units.push_back(manager->unit());
+  const std::set<const void*> shared_parameters = detail::shared_parameters(units);
   std::vector<at::Tensor> shared_inputs(plan.shared_buffer_users.size());
   for (const RecordEntry& entry : record_.entries()) {
     CudaGraphRunner& runner = *recorded_.at(entry.runner);
@@ -198,12 +175,7 @@ LocalCreation GraphRegistry::create_cudagraphs() {
   GRAPHED_CHECK(device_.is_cuda(), CaptureError, "the local implementation captures CUDA graphs, but its units run on ",
                 device_.str(), "; fix: run the units on a CUDA device, or eagerly (without local graphs) on the CPU");
   const auto start = std::chrono::steady_clock::now();
-  std::optional<SideStream> own_stream;
-  std::optional<SideStream::Use> on_own_stream;
-  if (on_default_stream(device_)) {  // capture needs a side stream
-    own_stream.emplace(device_);
-    on_own_stream.emplace(*own_stream);
-  }
+  OffDefaultStream off_default_stream(device_);
   synchronize(device_);
   empty_cache(device_);
   const MemoryMark before(device_);
@@ -212,25 +184,19 @@ LocalCreation GraphRegistry::create_cudagraphs() {
     capture_in_record_order(plan_local_buffers(record_));
   } catch (...) {
     forget_runners();
-    record_.clear();
-    held_.clear();
-    tensor_ids_.clear();
+    clear_record();
     throw;
   }
   restore_rng_states(device_, {random_states.begin(), random_states.end()});
   synchronize(device_);
-  const MemoryMark after(device_);
   LocalCreation creation;
   for (const auto& [id, runner] : recorded_) {
     ++creation.runners;
     creation.graphs += runner->graph_count();
   }
   creation.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  creation.pool_bytes = after.pools - before.pools;
-  creation.graph_bytes = std::max<int64_t>(0, (after.used - before.used) - (after.reserved - before.reserved));
-  record_.clear();
-  held_.clear();
-  tensor_ids_.clear();
+  creation.memory = before.taken_since();
+  clear_record();
   phase_ = LocalPhase::kCreated;
   return creation;
 }
@@ -241,11 +207,15 @@ void GraphRegistry::forget_runners() {
   forward_only_outputs_.clear();
 }
 
-void GraphRegistry::delete_cuda_graphs(GraphPool pool) {
-  forget_runners();
+void GraphRegistry::clear_record() {
   record_.clear();
   held_.clear();
   tensor_ids_.clear();
+}
+
+void GraphRegistry::delete_cuda_graphs(GraphPool pool) {
+  forget_runners();
+  clear_record();
   synchronize(device_);
   pool_ = pool.is_shared() ? pool : GraphPool::create();
   if (!options_.shared_evaluation_pool) evaluation_pool_ = GraphPool::create();

@@ -8,7 +8,6 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +16,7 @@
 
 #include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/cuda_graph_runner.h"
+#include "graphed/capture/device.h"
 #include "graphed/capture/local_record.h"
 
 namespace graphed::capture {
@@ -32,8 +32,7 @@ struct LocalCreation {
   int64_t runners = 0;      ///< training runners captured
   int64_t graphs = 0;       ///< forward plus backward graphs
   double seconds = 0;       ///< warmup passes and captures
-  int64_t pool_bytes = 0;   ///< growth of the caching allocator's graph-pool segments meanwhile
-  int64_t graph_bytes = 0;  ///< device memory taken outside the allocator (the graphs themselves)
+  CaptureMemory memory;     ///< graph-pool growth and the graphs' own memory
 };
 
 class GraphRegistry {
@@ -76,7 +75,6 @@ class GraphRegistry {
   const LocalRecord& record() const { return record_; }
   const LocalGraphOptions& options() const { return options_; }
   const at::Device& device() const { return device_; }
-  const GraphPool& training_pool() const { return pool_; }
   const GraphPool& evaluation_pool() const { return options_.shared_evaluation_pool ? pool_ : evaluation_pool_; }
 
   // ---- for managers and runners --------------------------------------------------------------------
@@ -98,10 +96,8 @@ class GraphRegistry {
   void capture_in_record_order(const LocalBufferPlan& plan);
   StaticInputs static_inputs_of(const CudaGraphRunner& runner, const LocalBufferPlan& plan, std::vector<at::Tensor>& shared);
   void capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan);
-  /// Parameters that more than one manager's unit reads (tied embeddings): their grads go through
-  /// autograd, which sums them before adding, as eager does; the others accumulate inside the graphs.
-  std::set<const void*> shared_parameters() const;
   void forget_runners();
+  void clear_record();
 
   at::Device device_;
   LocalGraphOptions options_;

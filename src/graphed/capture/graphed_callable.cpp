@@ -52,7 +52,7 @@ std::string GraphedCallable::label() const { return state_->label(); }
 int64_t GraphedCallable::microbatch() const { return state_->microbatch; }
 bool GraphedCallable::is_captured() const { return state_->captured; }
 bool GraphedCallable::has_backward_graph() const { return state_->has_backward; }
-int64_t GraphedCallable::graph_count() const { return state_->captured ? (state_->has_backward ? 2 : 1) : 0; }
+int64_t GraphedCallable::graph_count() const { return state_->graph_count(); }
 int64_t GraphedCallable::parameter_count() const { return static_cast<int64_t>(state_->parameters.size()); }
 const at::Tensor& GraphedCallable::static_input(std::size_t index) const { return state_->static_inputs.at(index); }
 const at::Tensor& GraphedCallable::static_output(std::size_t index) const { return state_->static_outputs.at(index); }

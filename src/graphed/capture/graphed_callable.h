@@ -3,8 +3,9 @@
 // autograd. A call copies each argument into its static buffer only when the address differs,
 // replays the forward graph and returns detached static outputs (overwritten by the next replay:
 // clone what you keep). Backward copies the incoming grads, replays the backward graph and hands input
-// grads to autograd; parameter grads are accumulated inside the graph or handed to autograd as clones
-// (returning graph memory would let AccumulateGrad adopt it as param.grad, PyTorch #181723). Built by
+// grads to autograd; parameter grads are accumulated inside the graph or handed to autograd, as clones
+// unless clone_parameter_grads is off (returning graph memory would let AccumulateGrad adopt it as
+// param.grad when none exists, PyTorch #181723). Built by
 // make_graphed_callables (capture/make_graphed_callables.h). Model-agnostic.
 #pragma once
 

@@ -92,6 +92,7 @@ void LocalRecord::add_forward(RecordedForward call) {
 
 void LocalRecord::add_backward(int64_t runner) {
   GRAPHED_INTERNAL_ASSERT(forwards_.count(runner) == 1, "backward of runner ", runner, " before its forward");
+  GRAPHED_INTERNAL_ASSERT(backwards_.insert(runner).second, "backward of runner ", runner, " recorded twice");
   entries_.push_back({false, runner});
 }
 
@@ -101,16 +102,12 @@ const RecordedForward& LocalRecord::forward_of(int64_t runner) const {
   return found->second;
 }
 
-bool LocalRecord::has_backward(int64_t runner) const {
-  for (const RecordEntry& entry : entries_) {
-    if (!entry.forward && entry.runner == runner) return true;
-  }
-  return false;
-}
+bool LocalRecord::has_backward(int64_t runner) const { return backwards_.count(runner) > 0; }
 
 void LocalRecord::clear() {
   entries_.clear();
   forwards_.clear();
+  backwards_.clear();
 }
 
 LocalBufferPlan plan_local_buffers(const LocalRecord& record) {

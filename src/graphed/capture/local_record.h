@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace graphed::capture {
@@ -33,7 +34,7 @@ class LocalRecord {
  public:
   /// Appends a runner's first forward. Throws std::logic_error (internal) if it was recorded before.
   void add_forward(RecordedForward call);
-  /// Appends a runner's first backward; its forward must have been recorded.
+  /// Appends a runner's first backward; its forward must have been recorded, its backward not.
   void add_backward(int64_t runner);
   const std::vector<RecordEntry>& entries() const { return entries_; }
   const RecordedForward& forward_of(int64_t runner) const;
@@ -44,6 +45,7 @@ class LocalRecord {
  private:
   std::vector<RecordEntry> entries_;
   std::map<int64_t, RecordedForward> forwards_;
+  std::set<int64_t> backwards_;
 };
 
 /// Where a graph's static input comes from.

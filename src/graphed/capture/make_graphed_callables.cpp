@@ -93,26 +93,11 @@ GraphedCallablesLayout check_call(const std::vector<GraphableUnit>& units, const
   return layout;
 }
 
-/// Per unit and parameter: whether the parameter belongs to that unit alone. A parameter two units
-/// share (tied embeddings) gets its grads through autograd, which sums them before adding them to
-/// param.grad, as eager autograd does; grads added one by one inside two graphs would round differently.
-std::vector<std::vector<bool>> owned_parameters(const std::vector<GraphableUnit>& units) {
-  std::map<const void*, std::set<std::size_t>> users;
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    for (const at::Tensor& p : units[u].parameters) users[p.unsafeGetTensorImpl()].insert(u);
-  }
-  std::vector<std::vector<bool>> owned(units.size());
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    for (const at::Tensor& p : units[u].parameters) owned[u].push_back(users[p.unsafeGetTensorImpl()].size() == 1);
-  }
-  return owned;
-}
-
 /// 2. One state per entry with its unit, parameters and checked sample signatures; returns the device.
 at::Device make_states(States& states, const std::vector<GraphableUnit>& units, const std::vector<UnitArguments>& samples,
                        const GraphedCallablesLayout& layout, const GraphedCallablesOptions& options) {
   const auto positions = entry_positions(layout);
-  const std::vector<std::vector<bool>> owned = owned_parameters(units);
+  const std::set<const void*> shared = detail::shared_parameters(units);
   std::optional<at::Device> device;
   states.resize(positions.size());
   for (std::size_t e = 0; e < positions.size(); ++e) {
@@ -127,7 +112,7 @@ at::Device make_states(States& states, const std::vector<GraphableUnit>& units, 
     for (const auto& entry : samples[e].keyword) state->keyword_names.push_back(entry.first);
     for (std::size_t p = 0; p < unit.parameters.size(); ++p) {
       const std::string name = p < unit.parameter_names.size() ? unit.parameter_names[p] : "parameter " + std::to_string(p);
-      const bool in_graph = options.accumulate_parameter_grads && owned[u][p];
+      const bool in_graph = options.accumulate_parameter_grads && shared.count(unit.parameters[p].unsafeGetTensorImpl()) == 0;
       GRAPHED_CHECK(!has_hooks(unit.parameters[p]), CaptureError, "unit ", state->label(), ": parameter '", name,
                     "' has a gradient hook; fix: remove it while capturing (register hooks after the capture)");
       GRAPHED_CHECK(!in_graph || !unit.parameters[p].requires_grad() || unit.parameters[p].grad().defined(),
@@ -282,7 +267,7 @@ std::vector<at::Tensor> backward_seeds(const GraphedUnitState& state, const Grap
     if (!o.requires_grad()) continue;
     const at::Tensor* chained = next != nullptr && i == 0 && !next->static_grad_inputs.empty() ? &next->static_grad_inputs[0]
                                                                                                 : nullptr;
-    if (chained && chained->defined() && chained->sizes().equals(o.sizes()) && chained->scalar_type() == o.scalar_type()) {
+    if (chained && detail::can_hold_grad_of(*chained, o)) {
       seeds[i] = *chained;
     } else if (reuse) {
       const std::string key = signature_key({signature_of(state.label(), "output", o)});
@@ -394,12 +379,7 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
   const at::Device device = make_states(states, units, sample_arguments, layout, options);
   assign_static_inputs(states, sample_arguments, layout, options);
   // Warmup and capture run on the current stream, or a private one instead of the default stream.
-  std::optional<SideStream> own_stream;
-  std::optional<SideStream::Use> on_own_stream;
-  if (on_default_stream(device)) {
-    own_stream.emplace(device);
-    on_own_stream.emplace(*own_stream);
-  }
+  OffDefaultStream off_default_stream(device);
   const auto random_states = rng_states(device);
   warm_up(states, layout, options, device);
   capture_all(states, layout, options, options.pool.is_shared() ? options.pool : GraphPool::create());

@@ -65,9 +65,11 @@ config::RunConfig row_config(const CommandLine& command_line, const std::string&
   return resolve_for_run(line);
 }
 
-/// Synchronized iterations: each timed alone with CUDA events (and the host's enqueue time).
+/// Synchronized iterations: each timed alone with CUDA events (and the host's enqueue time); the
+/// row's loss is the last one's.
 void time_synchronized(train::Trainer& trainer, int64_t iterations, int64_t& iteration, const at::Device& device,
-                       Row& row, train::IterationStats& last) {
+                       Row& row) {
+  train::IterationStats last;
   std::vector<double> times, host_times;
   capture::DeviceTimer timer(device);
   for (int64_t i = 0; i < iterations; ++i, ++iteration) {
@@ -80,6 +82,7 @@ void time_synchronized(train::Trainer& trainer, int64_t iterations, int64_t& ite
   }
   row.ms_per_iteration = median(times);
   row.host_ms_per_iteration = median(host_times);
+  row.loss = last.loss.item<double>();
 }
 
 /// Pipelined iterations: enqueued back to back as training runs them; one event pair around all.
@@ -107,9 +110,7 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   capture::reset_peak_memory(device);
   Row row;
   row.impl = impl;
-  train::IterationStats last;
-  time_synchronized(trainer, command_line.bench_iters, iteration, device, row, last);
-  row.loss = last.loss.item<double>();
+  time_synchronized(trainer, command_line.bench_iters, iteration, device, row);
   time_pipelined(trainer, command_line.bench_iters, iteration, device, row);
   row.ops_per_iteration = capture::count_dispatched_ops([&] { trainer.train_step(iteration); });
   const double tokens = static_cast<double>(config.train.global_batch_size.value_or(1) * config.model.seq_length);
@@ -119,8 +120,8 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   row.graphs = trainer.runner().graph_count();
   if (const auto report = trainer.runner().capture_report()) {
     row.capture_seconds = report->seconds;
-    row.graph_pool_mib = mib(report->pool_bytes);
-    row.graph_mib = mib(report->graph_bytes);
+    row.graph_pool_mib = mib(report->memory.pool_bytes);
+    row.graph_mib = mib(report->memory.graph_bytes);
   }
   return row;
 }

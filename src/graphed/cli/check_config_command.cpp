@@ -31,8 +31,7 @@ std::string origin_of(const std::string& key, const json& resolved, const json& 
   const auto found = origins.find(key);
   const std::string source = found != origins.end() ? found->second : "default";
   if (given.contains(key) && given[key] != resolved) {
-    const bool graph_field = key.find("cuda_graph") != std::string::npos ||
-                             key == "optimizer_cuda_graph";
+    const bool graph_field = key.find("cuda_graph") != std::string::npos;  // optimizer_cuda_graph too
     if (source == "default") return graph_field ? "normalized" : "derived";
     return source + ", normalized";
   }

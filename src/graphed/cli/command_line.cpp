@@ -186,6 +186,32 @@ std::string help_with_lists(const CLI::App& app) {
                     problems);
 }
 
+void add_bench_flags(CLI::App& bench, FlagSet& flags) {
+  bench.add_option("--impls", flags.impls, "implementations to time, one row each (default none): none, local, "
+                   "local:attn+mlp, transformer_engine, transformer_engine:attn+mlp (a per-layer impl with those "
+                   "modules), full_iteration, full_iteration+optimizer")->delimiter(',');
+  bench.add_option("--bench-iters", flags.bench_iters, "timed iterations per implementation (default 20)");
+  bench.add_option("--bench-warmup", flags.bench_warmup, "untimed iterations before timing (default 5)");
+}
+
+/// One problem per unknown argument a command was given.
+std::vector<std::string> unknown_argument_problems(const std::vector<std::string>& extras) {
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < extras.size(); ++i) {
+    problems.push_back(unknown_argument_message(extras[i]));
+    // "--num-layer 4": the 4 belongs to the unknown flag; report the flag only.
+    const bool flag_without_value = extras[i].rfind("--", 0) == 0 && extras[i].find('=') == std::string::npos;
+    if (flag_without_value && i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0) ++i;
+  }
+  return problems;
+}
+
+std::string unknown_preset_message(const std::string& preset) {
+  std::string message = "unknown --preset '" + preset + "'";
+  if (const auto near = nearest_match(preset, config::preset_names())) message += " (did you mean " + *near + "?)";
+  return message + "; fix: use one of " + join(config::preset_names(), ", ");
+}
+
 }  // namespace
 
 const std::vector<std::string>& command_names() {
@@ -208,14 +234,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
     sub->allow_extras();
     add_setting_flags(*sub, flag_sets[command.name]);
-    if (command.name == "bench") {
-      FlagSet& flags = flag_sets[command.name];
-      sub->add_option("--impls", flags.impls, "implementations to time, one row each (default none): none, local, local:attn+mlp, "
-                      "transformer_engine, transformer_engine:attn+mlp (a per-layer impl with those modules), "
-                      "full_iteration, full_iteration+optimizer")->delimiter(',');
-      sub->add_option("--bench-iters", flags.bench_iters, "timed iterations per implementation (default 20)");
-      sub->add_option("--bench-warmup", flags.bench_warmup, "untimed iterations before timing (default 5)");
-    }
+    if (command.name == "bench") add_bench_flags(*sub, flag_sets[command.name]);
     subcommands[command.name] = sub;
   }
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
@@ -249,22 +268,11 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     result.exit_code = arguments.empty() ? 1 : 0;
     return result;
   }
-  std::vector<std::string> problems;
-  const std::vector<std::string> extras = chosen->remaining();
-  for (std::size_t i = 0; i < extras.size(); ++i) {
-    problems.push_back(unknown_argument_message(extras[i]));
-    // "--num-layer 4": the 4 belongs to the unknown flag; report the flag only.
-    const bool flag_without_value = extras[i].rfind("--", 0) == 0 && extras[i].find('=') == std::string::npos;
-    if (flag_without_value && i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0) ++i;
-  }
+  std::vector<std::string> problems = unknown_argument_problems(chosen->remaining());
   const FlagSet& flags = flag_sets[result.command];
   json flag_values = collect_flag_values(flags, problems);
   if (!flags.preset.empty()) {
-    if (!config::preset_settings(flags.preset)) {
-      std::string message = "unknown --preset '" + flags.preset + "'";
-      if (const auto near = nearest_match(flags.preset, config::preset_names())) message += " (did you mean " + *near + "?)";
-      problems.push_back(message + "; fix: use one of " + join(config::preset_names(), ", "));
-    }
+    if (!config::preset_settings(flags.preset)) problems.push_back(unknown_preset_message(flags.preset));
     result.preset = flags.preset;
   }
   if (!problems.empty()) fail_with(problems);

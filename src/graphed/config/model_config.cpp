@@ -17,14 +17,6 @@ const std::vector<std::string>& position_embedding_names() {
   return names;
 }
 
-std::string to_string(Normalization normalization) {
-  return normalization_names().at(static_cast<std::size_t>(normalization));
-}
-
-std::string to_string(PositionEmbedding position_embedding) {
-  return position_embedding_names().at(static_cast<std::size_t>(position_embedding));
-}
-
 std::optional<std::vector<bool>> parse_moe_layer_pattern(const std::string& text, int64_t num_layers) {
   std::string body = text;
   if (body.size() >= 2 && body.front() == '[' && body.back() == ']') body = body.substr(1, body.size() - 2);

@@ -18,8 +18,6 @@ enum class PositionEmbedding { kLearnedAbsolute, kRope };
 /// The spellings, in enum order ("LayerNorm", "RMSNorm"; "learned_absolute", "rope").
 const std::vector<std::string>& normalization_names();
 const std::vector<std::string>& position_embedding_names();
-std::string to_string(Normalization normalization);
-std::string to_string(PositionEmbedding position_embedding);
 
 struct ModelConfig {
   int64_t num_layers = 2;                         ///< --num-layers, >= 1

@@ -96,12 +96,10 @@ SettingSpec deprecated(SettingSpec spec) {
   return spec;
 }
 
-std::vector<SettingSpec> make_specs() {
+/// The model's settings.
+std::vector<SettingSpec> model_specs() {
   using M = ModelConfig;
-  using T = TrainConfig;
-  using G = CudaGraphInputs;
   return {
-      // Model.
       model(&M::num_layers, "num_layers", "transformer layers"),
       model(&M::hidden_size, "hidden_size", "hidden size (model width)"),
       model(&M::num_attention_heads, "num_attention_heads", "attention heads"),
@@ -143,7 +141,13 @@ std::vector<SettingSpec> make_specs() {
       model(&M::recompute_num_layers, "recompute_num_layers", "layers per full-recomputation unit"),
       model(&M::recompute_modules, "recompute_modules", "modules recomputed by selective recomputation",
             {"core_attn", "mlp", "moe", "moe_act", "layernorm", "shared_experts"}),
-      // Training.
+  };
+}
+
+/// The training run's settings.
+std::vector<SettingSpec> train_specs() {
+  using T = TrainConfig;
+  return {
       train(&T::micro_batch_size, "micro_batch_size", "samples per microbatch"),
       train(&T::global_batch_size, "global_batch_size", "samples per iteration; unset = one microbatch per rank"),
       train(&T::train_iters, "train_iters", "training iterations"),
@@ -171,7 +175,13 @@ std::vector<SettingSpec> make_specs() {
       train(&T::metrics_file, "metrics_file", "JSON-lines file of per-interval metrics"),
       train(&T::device, "device", "where to train; auto = CUDA if this build and machine have it",
             {"auto", "cuda", "cpu"}),
-      // CUDA graphs.
+  };
+}
+
+/// The CUDA-graph settings, the deprecated spellings last.
+std::vector<SettingSpec> cuda_graph_specs() {
+  using G = CudaGraphInputs;
+  return {
       graph(&G::impl, "cuda_graph_impl", "CUDA-graph implementation", cuda_graph_impl_names()),
       graph(&G::modules, "cuda_graph_modules", "per-layer capture regions; unset = whole layer",
             cuda_graph_module_input_names()),
@@ -181,7 +191,8 @@ std::vector<SettingSpec> make_specs() {
       graph(&G::use_single_mempool, "cuda_graph_use_single_mempool",
             "an impl's graphs share one pool (training, evaluation and optimizer-step graphs)"),
       graph(&G::retain_backward_graph, "cuda_graph_retain_backward_graph", "capture backward with retain_graph"),
-      graph(&G::optimizer_cuda_graph, "optimizer_cuda_graph", "graph the optimizer step (full_iteration)"),
+      graph(&G::optimizer_cuda_graph, "optimizer_cuda_graph",
+            "graph the optimizer step (full_iteration: inside its graph; local, transformer_engine: a graph of its own)"),
       graph(&G::stage_units, "cuda_graph_stage_units",
             "local and transformer_engine also graph the embedding, the loss and the optimizer step"),
       graph(&G::te_rng_tracker, "te_rng_tracker", "accepted for Megatron scripts; graphs are always graph-safe (VA-9)"),
@@ -195,6 +206,12 @@ std::vector<SettingSpec> make_specs() {
       deprecated(graph(&G::external_cuda_graph, "external_cuda_graph",
                        "deprecated: --cuda-graph-impl transformer_engine")),
   };
+}
+
+std::vector<SettingSpec> make_specs() {
+  std::vector<SettingSpec> specs = model_specs();
+  for (const auto& part : {train_specs(), cuda_graph_specs()}) specs.insert(specs.end(), part.begin(), part.end());
+  return specs;
 }
 
 std::string dashes(std::string text) {

@@ -25,8 +25,8 @@ void require_positive(IssueList& issues, const std::string& rule, const std::str
   if (value < 1) issues.error(rule, flag + " must be >= 1, got " + num(value) + "; fix: pass a positive value");
 }
 
-void validate_model(const RunConfig& config, IssueList& issues) {
-  const ModelConfig& m = config.model;
+/// MC-1 (sizes >= 1), MC-2 and MC-3 (heads divide the hidden size, groups divide the heads).
+void validate_model_sizes(const ModelConfig& m, IssueList& issues) {
   require_positive(issues, "MC-1", "--num-layers", m.num_layers);
   require_positive(issues, "MC-1", "--hidden-size", m.hidden_size);
   require_positive(issues, "MC-1", "--num-attention-heads", m.num_attention_heads);
@@ -50,6 +50,10 @@ void validate_model(const RunConfig& config, IssueList& issues) {
                              " is not divisible by --num-query-groups " + num(groups) +
                              "; fix: pick a group count that divides the head count");
   }
+}
+
+/// MC-4 (RoPE needs an even head size) and MC-10 (learned positions cover the sequence).
+void validate_positions(const ModelConfig& m, IssueList& issues) {
   if (m.position_embedding_type == PositionEmbedding::kRope && m.num_attention_heads >= 1 &&
       (m.hidden_size / m.num_attention_heads) % 2 != 0) {
     issues.error("MC-4", "--position-embedding-type rope needs an even head size, got " +
@@ -63,16 +67,10 @@ void validate_model(const RunConfig& config, IssueList& issues) {
                               num(*m.max_position_embeddings) +
                               "; fix: raise --max-position-embeddings or shorten --seq-length");
   }
-  for (const auto& [flag, value] : {std::pair<std::string, double>{"--attention-dropout", m.attention_dropout},
-                                    {"--hidden-dropout", m.hidden_dropout}}) {
-    if (value < 0.0 || value >= 1.0) {
-      issues.error("MC-9", flag + " must be in [0, 1), got " + num(value) + "; fix: pass e.g. 0 or 0.1");
-    }
-  }
-  if (m.norm_epsilon <= 0.0 || m.init_method_std <= 0.0) {
-    issues.error("MC-1", "--norm-epsilon and --init-method-std must be > 0, got " + num(m.norm_epsilon) + " and " +
-                             num(m.init_method_std) + "; fix: pass positive values (defaults 1e-05 and 0.02)");
-  }
+}
+
+/// MC-14, MC-5 (experts and top-k), MC-1 (MoE widths), MC-6, MC-7 (capacity) and MC-8 (layer pattern).
+void validate_model_moe(const ModelConfig& m, IssueList& issues) {
   if (m.num_experts) {
     if (*m.num_experts < 2) {
       issues.error("MC-14", "--num-experts " + num(*m.num_experts) +
@@ -102,6 +100,23 @@ void validate_model(const RunConfig& config, IssueList& issues) {
                                "--moe-layer-freq 1,0,1,0");
     }
   }
+}
+
+void validate_model(const RunConfig& config, IssueList& issues) {
+  const ModelConfig& m = config.model;
+  validate_model_sizes(m, issues);
+  validate_positions(m, issues);
+  for (const auto& [flag, value] : {std::pair<std::string, double>{"--attention-dropout", m.attention_dropout},
+                                    {"--hidden-dropout", m.hidden_dropout}}) {
+    if (value < 0.0 || value >= 1.0) {
+      issues.error("MC-9", flag + " must be in [0, 1), got " + num(value) + "; fix: pass e.g. 0 or 0.1");
+    }
+  }
+  if (m.norm_epsilon <= 0.0 || m.init_method_std <= 0.0) {
+    issues.error("MC-1", "--norm-epsilon and --init-method-std must be > 0, got " + num(m.norm_epsilon) + " and " +
+                             num(m.init_method_std) + "; fix: pass positive values (defaults 1e-05 and 0.02)");
+  }
+  validate_model_moe(m, issues);
   if (m.recompute_granularity == std::optional<std::string>("full") && !m.recompute_method) {
     issues.error("MC-13", "--recompute-granularity full needs --recompute-method; fix: add --recompute-method "
                           "uniform or --recompute-method block");

@@ -106,8 +106,8 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& tokens, const at::Tensor& weig
   } else {
     GRAPHED_CHECK(!capture::is_graph_capturing(), CaptureError,
                   "the dropless MoE reads its per-expert token counts on the host, which a CUDA graph cannot "
-                  "capture; fix: graph only moe_router and moe_preprocess of dropless MoE layers, or make them "
-                  "drop-and-pad (--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity)");
+                  "capture; fix: graph only the router and the dispatch preprocessing of dropless MoE layers, or make "
+                  "them drop-and-pad (an expert capacity factor with padding to capacity)");
     const at::Tensor permuted = per_assignment.index_select(0, plan.order);
     const at::Tensor counts = plan.counts.to(at::kCPU);  // host sync: dropless shapes are dynamic
     std::vector<at::Tensor> pieces;

@@ -1,14 +1,12 @@
 // train/full_iteration_runner.cpp — see train/full_iteration_runner.h.
 #include "graphed/train/full_iteration_runner.h"
 
-#include "graphed/capture/device.h"
 
 namespace graphed::train {
 
 FullIterationRunner::FullIterationRunner(TrainingStep& step) : step_(step), stream_(step.device()) {
   const config::CudaGraphConfig& graphs = step.config().cuda_graph;
-  // One pool for both graphs unless told otherwise.
-  const capture::GraphPool pool = graphs.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
+  const capture::GraphPool pool = runner_pool(graphs);
   capture::FullIterationGraphOptions options;
   options.warmup_steps = graphs.warmup_steps;
   options.name = "the full-iteration training step";
@@ -57,8 +55,7 @@ std::optional<CaptureReport> FullIterationRunner::capture_report() const {
   report.what = std::string("the full-iteration training step (optimizer step ") +
                 (step_.config().cuda_graph.optimizer_cuda_graph ? "inside)" : "eager)");
   report.seconds = train_graph_->capture_seconds();
-  report.pool_bytes = train_graph_->pool_bytes();
-  report.graph_bytes = train_graph_->graph_bytes();
+  report.memory = train_graph_->capture_memory();
   return report;
 }
 
@@ -67,12 +64,9 @@ int64_t FullIterationRunner::graph_count() const {
 }
 
 void FullIterationRunner::delete_cuda_graphs() {
-  const capture::GraphPool pool =
-      step_.config().cuda_graph.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
+  const capture::GraphPool pool = runner_pool(step_.config().cuda_graph);
   train_graph_->reset(pool);
   eval_graph_->reset(pool);
-  capture::synchronize(step_.device());
-  capture::empty_cache(step_.device());
 }
 
 }  // namespace graphed::train

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "graphed/capture/cuda_graph.h"
+#include "graphed/capture/device.h"
 #include "graphed/train/training_step.h"
 
 namespace graphed::train {
@@ -18,9 +20,8 @@ namespace graphed::train {
 /// What a runner captured, for the trainer's one-line report.
 struct CaptureReport {
   std::string what;         ///< e.g. "12 units (24 graphs) with the local impl, and the optimizer step"
-  double seconds = 0;       ///< recording of arguments, warmup passes and captures
-  int64_t pool_bytes = 0;   ///< growth of the caching allocator's graph-pool segments during the captures
-  int64_t graph_bytes = 0;  ///< device memory taken outside the allocator (the graphs themselves)
+  double seconds = 0;             ///< recording of arguments, warmup passes and captures
+  capture::CaptureMemory memory;  ///< graph-pool growth during the captures, and the graphs themselves
 };
 
 class IterationRunner {
@@ -38,6 +39,12 @@ class IterationRunner {
   /// Frees every graph and its pool; later iterations warm up (or record) and capture again.
   virtual void delete_cuda_graphs() {}
 };
+
+/// The pool every graph of a runner shares with cuda_graph_use_single_mempool; otherwise none (each
+/// graph, or each engine, takes a pool of its own).
+inline capture::GraphPool runner_pool(const config::CudaGraphConfig& graphs) {
+  return graphs.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
+}
 
 /// The runner for step.config().cuda_graph: impl none -> eager; the others need a CUDA device (a
 /// ConfigError otherwise). step: not owned; outlives the runner.

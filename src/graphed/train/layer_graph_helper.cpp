@@ -33,10 +33,10 @@ class RecordingRunner final : public capture::UnitRunner {
 
 }  // namespace
 
-LayerGraphHelper::LayerGraphHelper(model::GptModel model, config::CudaGraphConfig config, LayerGraphOptions options)
-    : model_(std::move(model)), config_(std::move(config)), options_(options) {
+LayerGraphHelper::LayerGraphHelper(model::GptModel model, const config::CudaGraphConfig& config, LayerGraphOptions options)
+    : model_(std::move(model)), options_(options) {
   GRAPHED_INTERNAL_ASSERT(options_.captured_microbatches >= 1, "captured microbatches ", options_.captured_microbatches);
-  targets_ = graph_targets(model_, config_);
+  targets_ = graph_targets(model_, config);
 }
 
 LayerGraphHelper::~LayerGraphHelper() = default;
@@ -57,9 +57,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
   const auto start = std::chrono::steady_clock::now();
   capture::synchronize(device);
   capture::empty_cache(device);
-  const int64_t pools_before = capture::graph_pool_bytes(device);
-  const int64_t reserved_before = capture::reserved_memory_bytes(device);
-  const int64_t used_before = capture::device_memory_used_bytes(device);
+  const capture::MemoryMark before(device);
   // The recording forward, warmup and capture must not shift the random stream of training.
   const auto random_states = capture::rng_states(device);
   try {
@@ -118,9 +116,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     install_runner(model_, targets_[u], std::make_shared<capture::MicrobatchRunner>(targets_[u].unit, std::move(per_slot)));
   }
   capture::synchronize(device);
-  pool_bytes_ = capture::graph_pool_bytes(device) - pools_before;
-  const int64_t reserved_change = capture::reserved_memory_bytes(device) - reserved_before;
-  graph_bytes_ = std::max<int64_t>(0, capture::device_memory_used_bytes(device) - used_before - reserved_change);
+  memory_ = before.taken_since();
   capture_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -129,8 +125,7 @@ void LayerGraphHelper::reset(capture::GraphPool pool) {
   for (const auto& callable : callables_) callable->reset();
   callables_.clear();
   options_.pool = pool;
-  pool_bytes_ = 0;
-  graph_bytes_ = 0;
+  memory_ = {};
 }
 
 }  // namespace graphed::train

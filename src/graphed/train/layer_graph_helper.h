@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graphed/capture/cuda_graph.h"
+#include "graphed/capture/device.h"
 #include "graphed/capture/graphed_callable.h"
 #include "graphed/config/cuda_graph_config.h"
 #include "graphed/model/gpt_model.h"
@@ -39,7 +40,7 @@ struct LayerGraphOptions {
 
 class LayerGraphHelper {
  public:
-  LayerGraphHelper(model::GptModel model, config::CudaGraphConfig config, LayerGraphOptions options);
+  LayerGraphHelper(model::GptModel model, const config::CudaGraphConfig& config, LayerGraphOptions options);
   ~LayerGraphHelper();
 
   /// Records every graphed unit's inputs by calling forward_once (one eager training forward of one
@@ -54,9 +55,8 @@ class LayerGraphHelper {
   int64_t unit_count() const { return static_cast<int64_t>(targets_.size()); }
   int64_t graph_count() const;
   double capture_seconds() const { return capture_seconds_; }
-  /// Device memory the capture reserved, and what it took outside the allocator, in bytes.
-  int64_t pool_bytes() const { return pool_bytes_; }
-  int64_t graph_bytes() const { return graph_bytes_; }
+  /// Device memory the capture took: the pool's growth, and the graphs outside the allocator.
+  const capture::CaptureMemory& capture_memory() const { return memory_; }
   /// Every (unit, microbatch) callable, unit-major within the single chunk: microbatch x units + unit.
   const std::vector<std::shared_ptr<capture::GraphedCallable>>& callables() const { return callables_; }
 
@@ -64,13 +64,11 @@ class LayerGraphHelper {
   void install_eager_runners();
 
   model::GptModel model_;
-  config::CudaGraphConfig config_;
   LayerGraphOptions options_;
   std::vector<GraphTarget> targets_;
   std::vector<std::shared_ptr<capture::GraphedCallable>> callables_;
   double capture_seconds_ = 0;
-  int64_t pool_bytes_ = 0;
-  int64_t graph_bytes_ = 0;
+  capture::CaptureMemory memory_;
 };
 
 }  // namespace graphed::train

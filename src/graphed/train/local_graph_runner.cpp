@@ -1,16 +1,10 @@
 // train/local_graph_runner.cpp — see train/local_graph_runner.h.
 #include "graphed/train/local_graph_runner.h"
 
-#include "graphed/capture/device.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::train {
 namespace {
-
-/// One pool for the training, evaluation and optimizer graphs (--cuda-graph-use-single-mempool).
-capture::GraphPool shared_pool(const config::CudaGraphConfig& graphs) {
-  return graphs.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
-}
 
 capture::LocalGraphOptions local_options(const config::CudaGraphConfig& graphs) {
   capture::LocalGraphOptions options;
@@ -21,15 +15,14 @@ capture::LocalGraphOptions local_options(const config::CudaGraphConfig& graphs) 
 
 }  // namespace
 
-LocalGraphRunner::LocalGraphRunner(TrainingStep& step) : LocalGraphRunner(step, shared_pool(step.config().cuda_graph)) {}
+LocalGraphRunner::LocalGraphRunner(TrainingStep& step) : LocalGraphRunner(step, runner_pool(step.config().cuda_graph)) {}
 
 LocalGraphRunner::LocalGraphRunner(TrainingStep& step, const capture::GraphPool& pool)
     : step_(step),
       stream_(step.device()),
       registry_(step.device(), local_options(step.config().cuda_graph), pool),
       targets_(graph_targets(step.model(), step.config().cuda_graph)),
-      optimizer_(step, step.config().cuda_graph.stage_units || step.config().cuda_graph.optimizer_cuda_graph,
-                 step.config().cuda_graph.warmup_steps, pool) {
+      optimizer_(step, pool) {
   for (const GraphTarget& target : targets_) {
     managers_.push_back(std::make_shared<capture::CudaGraphManager>(target.unit, registry_));
     install_runner(step_.model(), target, managers_.back());
@@ -57,7 +50,8 @@ IterationStats LocalGraphRunner::train(const std::vector<Batch>& host_batches) {
   auto [loss, aux_loss] = step_.forward_backward(batches);
   // 3. At the end of the recording iteration, every graph is captured in the recorded order.
   if (registry_.phase() == capture::LocalPhase::kRecording) creation_ = registry_.create_cudagraphs();
-  // 4. Gradient norm, clipping and the optimizer step (a graph with the stage units).
+  // 4. Gradient norm, clipping and the optimizer step (a graph with the stage units or
+  //    --optimizer-cuda-graph).
   const at::Tensor grad_norm = optimizer_.run();
   ++iterations_;
   return {loss, aux_loss, grad_norm};
@@ -76,20 +70,17 @@ std::optional<CaptureReport> LocalGraphRunner::capture_report() const {
                 " graphs, recorded in execution order) with the local impl" +
                 (optimizer_.is_graphed() ? ", and the optimizer step" : "");
   report.seconds = creation_->seconds + optimizer_.capture_seconds();
-  report.pool_bytes = creation_->pool_bytes + optimizer_.pool_bytes();
-  report.graph_bytes = creation_->graph_bytes + optimizer_.graph_bytes();
+  report.memory = creation_->memory + optimizer_.capture_memory();
   return report;
 }
 
-int64_t LocalGraphRunner::graph_count() const { return registry_.graph_count() + (optimizer_.is_captured() ? 1 : 0); }
+int64_t LocalGraphRunner::graph_count() const { return registry_.graph_count() + optimizer_.graph_count(); }
 
 void LocalGraphRunner::delete_cuda_graphs() {
-  const capture::GraphPool pool = shared_pool(step_.config().cuda_graph);
+  const capture::GraphPool pool = runner_pool(step_.config().cuda_graph);
   registry_.delete_cuda_graphs(pool);
   optimizer_.reset(pool);
   creation_.reset();
-  capture::synchronize(step_.device());
-  capture::empty_cache(step_.device());
 }
 
 }  // namespace graphed::train

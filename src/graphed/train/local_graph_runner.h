@@ -3,8 +3,8 @@
 // --cuda-graph-warmup-steps eager iterations, the next iteration runs eagerly through the managers'
 // runners and records the forward and backward of every microbatch in execution order; at its end
 // GraphRegistry::create_cudagraphs() captures every graph in that order into one pool, and from then on
-// the iterations replay, with autograd through the replay. With the stage units the optimizer step is
-// a graph too. Evaluation replays forward-only graphs, captured on its first call. Everything runs on
+// the iterations replay, with autograd through the replay. With the stage units (or
+// --optimizer-cuda-graph) the optimizer step is a graph too. Evaluation replays forward-only graphs, captured on its first call. Everything runs on
 // one side stream.
 #pragma once
 
@@ -34,8 +34,6 @@ class LocalGraphRunner final : public IterationRunner {
   void delete_cuda_graphs() override;
 
   const capture::GraphRegistry& registry() const { return registry_; }
-  /// One manager per graph target, in forward order.
-  const std::vector<std::shared_ptr<capture::CudaGraphManager>>& managers() const { return managers_; }
 
  private:
   LocalGraphRunner(TrainingStep& step, const capture::GraphPool& pool);

@@ -3,12 +3,12 @@
 
 namespace graphed::train {
 
-OptimizerStepGraph::OptimizerStepGraph(TrainingStep& step, bool graphed, int64_t warmup_steps, capture::GraphPool pool)
-    : step_(step) {
-  if (!graphed) return;
+OptimizerStepGraph::OptimizerStepGraph(TrainingStep& step, capture::GraphPool pool) : step_(step) {
+  const config::CudaGraphConfig& graphs = step.config().cuda_graph;
+  if (!graphs.stage_units && !graphs.optimizer_cuda_graph) return;
   capture::FullIterationGraphOptions options;
   options.name = "the optimizer step";
-  options.warmup_steps = warmup_steps;
+  options.warmup_steps = graphs.warmup_steps;
   graph_ = std::make_unique<capture::FullIterationGraph>(options, step.device(), pool);
 }
 

@@ -15,9 +15,10 @@ namespace graphed::train {
 
 class OptimizerStepGraph {
  public:
-  /// step: not owned. graphed: capture after warmup_steps eager calls (else always eager). pool: shared
-  /// with the graphs that replay before it each iteration, or default (its own).
-  OptimizerStepGraph(TrainingStep& step, bool graphed, int64_t warmup_steps, capture::GraphPool pool);
+  /// step: not owned. Graphed with the stage units or cuda_graph.optimizer_cuda_graph (else always
+  /// eager), captured after the warmup iterations. pool: shared with the graphs that replay before it
+  /// each iteration, or default (its own).
+  OptimizerStepGraph(TrainingStep& step, capture::GraphPool pool);
   ~OptimizerStepGraph();
 
   /// Runs the step; returns the gradient norm before clipping (a device scalar).
@@ -27,9 +28,9 @@ class OptimizerStepGraph {
 
   bool is_graphed() const { return static_cast<bool>(graph_); }
   bool is_captured() const { return graph_ && graph_->is_captured(); }
+  int64_t graph_count() const { return is_captured() ? 1 : 0; }
   double capture_seconds() const { return graph_ ? graph_->capture_seconds() : 0.0; }
-  int64_t pool_bytes() const { return graph_ ? graph_->pool_bytes() : 0; }
-  int64_t graph_bytes() const { return graph_ ? graph_->graph_bytes() : 0; }
+  capture::CaptureMemory capture_memory() const { return graph_ ? graph_->capture_memory() : capture::CaptureMemory(); }
 
  private:
   std::vector<at::Tensor> step_region();

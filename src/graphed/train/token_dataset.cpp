@@ -38,6 +38,52 @@ std::vector<double> split_weights(const std::string& text) {
 }
 
 /// splitmix64: decorrelates (seed, split, sample) into a generator seed.
+/// The text of every .txt file in a folder, each followed by a newline.
+std::string read_text_folder(const std::string& path) {
+  std::vector<std::string> files;
+  for (const auto& name : list_files(path)) {
+    if (extension_of(name) == ".txt") files.push_back(join_path(path, name));
+  }
+  if (files.empty()) {
+    throw DataError("--data-path folder '" + path + "' has no .txt files; fix: put text files ending "
+                    "in .txt there, or pass a token file");
+  }
+  std::string text;
+  for (const auto& file : files) text += read_data_file(file) + "\n";
+  return text;
+}
+
+/// The ids of a token file of uint16 or uint32 values (token_dtype), each checked below vocab_size.
+std::vector<uint32_t> read_token_file(const std::string& path, const std::string& token_dtype, int64_t vocab_size) {
+  const std::string bytes = read_data_file(path);
+  const int width = token_dtype == "uint32" ? 4 : 2;
+  if (bytes.size() % static_cast<std::size_t>(width) != 0) {
+    throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) +
+                    " bytes, not a multiple of " + std::to_string(width) + " (--token-dtype " + token_dtype +
+                    "): it is truncated or has another token width; fix: regenerate it or pass the right "
+                    "--token-dtype");
+  }
+  const std::size_t count = bytes.size() / static_cast<std::size_t>(width);
+  std::vector<uint32_t> tokens(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (width == 2) {
+      uint16_t value;
+      std::memcpy(&value, bytes.data() + 2 * i, 2);
+      tokens[i] = value;
+    } else {
+      std::memcpy(&tokens[i], bytes.data() + 4 * i, 4);
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (tokens[i] >= static_cast<uint64_t>(vocab_size)) {
+      throw DataError("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) + " of '" + path +
+                      "' is >= --vocab-size " + std::to_string(vocab_size) +
+                      "; fix: raise --vocab-size or check the file's --token-dtype");
+    }
+  }
+  return tokens;
+}
+
 uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -91,46 +137,11 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
   }
   const std::string source = is_default ? "default corpus " + path : "--data-path " + path;
   if (is_directory(path)) {
-    std::vector<std::string> files;
-    for (const auto& name : list_files(path)) {
-      if (extension_of(name) == ".txt") files.push_back(join_path(path, name));
-    }
-    if (files.empty()) {
-      throw DataError("--data-path folder '" + path + "' has no .txt files; fix: put text files ending "
-                      "in .txt there, or pass a token file");
-    }
-    std::string text;
-    for (const auto& file : files) text += read_data_file(file) + "\n";
-    const auto tokens = encode_bytes(text);
+    const auto tokens = encode_bytes(read_text_folder(path));
     data.tokens_.assign(tokens.begin(), tokens.end());
     data.byte_level_ = true;
   } else if (extension_of(path) == ".bin") {
-    const std::string bytes = read_data_file(path);
-    const int width = train.token_dtype == "uint32" ? 4 : 2;
-    if (bytes.size() % static_cast<std::size_t>(width) != 0) {
-      throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) +
-                      " bytes, not a multiple of " + std::to_string(width) + " (--token-dtype " + train.token_dtype +
-                      "): it is truncated or has another token width; fix: regenerate it or pass the right "
-                      "--token-dtype");
-    }
-    const std::size_t count = bytes.size() / static_cast<std::size_t>(width);
-    data.tokens_.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      if (width == 2) {
-        uint16_t value;
-        std::memcpy(&value, bytes.data() + 2 * i, 2);
-        data.tokens_[i] = value;
-      } else {
-        std::memcpy(&data.tokens_[i], bytes.data() + 4 * i, 4);
-      }
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      if (data.tokens_[i] >= static_cast<uint64_t>(model.vocab_size)) {
-        throw DataError("token id " + std::to_string(data.tokens_[i]) + " at position " + std::to_string(i) +
-                        " of '" + path + "' is >= --vocab-size " + std::to_string(model.vocab_size) +
-                        "; fix: raise --vocab-size or check the file's --token-dtype");
-      }
-    }
+    data.tokens_ = read_token_file(path, train.token_dtype, model.vocab_size);
   } else {
     const auto tokens = encode_bytes(read_data_file(path));
     data.tokens_.assign(tokens.begin(), tokens.end());

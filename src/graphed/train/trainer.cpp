@@ -15,9 +15,7 @@
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/lr_schedule.h"
 #include "graphed/train/progress_bar.h"
-#include "graphed/util/compat.h"
 #include "graphed/util/error.h"
-#include "graphed/util/logging.h"
 #include "graphed/util/text.h"
 
 namespace graphed::train {
@@ -87,7 +85,11 @@ IterationStats Trainer::train_step(int64_t iteration) {
   return runner_->train(batches);
 }
 
-void Trainer::delete_cuda_graphs() { runner_->delete_cuda_graphs(); }
+void Trainer::delete_cuda_graphs() {
+  runner_->delete_cuda_graphs();
+  capture::synchronize(device_);
+  capture::empty_cache(device_);  // the freed pools go back to the device
+}
 
 double Trainer::evaluate(int64_t round) {
   const int64_t microbatches = config_.num_microbatches();
@@ -139,8 +141,8 @@ void Trainer::report_capture(std::ostream& out, int64_t iteration) {
   const CaptureReport report = *runner_->capture_report();
   const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
   out << "captured " << report.what << " at iteration " << iteration << " in " << std::fixed << std::setprecision(3)
-      << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.pool_bytes) << " MiB, graphs "
-      << mib(report.graph_bytes) << " MiB); replaying from here" << std::defaultfloat << std::endl;
+      << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.memory.pool_bytes) << " MiB, graphs "
+      << mib(report.memory.graph_bytes) << " MiB); replaying from here" << std::defaultfloat << std::endl;
 }
 
 TrainSummary Trainer::train(std::ostream& out) {
@@ -152,10 +154,11 @@ TrainSummary Trainer::train(std::ostream& out) {
   at::Tensor loss_sum = at::zeros({}, scalar), norm_sum = at::zeros({}, scalar), non_finite = at::zeros({}, scalar);
   int64_t in_interval = 0;
   auto interval_start = Clock::now();
+  bool capture_reported = runner_->capture_report().has_value();
   for (int64_t iteration = start_iteration_; iteration < t.train_iters; ++iteration) {
-    const bool was_captured = runner_->capture_report().has_value();
     const IterationStats stats = train_step(iteration);
-    if (!was_captured && runner_->capture_report()) {
+    if (!capture_reported && runner_->capture_report()) {  // once the graphs exist, nothing is asked again
+      capture_reported = true;
       bar.clear();
       report_capture(out, iteration + 1);
     }

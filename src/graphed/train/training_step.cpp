@@ -20,27 +20,24 @@ TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel mode
 std::vector<Batch> TrainingStep::to_device(const std::vector<Batch>& host_batches) const {
   // Through pinned memory without blocking: a pageable copy would wait for the stream, serializing the
   // host with the GPU every iteration.
+  if (!device_.is_cuda()) return host_batches;
   std::vector<Batch> batches;
   for (const Batch& b : host_batches) {
-    if (!device_.is_cuda()) {
-      batches.push_back(b);
-      continue;
-    }
     batches.push_back({b.tokens.to(device_, /*non_blocking=*/true), b.labels.to(device_, /*non_blocking=*/true)});
   }
   return batches;
+}
+
+model::GptOutput TrainingStep::forward(const Batch& batch, int64_t microbatch) {
+  compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+  return model_->forward(batch.tokens, batch.labels, microbatch);
 }
 
 std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const std::vector<Batch>& microbatches) {
   const double scale = 1.0 / static_cast<double>(microbatches.size());
   at::Tensor loss_sum, aux_sum;
   for (std::size_t index = 0; index < microbatches.size(); ++index) {
-    const Batch& batch = microbatches[index];
-    model::GptOutput output;
-    {
-      compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
-      output = model_->forward(batch.tokens, batch.labels, static_cast<int64_t>(index));
-    }
+    const model::GptOutput output = forward(microbatches[index], static_cast<int64_t>(index));
     // The losses are taken before the backward: with graphs they live in graph memory, which the
     // backward graphs may reuse.
     const at::Tensor lm = output.lm_loss.detach().to(at::kFloat);
@@ -78,8 +75,7 @@ at::Tensor TrainingStep::evaluation_loss(const std::vector<Batch>& batches) {
   model_->eval();
   at::Tensor total;
   for (const Batch& batch : batches) {
-    compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
-    const at::Tensor loss = model_->forward(batch.tokens, batch.labels, 0).lm_loss.to(at::kFloat);
+    const at::Tensor loss = forward(batch, 0).lm_loss.to(at::kFloat);
     total = total.defined() ? total + loss : loss.clone();  // a graph's output is overwritten by its next replay
   }
   model_->train();

@@ -34,6 +34,9 @@ class TrainingStep {
 
   /// Host batches (pinned on CUDA) to the device without blocking the host.
   std::vector<Batch> to_device(const std::vector<Batch>& host_batches) const;
+  /// The model's forward of one microbatch (index `microbatch` of the iteration), under bf16 autocast
+  /// when the configuration asks for it on CUDA.
+  model::GptOutput forward(const Batch& batch, int64_t microbatch);
   /// Forward and backward over the microbatches (microbatch m is forward pass m); returns {mean LM
   /// loss, mean aux loss} on the device. Gradients accumulate into the optimizer's buffers.
   std::pair<at::Tensor, at::Tensor> forward_backward(const std::vector<Batch>& microbatches);

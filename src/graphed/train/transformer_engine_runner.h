@@ -1,7 +1,7 @@
 // train/transformer_engine_runner.h — --cuda-graph-impl transformer_engine (research §3): after
 // --cuda-graph-warmup-steps eager iterations, every unit that train/graph_targets.h selects is captured
-// ahead of time (train/layer_graph_helper.h) at the top of an iteration, and with the stage units the
-// optimizer step becomes a graph too (train/optimizer_step_graph.h). Evaluation stays eager, as in
+// ahead of time (train/layer_graph_helper.h) at the top of an iteration; with the stage units (or
+// --optimizer-cuda-graph) the optimizer step becomes a graph too (train/optimizer_step_graph.h). Evaluation stays eager, as in
 // TransformerEngine. Everything runs on one side stream.
 #pragma once
 
@@ -23,8 +23,6 @@ class TransformerEngineRunner final : public IterationRunner {
   std::optional<CaptureReport> capture_report() const override;
   int64_t graph_count() const override;
   void delete_cuda_graphs() override;
-
-  const LayerGraphHelper& layer_graphs() const { return layers_; }
 
  private:
   TransformerEngineRunner(TrainingStep& step, const capture::GraphPool& pool);

@@ -51,14 +51,7 @@ inline bool cuda_autocast_enabled() {
 
 /// Whether CUDA autocast is on with its weight-cast cache (which a CUDA-graph capture must not use:
 /// cached casts would outlive the capture that made them).
-inline bool cuda_autocast_caching() {
-#if GRAPHED_TORCH_AT_LEAST(2, 4)
-  const bool enabled = at::autocast::is_autocast_enabled(at::kCUDA);
-#else
-  const bool enabled = at::autocast::is_enabled();
-#endif
-  return enabled && at::autocast::is_autocast_cache_enabled();
-}
+inline bool cuda_autocast_caching() { return cuda_autocast_enabled() && at::autocast::is_autocast_cache_enabled(); }
 
 /// Turns bf16 autocast on CUDA on or off for its lifetime, with the cast cache off (required
 /// while capturing CUDA graphs), and restores the previous state.

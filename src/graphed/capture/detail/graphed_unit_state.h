@@ -1,7 +1,7 @@
 // capture/detail/graphed_unit_state.h — what one graphed unit owns for one microbatch slot and one
 // argument signature: static buffers, the forward and backward graphs, and how its grads reach
-// autograd. Internal to capture/: the two engines (make_graphed_callables for transformer_engine, the
-// local CudaGraphRunner) fill it through detail/unit_graphs.h and wrap it (GraphedCallable,
+// autograd. Internal to capture/: the two engines (make_graphed_callables, ahead of time, and the
+// recorded CudaGraphRunner) fill it through detail/unit_graphs.h and wrap it (GraphedCallable,
 // CudaGraphRunner); no other layer includes this header.
 #pragma once
 
@@ -63,6 +63,8 @@ struct GraphedUnitState {
 
   /// "layers.0.attention (microbatch 1)", "layers.0.layer (runner 3)"
   std::string label() const;
+  /// 2 with a backward graph, 1 without, 0 before the capture.
+  int64_t graph_count() const { return captured ? (has_backward ? 2 : 1) : 0; }
 };
 
 }  // namespace graphed::capture::detail

@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <map>
 
 #include "graphed/capture/device.h"
 #include "graphed/util/error.h"
@@ -168,6 +169,20 @@ void check_call(const GraphedUnitState& state, const std::vector<at::Tensor>& ar
 }  // namespace
 
 std::string GraphedUnitState::label() const { return unit.name + " (" + slot + ")"; }
+
+std::set<const void*> shared_parameters(const std::vector<GraphableUnit>& units) {
+  std::map<const void*, int> readers;
+  for (const GraphableUnit& unit : units) {
+    std::set<const void*> mine;
+    for (const at::Tensor& p : unit.parameters) mine.insert(p.unsafeGetTensorImpl());
+    for (const void* p : mine) ++readers[p];
+  }
+  std::set<const void*> shared;
+  for (const auto& [parameter, count] : readers) {
+    if (count > 1) shared.insert(parameter);
+  }
+  return shared;
+}
 
 std::vector<at::Tensor> surface_of(const GraphedUnitState& state) {
   std::vector<at::Tensor> surface = state.static_inputs;

@@ -6,11 +6,22 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "graphed/capture/detail/graphed_unit_state.h"
 
 namespace graphed::capture::detail {
+
+/// Parameters (by TensorImpl) that more than one unit reads, such as tied embeddings. Their grads go
+/// through autograd, which sums them before adding them to param.grad as eager autograd does; grads added
+/// one by one inside two graphs would round differently.
+std::set<const void*> shared_parameters(const std::vector<GraphableUnit>& units);
+
+/// Whether `buffer` can be the grad-output buffer of `output`: defined, with its shape and dtype.
+inline bool can_hold_grad_of(const at::Tensor& buffer, const at::Tensor& output) {
+  return buffer.defined() && buffer.sizes().equals(output.sizes()) && buffer.scalar_type() == output.scalar_type();
+}
 
 /// The surface of a state: its static inputs, then its parameters.
 std::vector<at::Tensor> surface_of(const GraphedUnitState& state);
