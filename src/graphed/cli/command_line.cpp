@@ -27,6 +27,7 @@ const std::vector<CommandInfo>& commands() {
       {"train", "train a model (--preset, --config, flags); progress at --log-interval"},
       {"bench", "time training iterations per --impls on synthetic data and print a table"},
       {"check-config", "print the normalized configuration, each migration and warning; exit 1 on an error"},
+      {"report", "write one HTML page of charts from metrics files, run folders and bench JSON files"},
   };
   return list;
 }
@@ -212,6 +213,42 @@ std::string unknown_preset_message(const std::string& preset) {
   return message + "; fix: use one of " + join(config::preset_names(), ", ");
 }
 
+// ---- report: `graphed report INPUT... [-o FILE]`, parsed on its own (no settings flags) ----
+
+std::string report_usage_fix() {
+  return "fix: graphed report RUN_DIR|METRICS.jsonl|BENCH.json [more ...] -o report.html (see graphed report --help)";
+}
+
+CommandLine parse_report_command(const std::vector<std::string>& arguments) {
+  CommandLine result;
+  result.command = "report";
+  CLI::App app{"graphed report: one self-contained HTML page (inline SVG) with loss, validation loss, learning rate, "
+               "grad norm and tokens/s per iteration of each training run overlaid, and ms/iter bars and memory "
+               "tables of each bench file.\nAn input is a folder holding metrics.jsonl, a file written by "
+               "graphed train --metrics-file, or a JSON array printed by graphed bench --json or "
+               "bench/reference_pytorch.py --json (told apart by a leading '[').",
+               "graphed report"};
+  app.allow_extras();
+  app.add_option("inputs", result.report_inputs, "RUN_DIR, METRICS.jsonl or BENCH.json, one or more");
+  app.add_option("-o,--output", result.report_output, "the HTML file to write (default report.html)");
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);  // without "report"
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    result.early_output = app.help();
+    return result;
+  } catch (const CLI::ParseError& error) {
+    fail_with({std::string(error.what()) + "; " + report_usage_fix()});
+  }
+  std::vector<std::string> problems;
+  for (const auto& extra : app.remaining()) {
+    problems.push_back("unknown flag '" + extra + "' for graphed report; " + report_usage_fix());
+  }
+  if (result.report_inputs.empty()) problems.push_back("graphed report needs at least one input; " + report_usage_fix());
+  if (!problems.empty()) fail_with(problems);
+  return result;
+}
+
 }  // namespace
 
 const std::vector<std::string>& command_names() {
@@ -224,6 +261,7 @@ const std::vector<std::string>& command_names() {
 }
 
 CommandLine parse_command_line(const std::vector<std::string>& arguments) {
+  if (!arguments.empty() && arguments.front() == "report") return parse_report_command(arguments);
   CommandLine result;
   CLI::App app{"graphed: train and serve transformer models with CUDA graphs, Megatron-LM flags", "graphed"};
   app.set_version_flag("--version", build_summary());

@@ -23,6 +23,9 @@ struct CommandLine {
   std::vector<std::string> impls{"none"};   ///< --impls none[,local,...]: one row each
   int64_t bench_iters = 20;                 ///< --bench-iters: timed iterations per impl
   int64_t bench_warmup = 5;                 ///< --bench-warmup: untimed iterations first
+  // report only (it takes no settings flags).
+  std::vector<std::string> report_inputs;     ///< RUN_DIR | METRICS.jsonl | BENCH.json, one or more
+  std::string report_output = "report.html";  ///< -o/--output
   /// Set when the command line asked for text instead of work (--help, --version, no command):
   /// print it to stdout and exit with exit_code.
   std::optional<std::string> early_output;
