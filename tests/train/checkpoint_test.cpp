@@ -1,6 +1,6 @@
-// tests/train/checkpoint_test.cpp — safetensors round trip, checkpoint save/load, bitwise resume
-// (with dropout, so the RNG state matters), and the bad-checkpoint errors: corrupt, mismatched,
-// missing, unwritable (and no partial checkpoint left behind).
+// tests/train/checkpoint_test.cpp — checkpoint save/load, bitwise resume (with dropout, so the RNG
+// state matters), and the bad-checkpoint errors: corrupt, mismatched, missing, unwritable (and no
+// partial checkpoint left behind). Edited and corrupted files: checkpoint_load_test.cpp.
 #include "graphed/train/checkpoint.h"
 
 #include <unistd.h>
@@ -10,72 +10,20 @@
 
 #include <gtest/gtest.h>
 
-#include "error_text.h"
+#include "train/checkpoint_for_test.h"
 
-#include "graphed/train/safetensors.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
-#include "run_config_for_test.h"
 
 namespace graphed::train {
 namespace {
 
-nlohmann::json small_settings() {
-  return {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 16}, {"vocab_size", 64},
-          {"mock_data", true}, {"train_iters", 6}, {"eval_iters", 0}, {"log_interval", 3}, {"attention_dropout", 0.1},
-          {"hidden_dropout", 0.1}, {"micro_batch_size", 2}, {"global_batch_size", 4}};
-}
-
-class CheckpointTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = make_temporary_directory("checkpoint_test");
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override { remove_all(dir_); }
-  std::string in_dir(const std::string& name) const { return join_path(dir_, name); }
-
-  Trainer make_trainer(const nlohmann::json& settings) {
-    const config::RunConfig config = graphed::testing::run_config(settings);
-    return Trainer(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCPU));
-  }
-  std::string error_of(const std::function<void()>& action) { return graphed::testing::error_text<Error>(action); }
-
-  std::string dir_;
-};
-
-TEST_F(CheckpointTest, SafetensorsRoundTrip) {
-  const std::string path = in_dir("t.safetensors");
-  const at::Tensor a = at::randn({3, 4});
-  const at::Tensor b = at::arange(5, at::kLong);
-  const at::Tensor c = at::randn({2}).to(at::kBFloat16);
-  write_safetensors(path, {{"a", a}, {"b", b}, {"c", c}}, {{"format", "pt"}});
-  const auto read = read_safetensors(path);
-  EXPECT_TRUE(at::equal(read.at("a"), a));
-  EXPECT_TRUE(at::equal(read.at("b"), b));
-  EXPECT_TRUE(at::equal(read.at("c"), c));
-  std::ifstream file(path, std::ios::binary);
-  uint64_t header_length = 0;
-  file.read(reinterpret_cast<char*>(&header_length), 8);
-  EXPECT_EQ(header_length % 8, 0u);
-}
-
-TEST_F(CheckpointTest, TruncatedSafetensorsIsCorrupt) {
-  const std::string path = in_dir("t.safetensors");
-  write_safetensors(path, {{"a", at::randn({64})}});
-  ASSERT_EQ(::truncate(path.c_str(), file_size(path) - 10), 0);
-  EXPECT_EQ(error_of([&] { read_safetensors(path); }),
-            "checkpoint file '" + path + "' is corrupt: tensor 'a' lies outside the file or has the wrong byte count "
-            "(truncated?); fix: load an earlier checkpoint, or start without --load");
-  std::ofstream(path, std::ios::binary) << "xy";
-  EXPECT_EQ(error_of([&] { read_safetensors(path); }),
-            "checkpoint file '" + path + "' is corrupt: shorter than its 8-byte header length; fix: load an earlier "
-            "checkpoint, or start without --load");
-}
+using CheckpointTest = graphed::testing::CheckpointFixture;
+using graphed::testing::small_checkpoint_settings;
 
 TEST_F(CheckpointTest, ResumeContinuesBitwiseWithTheSameLosses) {
-  nlohmann::json settings = small_settings();
+  nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("run");
   settings["save_interval"] = 3;
   Trainer uninterrupted = make_trainer(settings);
@@ -103,7 +51,7 @@ TEST_F(CheckpointTest, ResumeContinuesBitwiseWithTheSameLosses) {
 }
 
 TEST_F(CheckpointTest, MismatchedModelIsNamed) {
-  nlohmann::json settings = small_settings();
+  nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("run");
   Trainer trainer = make_trainer(settings);
   const std::string saved = trainer.save(1);
@@ -116,7 +64,7 @@ TEST_F(CheckpointTest, MismatchedModelIsNamed) {
 }
 
 TEST_F(CheckpointTest, CorruptOrMissingCheckpointIsNamed) {
-  nlohmann::json settings = small_settings();
+  nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("run");
   Trainer trainer = make_trainer(settings);
   const std::string saved = trainer.save(2);
@@ -134,7 +82,7 @@ TEST_F(CheckpointTest, CorruptOrMissingCheckpointIsNamed) {
 
 TEST_F(CheckpointTest, UnwritableSaveLeavesNothingPartial) {
   std::ofstream(in_dir("a_file")) << "not a folder";
-  nlohmann::json settings = small_settings();
+  nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("a_file/run");
   Trainer trainer = make_trainer(settings);
   const std::string message = error_of([&] { trainer.save(1); });

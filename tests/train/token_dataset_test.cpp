@@ -1,5 +1,6 @@
-// tests/train/token_dataset_test.cpp — token files, text and folders, determinism, and every bad
-// input the data reader can meet, with the exact messages.
+// tests/train/token_dataset_test.cpp — token files (raw nanoGPT-style and llm.c .bin with its
+// header), text and folders, determinism, and every bad input the data reader can meet, with the
+// exact messages.
 #include "graphed/train/token_dataset.h"
 
 #include <fstream>
@@ -36,6 +37,17 @@ class TokenDatasetTest : public ::testing::Test {
     return write(name, std::string(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(T)));
   }
   std::string error_of(const std::function<void()>& action) { return graphed::testing::error_text<DataError>(action); }
+  /// An llm.c .bin file: 256 int32s (magic, version, count, zeros), then the tokens.
+  template <typename T>
+  std::string write_llmc(const std::string& name, int32_t magic, int32_t version, int32_t count,
+                         const std::vector<T>& tokens) {
+    std::vector<int32_t> header(256, 0);
+    header[0] = magic;
+    header[1] = version;
+    header[2] = count;
+    return write(name, std::string(reinterpret_cast<const char*>(header.data()), 1024) +
+                           std::string(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(T)));
+  }
 
   std::string dir_;
   config::ModelConfig model_;
@@ -48,6 +60,7 @@ TEST_F(TokenDatasetTest, Uint16TokenFileBatchesAreShiftedAndDeterministic) {
   train_.data_path = write_tokens("data.bin", tokens);
   const TokenDataset data = TokenDataset::open(train_, model_, "", 1);
   EXPECT_FALSE(data.is_byte_level());
+  EXPECT_EQ(data.format_description(), "raw uint16 token ids (nanoGPT style)");
   EXPECT_EQ(data.split_size(Split::kTrain), 180);
   const Batch batch = data.batch(Split::kTrain, 0, 3);
   ASSERT_EQ(batch.tokens.sizes(), (std::vector<int64_t>{3, 4}));
@@ -64,6 +77,47 @@ TEST_F(TokenDatasetTest, Uint32TokenFile) {
   train_.token_dtype = "uint32";
   const TokenDataset data = TokenDataset::open(train_, model_, "", 1);
   EXPECT_EQ(data.batch(Split::kTrain, 5, 1).tokens[0][0].item<int64_t>(), 299);
+  EXPECT_EQ(data.format_description(), "raw uint32 token ids (nanoGPT style)");
+}
+
+TEST_F(TokenDatasetTest, LlmcGpt2FileIsReadFromItsHeader) {
+  std::vector<uint16_t> tokens(200);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>(i);
+  train_.data_path = write_llmc("gpt2.bin", 20240520, 1, 200, tokens);
+  const TokenDataset data = TokenDataset::open(train_, model_, "", 1);
+  EXPECT_EQ(data.format_description(), "llm.c .bin v1 (uint16), 200 tokens");
+  EXPECT_EQ(data.split_size(Split::kTrain), 180) << "the header is not read as tokens";
+  const Batch batch = data.batch(Split::kTrain, 0, 3);
+  EXPECT_TRUE(at::equal(batch.labels, batch.tokens + 1)) << "tokens are the positions 0..199";
+}
+
+TEST_F(TokenDatasetTest, LlmcLlama3FileIsReadAsUint32WhateverTheTokenDtype) {
+  train_.data_path = write_llmc("llama3.bin", 20240801, 7, 100, std::vector<uint32_t>(100, 299));
+  train_.token_dtype = "uint16";  // the header's width wins
+  const TokenDataset data = TokenDataset::open(train_, model_, "", 1);
+  EXPECT_EQ(data.format_description(), "llm.c .bin v7 (uint32), 100 tokens");
+  EXPECT_EQ(data.split_size(Split::kTrain) + data.split_size(Split::kValidation), 100);
+  EXPECT_EQ(data.batch(Split::kTrain, 5, 1).tokens[0][0].item<int64_t>(), 299);
+}
+
+TEST_F(TokenDatasetTest, LlmcHeaderThatDisagreesWithTheFileIsRejected) {
+  train_.data_path = write_llmc("wrong_count.bin", 20240520, 1, 150, std::vector<uint16_t>(100, 1));
+  EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
+            "token file '" + *train_.data_path + "' has an llm.c header (v1, uint16) for 150 tokens, which needs 1324 "
+            "bytes, but the file has 1224; fix: regenerate it (it is truncated, or its header is wrong)");
+  train_.data_path = write_llmc("negative.bin", 20240801, 7, -1, std::vector<uint32_t>(10, 1));
+  EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
+            "token file '" + *train_.data_path + "' has an llm.c header (v7, uint32) for -1 tokens, which needs 1020 "
+            "bytes, but the file has 1064; fix: regenerate it (it is truncated, or its header is wrong)");
+  train_.data_path = write_llmc("version.bin", 20240520, 2, 100, std::vector<uint16_t>(100, 1));
+  EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
+            "token file '" + *train_.data_path + "' has llm.c magic 20240520 with version 2, expected 1 (uint16 "
+            "tokens); fix: regenerate it with llm.c's dev/data scripts");
+  const int32_t magic = 20240520;
+  train_.data_path = write("short.bin", std::string(reinterpret_cast<const char*>(&magic), 4) + std::string(96, '\0'));
+  EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
+            "token file '" + *train_.data_path + "' starts with llm.c's magic 20240520 but has 100 bytes, fewer than "
+            "the 1024-byte llm.c header; fix: regenerate it with llm.c's dev/data scripts");
 }
 
 TEST_F(TokenDatasetTest, TextAndFoldersUseBytes) {
@@ -73,6 +127,7 @@ TEST_F(TokenDatasetTest, TextAndFoldersUseBytes) {
   train_.data_path = join_path(dir_, "corpus");
   const TokenDataset data = TokenDataset::open(train_, model_, "", 1);
   EXPECT_TRUE(data.is_byte_level());
+  EXPECT_EQ(data.format_description(), "text, byte-level tokenizer");
   EXPECT_EQ(data.split_size(Split::kTrain) + data.split_size(Split::kValidation), 202);
   EXPECT_EQ(TokenDataset::decode_bytes(TokenDataset::encode_bytes("héllo")), "héllo");
 }
@@ -81,6 +136,7 @@ TEST_F(TokenDatasetTest, MockDataIsDeterministicPerSeed) {
   train_.mock_data = true;
   const TokenDataset a = TokenDataset::open(train_, model_, "", 1);
   const TokenDataset b = TokenDataset::open(train_, model_, "", 1);
+  EXPECT_EQ(a.format_description(), "synthetic tokens");
   EXPECT_TRUE(at::equal(a.batch(Split::kTrain, 3, 2).tokens, b.batch(Split::kTrain, 3, 2).tokens));
   train_.seed = 99;
   const TokenDataset c = TokenDataset::open(train_, model_, "", 1);

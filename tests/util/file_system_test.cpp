@@ -17,6 +17,9 @@ TEST(FileSystemTest, CreateListReadRemove) {
   std::ofstream(join_path(root, "a/b/x.txt")) << "hello";
   std::ofstream(join_path(root, "a/b/w.bin")) << "";
   EXPECT_EQ(list_files(join_path(root, "a/b")), (std::vector<std::string>{"w.bin", "x.txt"}));
+  ASSERT_EQ(create_directories(join_path(root, "a/c")), 0);
+  EXPECT_EQ(list_directories(join_path(root, "a")), (std::vector<std::string>{"b", "c"}));
+  EXPECT_TRUE(list_directories(join_path(root, "a/b")).empty());
   std::string contents;
   EXPECT_EQ(read_file(join_path(root, "a/b/x.txt"), contents), 0);
   EXPECT_EQ(contents, "hello");

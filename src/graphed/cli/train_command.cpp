@@ -24,7 +24,7 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   require_available_impl(config, device);
   train::TokenDataset data =
       train::TokenDataset::open(config.train, config.model, default_corpus_path(), config.train.eval_iters);
-  out << "data: " << data.description() << "\n";
+  out << "data: " << data.description() << " (format: " << data.format_description() << ")\n";
   train::Trainer trainer(config, std::move(data), device);
   int64_t parameters = 0;
   for (const auto& parameter : trainer.model()->parameters()) parameters += parameter.numel();

@@ -1,12 +1,15 @@
 // train/checkpoint.cpp — see train/checkpoint.h.
 #include "graphed/train/checkpoint.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "graphed/capture/device.h"
@@ -14,6 +17,7 @@
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/logging.h"
 
 namespace graphed::train {
 namespace {
@@ -58,6 +62,28 @@ std::string flag_of(const std::string& key) {
   return flag;
 }
 
+/// Removes the iter_*.tmp-PID folders in root of saves that cannot be running: their process is gone
+/// (kill(pid, 0) fails with ESRCH), or it is this process, whose saves run one at a time. Folders of
+/// other live processes are kept, as another run may be saving into the same folder right now.
+void remove_leftover_temporaries(const std::string& root) {
+  for (const auto& name : list_directories(root)) {
+    const auto marker = name.find(".tmp-");
+    if (name.rfind("iter_", 0) != 0 || marker == std::string::npos) continue;
+    const std::string digits = name.substr(marker + 5);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(digits));
+    const bool is_own = pid == ::getpid();
+    if (!is_own && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
+    const std::string path = join_path(root, name);
+    if (const int error = remove_all(path)) {
+      log_warn("cannot remove '" + path + "', left by an interrupted save: " + std::strerror(error));
+    } else {
+      log_info("removed '" + path + "', left by an interrupted save (process " + digits +
+               (is_own ? " is this one)" : " is gone)"));
+    }
+  }
+}
+
 }  // namespace
 
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
@@ -66,6 +92,7 @@ std::string save_checkpoint(const std::string& save_dir, int64_t iteration, mode
   const std::string final_dir = join_path(root, iteration_folder(iteration));
   const std::string temporary = join_path(root, iteration_folder(iteration) + ".tmp-" + std::to_string(::getpid()));
   try {
+    remove_leftover_temporaries(root);
     check(create_directories(temporary), "creating " + temporary);
     std::vector<std::pair<std::string, at::Tensor>> parameters;
     for (const auto& item : model->named_parameters()) parameters.emplace_back(item.key(), item.value());
@@ -93,67 +120,249 @@ std::string save_checkpoint(const std::string& save_dir, int64_t iteration, mode
   return final_dir;
 }
 
-int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
-                        const config::RunConfig& config, const at::Device& device) {
-  std::string dir = load_dir;
-  if (!path_exists(dir)) {
-    throw DataError("--load folder '" + load_dir + "' does not exist; fix: pass a --save folder of an earlier run");
+// Loading: every check runs before anything is copied into the model or optimizer.
+namespace {
+
+const char* const kLoadFix = "; fix: load an earlier checkpoint, or start without --load";
+const char* const kModelFix = "; fix: load a checkpoint saved by this model";
+const char* const kDeviceFix = "; fix: resume on the kind of device that saved it, or start without --load";
+
+/// A JSON value for a message: compact, invalid UTF-8 replaced, cut to 60 characters.
+std::string shown(const nlohmann::json& value) {
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
+  throw CheckpointError("checkpoint file '" + path + "' is corrupt: " + what + kLoadFix);
+}
+
+/// The iteration written in a --save folder's latest_checkpointed_iteration.txt.
+int64_t read_latest_iteration(const std::string& load_dir) {
+  const std::string path = join_path(load_dir, "latest_checkpointed_iteration.txt");
+  std::string text;
+  if (read_file(path, text) != 0) {
+    throw CheckpointError("--load folder '" + load_dir + "' has neither trainer.json nor a readable "
+                          "latest_checkpointed_iteration.txt; fix: pass a --save folder or one of its iter_* folders");
   }
-  if (!path_exists(join_path(dir, "trainer.json"))) {
-    std::ifstream latest(join_path(dir, "latest_checkpointed_iteration.txt"));
-    int64_t iteration = -1;
-    if (!(latest >> iteration) || iteration < 0) {
-      throw DataError("--load folder '" + load_dir + "' has neither trainer.json nor a readable "
-                      "latest_checkpointed_iteration.txt; fix: pass a --save folder or one of its iter_* folders");
-    }
-    dir = join_path(dir, iteration_folder(iteration));
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const std::string digits =
+      first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(" \t\r\n") + 1 - first);
+  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) {
+    throw CheckpointError("'" + path + "' holds " + shown(nlohmann::json(text)) +
+                          ", expected an iteration number >= 0; fix: write the iteration of one of the iter_* "
+                          "folders there, or pass that folder to --load");
   }
-  nlohmann::json trainer;
-  try {
-    std::ifstream file(join_path(dir, "trainer.json"));
-    if (!file) throw DataError("");
-    trainer = nlohmann::json::parse(file);
-  } catch (const std::exception&) {
-    throw DataError("checkpoint '" + dir + "' has a missing or corrupt trainer.json; fix: load an "
-                    "earlier checkpoint, or start without --load");
+  return std::stoll(digits);
+}
+
+/// The folder holding trainer.json that load_dir names.
+std::string find_checkpoint_folder(const std::string& load_dir) {
+  if (!path_exists(load_dir)) {
+    throw CheckpointError("--load folder '" + load_dir +
+                          "' does not exist; fix: pass a --save folder of an earlier run");
   }
+  if (path_exists(join_path(load_dir, "trainer.json"))) return load_dir;
+  const int64_t iteration = read_latest_iteration(load_dir);
+  const std::string folder = join_path(load_dir, iteration_folder(iteration));
+  if (!is_directory(folder)) {
+    throw CheckpointError("'" + join_path(load_dir, "latest_checkpointed_iteration.txt") + "' names iteration " +
+                          std::to_string(iteration) + ", but '" + folder + "' does not exist; fix: pass one of the "
+                          "iter_* folders of '" + load_dir + "' to --load, or write its iteration there");
+  }
+  return folder;
+}
+
+/// trainer.json's fields, each checked for its type and range.
+CheckpointInfo parse_trainer_json(const std::string& folder, const std::string& path, const nlohmann::json& trainer) {
+  if (!trainer.is_object()) {
+    corrupt(path, "it is a JSON " + std::string(trainer.type_name()) +
+                      ", expected an object with 'iteration' and 'config'");
+  }
+  const auto field = [&](const char* name, const char* expected) -> const nlohmann::json& {
+    const auto found = trainer.find(name);
+    if (found == trainer.end()) corrupt(path, std::string("field '") + name + "' is missing, expected " + expected);
+    return *found;
+  };
+  CheckpointInfo info;
+  info.folder = folder;
+  const nlohmann::json& iteration = field("iteration", "an integer >= 0");
+  if (!iteration.is_number_unsigned() || iteration.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    corrupt(path, "field 'iteration' is " + shown(iteration) + ", expected an integer >= 0");
+  }
+  info.iteration = iteration.get<int64_t>();
+  const char* const config_expected = "an object (the settings of the run that saved it)";
+  info.config = field("config", config_expected);
+  if (!info.config.is_object()) {
+    corrupt(path, "field 'config' is " + shown(info.config) + ", expected " + config_expected);
+  }
+  if (const auto version = trainer.find("graphed_version"); version != trainer.end()) {
+    if (!version->is_string()) corrupt(path, "field 'graphed_version' is " + shown(*version) + ", expected a string");
+    info.graphed_version = version->get<std::string>();
+  }
+  return info;
+}
+
+void check_architecture(const CheckpointInfo& info, const config::RunConfig& config) {
   const nlohmann::json here = config::run_config_to_json(config);
   std::vector<std::string> mismatches;
   for (const char* key : kArchitectureKeys) {
-    const nlohmann::json saved = trainer["config"].value(key, nlohmann::json());
-    if (saved != here[key]) mismatches.push_back(flag_of(key) + " is " + saved.dump() + " there, " + here[key].dump() + " here");
+    const nlohmann::json saved = info.config.value(key, nlohmann::json());
+    if (saved != here[key]) {
+      mismatches.push_back(flag_of(key) + " is " + saved.dump() + " there, " + here[key].dump() + " here");
+    }
   }
-  if (!mismatches.empty()) {
-    std::string message = "checkpoint '" + dir + "' was saved by a different model: ";
-    for (std::size_t i = 0; i < mismatches.size(); ++i) message += (i ? "; " : "") + mismatches[i];
-    throw DataError(message + "; fix: pass the model flags of the run that saved it (its trainer.json lists them)");
+  if (mismatches.empty()) return;
+  std::string message = "checkpoint '" + info.folder + "' was saved by a different model: ";
+  for (std::size_t i = 0; i < mismatches.size(); ++i) message += (i ? "; " : "") + mismatches[i];
+  throw CheckpointError(message + "; fix: pass the model flags of the run that saved it (its trainer.json lists them)");
+}
+
+using SavedTensors = std::map<std::string, at::Tensor>;
+/// Names with the tensors whose dtype and shape the saved ones must have (and that they are copied into).
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+/// "'a', 'b', 'c', 'd', 'e' and 3 more".
+std::string list_names(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 5;
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) text += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > kShown) text += " and " + std::to_string(names.size() - kShown) + " more";
+  return text;
+}
+
+std::string count_of(std::size_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+/// Every expected tensor is in the file with the exact dtype and shape; `owner` names who expects it.
+void check_expected(const std::string& file, const SavedTensors& saved, const NamedTensors& expected,
+                    const std::string& owner) {
+  std::vector<std::string> missing;
+  for (const auto& [name, target] : expected) {
+    if (saved.count(name) == 0) missing.push_back(name);
   }
-  const auto parameters = read_safetensors(join_path(dir, "model.safetensors"));
-  const auto state = read_safetensors(join_path(dir, "optimizer.safetensors"));
-  const auto copy_into = [&](const std::string& file, const std::map<std::string, at::Tensor>& saved,
-                             const std::string& name, const at::Tensor& target) {
+  if (!missing.empty()) {
+    throw CheckpointError("checkpoint file '" + file + "' lacks " + count_of(missing.size(), "tensor") + " that " +
+                          owner + " has: " + list_names(missing) + kModelFix);
+  }
+  for (const auto& [name, target] : expected) {
+    const at::Tensor& found = saved.at(name);
+    if (found.scalar_type() != target.scalar_type()) {
+      throw CheckpointError("tensor '" + name + "' in '" + file + "' has dtype " +
+                            safetensors_dtype_name(found.scalar_type()) + ", " + owner + " expects " +
+                            safetensors_dtype_name(target.scalar_type()) + kModelFix);
+    }
+    if (found.sizes() != target.sizes()) {
+      std::ostringstream message;
+      message << "tensor '" << name << "' in '" << file << "' has shape " << found.sizes() << ", " << owner
+              << " expects " << target.sizes() << kModelFix;
+      throw CheckpointError(message.str());
+    }
+  }
+}
+
+/// Nothing in the file but the expected tensors (`known` names).
+void check_no_extra(const std::string& file, const SavedTensors& saved, const std::set<std::string>& known,
+                    const std::string& owner) {
+  std::vector<std::string> extra;
+  for (const auto& [name, tensor] : saved) {
+    if (known.count(name) == 0) extra.push_back(name);
+  }
+  if (!extra.empty()) {
+    throw CheckpointError("checkpoint file '" + file + "' has " + count_of(extra.size(), "tensor") + " that " + owner +
+                          " does not: " + list_names(extra) + kModelFix);
+  }
+}
+
+/// The file holds the RNG state of every generator of this device (rng.<name>), with its dtype and
+/// shape, and no other: a resumed run repeats the uninterrupted one only with all of them.
+void check_rng_states(const std::string& file, const SavedTensors& saved, const NamedTensors& expected,
+                      const at::Device& device) {
+  std::set<std::string> known;
+  for (const auto& [name, state] : expected) {
+    known.insert(name);
     const auto found = saved.find(name);
     if (found == saved.end()) {
-      throw DataError("checkpoint file '" + join_path(dir, file) + "' has no tensor '" + name +
-                      "'; fix: load a checkpoint saved by this model");
+      throw CheckpointError("checkpoint file '" + file + "' has no RNG state '" + name + "' (device " + device.str() +
+                            "), so the resumed run could not repeat the uninterrupted one" + kDeviceFix);
     }
-    if (found->second.sizes() != target.sizes()) {
+    if (found->second.scalar_type() != state.scalar_type() || found->second.sizes() != state.sizes()) {
       std::ostringstream message;
-      message << "tensor '" << name << "' in '" << join_path(dir, file) << "' has shape " << found->second.sizes()
-              << ", the model expects " << target.sizes() << "; fix: load a checkpoint saved by this model";
-      throw DataError(message.str());
+      message << "RNG state '" << name << "' in '" << file << "' has dtype "
+              << safetensors_dtype_name(found->second.scalar_type()) << " and shape " << found->second.sizes()
+              << ", this device's generator has " << safetensors_dtype_name(state.scalar_type()) << " and "
+              << state.sizes() << kDeviceFix;
+      throw CheckpointError(message.str());
     }
-    at::NoGradGuard no_grad;
-    target.copy_(found->second);
-  };
-  for (const auto& item : model->named_parameters()) copy_into("model.safetensors", parameters, item.key(), item.value());
-  for (const auto& [name, tensor] : optimizer.state()) copy_into("optimizer.safetensors", state, name, tensor);
-  std::map<std::string, at::Tensor> rng;
-  for (const auto& [name, tensor] : state) {
-    if (name.rfind("rng.", 0) == 0) rng.emplace(name.substr(4), tensor);
   }
+  for (const auto& [name, state] : saved) {
+    if (name.rfind("rng.", 0) == 0 && known.count(name) == 0) {
+      throw CheckpointError("checkpoint file '" + file + "' has RNG state '" + name + "', which device " +
+                            device.str() + " does not have, so the resumed run could not repeat the uninterrupted one" +
+                            kDeviceFix);
+    }
+  }
+}
+
+std::set<std::string> names_of(const NamedTensors& a, const NamedTensors& b = {}) {
+  std::set<std::string> names;
+  for (const auto& item : a) names.insert(item.first);
+  for (const auto& item : b) names.insert(item.first);
+  return names;
+}
+
+void copy_into(const SavedTensors& saved, const NamedTensors& targets) {
+  at::NoGradGuard no_grad;
+  for (const auto& [name, target] : targets) target.copy_(saved.at(name));
+}
+
+}  // namespace
+
+CheckpointInfo read_checkpoint_info(const std::string& load_dir) {
+  const std::string folder = find_checkpoint_folder(load_dir);
+  const std::string path = join_path(folder, "trainer.json");
+  std::string text;
+  if (const int error = read_file(path, text)) {
+    throw CheckpointError("cannot read checkpoint file '" + path + "': " + std::strerror(error) + kLoadFix);
+  }
+  nlohmann::json trainer;
+  try {
+    trainer = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& error) {
+    corrupt(path, "it is not JSON (syntax error at byte " + std::to_string(error.byte) + ")");
+  }
+  return parse_trainer_json(folder, path, trainer);
+}
+
+int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
+                        const config::RunConfig& config, const at::Device& device) {
+  const CheckpointInfo info = read_checkpoint_info(load_dir);
+  check_architecture(info, config);
+  const std::string model_file = join_path(info.folder, "model.safetensors");
+  const std::string optimizer_file = join_path(info.folder, "optimizer.safetensors");
+  const SavedTensors parameters = read_safetensors(model_file);
+  const SavedTensors state = read_safetensors(optimizer_file);
+
+  NamedTensors model_parameters;
+  for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());
+  const NamedTensors optimizer_state = optimizer.state();
+  NamedTensors rng_states;
+  for (auto& [name, tensor] : capture::rng_states(device)) rng_states.emplace_back("rng." + name, tensor);
+
+  // Check everything first, so that a refused checkpoint leaves the model and optimizer as they were.
+  check_expected(model_file, parameters, model_parameters, "the model");
+  check_no_extra(model_file, parameters, names_of(model_parameters), "the model");
+  check_expected(optimizer_file, state, optimizer_state, "the optimizer");
+  check_rng_states(optimizer_file, state, rng_states, device);
+  check_no_extra(optimizer_file, state, names_of(optimizer_state, rng_states), "the optimizer");
+
+  copy_into(parameters, model_parameters);
+  copy_into(state, optimizer_state);
+  std::map<std::string, at::Tensor> rng;
+  for (const auto& [name, tensor] : rng_states) rng.emplace(name.substr(4), state.at(name));
   capture::restore_rng_states(device, rng);
-  return trainer.at("iteration").get<int64_t>();
+  return info.iteration;
 }
 
 }  // namespace graphed::train

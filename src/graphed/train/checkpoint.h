@@ -3,9 +3,13 @@
 // written into a temporary folder, fsynced and renamed into place, so a crash never leaves a partial
 // one. trainer.json holds the iteration and the resolved configuration; optimizer.safetensors also
 // holds the RNG states, so a resumed run continues with the same losses as an uninterrupted one.
+// Loading checks everything (docs/input-checks.md, "Checkpoints") before it changes the model.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "graphed/config/run_config.h"
 #include "graphed/model/gpt_model.h"
@@ -13,14 +17,32 @@
 
 namespace graphed::train {
 
-/// Saves the state after `iteration` iterations; returns the checkpoint folder. Throws DataError
-/// when it cannot be written (nothing partial is left).
+/// Saves the state after `iteration` iterations; returns the checkpoint folder. First removes the
+/// iter_*.tmp-PID folders that saves of killed runs left in save_dir: those whose PID is no live
+/// process, and this process's own (its saves run one at a time); those of other live processes are
+/// kept. Throws DataError when it cannot be written (nothing partial is left).
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
                             const config::RunConfig& config, const at::Device& device);
 
-/// Loads the checkpoint that `load_dir` names (a --save folder, whose latest checkpoint is taken, or
-/// one iter_* folder) into the model and optimizer; returns its iteration count. Throws DataError
-/// naming the file and value when it is missing, corrupt, or was saved by a different model.
+/// A checkpoint folder found and its trainer.json read and checked.
+struct CheckpointInfo {
+  std::string folder;           ///< the iter_* folder (or the folder --load named, when it holds trainer.json)
+  int64_t iteration = 0;        ///< iterations done when it was saved (trainer.json "iteration", >= 0)
+  nlohmann::json config;        ///< trainer.json "config": the resolved settings of the run that saved it (an object)
+  std::string graphed_version;  ///< trainer.json "graphed_version"; "" when absent
+};
+
+/// Finds the checkpoint `load_dir` names (a --save folder → the iteration in its
+/// latest_checkpointed_iteration.txt, or one iter_* folder) and reads its trainer.json, checking that it
+/// is an object with an integer "iteration" >= 0, an object "config", and a string "graphed_version" if
+/// present. Reads no tensors. Throws CheckpointError naming the file and field.
+CheckpointInfo read_checkpoint_info(const std::string& load_dir);
+
+/// Loads the checkpoint that `load_dir` names (see read_checkpoint_info) into the model and optimizer
+/// and restores the RNG states; returns its iteration count. Nothing is changed unless every check
+/// passes: the architecture settings match, both safetensors files are valid, every model parameter,
+/// optimizer state and RNG state of this device is there with the exact dtype and shape, and there is
+/// nothing else. Throws CheckpointError naming the file, the tensor or field, and what was expected.
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
                         const config::RunConfig& config, const at::Device& device);
 

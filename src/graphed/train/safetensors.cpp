@@ -1,12 +1,13 @@
 // train/safetensors.cpp — see train/safetensors.h.
 #include "graphed/train/safetensors.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,8 @@ const std::vector<std::pair<std::string, at::ScalarType>>& dtype_names() {
   return names;
 }
 
-std::string dtype_name(at::ScalarType type) {
+/// The safetensors name of a dtype we can store; throws DataError for others (complex, quantized).
+std::string stored_dtype_name(at::ScalarType type) {
   for (const auto& [name, scalar] : dtype_names()) {
     if (scalar == type) return name;
   }
@@ -32,11 +34,154 @@ std::string dtype_name(at::ScalarType type) {
 }
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw DataError("checkpoint file '" + path + "' is corrupt: " + what +
-                  "; fix: load an earlier checkpoint, or start without --load");
+  throw CheckpointError("checkpoint file '" + path + "' is corrupt: " + what +
+                        "; fix: load an earlier checkpoint, or start without --load");
+}
+
+/// A JSON value for a message, cut to 60 characters.
+std::string shown(const nlohmann::json& value) {
+  std::string text = value.dump();
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
+/// One header entry, checked: its dtype, shape and [begin, end) byte range in the data section.
+struct TensorEntry {
+  std::string name;
+  at::ScalarType type = at::kFloat;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+at::ScalarType parse_dtype(const std::string& path, const std::string& name, const nlohmann::json& dtype) {
+  if (dtype.is_string()) {
+    for (const auto& [candidate, scalar] : dtype_names()) {
+      if (candidate == dtype.get<std::string>()) return scalar;
+    }
+  }
+  std::string known;
+  for (const auto& [candidate, scalar] : dtype_names()) known += (known.empty() ? "" : ", ") + candidate;
+  corrupt(path, "tensor '" + name + "' has dtype " + shown(dtype) + ", expected one of " + known);
+}
+
+/// The shape, and its element count × element size in bytes, both checked against overflow.
+std::vector<int64_t> parse_shape(const std::string& path, const std::string& name, const nlohmann::json& shape,
+                                 std::size_t element_size, uint64_t& bytes) {
+  std::vector<int64_t> sizes;
+  bool valid = shape.is_array();
+  for (std::size_t i = 0; valid && i < shape.size(); ++i) {
+    valid = shape[i].is_number_unsigned() && shape[i].get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX);
+    if (valid) sizes.push_back(shape[i].get<int64_t>());
+  }
+  if (!valid) corrupt(path, "tensor '" + name + "' has shape " + shown(shape) + ", expected an array of integers >= 0");
+  int64_t count = 1;
+  for (const int64_t size : sizes) {
+    if (__builtin_mul_overflow(count, size, &count)) {
+      corrupt(path, "tensor '" + name + "' has shape " + shown(shape) + ", whose element count overflows int64");
+    }
+  }
+  if (__builtin_mul_overflow(static_cast<uint64_t>(count), static_cast<uint64_t>(element_size), &bytes)) {
+    corrupt(path, "tensor '" + name + "' has shape " + shown(shape) + ", whose byte count overflows uint64");
+  }
+  return sizes;
+}
+
+/// Checks one entry against the data section's size (data_bytes); allocates nothing.
+TensorEntry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& entry,
+                        uint64_t data_bytes) {
+  if (!entry.is_object()) corrupt(path, "tensor '" + name + "' has entry " + shown(entry) + ", expected an object");
+  for (const char* field : {"dtype", "shape", "data_offsets"}) {
+    if (!entry.contains(field)) corrupt(path, "tensor '" + name + "' has no field '" + field + "'");
+  }
+  TensorEntry result;
+  result.name = name;
+  result.type = parse_dtype(path, name, entry["dtype"]);
+  uint64_t bytes = 0;
+  result.shape = parse_shape(path, name, entry["shape"], c10::elementSize(result.type), bytes);
+  const nlohmann::json& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned() || offsets[0].get<uint64_t>() > offsets[1].get<uint64_t>()) {
+    corrupt(path, "tensor '" + name + "' has data_offsets " + shown(offsets) +
+                      ", expected [begin, end] with 0 <= begin <= end");
+  }
+  result.begin = offsets[0].get<uint64_t>();
+  result.end = offsets[1].get<uint64_t>();
+  if (result.end > data_bytes) {
+    corrupt(path, "tensor '" + name + "' has data_offsets " + shown(offsets) + ", beyond the data section of " +
+                      std::to_string(data_bytes) + " bytes (truncated?)");
+  }
+  if (result.end - result.begin != bytes) {
+    corrupt(path, "tensor '" + name + "' has data_offsets " + shown(offsets) + " (" +
+                      std::to_string(result.end - result.begin) + " bytes), but dtype " +
+                      entry["dtype"].get<std::string>() + " and shape " + shown(entry["shape"]) + " need " +
+                      std::to_string(bytes) + " bytes");
+  }
+  return result;
+}
+
+void check_metadata(const std::string& path, const nlohmann::json& metadata) {
+  bool valid = metadata.is_object();
+  for (auto item = metadata.begin(); valid && item != metadata.end(); ++item) valid = item->is_string();
+  if (!valid) corrupt(path, "__metadata__ is " + shown(metadata) + ", expected an object of strings");
+}
+
+/// No two tensors may share bytes (entries sorted by begin here).
+void check_no_overlap(const std::string& path, std::vector<TensorEntry>& entries) {
+  std::sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  const TensorEntry* previous = nullptr;
+  for (const auto& entry : entries) {
+    if (entry.begin == entry.end) continue;
+    if (previous != nullptr && entry.begin < previous->end) {
+      corrupt(path, "tensors '" + previous->name + "' [" + std::to_string(previous->begin) + ", " +
+                        std::to_string(previous->end) + ") and '" + entry.name + "' [" + std::to_string(entry.begin) +
+                        ", " + std::to_string(entry.end) + ") overlap in the data section");
+    }
+    previous = &entry;
+  }
+}
+
+/// Parses and checks the whole header of the file's bytes; sets data_start (where the data section begins).
+std::vector<TensorEntry> parse_header(const std::string& path, const std::string& bytes, uint64_t& data_start) {
+  if (bytes.size() < 8) corrupt(path, "shorter than its 8-byte header length");
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data(), 8);
+  if (length > bytes.size() - 8) {
+    corrupt(path, "header length " + std::to_string(length) + " exceeds the " + std::to_string(bytes.size() - 8) +
+                      " bytes after it");
+  }
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.substr(8, length));
+  } catch (const nlohmann::json::parse_error& error) {
+    corrupt(path, "header is not JSON (syntax error at byte " + std::to_string(error.byte) + ")");
+  }
+  if (!header.is_object()) {
+    corrupt(path, "header is a JSON " + std::string(header.type_name()) + ", expected an object");
+  }
+  data_start = 8 + length;
+  std::vector<TensorEntry> entries;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      check_metadata(path, entry);
+    } else {
+      entries.push_back(parse_entry(path, name, entry, bytes.size() - data_start));
+    }
+  }
+  check_no_overlap(path, entries);
+  return entries;
 }
 
 }  // namespace
+
+std::string safetensors_dtype_name(at::ScalarType type) {
+  for (const auto& [name, scalar] : dtype_names()) {
+    if (scalar == type) return name;
+  }
+  return c10::toString(type);
+}
+
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
@@ -46,7 +191,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   for (const auto& [name, tensor] : tensors) {
     const at::Tensor cpu = tensor.detach().to(at::kCPU).contiguous();
     const uint64_t bytes = static_cast<uint64_t>(cpu.numel()) * cpu.element_size();
-    header[name] = {{"dtype", dtype_name(cpu.scalar_type())}, {"shape", cpu.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", stored_dtype_name(cpu.scalar_type())}, {"shape", cpu.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     contents.push_back(cpu);
   }
@@ -77,47 +222,23 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
   std::string bytes;
   if (const int error = read_file(path, bytes)) {
-    throw DataError("cannot read checkpoint file '" + path + "': " + std::strerror(error) +
-                    "; fix: pass the folder of a complete checkpoint to --load");
+    throw CheckpointError("cannot read checkpoint file '" + path + "': " + std::strerror(error) +
+                          "; fix: pass the folder of a complete checkpoint to --load");
   }
-  if (bytes.size() < 8) corrupt(path, "shorter than its 8-byte header length");
-  uint64_t length = 0;
-  std::memcpy(&length, bytes.data(), 8);
-  if (length > bytes.size() - 8) corrupt(path, "header length " + std::to_string(length) + " exceeds the file");
-  nlohmann::json header;
+  uint64_t data_start = 0;
+  std::vector<TensorEntry> entries;
   try {
-    header = nlohmann::json::parse(bytes.substr(8, length));
-  } catch (const nlohmann::json::exception& error) {
-    corrupt(path, std::string("header is not JSON (") + error.what() + ")");
+    entries = parse_header(path, bytes, data_start);
+  } catch (const nlohmann::json::exception& error) {  // not expected: every access above is type-checked
+    corrupt(path, std::string("header cannot be read (") + error.what() + ")");
   }
-  const uint64_t data_start = 8 + length;
   std::map<std::string, at::Tensor> tensors;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
-    try {
-      const std::string dtype = entry.at("dtype").get<std::string>();
-      const auto shape = entry.at("shape").get<std::vector<int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-      at::ScalarType type = at::kFloat;
-      bool known = false;
-      for (const auto& [candidate, scalar] : dtype_names()) {
-        if (candidate == dtype) {
-          type = scalar;
-          known = true;
-        }
-      }
-      if (!known) corrupt(path, "tensor '" + name + "' has unknown dtype " + dtype);
-      at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
-      const uint64_t expected = static_cast<uint64_t>(tensor.numel()) * tensor.element_size();
-      if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != expected ||
-          data_start + offsets[1] > bytes.size()) {
-        corrupt(path, "tensor '" + name + "' lies outside the file or has the wrong byte count (truncated?)");
-      }
-      if (expected > 0) std::memcpy(tensor.data_ptr(), bytes.data() + data_start + offsets[0], expected);
-      tensors.emplace(name, tensor);
-    } catch (const nlohmann::json::exception& error) {
-      corrupt(path, "tensor '" + name + "' has a malformed entry (" + error.what() + ")");
+  for (const auto& entry : entries) {
+    at::Tensor tensor = at::empty(entry.shape, at::TensorOptions().dtype(entry.type));
+    if (entry.end > entry.begin) {
+      std::memcpy(tensor.data_ptr(), bytes.data() + data_start + entry.begin, entry.end - entry.begin);
     }
+    tensors.emplace(entry.name, tensor);
   }
   return tensors;
 }

@@ -1,6 +1,7 @@
 // train/safetensors.h — our own reader and writer of the safetensors format: an 8-byte little-endian
 // header length, a JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then the raw
-// bytes. Writes are flushed and fsynced; reads check every offset against the file's size.
+// bytes. Writes are flushed and fsynced; reads check the whole header (lengths, dtypes, shapes, offsets,
+// overlaps, metadata) before allocating anything. Model-level checks live in train/checkpoint.h.
 #pragma once
 
 #include <map>
@@ -17,8 +18,14 @@ namespace graphed::train {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-/// Reads every tensor of the file onto the CPU. Throws DataError naming the file when it is missing,
-/// truncated, or its header is not valid safetensors.
+/// Reads every tensor of the file onto the CPU. Before allocating, checks that the header length fits
+/// the file, the header is a JSON object, each entry has a known dtype, a shape of integers >= 0 whose
+/// byte count does not overflow, data_offsets [begin, end] inside the data section spanning exactly
+/// that byte count, that no two tensors overlap, and that __metadata__ maps strings to strings.
+/// Throws CheckpointError naming the file, the tensor or field, and what was expected.
 std::map<std::string, at::Tensor> read_safetensors(const std::string& path);
+
+/// The safetensors name of a dtype ("F32", "I32", "BF16", ...); LibTorch's name for others.
+std::string safetensors_dtype_name(at::ScalarType type);
 
 }  // namespace graphed::train

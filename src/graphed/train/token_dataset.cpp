@@ -37,7 +37,6 @@ std::vector<double> split_weights(const std::string& text) {
   return weights;
 }
 
-/// splitmix64: decorrelates (seed, split, sample) into a generator seed.
 /// The text of every .txt file in a folder, each followed by a newline.
 std::string read_text_folder(const std::string& path) {
   std::vector<std::string> files;
@@ -53,37 +52,113 @@ std::string read_text_folder(const std::string& path) {
   return text;
 }
 
-/// The ids of a token file of uint16 or uint32 values (token_dtype), each checked below vocab_size.
-std::vector<uint32_t> read_token_file(const std::string& path, const std::string& token_dtype, int64_t vocab_size) {
-  const std::string bytes = read_data_file(path);
-  const int width = token_dtype == "uint32" ? 4 : 2;
-  if (bytes.size() % static_cast<std::size_t>(width) != 0) {
-    throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) +
-                    " bytes, not a multiple of " + std::to_string(width) + " (--token-dtype " + token_dtype +
-                    "): it is truncated or has another token width; fix: regenerate it or pass the right "
-                    "--token-dtype");
+/// The ids in a token file, and how they were stored.
+struct TokenFile {
+  std::vector<uint32_t> tokens;
+  std::string format;  ///< TokenDataset::format_description()
+};
+
+/// The llm.c .bin header (dev/data/data_common.py write_datafile): 256 little-endian int32s, [0] the
+/// magic, [1] the version, [2] the token count; the tokens follow. GPT-2 files are magic 20240520
+/// version 1 with uint16 tokens; LLaMA-3 files are magic 20240801 version 7 with uint32 tokens.
+constexpr std::size_t kLlmcHeaderBytes = 256 * 4;
+struct LlmcFormat {
+  int32_t magic;
+  int32_t version;
+  int width;
+};
+constexpr LlmcFormat kLlmcFormats[] = {{20240520, 1, 2}, {20240801, 7, 4}};
+
+const char* width_name(int width) { return width == 4 ? "uint32" : "uint16"; }
+
+/// The known llm.c format whose magic the file starts with, or nullptr (a headerless file).
+const LlmcFormat* llmc_format_of(const std::string& bytes) {
+  if (bytes.size() < 4) return nullptr;
+  int32_t magic = 0;
+  std::memcpy(&magic, bytes.data(), 4);
+  for (const auto& format : kLlmcFormats) {
+    if (format.magic == magic) return &format;
   }
-  const std::size_t count = bytes.size() / static_cast<std::size_t>(width);
+  return nullptr;
+}
+
+/// Checks an llm.c header against the file; returns the token count.
+std::size_t check_llmc_header(const std::string& path, const std::string& bytes, const LlmcFormat& format) {
+  const std::string magic = std::to_string(format.magic);
+  if (bytes.size() < kLlmcHeaderBytes) {
+    throw DataError("token file '" + path + "' starts with llm.c's magic " + magic + " but has " +
+                    std::to_string(bytes.size()) + " bytes, fewer than the 1024-byte llm.c header; fix: regenerate it "
+                    "with llm.c's dev/data scripts");
+  }
+  int32_t header[3];
+  std::memcpy(header, bytes.data(), sizeof(header));
+  if (header[1] != format.version) {
+    throw DataError("token file '" + path + "' has llm.c magic " + magic + " with version " +
+                    std::to_string(header[1]) + ", expected " + std::to_string(format.version) + " (" +
+                    width_name(format.width) + " tokens); fix: regenerate it with llm.c's dev/data scripts");
+  }
+  const int64_t count = header[2];
+  const int64_t expected = static_cast<int64_t>(kLlmcHeaderBytes) + count * format.width;
+  if (count < 0 || expected != static_cast<int64_t>(bytes.size())) {
+    throw DataError("token file '" + path + "' has an llm.c header (v" + std::to_string(format.version) + ", " +
+                    width_name(format.width) + ") for " + std::to_string(count) + " tokens, which needs " +
+                    std::to_string(expected) + " bytes, but the file has " + std::to_string(bytes.size()) +
+                    "; fix: regenerate it (it is truncated, or its header is wrong)");
+  }
+  return static_cast<std::size_t>(count);
+}
+
+/// `count` ids of `width` bytes each, from bytes[offset...].
+std::vector<uint32_t> decode_tokens(const std::string& bytes, std::size_t offset, std::size_t count, int width) {
   std::vector<uint32_t> tokens(count);
   for (std::size_t i = 0; i < count; ++i) {
     if (width == 2) {
       uint16_t value;
-      std::memcpy(&value, bytes.data() + 2 * i, 2);
+      std::memcpy(&value, bytes.data() + offset + 2 * i, 2);
       tokens[i] = value;
     } else {
-      std::memcpy(&tokens[i], bytes.data() + 4 * i, 4);
+      std::memcpy(&tokens[i], bytes.data() + offset + 4 * i, 4);
     }
   }
-  for (std::size_t i = 0; i < count; ++i) {
+  return tokens;
+}
+
+void check_vocabulary(const std::string& path, const std::vector<uint32_t>& tokens, int64_t vocab_size) {
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] >= static_cast<uint64_t>(vocab_size)) {
       throw DataError("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) + " of '" + path +
                       "' is >= --vocab-size " + std::to_string(vocab_size) +
                       "; fix: raise --vocab-size or check the file's --token-dtype");
     }
   }
-  return tokens;
 }
 
+/// A token file: llm.c's .bin with its header (whose width wins over token_dtype), or headerless
+/// nanoGPT-style ids of token_dtype (uint16 or uint32); each id checked below vocab_size.
+TokenFile read_token_file(const std::string& path, const std::string& token_dtype, int64_t vocab_size) {
+  const std::string bytes = read_data_file(path);
+  TokenFile file;
+  if (const LlmcFormat* format = llmc_format_of(bytes)) {
+    const std::size_t count = check_llmc_header(path, bytes, *format);
+    file.tokens = decode_tokens(bytes, kLlmcHeaderBytes, count, format->width);
+    file.format = "llm.c .bin v" + std::to_string(format->version) + " (" + width_name(format->width) + "), " +
+                  with_commas(static_cast<int64_t>(count)) + " tokens";
+  } else {
+    const int width = token_dtype == "uint32" ? 4 : 2;
+    if (bytes.size() % static_cast<std::size_t>(width) != 0) {
+      throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) +
+                      " bytes, not a multiple of " + std::to_string(width) + " (--token-dtype " + token_dtype +
+                      "): it is truncated or has another token width; fix: regenerate it or pass the right "
+                      "--token-dtype");
+    }
+    file.tokens = decode_tokens(bytes, 0, bytes.size() / static_cast<std::size_t>(width), width);
+    file.format = std::string("raw ") + width_name(width) + " token ids (nanoGPT style)";
+  }
+  check_vocabulary(path, file.tokens, vocab_size);
+  return file;
+}
+
+/// splitmix64: decorrelates (seed, split, sample) into a generator seed.
 uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -122,6 +197,7 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
     data.split_begin_[1] = range;
     data.split_end_[1] = 2 * range;
     data.description_ = "mock data: uniform random tokens below --vocab-size " + std::to_string(model.vocab_size);
+    data.format_ = "synthetic tokens";
     return data;
   }
   const bool is_default = !train.data_path.has_value();
@@ -141,12 +217,15 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
     data.tokens_.assign(tokens.begin(), tokens.end());
     data.byte_level_ = true;
   } else if (extension_of(path) == ".bin") {
-    data.tokens_ = read_token_file(path, train.token_dtype, model.vocab_size);
+    TokenFile file = read_token_file(path, train.token_dtype, model.vocab_size);
+    data.tokens_ = std::move(file.tokens);
+    data.format_ = std::move(file.format);
   } else {
     const auto tokens = encode_bytes(read_data_file(path));
     data.tokens_.assign(tokens.begin(), tokens.end());
     data.byte_level_ = true;
   }
+  if (data.byte_level_) data.format_ = "text, byte-level tokenizer";
   if (data.byte_level_ && model.vocab_size < 256) {
     throw DataError(source + " is text, read by the byte-level tokenizer (256 tokens), but --vocab-size is " +
                     std::to_string(model.vocab_size) + "; fix: pass --vocab-size 256 or more");

@@ -1,5 +1,7 @@
 // train/token_dataset.h — training and validation tokens and deterministic batches. Sources:
-//  * a flat token file (--data-path x.bin; uint16 by default, --token-dtype uint32), nanoGPT style;
+//  * a token file (--data-path x.bin): llm.c's format (a 1024-byte header: magic 20240520 version 1
+//    with uint16 ids, or magic 20240801 version 7 with uint32 ids; the header's width wins over
+//    --token-dtype), else headerless nanoGPT-style ids (uint16 by default, --token-dtype uint32);
 //  * text: a file, or a folder of .txt files (sorted, joined by newlines), through the byte-level
 //    tokenizer (token = byte, so --vocab-size must be >= 256);
 //  * synthetic tokens (--mock-data), generated per sample from the seed.
@@ -30,7 +32,8 @@ class TokenDataset {
  public:
   /// Opens the data the config names (default_corpus when --data-path is unset and not --mock-data).
   /// Throws DataError naming the file and value for: a missing or unreadable path, an empty folder,
-  /// a token file whose size is not a multiple of its token width, a token id >= --vocab-size, text
+  /// a token file whose size is not a multiple of its token width, an llm.c header of an unknown
+  /// version or whose token count disagrees with the file size, a token id >= --vocab-size, text
   /// with --vocab-size < 256, or a split too short for one --seq-length sample.
   static TokenDataset open(const config::TrainConfig& train, const config::ModelConfig& model,
                            const std::string& default_corpus, int64_t eval_iters);
@@ -41,6 +44,9 @@ class TokenDataset {
   bool is_byte_level() const { return byte_level_; }
   /// "sotu.txt: 10,812,345 tokens (byte-level), train 10,488,000 / validation 324,000".
   const std::string& description() const { return description_; }
+  /// How the tokens were stored: "llm.c .bin v1 (uint16), 1,000,000 tokens", "raw uint16 token ids
+  /// (nanoGPT style)", "text, byte-level tokenizer" or "synthetic tokens".
+  const std::string& format_description() const { return format_; }
   int64_t split_size(Split split) const;
 
   /// Byte-level tokenizer.
@@ -60,6 +66,7 @@ class TokenDataset {
   bool mock_ = false;
   bool byte_level_ = false;
   std::string description_;
+  std::string format_;
 };
 
 }  // namespace graphed::train

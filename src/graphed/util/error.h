@@ -54,6 +54,13 @@ class DataError : public Error {
   explicit DataError(const std::string& message) : Error(message) {}
 };
 
+/// A checkpoint that cannot be loaded: missing, corrupt, or saved by another model or device. The
+/// message names the file, the tensor or field, what it holds and what was expected.
+class CheckpointError : public DataError {
+ public:
+  explicit CheckpointError(const std::string& message) : DataError(message) {}
+};
+
 namespace detail {
 template <typename... Parts>
 std::string concat(const Parts&... parts) {

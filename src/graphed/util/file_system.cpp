@@ -80,18 +80,31 @@ int read_file(const std::string& path, std::string& contents) {
   return error;
 }
 
-std::vector<std::string> list_files(const std::string& directory) {
+namespace {
+/// Names in a folder whose stat mode satisfies `keep`, sorted.
+template <typename Keep>
+std::vector<std::string> list_entries(const std::string& directory, Keep keep) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(directory.c_str());
   if (dir == nullptr) return names;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
     struct stat info;
-    if (::stat(join_path(directory, name).c_str(), &info) == 0 && S_ISREG(info.st_mode)) names.push_back(name);
+    if (::stat(join_path(directory, name).c_str(), &info) == 0 && keep(info.st_mode)) names.push_back(name);
   }
   ::closedir(dir);
   std::sort(names.begin(), names.end());
   return names;
+}
+}  // namespace
+
+std::vector<std::string> list_files(const std::string& directory) {
+  return list_entries(directory, [](mode_t mode) { return S_ISREG(mode); });
+}
+
+std::vector<std::string> list_directories(const std::string& directory) {
+  return list_entries(directory, [](mode_t mode) { return S_ISDIR(mode); });
 }
 
 std::string extension_of(const std::string& path) {

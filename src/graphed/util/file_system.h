@@ -28,6 +28,8 @@ int fsync_path(const std::string& path);
 int read_file(const std::string& path, std::string& contents);
 /// Names (not paths) of the regular files in a folder, sorted; empty if it cannot be read.
 std::vector<std::string> list_files(const std::string& directory);
+/// Names (not paths) of the folders in a folder (not "." or ".."), sorted; empty if it cannot be read.
+std::vector<std::string> list_directories(const std::string& directory);
 /// The extension with its dot (".bin"), or "" when the file name has none.
 std::string extension_of(const std::string& path);
 /// A new, empty folder under $TMPDIR or /tmp named prefix-XXXXXX; "" on failure.
