@@ -2,12 +2,14 @@
 // impls it refuses, with their messages.
 #include "graphed/cli/train_command.h"
 
+#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 
 namespace graphed::cli {
 namespace {
@@ -32,6 +34,40 @@ TEST(TrainCommandTest, TrainsAFewIterationsOnMockData) {
   EXPECT_NE(out.str().find("data: mock data"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("iteration      4/4"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("done: 4 iterations"), std::string::npos) << out.str();
+}
+
+TEST(TrainCommandTest, ByteLevelRunSamplesAtEachEvaluationAndEndsWithTimeAndSpeed) {
+  const std::string corpus = make_temporary_directory("graphed-train-command") + "/text.txt";
+  std::ofstream(corpus) << std::string(4000, 'a') + "The quick brown fox jumps over the lazy dog. ";
+  std::ostringstream out;
+  run_train(parse_command_line({"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1",
+                                "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "16",
+                                "--vocab-size", "256", "--train-iters", "4", "--log-interval", "2", "--eval-interval",
+                                "2", "--eval-iters", "1", "--sample-tokens", "8", "--sample-prompt", "Th"}),
+            out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("(format: text, byte-level tokenizer)"), std::string::npos) << text;
+  EXPECT_NE(text.find("MFU is measured against CPU estimate: "), std::string::npos) << text;
+  EXPECT_NE(text.find(" TFLOP/s | MFU "), std::string::npos) << text;
+  EXPECT_NE(text.find("sample at iteration 2: \"Th"), std::string::npos) << text;
+  EXPECT_NE(text.find("sample at iteration 4: \"Th"), std::string::npos) << text;
+  EXPECT_NE(text.find("done: 4 iterations in "), std::string::npos) << text;
+  EXPECT_NE(text.find(" s, 64 tokens at "), std::string::npos) << text;
+}
+
+TEST(TrainCommandTest, AMicroBatchTooLargeForTheMachineIsRefusedBeforeTraining) {
+  const std::string message = train_error({"--preset", "tiny", "--micro-batch-size", "10000000", "--device", "cpu"});
+  EXPECT_EQ(message.rfind("this run needs about ", 0), 0u) << message;
+  EXPECT_NE(message.find("--micro-batch-size 10000000"), std::string::npos) << message;
+  EXPECT_NE(message.find("; fix: lower --micro-batch-size to "), std::string::npos) << message;
+}
+
+TEST(TrainCommandTest, ASaveFolderThatIsAFileFailsBeforeTheFirstIteration) {
+  const std::string file = make_temporary_directory("graphed-train-command") + "/not-a-folder";
+  std::ofstream(file) << "x";
+  EXPECT_EQ(train_error({"--mock-data", "--device", "cpu", "--save", file, "--save-interval", "100"}),
+            "cannot write --save '" + file + "': it is a file, not a folder; fix: pass --save a folder you can write "
+            "to (it is created if missing)");
 }
 
 TEST(TrainCommandTest, FullIterationNeedsACudaDevice) {

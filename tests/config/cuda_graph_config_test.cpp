@@ -397,15 +397,18 @@ TEST(CudaGraphConfigTest, LegacyScopeWithModuleAndFullIterationHitsTheEmptyModul
   EXPECT_TRUE(m.issues.contains("TC-6"));
 }
 
-TEST(CudaGraphConfigTest, ModulesWithImplNoneAreIgnoredWithAWarning) {
+TEST(CudaGraphConfigTest, ModulesWithImplNoneAreKeptWithAWarning) {
+  // Megatron's tests assert the list survives impl none ([attn] and [attn, mlp]); only a warning says
+  // that nothing is graphed.
   CudaGraphInputs in;
-  in.modules = std::vector<std::string>{"attn"};
+  in.modules = std::vector<std::string>{"attn", "mlp"};
   const Migrated m = migrate(in);
-  EXPECT_TRUE(m.config.modules.empty());
+  EXPECT_EQ(m.config.modules, modules({CudaGraphModule::kAttn, CudaGraphModule::kMlp}));
   const ConfigIssue issue = single(m);
   EXPECT_EQ(issue.rule, "BR-1");
   EXPECT_EQ(issue.severity, Severity::kWarning);
-  EXPECT_EQ(issue.message, "--cuda-graph-modules attn has no effect with --cuda-graph-impl none; ignored");
+  EXPECT_EQ(issue.message, "--cuda-graph-modules attn mlp has no effect with --cuda-graph-impl none: nothing is "
+                           "graphed (the list is kept, as Megatron keeps it)");
 }
 
 TEST(CudaGraphConfigTest, DuplicateModulesAreMergedInOrder) {

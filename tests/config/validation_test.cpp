@@ -3,6 +3,7 @@
 #include "graphed/config/validation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -80,6 +81,25 @@ INSTANTIATE_TEST_SUITE_P(
         FiringCase{"MC7", {{"num_experts", 4}, {"moe_expert_capacity_factor", -1}}, "MC-7", Severity::kError,
                    "--moe-expert-capacity-factor must be > 0, got -1; fix: pass e.g. 1.0, or leave it unset for "
                    "dropless MoE"},
+        FiringCase{"FL1Lr", {{"lr", std::nan("")}}, "FL-1", Severity::kError,
+                   "--lr must be a finite number, got nan; fix: pass a finite value (default 0.0003)"},
+        FiringCase{"FL1ClipGrad", {{"clip_grad", std::nan("")}}, "FL-1", Severity::kError,
+                   "--clip-grad must be a finite number, got nan; fix: pass a finite value (default 1)"},
+        FiringCase{"FL1NormEpsilon", {{"norm_epsilon", HUGE_VAL}}, "FL-1", Severity::kError,
+                   "--norm-epsilon must be a finite number, got inf; fix: pass a finite value (default 1e-05)"},
+        FiringCase{"FL1HiddenDropout", {{"hidden_dropout", std::nan("")}}, "FL-1", Severity::kError,
+                   "--hidden-dropout must be a finite number, got nan; fix: pass a finite value (default 0.1)"},
+        FiringCase{"FL1CapacityFactor", {{"num_experts", 4}, {"moe_expert_capacity_factor", -HUGE_VAL}}, "FL-1",
+                   Severity::kError,
+                   "--moe-expert-capacity-factor must be a finite number, got -inf; fix: pass a finite value"},
+        FiringCase{"MC15", {{"position_embedding_type", "rope"}, {"rotary_base", 0.0}}, "MC-15", Severity::kError,
+                   "--rotary-base must be > 0, got 0; fix: pass e.g. 10000"},
+        FiringCase{"MC16", {{"moe_aux_loss_coeff", -0.5}}, "MC-16", Severity::kError,
+                   "--moe-aux-loss-coeff must be >= 0, got -0.5; fix: pass 0 to turn the auxiliary loss off, or e.g. "
+                   "0.01"},
+        FiringCase{"TR7NotANumber", {{"split", "nan,1,1"}}, "TR-7", Severity::kError,
+                   "--split 'nan,1,1' must be up to three comma-separated non-negative weights with a positive first "
+                   "(train) weight; fix: e.g. --split 969,30,1"},
         FiringCase{"MC8", {{"num_experts", 4}, {"moe_layer_freq", "1,0,1"}}, "MC-8", Severity::kError,
                    "--moe-layer-freq '1,0,1' is neither a positive integer nor a list of 2 zeros and ones (one per "
                    "layer); fix: e.g. --moe-layer-freq 2 or --moe-layer-freq 1,0,1,0"},

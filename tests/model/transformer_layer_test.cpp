@@ -112,5 +112,26 @@ TEST(GptModelTest, TiedAndUntiedOutputLayer) {
   EXPECT_EQ(a->generate({1, 2, 3}, 5).size(), 8u);
 }
 
+TEST(GptModelTest, SamplingRepeatsForASeedAndLeavesTrainingsRandomStateAlone) {
+  const config::RunConfig config = graphed::testing::run_config({{"hidden_size", 16}});
+  GptModel model(config.model, config.moe_layers);
+  Sampling sampling;
+  sampling.temperature = 1.0;
+  sampling.top_k = 50;
+  sampling.seed = 3;
+  at::manual_seed(11);
+  const at::Tensor before = at::rand({4});
+  at::manual_seed(11);
+  const auto first = model->generate({1, 2, 3}, 20, sampling);
+  const at::Tensor after = at::rand({4});
+  EXPECT_TRUE(before.equal(after)) << "sampling drew from the default generator";
+  EXPECT_EQ(model->generate({1, 2, 3}, 20, sampling), first);
+  sampling.seed = 4;
+  EXPECT_NE(model->generate({1, 2, 3}, 20, sampling), first) << "another seed, another text";
+  Sampling greedy;  // temperature 0: argmax, whatever the seed
+  greedy.seed = 9;
+  EXPECT_EQ(model->generate({1, 2, 3}, 8, greedy), model->generate({1, 2, 3}, 8));
+}
+
 }  // namespace
 }  // namespace graphed::model

@@ -81,15 +81,27 @@ TEST_F(CheckpointTest, CorruptOrMissingCheckpointIsNamed) {
 }
 
 TEST_F(CheckpointTest, UnwritableSaveLeavesNothingPartial) {
-  std::ofstream(in_dir("a_file")) << "not a folder";
+  // The trainer checks --save when it is built (tests/train/output_paths_test.cpp); here the folder
+  // turns into a file afterwards, as when a disk goes away mid-run.
   nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("a_file/run");
   Trainer trainer = make_trainer(settings);
+  remove_all(in_dir("a_file"));
+  std::ofstream(in_dir("a_file")) << "not a folder";
   const std::string message = error_of([&] { trainer.save(1); });
   EXPECT_EQ(message.rfind("cannot save the checkpoint to '" + in_dir("a_file/run") + "': ", 0), 0u) << message;
   EXPECT_NE(message.find("; fix: check that the --save folder is writable and has space"), std::string::npos);
   EXPECT_EQ(list_files(dir_), std::vector<std::string>{"a_file"});
   EXPECT_FALSE(path_exists(in_dir("a_file/run")));
+}
+
+TEST_F(CheckpointTest, ASaveFolderThatIsAFileIsRefusedWhenTheTrainerIsBuilt) {
+  std::ofstream(in_dir("a_file")) << "not a folder";
+  nlohmann::json settings = small_checkpoint_settings();
+  settings["save"] = in_dir("a_file/run");
+  EXPECT_EQ(error_of([&] { make_trainer(settings); }),
+            "cannot write --save '" + in_dir("a_file/run") + "': Not a directory; fix: pass --save a folder you can "
+            "write to (it is created if missing)");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // tests/util/text_test.cpp — join/split, edit distance, suggestions, number formatting.
 #include "graphed/util/text.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace graphed {
@@ -41,4 +43,23 @@ TEST(TextTest, BracketedIntegers) {
 }
 
 }  // namespace
+TEST(TextTest, LibraryTagIsDroppedFromAWrappedMessage) {
+  EXPECT_EQ(without_library_tag("[json.exception.out_of_range.406] number overflow parsing '1e999'"),
+            "number overflow parsing '1e999'");
+  EXPECT_EQ(without_library_tag("no tag here"), "no tag here");
+}
+
+TEST(TextTest, ThousandsAreGrouped) {
+  EXPECT_EQ(group_thousands(0), "0");
+  EXPECT_EQ(group_thousands(999.4), "999");
+  EXPECT_EQ(group_thousands(12345.6), "12,346");
+  EXPECT_EQ(group_thousands(-1234567), "-1,234,567");
+}
+
+TEST(TextTest, NonFiniteNumbersAreNamed) {
+  EXPECT_EQ(format_number(std::nan("")), "nan");
+  EXPECT_EQ(format_number(HUGE_VAL), "inf");
+  EXPECT_EQ(format_number(-HUGE_VAL), "-inf");
+}
+
 }  // namespace graphed

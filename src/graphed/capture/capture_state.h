@@ -1,7 +1,8 @@
 // capture/capture_state.h — the only process-wide mutable state graphed has (STYLE.md rule 13):
-// whether a CUDA graph is being captured and whether a graph's warmup is running. Set only by the
+// whether a CUDA graph is being captured, whether a graph's warmup is running, and whether graphed
+// units must run eagerly (work outside the training loop, such as sampling text). Set only by the
 // RAII scopes below (CudaGraph::capture, the engines' warmup passes, FullIterationGraph's eager
-// calls). Read by code that must behave differently there: a local CudaGraphManager runs its unit as
+// calls, the trainer's samples). Read by code that must behave differently there: a local CudaGraphManager runs its unit as
 // it is inside another capture or warmup (recording and replaying nothing), and model code with a
 // host sync (which a graph cannot hold) refuses to run inside a capture with a clear error.
 #pragma once
@@ -20,6 +21,19 @@ class CaptureScope {
   ~CaptureScope();
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;
+};
+
+/// True while an EagerScope is alive on any thread.
+bool is_eager_only();
+
+/// Runs every graphed unit eagerly for its lifetime: no graph is replayed, recorded or captured
+/// (a sample's one-row, growing-window calls would otherwise each capture a forward-only graph). Nests.
+class EagerScope {
+ public:
+  EagerScope();
+  ~EagerScope();
+  EagerScope(const EagerScope&) = delete;
+  EagerScope& operator=(const EagerScope&) = delete;
 };
 
 /// Marks a warmup for its lifetime. Nests.

@@ -33,8 +33,11 @@ void CudaGraphManager::forget_runners() {
 
 std::vector<at::Tensor> CudaGraphManager::run(const std::vector<at::Tensor>& inputs, int64_t /*microbatch*/) {
   // Inside another graph's capture or warmup (a full-iteration graph around the model, an engine's
-  // warmup pass) the unit is part of that work: it runs as it is, recording and replaying nothing.
-  if (registry_ == nullptr || is_graph_capturing() || is_graph_warmup()) return unit_.forward(inputs);
+  // warmup pass) the unit is part of that work: it runs as it is, recording and replaying nothing. So
+  // it does inside an EagerScope.
+  if (registry_ == nullptr || is_graph_capturing() || is_graph_warmup() || is_eager_only()) {
+    return unit_.forward(inputs);
+  }
   if (!at::GradMode::is_enabled()) return run_without_grad(inputs);
   switch (registry_->phase()) {
     case LocalPhase::kEager: return unit_.forward(inputs);

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,9 @@ int64_t graph_pool_bytes(const at::Device& device);
 /// Bytes in use on the whole device (cudaMemGetInfo: total - free), the allocator's and everything
 /// else's, such as instantiated graphs (0 on the CPU).
 int64_t device_memory_used_bytes(const at::Device& device);
+/// Bytes a run could still take: free device memory (cudaMemGetInfo) on a GPU, MemAvailable of
+/// /proc/meminfo on the CPU; nullopt when unknown.
+std::optional<int64_t> available_memory_bytes(const at::Device& device);
 /// Returns cached, unused blocks to the device.
 void empty_cache(const at::Device& device);
 /// Whether the current stream of a CUDA device is its default (legacy) stream; false on the CPU.

@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "graphed/util/host_memory.h"
+
 namespace graphed::capture {
 
 bool cuda_available() { return false; }
@@ -16,6 +18,7 @@ int64_t allocated_memory_bytes(const at::Device&) { return 0; }
 int64_t reserved_memory_bytes(const at::Device&) { return 0; }
 int64_t device_memory_used_bytes(const at::Device&) { return 0; }
 int64_t graph_pool_bytes(const at::Device&) { return 0; }
+std::optional<int64_t> available_memory_bytes(const at::Device&) { return host_available_memory_bytes(); }
 void empty_cache(const at::Device&) {}
 bool on_default_stream(const at::Device&) { return false; }
 uint64_t cuda_random_offset(const at::Device&) { return 0; }

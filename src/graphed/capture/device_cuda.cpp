@@ -14,6 +14,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "graphed/util/host_memory.h"
+
 namespace graphed::capture {
 
 bool cuda_available() { return torch::cuda::is_available(); }
@@ -101,6 +103,14 @@ int64_t device_memory_used_bytes(const at::Device& device) {
   std::size_t free = 0, total = 0;
   C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
   return static_cast<int64_t>(total - free);
+}
+
+std::optional<int64_t> available_memory_bytes(const at::Device& device) {
+  if (!device.is_cuda()) return host_available_memory_bytes();
+  const c10::cuda::CUDAGuard guard(device.index() < 0 ? 0 : device.index());
+  std::size_t free = 0, total = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<int64_t>(free);
 }
 
 void empty_cache(const at::Device& device) {

@@ -4,6 +4,7 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include "graphed/capture/capture_state.h"
 #include "graphed/capture/detail/unit_graphs.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
@@ -69,7 +70,7 @@ MicrobatchRunner::MicrobatchRunner(GraphableUnit unit, std::vector<std::shared_p
 }
 
 std::vector<at::Tensor> MicrobatchRunner::run(const std::vector<at::Tensor>& inputs, int64_t microbatch) {
-  if (!at::GradMode::is_enabled()) return unit_.forward(inputs);
+  if (!at::GradMode::is_enabled() || is_eager_only()) return unit_.forward(inputs);
   const auto slots = static_cast<int64_t>(callables_.size());
   return callables_[static_cast<std::size_t>(((microbatch % slots) + slots) % slots)]->run(inputs, microbatch);
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ namespace {
 
 struct Row {
   std::string impl;
+  std::optional<std::string> skipped;     ///< why this build or machine cannot time the impl
   double ms_per_iteration = 0;            ///< median of synchronized iterations (CUDA events)
   double host_ms_per_iteration = 0;       ///< time to enqueue one iteration, without waiting for the GPU
   double pipelined_ms_per_iteration = 0;  ///< iterations back to back, no synchronization between them
@@ -62,7 +64,7 @@ config::RunConfig row_config(const CommandLine& command_line, const std::string&
   line.settings.train.metrics_file.reset();
   line.settings.train.train_iters = std::max<int64_t>(line.settings.train.train_iters,
                                                       command_line.bench_warmup + 2 * command_line.bench_iters + 10);
-  return resolve_for_run(line);
+  return resolve_settings(line.settings);
 }
 
 /// Synchronized iterations: each timed alone with CUDA events (and the host's enqueue time); the
@@ -98,7 +100,14 @@ void time_pipelined(train::Trainer& trainer, int64_t iterations, int64_t& iterat
 Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   const config::RunConfig config = row_config(command_line, impl);
   const at::Device device = choose_device(config.train.device);
-  require_available_impl(config, device);
+  try {
+    require_available_impl(config, device);
+  } catch (const ConfigError& error) {  // a GPU-only row on the CPU: skipped, the others still run
+    Row row;
+    row.impl = impl;
+    row.skipped = error.what();
+    return row;
+  }
   capture::synchronize(device);
   capture::empty_cache(device);  // the previous row's cached blocks must not count here
   train::Trainer trainer(config, train::TokenDataset::open(config.train, config.model, "", 0), device);
@@ -143,6 +152,10 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
          "capture s | peak MiB | reserved MiB | graph pool MiB | graphs MiB | loss |\n";
   out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
+    if (r.skipped) {
+      out << "| " << r.impl << " | skipped: " << *r.skipped << " |||||||||||||\n";
+      continue;
+    }
     const bool eager = r.impl == "none";
     out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.pipelined_ms_per_iteration, 3)
         << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | "
@@ -157,6 +170,11 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
                 std::ostream& out) {
   nlohmann::json array = nlohmann::json::array();
   for (const auto& r : rows) {
+    if (r.skipped) {
+      array.push_back({{"impl", r.impl}, {"skipped", *r.skipped}, {"preset", command_line.preset.value_or("")},
+                       {"device", capture::device_name(device)}});
+      continue;
+    }
     array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration},
                      {"pipelined_ms_per_iter", r.pipelined_ms_per_iteration},
                      {"host_ms_per_iter", r.host_ms_per_iteration}, {"ops_per_iter", r.ops_per_iteration},
@@ -175,7 +193,9 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
   std::vector<Row> rows;
   for (const auto& impl : command_line.impls) rows.push_back(bench_impl(command_line, impl));
   const auto baseline = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.impl == "none"; });
-  for (auto& row : rows) row.speedup = baseline != rows.end() ? baseline->ms_per_iteration / row.ms_per_iteration : 1.0;
+  for (auto& row : rows) {
+    if (!row.skipped) row.speedup = baseline != rows.end() ? baseline->ms_per_iteration / row.ms_per_iteration : 1.0;
+  }
   const config::RunConfig config = config::resolve_run_config_or_throw(command_line.settings);
   const at::Device device = config.train.device == "cpu" || !capture::cuda_available() ? at::Device(at::kCPU)
                                                                                         : at::Device(at::kCUDA, 0);

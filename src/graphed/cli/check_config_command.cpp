@@ -3,6 +3,7 @@
 
 #include <iomanip>
 
+#include "graphed/cli/run_setup.h"
 #include "graphed/config/run_config.h"
 #include "graphed/util/text.h"
 
@@ -41,10 +42,12 @@ std::string origin_of(const std::string& key, const json& resolved, const json& 
 }  // namespace
 
 int run_check_config(const CommandLine& command_line, std::ostream& out) {
-  const config::Resolution resolution = config::resolve_run_config(command_line.settings);
+  const RunSettings run = settings_for_run(command_line);
+  const config::Resolution resolution = config::resolve_run_config(run.settings);
   const json resolved = config::run_config_to_json(resolution.config);
-  const json given = config::settings_to_json(command_line.settings);
+  const json given = config::settings_to_json(run.settings);
   const bool valid = !resolution.issues.has_errors();
+  const Runnability here = valid ? runnability_here(resolution.config) : Runnability{false, ""};
 
   if (command_line.json_output) {
     json issues = json::array();
@@ -52,8 +55,11 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
       issues.push_back({{"rule", issue.rule}, {"severity", config::to_string(issue.severity)}, {"message", issue.message}});
     }
     json origins = json::object();
-    for (const auto& [key, value] : resolved.items()) origins[key] = origin_of(key, value, given, command_line.origins);
+    for (const auto& [key, value] : resolved.items()) origins[key] = origin_of(key, value, given, run.origins);
     out << json{{"valid", valid},
+                {"can_run_here", valid && here.can_run},
+                {"run_here", valid ? json(here.reason) : json(nullptr)},
+                {"notes", run.notes},
                 {"preset", command_line.preset ? json(*command_line.preset) : json(nullptr)},
                 {"config_file", command_line.config_file ? json(*command_line.config_file) : json(nullptr)},
                 {"issues", issues},
@@ -66,11 +72,12 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
 
   out << "preset: " << command_line.preset.value_or("(none)") << '\n';
   if (command_line.config_file) out << "config file: " << *command_line.config_file << '\n';
+  for (const auto& note : run.notes) out << "note: " << note << '\n';
   std::size_t width = 0;
   for (const auto& [key, value] : resolved.items()) width = std::max(width, key.size());
   const auto print = [&](const std::string& key) {
     out << "  " << std::left << std::setw(static_cast<int>(width)) << key << " = " << show(resolved.at(key));
-    const std::string origin = origin_of(key, resolved.at(key), given, command_line.origins);
+    const std::string origin = origin_of(key, resolved.at(key), given, run.origins);
     if (origin != "default") out << "  (" << origin << ")";
     out << '\n';
   };
@@ -92,7 +99,7 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
   }
   const auto errors = resolution.issues.formatted(config::Severity::kError);
   if (valid) {
-    out << "\nconfiguration is valid\n";
+    out << "\nconfiguration is valid\n" << here.reason << '\n';
   } else {
     out << "\nconfiguration is invalid: " << errors.size() << (errors.size() == 1 ? " error" : " errors") << '\n';
   }

@@ -170,9 +170,39 @@ json collect_flag_values(const FlagSet& flags, std::vector<std::string>& problem
   return values;
 }
 
-std::string help_with_lists(const CLI::App& app) {
+std::string unknown_preset_message(const std::string& preset) {
+  std::string message = "unknown --preset '" + preset + "'";
+  if (const auto near = nearest_match(preset, config::preset_names())) message += " (did you mean " + *near + "?)";
+  return message + "; fix: use one of " + join(config::preset_names(), ", ");
+}
+
+/// The --preset value among the arguments, for --help (which CLI11 answers before parsing finishes).
+std::optional<std::string> preset_argument(const std::vector<std::string>& arguments) {
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i] == "--preset" && i + 1 < arguments.size()) return arguments[i + 1];
+    if (arguments[i].rfind("--preset=", 0) == 0) return arguments[i].substr(9);
+  }
+  return std::nullopt;
+}
+
+/// "Preset tiny sets:" and one "--flag value" per setting, in the settings table's order.
+std::string preset_values_text(const std::string& name) {
+  const auto values = config::preset_settings(name);
+  if (!values) return "\n" + unknown_preset_message(name) + "\n";
+  std::string text = "\nPreset " + name + " sets (flags override each):\n";
+  for (const auto& spec : config::setting_specs()) {
+    if (!values->contains(spec.key)) continue;
+    const json& value = (*values)[spec.key];
+    text += "  " + spec.flag() + " " + (value.is_number_float() ? format_number(value.get<double>())
+                                        : value.is_string() ? value.get<std::string>() : value.dump()) + "\n";
+  }
+  return text;
+}
+
+std::string help_with_lists(const CLI::App& app, const std::optional<std::string>& preset) {
   std::string text = app.help();  // CLI11 lists the subcommands itself
-  text += "\nPresets (--preset NAME):\n";
+  if (preset) return text + preset_values_text(*preset);
+  text += "\nPresets (--preset NAME; with --help, shows its values):\n";
   for (const auto& name : config::preset_names()) {
     text += "  " + name + std::string(12 - std::min<std::size_t>(name.size(), 11), ' ') +
             config::preset_summary(name) + "\n";
@@ -207,11 +237,6 @@ std::vector<std::string> unknown_argument_problems(const std::vector<std::string
   return problems;
 }
 
-std::string unknown_preset_message(const std::string& preset) {
-  std::string message = "unknown --preset '" + preset + "'";
-  if (const auto near = nearest_match(preset, config::preset_names())) message += " (did you mean " + *near + "?)";
-  return message + "; fix: use one of " + join(config::preset_names(), ", ");
-}
 
 // ---- report: `graphed report INPUT... [-o FILE]`, parsed on its own (no settings flags) ----
 
@@ -279,7 +304,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    result.early_output = help_with_lists(app);
+    result.early_output = help_with_lists(app, preset_argument(arguments));
     return result;
   } catch (const CLI::CallForVersion&) {
     result.early_output = build_summary() + "\n";
@@ -302,7 +327,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
       fail_with({message + "; fix: use one of " + join(command_names(), ", ")});
     }
     if (!extras.empty()) fail_with({unknown_argument_message(extras.front())});
-    result.early_output = help_with_lists(app);
+    result.early_output = help_with_lists(app, std::nullopt);
     result.exit_code = arguments.empty() ? 1 : 0;
     return result;
   }
@@ -314,16 +339,15 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     result.preset = flags.preset;
   }
   if (!problems.empty()) fail_with(problems);
-  if (result.preset) {
-    config::apply_settings(result.settings, *config::preset_settings(*result.preset), "preset " + *result.preset,
-                           &result.origins);
-  }
+  if (result.preset) result.sources.push_back({"preset " + *result.preset, *config::preset_settings(*result.preset)});
   if (!flags.config_file.empty()) {
     result.config_file = flags.config_file;
-    config::apply_settings(result.settings, config::read_config_file(flags.config_file),
-                           "--config " + flags.config_file, &result.origins);
+    result.sources.push_back({"--config " + flags.config_file, config::read_config_file(flags.config_file)});
   }
-  config::apply_settings(result.settings, flag_values, "command line", &result.origins);
+  result.sources.push_back({"command line", flag_values});
+  for (const auto& source : result.sources) {
+    config::apply_settings(result.settings, source.values, source.name, &result.origins);
+  }
   result.json_output = flags.json_output;
   if (!flags.impls.empty()) result.impls = flags.impls;
   result.bench_iters = flags.bench_iters;

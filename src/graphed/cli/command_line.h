@@ -11,9 +11,16 @@
 
 namespace graphed::cli {
 
+/// One layer of settings as given: "preset tiny", "--config run.json" or "command line".
+struct SettingSource {
+  std::string name;
+  nlohmann::json values;  ///< key -> checked value
+};
+
 struct CommandLine {
   std::string command;                      ///< "check-config", ... ; empty when only help/version
   config::Settings settings;                ///< defaults <- preset <- config file <- flags
+  std::vector<SettingSource> sources;       ///< the layers of `settings`, lowest precedence first
   config::SettingOrigins origins;           ///< where each explicitly given setting came from
   std::optional<std::string> preset;        ///< --preset NAME
   std::optional<std::string> config_file;   ///< --config FILE

@@ -1,6 +1,9 @@
 // cli/main.cpp — the graphed executable: parses the command line, runs the command, and is the one
 // place that catches every error, printing it (with every detail line) and exiting non-zero.
 #include <iostream>
+#include <new>
+
+#include <c10/util/Exception.h>
 
 #include "graphed/cli/bench_command.h"
 #include "graphed/cli/check_config_command.h"
@@ -9,6 +12,16 @@
 #include "graphed/cli/train_command.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
+#include "graphed/util/text.h"
+
+namespace {
+
+std::string first_line(const char* text) {
+  const std::string message = graphed::without_library_tag(text);
+  return message.substr(0, message.find('\n'));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -36,8 +49,17 @@ int main(int argc, char** argv) {
   } catch (const graphed::Error& error) {
     std::cerr << "error: " << error.what() << '\n';
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of host memory; fix: lower --micro-batch-size or --seq-length, or use a smaller model\n";
+    return 2;
+  } catch (const c10::Error& error) {  // a LibTorch failure no check caught: its first line, no backtrace
+    std::cerr << "error: internal error in LibTorch (a bug in graphed: an input should have been refused earlier): "
+              << first_line(error.what_without_backtrace())
+              << "; fix: please report it with the command line that caused it\n";
+    return 2;
   } catch (const std::exception& error) {
-    std::cerr << "error: " << error.what() << '\n';
+    std::cerr << "error: internal error (a bug in graphed): " << first_line(error.what())
+              << "; fix: please report it with the command line that caused it\n";
     return 2;
   }
 }

@@ -1,20 +1,99 @@
 // cli/run_setup.cpp — see cli/run_setup.h.
 #include "graphed/cli/run_setup.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "graphed/capture/device.h"
+#include "graphed/config/presets.h"
+#include "graphed/train/checkpoint.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
+#include "graphed/util/text.h"
 
 #ifndef GRAPHED_DEFAULT_CORPUS
 #define GRAPHED_DEFAULT_CORPUS ".deps/data/sotu.txt"
 #endif
 
 namespace graphed::cli {
+namespace {
 
-config::RunConfig resolve_for_run(const CommandLine& command_line) {
+using nlohmann::json;
+
+/// Settings of the run, not of the model or its training: they stay as this command line gives them.
+bool is_run_local(const std::string& key) {
+  for (const char* local : {"load", "save", "save_interval", "metrics_file", "device"}) {
+    if (key == local) return true;
+  }
+  return false;
+}
+
+/// The checkpoint's model and training settings as a source. Values its own resolution derived
+/// (--global-batch-size = micro batch, --lr-decay-iters = --train-iters) are left out, so a run that
+/// goes on with a larger --train-iters or micro batch derives them again.
+SettingSource checkpoint_source(const train::CheckpointInfo& checkpoint) {
+  json values = json::object();
+  for (const auto& spec : config::setting_specs()) {
+    if (spec.section == "cuda_graph" || is_run_local(spec.key) || !checkpoint.config.contains(spec.key)) continue;
+    values[spec.key] = checkpoint.config[spec.key];
+  }
+  const json& saved = checkpoint.config;
+  if (saved.value("global_batch_size", json()) == saved.value("micro_batch_size", json())) values.erase("global_batch_size");
+  if (saved.value("lr_decay_iters", json()) == saved.value("train_iters", json())) values.erase("lr_decay_iters");
+  return {"checkpoint " + checkpoint.folder, values};
+}
+
+std::string shown(const json& value) {
+  if (value.is_number_float()) return format_number(value.get<double>());
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+/// "--lr 0.002 (checkpoint: 0.001)" for each checkpoint setting a later source changed.
+std::vector<std::string> overrides_of(const SettingSource& checkpoint, const config::Settings& settings) {
+  const json final_values = config::settings_to_json(settings);
+  std::vector<std::string> changed;
+  for (const auto& spec : config::setting_specs()) {  // in --help order
+    if (!checkpoint.values.contains(spec.key) || final_values[spec.key] == checkpoint.values[spec.key]) continue;
+    changed.push_back(spec.flag() + " " + shown(final_values[spec.key]) + " (checkpoint: " +
+                      shown(checkpoint.values[spec.key]) + ")");
+  }
+  return changed;
+}
+
+/// The command line's sources with the checkpoint's inserted after the preset, when --load is set.
+std::vector<SettingSource> sources_with_checkpoint(const CommandLine& command_line, std::vector<std::string>& notes) {
+  std::vector<SettingSource> sources = command_line.sources;
+  if (!command_line.settings.train.load) return sources;
+  const train::CheckpointInfo checkpoint = train::read_checkpoint_info(*command_line.settings.train.load);
+  const auto after_preset = std::find_if(sources.begin(), sources.end(), [](const SettingSource& source) {
+    return source.name.rfind("preset ", 0) != 0;
+  });
+  sources.insert(after_preset, checkpoint_source(checkpoint));
+  notes.push_back("model and training settings come from the checkpoint " + checkpoint.folder + " (iteration " +
+                  std::to_string(checkpoint.iteration) + "); flags and --config override them");
+  return sources;
+}
+
+}  // namespace
+
+RunSettings settings_for_run(const CommandLine& command_line) {
+  RunSettings run;
+  const std::vector<SettingSource> sources = sources_with_checkpoint(command_line, run.notes);
+  for (const auto& source : sources) config::apply_settings(run.settings, source.values, source.name, &run.origins);
+  for (const auto& source : sources) {
+    if (source.name.rfind("checkpoint ", 0) != 0) continue;
+    const std::vector<std::string> changed = overrides_of(source, run.settings);
+    if (!changed.empty()) run.notes.push_back("overriding the checkpoint: " + join(changed, ", "));
+  }
+  if (auto note = config::fit_preset_warmup(run.settings, run.origins)) run.notes.push_back(std::move(*note));
+  return run;
+}
+
+config::RunConfig resolve_settings(const config::Settings& settings) {
   config::IssueList issues;
-  config::RunConfig config = config::resolve_run_config_or_throw(command_line.settings, &issues);
+  config::RunConfig config = config::resolve_run_config_or_throw(settings, &issues);
   for (const auto& issue : issues.all()) {
     if (issue.severity == config::Severity::kWarning) log_warn(issue.message + " [" + issue.rule + "]");
     if (issue.severity == config::Severity::kNote) log_info("note: " + issue.message + " [" + issue.rule + "]");
@@ -24,6 +103,25 @@ config::RunConfig resolve_for_run(const CommandLine& command_line) {
              " is checked against the CUDA-graph rules but not implemented yet: this run keeps every activation");
   }
   return config;
+}
+
+config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream& out) {
+  const RunSettings run = settings_for_run(command_line);
+  for (const auto& note : run.notes) out << "note: " << note << std::endl;
+  return resolve_settings(run.settings);
+}
+
+void refuse_multi_process_launch() {
+  const char* world_size = std::getenv("WORLD_SIZE");
+  if (world_size == nullptr) return;
+  char* end = nullptr;
+  const long processes = std::strtol(world_size, &end, 10);
+  if (end == world_size || *end != '\0' || processes <= 1) return;
+  const std::string message = "WORLD_SIZE=" + std::string(world_size) + " asks for " + std::to_string(processes) +
+                              " processes (torchrun or another launcher), but graphed trains on one process in this "
+                              "version: each would train alone on the same data; fix: run one process without a "
+                              "launcher (unset WORLD_SIZE)";
+  throw ConfigError(message, {message});
 }
 
 void require_available_impl(const config::RunConfig& config, const at::Device& device) {
@@ -38,7 +136,10 @@ void require_available_impl(const config::RunConfig& config, const at::Device& d
   throw ConfigError(message, {message});
 }
 
-at::Device choose_device(const std::string& requested) {
+namespace {
+
+/// The device --device asks for, without printing anything; throws ConfigError for an impossible one.
+at::Device decide_device(const std::string& requested) {
   const bool cuda = capture::cuda_available();
   if (requested == "cpu") return at::Device(at::kCPU);
   if (requested == "cuda" && !cuda) {
@@ -48,11 +149,44 @@ at::Device choose_device(const std::string& requested) {
                                 "machine with scripts/gpu-check";
     throw ConfigError(message, {message});
   }
-  if (cuda) return at::Device(at::kCUDA, 0);
-  log_info(std::string("device: cpu (") +
-           (built_with_cuda() ? "no CUDA device visible" : "this build has no CUDA: GRAPHED_CUDA=0") +
-           "; training eagerly in fp32)");
-  return at::Device(at::kCPU);
+  return cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+}
+
+std::string machine_summary() {
+  if (!built_with_cuda()) return "this build has no CUDA (GRAPHED_CUDA=0)";
+  return capture::cuda_available() ? "CUDA build, " + capture::device_name(at::Device(at::kCUDA, 0))
+                                   : "CUDA build, no CUDA device visible";
+}
+
+}  // namespace
+
+at::Device choose_device(const std::string& requested) {
+  const at::Device device = decide_device(requested);
+  if (!device.is_cuda() && requested == "auto") {
+    log_info(std::string("device: cpu (") +
+             (built_with_cuda() ? "no CUDA device visible" : "this build has no CUDA: GRAPHED_CUDA=0") +
+             "; training eagerly in fp32)");
+  }
+  if (!device.is_cuda()) {
+    if (const auto blas = reference_blas_loaded()) {
+      log_warn("LibTorch uses the reference BLAS (" + *blas + "), which trains about 6x slower on the CPU; fix: "
+               "install OpenBLAS (apt-get install libopenblas0-pthread, which scripts/setup does)");
+    }
+  }
+  return device;
+}
+
+Runnability runnability_here(const config::RunConfig& config) {
+  try {
+    const at::Device device = decide_device(config.train.device);
+    require_available_impl(config, device);
+    refuse_multi_process_launch();
+    return {true, "this build and machine can run it: " + machine_summary() + "; --cuda-graph-impl " +
+                      config::to_string(config.cuda_graph.impl) + " on " +
+                      (device.is_cuda() ? capture::device_name(device) : std::string("the CPU"))};
+  } catch (const ConfigError& error) {
+    return {false, std::string("this build and machine cannot run it: ") + error.what()};
+  }
 }
 
 std::string default_corpus_path() { return GRAPHED_DEFAULT_CORPUS; }

@@ -1,8 +1,12 @@
-// cli/run_setup.h — what `train` and `bench` share before any work: resolving the configuration
-// (printing its notes and warnings), refusing what this version cannot run, and choosing the device.
+// cli/run_setup.h — what `train`, `bench` and `check-config` share before any work: the settings a run
+// gets (with --load, the checkpoint's own model and training settings, explicit flags overriding
+// them; a preset's warmup fitted to a shorter run), resolving them (printing notes and warnings),
+// refusing what this build cannot run, and choosing the device.
 #pragma once
 
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -11,9 +15,28 @@
 
 namespace graphed::cli {
 
-/// Resolves the command line's settings; prints notes and warnings to stderr; throws ConfigError
-/// with every error.
-config::RunConfig resolve_for_run(const CommandLine& command_line);
+/// The settings of a run, before resolution.
+struct RunSettings {
+  config::Settings settings;
+  config::SettingOrigins origins;
+  std::vector<std::string> notes;  ///< what was adapted: checkpoint settings, overrides, a fitted warmup
+};
+
+/// The command line's settings, with --load's checkpoint settings layered over the preset and under
+/// --config and the flags (Megatron's --use-checkpoint-args, by default), and a preset warmup that
+/// does not fit --train-iters scaled down. Throws CheckpointError when --load names a bad checkpoint.
+RunSettings settings_for_run(const CommandLine& command_line);
+
+/// Resolves settings; prints the config's notes and warnings to stderr; throws ConfigError with every
+/// error.
+config::RunConfig resolve_settings(const config::Settings& settings);
+
+/// settings_for_run, its notes printed to out, then resolve_settings.
+config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream& out);
+
+/// Throws ConfigError when a launcher asked for several processes (WORLD_SIZE > 1): this build trains
+/// on one, and each process would train alone on the same data.
+void refuse_multi_process_launch();
 
 /// Throws ConfigError unless the impl can run on the device: none anywhere, the others (full_iteration,
 /// transformer_engine, local) on a CUDA device only.
@@ -22,6 +45,13 @@ void require_available_impl(const config::RunConfig& config, const at::Device& d
 /// --device auto|cuda|cpu -> the device; auto picks CUDA when this build and machine have it.
 /// Throws ConfigError for --device cuda without CUDA, naming why.
 at::Device choose_device(const std::string& requested);
+
+/// Whether this build and machine can train a configuration, and why (check-config prints it).
+struct Runnability {
+  bool can_run = false;
+  std::string reason;
+};
+Runnability runnability_here(const config::RunConfig& config);
 
 /// The default corpus compiled into this binary (.deps/data/sotu.txt of the source tree).
 std::string default_corpus_path();

@@ -5,50 +5,76 @@
 
 #include "graphed/capture/device.h"
 #include "graphed/cli/run_setup.h"
+#include "graphed/train/memory_estimate.h"
 #include "graphed/train/trainer.h"
+#include "graphed/util/logging.h"
+#include "graphed/util/text.h"
 
 namespace graphed::cli {
 namespace {
 
-std::string printable(const std::string& text) {
-  std::string out;
-  for (const char c : text) out.push_back((c == '\n' || (c >= 32 && c < 127)) ? c : '?');
-  return out;
+void print_model_line(const config::RunConfig& config, train::Trainer& trainer, const at::Device& device,
+                      std::ostream& out) {
+  int64_t parameters = 0;
+  for (const auto& parameter : trainer.model()->parameters()) parameters += parameter.numel();
+  out << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
+      << group_thousands(static_cast<double>(parameters)) << " parameters" << (config.model.is_moe() ? " (MoE)" : "")
+      << "; device: " << capture::device_name(device)
+      << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "; "
+      << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size << " x "
+      << config.model.seq_length << " tokens per iteration" << std::endl;
+  if (trainer.peak()) out << "MFU is measured against " << trainer.peak()->basis << std::endl;
+}
+
+void print_summary(const train::TrainSummary& summary, std::ostream& out) {
+  out << "done: " << summary.last_iteration << " iterations";
+  if (summary.seconds > 0.0) {
+    out << " in " << std::fixed << std::setprecision(1) << summary.seconds << " s, "
+        << group_thousands(summary.tokens) << " tokens at " << group_thousands(summary.tokens / summary.seconds)
+        << " tokens/s";
+  }
+  if (!summary.intervals.empty()) {
+    out << ", final loss " << std::fixed << std::setprecision(4) << summary.intervals.back().loss;
+  }
+  out << std::defaultfloat << std::endl;
+}
+
+/// Refuses a run whose estimated memory exceeds what the device has free; warns above 80%.
+void check_memory(const config::RunConfig& config, const at::Device& device) {
+  const auto available = capture::available_memory_bytes(device);
+  if (!available) return;
+  const std::string where = device.is_cuda() ? capture::device_name(device) : "this machine (host memory)";
+  if (const auto warning = train::check_memory_fits(config, *available, where)) log_warn(*warning);
 }
 
 }  // namespace
 
 int run_train(const CommandLine& command_line, std::ostream& out) {
-  const config::RunConfig config = resolve_for_run(command_line);
+  const config::RunConfig config = resolve_for_run(command_line, out);
+  refuse_multi_process_launch();
   const at::Device device = choose_device(config.train.device);
   require_available_impl(config, device);
+  check_memory(config, device);
   train::TokenDataset data =
       train::TokenDataset::open(config.train, config.model, default_corpus_path(), config.train.eval_iters);
-  out << "data: " << data.description() << " (format: " << data.format_description() << ")\n";
+  out << "data: " << data.description() << " (format: " << data.format_description() << ")" << std::endl;
   train::Trainer trainer(config, std::move(data), device);
-  int64_t parameters = 0;
-  for (const auto& parameter : trainer.model()->parameters()) parameters += parameter.numel();
-  out << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
-      << parameters << " parameters" << (config.model.is_moe() ? " (MoE)" : "") << "; device: "
-      << capture::device_name(device) << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32")
-      << "; " << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size
-      << " x " << config.model.seq_length << " tokens per iteration\n";
+  print_model_line(config, trainer, device, out);
   if (config.train.load) {
     trainer.load(*config.train.load);
-    out << "resumed from " << *config.train.load << " at iteration " << trainer.start_iteration() << "\n";
+    out << "resumed from " << *config.train.load << " at iteration " << trainer.start_iteration() << std::endl;
+    if (trainer.start_iteration() >= config.train.train_iters) {
+      out << "nothing to train: the checkpoint is at iteration " << trainer.start_iteration() << " and --train-iters is "
+          << config.train.train_iters << "; to go on, pass a larger --train-iters (e.g. --train-iters "
+          << 2 * config.train.train_iters << ")" << std::endl;
+      return 0;
+    }
   }
   const train::TrainSummary summary = trainer.train(out);
-  if (trainer.data().is_byte_level()) {
-    const std::string prompt = "The ";
-    const auto tokens = trainer.model()->generate(train::TokenDataset::encode_bytes(prompt), 64);
-    out << "sample (greedy, 64 bytes after \"" << prompt << "\"):\n  " << printable(train::TokenDataset::decode_bytes(tokens))
-        << "\n";
+  if (config.train.eval_iters == 0) {  // evaluations sample on their own, the last one included
+    if (const auto text = trainer.sample(summary.last_iteration)) out << "sample: " << *text << std::endl;
   }
-  out << "done: " << summary.last_iteration << " iterations";
-  if (!summary.intervals.empty()) {
-    out << ", final loss " << std::fixed << std::setprecision(4) << summary.intervals.back().loss;
-  }
-  out << std::defaultfloat << "\n";
+  print_summary(summary, out);
   return 0;
 }
 

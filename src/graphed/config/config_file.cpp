@@ -5,8 +5,18 @@
 
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/text.h"
 
 namespace graphed::config {
+namespace {
+
+/// trainer.json has {"iteration", "config"}; check-config --json has {"valid", "config", ...}.
+bool is_saved_configuration(const nlohmann::json& object) {
+  return object.contains("config") && object["config"].is_object() &&
+         (object.contains("iteration") || object.contains("valid"));
+}
+
+}  // namespace
 
 nlohmann::json read_config_file(const std::string& path) {
   std::string text;
@@ -18,9 +28,10 @@ nlohmann::json read_config_file(const std::string& path) {
   nlohmann::json object;
   try {
     object = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
-    const std::string message = "--config file '" + path + "' is not valid JSON: " + error.what() +
-                                "; fix: write a JSON object such as {\"num_layers\": 4}";
+  } catch (const nlohmann::json::exception& error) {  // syntax errors and numbers beyond a double (1e999)
+    const std::string message = "--config file '" + path + "' is not valid JSON: " + without_library_tag(error.what()) +
+                                "; fix: write a JSON object of finite numbers, strings and lists, such as "
+                                "{\"num_layers\": 4}";
     throw ConfigError(message, {message});
   }
   if (!object.is_object()) {
@@ -28,7 +39,10 @@ nlohmann::json read_config_file(const std::string& path) {
                                 std::string(object.type_name()) + "; fix: write {\"num_layers\": 4, ...}";
     throw ConfigError(message, {message});
   }
-  return object;
+  if (!is_saved_configuration(object)) return object;
+  nlohmann::json settings = object["config"];
+  for (const char* derived : {"num_microbatches", "moe_layers"}) settings.erase(derived);
+  return settings;
 }
 
 }  // namespace graphed::config

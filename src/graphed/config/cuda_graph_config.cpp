@@ -271,8 +271,8 @@ CudaGraphConfig migrate_cuda_graph_inputs(const CudaGraphInputs& inputs, IssueLi
   }
   if (config.impl == CudaGraphImpl::kNone && !config.modules.empty()) {
     issues.warn("BR-1", "--cuda-graph-modules " + to_string(config.modules) +
-                            " has no effect with --cuda-graph-impl none; ignored");
-    config.modules.clear();
+                            " has no effect with --cuda-graph-impl none: nothing is graphed (the list is kept, "
+                            "as Megatron keeps it)");
   }
   return config;
 }

@@ -80,4 +80,19 @@ std::string preset_summary(const std::string& name) {
   return "";
 }
 
+std::optional<std::string> fit_preset_warmup(Settings& settings, const SettingOrigins& origins) {
+  const auto origin = origins.find("lr_warmup_iters");
+  if (origin == origins.end() || origin->second.rfind("preset ", 0) != 0) return std::nullopt;
+  TrainConfig& train = settings.train;
+  const int64_t decay = train.lr_decay_iters.value_or(train.train_iters);
+  if (train.lr_warmup_iters <= decay || decay < 1) return std::nullopt;
+  const int64_t fitted = decay / 10;
+  const std::string note = origin->second + "'s --lr-warmup-iters " + std::to_string(train.lr_warmup_iters) +
+                           " does not fit " + (train.lr_decay_iters ? "--lr-decay-iters " : "--train-iters ") +
+                           std::to_string(decay) + ": warming up for " + std::to_string(fitted) +
+                           " iterations instead (a tenth of the run; pass --lr-warmup-iters to choose)";
+  train.lr_warmup_iters = fitted;
+  return note;
+}
+
 }  // namespace graphed::config

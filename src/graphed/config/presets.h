@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/config/settings.h"
+
 namespace graphed::config {
 
 /// The preset names, in size order.
@@ -18,5 +20,11 @@ std::optional<nlohmann::json> preset_settings(const std::string& name);
 
 /// One line describing a preset, for --help and docs.
 std::string preset_summary(const std::string& name);
+
+/// A warmup that came from a preset and is longer than the decay of this run (--lr-decay-iters,
+/// unset = --train-iters) is cut to a tenth of the decay, so `--preset tiny --train-iters 5` runs.
+/// Returns the note saying so, or nullopt when nothing changed (a warmup the user gave is left to
+/// rule TR-4).
+std::optional<std::string> fit_preset_warmup(Settings& settings, const SettingOrigins& origins);
 
 }  // namespace graphed::config

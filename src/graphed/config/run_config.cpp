@@ -97,9 +97,10 @@ RunConfig resolve_run_config_or_throw(const Settings& settings, IssueList* issue
   if (issues != nullptr) *issues = resolution.issues;
   if (resolution.issues.has_errors()) {
     const auto errors = resolution.issues.formatted(Severity::kError);
-    throw ConfigError(errors.size() == 1 ? errors.front()
-                                         : "invalid configuration (" + std::to_string(errors.size()) + " errors)",
-                      errors);
+    if (errors.size() > 1) throw ConfigError("invalid configuration (" + std::to_string(errors.size()) + " errors)", errors);
+    for (const auto& issue : resolution.issues.all()) {  // one error: "<message> [RULE]", printed after "error: "
+      if (issue.severity == Severity::kError) throw ConfigError(issue.message + " [" + issue.rule + "]", errors);
+    }
   }
   return resolution.config;
 }

@@ -91,6 +91,21 @@ SettingSpec graph(Field CudaGraphInputs::*member, std::string key, std::string h
                   std::vector<std::string> choices = {}) {
   return bind_setting(&Settings::cuda_graph, "cuda_graph", member, std::move(key), std::move(help), std::move(choices));
 }
+/// Megatron's moe_layer_freq is an int or a list: 2 -> "2", [1, 0, 1, 0] -> "1,0,1,0"; others unchanged.
+SettingSpec integer_or_list_as_text(SettingSpec spec) {
+  spec.convert = [](const json& value) {
+    if (value.is_number_integer()) return json(std::to_string(value.get<int64_t>()));
+    if (!value.is_array()) return value;
+    std::vector<std::string> items;
+    for (const auto& item : value) {
+      if (!item.is_number_integer()) return value;
+      items.push_back(std::to_string(item.get<int64_t>()));
+    }
+    return json(join(items, ","));
+  };
+  return spec;
+}
+
 SettingSpec deprecated(SettingSpec spec) {
   spec.deprecated = true;
   return spec;
@@ -134,7 +149,8 @@ std::vector<SettingSpec> model_specs() {
             "pad every expert's input to its capacity (static shapes)"),
       model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher",
             {"allgather", "alltoall"}),
-      model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer"),
+      integer_or_list_as_text(
+          model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer")),
       model(&M::recompute_granularity, "recompute_granularity", "activation recomputation",
             {"full", "selective"}),
       model(&M::recompute_method, "recompute_method", "full recomputation method", {"uniform", "block"}),
@@ -175,6 +191,10 @@ std::vector<SettingSpec> train_specs() {
       train(&T::metrics_file, "metrics_file", "JSON-lines file of per-interval metrics"),
       train(&T::device, "device", "where to train; auto = CUDA if this build and machine have it",
             {"auto", "cuda", "cpu"}),
+      train(&T::sample_prompt, "sample_prompt", "text the samples continue (byte-level data only)"),
+      train(&T::sample_tokens, "sample_tokens", "tokens per sample, at each evaluation and at the end; 0 = none"),
+      train(&T::sample_temperature, "sample_temperature", "sampling temperature; 0 = greedy"),
+      train(&T::sample_top_k, "sample_top_k", "sample among the k likeliest tokens; 0 = all"),
   };
 }
 
@@ -305,7 +325,8 @@ json parse_setting_tokens(const SettingSpec& spec, const std::vector<std::string
   return check_setting_value(spec, parse_scalar_token(spec, tokens.front(), label), label);
 }
 
-json check_setting_value(const SettingSpec& spec, const json& value, const std::string& label) {
+json check_setting_value(const SettingSpec& spec, const json& given, const std::string& label) {
+  const json value = spec.convert && !given.is_null() ? spec.convert(given) : given;
   if (value.is_null()) {
     if (spec.optional) return value;
     fail(label + " cannot be null (it has no unset state); fix: give a value or leave the key out");

@@ -35,6 +35,9 @@ struct SettingSpec {
   std::vector<std::string> choices;   ///< valid values of kChoice / kChoiceList
   bool optional = false;              ///< may be unset (JSON null); unset has a documented meaning
   bool deprecated = false;            ///< accepted and migrated, hidden from --help
+  /// Turns a JSON value of another type into this setting's kind before the check, or is empty
+  /// (moe_layer_freq takes an integer or a 0/1 list, as Megatron's field does).
+  std::function<nlohmann::json(const nlohmann::json&)> convert;
   std::function<void(Settings&, const nlohmann::json&)> assign;  ///< value already checked
   std::function<nlohmann::json(const Settings&)> read;
 

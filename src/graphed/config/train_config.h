@@ -35,6 +35,10 @@ struct TrainConfig {
   std::optional<int64_t> save_interval;        ///< --save-interval; needs --save
   std::optional<std::string> metrics_file;     ///< --metrics-file (JSON lines)
   std::string device = "auto";                 ///< --device auto|cuda|cpu
+  std::string sample_prompt = "The ";          ///< --sample-prompt, text the samples continue
+  int64_t sample_tokens = 64;                  ///< --sample-tokens per sample; 0 = no samples
+  double sample_temperature = 0.8;             ///< --sample-temperature; 0 = greedy
+  int64_t sample_top_k = 40;                   ///< --sample-top-k; 0 = the whole vocabulary
   int64_t data_parallel_size = 1;              ///< data-parallel ranks (1 until the dist wave)
 };
 

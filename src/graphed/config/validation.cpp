@@ -4,9 +4,11 @@
 #include "graphed/config/validation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "graphed/config/run_config.h"
+#include "graphed/config/settings.h"
 #include "graphed/util/text.h"
 
 namespace graphed::config {
@@ -17,6 +19,27 @@ std::string num(int64_t value) { return std::to_string(value); }
 
 bool contains(const std::optional<std::vector<std::string>>& list, const std::string& item) {
   return list && std::find(list->begin(), list->end(), item) != list->end();
+}
+
+// ---- numbers ----------------------------------------------------------------------------------
+
+/// FL-1: every float setting is a finite number. The range rules compare with < and >, which NaN
+/// passes, so this runs first and they run only when it finds nothing. Returns whether all are finite.
+bool validate_finite(const RunConfig& config, IssueList& issues) {
+  bool finite = true;
+  const nlohmann::json values = run_config_to_json(config);
+  const nlohmann::json defaults = settings_to_json(Settings{});
+  for (const auto& spec : setting_specs()) {
+    if (spec.kind != SettingKind::kFloat || !values.contains(spec.key)) continue;
+    const nlohmann::json& value = values[spec.key];
+    if (!value.is_number() || std::isfinite(value.get<double>())) continue;
+    const nlohmann::json& fallback = defaults[spec.key];
+    finite = false;
+    issues.error("FL-1", spec.flag() + " must be a finite number, got " + num(value.get<double>()) + "; fix: pass a " +
+                             "finite value" + (fallback.is_number() ? " (default " + num(fallback.get<double>()) + ")"
+                                                                    : std::string()));
+  }
+  return finite;
 }
 
 // ---- model ----------------------------------------------------------------------------------
@@ -116,6 +139,13 @@ void validate_model(const RunConfig& config, IssueList& issues) {
     issues.error("MC-1", "--norm-epsilon and --init-method-std must be > 0, got " + num(m.norm_epsilon) + " and " +
                              num(m.init_method_std) + "; fix: pass positive values (defaults 1e-05 and 0.02)");
   }
+  if (m.rotary_base <= 0.0) {
+    issues.error("MC-15", "--rotary-base must be > 0, got " + num(m.rotary_base) + "; fix: pass e.g. 10000");
+  }
+  if (m.moe_aux_loss_coeff < 0.0) {
+    issues.error("MC-16", "--moe-aux-loss-coeff must be >= 0, got " + num(m.moe_aux_loss_coeff) +
+                              "; fix: pass 0 to turn the auxiliary loss off, or e.g. 0.01");
+  }
   validate_model_moe(m, issues);
   if (m.recompute_granularity == std::optional<std::string>("full") && !m.recompute_method) {
     issues.error("MC-13", "--recompute-granularity full needs --recompute-method; fix: add --recompute-method "
@@ -132,7 +162,7 @@ bool valid_split(const std::string& text) {
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     char* end = nullptr;
     const double weight = std::strtod(pieces[i].c_str(), &end);
-    if (*end != '\0' || weight < 0.0 || (i == 0 && weight <= 0.0)) return false;
+    if (*end != '\0' || !std::isfinite(weight) || weight < 0.0 || (i == 0 && weight <= 0.0)) return false;
   }
   return true;
 }
@@ -175,6 +205,11 @@ void validate_train(const RunConfig& config, IssueList& issues) {
   if (!valid_split(t.split)) {
     issues.error("TR-7", "--split '" + t.split + "' must be up to three comma-separated non-negative weights with "
                          "a positive first (train) weight; fix: e.g. --split 969,30,1");
+  }
+  if (t.sample_tokens < 0 || t.sample_top_k < 0 || t.sample_temperature < 0.0) {
+    issues.error("TR-9", "--sample-tokens " + num(t.sample_tokens) + ", --sample-top-k " + num(t.sample_top_k) +
+                             " and --sample-temperature " + num(t.sample_temperature) +
+                             " must be >= 0; fix: pass 0 for no sample, all tokens or greedy decoding");
   }
   if (t.adam_beta1 < 0.0 || t.adam_beta1 >= 1.0 || t.adam_beta2 < 0.0 || t.adam_beta2 >= 1.0 || t.adam_eps <= 0.0 ||
       t.weight_decay < 0.0 || t.clip_grad < 0.0) {
@@ -295,22 +330,23 @@ void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
                         "NaN check runs on the device inside the graph and is read at log intervals (Megatron "
                         "requires --no-check-for-nan-in-loss-and-grad here)");
   }
-  if (g.has_module(CudaGraphModule::kMamba)) {
-    issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid "
-                       "models come in a later release); fix: drop mamba from --cuda-graph-modules");
-  }
   if (g.optimizer_cuda_graph && g.impl == CudaGraphImpl::kNone) {
     issues.error("G5", "--optimizer-cuda-graph needs a CUDA-graph implementation, got --cuda-graph-impl none (eager "
                        "training graphs nothing); fix: add --cuda-graph-impl full_iteration, local or "
                        "transformer_engine, or drop --optimizer-cuda-graph");
   }
-  if (g.impl == CudaGraphImpl::kNone) return;
+  if (g.impl == CudaGraphImpl::kNone) return;  // the modules list is kept but graphs nothing (BR-1)
+  if (g.has_module(CudaGraphModule::kMamba)) {
+    issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid "
+                       "models come in a later release); fix: drop mamba from --cuda-graph-modules");
+  }
   validate_moe_modules(config, issues);
 }
 
 }  // namespace
 
 void validate_run_config(const RunConfig& config, IssueList& issues) {
+  if (!validate_finite(config, issues)) return;  // the range rules would repeat FL-1 in other words
   validate_model(config, issues);
   validate_train(config, issues);
   validate_cuda_graph(config, issues);
@@ -373,6 +409,9 @@ const std::vector<RuleInfo>& all_rules() {
       {"MC-12", "MoE settings on a dense model are ignored (warning)"},
       {"MC-13", "full recompute needs --recompute-method"},
       {"MC-14", "--num-experts >= 2"},
+      {"MC-15", "--rotary-base > 0"},
+      {"MC-16", "--moe-aux-loss-coeff >= 0"},
+      {"FL-1", "every float setting is a finite number (no nan, inf or overflow)"},
       {"TR-1", "batch sizes, iterations and intervals must be positive"},
       {"TR-2", "global batch a multiple of micro batch x data-parallel size"},
       {"TR-3", "0 <= --min-lr <= --lr"},
@@ -381,6 +420,7 @@ const std::vector<RuleInfo>& all_rules() {
       {"TR-6", "--save-interval needs --save"},
       {"TR-7", "--split format"},
       {"TR-8", "AdamW settings in range"},
+      {"TR-9", "sampling settings >= 0"},
   };
   return rules;
 }

@@ -1,6 +1,9 @@
 // model/gpt_model.cpp — see model/gpt_model.h.
 #include "graphed/model/gpt_model.h"
 
+#include <limits>
+
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/nn/modules/container/modulelist.h>
 
@@ -115,18 +118,35 @@ void GptModelImpl::use_eager_stage_runner(StageUnit which) {
   set_stage_runner(which, std::make_shared<capture::EagerUnitRunner>(stage_unit(which)));
 }
 
-std::vector<int64_t> GptModelImpl::generate(const std::vector<int64_t>& prompt, int64_t new_tokens) {
+namespace {
+
+/// The next token from the last position's logits [vocab], on the CPU.
+int64_t pick_token(at::Tensor logits, const Sampling& sampling, at::Generator& generator) {
+  if (sampling.temperature <= 0.0) return logits.argmax(-1).item<int64_t>();
+  logits = logits.to(at::kFloat) / sampling.temperature;
+  if (sampling.top_k > 0 && sampling.top_k < logits.size(0)) {
+    const at::Tensor threshold = std::get<0>(logits.topk(sampling.top_k)).min();
+    logits = logits.masked_fill(logits < threshold, -std::numeric_limits<float>::infinity());
+  }
+  return at::multinomial(at::softmax(logits, -1), 1, false, generator).item<int64_t>();
+}
+
+}  // namespace
+
+std::vector<int64_t> GptModelImpl::generate(const std::vector<int64_t>& prompt, int64_t new_tokens,
+                                            const Sampling& sampling) {
   const bool was_training = is_training();
   eval();
   at::NoGradGuard no_grad;
+  at::Generator generator = at::detail::createCPUGenerator(sampling.seed);
   std::vector<int64_t> sequence = prompt;
   const auto device = word_embeddings_.device();
   for (int64_t step = 0; step < new_tokens; ++step) {
     const auto window = static_cast<int64_t>(std::min<std::size_t>(sequence.size(), static_cast<std::size_t>(config_.seq_length)));
     const std::vector<int64_t> context(sequence.end() - window, sequence.end());
     const at::Tensor input = at::tensor(context, at::kLong).view({1, window}).to(device);
-    const at::Tensor last = logits(input).select(1, window - 1);
-    sequence.push_back(last.argmax(-1).item<int64_t>());
+    const at::Tensor last = logits(input).select(1, window - 1).squeeze(0).to(at::kCPU);
+    sequence.push_back(pick_token(last, sampling, generator));
   }
   train(was_training);
   return sequence;

@@ -34,6 +34,13 @@ enum class StageUnit { kEmbedding, kLoss };
 /// "embedding", "loss"
 const char* to_string(StageUnit unit);
 
+/// How generate() picks each next token.
+struct Sampling {
+  double temperature = 0.0;  ///< 0 = greedy (argmax); else softmax(logits / temperature)
+  int64_t top_k = 0;         ///< draw among the k likeliest tokens; 0 = all
+  uint64_t seed = 0;         ///< seeds the sampling generator: the same seed gives the same text
+};
+
 class GptModelImpl : public torch::nn::Module {
  public:
   /// moe_layers: one flag per layer (RunConfig::moe_layers).
@@ -44,9 +51,11 @@ class GptModelImpl : public torch::nn::Module {
   GptOutput forward(const at::Tensor& tokens, const at::Tensor& labels, int64_t microbatch);
   /// Logits [batch, seq, vocab] (float32) for the tokens (eager, outside the stage units).
   at::Tensor logits(const at::Tensor& tokens);
-  /// Greedy continuation: appends new_tokens ids to the prompt (a window of the last seq_length
-  /// tokens is fed each step). Runs in eval mode without grad; restores the training mode.
-  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, int64_t new_tokens);
+  /// Continuation: appends new_tokens ids to the prompt (a window of the last seq_length tokens is
+  /// fed each step), drawn as `sampling` says. Runs in eval mode without grad and restores the
+  /// training mode; draws from a generator of its own, so training's random state is untouched.
+  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, int64_t new_tokens,
+                                const Sampling& sampling = {});
 
   std::vector<TransformerLayer>& layers() { return layers_; }
   const config::ModelConfig& config() const { return config_; }

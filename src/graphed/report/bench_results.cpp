@@ -7,6 +7,7 @@
 
 #include "graphed/report/detail/input_text.h"
 #include "graphed/util/error.h"
+#include "graphed/util/text.h"
 
 namespace graphed::report {
 namespace {
@@ -89,13 +90,20 @@ BenchFile parse_bench_json(const std::string& text, const std::string& path, con
   } catch (const json::parse_error& error) {
     throw DataError("bench file '" + path + "' is not JSON (line " + std::to_string(line_of(text, error.byte)) + ")" +
                     kBenchFix);
+  } catch (const json::exception& error) {  // a number beyond a double (1e999)
+    throw DataError("bench file '" + path + "' is not JSON (" + without_library_tag(error.what()) + ")" + kBenchFix);
   }
   if (!document.is_array()) throw DataError("bench file '" + path + "' is not a JSON array of rows" + kBenchFix);
   if (document.empty()) throw DataError("bench file '" + path + "' has no rows" + kBenchFix);
   BenchFile file;
   file.name = name;
   file.path = path;
-  for (std::size_t i = 0; i < document.size(); ++i) file.rows.push_back(parse_row(document[i], i, path));
+  for (std::size_t i = 0; i < document.size(); ++i) {
+    // A row graphed bench could not time on its machine ({"impl", "skipped": reason}) has nothing to plot.
+    if (document[i].is_object() && document[i].contains("skipped")) continue;
+    file.rows.push_back(parse_row(document[i], i, path));
+  }
+  if (file.rows.empty()) throw DataError("bench file '" + path + "' has no timed rows (every row was skipped)" + kBenchFix);
   return file;
 }
 

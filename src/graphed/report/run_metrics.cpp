@@ -23,7 +23,7 @@ json parse_record(const std::string& line, int64_t line_number, const std::strin
   json record;
   try {
     record = json::parse(line);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {  // a syntax error, or a number beyond a double (1e999)
     throw DataError(where(line_number, path) + " is not JSON: " + detail::excerpt(line) + kMetricsFix);
   }
   if (!record.is_object()) {

@@ -18,6 +18,7 @@
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 #include "graphed/util/logging.h"
+#include "graphed/util/text.h"
 
 namespace graphed::train {
 namespace {
@@ -331,6 +332,8 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir) {
     trainer = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
     corrupt(path, "it is not JSON (syntax error at byte " + std::to_string(error.byte) + ")");
+  } catch (const nlohmann::json::exception& error) {  // a number beyond a double (1e999)
+    corrupt(path, "it is not JSON (" + without_library_tag(error.what()) + ")");
   }
   return parse_trainer_json(folder, path, trainer);
 }

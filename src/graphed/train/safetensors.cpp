@@ -13,6 +13,7 @@
 
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/text.h"
 
 namespace graphed::train {
 namespace {
@@ -156,6 +157,8 @@ std::vector<TensorEntry> parse_header(const std::string& path, const std::string
     header = nlohmann::json::parse(bytes.substr(8, length));
   } catch (const nlohmann::json::parse_error& error) {
     corrupt(path, "header is not JSON (syntax error at byte " + std::to_string(error.byte) + ")");
+  } catch (const nlohmann::json::exception& error) {  // a number beyond a double (1e999)
+    corrupt(path, "header is not JSON (" + without_library_tag(error.what()) + ")");
   }
   if (!header.is_object()) {
     corrupt(path, "header is a JSON " + std::string(header.type_name()) + ", expected an object");

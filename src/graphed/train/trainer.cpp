@@ -11,10 +11,12 @@
 #include <iostream>
 #include <sstream>
 
+#include "graphed/capture/capture_state.h"
 #include "graphed/capture/device.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/lr_schedule.h"
-#include "graphed/train/progress_bar.h"
+#include "graphed/train/output_paths.h"
+#include "graphed/train/progress.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
 
@@ -27,12 +29,6 @@ std::string scientific(double value, int digits) {
   std::ostringstream out;
   out << std::scientific << std::setprecision(digits) << value;
   return out.str();
-}
-
-std::string grouped(double value) {
-  std::string digits = std::to_string(static_cast<int64_t>(std::llround(value)));
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
 }
 
 }  // namespace
@@ -52,6 +48,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
   step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, device_);
   runner_ = make_iteration_runner(*step_);
+  peak_ = capture::peak_throughput(device_, config.model.bf16 && device_.is_cuda());
+  check_output_paths(config.train);
   if (config.train.metrics_file) {
     metrics_.emplace(*config.train.metrics_file, std::ios::app);
     if (!*metrics_) {
@@ -145,76 +143,115 @@ void Trainer::report_capture(std::ostream& out, int64_t iteration) {
       << mib(report.memory.graph_bytes) << " MiB); replaying from here" << std::defaultfloat << std::endl;
 }
 
+/// Losses and norms of the iterations since the last log line, summed on the device.
+struct Trainer::Interval {
+  at::Tensor loss_sum, norm_sum, non_finite;
+  int64_t iterations = 0;
+  Clock::time_point start = Clock::now();
+};
+
+void Trainer::log_interval(std::ostream& out, Interval& interval, int64_t done, TrainSummary& summary) {
+  const auto& t = config_.train;
+  const double tokens_per_iteration = static_cast<double>(t.global_batch_size.value_or(1) * config_.model.seq_length);
+  const auto count = static_cast<double>(interval.iterations);
+  IntervalRecord record;
+  record.iteration = done;
+  record.loss = interval.loss_sum.item<double>() / count;  // the interval's only sync
+  record.grad_norm = interval.norm_sum.item<double>() / count;
+  const double seconds = std::chrono::duration<double>(Clock::now() - interval.start).count();
+  record.ms_per_iteration = 1000.0 * seconds / count;
+  record.tokens_per_second = tokens_per_iteration * count / seconds;
+  record.tflops = flops_per_iteration() * count / seconds / 1e12;
+  record.learning_rate = learning_rate(t, done - 1);
+  out << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr " << scientific(record.learning_rate, 3)
+      << " | loss " << std::fixed << std::setprecision(4) << record.loss << " | grad norm " << std::setprecision(3)
+      << record.grad_norm << " | " << std::setprecision(1) << record.ms_per_iteration << " ms/iter | "
+      << group_thousands(record.tokens_per_second) << " tokens/s | " << std::defaultfloat << std::setprecision(3)
+      << record.tflops << " TFLOP/s";
+  if (peak_) out << " | MFU " << std::fixed << std::setprecision(2) << 100.0 * record.tflops * 1e12 / peak_->flops_per_second << "%";
+  out << std::defaultfloat << std::endl;
+  write_metrics({{"iteration", done}, {"lr", record.learning_rate}, {"loss", record.loss},
+                 {"grad_norm", record.grad_norm}, {"ms_per_iter", record.ms_per_iteration},
+                 {"tokens_per_s", record.tokens_per_second}, {"tflops", record.tflops}});
+  summary.intervals.push_back(record);
+  if (interval.non_finite.item<double>() > 0.0) {
+    throw Error("loss or gradient norm became NaN or Inf between iterations " +
+                std::to_string(done - interval.iterations + 1) + " and " + std::to_string(done) +
+                "; fix: lower --lr, lengthen --lr-warmup-iters or keep --clip-grad on (pass "
+                "--no-check-for-nan-in-loss-and-grad to train on regardless)");
+  }
+  interval.loss_sum.zero_();
+  interval.norm_sum.zero_();
+  interval.iterations = 0;
+}
+
+void Trainer::evaluate_and_sample(std::ostream& out, int64_t done, TrainSummary& summary) {
+  const double valid = evaluate(done / config_.train.eval_interval);
+  out << "validation loss at iteration " << done << ": " << std::fixed << std::setprecision(4) << valid
+      << std::defaultfloat << std::endl;
+  write_metrics({{"iteration", done}, {"valid_loss", valid}});
+  summary.validation_losses.emplace_back(done, valid);
+  if (const auto text = sample(done)) out << "sample at iteration " << done << ": " << *text << std::endl;
+}
+
+std::optional<std::string> Trainer::sample(int64_t iteration) {
+  const auto& t = config_.train;
+  if (t.sample_tokens == 0 || !data_.is_byte_level()) return std::nullopt;
+  capture::EagerScope eager;  // one row at a time through every graphed unit, eagerly
+  model::Sampling sampling;
+  sampling.temperature = t.sample_temperature;
+  sampling.top_k = t.sample_top_k;
+  sampling.seed = static_cast<uint64_t>(t.seed) + static_cast<uint64_t>(iteration);
+  const auto tokens = model_->generate(TokenDataset::encode_bytes(t.sample_prompt), t.sample_tokens, sampling);
+  std::string text;
+  for (const char c : TokenDataset::decode_bytes(tokens)) text.push_back(c >= 32 && c < 127 ? c : c == '\n' ? '|' : '?');
+  return "\"" + text + "\"";
+}
+
 TrainSummary Trainer::train(std::ostream& out) {
   const auto& t = config_.train;
   TrainSummary summary;
-  ProgressBar bar(t.train_iters, ::isatty(::fileno(stderr)) != 0);
   const double tokens_per_iteration = static_cast<double>(t.global_batch_size.value_or(1) * config_.model.seq_length);
+  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration, out, ::isatty(::fileno(stderr)) != 0);
   const at::TensorOptions scalar = at::TensorOptions().device(device_).dtype(at::kFloat);
-  at::Tensor loss_sum = at::zeros({}, scalar), norm_sum = at::zeros({}, scalar), non_finite = at::zeros({}, scalar);
-  int64_t in_interval = 0;
-  auto interval_start = Clock::now();
+  Interval interval{at::zeros({}, scalar), at::zeros({}, scalar), at::zeros({}, scalar)};
   bool capture_reported = runner_->capture_report().has_value();
   for (int64_t iteration = start_iteration_; iteration < t.train_iters; ++iteration) {
     const IterationStats stats = train_step(iteration);
     if (!capture_reported && runner_->capture_report()) {  // once the graphs exist, nothing is asked again
       capture_reported = true;
-      bar.clear();
+      progress.before_line();
       report_capture(out, iteration + 1);
     }
-    loss_sum += stats.loss;
-    norm_sum += stats.grad_norm;
+    interval.loss_sum += stats.loss;
+    interval.norm_sum += stats.grad_norm;
     if (config_.cuda_graph.check_for_nan_in_loss_and_grad) {
-      non_finite += (~at::isfinite(stats.loss + stats.grad_norm)).to(at::kFloat);  // device-side, deferred
+      interval.non_finite += (~at::isfinite(stats.loss + stats.grad_norm)).to(at::kFloat);  // device-side, deferred
     }
-    ++in_interval;
+    ++interval.iterations;
     const int64_t done = iteration + 1;
-    bar.update(done);
+    progress.update(done);
     if (done % t.log_interval == 0 || done == t.train_iters) {
-      IntervalRecord record;
-      record.iteration = done;
-      record.loss = loss_sum.item<double>() / static_cast<double>(in_interval);  // the interval's only sync
-      record.grad_norm = norm_sum.item<double>() / static_cast<double>(in_interval);
-      const double seconds = std::chrono::duration<double>(Clock::now() - interval_start).count();
-      record.ms_per_iteration = 1000.0 * seconds / static_cast<double>(in_interval);
-      record.tokens_per_second = tokens_per_iteration * static_cast<double>(in_interval) / seconds;
-      record.tflops = flops_per_iteration() * static_cast<double>(in_interval) / seconds / 1e12;
-      record.learning_rate = learning_rate(t, iteration);
-      bar.clear();
-      out << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr " << scientific(record.learning_rate, 3)
-          << " | loss " << std::fixed << std::setprecision(4) << record.loss << " | grad norm " << std::setprecision(3)
-          << record.grad_norm << " | " << std::setprecision(1) << record.ms_per_iteration << " ms/iter | "
-          << grouped(record.tokens_per_second) << " tokens/s | " << std::defaultfloat << std::setprecision(3)
-          << record.tflops << " TFLOP/s" << std::endl;
-      write_metrics({{"iteration", done}, {"lr", record.learning_rate}, {"loss", record.loss},
-                     {"grad_norm", record.grad_norm}, {"ms_per_iter", record.ms_per_iteration},
-                     {"tokens_per_s", record.tokens_per_second}, {"tflops", record.tflops}});
-      summary.intervals.push_back(record);
-      if (non_finite.item<double>() > 0.0) {
-        throw Error("loss or gradient norm became NaN or Inf between iterations " + std::to_string(done - in_interval + 1) +
-                    " and " + std::to_string(done) + "; fix: lower --lr, lengthen --lr-warmup-iters or keep "
-                    "--clip-grad on (pass --no-check-for-nan-in-loss-and-grad to train on regardless)");
-      }
-      loss_sum.zero_();
-      norm_sum.zero_();
-      in_interval = 0;
-      interval_start = Clock::now();
+      progress.before_line();
+      log_interval(out, interval, done, summary);
+      interval.start = Clock::now();
     }
     if (t.eval_iters > 0 && (done % t.eval_interval == 0 || done == t.train_iters)) {
-      const double valid = evaluate(done / t.eval_interval);
-      out << "validation loss at iteration " << done << ": " << std::fixed << std::setprecision(4) << valid
-          << std::defaultfloat << std::endl;
-      write_metrics({{"iteration", done}, {"valid_loss", valid}});
-      summary.validation_losses.emplace_back(done, valid);
-      interval_start = Clock::now();
+      progress.before_line();
+      evaluate_and_sample(out, done, summary);
+      interval.start = Clock::now();
     }
     if (t.save && ((t.save_interval && done % *t.save_interval == 0) || done == t.train_iters)) {
-      out << "saved checkpoint " << save(done) << std::endl;
-      interval_start = Clock::now();
+      const std::string folder = save(done);  // written before anything is printed, so an error stands alone
+      progress.before_line();
+      out << "saved checkpoint " << folder << std::endl;
+      interval.start = Clock::now();
     }
     summary.last_iteration = done;
   }
-  bar.clear();
+  progress.before_line();
+  summary.seconds = progress.elapsed_seconds();
+  summary.tokens = static_cast<double>(t.train_iters - start_iteration_) * tokens_per_iteration;
   return summary;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graphed/capture/peak_throughput.h"
 #include "graphed/config/run_config.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
@@ -30,6 +31,8 @@ struct IntervalRecord {
 
 struct TrainSummary {
   int64_t last_iteration = 0;
+  double seconds = 0;  ///< the loop's wall time (evaluations and checkpoints included)
+  double tokens = 0;   ///< tokens trained on by this run (from the start or the checkpoint)
   std::vector<IntervalRecord> intervals;
   std::vector<std::pair<int64_t, double>> validation_losses;  ///< (iteration, loss)
 };
@@ -48,6 +51,13 @@ class Trainer {
   /// The loop from start_iteration() to --train-iters: logging, evaluation, checkpoints. Progress
   /// lines go to out; a TTY progress bar to stderr. Throws graphed::Error on NaN when the check is on.
   TrainSummary train(std::ostream& out);
+
+  /// A sample continuing --sample-prompt (quoted, unprintable bytes shown as '?', newlines as '|'),
+  /// drawn with --sample-temperature and --sample-top-k from a generator seeded by --seed and the
+  /// iteration; nullopt without byte-level data or with --sample-tokens 0. Graphed units run eagerly.
+  std::optional<std::string> sample(int64_t iteration);
+  /// The device's peak for MFU, when known.
+  const std::optional<capture::PeakThroughput>& peak() const { return peak_; }
 
   /// Loads --load; the loop then continues after the checkpoint's iteration.
   void load(const std::string& dir);
@@ -69,6 +79,9 @@ class Trainer {
 
  private:
   std::vector<Batch> host_batches(Split split, int64_t first_sample, int64_t microbatches) const;
+  struct Interval;
+  void log_interval(std::ostream& out, Interval& interval, int64_t done, TrainSummary& summary);
+  void evaluate_and_sample(std::ostream& out, int64_t done, TrainSummary& summary);
   void write_metrics(const nlohmann::json& record);
   void report_capture(std::ostream& out, int64_t iteration);
 
@@ -81,6 +94,7 @@ class Trainer {
   std::unique_ptr<IterationRunner> runner_;
   int64_t start_iteration_ = 0;
   std::optional<std::ofstream> metrics_;
+  std::optional<capture::PeakThroughput> peak_;
 };
 
 }  // namespace graphed::train

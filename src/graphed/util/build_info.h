@@ -2,6 +2,7 @@
 // CUDA code was compiled in (GRAPHED_CUDA). Printed by `graphed --version` and the GPU check.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace graphed {
@@ -12,6 +13,9 @@ std::string graphed_version();
 std::string torch_version();
 /// Whether this binary has the CUDA-graph code (the LibTorch found had CUDA).
 bool built_with_cuda();
+/// The path of the reference (netlib) BLAS when this process loaded it instead of an optimized one
+/// (Debian's default for libtorch-dev, ~6x slower CPU training); nullopt otherwise. Reads /proc/self/maps.
+std::optional<std::string> reference_blas_loaded();
 /// One line: "graphed 0.1.0 (LibTorch 2.11.0, CUDA graphs compiled in)".
 std::string build_summary();
 

@@ -1,6 +1,8 @@
 // util/text.cpp — see util/text.h.
 #include "graphed/util/text.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -68,7 +70,22 @@ std::optional<std::string> nearest_match(const std::string& word,
   return best;
 }
 
+std::string without_library_tag(const std::string& message) {
+  if (message.empty() || message.front() != '[') return message;
+  const std::size_t end = message.find("] ");
+  return end == std::string::npos ? message : message.substr(end + 2);
+}
+
+std::string group_thousands(double value) {
+  std::string digits = std::to_string(std::llround(value));
+  const int first = digits.front() == '-' ? 1 : 0;
+  for (int i = static_cast<int>(digits.size()) - 3; i > first; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
+
 std::string format_number(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   char buffer[64];
   if (value == static_cast<double>(static_cast<long long>(value)) && value > -1e15 && value < 1e15) {
     std::snprintf(buffer, sizeof(buffer), "%lld", static_cast<long long>(value));

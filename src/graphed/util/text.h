@@ -26,6 +26,13 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 std::optional<std::string> nearest_match(const std::string& word,
                                          const std::vector<std::string>& candidates);
 
+/// A library's exception message without its leading "[tag] " ("[json.exception.parse_error.101] parse
+/// error at line 1" -> "parse error at line 1"), for wrapping into a message of graphed's own.
+std::string without_library_tag(const std::string& message);
+
+/// A count rounded to an integer with thousands separators: group_thousands(12345.6) == "12,346".
+std::string group_thousands(double value);
+
 /// Formats a floating-point value the shortest way that reads back exactly (0.1, 1e-05, 3).
 std::string format_number(double value);
 

@@ -1,0 +1,25 @@
+// capture/peak_throughput.h — the device's peak dense FLOP/s, the denominator of MFU (model FLOPs
+// utilization). GPUs from a table of published figures; the CPU from its core count, clock and vector
+// width (an estimate, and said to be one).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <c10/core/Device.h>
+
+namespace graphed::capture {
+
+struct PeakThroughput {
+  double flops_per_second = 0;
+  std::string basis;  ///< how it was found: "NVIDIA H200, bf16 dense (published)"
+};
+
+/// The peak for matmuls in bf16 (low_precision) or fp32; nullopt for an unknown GPU.
+std::optional<PeakThroughput> peak_throughput(const c10::Device& device, bool low_precision);
+
+/// The CPU estimate from /proc/cpuinfo text: cores x clock x 32 fp32 FLOP per cycle with FMA and AVX2
+/// (two 256-bit FMA pipes), 16 with AVX only; nullopt when the clock is not listed.
+std::optional<PeakThroughput> cpu_peak_from_cpuinfo(const std::string& cpuinfo, int cores);
+
+}  // namespace graphed::capture

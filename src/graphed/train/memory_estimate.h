@@ -1,0 +1,32 @@
+// train/memory_estimate.h — about how much memory a training run takes, from the configuration alone,
+// so that a micro batch far too large for the machine is refused (or warned about) with the estimate
+// and a size that fits, before minutes of silent allocation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "graphed/config/run_config.h"
+
+namespace graphed::train {
+
+struct MemoryEstimate {
+  int64_t state_bytes = 0;                 ///< parameters, gradients and AdamW's two moments (fp32)
+  int64_t activation_bytes_per_sample = 0; ///< activations kept for backward, and the logits, per sample
+  int64_t micro_batch_size = 0;
+  int64_t total_bytes() const { return state_bytes + activation_bytes_per_sample * micro_batch_size; }
+};
+
+/// The estimate for one microbatch in flight: per layer s*(10h + 2f) + 2*heads*s^2 elements (inputs
+/// of the norms, projections, MLP and attention scores), 3*s*vocab for the logits, 4 bytes each,
+/// plus 16 bytes per parameter.
+MemoryEstimate estimate_training_memory(const config::RunConfig& config);
+
+/// Throws DataError when the estimate exceeds available_bytes, naming --micro-batch-size, the
+/// estimate, the memory available on `where` and the largest micro batch that fits. Returns a
+/// warning when it takes more than 80% of it; nullopt otherwise.
+std::optional<std::string> check_memory_fits(const config::RunConfig& config, int64_t available_bytes,
+                                             const std::string& where);
+
+}  // namespace graphed::train

@@ -1,0 +1,68 @@
+// train/progress.cpp — see train/progress.h.
+#include "graphed/train/progress.h"
+
+#include <cstdio>
+
+#include "graphed/util/text.h"
+
+namespace graphed::train {
+
+using Clock = std::chrono::steady_clock;
+
+Progress::Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool terminal,
+                   std::chrono::seconds heartbeat)
+    : first_(first), total_(total), tokens_per_iteration_(tokens_per_iteration), out_(out), terminal_(terminal),
+      heartbeat_(heartbeat), start_(Clock::now()), last_draw_(start_), last_line_(start_) {}
+
+double Progress::elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+double Progress::eta_seconds(int64_t done) const {
+  const int64_t progressed = done - first_;
+  return progressed > 0 ? elapsed_seconds() / static_cast<double>(progressed) * static_cast<double>(total_ - done)
+                        : 0.0;
+}
+
+std::string Progress::duration(double seconds) {
+  const auto whole = static_cast<long long>(seconds + 0.5);
+  char text[32];
+  if (whole < 60) {
+    std::snprintf(text, sizeof(text), "%llds", whole);
+  } else if (whole < 3600) {
+    std::snprintf(text, sizeof(text), "%lldm%02llds", whole / 60, whole % 60);
+  } else {
+    std::snprintf(text, sizeof(text), "%lldh%02lldm", whole / 3600, (whole / 60) % 60);
+  }
+  return text;
+}
+
+void Progress::update(int64_t done) {
+  const auto now = Clock::now();
+  if (!terminal_) {
+    if (now - last_line_ < heartbeat_ || done >= total_) return;
+    out_ << "  ... iteration " << done << "/" << total_ << ", " << duration(elapsed_seconds()) << " elapsed, ETA "
+         << duration(eta_seconds(done)) << ", "
+         << group_thousands(static_cast<double>(done - first_) * tokens_per_iteration_) << " tokens seen" << std::endl;
+    last_line_ = now;
+    return;
+  }
+  if (drawn_ && now - last_draw_ < std::chrono::milliseconds(100) && done < total_) return;
+  last_draw_ = now;
+  const double fraction = total_ > 0 ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
+  const int width = 30;
+  const int filled = static_cast<int>(fraction * width);
+  std::fprintf(stderr, "\r[%s%s] %lld/%lld  ETA %s ", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(width - filled), ' ').c_str(), static_cast<long long>(done),
+               static_cast<long long>(total_), duration(eta_seconds(done)).c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void Progress::before_line() {
+  last_line_ = Clock::now();
+  if (!terminal_ || !drawn_) return;
+  std::fprintf(stderr, "\r%*s\r", 60, "");
+  std::fflush(stderr);
+  drawn_ = false;
+}
+
+}  // namespace graphed::train

@@ -1,0 +1,28 @@
+// tests/capture/peak_throughput_test.cpp — the CPU's peak for MFU is estimated from /proc/cpuinfo and
+// says how; an unknown clock gives no peak (and no MFU column).
+#include "graphed/capture/peak_throughput.h"
+
+#include <gtest/gtest.h>
+
+namespace graphed::capture {
+namespace {
+
+TEST(PeakThroughputTest, CpuEstimateFromCoresClockAndVectorWidth) {
+  const auto wide = cpu_peak_from_cpuinfo("model name\t: AMD EPYC\ncpu MHz\t\t: 2500.000\nflags\t\t: fpu sse avx avx2 fma\n", 2);
+  ASSERT_TRUE(wide);
+  EXPECT_DOUBLE_EQ(wide->flops_per_second, 2 * 2.5e9 * 32);
+  EXPECT_EQ(wide->basis, "CPU estimate: 2 cores x 2.5 GHz x 32 fp32 FLOP/cycle");
+  const auto narrow = cpu_peak_from_cpuinfo("cpu MHz\t\t: 2000\nflags\t\t: fpu sse avx\n", 4);
+  ASSERT_TRUE(narrow);
+  EXPECT_DOUBLE_EQ(narrow->flops_per_second, 4 * 2e9 * 16);
+  EXPECT_FALSE(cpu_peak_from_cpuinfo("flags\t\t: avx2 fma\n", 2));
+}
+
+TEST(PeakThroughputTest, TheCpuDeviceHasAnEstimate) {
+  const auto peak = peak_throughput(c10::Device(c10::kCPU), false);
+  ASSERT_TRUE(peak) << "this machine's /proc/cpuinfo lists a clock";
+  EXPECT_GT(peak->flops_per_second, 0.0);
+}
+
+}  // namespace
+}  // namespace graphed::capture
