@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 PRESETS = {  # layers, hidden, heads, seq, micro batch, vocab (DESIGN.md section 8)
-    "tiny": (2, 128, 2, 64, 1, 1024),
+    "tiny": (2, 128, 2, 64, 8, 1024),
     "small": (4, 256, 4, 128, 8, 1024),
     "gpt-125m": (12, 768, 12, 512, 8, 50304),
 }

@@ -86,16 +86,16 @@ TEST(RunSetupTest, APresetWarmupLongerThanTheRunIsScaledDownWithANote) {
   const RunSettings run = settings_for_run(parse_command_line({"train", "--preset", "tiny", "--train-iters", "5"}));
   EXPECT_EQ(run.settings.train.lr_warmup_iters, 0);
   ASSERT_EQ(run.notes.size(), 1u);
-  EXPECT_EQ(run.notes[0], "preset tiny's --lr-warmup-iters 20 does not fit --train-iters 5: warming up for 0 "
+  EXPECT_EQ(run.notes[0], "preset tiny's --lr-warmup-iters 100 does not fit --train-iters 5: warming up for 0 "
                           "iterations instead (a tenth of the run; pass --lr-warmup-iters to choose)");
   // A warmup the user gave is theirs: rule TR-4 refuses it, naming the rule once.
   try {
     std::ostringstream out;
-    resolve_for_run(parse_command_line({"train", "--preset", "tiny", "--train-iters", "5", "--lr-warmup-iters", "20"}),
+    resolve_for_run(parse_command_line({"train", "--preset", "tiny", "--train-iters", "5", "--lr-warmup-iters", "100"}),
                     out);
     FAIL() << "no error";
   } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(), "--lr-warmup-iters 20 must be between 0 and --lr-decay-iters 5 (unset = --train-iters); "
+    EXPECT_STREQ(error.what(), "--lr-warmup-iters 100 must be between 0 and --lr-decay-iters 5 (unset = --train-iters); "
                                "fix: shorten the warmup or lengthen the decay [TR-4]");
   }
 }

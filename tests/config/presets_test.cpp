@@ -31,7 +31,7 @@ TEST(PresetsTest, TinyIsTwoLayersOf128) {
   EXPECT_EQ(c.model.hidden_size, 128);
   EXPECT_EQ(c.model.num_attention_heads, 2);
   EXPECT_EQ(c.model.seq_length, 64);
-  EXPECT_EQ(c.train.micro_batch_size, 1);
+  EXPECT_EQ(c.train.micro_batch_size, 8);
   EXPECT_EQ(c.model.vocab_size, 1024);
   EXPECT_EQ(c.model.ffn_hidden_size, 512);
   EXPECT_EQ(c.model.normalization, Normalization::kLayerNorm);

@@ -51,9 +51,9 @@ class FullIterationCudaTest : public ::testing::TestWithParam<std::tuple<std::st
 
 TEST_P(FullIterationCudaTest, FiftyStepsEqualEager) {
   const auto& [preset, optimizer_inside] = GetParam();
-  const TrainRun eager = train(preset_config(preset, {{"global_batch_size", 2 * (preset == "tiny" ? 1 : 8)}}), 50);
-  const TrainRun eager_again = train(preset_config(preset, {{"global_batch_size", 2 * (preset == "tiny" ? 1 : 8)}}), 50);
-  const TrainRun graphed = train(preset_config(preset, {{"global_batch_size", 2 * (preset == "tiny" ? 1 : 8)},
+  const TrainRun eager = train(preset_config(preset, {{"global_batch_size", 16}}), 50);
+  const TrainRun eager_again = train(preset_config(preset, {{"global_batch_size", 16}}), 50);
+  const TrainRun graphed = train(preset_config(preset, {{"global_batch_size", 16},
                                                    {"cuda_graph_impl", "full_iteration"},
                                                    {"optimizer_cuda_graph", optimizer_inside}}),
                             50);

@@ -48,7 +48,7 @@ inline TrainRun train_on_gpu(const config::RunConfig& config, int steps) {
 inline config::RunConfig preset_config(const std::string& preset, const nlohmann::json& overrides) {
   config::Settings settings;
   config::apply_settings(settings, *config::preset_settings(preset), "preset " + preset);
-  config::apply_settings(settings, {{"mock_data", true}, {"eval_iters", 5}, {"train_iters", 60}}, "test");
+  config::apply_settings(settings, {{"mock_data", true}, {"eval_iters", 5}, {"train_iters", 60}, {"lr_warmup_iters", 20}}, "test");
   config::apply_settings(settings, overrides, "test");
   return config::resolve_run_config_or_throw(settings);
 }
@@ -87,7 +87,7 @@ inline const nlohmann::json& dropless_moe() {
 
 /// Two microbatches per iteration, then the case's model settings.
 inline nlohmann::json case_settings(const GraphCase& c) {
-  nlohmann::json settings{{"global_batch_size", 2 * (c.preset == "tiny" ? 1 : 8)}};
+  nlohmann::json settings{{"global_batch_size", 16}};
   if (c.model.is_object()) settings.update(c.model);
   return settings;
 }
@@ -157,8 +157,8 @@ inline std::string error_of_other_batch_after_capture(const nlohmann::json& sett
 /// every loss equal to eager's, and graphs captured again at the end; then check_at_end(graphed trainer).
 inline void expect_delete_then_capture_again_keeps_eager_losses(
     const std::string& impl, const std::function<void(const train::Trainer&)>& check_at_end = {}) {
-  const config::RunConfig eager_config = preset_config("tiny", {{"global_batch_size", 2}});
-  const config::RunConfig graphed_config = preset_config("tiny", {{"global_batch_size", 2}, {"cuda_graph_impl", impl}});
+  const config::RunConfig eager_config = preset_config("tiny", {{"global_batch_size", 16}});
+  const config::RunConfig graphed_config = preset_config("tiny", {{"global_batch_size", 16}, {"cuda_graph_impl", impl}});
   train::Trainer eager(eager_config, train::TokenDataset::open(eager_config.train, eager_config.model, "", 0),
                        at::Device(at::kCUDA, 0));
   train::Trainer graphed(graphed_config, train::TokenDataset::open(graphed_config.train, graphed_config.model, "", 0),

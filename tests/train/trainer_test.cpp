@@ -110,7 +110,7 @@ TEST(TrainerTest, TinyPresetLearnsTheDefaultCorpus) {
   ASSERT_TRUE(graphed::path_exists(corpus)) << corpus << " is missing: run scripts/setup";
   config::Settings settings;
   config::apply_settings(settings, *config::preset_settings("tiny"), "preset tiny");
-  config::apply_settings(settings, {{"log_interval", 50}, {"eval_interval", 300}}, "test");
+  config::apply_settings(settings, {{"train_iters", 300}, {"log_interval", 50}, {"eval_interval", 300}}, "test");
   const config::RunConfig config = config::resolve_run_config_or_throw(settings);
   Trainer trainer(config, TokenDataset::open(config.train, config.model, corpus, config.train.eval_iters),
                   at::Device(at::kCPU));
