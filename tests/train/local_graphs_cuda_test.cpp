@@ -62,7 +62,7 @@ TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSign
       graphed::testing::error_of_other_batch_after_capture({{"cuda_graph_impl", "local"}, {"cuda_graph_warmup_steps", 1}});
   EXPECT_EQ(message.rfind("unit embedding: no captured graph matches this call (1 recorded for this unit):\n"
                           "  - embedding (runner 0): argument 'tokens' (argument 0): got [2, 64] Long on cuda:0, no grad; "
-                          "recorded [1, 64] Long on cuda:0, no grad; fix: ",
+                          "recorded [8, 64] Long on cuda:0, no grad; fix: ",
                           0),
             0u)
       << message;
