@@ -142,5 +142,16 @@ TEST(CommandLineTest, HelpAndVersionAreText) {
   EXPECT_NE(nothing.early_output->find("check-config"), std::string::npos);
 }
 
+TEST(CommandLineTest, HelpWithAPresetListsItsValues) {
+  const CommandLine help = parse({"train", "--preset", "tiny", "--help"});
+  ASSERT_TRUE(help.early_output.has_value());
+  EXPECT_NE(help.early_output->find("\nPreset tiny sets (flags override each):\n  --num-layers 2\n  --hidden-size 128\n"),
+            std::string::npos)
+      << *help.early_output;
+  EXPECT_NE(help.early_output->find("  --micro-batch-size 8\n  --train-iters 1500\n  --lr 0.002\n"), std::string::npos);
+  const CommandLine unknown = parse({"train", "--preset=tinyy", "--help"});
+  EXPECT_NE(unknown.early_output->find("unknown --preset 'tinyy' (did you mean tiny?)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace graphed::cli

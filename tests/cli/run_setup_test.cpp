@@ -69,6 +69,9 @@ TEST(RunSetupTest, TrainerJsonAndCheckConfigOutputFeedBackAsConfig) {
   const CommandLine from_checkpoint = parse_command_line({"train", "--config", trainer_json});
   EXPECT_EQ(from_checkpoint.settings.model.hidden_size, 32);
   EXPECT_EQ(from_checkpoint.settings.train.lr, 0.002);
+  EXPECT_FALSE(from_checkpoint.settings.train.save) << "a new run must not write into the old run's folder";
+  EXPECT_EQ(from_checkpoint.settings.train.device, "auto");
+  EXPECT_FALSE(from_checkpoint.settings.train.lr_decay_iters) << "derived from --train-iters again";
 
   std::ostringstream json_output;
   run_check_config(parse_command_line({"check-config", "--preset", "moe-small", "--cuda-graph-impl", "local", "--json"}),
@@ -85,6 +88,7 @@ TEST(RunSetupTest, TrainerJsonAndCheckConfigOutputFeedBackAsConfig) {
 TEST(RunSetupTest, APresetWarmupLongerThanTheRunIsScaledDownWithANote) {
   const RunSettings run = settings_for_run(parse_command_line({"train", "--preset", "tiny", "--train-iters", "5"}));
   EXPECT_EQ(run.settings.train.lr_warmup_iters, 0);
+  EXPECT_EQ(run.origins.at("lr_warmup_iters"), "preset tiny, fitted to the run");
   ASSERT_EQ(run.notes.size(), 1u);
   EXPECT_EQ(run.notes[0], "preset tiny's --lr-warmup-iters 100 does not fit --train-iters 5: warming up for 0 "
                           "iterations instead (a tenth of the run; pass --lr-warmup-iters to choose)");

@@ -97,6 +97,12 @@ INSTANTIATE_TEST_SUITE_P(
         FiringCase{"MC16", {{"moe_aux_loss_coeff", -0.5}}, "MC-16", Severity::kError,
                    "--moe-aux-loss-coeff must be >= 0, got -0.5; fix: pass 0 to turn the auxiliary loss off, or e.g. "
                    "0.01"},
+        FiringCase{"TR9EmptyPrompt", {{"sample_prompt", ""}}, "TR-9", Severity::kError,
+                   "--sample-prompt is empty, but a sample continues a prompt; fix: pass at least one character (e.g. "
+                   "--sample-prompt \"The \"), or --sample-tokens 0 for no samples"},
+        FiringCase{"TR9Negative", {{"sample_tokens", -1}}, "TR-9", Severity::kError,
+                   "--sample-tokens -1, --sample-top-k 40 and --sample-temperature 0.8 must be >= 0; fix: pass 0 for no "
+                   "sample, all tokens or greedy decoding"},
         FiringCase{"TR7NotANumber", {{"split", "nan,1,1"}}, "TR-7", Severity::kError,
                    "--split 'nan,1,1' must be up to three comma-separated non-negative weights with a positive first "
                    "(train) weight; fix: e.g. --split 969,30,1"},

@@ -128,6 +128,8 @@ TEST(GptModelTest, SamplingRepeatsForASeedAndLeavesTrainingsRandomStateAlone) {
   EXPECT_EQ(model->generate({1, 2, 3}, 20, sampling), first);
   sampling.seed = 4;
   EXPECT_NE(model->generate({1, 2, 3}, 20, sampling), first) << "another seed, another text";
+  sampling.temperature = 1e-40;  // as good as greedy, and no overflow on the way
+  EXPECT_EQ(model->generate({1, 2, 3}, 8, sampling), model->generate({1, 2, 3}, 8));
   Sampling greedy;  // temperature 0: argmax, whatever the seed
   greedy.seed = 9;
   EXPECT_EQ(model->generate({1, 2, 3}, 8, greedy), model->generate({1, 2, 3}, 8));

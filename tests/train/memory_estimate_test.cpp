@@ -20,18 +20,24 @@ config::RunConfig tiny(int64_t micro_batch_size) {
 constexpr int64_t kGiB = 1024LL * 1024 * 1024;
 
 TEST(MemoryEstimateTest, GrowsWithTheMicroBatch) {
-  const MemoryEstimate one = estimate_training_memory(tiny(1));
-  const MemoryEstimate many = estimate_training_memory(tiny(1000));
+  const MemoryEstimate one = estimate_training_memory(tiny(1), false);
+  const MemoryEstimate many = estimate_training_memory(tiny(1000), false);
   EXPECT_EQ(one.activation_bytes_per_sample, many.activation_bytes_per_sample);
   EXPECT_EQ(many.total_bytes() - one.total_bytes(), 999 * one.activation_bytes_per_sample);
   // tiny: 2 x 64 x (10 x 128 + 2 x 512) + 2 x 2 x 2 x 64^2 elements of layers, 3 x 64 x 1024 of logits, 4 bytes each.
   EXPECT_EQ(one.activation_bytes_per_sample, 4 * (2 * (64 * (10 * 128 + 2 * 512) + 2 * 2 * 64 * 64) + 3 * 64 * 1024));
 }
 
+TEST(MemoryEstimateTest, Bf16AutocastHalvesTheLayersButNotTheLogits) {
+  const MemoryEstimate fp32 = estimate_training_memory(tiny(1), false);
+  const MemoryEstimate bf16 = estimate_training_memory(tiny(1), true);
+  EXPECT_EQ(fp32.activation_bytes_per_sample - bf16.activation_bytes_per_sample, 2 * 2 * (64 * (10 * 128 + 2 * 512) + 2 * 2 * 64 * 64));
+}
+
 TEST(MemoryEstimateTest, AMicroBatchFarTooLargeIsRefusedWithAFittingSize) {
   std::string message;
   try {
-    check_memory_fits(tiny(100000), 24 * kGiB, "this machine (host memory)");
+    check_memory_fits(tiny(100000), false, 24 * kGiB, "this machine (host memory)");
   } catch (const DataError& error) {
     message = error.what();
   }
@@ -43,8 +49,8 @@ TEST(MemoryEstimateTest, AMicroBatchFarTooLargeIsRefusedWithAFittingSize) {
 }
 
 TEST(MemoryEstimateTest, NearTheLimitWarnsAndFarBelowIsQuiet) {
-  EXPECT_FALSE(check_memory_fits(tiny(1), 24 * kGiB, "cpu"));
-  const auto warning = check_memory_fits(tiny(11000), 24 * kGiB, "cpu");
+  EXPECT_FALSE(check_memory_fits(tiny(1), false, 24 * kGiB, "cpu"));
+  const auto warning = check_memory_fits(tiny(11000), false, 24 * kGiB, "cpu");
   ASSERT_TRUE(warning);
   EXPECT_EQ(warning->rfind("this run needs about 21.5 GiB (2.0 MiB of activations per sample x --micro-batch-size "
                            "11000, plus 8.0 MiB", 0), 0u) << *warning;

@@ -12,9 +12,11 @@
 #include "graphed/capture/device.h"
 #include "graphed/capture/op_counter.h"
 #include "graphed/cli/run_setup.h"
+#include "graphed/config/presets.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
+#include "graphed/util/logging.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
@@ -64,6 +66,7 @@ config::RunConfig row_config(const CommandLine& command_line, const std::string&
   line.settings.train.metrics_file.reset();
   line.settings.train.train_iters = std::max<int64_t>(line.settings.train.train_iters,
                                                       command_line.bench_warmup + 2 * command_line.bench_iters + 10);
+  if (auto note = config::fit_preset_warmup(line.settings, line.origins)) log_info("note: " + *note);
   return resolve_settings(line.settings);
 }
 
@@ -190,6 +193,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
 }  // namespace
 
 int run_bench(const CommandLine& command_line, std::ostream& out) {
+  refuse_multi_process_launch();
   std::vector<Row> rows;
   for (const auto& impl : command_line.impls) rows.push_back(bench_impl(command_line, impl));
   const auto baseline = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.impl == "none"; });

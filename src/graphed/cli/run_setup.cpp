@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "graphed/capture/device.h"
+#include "graphed/config/config_file.h"
 #include "graphed/config/presets.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/util/build_info.h"
@@ -21,26 +22,14 @@ namespace {
 
 using nlohmann::json;
 
-/// Settings of the run, not of the model or its training: they stay as this command line gives them.
-bool is_run_local(const std::string& key) {
-  for (const char* local : {"load", "save", "save_interval", "metrics_file", "device"}) {
-    if (key == local) return true;
-  }
-  return false;
-}
-
-/// The checkpoint's model and training settings as a source. Values its own resolution derived
-/// (--global-batch-size = micro batch, --lr-decay-iters = --train-iters) are left out, so a run that
-/// goes on with a larger --train-iters or micro batch derives them again.
+/// The checkpoint's model and training settings as a source (config::saved_run_settings: without the
+/// run's own paths and device, and without what it derived). The CUDA-graph settings stay the command
+/// line's: they change how a run executes, not what it computes.
 SettingSource checkpoint_source(const train::CheckpointInfo& checkpoint) {
-  json values = json::object();
+  json values = config::saved_run_settings(checkpoint.config);
   for (const auto& spec : config::setting_specs()) {
-    if (spec.section == "cuda_graph" || is_run_local(spec.key) || !checkpoint.config.contains(spec.key)) continue;
-    values[spec.key] = checkpoint.config[spec.key];
+    if (spec.section == "cuda_graph") values.erase(spec.key);
   }
-  const json& saved = checkpoint.config;
-  if (saved.value("global_batch_size", json()) == saved.value("micro_batch_size", json())) values.erase("global_batch_size");
-  if (saved.value("lr_decay_iters", json()) == saved.value("train_iters", json())) values.erase("lr_decay_iters");
   return {"checkpoint " + checkpoint.folder, values};
 }
 

@@ -44,7 +44,8 @@ void check_memory(const config::RunConfig& config, const at::Device& device) {
   const auto available = capture::available_memory_bytes(device);
   if (!available) return;
   const std::string where = device.is_cuda() ? capture::device_name(device) : "this machine (host memory)";
-  if (const auto warning = train::check_memory_fits(config, *available, where)) log_warn(*warning);
+  const bool autocast = config.model.bf16 && device.is_cuda();
+  if (const auto warning = train::check_memory_fits(config, autocast, *available, where)) log_warn(*warning);
 }
 
 }  // namespace
@@ -66,7 +67,7 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
     if (trainer.start_iteration() >= config.train.train_iters) {
       out << "nothing to train: the checkpoint is at iteration " << trainer.start_iteration() << " and --train-iters is "
           << config.train.train_iters << "; to go on, pass a larger --train-iters (e.g. --train-iters "
-          << 2 * config.train.train_iters << ")" << std::endl;
+          << trainer.start_iteration() + config.train.train_iters << ")" << std::endl;
       return 0;
     }
   }

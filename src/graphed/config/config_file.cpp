@@ -39,9 +39,19 @@ nlohmann::json read_config_file(const std::string& path) {
                                 std::string(object.type_name()) + "; fix: write {\"num_layers\": 4, ...}";
     throw ConfigError(message, {message});
   }
-  if (!is_saved_configuration(object)) return object;
-  nlohmann::json settings = object["config"];
-  for (const char* derived : {"num_microbatches", "moe_layers"}) settings.erase(derived);
+  return is_saved_configuration(object) ? saved_run_settings(object["config"]) : object;
+}
+
+nlohmann::json saved_run_settings(const nlohmann::json& resolved) {
+  nlohmann::json settings = resolved;
+  for (const char* key : {"num_microbatches", "moe_layers", "load", "save", "save_interval", "metrics_file", "device"}) {
+    settings.erase(key);
+  }
+  const auto same = [&](const char* a, const char* b) {
+    return settings.contains(a) && settings.contains(b) && settings[a] == settings[b];
+  };
+  if (same("global_batch_size", "micro_batch_size")) settings.erase("global_batch_size");
+  if (same("lr_decay_iters", "train_iters")) settings.erase("lr_decay_iters");
   return settings;
 }
 

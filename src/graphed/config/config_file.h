@@ -15,4 +15,11 @@ namespace graphed::config {
 /// run_config_to_json adds (num_microbatches, moe_layers).
 nlohmann::json read_config_file(const std::string& path);
 
+/// The settings a saved run's resolved configuration (trainer.json's or check-config's "config")
+/// gives another run: without the run's own outputs and inputs (load, save, save_interval,
+/// metrics_file, device: a new run writing into the old one's folder would replace its checkpoints),
+/// without values only derived for it (num_microbatches, moe_layers; global_batch_size equal to the
+/// micro batch, lr_decay_iters equal to train_iters), so a longer run derives them again.
+nlohmann::json saved_run_settings(const nlohmann::json& resolved);
+
 }  // namespace graphed::config

@@ -81,7 +81,7 @@ std::string preset_summary(const std::string& name) {
   return "";
 }
 
-std::optional<std::string> fit_preset_warmup(Settings& settings, const SettingOrigins& origins) {
+std::optional<std::string> fit_preset_warmup(Settings& settings, SettingOrigins& origins) {
   const auto origin = origins.find("lr_warmup_iters");
   if (origin == origins.end() || origin->second.rfind("preset ", 0) != 0) return std::nullopt;
   TrainConfig& train = settings.train;
@@ -93,6 +93,7 @@ std::optional<std::string> fit_preset_warmup(Settings& settings, const SettingOr
                            std::to_string(decay) + ": warming up for " + std::to_string(fitted) +
                            " iterations instead (a tenth of the run; pass --lr-warmup-iters to choose)";
   train.lr_warmup_iters = fitted;
+  origin->second += ", fitted to the run";
   return note;
 }
 

@@ -25,6 +25,7 @@ std::string preset_summary(const std::string& name);
 /// unset = --train-iters) is cut to a tenth of the decay, so `--preset tiny --train-iters 5` runs.
 /// Returns the note saying so, or nullopt when nothing changed (a warmup the user gave is left to
 /// rule TR-4).
-std::optional<std::string> fit_preset_warmup(Settings& settings, const SettingOrigins& origins);
+/// The origin of the warmup becomes "preset NAME, fitted to the run".
+std::optional<std::string> fit_preset_warmup(Settings& settings, SettingOrigins& origins);
 
 }  // namespace graphed::config

@@ -211,6 +211,10 @@ void validate_train(const RunConfig& config, IssueList& issues) {
                              " and --sample-temperature " + num(t.sample_temperature) +
                              " must be >= 0; fix: pass 0 for no sample, all tokens or greedy decoding");
   }
+  if (t.sample_tokens > 0 && t.sample_prompt.empty()) {
+    issues.error("TR-9", "--sample-prompt is empty, but a sample continues a prompt; fix: pass at least one "
+                         "character (e.g. --sample-prompt \"The \"), or --sample-tokens 0 for no samples");
+  }
   if (t.adam_beta1 < 0.0 || t.adam_beta1 >= 1.0 || t.adam_beta2 < 0.0 || t.adam_beta2 >= 1.0 || t.adam_eps <= 0.0 ||
       t.weight_decay < 0.0 || t.clip_grad < 0.0) {
     issues.error("TR-8", "AdamW settings out of range: --adam-beta1 " + num(t.adam_beta1) + " and --adam-beta2 " +
@@ -420,7 +424,7 @@ const std::vector<RuleInfo>& all_rules() {
       {"TR-6", "--save-interval needs --save"},
       {"TR-7", "--split format"},
       {"TR-8", "AdamW settings in range"},
-      {"TR-9", "sampling settings >= 0"},
+      {"TR-9", "sampling settings >= 0, a prompt to continue"},
   };
   return rules;
 }

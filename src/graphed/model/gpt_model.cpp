@@ -122,8 +122,9 @@ namespace {
 
 /// The next token from the last position's logits [vocab], on the CPU.
 int64_t pick_token(at::Tensor logits, const Sampling& sampling, at::Generator& generator) {
-  if (sampling.temperature <= 0.0) return logits.argmax(-1).item<int64_t>();
-  logits = logits.to(at::kFloat) / sampling.temperature;
+  logits = logits.to(at::kDouble);
+  if (sampling.temperature <= 0.0 || !at::isfinite(logits).all().item<bool>()) return logits.argmax(-1).item<int64_t>();
+  logits = (logits - logits.max()) / sampling.temperature;  // the likeliest token at 0: finite for any temperature
   if (sampling.top_k > 0 && sampling.top_k < logits.size(0)) {
     const at::Tensor threshold = std::get<0>(logits.topk(sampling.top_k)).min();
     logits = logits.masked_fill(logits < threshold, -std::numeric_limits<float>::infinity());

@@ -38,7 +38,7 @@ double parameter_count(const config::RunConfig& config) {
 
 }  // namespace
 
-MemoryEstimate estimate_training_memory(const config::RunConfig& config) {
+MemoryEstimate estimate_training_memory(const config::RunConfig& config, bool autocast) {
   const auto& m = config.model;
   const double s = static_cast<double>(m.seq_length);
   const double h = static_cast<double>(m.hidden_size);
@@ -48,15 +48,16 @@ MemoryEstimate estimate_training_memory(const config::RunConfig& config) {
   const double logits = 3.0 * s * static_cast<double>(m.vocab_size);
   MemoryEstimate estimate;
   estimate.state_bytes = static_cast<int64_t>(16.0 * parameter_count(config));
+  const double element_bytes = autocast ? 2.0 : 4.0;
   estimate.activation_bytes_per_sample =
-      static_cast<int64_t>(4.0 * (static_cast<double>(m.num_layers) * per_layer + logits));
+      static_cast<int64_t>(element_bytes * static_cast<double>(m.num_layers) * per_layer + 4.0 * logits);
   estimate.micro_batch_size = config.train.micro_batch_size;
   return estimate;
 }
 
-std::optional<std::string> check_memory_fits(const config::RunConfig& config, int64_t available_bytes,
+std::optional<std::string> check_memory_fits(const config::RunConfig& config, bool autocast, int64_t available_bytes,
                                              const std::string& where) {
-  const MemoryEstimate estimate = estimate_training_memory(config);
+  const MemoryEstimate estimate = estimate_training_memory(config, autocast);
   const int64_t needed = estimate.total_bytes();
   const std::string figures = "about " + gib(needed) + " (" + gib(estimate.activation_bytes_per_sample) +
                               " of activations per sample x --micro-batch-size " +

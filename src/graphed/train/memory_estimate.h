@@ -19,14 +19,15 @@ struct MemoryEstimate {
 };
 
 /// The estimate for one microbatch in flight: per layer s*(10h + 2f) + 2*heads*s^2 elements (inputs
-/// of the norms, projections, MLP and attention scores), 3*s*vocab for the logits, 4 bytes each,
-/// plus 16 bytes per parameter.
-MemoryEstimate estimate_training_memory(const config::RunConfig& config);
+/// of the norms, projections, MLP and attention scores) of 4 bytes (2 under bf16 autocast on a GPU),
+/// 3*s*vocab fp32 elements for the logits and the loss, plus 16 bytes per parameter.
+/// autocast: activations in bf16 (--bf16 on a GPU).
+MemoryEstimate estimate_training_memory(const config::RunConfig& config, bool autocast);
 
 /// Throws DataError when the estimate exceeds available_bytes, naming --micro-batch-size, the
 /// estimate, the memory available on `where` and the largest micro batch that fits. Returns a
 /// warning when it takes more than 80% of it; nullopt otherwise.
-std::optional<std::string> check_memory_fits(const config::RunConfig& config, int64_t available_bytes,
+std::optional<std::string> check_memory_fits(const config::RunConfig& config, bool autocast, int64_t available_bytes,
                                              const std::string& where);
 
 }  // namespace graphed::train

@@ -9,10 +9,10 @@ namespace graphed::train {
 
 using Clock = std::chrono::steady_clock;
 
-Progress::Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool terminal,
-                   std::chrono::seconds heartbeat)
-    : first_(first), total_(total), tokens_per_iteration_(tokens_per_iteration), out_(out), terminal_(terminal),
-      heartbeat_(heartbeat), start_(Clock::now()), last_draw_(start_), last_line_(start_) {}
+Progress::Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool bar,
+                   bool out_is_terminal, std::chrono::seconds heartbeat)
+    : first_(first), total_(total), tokens_per_iteration_(tokens_per_iteration), out_(out), bar_(bar),
+      heartbeats_(!out_is_terminal), heartbeat_(heartbeat), start_(Clock::now()), last_draw_(start_), last_line_(start_) {}
 
 double Progress::elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
@@ -37,15 +37,14 @@ std::string Progress::duration(double seconds) {
 
 void Progress::update(int64_t done) {
   const auto now = Clock::now();
-  if (!terminal_) {
-    if (now - last_line_ < heartbeat_ || done >= total_) return;
+  if (heartbeats_ && now - last_line_ >= heartbeat_ && done < total_) {  // the last iteration has a log line
+    clear_bar();
     out_ << "  ... iteration " << done << "/" << total_ << ", " << duration(elapsed_seconds()) << " elapsed, ETA "
          << duration(eta_seconds(done)) << ", "
          << group_thousands(static_cast<double>(done - first_) * tokens_per_iteration_) << " tokens seen" << std::endl;
     last_line_ = now;
-    return;
   }
-  if (drawn_ && now - last_draw_ < std::chrono::milliseconds(100) && done < total_) return;
+  if (!bar_ || (drawn_ && now - last_draw_ < std::chrono::milliseconds(100) && done < total_)) return;
   last_draw_ = now;
   const double fraction = total_ > 0 ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
   const int width = 30;
@@ -57,12 +56,16 @@ void Progress::update(int64_t done) {
   drawn_ = true;
 }
 
-void Progress::before_line() {
-  last_line_ = Clock::now();
-  if (!terminal_ || !drawn_) return;
+void Progress::clear_bar() {
+  if (!drawn_) return;
   std::fprintf(stderr, "\r%*s\r", 60, "");
   std::fflush(stderr);
   drawn_ = false;
+}
+
+void Progress::before_line() {
+  last_line_ = Clock::now();
+  clear_bar();
 }
 
 }  // namespace graphed::train

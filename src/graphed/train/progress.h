@@ -1,6 +1,6 @@
-// train/progress.h — what a long run shows between its log lines. On a terminal: a one-line bar with
-// ETA on stderr, redrawn in place. Elsewhere (a file, a pipe, CI): a short line on the output whenever
-// ~10 s pass without one, with elapsed time, ETA and tokens seen, so a log never goes quiet.
+// train/progress.h — what a long run shows between its log lines. When stderr is a terminal: a
+// one-line bar with ETA there, redrawn in place. When the output is a file or a pipe (CI, `> log`): a
+// short line in it whenever ~10 s pass without one, with elapsed time, ETA and tokens seen.
 #pragma once
 
 #include <chrono>
@@ -12,10 +12,11 @@ namespace graphed::train {
 
 class Progress {
  public:
-  /// Iterations first..total are to run, each of tokens_per_iteration tokens. terminal: stderr is a
-  /// TTY. heartbeat: how long the output may stay quiet off a terminal.
-  Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool terminal,
-           std::chrono::seconds heartbeat = std::chrono::seconds(10));
+  /// Iterations first..total are to run, each of tokens_per_iteration tokens. bar: stderr is a
+  /// terminal (draw the bar there). out_is_terminal: out is one (no heartbeat lines in it). heartbeat:
+  /// how long out may stay quiet otherwise.
+  Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool bar,
+           bool out_is_terminal, std::chrono::seconds heartbeat = std::chrono::seconds(10));
 
   /// After iteration `done` (1-based): redraws the bar, or prints a heartbeat when the output has been
   /// quiet for the heartbeat interval.
@@ -29,11 +30,13 @@ class Progress {
 
  private:
   double eta_seconds(int64_t done) const;
+  void clear_bar();
 
   int64_t first_, total_;
   double tokens_per_iteration_;
   std::ostream& out_;
-  bool terminal_;
+  bool bar_;
+  bool heartbeats_;
   std::chrono::seconds heartbeat_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_, last_line_;

@@ -233,7 +233,7 @@ std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
   try {
     entries = parse_header(path, bytes, data_start);
   } catch (const nlohmann::json::exception& error) {  // not expected: every access above is type-checked
-    corrupt(path, std::string("header cannot be read (") + error.what() + ")");
+    corrupt(path, "header cannot be read (" + without_library_tag(error.what()) + ")");
   }
   std::map<std::string, at::Tensor> tensors;
   for (const auto& entry : entries) {

@@ -24,12 +24,6 @@ std::string read_data_file(const std::string& path) {
   return contents;
 }
 
-std::string with_commas(int64_t value) {
-  std::string digits = std::to_string(value);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
-}
-
 std::vector<double> split_weights(const std::string& text) {
   std::vector<double> weights;
   for (const auto& piece : split(text, ',')) weights.push_back(std::stod(piece));
@@ -142,7 +136,7 @@ TokenFile read_token_file(const std::string& path, const std::string& token_dtyp
     const std::size_t count = check_llmc_header(path, bytes, *format);
     file.tokens = decode_tokens(bytes, kLlmcHeaderBytes, count, format->width);
     file.format = "llm.c .bin v" + std::to_string(format->version) + " (" + width_name(format->width) + "), " +
-                  with_commas(static_cast<int64_t>(count)) + " tokens";
+                  group_thousands(static_cast<double>(count)) + " tokens";
   } else {
     const int width = token_dtype == "uint32" ? 4 : 2;
     if (bytes.size() % static_cast<std::size_t>(width) != 0) {
@@ -248,8 +242,8 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
                     train.split + "), fewer than one sample of --seq-length " + std::to_string(model.seq_length) +
                     " + 1; fix: give validation a larger --split weight, or pass --eval-iters 0");
   }
-  data.description_ = source + ": " + with_commas(n) + " tokens" + (data.byte_level_ ? " (byte-level)" : "") +
-                      ", train " + with_commas(train_end) + " / validation " + with_commas(valid_end - train_end);
+  data.description_ = source + ": " + group_thousands(static_cast<double>(n)) + " tokens" + (data.byte_level_ ? " (byte-level)" : "") +
+                      ", train " + group_thousands(static_cast<double>(train_end)) + " / validation " + group_thousands(static_cast<double>(valid_end - train_end));
   return data;
 }
 

@@ -212,7 +212,10 @@ TrainSummary Trainer::train(std::ostream& out) {
   const auto& t = config_.train;
   TrainSummary summary;
   const double tokens_per_iteration = static_cast<double>(t.global_batch_size.value_or(1) * config_.model.seq_length);
-  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration, out, ::isatty(::fileno(stderr)) != 0);
+  // Heartbeat lines go to `out` unless it is the terminal (std::cout on a TTY); tests and files get them.
+  const bool out_is_terminal = &out == &std::cout && ::isatty(::fileno(stdout)) != 0;
+  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration, out, ::isatty(::fileno(stderr)) != 0,
+                    out_is_terminal);
   const at::TensorOptions scalar = at::TensorOptions().device(device_).dtype(at::kFloat);
   Interval interval{at::zeros({}, scalar), at::zeros({}, scalar), at::zeros({}, scalar)};
   bool capture_reported = runner_->capture_report().has_value();
@@ -236,15 +239,17 @@ TrainSummary Trainer::train(std::ostream& out) {
       log_interval(out, interval, done, summary);
       interval.start = Clock::now();
     }
+    if (t.save && ((t.save_interval && done % *t.save_interval == 0) || done == t.train_iters)) {
+      // Saved first (nothing the evaluation or sample does can lose it), and before anything is
+      // printed, so that an error stands on a line of its own.
+      const std::string folder = save(done);
+      progress.before_line();
+      out << "saved checkpoint " << folder << std::endl;
+      interval.start = Clock::now();
+    }
     if (t.eval_iters > 0 && (done % t.eval_interval == 0 || done == t.train_iters)) {
       progress.before_line();
       evaluate_and_sample(out, done, summary);
-      interval.start = Clock::now();
-    }
-    if (t.save && ((t.save_interval && done % *t.save_interval == 0) || done == t.train_iters)) {
-      const std::string folder = save(done);  // written before anything is printed, so an error stands alone
-      progress.before_line();
-      out << "saved checkpoint " << folder << std::endl;
       interval.start = Clock::now();
     }
     summary.last_iteration = done;
