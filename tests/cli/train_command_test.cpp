@@ -34,6 +34,10 @@ TEST(TrainCommandTest, TrainsAFewIterationsOnMockData) {
   EXPECT_NE(out.str().find("data: mock data"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("iteration      4/4"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("done: 4 iterations"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("note: no samples: graphed reads text only through its byte-level tokenizer, and this "
+                           "data is token ids"),
+            std::string::npos)
+      << out.str();
 }
 
 TEST(TrainCommandTest, ByteLevelRunSamplesAtEachEvaluationAndEndsWithTimeAndSpeed) {

@@ -61,6 +61,10 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   out << "data: " << data.description() << " (format: " << data.format_description() << ")" << std::endl;
   train::Trainer trainer(config, std::move(data), device);
   print_model_line(config, trainer, device, out);
+  if (config.train.sample_tokens > 0 && !trainer.data().is_byte_level()) {
+    out << "note: no samples: graphed reads text only through its byte-level tokenizer, and this data is token "
+           "ids (pass text or a folder of .txt to --data-path to see samples)" << std::endl;
+  }
   if (config.train.load) {
     trainer.load(*config.train.load);
     out << "resumed from " << *config.train.load << " at iteration " << trainer.start_iteration() << std::endl;
