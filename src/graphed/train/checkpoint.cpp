@@ -128,15 +128,8 @@ const char* const kLoadFix = "; fix: load an earlier checkpoint, or start withou
 const char* const kModelFix = "; fix: load a checkpoint saved by this model";
 const char* const kDeviceFix = "; fix: resume on the kind of device that saved it, or start without --load";
 
-/// A JSON value for a message: compact, invalid UTF-8 replaced, cut to 60 characters.
-std::string shown(const nlohmann::json& value) {
-  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-}
-
-[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw CheckpointError("checkpoint file '" + path + "' is corrupt: " + what + kLoadFix);
-}
+std::string shown(const nlohmann::json& value) { return json_excerpt(value); }
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) { throw_corrupt_checkpoint(path, what); }
 
 /// The iteration written in a --save folder's latest_checkpointed_iteration.txt.
 int64_t read_latest_iteration(const std::string& load_dir) {

@@ -34,16 +34,8 @@ std::string stored_dtype_name(at::ScalarType type) {
   throw DataError(std::string("cannot store dtype ") + c10::toString(type) + " in safetensors");
 }
 
-[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw CheckpointError("checkpoint file '" + path + "' is corrupt: " + what +
-                        "; fix: load an earlier checkpoint, or start without --load");
-}
-
-/// A JSON value for a message, cut to 60 characters.
-std::string shown(const nlohmann::json& value) {
-  std::string text = value.dump();
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-}
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) { throw_corrupt_checkpoint(path, what); }
+std::string shown(const nlohmann::json& value) { return json_excerpt(value); }
 
 /// One header entry, checked: its dtype, shape and [begin, end) byte range in the data section.
 struct TensorEntry {
@@ -177,6 +169,16 @@ std::vector<TensorEntry> parse_header(const std::string& path, const std::string
 }
 
 }  // namespace
+
+void throw_corrupt_checkpoint(const std::string& path, const std::string& what) {
+  throw CheckpointError("checkpoint file '" + path + "' is corrupt: " + what +
+                        "; fix: load an earlier checkpoint, or start without --load");
+}
+
+std::string json_excerpt(const nlohmann::json& value) {
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
 
 std::string safetensors_dtype_name(at::ScalarType type) {
   for (const auto& [name, scalar] : dtype_names()) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 namespace graphed::train {
 
@@ -17,6 +18,12 @@ namespace graphed::train {
 /// Throws DataError when the file cannot be written.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+/// Throws CheckpointError "checkpoint file 'PATH' is corrupt: WHAT; fix: load an earlier checkpoint, or
+/// start without --load" (shared with train/checkpoint.cpp).
+[[noreturn]] void throw_corrupt_checkpoint(const std::string& path, const std::string& what);
+/// A JSON value for a message: compact, invalid UTF-8 replaced, cut to 60 characters.
+std::string json_excerpt(const nlohmann::json& value);
 
 /// Reads every tensor of the file onto the CPU. Before allocating, checks that the header length fits
 /// the file, the header is a JSON object, each entry has a known dtype, a shape of integers >= 0 whose
