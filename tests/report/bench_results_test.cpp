@@ -55,6 +55,19 @@ TEST(BenchResultsTest, OnlyImplAndMsPerIterAreRequired) {
   EXPECT_EQ(file.preset(), "");
 }
 
+TEST(BenchResultsTest, SkippedRowsAreKeptApartWithTheirReason) {
+  const BenchFile file = parse_bench_json(
+      "[{\"impl\": \"none\", \"ms_per_iter\": 2.5}, {\"impl\": \"local\", \"skipped\": \"needs a CUDA device\"}]",
+      "b.json", "b.json");
+  ASSERT_EQ(file.rows.size(), 1u);
+  ASSERT_EQ(file.skipped.size(), 1u);
+  EXPECT_EQ(file.skipped[0].impl, "local");
+  EXPECT_EQ(file.skipped[0].reason, "needs a CUDA device");
+  EXPECT_EQ(parse_error("[{\"impl\": \"local\", \"skipped\": \"needs a CUDA device\"}]"),
+            "bench file 'b.json' has no timed rows (every row was skipped); fix: pass the output of graphed bench "
+            "--json or bench/reference_pytorch.py --json (a JSON array of rows)");
+}
+
 TEST(BenchResultsTest, TextThatIsNotJsonNamesTheLine) {
   EXPECT_EQ(parse_error("[\n  {\"impl\": \"none\",\n   \"ms_per_iter\": 2.5,,\n]"),
             "bench file 'b.json' is not JSON (line 3); fix: pass the output of graphed bench --json or "

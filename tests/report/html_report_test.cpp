@@ -104,6 +104,14 @@ TEST(HtmlReportTest, OneChartPerMetricAndPerBenchPreset) {
   EXPECT_EQ(count(report.html, "data-series=\"run-b.jsonl\">\n<polyline fill=\"none\" stroke=\"#d62728\""), 5u);
 }
 
+TEST(HtmlReportTest, SkippedBenchRowsAreListedUnderTheirChart) {
+  const std::string path = ::testing::TempDir() + "bench-skipped.json";
+  std::ofstream(path) << R"([{"impl": "none", "ms_per_iter": 2.5, "preset": "tiny"},
+                             {"impl": "local", "skipped": "needs a CUDA device", "preset": "tiny"}])";
+  const std::string html = render_html_report(read_report_inputs({path})).html;
+  EXPECT_NE(html.find("<p class=\"note\">bench-skipped.json: local skipped: needs a CUDA device</p>"), std::string::npos);
+}
+
 TEST(HtmlReportTest, InputsAreListedWithPathsAndRecordCounts) {
   const std::string html = render_html_report(fixture_inputs()).html;
   EXPECT_NE(html.find("<code>" + kFixtures + "run-a/metrics.jsonl</code></td><td class=\"num\">12</td>"),

@@ -99,8 +99,13 @@ BenchFile parse_bench_json(const std::string& text, const std::string& path, con
   file.name = name;
   file.path = path;
   for (std::size_t i = 0; i < document.size(); ++i) {
-    // A row graphed bench could not time on its machine ({"impl", "skipped": reason}) has nothing to plot.
-    if (document[i].is_object() && document[i].contains("skipped")) continue;
+    // A row graphed bench could not time on its machine has nothing to plot; the page lists it.
+    if (document[i].is_object() && document[i].contains("skipped")) {
+      const json& row = document[i];
+      file.skipped.push_back({optional_string(row, "impl"), row["skipped"].is_string() ? row["skipped"].get<std::string>()
+                                                                                        : row["skipped"].dump()});
+      continue;
+    }
     file.rows.push_back(parse_row(document[i], i, path));
   }
   if (file.rows.empty()) throw DataError("bench file '" + path + "' has no timed rows (every row was skipped)" + kBenchFix);

@@ -34,10 +34,17 @@ struct BenchRow {
 };
 
 /// The rows of one bench file, in file order.
+/// A row `graphed bench` could not time on its machine ({"impl", "skipped": reason}).
+struct SkippedBenchRow {
+  std::string impl;
+  std::string reason;
+};
+
 struct BenchFile {
   std::string name;  ///< the file name
   std::string path;
   std::vector<BenchRow> rows;
+  std::vector<SkippedBenchRow> skipped;
 
   /// The first row's preset ("" when none has one): bench files with the same preset share a chart.
   std::string preset() const;

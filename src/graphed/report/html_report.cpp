@@ -265,7 +265,14 @@ std::string bench_section(const ReportInputs& inputs, json& chart_data, int& cha
   out << "<section class=\"bench\"><h2>Benchmarks</h2>\n";
   for (const auto& group : bench_groups(inputs.bench_files)) {
     const std::vector<LabelledRow> rows = labelled_rows(group);
-    out << "<figure class=\"card\">" << bench_chart(group, rows).svg << bench_table(rows) << "</figure>\n";
+    out << "<figure class=\"card\">" << bench_chart(group, rows).svg << bench_table(rows);
+    for (const auto* file : group) {
+      for (const auto& skipped : file->skipped) {
+        out << "<p class=\"note\">" << escape_xml(file->name) << ": " << escape_xml(skipped.impl)
+            << " skipped: " << escape_xml(skipped.reason) << "</p>\n";
+      }
+    }
+    out << "</figure>\n";
     json paths = json::array();
     for (const auto* file : group) paths.push_back(file->path);
     chart_data.push_back({{"kind", "bar"}, {"title", bench_title(group)}, {"files", paths}});
