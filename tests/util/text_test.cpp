@@ -49,6 +49,12 @@ TEST(TextTest, LibraryTagIsDroppedFromAWrappedMessage) {
   EXPECT_EQ(without_library_tag("no tag here"), "no tag here");
 }
 
+TEST(TextTest, CountsTakeAPluralNoun) {
+  EXPECT_EQ(counted(0, "tensor"), "0 tensors");
+  EXPECT_EQ(counted(1, "tensor"), "1 tensor");
+  EXPECT_EQ(counted(7, "bench file"), "7 bench files");
+}
+
 TEST(TextTest, ThousandsAreGrouped) {
   EXPECT_EQ(group_thousands(0), "0");
   EXPECT_EQ(group_thousands(999.4), "999");

@@ -19,6 +19,7 @@
 #include "graphed/report/svg_chart.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/text.h"
 
 namespace graphed::report {
 namespace {
@@ -70,10 +71,6 @@ footer { color: #888; font-size: 12px; margin-top: 28px; }
 )";
 
 std::string color_of_run(std::size_t index) { return kRunColors[index % (sizeof(kRunColors) / sizeof(*kRunColors))]; }
-
-std::string plural(std::size_t count, const std::string& noun) {
-  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
-}
 
 /// A table cell; thousands are grouped ("148,217") and a missing value shows as "-".
 std::string number_cell(const std::optional<double>& value, int decimals) {
@@ -351,8 +348,8 @@ HtmlReport render_html_report(const ReportInputs& inputs, const ReportOptions& o
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" << escape_xml(options.title)
       << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<main>\n<h1>" << escape_xml(options.title)
-      << "</h1>\n<p class=\"summary\">" << plural(inputs.runs.size(), "training run") << ", "
-      << plural(inputs.bench_files.size(), "bench file") << ", " << plural(static_cast<std::size_t>(report.charts), "chart")
+      << "</h1>\n<p class=\"summary\">" << counted(inputs.runs.size(), "training run") << ", "
+      << counted(inputs.bench_files.size(), "bench file") << ", " << counted(static_cast<std::size_t>(report.charts), "chart")
       << ". Hover a point or bar for its value.</p>\n"
       << inputs_section(inputs) << training << bench;
   if (!options.generator.empty()) out << "<footer>" << escape_xml(options.generator) << "</footer>\n";

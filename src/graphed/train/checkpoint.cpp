@@ -225,10 +225,6 @@ std::string list_names(const std::vector<std::string>& names) {
   return text;
 }
 
-std::string count_of(std::size_t count, const std::string& noun) {
-  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
-}
-
 /// Every expected tensor is in the file with the exact dtype and shape; `owner` names who expects it.
 void check_expected(const std::string& file, const SavedTensors& saved, const NamedTensors& expected,
                     const std::string& owner) {
@@ -237,7 +233,7 @@ void check_expected(const std::string& file, const SavedTensors& saved, const Na
     if (saved.count(name) == 0) missing.push_back(name);
   }
   if (!missing.empty()) {
-    throw CheckpointError("checkpoint file '" + file + "' lacks " + count_of(missing.size(), "tensor") + " that " +
+    throw CheckpointError("checkpoint file '" + file + "' lacks " + counted(missing.size(), "tensor") + " that " +
                           owner + " has: " + list_names(missing) + kModelFix);
   }
   for (const auto& [name, target] : expected) {
@@ -264,7 +260,7 @@ void check_no_extra(const std::string& file, const SavedTensors& saved, const st
     if (known.count(name) == 0) extra.push_back(name);
   }
   if (!extra.empty()) {
-    throw CheckpointError("checkpoint file '" + file + "' has " + count_of(extra.size(), "tensor") + " that " + owner +
+    throw CheckpointError("checkpoint file '" + file + "' has " + counted(extra.size(), "tensor") + " that " + owner +
                           " does not: " + list_names(extra) + kModelFix);
   }
 }

@@ -76,6 +76,10 @@ std::string without_library_tag(const std::string& message) {
   return end == std::string::npos ? message : message.substr(end + 2);
 }
 
+std::string counted(std::size_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string group_thousands(double value) {
   std::string digits = std::to_string(std::llround(value));
   const int first = digits.front() == '-' ? 1 : 0;

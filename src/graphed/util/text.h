@@ -30,6 +30,9 @@ std::optional<std::string> nearest_match(const std::string& word,
 /// error at line 1" -> "parse error at line 1"), for wrapping into a message of graphed's own.
 std::string without_library_tag(const std::string& message);
 
+/// "1 tensor", "3 tensors": a count and its noun, with a plural s when the count is not 1.
+std::string counted(std::size_t count, const std::string& noun);
+
 /// A count rounded to an integer with thousands separators: group_thousands(12345.6) == "12,346".
 std::string group_thousands(double value);
 
