@@ -34,4 +34,18 @@ TEST(FileSystemTest, CreateListReadRemove) {
 }
 
 }  // namespace
+TEST(FileSystemTest, AtomicWriteReplacesWholeOrLeavesNothing) {
+  const std::string folder = make_temporary_directory("graphed-atomic");
+  const std::string path = join_path(folder, "state.json");
+  EXPECT_EQ(write_file_atomically(path, "one"), 0);
+  EXPECT_EQ(write_file_atomically(path, "two"), 0);
+  std::string contents;
+  ASSERT_EQ(read_file(path, contents), 0);
+  EXPECT_EQ(contents, "two");
+  EXPECT_EQ(list_files(folder), std::vector<std::string>{"state.json"}) << "no temporary file is left";
+  std::string step;
+  EXPECT_EQ(write_file_atomically(join_path(path, "below"), "x", &step), ENOTDIR);
+  EXPECT_EQ(step, "writing " + path + "/below.tmp");
+}
+
 }  // namespace graphed

@@ -375,19 +375,10 @@ void check_output_path(const std::string& path) {
 }
 
 void write_report_file(const std::string& path, const std::string& html) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << html;
-    file.flush();
-    if (!file) {
-      remove_all(temporary);
-      throw DataError(output_error(path, "writing " + temporary + " failed", "check the free space and permissions"));
-    }
-  }
-  if (const int error = rename_path(temporary, path)) {
-    remove_all(temporary);
-    throw DataError(output_error(path, detail::reason_of(error), "pass -o with a file in a writable folder"));
+  std::string step;
+  if (const int error = write_file_atomically(path, html, &step)) {
+    throw DataError(output_error(path, step + ": " + detail::reason_of(error),
+                                 "pass -o with a file in a writable folder that has free space"));
   }
 }
 

@@ -47,14 +47,8 @@ void check(int error, const std::string& what) {
 }
 
 void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary);
-    file << text;
-    if (!file) throw SaveFailure{"writing " + temporary, errno != 0 ? errno : EIO};
-  }
-  check(fsync_path(temporary), "syncing " + temporary);
-  check(rename_path(temporary, path), "renaming " + temporary);
+  std::string step;
+  if (const int error = write_file_atomically(path, text, &step)) throw SaveFailure{step, error};
 }
 
 std::string flag_of(const std::string& key) {

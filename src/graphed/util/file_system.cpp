@@ -67,6 +67,23 @@ int fsync_path(const std::string& path) {
   return result;
 }
 
+int write_file_atomically(const std::string& path, const std::string& contents, std::string* failed_step) {
+  const std::string temporary = path + ".tmp";
+  const auto fail = [&](int error, const char* step) {
+    remove_all(temporary);
+    if (failed_step != nullptr) *failed_step = std::string(step) + " " + temporary;
+    return error;
+  };
+  FILE* file = std::fopen(temporary.c_str(), "wb");
+  if (file == nullptr) return fail(errno, "writing");
+  const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
+  const int write_error = written ? 0 : (errno != 0 ? errno : EIO);
+  if (std::fclose(file) != 0 || !written) return fail(write_error != 0 ? write_error : (errno != 0 ? errno : EIO), "writing");
+  if (const int error = fsync_path(temporary)) return fail(error, "syncing");
+  if (const int error = rename_path(temporary, path)) return fail(error, "renaming");
+  return 0;
+}
+
 int read_file(const std::string& path, std::string& contents) {
   if (is_directory(path)) return EISDIR;
   FILE* file = std::fopen(path.c_str(), "rb");

@@ -24,6 +24,10 @@ int remove_all(const std::string& path);
 int rename_path(const std::string& from, const std::string& to);
 /// fsync of a file or folder, so a rename that follows is durable. Returns 0 or errno.
 int fsync_path(const std::string& path);
+/// Writes contents to path.tmp, fsyncs it and renames it to path, so that path holds either its old or
+/// its new contents, never a part. On failure path.tmp is removed; returns the errno and, in
+/// failed_step, what failed ("writing P.tmp", "syncing P.tmp", "renaming P.tmp"). Returns 0 on success.
+int write_file_atomically(const std::string& path, const std::string& contents, std::string* failed_step = nullptr);
 /// Reads the whole file into contents. Returns 0 or errno (ENOENT, EACCES, EISDIR, ...).
 int read_file(const std::string& path, std::string& contents);
 /// Names (not paths) of the regular files in a folder, sorted; empty if it cannot be read.
