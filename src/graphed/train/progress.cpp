@@ -10,9 +10,21 @@ namespace graphed::train {
 using Clock = std::chrono::steady_clock;
 
 Progress::Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool bar,
-                   bool out_is_terminal, std::chrono::seconds heartbeat)
+                   bool out_is_terminal, std::chrono::milliseconds heartbeat)
     : first_(first), total_(total), tokens_per_iteration_(tokens_per_iteration), out_(out), bar_(bar),
-      heartbeats_(!out_is_terminal), heartbeat_(heartbeat), start_(Clock::now()), last_draw_(start_), last_line_(start_) {}
+      heartbeat_(heartbeat), start_(Clock::now()), done_(first), last_draw_(start_), last_line_(start_) {
+  if (!out_is_terminal) watcher_ = std::thread([this] { watch(); });
+}
+
+Progress::~Progress() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  clear_bar();
+}
 
 double Progress::elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
@@ -35,15 +47,26 @@ std::string Progress::duration(double seconds) {
   return text;
 }
 
-void Progress::update(int64_t done) {
-  const auto now = Clock::now();
-  if (heartbeats_ && now - last_line_ >= heartbeat_ && done < total_) {  // the last iteration has a log line
-    clear_bar();
-    out_ << "  ... iteration " << done << "/" << total_ << ", " << duration(elapsed_seconds()) << " elapsed, ETA "
-         << duration(eta_seconds(done)) << ", "
-         << group_thousands(static_cast<double>(done - first_) * tokens_per_iteration_) << " tokens seen" << std::endl;
-    last_line_ = now;
+void Progress::watch() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    const auto due = last_line_ + heartbeat_;
+    if (Clock::now() < due) {
+      wake_.wait_until(lock, due);
+      continue;  // stopped, a line was printed meanwhile, or the quiet time is up: look again
+    }
+    const int64_t done = done_.load();
+    const std::string eta = done > first_ ? ", ETA " + duration(eta_seconds(done)) : std::string();
+    out_ << "  ... iteration " << done << "/" << total_ << ", " << duration(elapsed_seconds()) << " elapsed" << eta
+         << ", " << group_thousands(static_cast<double>(done - first_) * tokens_per_iteration_) << " tokens seen"
+         << std::endl;
+    last_line_ = Clock::now();
   }
+}
+
+void Progress::update(int64_t done) {
+  done_.store(done);
+  const auto now = Clock::now();
   if (!bar_ || (drawn_ && now - last_draw_ < std::chrono::milliseconds(100) && done < total_)) return;
   last_draw_ = now;
   const double fraction = total_ > 0 ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
@@ -63,9 +86,11 @@ void Progress::clear_bar() {
   drawn_ = false;
 }
 
-void Progress::before_line() {
-  last_line_ = Clock::now();
+void Progress::print_line(const std::string& line) {
   clear_bar();
+  std::lock_guard<std::mutex> lock(mutex_);
+  out_ << line << std::endl;
+  last_line_ = Clock::now();
 }
 
 }  // namespace graphed::train

@@ -1,12 +1,18 @@
-// train/progress.h — what a long run shows between its log lines. When stderr is a terminal: a
+// train/progress.h — what a long run shows besides its log lines. When stderr is a terminal: a
 // one-line bar with ETA there, redrawn in place. When the output is a file or a pipe (CI, `> log`): a
-// short line in it whenever ~10 s pass without one, with elapsed time, ETA and tokens seen.
+// watcher thread prints a short line into it whenever it has been quiet for ~10 s — during a long
+// iteration, capture, evaluation or save too — with elapsed time, ETA and tokens seen. Every line the
+// trainer prints goes through print_line, so the two never interleave.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <ostream>
 #include <string>
+#include <thread>
 
 namespace graphed::train {
 
@@ -16,14 +22,18 @@ class Progress {
   /// terminal (draw the bar there). out_is_terminal: out is one (no heartbeat lines in it). heartbeat:
   /// how long out may stay quiet otherwise.
   Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool bar,
-           bool out_is_terminal, std::chrono::seconds heartbeat = std::chrono::seconds(10));
+           bool out_is_terminal, std::chrono::milliseconds heartbeat = std::chrono::seconds(10));
+  /// Stops the watcher.
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
 
-  /// After iteration `done` (1-based): redraws the bar, or prints a heartbeat when the output has been
-  /// quiet for the heartbeat interval.
+  /// After iteration `done` (1-based): redraws the bar; the watcher's heartbeats count from here.
   void update(int64_t done);
-  /// Call before printing a line to the output: erases the bar and restarts the quiet clock.
-  void before_line();
-  /// Seconds since the first update's start (the run's own time, without setup).
+  /// Prints one line (no newline in `line`) to out, flushed: erases the bar first and restarts the
+  /// quiet clock.
+  void print_line(const std::string& line);
+  /// Seconds since the Progress was made (the run's own time, without setup).
   double elapsed_seconds() const;
   /// "2m05s"
   static std::string duration(double seconds);
@@ -31,15 +41,22 @@ class Progress {
  private:
   double eta_seconds(int64_t done) const;
   void clear_bar();
+  void watch();  // the heartbeat thread
 
-  int64_t first_, total_;
-  double tokens_per_iteration_;
+  const int64_t first_, total_;
+  const double tokens_per_iteration_;
   std::ostream& out_;
-  bool bar_;
-  bool heartbeats_;
-  std::chrono::seconds heartbeat_;
+  const bool bar_;
+  const std::chrono::milliseconds heartbeat_;
+  const std::chrono::steady_clock::time_point start_;
+  std::atomic<int64_t> done_;
   bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_, last_draw_, last_line_;
+  std::chrono::steady_clock::time_point last_draw_;
+  std::mutex mutex_;  // guards out_, last_line_ and stopping_
+  std::condition_variable wake_;
+  std::chrono::steady_clock::time_point last_line_;
+  bool stopping_ = false;
+  std::thread watcher_;  // last: starts once everything above is set
 };
 
 }  // namespace graphed::train

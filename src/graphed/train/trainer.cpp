@@ -135,12 +135,14 @@ std::string Trainer::save(int64_t iterations) {
   return save_checkpoint(*config_.train.save, iterations, model_, *optimizer_, config_, device_);
 }
 
-void Trainer::report_capture(std::ostream& out, int64_t iteration) {
+void Trainer::report_capture(Progress& progress, int64_t iteration) {
   const CaptureReport report = *runner_->capture_report();
   const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
-  out << "captured " << report.what << " at iteration " << iteration << " in " << std::fixed << std::setprecision(3)
-      << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.memory.pool_bytes) << " MiB, graphs "
-      << mib(report.memory.graph_bytes) << " MiB); replaying from here" << std::defaultfloat << std::endl;
+  std::ostringstream line;
+  line << "captured " << report.what << " at iteration " << iteration << " in " << std::fixed << std::setprecision(3)
+       << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.memory.pool_bytes) << " MiB, graphs "
+       << mib(report.memory.graph_bytes) << " MiB); replaying from here";
+  progress.print_line(line.str());
 }
 
 /// Losses and norms of the iterations since the last log line, summed on the device.
@@ -150,7 +152,7 @@ struct Trainer::Interval {
   Clock::time_point start = Clock::now();
 };
 
-void Trainer::log_interval(std::ostream& out, Interval& interval, int64_t done, TrainSummary& summary) {
+void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done, TrainSummary& summary) {
   const auto& t = config_.train;
   const double tokens_per_iteration = static_cast<double>(t.global_batch_size.value_or(1) * config_.model.seq_length);
   const auto count = static_cast<double>(interval.iterations);
@@ -163,13 +165,14 @@ void Trainer::log_interval(std::ostream& out, Interval& interval, int64_t done, 
   record.tokens_per_second = tokens_per_iteration * count / seconds;
   record.tflops = flops_per_iteration() * count / seconds / 1e12;
   record.learning_rate = learning_rate(t, done - 1);
-  out << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr " << scientific(record.learning_rate, 3)
-      << " | loss " << std::fixed << std::setprecision(4) << record.loss << " | grad norm " << std::setprecision(3)
-      << record.grad_norm << " | " << std::setprecision(1) << record.ms_per_iteration << " ms/iter | "
-      << group_thousands(record.tokens_per_second) << " tokens/s | " << std::defaultfloat << std::setprecision(3)
-      << record.tflops << " TFLOP/s";
-  if (peak_) out << " | MFU " << std::fixed << std::setprecision(2) << 100.0 * record.tflops * 1e12 / peak_->flops_per_second << "%";
-  out << std::defaultfloat << std::endl;
+  std::ostringstream line;
+  line << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr " << scientific(record.learning_rate, 3)
+       << " | loss " << std::fixed << std::setprecision(4) << record.loss << " | grad norm " << std::setprecision(3)
+       << record.grad_norm << " | " << std::setprecision(1) << record.ms_per_iteration << " ms/iter | "
+       << group_thousands(record.tokens_per_second) << " tokens/s | " << std::defaultfloat << std::setprecision(3)
+       << record.tflops << " TFLOP/s";
+  if (peak_) line << " | MFU " << std::fixed << std::setprecision(2) << 100.0 * record.tflops * 1e12 / peak_->flops_per_second << "%";
+  progress.print_line(line.str());
   write_metrics({{"iteration", done}, {"lr", record.learning_rate}, {"loss", record.loss},
                  {"grad_norm", record.grad_norm}, {"ms_per_iter", record.ms_per_iteration},
                  {"tokens_per_s", record.tokens_per_second}, {"tflops", record.tflops}});
@@ -185,13 +188,14 @@ void Trainer::log_interval(std::ostream& out, Interval& interval, int64_t done, 
   interval.iterations = 0;
 }
 
-void Trainer::evaluate_and_sample(std::ostream& out, int64_t done, TrainSummary& summary) {
+void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary) {
   const double valid = evaluate(done / config_.train.eval_interval);
-  out << "validation loss at iteration " << done << ": " << std::fixed << std::setprecision(4) << valid
-      << std::defaultfloat << std::endl;
+  std::ostringstream line;
+  line << "validation loss at iteration " << done << ": " << std::fixed << std::setprecision(4) << valid;
+  progress.print_line(line.str());
   write_metrics({{"iteration", done}, {"valid_loss", valid}});
   summary.validation_losses.emplace_back(done, valid);
-  if (const auto text = sample(done)) out << "sample at iteration " << done << ": " << *text << std::endl;
+  if (const auto text = sample(done)) progress.print_line("sample at iteration " + std::to_string(done) + ": " + *text);
 }
 
 std::optional<std::string> Trainer::sample(int64_t iteration) {
@@ -223,8 +227,7 @@ TrainSummary Trainer::train(std::ostream& out) {
     const IterationStats stats = train_step(iteration);
     if (!capture_reported && runner_->capture_report()) {  // once the graphs exist, nothing is asked again
       capture_reported = true;
-      progress.before_line();
-      report_capture(out, iteration + 1);
+      report_capture(progress, iteration + 1);
     }
     interval.loss_sum += stats.loss;
     interval.norm_sum += stats.grad_norm;
@@ -235,26 +238,21 @@ TrainSummary Trainer::train(std::ostream& out) {
     const int64_t done = iteration + 1;
     progress.update(done);
     if (done % t.log_interval == 0 || done == t.train_iters) {
-      progress.before_line();
-      log_interval(out, interval, done, summary);
+      log_interval(progress, interval, done, summary);
       interval.start = Clock::now();
     }
     if (t.save && ((t.save_interval && done % *t.save_interval == 0) || done == t.train_iters)) {
       // Saved first (nothing the evaluation or sample does can lose it), and before anything is
       // printed, so that an error stands on a line of its own.
-      const std::string folder = save(done);
-      progress.before_line();
-      out << "saved checkpoint " << folder << std::endl;
+      progress.print_line("saved checkpoint " + save(done));
       interval.start = Clock::now();
     }
     if (t.eval_iters > 0 && (done % t.eval_interval == 0 || done == t.train_iters)) {
-      progress.before_line();
-      evaluate_and_sample(out, done, summary);
+      evaluate_and_sample(progress, done, summary);
       interval.start = Clock::now();
     }
     summary.last_iteration = done;
   }
-  progress.before_line();
   summary.seconds = progress.elapsed_seconds();
   summary.tokens = static_cast<double>(t.train_iters - start_iteration_) * tokens_per_iteration;
   return summary;

@@ -23,6 +23,8 @@
 
 namespace graphed::train {
 
+class Progress;
+
 /// One log interval as printed and written to --metrics-file.
 struct IntervalRecord {
   int64_t iteration = 0;  ///< 1-based, last iteration of the interval
@@ -80,10 +82,10 @@ class Trainer {
  private:
   std::vector<Batch> host_batches(Split split, int64_t first_sample, int64_t microbatches) const;
   struct Interval;
-  void log_interval(std::ostream& out, Interval& interval, int64_t done, TrainSummary& summary);
-  void evaluate_and_sample(std::ostream& out, int64_t done, TrainSummary& summary);
+  void log_interval(Progress& progress, Interval& interval, int64_t done, TrainSummary& summary);
+  void evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary);
   void write_metrics(const nlohmann::json& record);
-  void report_capture(std::ostream& out, int64_t iteration);
+  void report_capture(Progress& progress, int64_t iteration);
 
   config::RunConfig config_;
   TokenDataset data_;
