@@ -125,7 +125,7 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   time_synchronized(trainer, command_line.bench_iters, iteration, device, row);
   time_pipelined(trainer, command_line.bench_iters, iteration, device, row);
   row.ops_per_iteration = capture::count_dispatched_ops([&] { trainer.train_step(iteration); });
-  const double tokens = static_cast<double>(config.train.global_batch_size.value_or(1) * config.model.seq_length);
+  const double tokens = trainer.tokens_per_iteration();
   row.tokens_per_second = tokens / (row.pipelined_ms_per_iteration / 1000.0);
   row.peak_mib = mib(capture::peak_memory_bytes(device));
   row.reserved_mib = mib(capture::reserved_memory_bytes(device));

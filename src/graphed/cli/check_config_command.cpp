@@ -12,19 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string show(const json& value) {
-  if (value.is_null()) return "unset";
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_float()) return format_number(value.get<double>());
-  if (value.is_array()) {
-    if (value.empty()) return "[]";
-    std::vector<std::string> items;
-    for (const auto& item : value) items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
-    return join(items, " ");
-  }
-  return value.dump();
-}
-
 /// Where a resolved value came from: the source that set it, "derived" when resolution filled or
 /// changed a value the user left at its default, else "default".
 std::string origin_of(const std::string& key, const json& resolved, const json& given,
@@ -76,7 +63,7 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
   std::size_t width = 0;
   for (const auto& [key, value] : resolved.items()) width = std::max(width, key.size());
   const auto print = [&](const std::string& key) {
-    out << "  " << std::left << std::setw(static_cast<int>(width)) << key << " = " << show(resolved.at(key));
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << key << " = " << config::setting_value_text(resolved.at(key), " ", "[]");
     const std::string origin = origin_of(key, resolved.at(key), given, run.origins);
     if (origin != "default") out << "  (" << origin << ")";
     out << '\n';

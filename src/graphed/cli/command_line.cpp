@@ -58,17 +58,8 @@ std::string group_of(const config::SettingSpec& spec) {
   return "CUDA graphs";
 }
 
-std::string default_text(const config::SettingSpec& spec) {
-  const json value = spec.read(config::Settings{});
-  if (value.is_null()) return "unset";
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_array()) return value.empty() ? "empty" : join(value.get<std::vector<std::string>>(), ",");
-  if (value.is_number_float()) return format_number(value.get<double>());
-  return value.dump();
-}
-
 std::string help_text(const config::SettingSpec& spec) {
-  std::string text = spec.help + " (default: " + default_text(spec) + ")";
+  std::string text = spec.help + " (default: " + config::setting_value_text(spec.read(config::Settings{})) + ")";
   if (!spec.choices.empty()) text += " {" + join(spec.choices, ",") + "}";
   return text;
 }
@@ -192,9 +183,7 @@ std::string preset_values_text(const std::string& name) {
   std::string text = "\nPreset " + name + " sets (flags override each):\n";
   for (const auto& spec : config::setting_specs()) {
     if (!values->contains(spec.key)) continue;
-    const json& value = (*values)[spec.key];
-    text += "  " + spec.flag() + " " + (value.is_number_float() ? format_number(value.get<double>())
-                                        : value.is_string() ? value.get<std::string>() : value.dump()) + "\n";
+    text += "  " + spec.flag() + " " + config::setting_value_text((*values)[spec.key]) + "\n";
   }
   return text;
 }

@@ -33,20 +33,14 @@ SettingSource checkpoint_source(const train::CheckpointInfo& checkpoint) {
   return {"checkpoint " + checkpoint.folder, values};
 }
 
-std::string shown(const json& value) {
-  if (value.is_number_float()) return format_number(value.get<double>());
-  if (value.is_string()) return value.get<std::string>();
-  return value.dump();
-}
-
 /// "--lr 0.002 (checkpoint: 0.001)" for each checkpoint setting a later source changed.
 std::vector<std::string> overrides_of(const SettingSource& checkpoint, const config::Settings& settings) {
   const json final_values = config::settings_to_json(settings);
   std::vector<std::string> changed;
   for (const auto& spec : config::setting_specs()) {  // in --help order
     if (!checkpoint.values.contains(spec.key) || final_values[spec.key] == checkpoint.values[spec.key]) continue;
-    changed.push_back(spec.flag() + " " + shown(final_values[spec.key]) + " (checkpoint: " +
-                      shown(checkpoint.values[spec.key]) + ")");
+    changed.push_back(spec.flag() + " " + config::setting_value_text(final_values[spec.key]) + " (checkpoint: " +
+                      config::setting_value_text(checkpoint.values[spec.key]) + ")");
   }
   return changed;
 }

@@ -399,6 +399,17 @@ void apply_settings(Settings& settings, const json& object, const std::string& s
   }
 }
 
+std::string setting_value_text(const json& value, const std::string& separator, const std::string& empty_list) {
+  if (value.is_null()) return "unset";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) return format_number(value.get<double>());
+  if (!value.is_array()) return value.dump();
+  if (value.empty()) return empty_list;
+  std::vector<std::string> items;
+  for (const auto& item : value) items.push_back(setting_value_text(item, separator, empty_list));
+  return join(items, separator);
+}
+
 json settings_to_json(const Settings& settings) {
   json object = json::object();
   for (const auto& spec : setting_specs()) object[spec.key] = spec.read(settings);

@@ -81,6 +81,12 @@ nlohmann::json check_setting_value(const SettingSpec& spec, const nlohmann::json
 void apply_settings(Settings& settings, const nlohmann::json& object, const std::string& source,
                     SettingOrigins* origins = nullptr);
 
+/// How a setting's value reads in --help, notes and check-config: null as "unset", a float the shortest
+/// way that reads back (0.001), a string as it is, a list's items joined by separator (empty_list when
+/// there are none), anything else as JSON (true, 4).
+std::string setting_value_text(const nlohmann::json& value, const std::string& separator = ",",
+                               const std::string& empty_list = "empty");
+
 /// The settings as a JSON object of key -> value (null = unset), in table order.
 nlohmann::json settings_to_json(const Settings& settings);
 

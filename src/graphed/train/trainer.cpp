@@ -99,11 +99,15 @@ double Trainer::evaluate(int64_t round) {
   return config_.train.eval_iters > 0 ? total.item<double>() / static_cast<double>(config_.train.eval_iters) : 0.0;
 }
 
+double Trainer::tokens_per_iteration() const {
+  return static_cast<double>(config_.train.global_batch_size.value_or(1) * config_.model.seq_length);
+}
+
 double Trainer::flops_per_iteration() const {
   const auto& m = config_.model;
   const double h = static_cast<double>(m.hidden_size);
   const double seq = static_cast<double>(m.seq_length);
-  const double tokens = static_cast<double>(config_.train.global_batch_size.value_or(1)) * seq;
+  const double tokens = tokens_per_iteration();
   const double head_dim = h / static_cast<double>(m.num_attention_heads);
   const double groups = static_cast<double>(m.num_query_groups.value_or(m.num_attention_heads));
   const double attention = h * (h + 2.0 * groups * head_dim) + h * h;
@@ -154,7 +158,6 @@ struct Trainer::Interval {
 
 void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done, TrainSummary& summary) {
   const auto& t = config_.train;
-  const double tokens_per_iteration = static_cast<double>(t.global_batch_size.value_or(1) * config_.model.seq_length);
   const auto count = static_cast<double>(interval.iterations);
   IntervalRecord record;
   record.iteration = done;
@@ -162,7 +165,7 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
   record.grad_norm = interval.norm_sum.item<double>() / count;
   const double seconds = std::chrono::duration<double>(Clock::now() - interval.start).count();
   record.ms_per_iteration = 1000.0 * seconds / count;
-  record.tokens_per_second = tokens_per_iteration * count / seconds;
+  record.tokens_per_second = tokens_per_iteration() * count / seconds;
   record.tflops = flops_per_iteration() * count / seconds / 1e12;
   record.learning_rate = learning_rate(t, done - 1);
   std::ostringstream line;
@@ -215,10 +218,9 @@ std::optional<std::string> Trainer::sample(int64_t iteration) {
 TrainSummary Trainer::train(std::ostream& out) {
   const auto& t = config_.train;
   TrainSummary summary;
-  const double tokens_per_iteration = static_cast<double>(t.global_batch_size.value_or(1) * config_.model.seq_length);
   // Heartbeat lines go to `out` unless it is the terminal (std::cout on a TTY); tests and files get them.
   const bool out_is_terminal = &out == &std::cout && ::isatty(::fileno(stdout)) != 0;
-  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration, out, ::isatty(::fileno(stderr)) != 0,
+  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration(), out, ::isatty(::fileno(stderr)) != 0,
                     out_is_terminal);
   const at::TensorOptions scalar = at::TensorOptions().device(device_).dtype(at::kFloat);
   Interval interval{at::zeros({}, scalar), at::zeros({}, scalar), at::zeros({}, scalar)};
@@ -254,7 +256,7 @@ TrainSummary Trainer::train(std::ostream& out) {
     summary.last_iteration = done;
   }
   summary.seconds = progress.elapsed_seconds();
-  summary.tokens = static_cast<double>(t.train_iters - start_iteration_) * tokens_per_iteration;
+  summary.tokens = static_cast<double>(t.train_iters - start_iteration_) * tokens_per_iteration();
   return summary;
 }
 

@@ -71,6 +71,8 @@ class Trainer {
   const TokenDataset& data() const { return data_; }
   const at::Device& device() const { return device_; }
   int64_t start_iteration() const { return start_iteration_; }
+  /// Tokens of one iteration (global batch x sequence length).
+  double tokens_per_iteration() const;
   /// Model FLOPs of one iteration (forward + backward), Megatron's estimate.
   double flops_per_iteration() const;
 
