@@ -25,35 +25,54 @@ AttentionImpl::AttentionImpl(const AttentionShape& shape)
   }
 }
 
-at::Tensor AttentionImpl::apply_rope(const at::Tensor& x) const {
-  const int64_t seq = x.size(2);
-  const at::Tensor cos = rope_cos_.narrow(0, 0, seq).to(x.scalar_type());  // [s, d/2]
-  const at::Tensor sin = rope_sin_.narrow(0, 0, seq).to(x.scalar_type());
+at::Tensor AttentionImpl::apply_rope(const at::Tensor& x, const at::Tensor& positions) const {
+  at::Tensor cos, sin;
+  if (positions.defined()) {  // [b, s] -> [b, 1, s, d/2]
+    cos = rope_cos_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
+    sin = rope_sin_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
+  } else {  // [s, d/2]
+    cos = rope_cos_.narrow(0, 0, x.size(2));
+    sin = rope_sin_.narrow(0, 0, x.size(2));
+  }
+  cos = cos.to(x.scalar_type());
+  sin = sin.to(x.scalar_type());
   const auto halves = x.chunk(2, -1);
   return at::cat({halves[0] * cos - halves[1] * sin, halves[1] * cos + halves[0] * sin}, -1);
 }
 
-at::Tensor AttentionImpl::forward(const at::Tensor& input) {
+AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const at::Tensor& positions) const {
   const int64_t batch = input.size(0);
   const int64_t seq = input.size(1);
   const int64_t heads = shape_.num_heads;
   const int64_t groups = shape_.num_query_groups;
   const at::Tensor qkv = at::linear(input, qkv_weight_, qkv_bias_);  // [b, s, (heads + 2 groups) d]
   const auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
-  at::Tensor q = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);
-  at::Tensor k = parts[1].view({batch, seq, groups, head_dim_}).transpose(1, 2);
-  at::Tensor v = parts[2].view({batch, seq, groups, head_dim_}).transpose(1, 2);
+  Projection projection;
+  projection.query = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);
+  projection.key = parts[1].view({batch, seq, groups, head_dim_}).transpose(1, 2);
+  projection.value = parts[2].view({batch, seq, groups, head_dim_}).transpose(1, 2);
   if (shape_.rope) {
-    q = apply_rope(q);
-    k = apply_rope(k);
+    projection.query = apply_rope(projection.query, positions);
+    projection.key = apply_rope(projection.key, positions);
   }
-  if (groups != heads) {
-    k = k.repeat_interleave(heads / groups, 1);
-    v = v.repeat_interleave(heads / groups, 1);
+  return projection;
+}
+
+at::Tensor AttentionImpl::output_projection(const at::Tensor& context) const {
+  const int64_t batch = context.size(0);
+  const int64_t seq = context.size(2);
+  return at::linear(context.transpose(1, 2).reshape({batch, seq, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
+}
+
+at::Tensor AttentionImpl::forward(const at::Tensor& input) {
+  Projection projection = project(input);
+  const int64_t ratio = shape_.num_heads / shape_.num_query_groups;
+  if (ratio != 1) {
+    projection.key = projection.key.repeat_interleave(ratio, 1);
+    projection.value = projection.value.repeat_interleave(ratio, 1);
   }
   const double dropout = is_training() ? shape_.attention_dropout : 0.0;
-  const at::Tensor context = compat::causal_attention(q, k, v, dropout);  // [b, heads, s, d]
-  return at::linear(context.transpose(1, 2).reshape({batch, seq, heads * head_dim_}), proj_weight_, proj_bias_);
+  return output_projection(compat::causal_attention(projection.query, projection.key, projection.value, dropout));
 }
 
 }  // namespace graphed::model

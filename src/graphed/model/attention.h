@@ -26,8 +26,19 @@ class AttentionImpl : public torch::nn::Module {
   explicit AttentionImpl(const AttentionShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [b, s, h] -> [b, s, h]
 
+  /// The attention inputs of `input` [b, s, h]: q [b, heads, s, d], k and v [b, groups, s, d], with
+  /// the rotary embedding applied at `positions` [b, s] (int64), or at 0..s-1 when undefined.
+  struct Projection {
+    at::Tensor query, key, value;
+  };
+  Projection project(const at::Tensor& input, const at::Tensor& positions = {}) const;
+  /// The output projection of the attention context [b, heads, s, d] -> [b, s, h].
+  at::Tensor output_projection(const at::Tensor& context) const;
+  const AttentionShape& shape() const { return shape_; }
+  int64_t head_dim() const { return head_dim_; }
+
  private:
-  at::Tensor apply_rope(const at::Tensor& x) const;  // [b, heads, s, d]
+  at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions) const;  // [b, heads, s, d]
 
   AttentionShape shape_;
   int64_t head_dim_;
