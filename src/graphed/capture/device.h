@@ -83,6 +83,28 @@ uint64_t cuda_random_offset(const at::Device& device);
 /// Restores states saved by rng_states(); a missing name is left alone.
 void restore_rng_states(const at::Device& device, const std::map<std::string, at::Tensor>& states);
 
+/// A marker on the device's current stream that the host can wait for: reading a step's results one step
+/// behind keeps the GPU busy. On the CPU everything has finished already and both calls return at once.
+class StreamEvent {
+ public:
+  explicit StreamEvent(const at::Device& device);
+  ~StreamEvent();
+  StreamEvent(const StreamEvent&) = delete;
+  StreamEvent& operator=(const StreamEvent&) = delete;
+  /// Marks the work queued so far on the current stream.
+  void record();
+  /// Blocks the host until the marked work has finished.
+  void wait();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// An empty host tensor that a device copy can fill without blocking: page-locked on a CUDA device,
+/// ordinary memory on the CPU.
+at::Tensor pinned_host_tensor(at::IntArrayRef sizes, at::ScalarType dtype, const at::Device& device);
+
 /// Times a region on the device's stream: CUDA events on the GPU, the wall clock on the CPU.
 class DeviceTimer {
  public:

@@ -46,4 +46,14 @@ double DeviceTimer::elapsed_ms() {
   return std::chrono::duration<double, std::milli>(impl_->end - impl_->begin).count();
 }
 
+struct StreamEvent::Impl {};
+StreamEvent::StreamEvent(const at::Device&) : impl_(std::make_unique<Impl>()) {}
+StreamEvent::~StreamEvent() = default;
+void StreamEvent::record() {}
+void StreamEvent::wait() {}
+
+at::Tensor pinned_host_tensor(at::IntArrayRef sizes, at::ScalarType dtype, const at::Device&) {
+  return at::empty(sizes, at::TensorOptions().dtype(dtype));
+}
+
 }  // namespace graphed::capture

@@ -143,4 +143,24 @@ double DeviceTimer::elapsed_ms() {
   return impl_->begin.elapsed_time(impl_->end);
 }
 
+struct StreamEvent::Impl {
+  bool cuda = false;
+  at::cuda::CUDAEvent event{cudaEventDisableTiming};
+};
+
+StreamEvent::StreamEvent(const at::Device& device) : impl_(std::make_unique<Impl>()) { impl_->cuda = device.is_cuda(); }
+StreamEvent::~StreamEvent() = default;
+
+void StreamEvent::record() {
+  if (impl_->cuda) impl_->event.record(at::cuda::getCurrentCUDAStream());
+}
+
+void StreamEvent::wait() {
+  if (impl_->cuda && impl_->event.isCreated()) impl_->event.synchronize();
+}
+
+at::Tensor pinned_host_tensor(at::IntArrayRef sizes, at::ScalarType dtype, const at::Device& device) {
+  return at::empty(sizes, at::TensorOptions().dtype(dtype).pinned_memory(device.is_cuda()));
+}
+
 }  // namespace graphed::capture

@@ -2,6 +2,9 @@
 // GPT-NeoX / Llama layout).
 #include "graphed/model/attention.h"
 
+#include <cmath>
+#include <limits>
+
 #include "graphed/util/compat.h"
 
 namespace graphed::model {
@@ -73,6 +76,28 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input) {
   }
   const double dropout = is_training() ? shape_.attention_dropout : 0.0;
   return output_projection(compat::causal_attention(projection.query, projection.key, projection.value, dropout));
+}
+
+at::Tensor AttentionImpl::forward_cached(const at::Tensor& input, const at::Tensor& positions,
+                                         const at::Tensor& blocked, const LayerCache& cache) const {
+  const int64_t batch = input.size(0);
+  const int64_t seq = input.size(1);
+  const int64_t groups = shape_.num_query_groups;
+  const int64_t ratio = shape_.num_heads / groups;
+  const Projection projection = project(input, positions);
+  const at::Tensor slots = positions.view({batch, 1, seq, 1}).expand({batch, groups, seq, head_dim_});
+  cache.key.scatter_(2, slots, projection.key);
+  cache.value.scatter_(2, slots, projection.value);
+  // Queries of one group side by side: [b, groups, ratio * s, d] against the group's keys [b, groups, L, d].
+  const at::Tensor query = projection.query.reshape({batch, groups, ratio * seq, head_dim_});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  at::Tensor scores = at::matmul(query, cache.key.transpose(-2, -1)) * scale;  // [b, groups, ratio * s, L]
+  scores = scores.view({batch, groups, ratio, seq, -1})
+               .masked_fill(blocked.view({batch, 1, 1, seq, -1}), -std::numeric_limits<double>::infinity());
+  const at::Tensor probabilities =
+      at::softmax(scores, -1, at::promote_types(scores.scalar_type(), at::kFloat)).to(query.scalar_type());
+  const at::Tensor context = at::matmul(probabilities.view({batch, groups, ratio * seq, -1}), cache.value);
+  return output_projection(context.view({batch, shape_.num_heads, seq, head_dim_}));
 }
 
 }  // namespace graphed::model

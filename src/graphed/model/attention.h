@@ -8,6 +8,12 @@
 
 namespace graphed::model {
 
+/// One layer's key/value cache: key and value [batch, groups, max sequence, head dim], in the model's
+/// dtype. Positions not yet written hold anything finite: attention masks them.
+struct LayerCache {
+  at::Tensor key, value;
+};
+
 struct AttentionShape {
   int64_t hidden_size = 0;
   int64_t num_heads = 0;
@@ -32,6 +38,12 @@ class AttentionImpl : public torch::nn::Module {
     at::Tensor query, key, value;
   };
   Projection project(const at::Tensor& input, const at::Tensor& positions = {}) const;
+  /// Attention of `input` [b, s, h] at `positions` [b, s] over the cache: writes this input's keys and
+  /// values into `cache` at those positions, then attends to every cache slot not `blocked`
+  /// ([b, 1, s, max sequence] bool, true = masked). Grouped queries share their group's keys without
+  /// copies. Same shapes in, same kernels: a captured call replays bitwise what an eager one computes.
+  at::Tensor forward_cached(const at::Tensor& input, const at::Tensor& positions, const at::Tensor& blocked,
+                            const LayerCache& cache) const;
   /// The output projection of the attention context [b, heads, s, d] -> [b, s, h].
   at::Tensor output_projection(const at::Tensor& context) const;
   const AttentionShape& shape() const { return shape_; }

@@ -57,6 +57,12 @@ at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {
   return hidden;
 }
 
+at::Tensor GptModelImpl::embed_at(const at::Tensor& tokens, const at::Tensor& positions) {
+  const at::Tensor hidden = at::embedding(word_embeddings_, tokens);  // [b, s, h]
+  if (!position_embeddings_.defined()) return hidden;
+  return hidden + at::embedding(position_embeddings_, positions);
+}
+
 at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
   const at::Tensor normed = final_norm_->forward(hidden);
   const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;

@@ -57,6 +57,11 @@ class GptModelImpl : public torch::nn::Module {
   std::vector<int64_t> generate(const std::vector<int64_t>& prompt, int64_t new_tokens,
                                 const Sampling& sampling = {});
 
+  /// Inference pieces (eval mode, no dropout): the embeddings of `tokens` [b, s] at `positions` [b, s],
+  /// and the float32 next-token logits of hidden states [..., h] (final norm, output layer).
+  at::Tensor embed_at(const at::Tensor& tokens, const at::Tensor& positions);
+  at::Tensor output_logits(const at::Tensor& hidden);
+
   std::vector<TransformerLayer>& layers() { return layers_; }
   const config::ModelConfig& config() const { return config_; }
 
@@ -68,7 +73,6 @@ class GptModelImpl : public torch::nn::Module {
 
  private:
   at::Tensor embed(const at::Tensor& tokens);
-  at::Tensor output_logits(const at::Tensor& hidden);
   at::Tensor lm_loss(const at::Tensor& hidden, const at::Tensor& labels);
 
   config::ModelConfig config_;

@@ -1,6 +1,7 @@
 // model/transformer_layer.cpp — see model/transformer_layer.h.
 #include "graphed/model/transformer_layer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "graphed/util/error.h"
@@ -33,7 +34,7 @@ TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, in
   attention.hidden_size = config.hidden_size;
   attention.num_heads = config.num_attention_heads;
   attention.num_query_groups = config.num_query_groups.value_or(config.num_attention_heads);
-  attention.max_sequence = config.seq_length;
+  attention.max_sequence = std::max(config.seq_length, config.max_position_embeddings.value_or(config.seq_length));
   attention.rope = config.position_embedding_type == config::PositionEmbedding::kRope;
   attention.rotary_base = config.rotary_base;
   attention.bias = config.add_bias_linear;
@@ -148,6 +149,13 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor
     return {outputs[0], outputs.size() > 1 ? outputs[1] : at::Tensor()};
   }
   return compose(hidden, microbatch);
+}
+
+at::Tensor TransformerLayerImpl::forward_cached(const at::Tensor& hidden, const at::Tensor& positions,
+                                                const at::Tensor& blocked, const LayerCache& cache) {
+  const at::Tensor after_attention =
+      residual(hidden, attention_->forward_cached(input_norm_->forward(hidden), positions, blocked, cache));
+  return is_moe() ? moe_unit(after_attention)[0] : mlp_unit(after_attention)[0];
 }
 
 std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_parameters(LayerUnit unit) {

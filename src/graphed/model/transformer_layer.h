@@ -39,6 +39,12 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// microbatch: which microbatch of the iteration this is (the runners of graph slots pick by it).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& hidden, int64_t microbatch);
 
+  /// Inference: the layer at `positions` [b, s] over its key/value cache (Attention::forward_cached),
+  /// eagerly and without the training units' runners. hidden [b, s, h] -> [b, s, h].
+  at::Tensor forward_cached(const at::Tensor& hidden, const at::Tensor& positions, const at::Tensor& blocked,
+                            const LayerCache& cache);
+
+  Attention& attention() { return attention_; }
   bool is_moe() const { return static_cast<bool>(moe_); }
   /// Whether this layer has the unit (kMlp only on dense layers, kMoe* only on MoE layers).
   bool has_unit(LayerUnit unit) const;

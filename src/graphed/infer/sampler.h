@@ -1,0 +1,30 @@
+// infer/sampler.h — picks each row's next token on the device, with no host sync and no generator
+// state, so that sampling can sit inside a CUDA graph: greedy (argmax), or temperature, top-k and
+// top-p with Gumbel-max noise hashed from (seed, step, row, token). The same seed gives the same text,
+// eager or graphed.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/ATen.h>
+
+namespace graphed::infer {
+
+struct SamplingOptions {
+  double temperature = 0.0;  ///< 0 = greedy; otherwise the logits are divided by it
+  int64_t top_k = 0;         ///< draw among the k likeliest tokens; 0 = all
+  double top_p = 1.0;        ///< draw among the likeliest tokens whose probabilities sum to top_p; 1 = all
+  uint64_t seed = 0;         ///< the noise's seed
+
+  bool is_greedy() const { return temperature <= 0.0; }
+};
+
+/// The next token of each row: logits [rows, vocab] float32, step: a device int64 tensor [1] (the
+/// index of the token being drawn, so that every step draws fresh noise). Returns int64 [rows].
+at::Tensor sample_tokens(const at::Tensor& logits, const SamplingOptions& options, const at::Tensor& step);
+
+/// Uniform noise in (0, 1), float64 [rows, vocab], from a 32-bit hash of (seed, step, row, column):
+/// the same arguments give the same bits on every device.
+at::Tensor hashed_uniform(int64_t rows, int64_t vocab, uint64_t seed, const at::Tensor& step);
+
+}  // namespace graphed::infer

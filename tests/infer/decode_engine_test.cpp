@@ -1,0 +1,166 @@
+// tests/infer/decode_engine_test.cpp — the decode engine on the CPU (scope none): greedy tokens equal
+// a full recompute for mixed prompt lengths and padded batches, a row's tokens do not depend on its
+// neighbours, stop tokens end rows, sampling repeats per seed, and bad input gets clear errors.
+#include "graphed/infer/decode_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <ATen/core/grad_mode.h>
+
+#include "error_text.h"
+#include "graphed/util/error.h"
+#include "run_config_for_test.h"
+
+namespace graphed::infer {
+namespace {
+
+model::GptModel small_model(bool rope) {
+  nlohmann::json settings = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
+                             {"vocab_size", 64}, {"seq_length", 48}, {"attention_dropout", 0.0},
+                             {"hidden_dropout", 0.0}};
+  if (rope) {
+    settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
+                     {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false}});
+  }
+  at::manual_seed(5);
+  const auto config = testing::run_config(settings);
+  model::GptModel model(config.model, config.moe_layers);
+  model->to(at::kDouble);
+  model->eval();
+  return model;
+}
+
+/// Greedy continuation by recomputing the whole sequence at every step.
+std::vector<int64_t> recompute_greedy(model::GptModel& model, std::vector<int64_t> sequence, int64_t count) {
+  at::NoGradGuard no_grad;
+  std::vector<int64_t> generated;
+  for (int64_t i = 0; i < count; ++i) {
+    const at::Tensor input = at::tensor(sequence, at::kLong).view({1, -1});
+    const int64_t next = model->logits(input).select(1, input.size(1) - 1).argmax(-1).item<int64_t>();
+    sequence.push_back(next);
+    generated.push_back(next);
+  }
+  return generated;
+}
+
+EngineOptions options_for(int64_t batch, int64_t max_new_tokens) {
+  EngineOptions options;
+  options.max_batch = batch;
+  options.max_sequence = 48;
+  options.max_new_tokens = max_new_tokens;
+  return options;
+}
+
+const std::vector<std::vector<int64_t>> kPrompts{{1, 2, 3, 4, 5, 6, 7}, {9}, {10, 20, 30}};
+
+class DecodeEngineModels : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DecodeEngineModels, GreedyEqualsRecomputeWithMixedLengthsAndPadding) {
+  model::GptModel model = small_model(GetParam());
+  DecodeEngine engine(model, at::Device(at::kCPU), options_for(8, 12));
+  const Generation result = engine.generate(kPrompts, 12);
+  EXPECT_EQ(result.rows, 4);  // 3 prompts padded to the bucket of 4
+  EXPECT_FALSE(result.graphed);
+  ASSERT_EQ(result.tokens.size(), kPrompts.size());
+  for (std::size_t i = 0; i < kPrompts.size(); ++i) {
+    EXPECT_EQ(result.tokens[i], recompute_greedy(model, kPrompts[i], 12)) << "prompt " << i;
+    EXPECT_FALSE(result.stopped[i]);
+  }
+  EXPECT_EQ(result.decode_steps, 11);
+}
+
+INSTANTIATE_TEST_SUITE_P(RopeAndLearned, DecodeEngineModels, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "rope_gqa" : "learned"; });
+
+TEST(DecodeEngine, ARowDoesNotDependOnItsNeighbours) {
+  model::GptModel model = small_model(true);
+  SamplingOptions sampling;
+  sampling.temperature = 0.8;
+  sampling.top_k = 10;
+  sampling.seed = 3;
+  EngineOptions options = options_for(4, 10);
+  options.sampling = sampling;
+  DecodeEngine engine(model, at::Device(at::kCPU), options);
+  const Generation together = engine.generate(kPrompts, 10);
+  const Generation again = engine.generate(kPrompts, 10);
+  EXPECT_EQ(together.tokens, again.tokens);  // the same seed: the same text
+  // Row 0 alone (a batch of 1, padded to bucket 1) draws other noise rows, so compare greedy instead.
+  EngineOptions greedy = options_for(4, 10);
+  DecodeEngine greedy_engine(model, at::Device(at::kCPU), greedy);
+  const Generation alone = greedy_engine.generate({kPrompts[0]}, 10);
+  const Generation batch = greedy_engine.generate(kPrompts, 10);
+  EXPECT_EQ(alone.rows, 1);
+  EXPECT_EQ(alone.tokens[0], batch.tokens[0]);
+}
+
+TEST(DecodeEngine, StopTokensEndRowsAndAreKept) {
+  model::GptModel model = small_model(true);
+  DecodeEngine probe(model, at::Device(at::kCPU), options_for(4, 12));
+  const Generation free_run = probe.generate(kPrompts, 12);
+  const int64_t stop = free_run.tokens[0][3];  // row 0's fourth token
+  EngineOptions options = options_for(4, 12);
+  options.stop_tokens = {stop};
+  DecodeEngine engine(model, at::Device(at::kCPU), options);
+  const Generation stopped = engine.generate(kPrompts, 12);
+  for (std::size_t row = 0; row < kPrompts.size(); ++row) {
+    const auto& all = free_run.tokens[row];
+    const auto first = std::find(all.begin(), all.end(), stop);
+    if (first == all.end()) {
+      EXPECT_EQ(stopped.tokens[row], all);
+      EXPECT_FALSE(stopped.stopped[row]);
+    } else {
+      EXPECT_EQ(stopped.tokens[row], std::vector<int64_t>(all.begin(), first + 1));
+      EXPECT_TRUE(stopped.stopped[row]);
+    }
+  }
+  EXPECT_LE(stopped.tokens[0].size(), 4u);
+}
+
+TEST(DecodeEngine, StreamsEveryStep) {
+  model::GptModel model = small_model(false);
+  DecodeEngine engine(model, at::Device(at::kCPU), options_for(2, 6));
+  std::vector<std::vector<int64_t>> streamed(2);
+  const Generation result = engine.generate({{1, 2}, {3}}, 6, [&](int64_t, const std::vector<int64_t>& tokens) {
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      if (tokens[i] >= 0) streamed[i].push_back(tokens[i]);
+    }
+  });
+  EXPECT_EQ(streamed, result.tokens);
+}
+
+TEST(DecodeEngine, ALargerBatchThanTheBucketsRunsEagerlyAtItsSize) {
+  model::GptModel model = small_model(false);
+  EngineOptions options = options_for(8, 4);
+  options.graph_max_batch = 4;  // buckets 4, 2, 1
+  DecodeEngine engine(model, at::Device(at::kCPU), options);
+  EXPECT_EQ(engine.rows_for(3), (std::pair<int64_t, bool>{4, false}));
+  EXPECT_EQ(engine.rows_for(6), (std::pair<int64_t, bool>{6, false}));
+  const Generation result = engine.generate({{1}, {2}, {3}, {4}, {5}, {6}}, 4);
+  EXPECT_EQ(result.rows, 6);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(result.tokens[i], recompute_greedy(model, {static_cast<int64_t>(i) + 1}, 4));
+}
+
+TEST(DecodeEngine, RefusesBadPrompts) {
+  model::GptModel model = small_model(true);
+  DecodeEngine engine(model, at::Device(at::kCPU), options_for(2, 8));
+  const auto message = [&](const std::vector<std::vector<int64_t>>& prompts, int64_t count) {
+    return testing::error_text<DataError>([&] { engine.generate(prompts, count); });
+  };
+  EXPECT_NE(message({{1}, {2}, {3}}, 4).find("larger than the cache's 2 rows"), std::string::npos);
+  EXPECT_NE(message({{}}, 4).find("prompt 1 is empty"), std::string::npos);
+  EXPECT_NE(message({{1, 64}}, 4).find("token id 64, outside the model's vocabulary of 64"), std::string::npos);
+  EXPECT_NE(message({std::vector<int64_t>(45, 1)}, 4).find("exceeds the context of 48"), std::string::npos);
+  EXPECT_NE(message({{1}}, 9).find("asked for 9 new tokens"), std::string::npos);
+}
+
+TEST(DecodeEngine, GraphScopesNeedAGpu) {
+  model::GptModel model = small_model(true);
+  EngineOptions options = options_for(2, 4);
+  options.scope = config::InferenceCudaGraphScope::kBlock;
+  const std::string message =
+      testing::error_text<CaptureError>([&] { DecodeEngine engine(model, at::Device(at::kCPU), options); });
+  EXPECT_NE(message.find("decode graphs need a CUDA device"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace graphed::infer
