@@ -14,12 +14,14 @@ namespace {
 struct GpuPeak {
   const char* name_part;
   double bf16_tflops, fp32_tflops;  // dense, SXM where there are several forms
+  double terabytes_per_second;      // memory bandwidth
 };
 
-// Published dense peaks (NVIDIA data sheets); the first entry whose name is in the device's name wins.
+// Published dense peaks and memory bandwidths (NVIDIA data sheets); the first entry whose name is in
+// the device's name wins.
 const GpuPeak kGpuPeaks[] = {
-    {"H200", 989.4, 66.9}, {"H100 PCIe", 756.0, 51.2}, {"H100", 989.4, 66.9},
-    {"A100", 312.0, 19.5}, {"L40S", 362.1, 91.6},      {"A10G", 70.0, 31.2},
+    {"H200", 989.4, 66.9, 4.8},  {"H100 PCIe", 756.0, 51.2, 2.0}, {"H100", 989.4, 66.9, 3.35},
+    {"A100", 312.0, 19.5, 2.039}, {"L40S", 362.1, 91.6, 0.864},    {"A10G", 70.0, 31.2, 0.6},
 };
 
 std::string text_of(double value) {
@@ -56,6 +58,17 @@ std::optional<PeakThroughput> peak_throughput(const c10::Device& device, bool lo
     const double tflops = low_precision ? peak.bf16_tflops : peak.fp32_tflops;
     return PeakThroughput{tflops * 1e12, name + ", " + (low_precision ? "bf16" : "fp32") + " dense (published " +
                                              text_of(tflops) + " TFLOP/s)"};
+  }
+  return std::nullopt;
+}
+
+std::optional<PeakBandwidth> peak_memory_bandwidth(const c10::Device& device) {
+  if (!device.is_cuda()) return std::nullopt;
+  const std::string name = device_name(device);
+  for (const GpuPeak& peak : kGpuPeaks) {
+    if (name.find(peak.name_part) == std::string::npos) continue;
+    return PeakBandwidth{peak.terabytes_per_second * 1e12,
+                         name + ", memory bandwidth (published " + text_of(peak.terabytes_per_second) + " TB/s)"};
   }
   return std::nullopt;
 }

@@ -27,6 +27,7 @@ const std::vector<CommandInfo>& commands() {
       {"train", "train a model (--preset, --config, flags); progress at --log-interval"},
       {"bench", "time training iterations per --impls on synthetic data and print a table"},
       {"check-config", "print the normalized configuration, each migration and warning; exit 1 on an error"},
+      {"generate", "continue prompts with a model from --load or --hf, with decode graphs per --inference-cuda-graph-scope"},
       {"report", "write one HTML page of charts from metrics files, run folders and bench JSON files"},
   };
   return list;
@@ -49,6 +50,10 @@ struct FlagSet {
   std::vector<std::string> impls;
   int64_t bench_iters = 20;
   int64_t bench_warmup = 5;
+  bool bench_decode = false;
+  std::vector<int64_t> decode_batches;
+  int64_t decode_prompt_tokens = 32;
+  int64_t decode_new_tokens = 128;
 };
 
 std::string group_of(const config::SettingSpec& spec) {
@@ -64,8 +69,18 @@ std::string help_text(const config::SettingSpec& spec) {
   return text;
 }
 
-void add_setting_flags(CLI::App& app, FlagSet& flags) {
+/// The settings `graphed generate` takes as flags: the CUDA-graph ones (the legacy spellings migrate),
+/// the checkpoint, the device and the seed. The model's own settings come from the checkpoint.
+bool is_generate_setting(const config::SettingSpec& spec) {
+  static const std::vector<std::string> keys{"cuda_graph_impl", "inference_cuda_graph_scope",
+                                             "inference_dynamic_batching_num_cuda_graphs", "cuda_graph_scope",
+                                             "enable_cuda_graph", "external_cuda_graph", "seed", "load", "device"};
+  return std::find(keys.begin(), keys.end(), spec.key) != keys.end();
+}
+
+void add_setting_flags(CLI::App& app, FlagSet& flags, bool generate = false) {
   for (const auto& spec : config::setting_specs()) {
+    if (generate && !is_generate_setting(spec)) continue;
     SettingOptions entry;
     entry.spec = &spec;
     const std::string names = spec.flag() + "," + spec.underscore_flag();
@@ -89,14 +104,15 @@ void add_setting_flags(CLI::App& app, FlagSet& flags) {
     }
     flags.settings.push_back(entry);
   }
+  app.add_option("--debug", flags.debug_channels, "turn on a debug channel (capture, config, ..., all)");
+  app.add_flag("--json", flags.json_output, "print machine-readable JSON");
+  if (generate) return;
   for (const auto& alias : config::setting_aliases()) {
     flags.aliases.emplace_back(&alias, app.add_flag(alias.flag)->description(alias.help)->group("Model"));
   }
   app.add_option("--preset", flags.preset,
                  "starting values: " + join(config::preset_names(), ", ") + " (flags override)");
   app.add_option("--config", flags.config_file, "JSON file of settings, applied after --preset (flags override)");
-  app.add_option("--debug", flags.debug_channels, "turn on a debug channel (capture, config, ..., all)");
-  app.add_flag("--json", flags.json_output, "print machine-readable JSON");
 }
 
 std::vector<std::string> known_flags() {
@@ -212,6 +228,38 @@ void add_bench_flags(CLI::App& bench, FlagSet& flags) {
                    "modules), full_iteration, full_iteration+optimizer")->delimiter(',');
   bench.add_option("--bench-iters", flags.bench_iters, "timed iterations per implementation (default 20)");
   bench.add_option("--bench-warmup", flags.bench_warmup, "untimed iterations before timing (default 5)");
+  bench.add_flag("--decode", flags.bench_decode, "time decoding instead of training: scopes none, layer and block of "
+                 "the preset's model with random weights (bf16 on a GPU), one row per scope and batch");
+  bench.add_option("--decode-batches", flags.decode_batches, "batch sizes of --decode (default 1,8,32)")->delimiter(',');
+  bench.add_option("--decode-prompt-tokens", flags.decode_prompt_tokens, "random prompt length of --decode (default 32)");
+  bench.add_option("--decode-new-tokens", flags.decode_new_tokens, "tokens drawn per prompt by --decode (default 128)");
+}
+
+void add_generate_flags(CLI::App& generate, GenerateFlags& flags) {
+  const std::string group = "Generation";
+  generate.add_option("--hf", flags.hf_folder, "a Hugging Face model folder (config.json, safetensors, tokenizer.json): "
+                      "Llama 1/2/3, Qwen2/2.5, Qwen3, GPT-2")->group(group);
+  generate.add_option("--prompt", flags.prompts, "a prompt (repeatable: one prompt each)")->group(group)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  generate.add_option("--prompt-file", flags.prompt_files, "a file whose whole text is one prompt (repeatable)")
+      ->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  generate.add_option("--prompt-ids", flags.prompt_ids, "a prompt as token ids, \"1 2 3\" or 1,2,3 (repeatable)")
+      ->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  generate.add_option("--max-new-tokens", flags.max_new_tokens, "tokens to draw per prompt (default 64)")->group(group);
+  generate.add_option("--batch-size", flags.batch_size,
+                      "rows decoded together; the prompts repeat in turn to fill them (default: one per prompt)")->group(group);
+  generate.add_option("--temperature", flags.temperature, "0 = greedy (default); else sample from softmax(logits / T)")
+      ->group(group);
+  generate.add_option("--top-k", flags.top_k, "sample among the k likeliest tokens; 0 = all (default)")->group(group);
+  generate.add_option("--top-p", flags.top_p, "sample among the likeliest tokens holding this probability; 1 = all "
+                      "(default)")->group(group);
+  generate.add_option("--tokenizer", flags.tokenizer, "tokenizer.json, a folder with one (or vocab.json + merges.txt), or "
+                      "'bytes'; default: the model folder's own, or bytes for a model trained on text")->group(group);
+  generate.add_option("--dtype", flags.dtype, "weights and cache: auto (bf16 on a GPU, fp32 on the CPU), bf16, fp16, fp32")
+      ->group(group);
+  generate.add_option("--stop-token", flags.stop_tokens, "a token id that ends a row (repeatable); default: the "
+                      "model's end-of-sequence tokens")->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  generate.add_flag("--ignore-eos", flags.ignore_eos, "draw --max-new-tokens tokens whatever they are")->group(group);
 }
 
 /// One problem per unknown argument a command was given.
@@ -285,8 +333,9 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   for (const auto& command : commands()) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
     sub->allow_extras();
-    add_setting_flags(*sub, flag_sets[command.name]);
+    add_setting_flags(*sub, flag_sets[command.name], command.name == "generate");
     if (command.name == "bench") add_bench_flags(*sub, flag_sets[command.name]);
+    if (command.name == "generate") add_generate_flags(*sub, result.generate);
     subcommands[command.name] = sub;
   }
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
@@ -344,6 +393,17 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   if (result.bench_iters < 1 || result.bench_warmup < 0) {
     fail_with({"--bench-iters must be >= 1 and --bench-warmup >= 0, got " + std::to_string(result.bench_iters) + " and " +
                std::to_string(result.bench_warmup) + "; fix: e.g. --bench-iters 20 --bench-warmup 5"});
+  }
+  result.bench_decode = flags.bench_decode;
+  if (!flags.decode_batches.empty()) result.decode_batches = flags.decode_batches;
+  result.decode_prompt_tokens = flags.decode_prompt_tokens;
+  result.decode_new_tokens = flags.decode_new_tokens;
+  const bool bad_batch = std::any_of(result.decode_batches.begin(), result.decode_batches.end(), [](int64_t b) { return b < 1; });
+  if (bad_batch || result.decode_prompt_tokens < 1 || result.decode_new_tokens < 2) {
+    fail_with({"--decode-batches must be >= 1 each, --decode-prompt-tokens >= 1 and --decode-new-tokens >= 2, got " +
+               bracketed(result.decode_batches) + ", " + std::to_string(result.decode_prompt_tokens) + " and " +
+               std::to_string(result.decode_new_tokens) + "; fix: e.g. --decode-batches 1,8,32 --decode-prompt-tokens 32 "
+               "--decode-new-tokens 128"});
   }
   result.debug_channels = flags.debug_channels;
   return result;

@@ -17,6 +17,23 @@ struct SettingSource {
   nlohmann::json values;  ///< key -> checked value
 };
 
+/// `graphed generate`'s own flags (the model comes from --load or --hf, not from settings flags).
+struct GenerateFlags {
+  std::string hf_folder;                  ///< --hf DIR: a Hugging Face model folder
+  std::vector<std::string> prompts;       ///< --prompt TEXT, repeatable: one prompt each
+  std::vector<std::string> prompt_files;  ///< --prompt-file F, repeatable: each file is one prompt
+  std::vector<std::string> prompt_ids;    ///< --prompt-ids "1 2 3", repeatable: token ids, one prompt each
+  int64_t max_new_tokens = 64;            ///< --max-new-tokens
+  std::optional<int64_t> batch_size;      ///< --batch-size: rows decoded together; unset = one per prompt
+  double temperature = 0.0;               ///< --temperature: 0 = greedy
+  int64_t top_k = 0;                      ///< --top-k: 0 = all
+  double top_p = 1.0;                     ///< --top-p: 1 = all
+  std::string tokenizer;                  ///< --tokenizer PATH|bytes; unset = the model's own
+  std::string dtype = "auto";             ///< --dtype auto|bf16|fp16|fp32
+  std::vector<int64_t> stop_tokens;       ///< --stop-token ID, repeatable; unset = the model's end tokens
+  bool ignore_eos = false;                ///< --ignore-eos: draw max-new-tokens tokens whatever comes
+};
+
 struct CommandLine {
   std::string command;                      ///< "check-config", ... ; empty when only help/version
   config::Settings settings;                ///< defaults <- preset <- config file <- flags
@@ -30,6 +47,12 @@ struct CommandLine {
   std::vector<std::string> impls{"none"};   ///< --impls none[,local,...]: one row each
   int64_t bench_iters = 20;                 ///< --bench-iters: timed iterations per impl
   int64_t bench_warmup = 5;                 ///< --bench-warmup: untimed iterations first
+  bool bench_decode = false;                ///< --decode: time decoding per inference graph scope instead
+  std::vector<int64_t> decode_batches{1, 8, 32};  ///< --decode-batches: one row per scope and batch
+  int64_t decode_prompt_tokens = 32;        ///< --decode-prompt-tokens: random prompt length
+  int64_t decode_new_tokens = 128;          ///< --decode-new-tokens: tokens drawn per prompt
+  // generate only.
+  GenerateFlags generate;
   // report only (it takes no settings flags).
   std::vector<std::string> report_inputs;     ///< RUN_DIR | METRICS.jsonl | BENCH.json, one or more
   std::string report_output = "report.html";  ///< -o/--output

@@ -8,6 +8,7 @@
 #include "graphed/cli/bench_command.h"
 #include "graphed/cli/check_config_command.h"
 #include "graphed/cli/command_line.h"
+#include "graphed/cli/generate_command.h"
 #include "graphed/cli/report_command.h"
 #include "graphed/cli/train_command.h"
 #include "graphed/util/error.h"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     if (command_line.command == "check-config") return graphed::cli::run_check_config(command_line, std::cout);
     if (command_line.command == "train") return graphed::cli::run_train(command_line, std::cout);
     if (command_line.command == "bench") return graphed::cli::run_bench(command_line, std::cout);
+    if (command_line.command == "generate") return graphed::cli::run_generate(command_line, std::cout);
     if (command_line.command == "report") return graphed::cli::run_report(command_line, std::cout);
     std::cerr << "error: command '" << command_line.command << "' is not implemented\n";
     return 1;

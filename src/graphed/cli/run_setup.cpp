@@ -143,12 +143,12 @@ std::string machine_summary() {
 
 }  // namespace
 
-at::Device choose_device(const std::string& requested) {
+at::Device choose_device(const std::string& requested, const std::string& cpu_note) {
   const at::Device device = decide_device(requested);
   if (!device.is_cuda() && requested == "auto") {
     log_info(std::string("device: cpu (") +
              (built_with_cuda() ? "no CUDA device visible" : "this build has no CUDA: GRAPHED_CUDA=0") +
-             "; training eagerly in fp32)");
+             "; " + cpu_note + ")");
   }
   if (!device.is_cuda()) {
     if (const auto blas = reference_blas_loaded()) {

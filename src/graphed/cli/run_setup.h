@@ -44,7 +44,7 @@ void require_available_impl(const config::RunConfig& config, const at::Device& d
 
 /// --device auto|cuda|cpu -> the device; auto picks CUDA when this build and machine have it.
 /// Throws ConfigError for --device cuda without CUDA, naming why.
-at::Device choose_device(const std::string& requested);
+at::Device choose_device(const std::string& requested, const std::string& cpu_note = "training eagerly in fp32");
 
 /// Whether this build and machine can train a configuration, and why (check-config prints it).
 struct Runnability {

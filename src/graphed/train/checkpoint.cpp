@@ -351,4 +351,17 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
   return info.iteration;
 }
 
+int64_t load_model_weights(const std::string& load_dir, model::GptModel& model, const config::RunConfig& config) {
+  const CheckpointInfo info = read_checkpoint_info(load_dir);
+  check_architecture(info, config);
+  const std::string model_file = join_path(info.folder, "model.safetensors");
+  const SavedTensors parameters = read_safetensors(model_file);
+  NamedTensors model_parameters;
+  for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());
+  check_expected(model_file, parameters, model_parameters, "the model");
+  check_no_extra(model_file, parameters, names_of(model_parameters), "the model");
+  copy_into(parameters, model_parameters);
+  return info.iteration;
+}
+
 }  // namespace graphed::train

@@ -46,4 +46,8 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir);
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
                         const config::RunConfig& config, const at::Device& device);
 
+/// Loads only the model weights of the checkpoint `load_dir` names (for inference): the same checks
+/// as load_checkpoint on model.safetensors; the optimizer file is not read. Returns its iteration count.
+int64_t load_model_weights(const std::string& load_dir, model::GptModel& model, const config::RunConfig& config);
+
 }  // namespace graphed::train

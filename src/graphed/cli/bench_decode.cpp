@@ -1,0 +1,218 @@
+// cli/bench_decode.cpp — see cli/bench_decode.h. The roofline counts the bytes one decode step must
+// read at the least: every weight once (the embedding table only for the rows looked up when the
+// output layer has its own weights), and the keys and values of each real row's context at the middle
+// of the run (prompt + new tokens / 2), divided by the GPU's published memory bandwidth.
+#include "graphed/cli/bench_decode.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <optional>
+#include <sstream>
+
+#include <ATen/core/grad_mode.h>
+#include <nlohmann/json.hpp>
+
+#include "graphed/capture/device.h"
+#include "graphed/capture/peak_throughput.h"
+#include "graphed/cli/run_setup.h"
+#include "graphed/infer/decode_engine.h"
+#include "graphed/util/build_info.h"
+#include "graphed/util/text.h"
+
+namespace graphed::cli {
+namespace {
+
+using config::InferenceCudaGraphScope;
+
+struct DecodeRow {
+  std::string scope;
+  int64_t batch = 0;
+  std::optional<std::string> skipped;
+  int64_t rows = 0;
+  double ms_per_step = 0;       ///< median over the repeats
+  double tokens_per_second = 0;
+  double first_token_ms = 0;
+  double roofline_share = 0;    ///< 0 when the bandwidth is unknown
+  double capture_seconds = 0;   ///< every bucket of the scope
+  double graph_pool_mib = 0;
+  int64_t graphs = 0;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+/// Bytes a decode step of `batch` real rows must read at the least (see the file comment).
+double bytes_per_step(model::GptModel& model, int64_t batch, int64_t context) {
+  const config::ModelConfig& config = model->config();
+  double bytes = 0;
+  for (const auto& item : model->named_parameters()) {
+    const at::Tensor& parameter = item.value();
+    const double size = static_cast<double>(parameter.numel() * parameter.element_size());
+    const bool lookup_only = item.key() == "word_embeddings" && config.untie_embeddings_and_output_weights;
+    bytes += lookup_only ? size * static_cast<double>(batch) / static_cast<double>(config.vocab_size) : size;
+  }
+  auto& attention = model->layers().at(0)->attention();
+  const double element = static_cast<double>(model->parameters().at(0).element_size());
+  bytes += 2.0 * static_cast<double>(config.num_layers * batch * attention->shape().num_query_groups * context *
+                                     attention->head_dim()) * element;
+  return bytes;
+}
+
+std::vector<std::vector<int64_t>> random_prompts(int64_t batch, int64_t length, int64_t vocab) {
+  const at::Tensor ids = at::randint(0, vocab, {batch, length}, at::kLong);
+  std::vector<std::vector<int64_t>> prompts;
+  for (int64_t row = 0; row < batch; ++row) {
+    const int64_t* data = ids[row].data_ptr<int64_t>();
+    prompts.emplace_back(data, data + length);
+  }
+  return prompts;
+}
+
+std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptModel& model,
+                                   const config::RunConfig& config, InferenceCudaGraphScope scope,
+                                   const at::Device& device) {
+  std::vector<DecodeRow> rows;
+  const auto& batches = command_line.decode_batches;
+  if (scope != InferenceCudaGraphScope::kNone && !device.is_cuda()) {
+    for (const int64_t batch : batches) {
+      DecodeRow row;
+      row.scope = config::to_string(scope);
+      row.batch = batch;
+      row.skipped = "decode graphs need a CUDA device";
+      rows.push_back(row);
+    }
+    return rows;
+  }
+  infer::EngineOptions options;
+  options.scope = scope;
+  options.max_batch = *std::max_element(batches.begin(), batches.end());
+  options.max_new_tokens = command_line.decode_new_tokens;
+  options.max_sequence = command_line.decode_prompt_tokens + command_line.decode_new_tokens;
+  options.num_cuda_graphs = config.cuda_graph.inference_num_cuda_graphs;
+  infer::DecodeEngine engine(model, device, options);
+  double capture_seconds = 0;
+  double pool_mib = 0;
+  int64_t graphs = 0;
+  for (const auto& capture : engine.capture(engine.buckets())) {
+    capture_seconds += capture.seconds;
+    pool_mib += static_cast<double>(capture.memory.pool_bytes) / (1024.0 * 1024.0);
+    graphs += capture.graphs;
+  }
+  const auto bandwidth = capture::peak_memory_bandwidth(device);
+  const int64_t context = command_line.decode_prompt_tokens + command_line.decode_new_tokens / 2;
+  for (const int64_t batch : batches) {
+    at::manual_seed(config.train.seed + batch);
+    const auto prompts = random_prompts(batch, command_line.decode_prompt_tokens, config.model.vocab_size);
+    engine.generate(prompts, command_line.decode_new_tokens);  // warmup
+    std::vector<double> step_ms, first_ms;
+    infer::Generation last;
+    for (int64_t repeat = 0; repeat < 3; ++repeat) {
+      last = engine.generate(prompts, command_line.decode_new_tokens);
+      step_ms.push_back(last.decode_ms / static_cast<double>(std::max<int64_t>(1, last.decode_steps)));
+      first_ms.push_back(last.time_to_first_token_ms);
+    }
+    DecodeRow row;
+    row.scope = config::to_string(scope);
+    row.batch = batch;
+    row.rows = last.rows;
+    row.ms_per_step = median(step_ms);
+    row.first_token_ms = median(first_ms);
+    row.tokens_per_second = static_cast<double>(batch) / (row.ms_per_step / 1000.0);
+    if (bandwidth) {
+      const double ideal_ms = bytes_per_step(model, batch, context) / bandwidth->bytes_per_second * 1000.0;
+      row.roofline_share = ideal_ms / row.ms_per_step;
+    }
+    row.capture_seconds = capture_seconds;
+    row.graph_pool_mib = pool_mib;
+    row.graphs = graphs;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void print_table(const CommandLine& command_line, const config::RunConfig& config, const at::Device& device,
+                 at::ScalarType dtype, const std::vector<DecodeRow>& rows, std::ostream& out) {
+  const auto bandwidth = capture::peak_memory_bandwidth(device);
+  out << "bench --decode: preset " << command_line.preset.value_or("(none)") << " (" << config.model.num_layers
+      << " layers, hidden " << config.model.hidden_size << ", vocab " << config.model.vocab_size << "), random "
+      << (dtype == at::kBFloat16 ? "bf16" : "fp32") << " weights, " << capture::device_name(device) << ", "
+      << build_summary() << "; prompt " << command_line.decode_prompt_tokens << " tokens, "
+      << command_line.decode_new_tokens << " new tokens, greedy; median of 3 runs after 1 warmup; roofline: "
+      << (bandwidth ? bandwidth->basis : std::string("unknown bandwidth")) << "\n";
+  out << "| scope | batch | rows | ms/step | tokens/s | roofline % | first token ms | graphs | capture s (all buckets) | "
+         "graph pool MiB |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    if (r.skipped) {
+      out << "| " << r.scope << " | " << r.batch << " | skipped: " << *r.skipped << " |||||||\n";
+      continue;
+    }
+    const bool eager = r.scope == "none";
+    out << "| " << r.scope << " | " << r.batch << " | " << r.rows << " | " << fixed(r.ms_per_step, 3) << " | "
+        << fixed(r.tokens_per_second, 0) << " | " << (r.roofline_share > 0 ? fixed(100.0 * r.roofline_share, 1) : "-")
+        << " | " << fixed(r.first_token_ms, 2) << " | " << r.graphs << " | " << (eager ? "-" : fixed(r.capture_seconds, 3))
+        << " | " << (eager ? "-" : fixed(r.graph_pool_mib, 1)) << " |\n";
+  }
+}
+
+void print_json(const CommandLine& command_line, const at::Device& device, const std::vector<DecodeRow>& rows,
+                std::ostream& out) {
+  nlohmann::json array = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json item{{"mode", "decode"}, {"scope", r.scope}, {"batch", r.batch},
+                        {"preset", command_line.preset.value_or("")}, {"device", capture::device_name(device)}};
+    if (r.skipped) {
+      item["skipped"] = *r.skipped;
+    } else {
+      item.update({{"rows", r.rows}, {"ms_per_step", r.ms_per_step}, {"tokens_per_s", r.tokens_per_second},
+                   {"roofline_share", r.roofline_share}, {"first_token_ms", r.first_token_ms}, {"graphs", r.graphs},
+                   {"capture_s", r.capture_seconds}, {"graph_pool_mib", r.graph_pool_mib},
+                   {"prompt_tokens", command_line.decode_prompt_tokens}, {"new_tokens", command_line.decode_new_tokens}});
+    }
+    array.push_back(item);
+  }
+  out << array.dump(2) << "\n";
+}
+
+}  // namespace
+
+int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
+  refuse_multi_process_launch();
+  config::Settings settings = command_line.settings;
+  settings.model.attention_dropout = 0.0;
+  settings.model.hidden_dropout = 0.0;
+  settings.train.mock_data = true;
+  const config::RunConfig config = resolve_settings(settings);
+  const at::Device device = choose_device(config.train.device, "decoding eagerly in fp32");
+  const int64_t context = config.model.max_position_embeddings.value_or(config.model.seq_length);
+  if (command_line.decode_prompt_tokens + command_line.decode_new_tokens > context) {
+    throw ConfigError("--decode-prompt-tokens " + std::to_string(command_line.decode_prompt_tokens) +
+                      " + --decode-new-tokens " + std::to_string(command_line.decode_new_tokens) +
+                      " exceed the model's context of " + std::to_string(context) + "; fix: lower them");
+  }
+  at::manual_seed(config.train.seed);
+  model::GptModel model(config.model, config.moe_layers);
+  const at::ScalarType dtype = device.is_cuda() ? at::kBFloat16 : at::kFloat;
+  model->to(device, dtype);
+  model->eval();
+  at::NoGradGuard no_grad;
+  std::vector<DecodeRow> rows;
+  for (const auto scope : {InferenceCudaGraphScope::kNone, InferenceCudaGraphScope::kLayer, InferenceCudaGraphScope::kBlock}) {
+    for (auto& row : bench_scope(command_line, model, config, scope, device)) rows.push_back(row);
+  }
+  if (command_line.json_output) {
+    print_json(command_line, device, rows, out);
+  } else {
+    print_table(command_line, config, device, dtype, rows, out);
+  }
+  return 0;
+}
+
+}  // namespace graphed::cli
