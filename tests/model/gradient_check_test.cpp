@@ -65,19 +65,22 @@ TEST_F(GradientCheckTest, LayerNormAndRmsNorm) {
 }
 
 TEST_F(GradientCheckTest, MlpGeluAndSwiglu) {
-  for (const bool swiglu : {false, true}) {
-    Mlp mlp(MlpShape{8, 12, swiglu, true, 0.2, 0.2});
+  struct Case { bool swiglu; bool openai_gelu; const char* name; };
+  for (const Case c : {Case{false, false, "GELU MLP"}, Case{false, true, "tanh GELU MLP"}, Case{true, false, "SwiGLU MLP"}}) {
+    Mlp mlp(MlpShape{8, 12, c.swiglu, true, 0.2, 0.2, c.openai_gelu});
     mlp->to(at::kDouble);
     const at::Tensor x = input({2, 3, 8});
     auto tensors = parameters_of(*mlp);
     tensors.push_back(x);
-    check_gradients([&] { return mlp->forward(x).pow(2).sum(); }, tensors, swiglu ? "SwiGLU MLP" : "GELU MLP");
+    check_gradients([&] { return mlp->forward(x).pow(2).sum(); }, tensors, c.name);
   }
 }
 
 TEST_F(GradientCheckTest, AttentionMhaGqaRope) {
-  struct Case { int64_t groups; bool rope; };
-  for (const Case c : {Case{4, false}, Case{2, true}, Case{1, false}}) {
+  // qwen: the Hugging Face features together: q/k RMSNorm, QKV-only bias, head size 6 (not 16 / 4),
+  // Llama 3.1 RoPE scaling.
+  struct Case { int64_t groups; bool rope; bool qwen; };
+  for (const Case c : {Case{4, false, false}, Case{2, true, false}, Case{1, false, false}, Case{2, true, true}}) {
     AttentionShape shape;
     shape.hidden_size = 16;
     shape.num_heads = 4;
@@ -86,13 +89,22 @@ TEST_F(GradientCheckTest, AttentionMhaGqaRope) {
     shape.rope = c.rope;
     shape.init_std = 0.3;
     shape.output_init_std = 0.3;
+    if (c.qwen) {
+      shape.head_dim = 6;
+      shape.bias = false;
+      shape.qkv_bias = true;
+      shape.qk_norm = true;
+      shape.rms_norm = true;
+      shape.rope_scaling = true;
+      shape.rope_scaling_options = {8.0, 1.0, 4.0, 16};
+    }
     Attention attention(shape);
     attention->to(at::kDouble);
     const at::Tensor x = input({2, 5, 16});
     auto tensors = parameters_of(*attention);
     tensors.push_back(x);
     check_gradients([&] { return attention->forward(x).pow(2).sum(); }, tensors,
-                    "attention groups=" + std::to_string(c.groups) + (c.rope ? " rope" : ""));
+                    "attention groups=" + std::to_string(c.groups) + (c.rope ? " rope" : "") + (c.qwen ? " qwen" : ""));
   }
 }
 

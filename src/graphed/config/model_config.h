@@ -25,16 +25,27 @@ struct ModelConfig {
   int64_t num_attention_heads = 2;                ///< --num-attention-heads
   bool group_query_attention = false;             ///< --group-query-attention
   std::optional<int64_t> num_query_groups;        ///< --num-query-groups; unset = heads (MHA)
+  std::optional<int64_t> kv_channels;             ///< --kv-channels: size of a head; unset = hidden / heads
   std::optional<int64_t> ffn_hidden_size;         ///< --ffn-hidden-size; unset = 4 x hidden (SwiGLU: 8/3 x, /64)
   int64_t seq_length = 64;                        ///< --seq-length, tokens per sample
   std::optional<int64_t> max_position_embeddings; ///< --max-position-embeddings; unset = seq_length
   int64_t vocab_size = 1024;                      ///< --vocab-size
   Normalization normalization = Normalization::kLayerNorm;  ///< --normalization LayerNorm|RMSNorm
   double norm_epsilon = 1e-5;                     ///< --norm-epsilon
+  bool qk_layernorm = false;                      ///< --qk-layernorm: norm q and k per head, before RoPE (Qwen3)
   bool swiglu = false;                            ///< --swiglu: SwiGLU MLP instead of GELU
+  bool openai_gelu = false;                       ///< --openai-gelu: tanh-approximate GELU (GPT-2's gelu_new)
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;  ///< learned_absolute|rope
   double rotary_base = 10000;                     ///< --rotary-base (rope only)
+  /// --use-rope-scaling: Llama 3.1's frequency scaling of RoPE (HF rope_type "llama3"). The last three
+  /// fields have no flag (as in Megatron); the HF loader sets them from config.json.
+  bool use_rope_scaling = false;
+  double rope_scaling_factor = 8.0;               ///< --rope-scaling-factor (HF factor), > 0
+  double rope_scaling_low_freq_factor = 1.0;      ///< HF low_freq_factor, > 0
+  double rope_scaling_high_freq_factor = 4.0;     ///< HF high_freq_factor, > low_freq_factor
+  int64_t rope_scaling_original_max_position_embeddings = 8192;  ///< the pretraining context, >= 1
   bool add_bias_linear = true;                    ///< --add-bias-linear / --disable-bias-linear
+  bool add_qkv_bias = false;                      ///< --add-qkv-bias: bias on the QKV projection only (Qwen2)
   bool untie_embeddings_and_output_weights = false;  ///< --untie-embeddings-and-output-weights
   double attention_dropout = 0.1;                 ///< --attention-dropout, in [0, 1)
   double hidden_dropout = 0.1;                    ///< --hidden-dropout, in [0, 1)
@@ -58,6 +69,8 @@ struct ModelConfig {
   std::optional<int64_t> recompute_num_layers;       ///< layers per recompute unit (full only)
   std::optional<std::vector<std::string>> recompute_modules;  ///< selective; unset = core_attn
 
+  /// The size of one attention head: kv_channels, else hidden / heads (heads >= 1).
+  int64_t head_dim() const { return kv_channels.value_or(hidden_size / num_attention_heads); }
   /// Whether the model has MoE layers (num_experts > 1).
   bool is_moe() const { return num_experts.value_or(0) > 1; }
   /// Whether MoE layers drop and pad to a static capacity (capacity factor set and padding on).

@@ -32,6 +32,12 @@ void derive_model(ModelConfig& model, IssueList& issues) {
     }
   }
   if (model.is_moe() && !model.moe_ffn_hidden_size) model.moe_ffn_hidden_size = model.ffn_hidden_size;
+  if (model.use_rope_scaling && model.position_embedding_type != PositionEmbedding::kRope) {
+    issues.warn("MC-18", "--use-rope-scaling has no effect without --position-embedding-type rope; ignored");
+  }
+  if (model.openai_gelu && model.swiglu) {
+    issues.warn("MC-19", "--openai-gelu has no effect with --swiglu (SwiGLU gates with SiLU, not GELU); ignored");
+  }
   if (model.recompute_granularity == std::optional<std::string>("selective") && !model.recompute_modules) {
     model.recompute_modules = std::vector<std::string>{"core_attn"};
   }

@@ -63,7 +63,9 @@ void validate_model_sizes(const ModelConfig& m, IssueList& issues) {
   }
   require_positive(issues, "MC-1", "--num-query-groups", m.num_query_groups.value_or(1));
   require_positive(issues, "MC-1", "--max-position-embeddings", m.max_position_embeddings.value_or(1));
-  if (m.hidden_size >= 1 && m.num_attention_heads >= 1 && m.hidden_size % m.num_attention_heads != 0) {
+  require_positive(issues, "MC-1", "--kv-channels", m.kv_channels.value_or(1));
+  // With --kv-channels the head size is given, so the hidden size need not split into heads (Megatron).
+  if (!m.kv_channels && m.hidden_size >= 1 && m.num_attention_heads >= 1 && m.hidden_size % m.num_attention_heads != 0) {
     issues.error("MC-2", "--hidden-size " + num(m.hidden_size) + " is not divisible by --num-attention-heads " +
                              num(m.num_attention_heads) + "; fix: pick a head count that divides the hidden size");
   }
@@ -75,14 +77,22 @@ void validate_model_sizes(const ModelConfig& m, IssueList& issues) {
   }
 }
 
-/// MC-4 (RoPE needs an even head size) and MC-10 (learned positions cover the sequence).
+/// MC-4 (RoPE needs an even head size), MC-10 (learned positions cover the sequence) and MC-17
+/// (the RoPE scaling factor).
 void validate_positions(const ModelConfig& m, IssueList& issues) {
-  if (m.position_embedding_type == PositionEmbedding::kRope && m.num_attention_heads >= 1 &&
-      (m.hidden_size / m.num_attention_heads) % 2 != 0) {
+  const bool rope = m.position_embedding_type == PositionEmbedding::kRope;
+  if (rope && m.kv_channels && *m.kv_channels % 2 != 0) {
+    issues.error("MC-4", "--position-embedding-type rope needs an even head size, got --kv-channels " +
+                             num(*m.kv_channels) + "; fix: pass an even --kv-channels, or use learned_absolute");
+  } else if (rope && !m.kv_channels && m.num_attention_heads >= 1 && (m.hidden_size / m.num_attention_heads) % 2 != 0) {
     issues.error("MC-4", "--position-embedding-type rope needs an even head size, got " +
                              num(m.hidden_size / m.num_attention_heads) + " (--hidden-size " +
                              num(m.hidden_size) + " / --num-attention-heads " + num(m.num_attention_heads) +
                              "); fix: choose sizes with an even hidden / heads, or use learned_absolute");
+  }
+  if (rope && m.use_rope_scaling && m.rope_scaling_factor <= 0.0) {
+    issues.error("MC-17", "--rope-scaling-factor must be > 0, got " + num(m.rope_scaling_factor) +
+                              "; fix: pass the factor the model was trained with (Llama 3.1: 8, Llama 3.2: 32)");
   }
   if (m.position_embedding_type == PositionEmbedding::kLearnedAbsolute && m.max_position_embeddings &&
       *m.max_position_embeddings < m.seq_length) {
@@ -415,6 +425,9 @@ const std::vector<RuleInfo>& all_rules() {
       {"MC-14", "--num-experts >= 2"},
       {"MC-15", "--rotary-base > 0"},
       {"MC-16", "--moe-aux-loss-coeff >= 0"},
+      {"MC-17", "--rope-scaling-factor > 0"},
+      {"MC-18", "--use-rope-scaling without RoPE is ignored (warning)"},
+      {"MC-19", "--openai-gelu with --swiglu is ignored (warning)"},
       {"FL-1", "every float setting is a finite number (no nan, inf or overflow)"},
       {"TR-1", "batch sizes, iterations and intervals must be positive"},
       {"TR-2", "global batch a multiple of micro batch x data-parallel size"},

@@ -9,19 +9,41 @@
 
 namespace graphed::model {
 
+at::Tensor rope_inverse_frequencies(const AttentionShape& shape, int64_t head_dim) {
+  at::Tensor inverse_frequency =
+      1.0 / at::pow(shape.rotary_base, at::arange(0, head_dim, 2, at::kDouble) / static_cast<double>(head_dim));
+  if (!shape.rope_scaling) return inverse_frequency;
+  // Hugging Face's _compute_llama3_parameters (modeling_rope_utils.py), in float64.
+  const RopeScaling& scaling = shape.rope_scaling_options;
+  const double original = static_cast<double>(scaling.original_max_positions);
+  const double low_frequency_wavelength = original / scaling.low_freq_factor;
+  const double high_frequency_wavelength = original / scaling.high_freq_factor;
+  const at::Tensor wavelength = 2.0 * M_PI / inverse_frequency;
+  // Long wavelengths (low frequencies) are divided by the factor, short ones kept.
+  const at::Tensor scaled =
+      at::where(wavelength > low_frequency_wavelength, inverse_frequency / scaling.factor, inverse_frequency);
+  // Those between are interpolated between the two.
+  const at::Tensor smooth = (original / wavelength - scaling.low_freq_factor) /
+                            (scaling.high_freq_factor - scaling.low_freq_factor);
+  const at::Tensor smoothed = (1.0 - smooth) * scaled / scaling.factor + smooth * scaled;
+  const at::Tensor medium = (wavelength >= high_frequency_wavelength).logical_and(wavelength <= low_frequency_wavelength);
+  return at::where(medium, smoothed, scaled);
+}
+
 AttentionImpl::AttentionImpl(const AttentionShape& shape)
-    : shape_(shape), head_dim_(shape.hidden_size / shape.num_heads) {
+    : shape_(shape), head_dim_(shape.head_dim > 0 ? shape.head_dim : shape.hidden_size / shape.num_heads) {
   const int64_t qkv_out = (shape.num_heads + 2 * shape.num_query_groups) * head_dim_;
+  const int64_t context = shape.num_heads * head_dim_;
   qkv_weight_ = register_parameter("qkv_weight", at::randn({qkv_out, shape.hidden_size}) * shape.init_std);
-  proj_weight_ = register_parameter("proj_weight",
-                                    at::randn({shape.hidden_size, shape.hidden_size}) * shape.output_init_std);
-  if (shape.bias) {
-    qkv_bias_ = register_parameter("qkv_bias", at::zeros({qkv_out}));
-    proj_bias_ = register_parameter("proj_bias", at::zeros({shape.hidden_size}));
+  proj_weight_ = register_parameter("proj_weight", at::randn({shape.hidden_size, context}) * shape.output_init_std);
+  if (shape.bias || shape.qkv_bias) qkv_bias_ = register_parameter("qkv_bias", at::zeros({qkv_out}));
+  if (shape.bias) proj_bias_ = register_parameter("proj_bias", at::zeros({shape.hidden_size}));
+  if (shape.qk_norm) {
+    q_norm_ = register_module("q_norm", Norm(head_dim_, shape.rms_norm, shape.norm_epsilon));
+    k_norm_ = register_module("k_norm", Norm(head_dim_, shape.rms_norm, shape.norm_epsilon));
   }
   if (shape.rope) {
-    const at::Tensor inverse_frequency =
-        1.0 / at::pow(shape.rotary_base, at::arange(0, head_dim_, 2, at::kDouble) / static_cast<double>(head_dim_));
+    const at::Tensor inverse_frequency = rope_inverse_frequencies(shape, head_dim_);
     const at::Tensor angles = at::outer(at::arange(shape.max_sequence, at::kDouble), inverse_frequency);
     rope_cos_ = register_buffer("rope_cos", angles.cos().to(at::kFloat));
     rope_sin_ = register_buffer("rope_sin", angles.sin().to(at::kFloat));
@@ -54,6 +76,10 @@ AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const 
   projection.query = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);
   projection.key = parts[1].view({batch, seq, groups, head_dim_}).transpose(1, 2);
   projection.value = parts[2].view({batch, seq, groups, head_dim_}).transpose(1, 2);
+  if (shape_.qk_norm) {
+    projection.query = q_norm_->forward(projection.query);
+    projection.key = k_norm_->forward(projection.key);
+  }
   if (shape_.rope) {
     projection.query = apply_rope(projection.query, positions);
     projection.key = apply_rope(projection.key, positions);

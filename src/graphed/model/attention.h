@@ -1,10 +1,13 @@
-// model/attention.h — causal self-attention: fused QKV projection (MHA or GQA), optional rotary
-// position embedding, SDPA through util/compat.h, output projection. Input and output [batch, seq,
-// hidden]. No norm, dropout on the output or residual: the layer's attention unit adds those.
+// model/attention.h — causal self-attention: fused QKV projection (MHA or GQA), optional per-head
+// q/k norm (Qwen3), optional rotary position embedding (with Llama 3.1's frequency scaling), SDPA
+// through util/compat.h, output projection. Input and output [batch, seq, hidden]. No norm of the
+// input, dropout on the output or residual: the layer's attention unit adds those.
 #pragma once
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include "graphed/model/norm.h"
 
 namespace graphed::model {
 
@@ -14,18 +17,39 @@ struct LayerCache {
   at::Tensor key, value;
 };
 
+/// Llama 3.1's RoPE frequency scaling (HF rope_type "llama3", Megatron --use-rope-scaling): wavelengths
+/// above original_max_positions / low_freq_factor are stretched by factor, those below
+/// original_max_positions / high_freq_factor kept, the ones between interpolated smoothly.
+struct RopeScaling {
+  double factor = 8.0;                     ///< > 0
+  double low_freq_factor = 1.0;            ///< > 0
+  double high_freq_factor = 4.0;           ///< > low_freq_factor
+  int64_t original_max_positions = 8192;   ///< the pretraining context, >= 1
+};
+
 struct AttentionShape {
   int64_t hidden_size = 0;
   int64_t num_heads = 0;
   int64_t num_query_groups = 0;  ///< == num_heads for MHA
-  int64_t max_sequence = 0;      ///< rotary table length
+  int64_t head_dim = 0;          ///< size of a head (--kv-channels); 0 = hidden_size / num_heads
+  int64_t max_sequence = 0;      ///< rotary table length: the positions project() accepts
   bool rope = false;
   double rotary_base = 10000;
-  bool bias = true;
+  bool rope_scaling = false;     ///< scale the rotary frequencies as rope_scaling_options says
+  RopeScaling rope_scaling_options;
+  bool bias = true;              ///< biases on the QKV and output projections
+  bool qkv_bias = false;         ///< a bias on the QKV projection even when `bias` is off (Qwen2)
+  bool qk_norm = false;          ///< norm q and k over each head, before RoPE (Qwen3): modules q_norm, k_norm
+  bool rms_norm = false;         ///< the q/k norm is RMSNorm, else LayerNorm
+  double norm_epsilon = 1e-5;    ///< of the q/k norm
   double attention_dropout = 0.0;
   double init_std = 0.02;
   double output_init_std = 0.02;
 };
+
+/// The rotary inverse frequencies [head_dim / 2] (float64): base^(-2i / head_dim), scaled when
+/// shape.rope_scaling is on, by Hugging Face's _compute_llama3_parameters formula.
+at::Tensor rope_inverse_frequencies(const AttentionShape& shape, int64_t head_dim);
 
 class AttentionImpl : public torch::nn::Module {
  public:
@@ -33,7 +57,8 @@ class AttentionImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& input);  // [b, s, h] -> [b, s, h]
 
   /// The attention inputs of `input` [b, s, h]: q [b, heads, s, d], k and v [b, groups, s, d], with
-  /// the rotary embedding applied at `positions` [b, s] (int64), or at 0..s-1 when undefined.
+  /// the q/k norm (when on) and then the rotary embedding applied at `positions` [b, s] (int64, each
+  /// < max_sequence), or at 0..s-1 when undefined.
   struct Projection {
     at::Tensor query, key, value;
   };
@@ -54,7 +79,8 @@ class AttentionImpl : public torch::nn::Module {
 
   AttentionShape shape_;
   int64_t head_dim_;
-  at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+  at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;  // qkv [(heads + 2 groups) d, h], proj [h, heads d]
+  Norm q_norm_{nullptr}, k_norm_{nullptr};  // over head_dim, shared by the heads (qk_norm only)
   at::Tensor rope_cos_, rope_sin_;  // buffers [max_sequence, head_dim / 2]
 };
 TORCH_MODULE(Attention);

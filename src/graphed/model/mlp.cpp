@@ -3,8 +3,8 @@
 
 namespace graphed::model {
 
-at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu) {
-  if (!swiglu) return at::gelu(fc1_output);
+at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu, bool openai_gelu) {
+  if (!swiglu) return openai_gelu ? at::gelu(fc1_output, "tanh") : at::gelu(fc1_output);
   const auto halves = fc1_output.chunk(2, -1);
   return at::silu(halves[0]) * halves[1];
 }
@@ -21,7 +21,7 @@ MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
-  const at::Tensor hidden = mlp_activation(at::linear(input, fc1_weight_, fc1_bias_), shape_.swiglu);
+  const at::Tensor hidden = mlp_activation(at::linear(input, fc1_weight_, fc1_bias_), shape_.swiglu, shape_.openai_gelu);
   return at::linear(hidden, fc2_weight_, fc2_bias_);
 }
 

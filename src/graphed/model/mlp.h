@@ -14,6 +14,7 @@ struct MlpShape {
   bool bias = true;
   double init_std = 0.02;         ///< fc1
   double output_init_std = 0.02;  ///< fc2 (Megatron scales it by 1/sqrt(2 x layers))
+  bool openai_gelu = false;       ///< GELU's tanh approximation (--openai-gelu); no effect with swiglu
 };
 
 class MlpImpl : public torch::nn::Module {
@@ -27,7 +28,8 @@ class MlpImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Mlp);
 
-/// GELU (tanh approximation off, as Megatron's default) or SwiGLU on a [..., 2 x ffn] input.
-at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu);
+/// GELU (exact, Megatron's default; with openai_gelu the tanh approximation, GPT-2's gelu_new) or
+/// SwiGLU on a [..., 2 x ffn] input: silu(first half) * second half (openai_gelu has no effect then).
+at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu, bool openai_gelu = false);
 
 }  // namespace graphed::model

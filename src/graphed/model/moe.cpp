@@ -22,7 +22,8 @@ MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape) {
     b2_ = register_parameter("experts_b2", at::zeros({e, 1, h}));
   }
   if (shape.shared_expert_size) {
-    MlpShape mlp{h, *shape.shared_expert_size, shape.swiglu, shape.bias, shape.init_std, shape.output_init_std};
+    MlpShape mlp{h, *shape.shared_expert_size, shape.swiglu, shape.bias, shape.init_std, shape.output_init_std,
+                 shape.openai_gelu};
     shared_ = register_module("shared_expert", Mlp(mlp));
   }
 }
@@ -76,14 +77,14 @@ DispatchPlan MoeImpl::plan(const at::Tensor& indices, const at::Tensor& weights)
 at::Tensor MoeImpl::expert_mlp(const at::Tensor& input, int64_t expert) {
   at::Tensor hidden = at::matmul(input, w1_[expert]);
   if (b1_.defined()) hidden = hidden + b1_[expert];
-  hidden = at::matmul(mlp_activation(hidden, shape_.swiglu), w2_[expert]);
+  hidden = at::matmul(mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu), w2_[expert]);
   return b2_.defined() ? hidden + b2_[expert] : hidden;
 }
 
 at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
   at::Tensor hidden = at::bmm(input, w1_);
   if (b1_.defined()) hidden = hidden + b1_;
-  hidden = at::bmm(mlp_activation(hidden, shape_.swiglu), w2_);
+  hidden = at::bmm(mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu), w2_);
   return b2_.defined() ? hidden + b2_ : hidden;
 }
 

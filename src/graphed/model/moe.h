@@ -31,6 +31,7 @@ struct MoeShape {
   bool bias = true;
   double init_std = 0.02;
   double output_init_std = 0.02;
+  bool openai_gelu = false;  ///< GELU's tanh approximation (experts and shared expert)
 };
 
 /// The router's decision for T tokens.

@@ -8,7 +8,7 @@ NormImpl::NormImpl(int64_t hidden_size, bool rms, double epsilon) : rms_(rms), e
   if (!rms_) bias_ = register_parameter("bias", at::zeros({hidden_size}));
 }
 
-at::Tensor NormImpl::forward(const at::Tensor& input) {
+at::Tensor NormImpl::forward(const at::Tensor& input) const {
   // Compute in fp32 (fp64 in gradient tests); skip casts that would not change the dtype, since every
   // dispatched operator costs host time in a launch-bound eager loop.
   const auto compute = at::promote_types(input.scalar_type(), at::kFloat);

@@ -11,7 +11,7 @@ class NormImpl : public torch::nn::Module {
  public:
   /// rms: RMSNorm (weight only) instead of LayerNorm (weight and bias).
   NormImpl(int64_t hidden_size, bool rms, double epsilon);
-  at::Tensor forward(const at::Tensor& input);  // [..., hidden] -> [..., hidden]
+  at::Tensor forward(const at::Tensor& input) const;  // [..., hidden] -> [..., hidden]
 
  private:
   bool rms_;

@@ -34,10 +34,21 @@ TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, in
   attention.hidden_size = config.hidden_size;
   attention.num_heads = config.num_attention_heads;
   attention.num_query_groups = config.num_query_groups.value_or(config.num_attention_heads);
+  attention.head_dim = config.kv_channels.value_or(0);
+  // Every position the model may see: a decode engine indexes the table by position, up to the model's
+  // context (max_position_embeddings), which may exceed the training sequence.
   attention.max_sequence = std::max(config.seq_length, config.max_position_embeddings.value_or(config.seq_length));
   attention.rope = config.position_embedding_type == config::PositionEmbedding::kRope;
   attention.rotary_base = config.rotary_base;
+  attention.rope_scaling = config.use_rope_scaling;
+  attention.rope_scaling_options = {config.rope_scaling_factor, config.rope_scaling_low_freq_factor,
+                                    config.rope_scaling_high_freq_factor,
+                                    config.rope_scaling_original_max_position_embeddings};
   attention.bias = config.add_bias_linear;
+  attention.qkv_bias = config.add_qkv_bias;
+  attention.qk_norm = config.qk_layernorm;
+  attention.rms_norm = rms;
+  attention.norm_epsilon = config.norm_epsilon;
   attention.attention_dropout = config.attention_dropout;
   attention.init_std = config.init_method_std;
   attention.output_init_std = output_std;
@@ -54,13 +65,14 @@ TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, in
     moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
     moe.aux_loss_coeff = config.moe_aux_loss_coeff;
     moe.swiglu = config.swiglu;
+    moe.openai_gelu = config.openai_gelu;
     moe.bias = config.add_bias_linear;
     moe.init_std = config.init_method_std;
     moe.output_init_std = output_std;
     moe_ = register_module("moe", Moe(moe));
   } else {
     MlpShape mlp{config.hidden_size, config.ffn_hidden_size.value_or(4 * config.hidden_size), config.swiglu,
-                 config.add_bias_linear, config.init_method_std, output_std};
+                 config.add_bias_linear, config.init_method_std, output_std, config.openai_gelu};
     mlp_ = register_module("mlp", Mlp(mlp));
   }
   for (const LayerUnit unit : {LayerUnit::kAttention, LayerUnit::kMlp, LayerUnit::kMoeRouter, LayerUnit::kMoePreprocess}) {

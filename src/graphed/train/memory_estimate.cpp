@@ -29,9 +29,10 @@ double parameter_count(const config::RunConfig& config) {
   const double experts = static_cast<double>(m.num_experts.value_or(1));
   const double expert_ffn = static_cast<double>(m.moe_ffn_hidden_size.value_or(m.ffn_hidden_size.value_or(0)));
   const double mlp_factor = m.swiglu ? 3.0 : 2.0;
+  const double context = static_cast<double>(m.num_attention_heads * m.head_dim());  // h unless --kv-channels
   double count = static_cast<double>(m.vocab_size) * h * (m.untie_embeddings_and_output_weights ? 2.0 : 1.0);
   for (const bool moe : config.moe_layers) {
-    count += 4.0 * h * h + mlp_factor * h * (moe ? experts * expert_ffn : ffn);
+    count += 4.0 * h * context + mlp_factor * h * (moe ? experts * expert_ffn : ffn);
   }
   return count;
 }

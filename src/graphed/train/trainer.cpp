@@ -108,9 +108,10 @@ double Trainer::flops_per_iteration() const {
   const double h = static_cast<double>(m.hidden_size);
   const double seq = static_cast<double>(m.seq_length);
   const double tokens = tokens_per_iteration();
-  const double head_dim = h / static_cast<double>(m.num_attention_heads);
+  const double head_dim = static_cast<double>(m.head_dim());
+  const double context = static_cast<double>(m.num_attention_heads) * head_dim;  // h unless --kv-channels
   const double groups = static_cast<double>(m.num_query_groups.value_or(m.num_attention_heads));
-  const double attention = h * (h + 2.0 * groups * head_dim) + h * h;
+  const double attention = h * (context + 2.0 * groups * head_dim) + context * h;
   const double ffn_factor = m.swiglu ? 3.0 : 2.0;
   double parameters = h * static_cast<double>(m.vocab_size);  // output layer
   for (const bool moe : config_.moe_layers) {
@@ -123,7 +124,7 @@ double Trainer::flops_per_iteration() const {
       parameters += ffn_factor * h * static_cast<double>(m.ffn_hidden_size.value_or(0));
     }
   }
-  const double attention_scores = 12.0 * static_cast<double>(m.num_layers) * seq * h;  // QK^T and AV, fwd + bwd
+  const double attention_scores = 12.0 * static_cast<double>(m.num_layers) * seq * context;  // QK^T and AV, fwd + bwd
   return tokens * (6.0 * parameters + attention_scores);
 }
 
