@@ -48,7 +48,7 @@ at::Tensor cached_logits(GptModel& model, const at::Tensor& tokens, int64_t piec
     for (std::size_t i = 0; i < model->layers().size(); ++i) {
       hidden = model->layers()[i]->forward_cached(hidden, positions, blocked, cache[i]);
     }
-    logits.push_back(model->output_logits(hidden));
+    logits.push_back(model->decode_logits(hidden));
   }
   return at::cat(logits, 1);
 }

@@ -55,7 +55,7 @@ at::Tensor DecodeStep::layer(int64_t index, const at::Tensor& hidden, DecodeStat
 }
 
 void DecodeStep::finish(const at::Tensor& hidden, DecodeState& state) {
-  const at::Tensor logits = model_->output_logits(hidden).view({state.rows, -1});
+  const at::Tensor logits = model_->decode_logits(hidden).view({state.rows, -1});
   const at::Tensor next = sample_tokens(logits, sampling_, state.step);
   state.generated.index_copy_(1, state.step, next.view({state.rows, 1}));
   state.tokens.copy_(next.view({state.rows, 1}));

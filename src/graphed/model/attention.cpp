@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graphed/kernels/decode_ops.h"
 #include "graphed/util/compat.h"
 
 namespace graphed::model {
@@ -110,13 +111,24 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& input, const at::Tens
   const int64_t seq = input.size(1);
   const int64_t groups = shape_.num_query_groups;
   const int64_t ratio = shape_.num_heads / groups;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  const bool fused = seq == 1 && !shape_.qk_norm && kernels::decode_kernels_supported(input) &&
+                     kernels::decode_attention_fits(cache.key.size(2), head_dim_) &&
+                     (!shape_.rope || rope_cos_.scalar_type() == input.scalar_type());
+  if (fused) {  // one decode token per row: RoPE, the cache write and attention in two kernels
+    const at::Tensor qkv = at::linear(input, qkv_weight_, qkv_bias_).view({batch, -1});
+    const at::Tensor rows = positions.view({batch});
+    const at::Tensor query = kernels::rope_into_cache(qkv, rows, rope_cos_, rope_sin_, cache.key, cache.value,
+                                                      shape_.num_heads, groups, head_dim_);
+    const at::Tensor context = kernels::decode_attention(query, cache.key, cache.value, rows, scale);
+    return at::linear(context.view({batch, 1, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
+  }
   const Projection projection = project(input, positions);
   const at::Tensor slots = positions.view({batch, 1, seq, 1}).expand({batch, groups, seq, head_dim_});
   cache.key.scatter_(2, slots, projection.key);
   cache.value.scatter_(2, slots, projection.value);
   // Queries of one group side by side: [b, groups, ratio * s, d] against the group's keys [b, groups, L, d].
   const at::Tensor query = projection.query.reshape({batch, groups, ratio * seq, head_dim_});
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   at::Tensor scores = at::matmul(query, cache.key.transpose(-2, -1)) * scale;  // [b, groups, ratio * s, L]
   scores = scores.view({batch, groups, ratio, seq, -1})
                .masked_fill(blocked.view({batch, 1, 1, seq, -1}), -std::numeric_limits<double>::infinity());

@@ -69,6 +69,12 @@ at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
   return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
 }
 
+at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
+  const at::Tensor normed = final_norm_->forward_inference(hidden);
+  const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
+  return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
+}
+
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {
   const at::Tensor logits = output_logits(hidden);
   return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));

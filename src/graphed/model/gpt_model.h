@@ -58,9 +58,10 @@ class GptModelImpl : public torch::nn::Module {
                                 const Sampling& sampling = {});
 
   /// Inference pieces (eval mode, no dropout): the embeddings of `tokens` [b, s] at `positions` [b, s],
-  /// and the float32 next-token logits of hidden states [..., h] (final norm, output layer).
+  /// and the float32 next-token logits of hidden states [..., h] (final norm, output layer; the norm
+  /// through Norm::forward_inference).
   at::Tensor embed_at(const at::Tensor& tokens, const at::Tensor& positions);
-  at::Tensor output_logits(const at::Tensor& hidden);
+  at::Tensor decode_logits(const at::Tensor& hidden);
 
   std::vector<TransformerLayer>& layers() { return layers_; }
   const config::ModelConfig& config() const { return config_; }
@@ -73,6 +74,7 @@ class GptModelImpl : public torch::nn::Module {
 
  private:
   at::Tensor embed(const at::Tensor& tokens);
+  at::Tensor output_logits(const at::Tensor& hidden);
   at::Tensor lm_loss(const at::Tensor& hidden, const at::Tensor& labels);
 
   config::ModelConfig config_;

@@ -1,6 +1,8 @@
 // model/mlp.cpp — see model/mlp.h.
 #include "graphed/model/mlp.h"
 
+#include "graphed/kernels/decode_ops.h"
+
 namespace graphed::model {
 
 at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu, bool openai_gelu) {
@@ -22,6 +24,14 @@ MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {
 
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
   const at::Tensor hidden = mlp_activation(at::linear(input, fc1_weight_, fc1_bias_), shape_.swiglu, shape_.openai_gelu);
+  return at::linear(hidden, fc2_weight_, fc2_bias_);
+}
+
+at::Tensor MlpImpl::forward_inference(const at::Tensor& input) {
+  const at::Tensor projected = at::linear(input, fc1_weight_, fc1_bias_);
+  const at::Tensor hidden = shape_.swiglu && kernels::decode_kernels_supported(projected)
+                                ? kernels::silu_and_mul(projected)
+                                : mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
   return at::linear(hidden, fc2_weight_, fc2_bias_);
 }
 

@@ -21,6 +21,8 @@ class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const MlpShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [..., hidden] -> [..., hidden]
+  /// The same MLP for decoding: SwiGLU of a bf16 CUDA tensor through one fused kernel.
+  at::Tensor forward_inference(const at::Tensor& input);
 
  private:
   MlpShape shape_;

@@ -1,6 +1,8 @@
 // model/norm.cpp — see model/norm.h.
 #include "graphed/model/norm.h"
 
+#include "graphed/kernels/decode_ops.h"
+
 namespace graphed::model {
 
 NormImpl::NormImpl(int64_t hidden_size, bool rms, double epsilon) : rms_(rms), epsilon_(epsilon) {
@@ -21,6 +23,13 @@ at::Tensor NormImpl::forward(const at::Tensor& input) const {
     y = at::layer_norm(x, {x.size(-1)}, as_compute(weight_), as_compute(bias_), epsilon_);
   }
   return y.scalar_type() == input.scalar_type() ? y : y.to(input.scalar_type());
+}
+
+at::Tensor NormImpl::forward_inference(const at::Tensor& input) const {
+  if (rms_ && kernels::decode_kernels_supported(input) && weight_.scalar_type() == input.scalar_type()) {
+    return kernels::rms_norm(input, weight_, epsilon_);
+  }
+  return forward(input);
 }
 
 }  // namespace graphed::model

@@ -166,8 +166,9 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor
 at::Tensor TransformerLayerImpl::forward_cached(const at::Tensor& hidden, const at::Tensor& positions,
                                                 const at::Tensor& blocked, const LayerCache& cache) {
   const at::Tensor after_attention =
-      residual(hidden, attention_->forward_cached(input_norm_->forward(hidden), positions, blocked, cache));
-  return is_moe() ? moe_unit(after_attention)[0] : mlp_unit(after_attention)[0];
+      hidden + attention_->forward_cached(input_norm_->forward_inference(hidden), positions, blocked, cache);
+  if (is_moe()) return moe_unit(after_attention)[0];
+  return after_attention + mlp_->forward_inference(mlp_norm_->forward_inference(after_attention));
 }
 
 std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_parameters(LayerUnit unit) {

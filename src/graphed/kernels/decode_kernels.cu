@@ -1,0 +1,195 @@
+// kernels/decode_kernels.cu — see kernels/decode_kernels.h. Simple, latency-minded kernels: a decode
+// step moves little data per launch, so what matters is one launch instead of many. fp32 arithmetic,
+// one rounding to bf16 per output.
+#include "graphed/kernels/decode_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace graphed::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kAttentionThreads = 128;
+constexpr int64_t kMaxAttentionLength = 11776;  // 46 KiB of fp32 scores + 1.1 KiB static: under the 48 KiB default
+
+__device__ float warp_sum(float value) {
+  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+__device__ float warp_max(float value) {
+  for (int offset = 16; offset > 0; offset >>= 1) value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
+/// The sum (or max) over the block; every thread gets it. `scratch` holds 32 floats.
+template <bool kMax>
+__device__ float block_reduce(float value, float* scratch) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  value = kMax ? warp_max(value) : warp_sum(value);
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < warps ? scratch[lane] : (kMax ? -INFINITY : 0.0f);
+  value = kMax ? warp_max(value) : warp_sum(value);
+  return value;
+}
+
+__global__ void rms_norm_kernel(const __nv_bfloat16* input, const __nv_bfloat16* weight, __nv_bfloat16* output,
+                                int columns, float epsilon) {
+  __shared__ float scratch[32];
+  const __nv_bfloat16* x = input + static_cast<int64_t>(blockIdx.x) * columns;
+  __nv_bfloat16* y = output + static_cast<int64_t>(blockIdx.x) * columns;
+  float squares = 0.0f;
+  for (int i = threadIdx.x; i < columns; i += blockDim.x) {
+    const float value = __bfloat162float(x[i]);
+    squares += value * value;
+  }
+  const float scale = rsqrtf(block_reduce<false>(squares, scratch) / static_cast<float>(columns) + epsilon);
+  for (int i = threadIdx.x; i < columns; i += blockDim.x) {
+    y[i] = __float2bfloat16(__bfloat162float(x[i]) * scale * __bfloat162float(weight[i]));
+  }
+}
+
+/// One block per (row, head slot): slots [0, heads) are queries, then keys, then values.
+__global__ void rope_into_cache_kernel(const __nv_bfloat16* qkv, const int64_t* positions, const __nv_bfloat16* cos,
+                                       const __nv_bfloat16* sin, __nv_bfloat16* query, __nv_bfloat16* key_cache,
+                                       __nv_bfloat16* value_cache, int heads, int groups, int head_dim,
+                                       int64_t cache_length) {
+  const int slots = heads + 2 * groups;
+  const int row = blockIdx.x / slots;
+  const int slot = blockIdx.x % slots;
+  const int half = head_dim / 2;
+  const int64_t position = positions[row];
+  const __nv_bfloat16* source = qkv + (static_cast<int64_t>(row) * slots + slot) * head_dim;
+  __nv_bfloat16* target;
+  if (slot < heads) {
+    target = query + (static_cast<int64_t>(row) * heads + slot) * head_dim;
+  } else {
+    const bool is_key = slot < heads + groups;
+    const int group = is_key ? slot - heads : slot - heads - groups;
+    __nv_bfloat16* cache = is_key ? key_cache : value_cache;
+    target = cache + ((static_cast<int64_t>(row) * groups + group) * cache_length + position) * head_dim;
+  }
+  const bool rotate = cos != nullptr && slot < heads + groups;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const float first = __bfloat162float(source[i]);
+    const float second = __bfloat162float(source[i + half]);
+    if (rotate) {
+      const float c = __bfloat162float(cos[position * half + i]);
+      const float s = __bfloat162float(sin[position * half + i]);
+      target[i] = __float2bfloat16(first * c - second * s);
+      target[i + half] = __float2bfloat16(second * c + first * s);
+    } else {
+      target[i] = source[i];
+      target[i + half] = source[i + half];
+    }
+  }
+}
+
+/// One block per (row, head); the scores of the valid slots live in dynamic shared memory.
+__global__ void decode_attention_kernel(const __nv_bfloat16* query, const __nv_bfloat16* key_cache,
+                                        const __nv_bfloat16* value_cache, const int64_t* positions,
+                                        __nv_bfloat16* output, int heads, int groups, int head_dim,
+                                        int64_t cache_length, float scale) {
+  extern __shared__ float scores[];
+  __shared__ float scratch[32];
+  __shared__ float q[256];
+  const int row = blockIdx.x / heads;
+  const int head = blockIdx.x % heads;
+  const int group = head / (heads / groups);
+  const int64_t count = positions[row] + 1;
+  const int64_t base = (static_cast<int64_t>(row) * groups + group) * cache_length * head_dim;
+  const __nv_bfloat16* keys = key_cache + base;
+  const __nv_bfloat16* values = value_cache + base;
+  const __nv_bfloat16* q_row = query + (static_cast<int64_t>(row) * heads + head) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) q[i] = __bfloat162float(q_row[i]);
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = blockDim.x >> 5;
+  for (int64_t j = warp; j < count; j += warps) {
+    const __nv_bfloat16* key = keys + j * head_dim;
+    float partial = 0.0f;
+    for (int i = lane; i < head_dim; i += 32) partial += q[i] * __bfloat162float(key[i]);
+    partial = warp_sum(partial);
+    if (lane == 0) scores[j] = partial * scale;
+  }
+  __syncthreads();
+  float largest = -INFINITY;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) largest = fmaxf(largest, scores[j]);
+  largest = block_reduce<true>(largest, scratch);
+  float total = 0.0f;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const float weight = __expf(scores[j] - largest);
+    scores[j] = weight;
+    total += weight;
+  }
+  total = block_reduce<false>(total, scratch);  // its leading __syncthreads also publishes scores
+  const float inverse = 1.0f / total;
+  __nv_bfloat16* out = output + (static_cast<int64_t>(row) * heads + head) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+    float sum = 0.0f;
+    for (int64_t j = 0; j < count; ++j) sum += scores[j] * __bfloat162float(values[j * head_dim + i]);
+    out[i] = __float2bfloat16(sum * inverse);
+  }
+}
+
+__global__ void silu_and_mul_kernel(const __nv_bfloat16* input, __nv_bfloat16* output, int64_t rows, int64_t width) {
+  const int64_t total = rows * width;
+  for (int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; index < total;
+       index += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = index / width;
+    const int64_t column = index % width;
+    const float gate = __bfloat162float(input[row * 2 * width + column]);
+    const float up = __bfloat162float(input[row * 2 * width + width + column]);
+    output[index] = __float2bfloat16(gate / (1.0f + __expf(-gate)) * up);
+  }
+}
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+void launch_rms_norm(const void* input, const void* weight, void* output, int64_t rows, int64_t columns,
+                     float epsilon, void* stream) {
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, as_stream(stream)>>>(
+      static_cast<const __nv_bfloat16*>(input), static_cast<const __nv_bfloat16*>(weight),
+      static_cast<__nv_bfloat16*>(output), static_cast<int>(columns), epsilon);
+}
+
+void launch_rope_into_cache(const void* qkv, const int64_t* positions, const void* cos, const void* sin, void* query,
+                            void* key_cache, void* value_cache, int64_t rows, int64_t heads, int64_t groups,
+                            int64_t head_dim, int64_t cache_length, void* stream) {
+  const auto blocks = static_cast<unsigned>(rows * (heads + 2 * groups));
+  const int threads = static_cast<int>(head_dim / 2 < 32 ? 32 : head_dim / 2);
+  rope_into_cache_kernel<<<blocks, threads, 0, as_stream(stream)>>>(
+      static_cast<const __nv_bfloat16*>(qkv), positions, static_cast<const __nv_bfloat16*>(cos),
+      static_cast<const __nv_bfloat16*>(sin), static_cast<__nv_bfloat16*>(query), static_cast<__nv_bfloat16*>(key_cache),
+      static_cast<__nv_bfloat16*>(value_cache), static_cast<int>(heads), static_cast<int>(groups),
+      static_cast<int>(head_dim), cache_length);
+}
+
+void launch_decode_attention(const void* query, const void* key_cache, const void* value_cache,
+                             const int64_t* positions, void* output, int64_t rows, int64_t heads, int64_t groups,
+                             int64_t head_dim, int64_t cache_length, float scale, void* stream) {
+  const auto shared = static_cast<size_t>(cache_length) * sizeof(float);
+  decode_attention_kernel<<<static_cast<unsigned>(rows * heads), kAttentionThreads, shared, as_stream(stream)>>>(
+      static_cast<const __nv_bfloat16*>(query), static_cast<const __nv_bfloat16*>(key_cache),
+      static_cast<const __nv_bfloat16*>(value_cache), positions, static_cast<__nv_bfloat16*>(output),
+      static_cast<int>(heads), static_cast<int>(groups), static_cast<int>(head_dim), cache_length, scale);
+}
+
+int64_t max_decode_attention_length() { return kMaxAttentionLength; }
+
+void launch_silu_and_mul(const void* input, void* output, int64_t rows, int64_t width, void* stream) {
+  const int64_t total = rows * width;
+  const auto blocks = static_cast<unsigned>(total / kThreads + 1 < 1024 ? total / kThreads + 1 : 1024);
+  silu_and_mul_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(static_cast<const __nv_bfloat16*>(input),
+                                                                   static_cast<__nv_bfloat16*>(output), rows, width);
+}
+
+}  // namespace graphed::kernels

@@ -1,0 +1,29 @@
+// kernels/decode_ops_cpu.cpp — kernels/decode_ops.h on a CPU build: no tensor takes the fused path,
+// so the model keeps its LibTorch ops; the launches are never reached.
+#include "graphed/kernels/decode_ops.h"
+
+#include "graphed/util/error.h"
+
+namespace graphed::kernels {
+namespace {
+
+[[noreturn]] at::Tensor unreachable(const char* what) {
+  GRAPHED_INTERNAL_ASSERT(false, what, " needs a CUDA build (decode_kernels_supported() was not checked)");
+  throw;  // unreachable
+}
+
+}  // namespace
+
+bool decode_kernels_supported(const at::Tensor&) { return false; }
+at::Tensor rms_norm(const at::Tensor&, const at::Tensor&, double) { unreachable("rms_norm"); }
+at::Tensor rope_into_cache(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&, int64_t, int64_t, int64_t) {
+  unreachable("rope_into_cache");
+}
+at::Tensor decode_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, double) {
+  unreachable("decode_attention");
+}
+bool decode_attention_fits(int64_t, int64_t) { return false; }
+at::Tensor silu_and_mul(const at::Tensor&) { unreachable("silu_and_mul"); }
+
+}  // namespace graphed::kernels
