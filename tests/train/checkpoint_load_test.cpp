@@ -17,7 +17,7 @@
 #include "train/checkpoint_for_test.h"
 
 #include "graphed/capture/device.h"
-#include "graphed/train/safetensors.h"
+#include "graphed/util/safetensors.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 

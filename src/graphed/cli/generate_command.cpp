@@ -168,8 +168,8 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
   const GenerateFlags& flags = command_line.generate;
   const at::Device device = choose_device(command_line.settings.train.device, "decoding eagerly in fp32");
   const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
-  const at::ScalarType dtype = choose_dtype(flags.dtype, device);
-  GenerationModel model = load_generation_model(command_line, device, dtype, std::cerr);
+  GenerationModel model = load_generation_model(command_line, device, std::cerr);
+  const at::ScalarType dtype = model.model->parameters().at(0).scalar_type();
   const auto prompts = read_prompts(flags, model.tokenizer.get());
   check_flags(flags, static_cast<int64_t>(prompts.size()));
   const auto rows = fill_rows(prompts, flags.batch_size);

@@ -63,7 +63,8 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   return result;
 }
 
-GenerationModel load_hf_folder(const CommandLine& command_line, const at::Device& device, at::ScalarType dtype) {
+GenerationModel load_hf_folder(const CommandLine& command_line, const at::Device& device,
+                               std::optional<at::ScalarType> dtype) {
   const std::string& folder = command_line.generate.hf_folder;
   infer::HfModel hf = infer::load_hf_model(folder, device, dtype);
   GenerationModel result;
@@ -138,23 +139,26 @@ config::CudaGraphConfig resolve_decode_graphs(const CommandLine& command_line, c
   return graphs;
 }
 
-at::ScalarType choose_dtype(const std::string& flag, const at::Device& device) {
-  if (flag == "auto") return device.is_cuda() ? at::kBFloat16 : at::kFloat;
+std::optional<at::ScalarType> choose_dtype(const std::string& flag, const at::Device& device, bool hugging_face) {
+  if (flag == "auto") {
+    if (!device.is_cuda()) return at::kFloat;
+    return hugging_face ? std::nullopt : std::optional<at::ScalarType>(at::kBFloat16);
+  }
   if (flag == "bf16" || flag == "bfloat16") return at::kBFloat16;
   if (flag == "fp16" || flag == "float16") return at::kHalf;
   if (flag == "fp32" || flag == "float32") return at::kFloat;
   throw ConfigError("--dtype '" + flag + "' is not a dtype graphed decodes in; fix: use auto, bf16, fp16 or fp32");
 }
 
-GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, at::ScalarType dtype,
-                                      std::ostream& notes) {
+GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, std::ostream& notes) {
   const bool from_checkpoint = command_line.settings.train.load.has_value();
   const bool from_hf = !command_line.generate.hf_folder.empty();
   if (from_checkpoint == from_hf) {
     throw ConfigError(std::string(from_hf ? "both --load and --hf were given" : "no model was given") +
                       "; fix: pass --load DIR (a graphed checkpoint) or --hf DIR (a Hugging Face model folder), one of them");
   }
-  return from_hf ? load_hf_folder(command_line, device, dtype) : load_checkpoint_model(command_line, device, dtype, notes);
+  const std::optional<at::ScalarType> dtype = choose_dtype(command_line.generate.dtype, device, from_hf);
+  return from_hf ? load_hf_folder(command_line, device, dtype) : load_checkpoint_model(command_line, device, *dtype, notes);
 }
 
 std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const infer::Tokenizer* tokenizer) {

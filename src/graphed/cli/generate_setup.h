@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,8 +26,9 @@ namespace graphed::cli {
 config::CudaGraphConfig resolve_decode_graphs(const CommandLine& command_line, const at::Device& device,
                                               std::ostream& notes);
 
-/// --dtype auto|bf16|fp16|fp32 (auto: bf16 on a GPU, fp32 on the CPU). Throws ConfigError.
-at::ScalarType choose_dtype(const std::string& flag, const at::Device& device);
+/// --dtype auto|bf16|fp16|fp32. auto: fp32 on the CPU; on a GPU bf16 for a graphed checkpoint and the
+/// folder's own dtype (config.json's torch_dtype) for --hf, so nullopt. Throws ConfigError.
+std::optional<at::ScalarType> choose_dtype(const std::string& flag, const at::Device& device, bool hugging_face);
 
 /// A model ready to decode, and what came with it.
 struct GenerationModel {
@@ -37,11 +39,10 @@ struct GenerationModel {
   std::unique_ptr<infer::Tokenizer> tokenizer;  ///< null when none is known (then only --prompt-ids)
 };
 
-/// Loads --load's checkpoint or --hf's folder (exactly one must be given) onto the device in dtype,
-/// in eval mode, with its tokenizer (--tokenizer overrides). Throws ConfigError / DataError /
+/// Loads --load's checkpoint or --hf's folder (exactly one must be given) onto the device in the dtype
+/// choose_dtype gives, in eval mode, with its tokenizer (--tokenizer overrides). Throws ConfigError / DataError /
 /// CheckpointError naming the flag, file and fix.
-GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, at::ScalarType dtype,
-                                      std::ostream& notes);
+GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, std::ostream& notes);
 
 /// The prompts as token ids, in the order --prompt, --prompt-file, --prompt-ids. Throws ConfigError
 /// when there is none, or a text prompt without a tokenizer; DataError for an unreadable file or a bad id list.

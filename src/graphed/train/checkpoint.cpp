@@ -13,15 +13,26 @@
 #include <sstream>
 
 #include "graphed/capture/device.h"
-#include "graphed/train/safetensors.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 #include "graphed/util/logging.h"
+#include "graphed/util/safetensors.h"
 #include "graphed/util/text.h"
 
 namespace graphed::train {
 namespace {
+
+/// How the safetensors reader and writer word a checkpoint's problems and their fixes.
+SafetensorsWording checkpoint_wording() {
+  SafetensorsWording wording;
+  wording.file = "checkpoint file";
+  wording.unreadable_fix = "pass the folder of a complete checkpoint to --load";
+  wording.corrupt_fix = "load an earlier checkpoint, or start without --load";
+  wording.unwritable_fix = "check that the --save folder is writable and has space";
+  wording.write_failed_fix = "check the space left in the --save folder";
+  return wording;
+}
 
 /// Settings that change the model's parameters: a checkpoint must agree on all of them.
 const char* const kArchitectureKeys[] = {
@@ -91,10 +102,10 @@ std::string save_checkpoint(const std::string& save_dir, int64_t iteration, mode
     check(create_directories(temporary), "creating " + temporary);
     std::vector<std::pair<std::string, at::Tensor>> parameters;
     for (const auto& item : model->named_parameters()) parameters.emplace_back(item.key(), item.value());
-    write_safetensors(join_path(temporary, "model.safetensors"), parameters, {{"format", "pt"}});
+    write_safetensors(join_path(temporary, "model.safetensors"), parameters, {{"format", "pt"}}, checkpoint_wording());
     auto state = optimizer.state();
     for (auto& [name, tensor] : capture::rng_states(device)) state.emplace_back("rng." + name, tensor);
-    write_safetensors(join_path(temporary, "optimizer.safetensors"), state, {{"format", "pt"}});
+    write_safetensors(join_path(temporary, "optimizer.safetensors"), state, {{"format", "pt"}}, checkpoint_wording());
     const nlohmann::json trainer{{"iteration", iteration},
                                  {"graphed_version", graphed_version()},
                                  {"config", config::run_config_to_json(config)}};
@@ -123,7 +134,9 @@ const char* const kModelFix = "; fix: load a checkpoint saved by this model";
 const char* const kDeviceFix = "; fix: resume on the kind of device that saved it, or start without --load";
 
 std::string shown(const nlohmann::json& value) { return json_excerpt(value); }
-[[noreturn]] void corrupt(const std::string& path, const std::string& what) { throw_corrupt_checkpoint(path, what); }
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
+  throw_corrupt_safetensors(path, what, checkpoint_wording());  // the same words for trainer.json
+}
 
 /// The iteration written in a --save folder's latest_checkpointed_iteration.txt.
 int64_t read_latest_iteration(const std::string& load_dir) {
@@ -327,8 +340,8 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
   check_architecture(info, config);
   const std::string model_file = join_path(info.folder, "model.safetensors");
   const std::string optimizer_file = join_path(info.folder, "optimizer.safetensors");
-  const SavedTensors parameters = read_safetensors(model_file);
-  const SavedTensors state = read_safetensors(optimizer_file);
+  const SavedTensors parameters = read_safetensors(model_file, checkpoint_wording());
+  const SavedTensors state = read_safetensors(optimizer_file, checkpoint_wording());
 
   NamedTensors model_parameters;
   for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());

@@ -1,6 +1,7 @@
-// tests/train/safetensors_test.cpp — the safetensors reader and writer: a round trip, and every
-// malformed header the reader refuses before allocating, with the exact messages.
-#include "graphed/train/safetensors.h"
+// tests/util/safetensors_test.cpp — the safetensors reader and writer: a round trip, every malformed
+// header the reader refuses before allocating, with the exact messages (in a checkpoint's wording, as
+// training uses them), and the wording each user gives.
+#include "graphed/util/safetensors.h"
 
 #include <unistd.h>
 
@@ -14,7 +15,7 @@
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 
-namespace graphed::train {
+namespace graphed {
 namespace {
 
 class SafetensorsTest : public ::testing::Test {
@@ -33,9 +34,17 @@ class SafetensorsTest : public ::testing::Test {
     file << header << std::string(data_bytes, '\0');
   }
   void write_raw(const std::string& header, std::size_t data_bytes) { write_raw(header, data_bytes, header.size()); }
+  /// The wording train/checkpoint.cpp passes.
+  static SafetensorsWording checkpoint_wording() {
+    SafetensorsWording wording;
+    wording.file = "checkpoint file";
+    wording.unreadable_fix = "pass the folder of a complete checkpoint to --load";
+    wording.corrupt_fix = "load an earlier checkpoint, or start without --load";
+    return wording;
+  }
   /// The message read_safetensors throws (a CheckpointError).
   std::string error_of_read() {
-    return graphed::testing::error_text<CheckpointError>([&] { read_safetensors(path_); });
+    return graphed::testing::error_text<CheckpointError>([&] { read_safetensors(path_, checkpoint_wording()); });
   }
   /// The whole message for a corrupt file.
   std::string corrupt(const std::string& what) const {
@@ -73,7 +82,8 @@ TEST_F(SafetensorsTest, TruncatedFileIsCorrupt) {
                                      "(truncated?)"));
   std::ofstream(path_, std::ios::binary) << "xy";
   EXPECT_EQ(error_of_read(), corrupt("shorter than its 8-byte header length"));
-  EXPECT_EQ(graphed::testing::error_text<CheckpointError>([&] { read_safetensors(join_path(dir_, "none")); }),
+  EXPECT_EQ(graphed::testing::error_text<CheckpointError>(
+                [&] { read_safetensors(join_path(dir_, "none"), checkpoint_wording()); }),
             "cannot read checkpoint file '" + join_path(dir_, "none") + "': No such file or directory; fix: pass "
             "the folder of a complete checkpoint to --load");
 }
@@ -154,5 +164,30 @@ TEST_F(SafetensorsTest, MetadataMustMapStringsToStrings) {
   EXPECT_TRUE(read_safetensors(path_).empty());
 }
 
+TEST_F(SafetensorsTest, WordingNamesTheFileAndTheFix) {
+  SafetensorsWording hf;
+  hf.file = "model weights file";
+  hf.corrupt_fix = "download the model folder again";
+  std::ofstream(path_, std::ios::binary) << "xy";
+  EXPECT_EQ(graphed::testing::error_text<CheckpointError>([&] { read_safetensors(path_, hf); }),
+            "model weights file '" + path_ + "' is corrupt: shorter than its 8-byte header length; fix: download "
+            "the model folder again");
+  EXPECT_EQ(graphed::testing::error_text<CheckpointError>([&] { read_safetensors(path_); }),
+            "safetensors file '" + path_ + "' is corrupt: shorter than its 8-byte header length; fix: write the "
+            "file again");
+  const std::string missing = join_path(dir_, "none");
+  EXPECT_EQ(graphed::testing::error_text<CheckpointError>([&] { read_safetensors(missing); }),
+            "cannot read safetensors file '" + missing + "': No such file or directory; fix: check that the file "
+            "exists and can be read");
+  const std::string unwritable = join_path(join_path(dir_, "no-folder"), "t.safetensors");
+  EXPECT_EQ(graphed::testing::error_text<DataError>([&] { write_safetensors(unwritable, {{"a", at::ones({1})}}); }),
+            "cannot write safetensors file '" + unwritable + "': No such file or directory; fix: check that the "
+            "folder is writable and has space");
+  EXPECT_EQ(graphed::testing::error_text<DataError>(
+                [&] { write_safetensors(unwritable, {{"a", at::ones({1})}}, {}, checkpoint_wording()); }),
+            "cannot write checkpoint file '" + unwritable + "': No such file or directory; fix: check that the "
+            "folder is writable and has space");
+}
+
 }  // namespace
-}  // namespace graphed::train
+}  // namespace graphed

@@ -1,5 +1,5 @@
-// train/safetensors.cpp — see train/safetensors.h.
-#include "graphed/train/safetensors.h"
+// util/safetensors.cpp — see util/safetensors.h.
+#include "graphed/util/safetensors.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include "graphed/util/file_system.h"
 #include "graphed/util/text.h"
 
-namespace graphed::train {
+namespace graphed {
 namespace {
 
 const std::vector<std::pair<std::string, at::ScalarType>>& dtype_names() {
@@ -34,7 +34,12 @@ std::string stored_dtype_name(at::ScalarType type) {
   throw DataError(std::string("cannot store dtype ") + c10::toString(type) + " in safetensors");
 }
 
-[[noreturn]] void corrupt(const std::string& path, const std::string& what) { throw_corrupt_checkpoint(path, what); }
+/// A malformed file, found while checking it; read_safetensors turns it into the user's message.
+struct CorruptFile {
+  std::string what;
+};
+
+[[noreturn]] void corrupt(const std::string& what) { throw CorruptFile{what}; }
 std::string shown(const nlohmann::json& value) { return json_excerpt(value); }
 
 /// One header entry, checked: its dtype, shape and [begin, end) byte range in the data section.
@@ -46,7 +51,7 @@ struct TensorEntry {
   uint64_t end = 0;
 };
 
-at::ScalarType parse_dtype(const std::string& path, const std::string& name, const nlohmann::json& dtype) {
+at::ScalarType parse_dtype(const std::string& name, const nlohmann::json& dtype) {
   if (dtype.is_string()) {
     for (const auto& [candidate, scalar] : dtype_names()) {
       if (candidate == dtype.get<std::string>()) return scalar;
@@ -54,11 +59,11 @@ at::ScalarType parse_dtype(const std::string& path, const std::string& name, con
   }
   std::string known;
   for (const auto& [candidate, scalar] : dtype_names()) known += (known.empty() ? "" : ", ") + candidate;
-  corrupt(path, "tensor '" + name + "' has dtype " + shown(dtype) + ", expected one of " + known);
+  corrupt("tensor '" + name + "' has dtype " + shown(dtype) + ", expected one of " + known);
 }
 
 /// The shape, and its element count × element size in bytes, both checked against overflow.
-std::vector<int64_t> parse_shape(const std::string& path, const std::string& name, const nlohmann::json& shape,
+std::vector<int64_t> parse_shape(const std::string& name, const nlohmann::json& shape,
                                  std::size_t element_size, uint64_t& bytes) {
   std::vector<int64_t> sizes;
   bool valid = shape.is_array();
@@ -66,45 +71,45 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& nam
     valid = shape[i].is_number_unsigned() && shape[i].get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX);
     if (valid) sizes.push_back(shape[i].get<int64_t>());
   }
-  if (!valid) corrupt(path, "tensor '" + name + "' has shape " + shown(shape) + ", expected an array of integers >= 0");
+  if (!valid) corrupt("tensor '" + name + "' has shape " + shown(shape) + ", expected an array of integers >= 0");
   int64_t count = 1;
   for (const int64_t size : sizes) {
     if (__builtin_mul_overflow(count, size, &count)) {
-      corrupt(path, "tensor '" + name + "' has shape " + shown(shape) + ", whose element count overflows int64");
+      corrupt("tensor '" + name + "' has shape " + shown(shape) + ", whose element count overflows int64");
     }
   }
   if (__builtin_mul_overflow(static_cast<uint64_t>(count), static_cast<uint64_t>(element_size), &bytes)) {
-    corrupt(path, "tensor '" + name + "' has shape " + shown(shape) + ", whose byte count overflows uint64");
+    corrupt("tensor '" + name + "' has shape " + shown(shape) + ", whose byte count overflows uint64");
   }
   return sizes;
 }
 
 /// Checks one entry against the data section's size (data_bytes); allocates nothing.
-TensorEntry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& entry,
+TensorEntry parse_entry(const std::string& name, const nlohmann::json& entry,
                         uint64_t data_bytes) {
-  if (!entry.is_object()) corrupt(path, "tensor '" + name + "' has entry " + shown(entry) + ", expected an object");
+  if (!entry.is_object()) corrupt("tensor '" + name + "' has entry " + shown(entry) + ", expected an object");
   for (const char* field : {"dtype", "shape", "data_offsets"}) {
-    if (!entry.contains(field)) corrupt(path, "tensor '" + name + "' has no field '" + field + "'");
+    if (!entry.contains(field)) corrupt("tensor '" + name + "' has no field '" + field + "'");
   }
   TensorEntry result;
   result.name = name;
-  result.type = parse_dtype(path, name, entry["dtype"]);
+  result.type = parse_dtype(name, entry["dtype"]);
   uint64_t bytes = 0;
-  result.shape = parse_shape(path, name, entry["shape"], c10::elementSize(result.type), bytes);
+  result.shape = parse_shape(name, entry["shape"], c10::elementSize(result.type), bytes);
   const nlohmann::json& offsets = entry["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned() || offsets[0].get<uint64_t>() > offsets[1].get<uint64_t>()) {
-    corrupt(path, "tensor '" + name + "' has data_offsets " + shown(offsets) +
+    corrupt("tensor '" + name + "' has data_offsets " + shown(offsets) +
                       ", expected [begin, end] with 0 <= begin <= end");
   }
   result.begin = offsets[0].get<uint64_t>();
   result.end = offsets[1].get<uint64_t>();
   if (result.end > data_bytes) {
-    corrupt(path, "tensor '" + name + "' has data_offsets " + shown(offsets) + ", beyond the data section of " +
+    corrupt("tensor '" + name + "' has data_offsets " + shown(offsets) + ", beyond the data section of " +
                       std::to_string(data_bytes) + " bytes (truncated?)");
   }
   if (result.end - result.begin != bytes) {
-    corrupt(path, "tensor '" + name + "' has data_offsets " + shown(offsets) + " (" +
+    corrupt("tensor '" + name + "' has data_offsets " + shown(offsets) + " (" +
                       std::to_string(result.end - result.begin) + " bytes), but dtype " +
                       entry["dtype"].get<std::string>() + " and shape " + shown(entry["shape"]) + " need " +
                       std::to_string(bytes) + " bytes");
@@ -112,14 +117,14 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
   return result;
 }
 
-void check_metadata(const std::string& path, const nlohmann::json& metadata) {
+void check_metadata(const nlohmann::json& metadata) {
   bool valid = metadata.is_object();
   for (auto item = metadata.begin(); valid && item != metadata.end(); ++item) valid = item->is_string();
-  if (!valid) corrupt(path, "__metadata__ is " + shown(metadata) + ", expected an object of strings");
+  if (!valid) corrupt("__metadata__ is " + shown(metadata) + ", expected an object of strings");
 }
 
 /// No two tensors may share bytes (entries sorted by begin here).
-void check_no_overlap(const std::string& path, std::vector<TensorEntry>& entries) {
+void check_no_overlap(std::vector<TensorEntry>& entries) {
   std::sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -127,7 +132,7 @@ void check_no_overlap(const std::string& path, std::vector<TensorEntry>& entries
   for (const auto& entry : entries) {
     if (entry.begin == entry.end) continue;
     if (previous != nullptr && entry.begin < previous->end) {
-      corrupt(path, "tensors '" + previous->name + "' [" + std::to_string(previous->begin) + ", " +
+      corrupt("tensors '" + previous->name + "' [" + std::to_string(previous->begin) + ", " +
                         std::to_string(previous->end) + ") and '" + entry.name + "' [" + std::to_string(entry.begin) +
                         ", " + std::to_string(entry.end) + ") overlap in the data section");
     }
@@ -136,43 +141,42 @@ void check_no_overlap(const std::string& path, std::vector<TensorEntry>& entries
 }
 
 /// Parses and checks the whole header of the file's bytes; sets data_start (where the data section begins).
-std::vector<TensorEntry> parse_header(const std::string& path, const std::string& bytes, uint64_t& data_start) {
-  if (bytes.size() < 8) corrupt(path, "shorter than its 8-byte header length");
+std::vector<TensorEntry> parse_header(const std::string& bytes, uint64_t& data_start) {
+  if (bytes.size() < 8) corrupt("shorter than its 8-byte header length");
   uint64_t length = 0;
   std::memcpy(&length, bytes.data(), 8);
   if (length > bytes.size() - 8) {
-    corrupt(path, "header length " + std::to_string(length) + " exceeds the " + std::to_string(bytes.size() - 8) +
+    corrupt("header length " + std::to_string(length) + " exceeds the " + std::to_string(bytes.size() - 8) +
                       " bytes after it");
   }
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.substr(8, length));
   } catch (const nlohmann::json::parse_error& error) {
-    corrupt(path, "header is not JSON (syntax error at byte " + std::to_string(error.byte) + ")");
+    corrupt("header is not JSON (syntax error at byte " + std::to_string(error.byte) + ")");
   } catch (const nlohmann::json::exception& error) {  // a number beyond a double (1e999)
-    corrupt(path, "header is not JSON (" + without_library_tag(error.what()) + ")");
+    corrupt("header is not JSON (" + without_library_tag(error.what()) + ")");
   }
   if (!header.is_object()) {
-    corrupt(path, "header is a JSON " + std::string(header.type_name()) + ", expected an object");
+    corrupt("header is a JSON " + std::string(header.type_name()) + ", expected an object");
   }
   data_start = 8 + length;
   std::vector<TensorEntry> entries;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
-      check_metadata(path, entry);
+      check_metadata(entry);
     } else {
-      entries.push_back(parse_entry(path, name, entry, bytes.size() - data_start));
+      entries.push_back(parse_entry(name, entry, bytes.size() - data_start));
     }
   }
-  check_no_overlap(path, entries);
+  check_no_overlap(entries);
   return entries;
 }
 
 }  // namespace
 
-void throw_corrupt_checkpoint(const std::string& path, const std::string& what) {
-  throw CheckpointError("checkpoint file '" + path + "' is corrupt: " + what +
-                        "; fix: load an earlier checkpoint, or start without --load");
+void throw_corrupt_safetensors(const std::string& path, const std::string& what, const SafetensorsWording& wording) {
+  throw CheckpointError(wording.file + " '" + path + "' is corrupt: " + what + "; fix: " + wording.corrupt_fix);
 }
 
 std::string json_excerpt(const nlohmann::json& value) {
@@ -187,9 +191,8 @@ std::string safetensors_dtype_name(at::ScalarType type) {
   return c10::toString(type);
 }
 
-
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, const SafetensorsWording& wording) {
   nlohmann::json header = nlohmann::json::object();
   std::vector<at::Tensor> contents;
   uint64_t offset = 0;
@@ -207,8 +210,8 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 
   FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) {
-    throw DataError("cannot write checkpoint file '" + path + "': " + std::strerror(errno) +
-                    "; fix: check that the --save folder is writable and has space");
+    throw DataError("cannot write " + wording.file + " '" + path + "': " + std::strerror(errno) + "; fix: " +
+                    wording.unwritable_fix);
   }
   bool ok = std::fwrite(&length, sizeof(length), 1, file) == 1 && std::fwrite(text.data(), 1, text.size(), file) == text.size();
   for (const auto& tensor : contents) {
@@ -219,23 +222,25 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   const int saved_errno = errno;
   ok = (std::fclose(file) == 0) && ok;
   if (!ok) {
-    throw DataError("writing checkpoint file '" + path + "' failed: " + std::strerror(saved_errno) +
-                    "; fix: check the space left in the --save folder");
+    throw DataError("writing " + wording.file + " '" + path + "' failed: " + std::strerror(saved_errno) + "; fix: " +
+                    wording.write_failed_fix);
   }
 }
 
-std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
+std::map<std::string, at::Tensor> read_safetensors(const std::string& path, const SafetensorsWording& wording) {
   std::string bytes;
   if (const int error = read_file(path, bytes)) {
-    throw CheckpointError("cannot read checkpoint file '" + path + "': " + std::strerror(error) +
-                          "; fix: pass the folder of a complete checkpoint to --load");
+    throw CheckpointError("cannot read " + wording.file + " '" + path + "': " + std::strerror(error) + "; fix: " +
+                          wording.unreadable_fix);
   }
   uint64_t data_start = 0;
   std::vector<TensorEntry> entries;
   try {
-    entries = parse_header(path, bytes, data_start);
+    entries = parse_header(bytes, data_start);
+  } catch (const CorruptFile& error) {
+    throw_corrupt_safetensors(path, error.what, wording);
   } catch (const nlohmann::json::exception& error) {  // not expected: every access above is type-checked
-    corrupt(path, "header cannot be read (" + without_library_tag(error.what()) + ")");
+    throw_corrupt_safetensors(path, "header cannot be read (" + without_library_tag(error.what()) + ")", wording);
   }
   std::map<std::string, at::Tensor> tensors;
   for (const auto& entry : entries) {
@@ -248,4 +253,4 @@ std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
   return tensors;
 }
 
-}  // namespace graphed::train
+}  // namespace graphed
