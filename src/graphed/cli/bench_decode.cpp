@@ -17,6 +17,7 @@
 #include "graphed/cli/run_setup.h"
 #include "graphed/infer/decode_engine.h"
 #include "graphed/util/build_info.h"
+#include "graphed/util/error.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
