@@ -59,7 +59,7 @@ TEST(GenerateCommandTest, JsonHasEveryCompletionAndTheTimings) {
   const auto result = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt-ids", "84 104",
                                                       "--batch-size", "3", "--max-new-tokens", "5", "--json"}));
   ASSERT_EQ(result["completions"].size(), 3u);
-  EXPECT_EQ(result["rows"], 4);  // 3 rows padded to the bucket of 4
+  EXPECT_EQ(result["rows"], 3);  // the largest bucket is the batch itself
   EXPECT_EQ(result["completions"][0]["prompt_ids"], (std::vector<int64_t>{84, 104, 101}));  // "The" in bytes
   EXPECT_EQ(result["completions"][2]["prompt_ids"], result["completions"][0]["prompt_ids"]);  // prompts repeat
   for (const auto& completion : result["completions"]) EXPECT_EQ(completion["ids"].size(), 5u);
@@ -67,6 +67,11 @@ TEST(GenerateCommandTest, JsonHasEveryCompletionAndTheTimings) {
   EXPECT_EQ(result["completions"][0]["ids"], result["completions"][2]["ids"]);
   EXPECT_GT(result["tokens_per_second"].get<double>(), 0.0);
   EXPECT_EQ(result["scope"], "none");
+}
+
+TEST(GenerateCommandTest, TheDefaultTokenCountFitsTheContext) {
+  const auto result = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The q", "--json"}));
+  EXPECT_EQ(result["completions"][0]["ids"].size(), 27u);  // a context of 32 less the 5-byte prompt
 }
 
 TEST(GenerateCommandTest, StopTokensEndARow) {
@@ -87,7 +92,7 @@ TEST(GenerateCommandTest, RefusesMistakesWithTheFlagAndTheFix) {
             std::string::npos);
   EXPECT_NE(generate_error({"--load", load}).find("no prompt was given; fix: pass --prompt TEXT"), std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt-ids", "1 x"}).find("--prompt-ids '1 x' holds 'x'"), std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt-ids", "300"}).find("token id 300, outside the model's vocabulary of 256"),
+  EXPECT_NE(generate_error({"--load", load, "--prompt-ids", "300", "--max-new-tokens", "4"}).find("token id 300, outside the model's vocabulary of 256"),
             std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--max-new-tokens", "40"}).find("more than the model's context of 32"),
             std::string::npos);

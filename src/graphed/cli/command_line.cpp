@@ -245,7 +245,7 @@ void add_generate_flags(CLI::App& generate, GenerateFlags& flags) {
       ->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   generate.add_option("--prompt-ids", flags.prompt_ids, "a prompt as token ids, \"1 2 3\" or 1,2,3 (repeatable)")
       ->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  generate.add_option("--max-new-tokens", flags.max_new_tokens, "tokens to draw per prompt (default 64)")->group(group);
+  generate.add_option("--max-new-tokens", flags.max_new_tokens, "tokens to draw per prompt (default 64, fewer when the model's context is shorter)")->group(group);
   generate.add_option("--batch-size", flags.batch_size,
                       "rows decoded together; the prompts repeat in turn to fill them (default: one per prompt)")->group(group);
   generate.add_option("--temperature", flags.temperature, "0 = greedy (default); else sample from softmax(logits / T)")

@@ -23,7 +23,7 @@ struct GenerateFlags {
   std::vector<std::string> prompts;       ///< --prompt TEXT, repeatable: one prompt each
   std::vector<std::string> prompt_files;  ///< --prompt-file F, repeatable: each file is one prompt
   std::vector<std::string> prompt_ids;    ///< --prompt-ids "1 2 3", repeatable: token ids, one prompt each
-  int64_t max_new_tokens = 64;            ///< --max-new-tokens
+  std::optional<int64_t> max_new_tokens;  ///< --max-new-tokens; unset = 64, or what the context leaves
   std::optional<int64_t> batch_size;      ///< --batch-size: rows decoded together; unset = one per prompt
   double temperature = 0.0;               ///< --temperature: 0 = greedy
   int64_t top_k = 0;                      ///< --top-k: 0 = all

@@ -42,7 +42,9 @@ std::string milliseconds(double value) {
 
 void check_flags(const GenerateFlags& flags, int64_t prompt_count) {
   std::vector<std::string> problems;
-  if (flags.max_new_tokens < 1) problems.push_back("--max-new-tokens is " + std::to_string(flags.max_new_tokens) + "; fix: give 1 or more");
+  if (flags.max_new_tokens && *flags.max_new_tokens < 1) {
+    problems.push_back("--max-new-tokens is " + std::to_string(*flags.max_new_tokens) + "; fix: give 1 or more");
+  }
   if (flags.batch_size && *flags.batch_size < prompt_count) {
     problems.push_back("--batch-size " + std::to_string(*flags.batch_size) + " is smaller than the " +
                        std::to_string(prompt_count) + " prompts given; fix: raise --batch-size or give fewer prompts");
@@ -66,20 +68,30 @@ std::vector<std::vector<int64_t>> fill_rows(const std::vector<std::vector<int64_
   return rows;
 }
 
+/// --max-new-tokens, or 64 cut to what the model's context leaves after the longest prompt.
+int64_t new_token_count(const GenerateFlags& flags, int64_t longest, int64_t context) {
+  if (flags.max_new_tokens) return *flags.max_new_tokens;
+  const int64_t count = std::min<int64_t>(64, context - longest);
+  if (count < 1) return 64;  // no room at all: the context check below says so
+  if (count < 64) std::cerr << "note: drawing " << count << " new tokens, what the model's context of " << context
+                            << " leaves after the prompt (pass --max-new-tokens to choose)\n";
+  return count;
+}
+
 infer::EngineOptions engine_options(const CommandLine& command_line, const config::CudaGraphConfig& graphs,
                                     const GenerationModel& model, const std::vector<std::vector<int64_t>>& rows) {
   const GenerateFlags& flags = command_line.generate;
+  std::size_t longest = 0;
+  for (const auto& row : rows) longest = std::max(longest, row.size());
   infer::EngineOptions options;
   options.scope = graphs.inference_scope;
   options.num_cuda_graphs = graphs.inference_num_cuda_graphs;
   options.max_batch = static_cast<int64_t>(rows.size());
-  options.max_new_tokens = flags.max_new_tokens;
-  std::size_t longest = 0;
-  for (const auto& row : rows) longest = std::max(longest, row.size());
-  const int64_t needed = static_cast<int64_t>(longest) + flags.max_new_tokens;
+  options.max_new_tokens = new_token_count(flags, static_cast<int64_t>(longest), model.context);
+  const int64_t needed = static_cast<int64_t>(longest) + options.max_new_tokens;
   if (needed > model.context) {
-    throw DataError("the longest prompt has " + std::to_string(longest) + " tokens, and with --max-new-tokens " +
-                    std::to_string(flags.max_new_tokens) + " that is " + std::to_string(needed) +
+    throw DataError("the longest prompt has " + std::to_string(longest) + " tokens, and with " +
+                    std::to_string(options.max_new_tokens) + " new tokens that is " + std::to_string(needed) +
                     " positions, more than the model's context of " + std::to_string(model.context) +
                     "; fix: shorten the prompt or lower --max-new-tokens");
   }
@@ -189,7 +201,7 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
   const auto on_step = [&](int64_t, const std::vector<int64_t>& tokens) {
     if (streamer && tokens[0] >= 0) out << streamer->push(tokens[0]) << std::flush;
   };
-  const infer::Generation generation = engine.generate(rows, flags.max_new_tokens, on_step);
+  const infer::Generation generation = engine.generate(rows, engine.options().max_new_tokens, on_step);
   if (command_line.json_output) {
     print_json(model, graphs, engine, rows, generation, out);
     return 0;
