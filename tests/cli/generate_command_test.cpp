@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -36,6 +37,9 @@ const std::string& checkpoint() {
 
 std::string generate(std::vector<std::string> arguments) {
   arguments.insert(arguments.begin(), "generate");
+  if (std::find(arguments.begin(), arguments.end(), "--device") == arguments.end()) {
+    arguments.insert(arguments.end(), {"--device", "cpu"});  // the same on a GPU machine
+  }
   std::ostringstream out;
   run_generate(parse_command_line(arguments), out);
   return out.str();

@@ -72,6 +72,8 @@ TEST(RunSetupTest, TrainerJsonAndCheckConfigOutputFeedBackAsConfig) {
   EXPECT_FALSE(from_checkpoint.settings.train.save) << "a new run must not write into the old run's folder";
   EXPECT_EQ(from_checkpoint.settings.train.device, "auto");
   EXPECT_FALSE(from_checkpoint.settings.train.lr_decay_iters) << "derived from --train-iters again";
+  EXPECT_FALSE(from_checkpoint.settings.model.num_query_groups) << "the head count, without grouped-query attention";
+  EXPECT_TRUE(from_checkpoint.origins.count("num_query_groups") == 0);
 
   std::ostringstream json_output;
   run_check_config(parse_command_line({"check-config", "--preset", "moe-small", "--cuda-graph-impl", "local", "--json"}),

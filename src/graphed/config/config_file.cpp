@@ -52,6 +52,9 @@ nlohmann::json saved_run_settings(const nlohmann::json& resolved) {
   };
   if (same("global_batch_size", "micro_batch_size")) settings.erase("global_batch_size");
   if (same("lr_decay_iters", "train_iters")) settings.erase("lr_decay_iters");
+  // Without grouped-query attention the resolved group count is just the head count; read back, it
+  // would draw MC-11's "has no effect" warning.
+  if (!settings.value("group_query_attention", false)) settings.erase("num_query_groups");
   return settings;
 }
 

@@ -102,6 +102,7 @@ std::vector<BucketCapture> DecodeEngine::capture(const std::vector<int64_t>& row
     const bool already = std::any_of(captures_.begin(), captures_.end(), [count](const BucketCapture& c) { return c.rows == count; });
     if (already) continue;
     DecodeState& state = state_for(count);
+    state.reset();  // a state left at its last step would run the warmup past its buffers
     capture::synchronize(device_);
     const capture::MemoryMark mark(device_);
     const int64_t graphs_before = runner_->graph_count();

@@ -38,6 +38,12 @@ DecodeState DecodeState::create(int64_t rows, const KvCache& cache, int64_t max_
   return state;
 }
 
+void DecodeState::reset() {
+  tokens.zero_();
+  positions.zero_();
+  step.zero_();
+}
+
 DecodeStep::DecodeStep(model::GptModel model, SamplingOptions sampling)
     : model_(std::move(model)),
       config_(model_->config()),

@@ -27,6 +27,9 @@ struct DecodeState {
   at::Tensor blocked;      ///< [rows, 1, 1, max sequence] bool: cache slots a row must not attend to
   std::vector<model::LayerCache> cache;  ///< the engine's cache, first `rows` rows
 
+  /// Back to step 0 at position 0 with token 0 (what capture's warmup step starts from, so that it stays
+  /// inside the buffers).
+  void reset();
   /// Buffers for `rows` rows over `cache` (which must hold at least that many).
   static DecodeState create(int64_t rows, const KvCache& cache, int64_t max_new_tokens, int64_t hidden_size,
                             const at::TensorOptions& hidden_options);

@@ -23,7 +23,7 @@ void launch_rope_into_cache(const void* qkv, const int64_t* positions, const voi
 
 /// output [rows, heads, head_dim] = softmax(scale q k^T) v of each query [rows, heads, head_dim] over
 /// the cache slots 0..positions[r] of its group (head h reads group h / (heads / groups)).
-/// cache_length <= max_decode_attention_length().
+/// cache_length <= max_decode_attention_length(); head_dim a multiple of 8, at most 256.
 void launch_decode_attention(const void* query, const void* key_cache, const void* value_cache,
                              const int64_t* positions, void* output, int64_t rows, int64_t heads, int64_t groups,
                              int64_t head_dim, int64_t cache_length, float scale, void* stream);

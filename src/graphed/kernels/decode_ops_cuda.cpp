@@ -70,7 +70,7 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache
 }
 
 bool decode_attention_fits(int64_t cache_length, int64_t head_dim) {
-  return cache_length <= max_decode_attention_length() && head_dim <= 256;
+  return cache_length <= max_decode_attention_length() && head_dim <= 256 && head_dim % 8 == 0;
 }
 
 at::Tensor silu_and_mul(const at::Tensor& input) {
