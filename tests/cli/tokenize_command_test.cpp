@@ -72,6 +72,10 @@ TEST(TokenizeCommandTest, BadInputsNameTheProblem) {
             "token id 999 is outside the vocabulary (256 ids: 0..255); fix: pass ids this tokenizer produced");
   EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "bytes", "--file", "/no/such/input.txt"}); }),
             "cannot read --file '/no/such/input.txt': no such file or directory; fix: check the path (or pass the text with --text)");
+  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", std::string(GRAPHED_SOURCE_DIR) + "/tests/infer/data", "--text", "a\xFF"}); }),
+            "tokenizer folder '" + std::string(GRAPHED_SOURCE_DIR) + "/tests/infer/data' holds no tokenizer.json, vocab.json + merges.txt, or "
+            "encoder.json + vocab.bpe; fix: pass a tokenizer.json file; a folder holding tokenizer.json, vocab.json + merges.txt, or "
+            "encoder.json + vocab.bpe; or the word bytes (graphed's byte tokenizer)");
   EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "/no/such/dir", "--text", "x"}); }),
             "tokenizer '/no/such/dir' does not exist; fix: pass a tokenizer.json file; a folder holding tokenizer.json, vocab.json + "
             "merges.txt, or encoder.json + vocab.bpe; or the word bytes (graphed's byte tokenizer)");
@@ -83,6 +87,13 @@ TEST(TokenizeCommandTest, ReadsTheInputFile) {
   ASSERT_EQ(write_file_atomically(file, "72,105\n"), 0);
   EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--decode", "--file", file}), "Hi\n");
   EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--file", file}), "55 50 44 49 48 53 10\n");
+  const std::string latin1 = join_path(folder, "latin1.txt");
+  ASSERT_EQ(write_file_atomically(latin1, "caf\xE9"), 0);
+  EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--file", latin1}), "99 97 102 233\n");  // bytes takes any bytes
+  const std::string tokenizer = join_path(folder, "tokenizer.json");
+  ASSERT_EQ(write_file_atomically(tokenizer, R"({"model": {"type": "BPE", "vocab": {"c": 0}, "merges": []}})"), 0);
+  EXPECT_EQ(error_text<DataError>([&] { run({"tokenize", "--tokenizer", tokenizer, "--file", latin1}); }),
+            "--file '" + latin1 + "' is not valid UTF-8: byte 0xE9 at byte offset 3; fix: convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
   remove_all(folder);
 }
 

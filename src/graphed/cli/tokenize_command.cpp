@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/infer/tokenizer.h"
+#include "graphed/infer/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 
@@ -36,6 +37,11 @@ std::string read_input(const CommandLine& command_line) {
     throw DataError("cannot read --file '" + path + "': " + reason + "; fix: check the path (or pass the text with --text)");
   }
   return contents;
+}
+
+/// "--text" or "--file 'PATH'", for messages.
+std::string input_name(const CommandLine& command_line) {
+  return command_line.input_text ? "--text" : "--file '" + *command_line.input_file + "'";
 }
 
 std::string ids_line(const std::vector<int64_t>& ids) {
@@ -121,8 +127,7 @@ int run_tokenize(const CommandLine& command_line, std::ostream& out) {
   const std::string input = read_input(command_line);
   using nlohmann::json;
   if (command_line.decode_ids) {
-    const std::string source = command_line.input_text ? "--text" : "--file '" + *command_line.input_file + "'";
-    const std::string text = tokenizer->decode(parse_token_ids(input, source), !command_line.add_special_tokens);
+    const std::string text = tokenizer->decode(parse_token_ids(input, input_name(command_line)), !command_line.add_special_tokens);
     if (command_line.json_output) {
       out << json{{"text", text}}.dump() << '\n';
     } else {
@@ -130,6 +135,8 @@ int run_tokenize(const CommandLine& command_line, std::ostream& out) {
     }
     return 0;
   }
+  // The tokenizers refuse invalid UTF-8 themselves; checking here lets the message name the input.
+  if (command_line.tokenizer_path != "bytes") infer::check_utf8(input, input_name(command_line));
   const std::vector<int64_t> ids = tokenizer->encode(input, command_line.add_special_tokens);
   if (!command_line.json_output) {
     out << ids_line(ids) << '\n';
