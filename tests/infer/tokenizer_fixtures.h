@@ -143,7 +143,7 @@ inline json llama2_document() {
     vocab[name] = 3 + byte;
   }
   int64_t next = 259;
-  for (const std::string piece : {kMetaspace, std::string("h"), std::string("e"), std::string("l"), std::string("o"),
+  for (const std::string& piece : {kMetaspace, std::string("h"), std::string("e"), std::string("l"), std::string("o"),
                                   std::string("w"), std::string("r"), std::string("d"), std::string("\xC3\xA9")}) {
     vocab[piece] = next++;
   }
