@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "graphed/cli/tokenize_command.h"
 #include "graphed/config/config_file.h"
 #include "graphed/config/presets.h"
 #include "graphed/util/build_info.h"
@@ -29,6 +30,7 @@ const std::vector<CommandInfo>& commands() {
       {"check-config", "print the normalized configuration, each migration and warning; exit 1 on an error"},
       {"generate", "continue prompts with a model from --load or --hf, with decode graphs per --inference-cuda-graph-scope"},
       {"report", "write one HTML page of charts from metrics files, run folders and bench JSON files"},
+      {"tokenize", "encode text into token ids, or --decode ids into text, with a tokenizer.json, GPT-2 vocab folder or bytes"},
   };
   return list;
 }
@@ -324,6 +326,7 @@ const std::vector<std::string>& command_names() {
 
 CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   if (!arguments.empty() && arguments.front() == "report") return parse_report_command(arguments);
+  if (!arguments.empty() && arguments.front() == "tokenize") return parse_tokenize_command(arguments);
   CommandLine result;
   CLI::App app{"graphed: train and serve transformer models with CUDA graphs, Megatron-LM flags", "graphed"};
   app.set_version_flag("--version", build_summary());

@@ -56,6 +56,12 @@ struct CommandLine {
   // report only (it takes no settings flags).
   std::vector<std::string> report_inputs;     ///< RUN_DIR | METRICS.jsonl | BENCH.json, one or more
   std::string report_output = "report.html";  ///< -o/--output
+  // tokenize only (it takes no settings flags; parsed by cli/tokenize_command.cpp).
+  std::string tokenizer_path;             ///< --tokenizer: tokenizer.json, a vocab folder, or "bytes"
+  std::optional<std::string> input_text;  ///< --text
+  std::optional<std::string> input_file;  ///< --file ("-": standard input)
+  bool decode_ids = false;                ///< --decode: the input holds ids; print their text
+  bool add_special_tokens = true;         ///< --no-special-tokens clears it
   /// Set when the command line asked for text instead of work (--help, --version, no command):
   /// print it to stdout and exit with exit_code.
   std::optional<std::string> early_output;

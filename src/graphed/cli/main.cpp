@@ -10,6 +10,7 @@
 #include "graphed/cli/command_line.h"
 #include "graphed/cli/generate_command.h"
 #include "graphed/cli/report_command.h"
+#include "graphed/cli/tokenize_command.h"
 #include "graphed/cli/train_command.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (command_line.command == "bench") return graphed::cli::run_bench(command_line, std::cout);
     if (command_line.command == "generate") return graphed::cli::run_generate(command_line, std::cout);
     if (command_line.command == "report") return graphed::cli::run_report(command_line, std::cout);
+    if (command_line.command == "tokenize") return graphed::cli::run_tokenize(command_line, std::cout);
     std::cerr << "error: command '" << command_line.command << "' is not implemented\n";
     return 1;
   } catch (const graphed::ConfigError& error) {

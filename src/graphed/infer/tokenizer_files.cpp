@@ -35,10 +35,11 @@ std::unordered_map<std::string, int64_t> read_vocabulary(const json& value, cons
   return vocabulary;
 }
 
-BpeMerge split_merge_line(const std::string& line, const JsonPlace& place) {
+/// "left right" -> (left, right); `where` names the line or field for the message.
+BpeMerge split_merge_line(const std::string& line, const std::string& where) {
   const std::size_t space = line.find(' ');
   if (space == std::string::npos || space == 0 || space + 1 == line.size() || line.find(' ', space + 1) != std::string::npos) {
-    detail::fail_at(place, "is \"" + line + "\", not two tokens separated by one space", "repair the merges");
+    throw DataError(where + " is \"" + line + "\", not two tokens separated by one space; fix: repair the merges");
   }
   return {line.substr(0, space), line.substr(space + 1)};
 }
@@ -50,7 +51,7 @@ std::vector<BpeMerge> read_json_merges(const json& value, const JsonPlace& place
   for (std::size_t index = 0; index < value.size(); ++index) {
     const json& merge = value[index];
     if (merge.is_string()) {
-      merges.push_back(split_merge_line(merge.get<std::string>(), place.item(index)));
+      merges.push_back(split_merge_line(merge.get<std::string>(), place.item(index).describe()));
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
       merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
     } else {
@@ -161,7 +162,7 @@ std::vector<BpeMerge> read_merges_file(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || (line_number == 1 && line.rfind("#version", 0) == 0)) continue;
     check_utf8(line, "'" + path + "' line " + std::to_string(line_number));
-    merges.push_back(split_merge_line(line, JsonPlace{path, "line " + std::to_string(line_number)}));
+    merges.push_back(split_merge_line(line, "'" + path + "' line " + std::to_string(line_number)));
   }
   return merges;
 }

@@ -24,7 +24,7 @@ std::string JsonPlace::describe() const {
 }
 
 void fail_at(const JsonPlace& place, const std::string& problem, const std::string& fix) {
-  throw DataError(place.describe() + ": " + problem + "; fix: " + fix);
+  throw DataError(place.describe() + " " + problem + "; fix: " + fix);
 }
 
 std::string json_excerpt(const json& value) {

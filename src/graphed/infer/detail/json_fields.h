@@ -21,7 +21,7 @@ struct JsonPlace {
   std::string describe() const;
 };
 
-/// Throws DataError "<place>: <problem>; fix: <fix>".
+/// Throws DataError "<place> <problem>; fix: <fix>" ("'t.json' field model.type is \"Unigram\", ...").
 [[noreturn]] void fail_at(const JsonPlace& place, const std::string& problem, const std::string& fix);
 
 /// A JSON value in a message: compact, cut to about 80 characters.
