@@ -11,8 +11,11 @@ prompt, transformers' logits at the prompt's last position (float32) and transfo
   qwen3  Qwen3ForCausalLM, random q/k norm weights, head_dim 64 != 256 / 8, bfloat16
   gpt2   GPT2LMHeadModel, random non-zero biases, float32
 
-For the bfloat16 model the JSON also holds "last_logits_fp32": the same weights run in float32, the
-reference a bf16 run is compared against. Runs on CUDA when there is one (TF32 off), else on the CPU.
+The logits and tokens come from each saved folder loaded back with from_pretrained, as a user would
+run it. For the bfloat16 model the JSON also holds "last_logits_fp32": the folder loaded in float32
+(the same weights; the rotary frequencies computed afresh in float32, where the bf16 model that wrote
+the folder had rounded its inv_freq buffer to bf16), the reference a bf16 run is compared against.
+Runs on CUDA when there is one (TF32 off), else on the CPU.
 """
 import json
 import os
@@ -24,6 +27,7 @@ import transformers
 SEED = 1234
 VOCAB = 1000
 NEW_TOKENS = 64
+INIT_STD = 0.1  # transformers' 0.02 makes random models repeat one token; this varies the greedy text
 PROMPT = [(37 * i + 11) % VOCAB for i in range(16)]
 
 
@@ -46,7 +50,7 @@ def llama():
     config = transformers.LlamaConfig(
         vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
         num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-5, tie_word_embeddings=False,
-        bos_token_id=1, eos_token_id=2,
+        bos_token_id=1, eos_token_id=2, initializer_range=INIT_STD,
         **rope_arguments(500000.0, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 64}))
     model = transformers.LlamaForCausalLM(config)
@@ -60,7 +64,8 @@ def qwen2():
     config = transformers.Qwen2Config(
         vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
         num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
-        use_sliding_window=False, bos_token_id=1, eos_token_id=[2, 3], **rope_arguments(1000000.0))
+        use_sliding_window=False, bos_token_id=1, eos_token_id=[2, 3], initializer_range=INIT_STD,
+        **rope_arguments(1000000.0))
     model = transformers.Qwen2ForCausalLM(config)
     for layer in model.model.layers:  # biases are initialised to zero: make them matter
         for projection in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
@@ -73,7 +78,7 @@ def qwen3():
         vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
         num_key_value_heads=4, head_dim=64, max_position_embeddings=512, rms_norm_eps=1e-6,
         tie_word_embeddings=False, use_sliding_window=False, bos_token_id=1, eos_token_id=2,
-        **rope_arguments(1000000.0))
+        initializer_range=INIT_STD, **rope_arguments(1000000.0))
     model = transformers.Qwen3ForCausalLM(config)
     for layer in model.model.layers:
         randomize(layer.self_attn.q_norm.weight, 0.2, 1.0)
@@ -83,7 +88,8 @@ def qwen3():
 
 def gpt2():
     config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=256, n_layer=4, n_head=8, n_positions=512,
-                                     activation_function="gelu_new", bos_token_id=0, eos_token_id=0)
+                                     activation_function="gelu_new", bos_token_id=0, eos_token_id=0,
+                                     initializer_range=INIT_STD)
     model = transformers.GPT2LMHeadModel(config)
     for name, parameter in model.named_parameters():
         if name.endswith(".bias"):
@@ -93,11 +99,16 @@ def gpt2():
     return model, {}
 
 
-def last_logits(model, device, dtype=None):
+def load(model_class, folder, dtype, device):
+    """The saved folder loaded back (dtype= in transformers 5, torch_dtype= in 4)."""
+    key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    return model_class.from_pretrained(folder, **{key: dtype}).to(device).eval()
+
+
+def last_logits(model, device):
     with torch.no_grad():
-        run = model if dtype is None else model.to(dtype)
         ids = torch.tensor([PROMPT], device=device)
-        return run(input_ids=ids).logits[0, -1].float().cpu().tolist()
+        return model(input_ids=ids).logits[0, -1].float().cpu().tolist()
 
 
 def greedy(model, device):
@@ -126,8 +137,8 @@ def main():
         model.eval()
         folder = os.path.join(out_dir, name)
         model.save_pretrained(folder, **save_options)
-        model.to(device)
         dtype = next(model.parameters()).dtype
+        model = load(type(model), folder, dtype, device)
         record = {
             "name": name,
             "architecture": type(model).__name__,
@@ -143,7 +154,7 @@ def main():
             "files": sorted(os.listdir(folder)),
         }
         if dtype != torch.float32:
-            record["last_logits_fp32"] = last_logits(model, device, torch.float32)
+            record["last_logits_fp32"] = last_logits(load(type(model), folder, torch.float32, device), device)
         with open(os.path.join(out_dir, name + ".json"), "w") as file:
             json.dump(record, file)
         print(f"{name}: {record['architecture']} {record['dtype']} files {record['files']}")
