@@ -12,9 +12,10 @@ prompt, transformers' logits at the prompt's last position (float32) and transfo
   gpt2   GPT2LMHeadModel, random non-zero biases, float32
 
 The logits and tokens come from each saved folder loaded back with from_pretrained, as a user would
-run it. For the bfloat16 model the JSON also holds "last_logits_fp32": the folder loaded in float32
-(the same weights; the rotary frequencies computed afresh in float32, where the bf16 model that wrote
-the folder had rounded its inv_freq buffer to bf16), the reference a bf16 run is compared against.
+run it. For the bfloat16 model the JSON also holds "last_logits_fp32" and "greedy_new_tokens_fp32": the
+folder loaded in float32 (the same weights; the rotary frequencies computed afresh in float32, where
+the bf16 model that wrote the folder had rounded its inv_freq buffer to bf16), the reference a bf16 run
+is compared against (a bf16 greedy text parts from the float32 one after some tens of tokens).
 Runs on CUDA when there is one (TF32 off), else on the CPU.
 """
 import json
@@ -154,7 +155,9 @@ def main():
             "files": sorted(os.listdir(folder)),
         }
         if dtype != torch.float32:
-            record["last_logits_fp32"] = last_logits(load(type(model), folder, torch.float32, device), device)
+            fp32 = load(type(model), folder, torch.float32, device)
+            record["last_logits_fp32"] = last_logits(fp32, device)
+            record["greedy_new_tokens_fp32"] = greedy(fp32, device)
         with open(os.path.join(out_dir, name + ".json"), "w") as file:
             json.dump(record, file)
         print(f"{name}: {record['architecture']} {record['dtype']} files {record['files']}")
