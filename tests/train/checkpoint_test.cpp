@@ -63,6 +63,44 @@ TEST_F(CheckpointTest, MismatchedModelIsNamed) {
             "the model flags of the run that saved it (its trainer.json lists them)");
 }
 
+TEST_F(CheckpointTest, HuggingFaceArchitectureSettingsMustMatchToo) {
+  nlohmann::json settings = small_checkpoint_settings();
+  settings["save"] = in_dir("run");
+  settings["qk_layernorm"] = true;
+  settings["kv_channels"] = 8;
+  Trainer trainer = make_trainer(settings);
+  const std::string saved = trainer.save(1);
+  settings.erase("qk_layernorm");
+  settings.erase("kv_channels");
+  settings["add_qkv_bias"] = true;
+  settings["add_bias_linear"] = false;
+  Trainer other = make_trainer(settings);
+  EXPECT_EQ(error_of([&] { other.load(saved); }),
+            "checkpoint '" + saved + "' was saved by a different model: --kv-channels is 8 there, null here; "
+            "--qk-layernorm is true there, false here; --add-bias-linear is true there, false here; --add-qkv-bias "
+            "is false there, true here; fix: pass the model flags of the run that saved it (its trainer.json lists "
+            "them)");
+}
+
+TEST_F(CheckpointTest, OlderCheckpointsWithoutTheNewKeysStillLoad) {
+  nlohmann::json settings = small_checkpoint_settings();
+  settings["save"] = in_dir("run");
+  Trainer trainer = make_trainer(settings);
+  const std::string saved = trainer.save(1);
+  const std::string path = saved + "/trainer.json";
+  std::ifstream in(path);
+  nlohmann::json trainer_json = nlohmann::json::parse(in);
+  in.close();
+  for (const char* key : {"kv_channels", "add_qkv_bias", "qk_layernorm"}) {
+    ASSERT_TRUE(trainer_json["config"].contains(key));
+    trainer_json["config"].erase(key);
+  }
+  std::ofstream(path) << trainer_json.dump();
+  Trainer resumed = make_trainer(settings);
+  resumed.load(saved);
+  EXPECT_EQ(resumed.start_iteration(), 1);
+}
+
 TEST_F(CheckpointTest, CorruptOrMissingCheckpointIsNamed) {
   nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("run");

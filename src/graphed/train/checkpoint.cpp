@@ -34,11 +34,12 @@ SafetensorsWording checkpoint_wording() {
   return wording;
 }
 
-/// Settings that change the model's parameters: a checkpoint must agree on all of them.
+/// Settings that change the model's parameters: a checkpoint must agree on all of them. A key missing
+/// from an older trainer.json (kv_channels, add_qkv_bias, qk_layernorm came later) reads as its default.
 const char* const kArchitectureKeys[] = {
-    "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "ffn_hidden_size", "vocab_size",
-    "normalization", "swiglu", "position_embedding_type", "max_position_embeddings", "add_bias_linear",
-    "untie_embeddings_and_output_weights", "num_experts", "moe_ffn_hidden_size",
+    "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
+    "vocab_size", "normalization", "qk_layernorm", "swiglu", "position_embedding_type", "max_position_embeddings",
+    "add_bias_linear", "add_qkv_bias", "untie_embeddings_and_output_weights", "num_experts", "moe_ffn_hidden_size",
     "moe_shared_expert_intermediate_size", "moe_layers"};
 
 std::string iteration_folder(int64_t iteration) {
@@ -206,9 +207,10 @@ CheckpointInfo parse_trainer_json(const std::string& folder, const std::string& 
 
 void check_architecture(const CheckpointInfo& info, const config::RunConfig& config) {
   const nlohmann::json here = config::run_config_to_json(config);
+  const nlohmann::json defaults = config::settings_to_json(config::Settings{});
   std::vector<std::string> mismatches;
   for (const char* key : kArchitectureKeys) {
-    const nlohmann::json saved = info.config.value(key, nlohmann::json());
+    const nlohmann::json saved = info.config.value(key, defaults.value(key, nlohmann::json()));
     if (saved != here[key]) {
       mismatches.push_back(flag_of(key) + " is " + saved.dump() + " there, " + here[key].dump() + " here");
     }
