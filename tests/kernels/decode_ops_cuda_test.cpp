@@ -1,6 +1,6 @@
 // tests/kernels/decode_ops_cuda_test.cpp — the fused decode kernels against LibTorch's float32 ops on
 // the same bf16 inputs (tolerance: a few bf16 roundings, 2e-2 relative to the largest value), with
-// odd sizes (3 rows, GQA 6 heads / 2 groups, head dim 64 and 128, columns not a multiple of 8); the
+// odd sizes (3 rows, GQA 6 heads / 2 groups, head dim 64 and 128, norm rows of 1,000 to 8,200 columns); the
 // same bits on every run; and captured in a CUDA graph, the same bits as eager.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -31,13 +31,15 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, const char* wha
 }
 
 TEST_F(DecodeOpsCudaTest, RmsNormMatchesFloat32) {
-  const at::Tensor input = at::randn({3, 1, 1000}, kBf16);
-  const at::Tensor weight = at::randn({1000}, kBf16);
-  const at::Tensor x = input.to(at::kFloat);
-  const at::Tensor want = x * at::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * weight.to(at::kFloat);
-  const at::Tensor got = rms_norm(input, weight, 1e-5);
-  expect_close(got, want, "rms_norm");
-  EXPECT_TRUE(at::equal(got, rms_norm(input, weight, 1e-5)));
+  for (const int64_t columns : {1000, 2048, 8192, 8200}) {  // scalar, registers, registers (full), scalar (too wide)
+    const at::Tensor input = at::randn({3, 1, columns}, kBf16);
+    const at::Tensor weight = at::randn({columns}, kBf16);
+    const at::Tensor x = input.to(at::kFloat);
+    const at::Tensor want = x * at::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * weight.to(at::kFloat);
+    const at::Tensor got = rms_norm(input, weight, 1e-5);
+    expect_close(got, want, ("rms_norm, " + std::to_string(columns) + " columns").c_str());
+    EXPECT_TRUE(at::equal(got, rms_norm(input, weight, 1e-5)));
+  }
 }
 
 TEST_F(DecodeOpsCudaTest, SiluAndMulMatchesFloat32) {

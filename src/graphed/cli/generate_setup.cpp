@@ -37,6 +37,11 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
                                       std::ostream& notes) {
   CommandLine eager = command_line;  // the model resolves without the decode graph flags (checked on their own)
   eager.settings.cuda_graph = config::CudaGraphInputs{};
+  for (auto& source : eager.sources) {
+    for (const auto& spec : config::setting_specs()) {
+      if (spec.section == "cuda_graph") source.values.erase(spec.key);
+    }
+  }
   const RunSettings run = settings_for_run(eager);
   for (const auto& note : run.notes) notes << "note: " << note << "\n";
   config::Settings settings = run.settings;

@@ -56,7 +56,12 @@ class LayerGraphRunner final : public StepRunner {
     return count;
   }
 
-  void release() override { buckets_.clear(); }
+  // A fresh pool for later captures: the old one's id must not be captured into again once every graph
+  // that used it is gone (LibTorch's host allocator asserts on it).
+  void release() override {
+    buckets_.clear();
+    pool_ = capture::GraphPool::create();
+  }
 
  private:
   struct Bucket {
@@ -87,7 +92,10 @@ class BlockGraphRunner final : public StepRunner {
 
   void step(DecodeState& state) override { graphs_.at(state.rows)->launch_without_random_state(); }
   int64_t graph_count() const override { return static_cast<int64_t>(graphs_.size()); }
-  void release() override { graphs_.clear(); }
+  void release() override {  // a fresh pool, as LayerGraphRunner::release says
+    graphs_.clear();
+    pool_ = capture::GraphPool::create();
+  }
 
  private:
   DecodeStep& decode_;

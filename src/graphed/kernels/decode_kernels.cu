@@ -52,26 +52,54 @@ __device__ void load_eight(const __nv_bfloat16* source, float* values) {
   }
 }
 
+/// Stores eight floats as bf16 into 16 aligned bytes.
+__device__ void store_eight(__nv_bfloat16* target, const float* values) {
+  uint4 packed;
+  __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(&packed);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) pairs[p] = __floats2bfloat162_rn(values[2 * p], values[2 * p + 1]);
+  *reinterpret_cast<uint4*>(target) = packed;
+}
+
+constexpr int kNormVectors = 4;  // eight-value vectors a thread keeps in registers: rows up to 8,192 wide
+
+/// One block per row. Rows of up to kThreads x 8 x kNormVectors columns, 16-byte aligned, are read once
+/// into registers; others take the scalar loop.
 __global__ void rms_norm_kernel(const __nv_bfloat16* input, const __nv_bfloat16* weight, __nv_bfloat16* output,
                                 int columns, float epsilon) {
   __shared__ float scratch[32];
   const __nv_bfloat16* x = input + static_cast<int64_t>(blockIdx.x) * columns;
   __nv_bfloat16* y = output + static_cast<int64_t>(blockIdx.x) * columns;
-  // Rows start on 16-byte boundaries when the columns are a multiple of 8 and the tensor is aligned.
-  const bool vectorized = columns % 8 == 0 && reinterpret_cast<uintptr_t>(input) % 16 == 0;
-  float squares = 0.0f;
-  if (vectorized) {
-    for (int i = threadIdx.x * 8; i < columns; i += blockDim.x * 8) {
-      float values[8];
-      load_eight(x + i, values);
+  const bool aligned = reinterpret_cast<uintptr_t>(input) % 16 == 0 && reinterpret_cast<uintptr_t>(weight) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(output) % 16 == 0;
+  if (aligned && columns % 8 == 0 && columns <= kThreads * 8 * kNormVectors) {
+    float values[kNormVectors][8];
+    float squares = 0.0f;
 #pragma unroll
-      for (int e = 0; e < 8; ++e) squares += values[e] * values[e];
+    for (int v = 0; v < kNormVectors; ++v) {
+      const int i = (threadIdx.x + v * kThreads) * 8;
+      if (i >= columns) continue;
+      load_eight(x + i, values[v]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) squares += values[v][e] * values[v][e];
     }
-  } else {
-    for (int i = threadIdx.x; i < columns; i += blockDim.x) {
-      const float value = __bfloat162float(x[i]);
-      squares += value * value;
+    const float scale = rsqrtf(block_reduce<false>(squares, scratch) / static_cast<float>(columns) + epsilon);
+#pragma unroll
+    for (int v = 0; v < kNormVectors; ++v) {
+      const int i = (threadIdx.x + v * kThreads) * 8;
+      if (i >= columns) continue;
+      float scales[8];
+      load_eight(weight + i, scales);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) values[v][e] = values[v][e] * scale * scales[e];
+      store_eight(y + i, values[v]);
     }
+    return;
+  }
+  float squares = 0.0f;
+  for (int i = threadIdx.x; i < columns; i += blockDim.x) {
+    const float value = __bfloat162float(x[i]);
+    squares += value * value;
   }
   const float scale = rsqrtf(block_reduce<false>(squares, scratch) / static_cast<float>(columns) + epsilon);
   for (int i = threadIdx.x; i < columns; i += blockDim.x) {
