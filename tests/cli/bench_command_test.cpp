@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/util/build_info.h"
+#include "graphed/util/error.h"
 
 namespace graphed::cli {
 namespace {
@@ -43,6 +44,35 @@ TEST(BenchCommandTest, SkippedRowsInJsonCarryTheReasonInsteadOfNumbers) {
                                     why_not_here() +
                                     "); fix: --cuda-graph-impl none, or run on a GPU machine");
   EXPECT_FALSE(rows[1].contains("ms_per_iter"));
+}
+
+TEST(BenchDecodeTest, RowsPerScopeAndBatchWithGraphScopesSkippedOnTheCpu) {
+  std::ostringstream out;
+  EXPECT_EQ(run_bench(parse_command_line({"bench", "--decode", "--preset", "tiny", "--device", "cpu", "--decode-scopes",
+                                          "none,block", "--decode-batches", "1,3", "--decode-prompt-tokens", "4",
+                                          "--decode-new-tokens", "6", "--json"}),
+                      out),
+            0);
+  const auto rows = nlohmann::json::parse(out.str());
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0]["scope"], "none");
+  EXPECT_EQ(rows[0]["batch"], 1);
+  EXPECT_EQ(rows[1]["rows"], 3);  // the cache's rows are the largest batch, itself a bucket
+  EXPECT_GT(rows[1]["ms_per_step"].get<double>(), 0.0);
+  EXPECT_GT(rows[1]["tokens_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(rows[1]["roofline_share"], 0.0) << "no bandwidth is known for a CPU";
+  EXPECT_EQ(rows[2]["scope"], "block");
+  EXPECT_EQ(rows[2]["skipped"], "decode graphs need a CUDA device");
+}
+
+TEST(BenchDecodeTest, RefusesBadDecodeFlags) {
+  EXPECT_THROW(parse_command_line({"bench", "--decode", "--decode-scopes", "nonee"}), ConfigError);
+  EXPECT_THROW(parse_command_line({"bench", "--decode", "--decode-batches", "0"}), ConfigError);
+  std::ostringstream out;
+  EXPECT_THROW(run_bench(parse_command_line({"bench", "--decode", "--preset", "tiny", "--device", "cpu",
+                                             "--decode-new-tokens", "100"}),
+                         out),
+               ConfigError);  // 32 + 100 > tiny's context of 64
 }
 
 }  // namespace

@@ -205,7 +205,8 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
   model->eval();
   at::NoGradGuard no_grad;
   std::vector<DecodeRow> rows;
-  for (const auto scope : {InferenceCudaGraphScope::kNone, InferenceCudaGraphScope::kLayer, InferenceCudaGraphScope::kBlock}) {
+  for (const auto& name : command_line.decode_scopes) {
+    const InferenceCudaGraphScope scope = *config::parse_inference_cuda_graph_scope(name);
     for (auto& row : bench_scope(command_line, model, config, scope, device)) rows.push_back(row);
   }
   if (command_line.json_output) {

@@ -8,6 +8,7 @@
 
 #include "graphed/cli/tokenize_command.h"
 #include "graphed/config/config_file.h"
+#include "graphed/config/cuda_graph_config.h"
 #include "graphed/config/presets.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
@@ -54,6 +55,7 @@ struct FlagSet {
   int64_t bench_warmup = 5;
   bool bench_decode = false;
   std::vector<int64_t> decode_batches;
+  std::vector<std::string> decode_scopes;
   int64_t decode_prompt_tokens = 32;
   int64_t decode_new_tokens = 128;
 };
@@ -233,6 +235,8 @@ void add_bench_flags(CLI::App& bench, FlagSet& flags) {
   bench.add_flag("--decode", flags.bench_decode, "time decoding instead of training: scopes none, layer and block of "
                  "the preset's model with random weights (bf16 on a GPU), one row per scope and batch");
   bench.add_option("--decode-batches", flags.decode_batches, "batch sizes of --decode (default 1,8,32)")->delimiter(',');
+  bench.add_option("--decode-scopes", flags.decode_scopes, "inference graph scopes of --decode (default none,layer,block)")
+      ->delimiter(',');
   bench.add_option("--decode-prompt-tokens", flags.decode_prompt_tokens, "random prompt length of --decode (default 32)");
   bench.add_option("--decode-new-tokens", flags.decode_new_tokens, "tokens drawn per prompt by --decode (default 128)");
 }
@@ -399,6 +403,12 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   }
   result.bench_decode = flags.bench_decode;
   if (!flags.decode_batches.empty()) result.decode_batches = flags.decode_batches;
+  if (!flags.decode_scopes.empty()) result.decode_scopes = flags.decode_scopes;
+  for (const auto& scope : result.decode_scopes) {
+    if (!config::parse_inference_cuda_graph_scope(scope)) {
+      fail_with({"--decode-scopes holds '" + scope + "'; fix: use none, layer and block, comma-separated"});
+    }
+  }
   result.decode_prompt_tokens = flags.decode_prompt_tokens;
   result.decode_new_tokens = flags.decode_new_tokens;
   const bool bad_batch = std::any_of(result.decode_batches.begin(), result.decode_batches.end(), [](int64_t b) { return b < 1; });

@@ -49,6 +49,7 @@ struct CommandLine {
   int64_t bench_warmup = 5;                 ///< --bench-warmup: untimed iterations first
   bool bench_decode = false;                ///< --decode: time decoding per inference graph scope instead
   std::vector<int64_t> decode_batches{1, 8, 32};  ///< --decode-batches: one row per scope and batch
+  std::vector<std::string> decode_scopes{"none", "layer", "block"};  ///< --decode-scopes
   int64_t decode_prompt_tokens = 32;        ///< --decode-prompt-tokens: random prompt length
   int64_t decode_new_tokens = 128;          ///< --decode-new-tokens: tokens drawn per prompt
   // generate only.
