@@ -1,6 +1,6 @@
 // tests/kernels/decode_ops_cuda_test.cpp — the fused decode kernels against LibTorch's float32 ops on
 // the same bf16 inputs (tolerance: a few bf16 roundings, 2e-2 relative to the largest value), with
-// odd sizes (3 rows, GQA 6 heads / 2 groups, head dim 64 and 128, norm rows of 1,000 to 8,200 columns); the
+// odd sizes (1, 3, 8 and 9 rows, 1,001 output features, GQA 6 heads / 2 groups, head dim 64 and 128, norm rows of 1,000 to 8,200 columns); the
 // same bits on every run; and captured in a CUDA graph, the same bits as eager.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -39,6 +39,22 @@ TEST_F(DecodeOpsCudaTest, RmsNormMatchesFloat32) {
     const at::Tensor got = rms_norm(input, weight, 1e-5);
     expect_close(got, want, ("rms_norm, " + std::to_string(columns) + " columns").c_str());
     EXPECT_TRUE(at::equal(got, rms_norm(input, weight, 1e-5)));
+  }
+}
+
+TEST_F(DecodeOpsCudaTest, DecodeLinearMatchesFloat32) {
+  const at::Tensor weight = at::randn({1001, 2048}, kBf16) * 0.05;
+  const at::Tensor bias = at::randn({1001}, kBf16);
+  for (const int64_t rows : {1, 3, 8, 9}) {  // the small-batch kernel up to 8 rows, at::linear beyond
+    const at::Tensor input = at::randn({rows, 1, 2048}, kBf16);
+    for (const bool with_bias : {false, true}) {
+      const at::Tensor b = with_bias ? bias : at::Tensor();
+      const at::Tensor want = at::linear(input.to(at::kFloat), weight.to(at::kFloat), with_bias ? bias.to(at::kFloat) : at::Tensor());
+      const at::Tensor got = decode_linear(input, weight, b);
+      EXPECT_EQ(got.sizes(), want.sizes());
+      expect_close(got, want, ("decode_linear, " + std::to_string(rows) + " rows").c_str());
+      EXPECT_TRUE(at::equal(got, decode_linear(input, weight, b)));
+    }
   }
 }
 

@@ -25,5 +25,8 @@ at::Tensor decode_attention(const at::Tensor&, const at::Tensor&, const at::Tens
 }
 bool decode_attention_fits(int64_t, int64_t) { return false; }
 at::Tensor silu_and_mul(const at::Tensor&) { unreachable("silu_and_mul"); }
+at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  return at::linear(input, weight, bias);
+}
 
 }  // namespace graphed::kernels

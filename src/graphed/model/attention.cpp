@@ -116,12 +116,12 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& input, const at::Tens
                      kernels::decode_attention_fits(cache.key.size(2), head_dim_) &&
                      (!shape_.rope || rope_cos_.scalar_type() == input.scalar_type());
   if (fused) {  // one decode token per row: RoPE, the cache write and attention in two kernels
-    const at::Tensor qkv = at::linear(input, qkv_weight_, qkv_bias_).view({batch, -1});
+    const at::Tensor qkv = kernels::decode_linear(input, qkv_weight_, qkv_bias_).view({batch, -1});
     const at::Tensor rows = positions.view({batch});
     const at::Tensor query = kernels::rope_into_cache(qkv, rows, rope_cos_, rope_sin_, cache.key, cache.value,
                                                       shape_.num_heads, groups, head_dim_);
     const at::Tensor context = kernels::decode_attention(query, cache.key, cache.value, rows, scale);
-    return at::linear(context.view({batch, 1, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
+    return kernels::decode_linear(context.view({batch, 1, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
   }
   const Projection projection = project(input, positions);
   const at::Tensor slots = positions.view({batch, 1, seq, 1}).expand({batch, groups, seq, head_dim_});

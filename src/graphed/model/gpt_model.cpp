@@ -7,6 +7,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/nn/modules/container/modulelist.h>
 
+#include "graphed/kernels/decode_ops.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
@@ -72,7 +73,7 @@ at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
 at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
   const at::Tensor normed = final_norm_->forward_inference(hidden);
   const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
-  return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
+  return kernels::decode_linear(normed, output, {}).to(at::promote_types(normed.scalar_type(), at::kFloat));
 }
 
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {

@@ -28,11 +28,11 @@ at::Tensor MlpImpl::forward(const at::Tensor& input) {
 }
 
 at::Tensor MlpImpl::forward_inference(const at::Tensor& input) {
-  const at::Tensor projected = at::linear(input, fc1_weight_, fc1_bias_);
+  const at::Tensor projected = kernels::decode_linear(input, fc1_weight_, fc1_bias_);
   const at::Tensor hidden = shape_.swiglu && kernels::decode_kernels_supported(projected)
                                 ? kernels::silu_and_mul(projected)
                                 : mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
-  return at::linear(hidden, fc2_weight_, fc2_bias_);
+  return kernels::decode_linear(hidden, fc2_weight_, fc2_bias_);
 }
 
 }  // namespace graphed::model
