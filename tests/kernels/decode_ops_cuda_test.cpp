@@ -1,6 +1,6 @@
 // tests/kernels/decode_ops_cuda_test.cpp — the fused decode kernels against LibTorch's float32 ops on
 // the same bf16 inputs (tolerance: a few bf16 roundings, 2e-2 relative to the largest value), with
-// odd sizes (1, 3, 8 and 9 rows, 1,001 output features, GQA 6 heads / 2 groups, head dim 64 and 128, norm rows of 1,000 to 8,200 columns); the
+// odd sizes (1 and 3 rows, 1,001 output features, GQA 6 heads / 2 groups, head dim 64 and 128, norm rows of 1,000 to 8,200 columns); the
 // same bits on every run; and captured in a CUDA graph, the same bits as eager.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -45,7 +45,7 @@ TEST_F(DecodeOpsCudaTest, RmsNormMatchesFloat32) {
 TEST_F(DecodeOpsCudaTest, DecodeLinearMatchesFloat32) {
   const at::Tensor weight = at::randn({1001, 2048}, kBf16) * 0.05;
   const at::Tensor bias = at::randn({1001}, kBf16);
-  for (const int64_t rows : {1, 3, 8, 9}) {  // the small-batch kernel up to 8 rows, at::linear beyond
+  for (const int64_t rows : {1, 3}) {  // the one-row kernel, at::linear beyond
     const at::Tensor input = at::randn({rows, 1, 2048}, kBf16);
     for (const bool with_bias : {false, true}) {
       const at::Tensor b = with_bias ? bias : at::Tensor();

@@ -34,11 +34,10 @@ int64_t max_decode_attention_length();
 /// output [rows, width] = silu(input[:, :width]) * input[:, width:] for input [rows, 2 width].
 void launch_silu_and_mul(const void* input, void* output, int64_t rows, int64_t width, void* stream);
 
-/// output [rows, out] = input [rows, in] weight [out, in]^T (+ bias [out], may be null), for the few rows of
-/// a decode step (rows <= max_small_batch_linear_rows(); in a multiple of 8; all 16-byte aligned): reads
-/// each weight once at close to the memory bandwidth, where a GEMM library's tiles are mostly idle.
-void launch_small_batch_linear(const void* input, const void* weight, const void* bias, void* output, int64_t rows,
-                               int64_t in_features, int64_t out_features, void* stream);
-int64_t max_small_batch_linear_rows();
+/// output [out] = weight [out, in] input [in] (+ bias [out], may be null): one row of a batch-1 decode
+/// step (in a multiple of 8; all 16-byte aligned). Reads each weight once, close to the memory
+/// bandwidth, where a GEMM library's tiles for one row are mostly idle.
+void launch_vector_linear(const void* input, const void* weight, const void* bias, void* output, int64_t in_features,
+                          int64_t out_features, void* stream);
 
 }  // namespace graphed::kernels

@@ -28,8 +28,8 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache
 /// Whether decode_attention takes caches of this length and heads of this size.
 bool decode_attention_fits(int64_t cache_length, int64_t head_dim);
 
-/// input [..., in] weight [out, in]^T + bias: through the small-batch kernel when at most
-/// max_small_batch_linear_rows() rows of a bf16 CUDA input come in (a decode step), else at::linear.
+/// input [..., in] weight [out, in]^T + bias: through the one-row kernel for a single row of a bf16 CUDA
+/// input (a batch-1 decode step), else at::linear.
 at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 
 /// silu(first half) * second half of input [..., 2 width]: [..., width].

@@ -78,15 +78,15 @@ at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, cons
   const int64_t rows = input.numel() / in_features;
   const auto aligned = [](const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
   const bool fits = decode_kernels_supported(input) && weight.scalar_type() == at::kBFloat16 && weight.is_contiguous() &&
-                    input.is_contiguous() && rows >= 1 && rows <= max_small_batch_linear_rows() && in_features % 8 == 0 &&
+                    input.is_contiguous() && rows == 1 && in_features % 8 == 0 &&
                     aligned(input) && aligned(weight) &&
                     (!bias.defined() || (bias.scalar_type() == at::kBFloat16 && bias.is_contiguous()));
   if (!fits) return at::linear(input, weight, bias);
   std::vector<int64_t> sizes = input.sizes().vec();
   sizes.back() = weight.size(0);
   at::Tensor output = at::empty(sizes, input.options());
-  launch_small_batch_linear(input.data_ptr(), weight.data_ptr(), bias.defined() ? bias.data_ptr() : nullptr,
-                            output.data_ptr(), rows, in_features, weight.size(0), current_stream());
+  launch_vector_linear(input.data_ptr(), weight.data_ptr(), bias.defined() ? bias.data_ptr() : nullptr,
+                       output.data_ptr(), in_features, weight.size(0), current_stream());
   return output;
 }
 

@@ -22,7 +22,7 @@ class MlpImpl : public torch::nn::Module {
   explicit MlpImpl(const MlpShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [..., hidden] -> [..., hidden]
   /// The same MLP for decoding: for a bf16 CUDA tensor, SwiGLU through one fused kernel and the linears of
-  /// a few rows through the small-batch kernel (kernels/decode_ops.h).
+  /// one row through the one-row kernel (kernels/decode_ops.h).
   at::Tensor forward_inference(const at::Tensor& input);
 
  private:
