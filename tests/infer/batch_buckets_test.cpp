@@ -44,13 +44,18 @@ TEST(GenerateBuckets, DecodeOnly) {
   EXPECT_TRUE(generate_buckets(0, limits).empty());
 }
 
-TEST(GenerateBuckets, MixedGivesSixteen) {
+/// Research §6.4's mixed example: R = 8, T = 64, L = 256, mixed prefill on.
+BucketLimits mixed_limits() {
   BucketLimits limits;
   limits.max_requests = 8;
   limits.max_tokens = 64;
   limits.max_sequence_length = 256;
   limits.mixed_prefill_count = 1;
-  const auto buckets = generate_buckets(4, limits);
+  return limits;
+}
+
+TEST(GenerateBuckets, MixedGivesSixteen) {
+  const auto buckets = generate_buckets(4, mixed_limits());
   ASSERT_EQ(buckets.size(), 16u);
   for (const int64_t tokens : {64, 32, 16}) {
     for (const auto& [prefill, decode] : std::vector<std::pair<int64_t, int64_t>>{{8, 0}, {4, 4}, {2, 6}, {1, 7}}) {
@@ -75,12 +80,7 @@ TEST(GenerateBuckets, RefusesABudgetBelowTheRequests) {
 }
 
 TEST(MatchBucket, MegatronExamples) {
-  BucketLimits limits;
-  limits.max_requests = 8;
-  limits.max_tokens = 64;
-  limits.max_sequence_length = 256;
-  limits.mixed_prefill_count = 1;
-  const auto buckets = generate_buckets(4, limits);
+  const auto buckets = generate_buckets(4, mixed_limits());
   EXPECT_EQ(match_bucket({5, 1, 3}, buckets), (BatchDimensions{16, 1, 7}));
   EXPECT_EQ(match_bucket({3, 0, 3}, buckets), (BatchDimensions{4, 0, 4}));
   EXPECT_FALSE(match_bucket({70, 1, 0}, buckets).has_value());

@@ -220,12 +220,6 @@ std::string help_with_lists(const CLI::App& app, const std::optional<std::string
   return text;
 }
 
-[[noreturn]] void fail_with(const std::vector<std::string>& problems) {
-  throw ConfigError(problems.size() == 1 ? problems.front()
-                                         : "invalid command line (" + std::to_string(problems.size()) + " problems)",
-                    problems);
-}
-
 void add_bench_flags(CLI::App& bench, FlagSet& flags) {
   bench.add_option("--impls", flags.impls, "implementations to time, one row each (default none): none, local, "
                    "local:attn+mlp, transformer_engine, transformer_engine:attn+mlp (a per-layer impl with those "
@@ -299,15 +293,7 @@ CommandLine parse_report_command(const std::vector<std::string>& arguments) {
   app.allow_extras();
   app.add_option("inputs", result.report_inputs, "RUN_DIR, METRICS.jsonl or BENCH.json, one or more");
   app.add_option("-o,--output", result.report_output, "the HTML file to write (default report.html)");
-  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);  // without "report"
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    result.early_output = app.help();
-    return result;
-  } catch (const CLI::ParseError& error) {
-    fail_with({std::string(error.what()) + "; " + report_usage_fix()});
-  }
+  if (!parse_own_flags(app, arguments, result, report_usage_fix())) return result;
   std::vector<std::string> problems;
   for (const auto& extra : app.remaining()) {
     problems.push_back("unknown flag '" + extra + "' for graphed report; " + report_usage_fix());
@@ -318,6 +304,26 @@ CommandLine parse_report_command(const std::vector<std::string>& arguments) {
 }
 
 }  // namespace
+
+void fail_with(const std::vector<std::string>& problems) {
+  throw ConfigError(problems.size() == 1 ? problems.front()
+                                         : "invalid command line (" + std::to_string(problems.size()) + " problems)",
+                    problems);
+}
+
+bool parse_own_flags(CLI::App& app, const std::vector<std::string>& arguments, CommandLine& result,
+                     const std::string& usage_fix) {
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);  // without the command's name
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    result.early_output = app.help();
+    return false;
+  } catch (const CLI::ParseError& error) {
+    fail_with({std::string(error.what()) + "; " + usage_fix});
+  }
+  return true;
+}
 
 const std::vector<std::string>& command_names() {
   static const std::vector<std::string> names = [] {

@@ -9,6 +9,10 @@
 
 #include "graphed/config/settings.h"
 
+namespace CLI {
+class App;
+}
+
 namespace graphed::cli {
 
 /// One layer of settings as given: "preset tiny", "--config run.json" or "command line".
@@ -73,6 +77,15 @@ struct CommandLine {
 /// flag (naming the nearest valid one), a missing or bad value, an unknown preset or a bad config
 /// file; every problem found is listed in ConfigError::details().
 CommandLine parse_command_line(const std::vector<std::string>& arguments);
+
+/// Throws ConfigError carrying every problem: one problem as its message, several under a count.
+[[noreturn]] void fail_with(const std::vector<std::string>& problems);
+
+/// Parses a command that takes its own flags and no settings (report, tokenize): `app` over the
+/// arguments after the command's name. Returns false when --help was asked (result.early_output then
+/// holds the help); a CLI11 parse error throws ConfigError ending in "; " + usage_fix.
+bool parse_own_flags(CLI::App& app, const std::vector<std::string>& arguments, CommandLine& result,
+                     const std::string& usage_fix);
 
 /// The commands graphed knows, in help order.
 const std::vector<std::string>& command_names();

@@ -21,11 +21,6 @@ const char* const kUsageFix =
     "fix: graphed tokenize --tokenizer PATH (--text TEXT | --file FILE) [--decode] [--no-special-tokens] [--json] "
     "(see graphed tokenize --help)";
 
-[[noreturn]] void fail_with(const std::vector<std::string>& problems) {
-  throw ConfigError(problems.size() == 1 ? problems.front() : "invalid command line (" + std::to_string(problems.size()) + " problems)",
-                    problems);
-}
-
 std::string read_input(const CommandLine& command_line) {
   if (command_line.input_text) return *command_line.input_text;
   const std::string& path = *command_line.input_file;
@@ -73,15 +68,7 @@ CommandLine parse_tokenize_command(const std::vector<std::string>& arguments) {
   app.add_flag("--no-special-tokens", no_special_tokens,
                "encode without the template's special tokens (no BOS); with --decode, leave special tokens out");
   app.add_flag("--json", result.json_output, "print JSON: ids and token entries, or the decoded text");
-  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend() - 1);  // without "tokenize"
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    result.early_output = app.help();
-    return result;
-  } catch (const CLI::ParseError& error) {
-    fail_with({std::string(error.what()) + "; " + kUsageFix});
-  }
+  if (!parse_own_flags(app, arguments, result, kUsageFix)) return result;
   std::vector<std::string> problems;
   for (const auto& extra : app.remaining()) problems.push_back("unknown argument '" + extra + "' for graphed tokenize; " + kUsageFix);
   if (result.tokenizer_path.empty()) problems.push_back(std::string("graphed tokenize needs --tokenizer PATH; ") + kUsageFix);

@@ -44,15 +44,6 @@ SafetensorsWording hf_wording() {
   return wording;
 }
 
-/// "'a', 'b', 'c', 'd', 'e' and 3 more".
-std::string list_names(const std::vector<std::string>& names) {
-  constexpr std::size_t kShown = 5;
-  std::string text;
-  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) text += (i ? ", '" : "'") + names[i] + "'";
-  if (names.size() > kShown) text += " and " + std::to_string(names.size() - kShown) + " more";
-  return text;
-}
-
 std::string shape_text(at::IntArrayRef shape) {
   std::ostringstream text;
   text << shape;
@@ -149,7 +140,7 @@ void check_names(const HfConfig& config, const HfWeightMap& map, const std::set<
   const std::string model = std::string(to_string(config.architecture)) + " with this config.json";
   if (!missing.empty()) {
     throw DataError("'" + where + "' lacks " + counted(missing.size(), "tensor") + " that " + model + " has: " +
-                    list_names(missing) + kMismatchFix);
+                    quoted_list(missing) + kMismatchFix);
   }
   std::vector<std::string> unexpected;
   for (const auto& name : names) {
@@ -157,7 +148,7 @@ void check_names(const HfConfig& config, const HfWeightMap& map, const std::set<
   }
   if (!unexpected.empty()) {
     throw DataError("'" + where + "' has " + counted(unexpected.size(), "tensor") + " that " + model +
-                    " does not: " + list_names(unexpected) + kMismatchFix);
+                    " does not: " + quoted_list(unexpected) + kMismatchFix);
   }
 }
 

@@ -225,15 +225,6 @@ using SavedTensors = std::map<std::string, at::Tensor>;
 /// Names with the tensors whose dtype and shape the saved ones must have (and that they are copied into).
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
-/// "'a', 'b', 'c', 'd', 'e' and 3 more".
-std::string list_names(const std::vector<std::string>& names) {
-  constexpr std::size_t kShown = 5;
-  std::string text;
-  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) text += (i ? ", '" : "'") + names[i] + "'";
-  if (names.size() > kShown) text += " and " + std::to_string(names.size() - kShown) + " more";
-  return text;
-}
-
 /// Every expected tensor is in the file with the exact dtype and shape; `owner` names who expects it.
 void check_expected(const std::string& file, const SavedTensors& saved, const NamedTensors& expected,
                     const std::string& owner) {
@@ -243,7 +234,7 @@ void check_expected(const std::string& file, const SavedTensors& saved, const Na
   }
   if (!missing.empty()) {
     throw CheckpointError("checkpoint file '" + file + "' lacks " + counted(missing.size(), "tensor") + " that " +
-                          owner + " has: " + list_names(missing) + kModelFix);
+                          owner + " has: " + quoted_list(missing) + kModelFix);
   }
   for (const auto& [name, target] : expected) {
     const at::Tensor& found = saved.at(name);
@@ -270,7 +261,7 @@ void check_no_extra(const std::string& file, const SavedTensors& saved, const st
   }
   if (!extra.empty()) {
     throw CheckpointError("checkpoint file '" + file + "' has " + counted(extra.size(), "tensor") + " that " + owner +
-                          " does not: " + list_names(extra) + kModelFix);
+                          " does not: " + quoted_list(extra) + kModelFix);
   }
 }
 

@@ -102,4 +102,11 @@ std::string format_number(double value) {
   return buffer;
 }
 
+std::string quoted_list(const std::vector<std::string>& names, std::size_t shown) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < shown; ++i) text += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > shown) text += " and " + std::to_string(names.size() - shown) + " more";
+  return text;
+}
+
 }  // namespace graphed

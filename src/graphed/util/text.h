@@ -12,6 +12,9 @@ namespace graphed {
 /// Joins the parts with the separator: join({"a","b"}, ", ") == "a, b".
 std::string join(const std::vector<std::string>& parts, const std::string& separator);
 
+/// Names in quotes, the first `shown` of them: "'a', 'b', 'c', 'd', 'e' and 3 more".
+std::string quoted_list(const std::vector<std::string>& names, std::size_t shown = 5);
+
 /// Integers in brackets: bracketed({8, 128, -1}) == "[8, 128, -1]" (shapes, pipeline orders).
 std::string bracketed(const std::vector<int64_t>& values);
 
