@@ -262,6 +262,34 @@ void add_generate_flags(CLI::App& generate, GenerateFlags& flags) {
   generate.add_flag("--ignore-eos", flags.ignore_eos, "draw --max-new-tokens tokens whatever they are")->group(group);
 }
 
+/// bench's own flags into the command line, checked.
+void take_bench_flags(const FlagSet& flags, CommandLine& result) {
+  if (!flags.impls.empty()) result.impls = flags.impls;
+  result.bench_iters = flags.bench_iters;
+  result.bench_warmup = flags.bench_warmup;
+  if (result.bench_iters < 1 || result.bench_warmup < 0) {
+    fail_with({"--bench-iters must be >= 1 and --bench-warmup >= 0, got " + std::to_string(result.bench_iters) + " and " +
+               std::to_string(result.bench_warmup) + "; fix: e.g. --bench-iters 20 --bench-warmup 5"});
+  }
+  result.bench_decode = flags.bench_decode;
+  if (!flags.decode_batches.empty()) result.decode_batches = flags.decode_batches;
+  if (!flags.decode_scopes.empty()) result.decode_scopes = flags.decode_scopes;
+  for (const auto& scope : result.decode_scopes) {
+    if (!config::parse_inference_cuda_graph_scope(scope)) {
+      fail_with({"--decode-scopes holds '" + scope + "'; fix: use none, layer and block, comma-separated"});
+    }
+  }
+  result.decode_prompt_tokens = flags.decode_prompt_tokens;
+  result.decode_new_tokens = flags.decode_new_tokens;
+  const bool bad_batch = std::any_of(result.decode_batches.begin(), result.decode_batches.end(), [](int64_t b) { return b < 1; });
+  if (bad_batch || result.decode_prompt_tokens < 1 || result.decode_new_tokens < 2) {
+    fail_with({"--decode-batches must be >= 1 each, --decode-prompt-tokens >= 1 and --decode-new-tokens >= 2, got " +
+               bracketed(result.decode_batches) + ", " + std::to_string(result.decode_prompt_tokens) + " and " +
+               std::to_string(result.decode_new_tokens) + "; fix: e.g. --decode-batches 1,8,32 --decode-prompt-tokens 32 "
+               "--decode-new-tokens 128"});
+  }
+}
+
 /// One problem per unknown argument a command was given.
 std::vector<std::string> unknown_argument_problems(const std::vector<std::string>& extras) {
   std::vector<std::string> problems;
@@ -400,30 +428,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     config::apply_settings(result.settings, source.values, source.name, &result.origins);
   }
   result.json_output = flags.json_output;
-  if (!flags.impls.empty()) result.impls = flags.impls;
-  result.bench_iters = flags.bench_iters;
-  result.bench_warmup = flags.bench_warmup;
-  if (result.bench_iters < 1 || result.bench_warmup < 0) {
-    fail_with({"--bench-iters must be >= 1 and --bench-warmup >= 0, got " + std::to_string(result.bench_iters) + " and " +
-               std::to_string(result.bench_warmup) + "; fix: e.g. --bench-iters 20 --bench-warmup 5"});
-  }
-  result.bench_decode = flags.bench_decode;
-  if (!flags.decode_batches.empty()) result.decode_batches = flags.decode_batches;
-  if (!flags.decode_scopes.empty()) result.decode_scopes = flags.decode_scopes;
-  for (const auto& scope : result.decode_scopes) {
-    if (!config::parse_inference_cuda_graph_scope(scope)) {
-      fail_with({"--decode-scopes holds '" + scope + "'; fix: use none, layer and block, comma-separated"});
-    }
-  }
-  result.decode_prompt_tokens = flags.decode_prompt_tokens;
-  result.decode_new_tokens = flags.decode_new_tokens;
-  const bool bad_batch = std::any_of(result.decode_batches.begin(), result.decode_batches.end(), [](int64_t b) { return b < 1; });
-  if (bad_batch || result.decode_prompt_tokens < 1 || result.decode_new_tokens < 2) {
-    fail_with({"--decode-batches must be >= 1 each, --decode-prompt-tokens >= 1 and --decode-new-tokens >= 2, got " +
-               bracketed(result.decode_batches) + ", " + std::to_string(result.decode_prompt_tokens) + " and " +
-               std::to_string(result.decode_new_tokens) + "; fix: e.g. --decode-batches 1,8,32 --decode-prompt-tokens 32 "
-               "--decode-new-tokens 128"});
-  }
+  take_bench_flags(flags, result);
   result.debug_channels = flags.debug_channels;
   return result;
 }

@@ -57,9 +57,8 @@ DecodeEngine::DecodeEngine(model::GptModel model, const at::Device& device, Engi
       options_(checked(std::move(options), model)),
       decode_(model, options_.sampling),
       cache_(cache_shape(model, options_), model_options(model, device)) {
-  if (options_.scope != config::InferenceCudaGraphScope::kNone) {
-    buckets_ = decode_batch_sizes(options_.num_cuda_graphs, options_.graph_max_batch.value_or(options_.max_batch));
-  }
+  row_sizes_ = decode_batch_sizes(options_.num_cuda_graphs, options_.graph_max_batch.value_or(options_.max_batch));
+  if (options_.scope != config::InferenceCudaGraphScope::kNone) buckets_ = row_sizes_;
   runner_ = make_step_runner(options_.scope, decode_, device_);
   eager_ = make_step_runner(config::InferenceCudaGraphScope::kNone, decode_, device_);
   if (device_.is_cuda()) stream_.emplace(device_);
@@ -68,17 +67,12 @@ DecodeEngine::DecodeEngine(model::GptModel model, const at::Device& device, Engi
 DecodeEngine::~DecodeEngine() { release_graphs(); }
 
 std::pair<int64_t, bool> DecodeEngine::rows_for(int64_t batch) const {
-  if (buckets_.empty()) {  // scope none pads as the graphed scopes would, so all three run the same shapes
-    const std::vector<int64_t> sizes =
-        decode_batch_sizes(options_.num_cuda_graphs, options_.graph_max_batch.value_or(options_.max_batch));
-    const auto fit = std::find_if(sizes.rbegin(), sizes.rend(), [batch](int64_t rows) { return rows >= batch; });
-    return {fit == sizes.rend() ? batch : *fit, false};
-  }
+  // Every scope pads to the same buckets, so that eager and graphed decoding run the same shapes.
   std::vector<BatchDimensions> dimensions;
-  for (const int64_t rows : buckets_) dimensions.push_back({rows, 0, rows});
+  for (const int64_t rows : row_sizes_) dimensions.push_back({rows, 0, rows});
   const auto match = match_bucket({batch, 0, batch}, dimensions);
   if (!match) return {batch, false};
-  return {match->decode_count, true};
+  return {match->decode_count, !buckets_.empty()};
 }
 
 DecodeState& DecodeEngine::state_for(int64_t rows) {

@@ -92,7 +92,8 @@ class DecodeEngine {
   EngineOptions options_;
   DecodeStep decode_;
   KvCache cache_;
-  std::vector<int64_t> buckets_;
+  std::vector<int64_t> row_sizes_;  // the decode buckets every scope pads a batch to, largest first
+  std::vector<int64_t> buckets_;    // those that get graphs: row_sizes_, or none for scope none
   std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<StepRunner> eager_;
   std::map<int64_t, DecodeState> states_;
