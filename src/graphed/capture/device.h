@@ -16,6 +16,8 @@ namespace graphed::capture {
 
 /// Whether this binary has CUDA code and a CUDA device is visible.
 bool cuda_available();
+/// CUDA devices this process sees (0 without CUDA).
+int64_t cuda_device_count();
 /// A one-line description of the device ("NVIDIA H200" or "cpu").
 std::string device_name(const at::Device& device);
 /// Waits for all work queued on the device (a no-op on the CPU).

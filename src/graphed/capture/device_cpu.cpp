@@ -10,6 +10,7 @@
 namespace graphed::capture {
 
 bool cuda_available() { return false; }
+int64_t cuda_device_count() { return 0; }
 std::string device_name(const at::Device&) { return "cpu"; }
 void synchronize(const at::Device&) {}
 int64_t peak_memory_bytes(const at::Device&) { return 0; }

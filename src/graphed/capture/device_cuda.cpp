@@ -19,6 +19,7 @@
 namespace graphed::capture {
 
 bool cuda_available() { return torch::cuda::is_available(); }
+int64_t cuda_device_count() { return static_cast<int64_t>(torch::cuda::device_count()); }
 
 std::string device_name(const at::Device& device) {
   if (!device.is_cuda()) return "cpu";

@@ -23,6 +23,12 @@ std::string first_line(const char* text) {
   return message.substr(0, message.find('\n'));
 }
 
+/// "rank 1: " on ranks other than 0 of a launch, so that each rank's error says whose it is.
+std::string rank_prefix() {
+  const int rank = graphed::log_rank();
+  return rank == 0 ? std::string() : "rank " + std::to_string(rank) + ": ";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,6 +49,7 @@ int main(int argc, char** argv) {
     std::cerr << "error: command '" << command_line.command << "' is not implemented\n";
     return 1;
   } catch (const graphed::ConfigError& error) {
+    if (graphed::log_rank() != 0) return 1;  // every rank of a launch finds the same configuration error
     if (error.details().size() > 1) {
       std::cerr << "error: " << error.what() << '\n';
       for (const auto& line : error.details()) std::cerr << "  " << line << '\n';
@@ -50,8 +57,11 @@ int main(int argc, char** argv) {
       std::cerr << "error: " << error.what() << '\n';
     }
     return 1;
-  } catch (const graphed::Error& error) {
+  } catch (const graphed::DistributedError& error) {  // its message names the rank
     std::cerr << "error: " << error.what() << '\n';
+    return 1;
+  } catch (const graphed::Error& error) {
+    std::cerr << "error: " << rank_prefix() << error.what() << '\n';
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of host memory; fix: lower --micro-batch-size or --seq-length, or use a smaller model\n";

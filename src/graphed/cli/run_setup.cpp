@@ -88,9 +88,10 @@ config::RunConfig resolve_settings(const config::Settings& settings) {
   return config;
 }
 
-config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream& out) {
-  const RunSettings run = settings_for_run(command_line);
+config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream& out, int64_t world_size) {
+  RunSettings run = settings_for_run(command_line);
   for (const auto& note : run.notes) out << "note: " << note << std::endl;
+  run.settings.train.world_size = world_size;
   return resolve_settings(run.settings);
 }
 
@@ -163,7 +164,6 @@ Runnability runnability_here(const config::RunConfig& config) {
   try {
     const at::Device device = decide_device(config.train.device);
     require_available_impl(config, device);
-    refuse_multi_process_launch();
     return {true, "this build and machine can run it: " + machine_summary() + "; --cuda-graph-impl " +
                       config::to_string(config.cuda_graph.impl) + " on " +
                       (device.is_cuda() ? capture::device_name(device) : std::string("the CPU"))};

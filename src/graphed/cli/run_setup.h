@@ -31,8 +31,8 @@ RunSettings settings_for_run(const CommandLine& command_line);
 /// error.
 config::RunConfig resolve_settings(const config::Settings& settings);
 
-/// settings_for_run, its notes printed to out, then resolve_settings.
-config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream& out);
+/// settings_for_run, its notes printed to out, then resolve_settings for a launch of world_size processes.
+config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream& out, int64_t world_size = 1);
 
 /// Throws ConfigError when a launcher asked for several processes (WORLD_SIZE > 1): this build trains
 /// on one, and each process would train alone on the same data.

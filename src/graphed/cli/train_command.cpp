@@ -4,6 +4,7 @@
 #include <iomanip>
 
 #include "graphed/capture/device.h"
+#include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/train/memory_estimate.h"
 #include "graphed/train/trainer.h"
@@ -48,18 +49,14 @@ void check_memory(const config::RunConfig& config, const at::Device& device) {
   if (const auto warning = train::check_memory_fits(config, autocast, *available, where)) log_warn(*warning);
 }
 
-}  // namespace
-
-int run_train(const CommandLine& command_line, std::ostream& out) {
-  const config::RunConfig config = resolve_for_run(command_line, out);
-  refuse_multi_process_launch();
-  const at::Device device = choose_device(config.train.device);
-  require_available_impl(config, device);
-  check_memory(config, device);
+/// Builds the trainer, loads --load, trains and prints the summary (rank 0 prints; the others' `out`
+/// drops everything).
+int train_rank(const config::RunConfig& config, const at::Device& device, dist::ProcessGroups* groups,
+               std::ostream& out) {
   train::TokenDataset data =
       train::TokenDataset::open(config.train, config.model, default_corpus_path(), config.train.eval_iters);
   out << "data: " << data.description() << " (format: " << data.format_description() << ")" << std::endl;
-  train::Trainer trainer(config, std::move(data), device);
+  train::Trainer trainer(config, std::move(data), device, groups);
   print_model_line(config, trainer, device, out);
   if (config.train.sample_tokens > 0 && !trainer.data().is_byte_level()) {
     out << "note: no samples: graphed reads text only through its byte-level tokenizer, and this data is token "
@@ -81,6 +78,30 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   }
   print_summary(summary, out);
   return 0;
+}
+
+}  // namespace
+
+int run_train(const CommandLine& command_line, std::ostream& out) {
+  const dist::LaunchEnvironment environment = launch_environment();
+  std::ostream& print = environment.rank == 0 ? out : null_stream();
+  const config::RunConfig config = resolve_for_run(command_line, print, environment.world_size);
+  const at::Device device = device_for_rank(choose_device(config.train.device), environment);
+  require_available_impl(config, device);
+  check_memory(config, device);
+  if (!environment.is_distributed()) return train_rank(config, device, nullptr, out);
+  DistributedRun distributed(config, environment, device);
+  print << "launch: " << environment.world_size << " ranks (data-parallel " << *config.train.data_parallel_size
+        << " x pipeline " << config.train.pipeline_model_parallel_size << "), " << (device.is_cuda() ? "NCCL" : "Gloo")
+        << "; rank 0 prints and writes" << std::endl;
+  try {
+    const int status = train_rank(config, device, &distributed.groups(), print);
+    distributed.finish();
+    return status;
+  } catch (const std::exception& error) {
+    distributed.report_failure(error.what());  // the other ranks stop instead of waiting for this one
+    throw;
+  }
 }
 
 }  // namespace graphed::cli

@@ -47,6 +47,11 @@ nlohmann::json saved_run_settings(const nlohmann::json& resolved) {
   for (const char* key : {"num_microbatches", "moe_layers", "load", "save", "save_interval", "metrics_file", "device"}) {
     settings.erase(key);
   }
+  // The parallel layout belongs to the launch, not to the run: a checkpoint loads under another one.
+  for (const char* key : {"tensor_model_parallel_size", "pipeline_model_parallel_size",
+                          "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "distributed_timeout_minutes"}) {
+    settings.erase(key);
+  }
   const auto same = [&](const char* a, const char* b) {
     return settings.contains(a) && settings.contains(b) && settings[a] == settings[b];
   };

@@ -44,7 +44,11 @@ void derive_model(ModelConfig& model, IssueList& issues) {
 }
 
 void derive_train(TrainConfig& train) {
-  if (!train.global_batch_size) train.global_batch_size = train.micro_batch_size * train.data_parallel_size;
+  const int64_t model_parallel = train.tensor_model_parallel_size * train.pipeline_model_parallel_size;
+  if (!train.data_parallel_size) {
+    train.data_parallel_size = model_parallel > 0 ? std::max<int64_t>(1, train.world_size / model_parallel) : 1;
+  }
+  if (!train.global_batch_size) train.global_batch_size = train.micro_batch_size * *train.data_parallel_size;
   if (!train.lr_decay_iters) train.lr_decay_iters = train.train_iters;
 }
 
@@ -73,7 +77,7 @@ void note_rng_tracker(const CudaGraphInputs& inputs, IssueList& issues) {
 }  // namespace
 
 int64_t RunConfig::num_microbatches() const {
-  const int64_t per_step = train.micro_batch_size * train.data_parallel_size;
+  const int64_t per_step = train.micro_batch_size * train.data_parallel_size.value_or(1);
   return per_step > 0 ? train.global_batch_size.value_or(per_step) / per_step : 1;
 }
 

@@ -39,7 +39,14 @@ struct TrainConfig {
   int64_t sample_tokens = 64;                  ///< --sample-tokens per sample; 0 = no samples
   double sample_temperature = 0.8;             ///< --sample-temperature; 0 = greedy
   int64_t sample_top_k = 40;                   ///< --sample-top-k; 0 = the whole vocabulary
-  int64_t data_parallel_size = 1;              ///< data-parallel ranks (1 until the dist wave)
+  // Parallel layout (Megatron's names). Ranks are ordered data-parallel first: rank = pipeline rank x
+  // data-parallel size + data-parallel rank.
+  int64_t tensor_model_parallel_size = 1;      ///< --tensor-model-parallel-size (1 only, for now)
+  int64_t pipeline_model_parallel_size = 1;    ///< --pipeline-model-parallel-size, pipeline stages
+  std::optional<int64_t> num_layers_per_virtual_pipeline_stage;  ///< --num-layers-per-virtual-pipeline-stage
+  std::optional<int64_t> data_parallel_size;   ///< --data-parallel-size; unset = world / (tensor x pipeline)
+  int64_t distributed_timeout_minutes = 10;    ///< --distributed-timeout-minutes, collectives and rendezvous
+  int64_t world_size = 1;                      ///< processes of the launch (WORLD_SIZE); not a setting
 };
 
 }  // namespace graphed::config

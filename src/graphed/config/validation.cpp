@@ -1,6 +1,7 @@
 // config/validation.cpp — the rules of config/validation.h. Each check is one rule with one
 // message: what is wrong, the values, and "; fix: ...". Ids: TC-*/VA-*/BR-* follow
-// research/megatron-cudagraphs.md §1.7–1.10; G* are graphed's graph rules, MC-* model, TR-* training.
+// research/megatron-cudagraphs.md §1.7–1.10; G* are graphed's graph rules, MC-* model, TR-* training,
+// PL-* parallel layout.
 #include "graphed/config/validation.h"
 
 #include <algorithm>
@@ -188,10 +189,11 @@ void validate_train(const RunConfig& config, IssueList& issues) {
   if (t.eval_iters < 0) {
     issues.error("TR-1", "--eval-iters must be >= 0, got " + num(t.eval_iters) + "; fix: pass 0 to skip evaluation");
   }
-  const int64_t per_step = t.micro_batch_size * t.data_parallel_size;
+  const int64_t data_parallel = t.data_parallel_size.value_or(1);
+  const int64_t per_step = t.micro_batch_size * data_parallel;
   if (per_step >= 1 && t.global_batch_size && *t.global_batch_size >= 1 && *t.global_batch_size % per_step != 0) {
     issues.error("TR-2", "--global-batch-size " + num(*t.global_batch_size) + " is not a multiple of --micro-batch-size " +
-                             num(t.micro_batch_size) + " x data-parallel size " + num(t.data_parallel_size) +
+                             num(t.micro_batch_size) + " x data-parallel size " + num(data_parallel) +
                              "; fix: pass a multiple of " + num(per_step));
   }
   if (t.lr < 0.0 || t.min_lr < 0.0 || t.min_lr > t.lr) {
@@ -328,6 +330,68 @@ void validate_recompute(const RunConfig& config, IssueList& issues) {
   }
 }
 
+// ---- parallel layout ----------------------------------------------------------------------------
+
+/// PL-3 … PL-5: the pipeline's layer split (virtual stages included).
+void validate_pipeline_split(const RunConfig& config, IssueList& issues) {
+  const TrainConfig& t = config.train;
+  const int64_t stages = t.pipeline_model_parallel_size;
+  const int64_t layers = config.model.num_layers;
+  if (stages < 1 || layers < 1) return;
+  if (layers % stages != 0) {
+    issues.error("PL-3", "--num-layers " + num(layers) + " does not split evenly over --pipeline-model-parallel-size " +
+                             num(stages) + "; fix: pass a stage count that divides " + num(layers) +
+                             " or a layer count that is a multiple of " + num(stages));
+    return;
+  }
+  if (!t.num_layers_per_virtual_pipeline_stage) return;
+  const int64_t virtual_layers = *t.num_layers_per_virtual_pipeline_stage;
+  if (stages == 1) {
+    issues.error("PL-4", "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size 2 or more "
+                         "(the interleaved schedule), got 1; fix: drop it, or pass more pipeline stages");
+  } else if (virtual_layers < 1 || (layers / stages) % virtual_layers != 0) {
+    issues.error("PL-5", "--num-layers-per-virtual-pipeline-stage " + num(virtual_layers) + " does not divide the " +
+                             num(layers / stages) + " layers of each of the " + num(stages) +
+                             " pipeline stages; fix: pass a divisor of " + num(layers / stages));
+  } else if (virtual_layers == layers / stages) {
+    issues.note("PL-5", "--num-layers-per-virtual-pipeline-stage " + num(virtual_layers) + " puts all " +
+                            num(layers / stages) + " layers of a stage in one virtual stage: the schedule is 1F1B");
+  }
+}
+
+void validate_parallel(const RunConfig& config, IssueList& issues) {
+  const TrainConfig& t = config.train;
+  require_positive(issues, "PL-1", "--tensor-model-parallel-size", t.tensor_model_parallel_size);
+  require_positive(issues, "PL-1", "--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
+  require_positive(issues, "PL-1", "--distributed-timeout-minutes", t.distributed_timeout_minutes);
+  if (t.tensor_model_parallel_size > 1) {
+    issues.error("PL-1", "--tensor-model-parallel-size " + num(t.tensor_model_parallel_size) +
+                             ": tensor parallelism is not implemented in this version; fix: pass 1 and use data or "
+                             "pipeline parallelism (--pipeline-model-parallel-size)");
+  }
+  const int64_t model_parallel = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
+  if (model_parallel < 1) return;
+  if (t.world_size % model_parallel != 0 || t.world_size < model_parallel) {
+    issues.error("PL-2", "the launch has " + num(t.world_size) + " process(es) (WORLD_SIZE), which is not a multiple of "
+                             "--tensor-model-parallel-size x --pipeline-model-parallel-size = " + num(model_parallel) +
+                             "; fix: launch a multiple of " + num(model_parallel) +
+                             " processes (torchrun --nproc-per-node) or change the pipeline size");
+  } else if (t.data_parallel_size && *t.data_parallel_size != t.world_size / model_parallel) {
+    issues.error("PL-2", "--data-parallel-size " + num(*t.data_parallel_size) + " disagrees with the launch: " +
+                             num(t.world_size) + " process(es) / (tensor x pipeline size " + num(model_parallel) +
+                             ") = " + num(t.world_size / model_parallel) +
+                             "; fix: drop --data-parallel-size (it follows from the launch) or launch " +
+                             num(*t.data_parallel_size * model_parallel) + " processes");
+  }
+  validate_pipeline_split(config, issues);
+  if (t.pipeline_model_parallel_size > 1 && config.cuda_graph.impl == CudaGraphImpl::kFullIteration) {
+    issues.error("PL-6", "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size " +
+                             num(t.pipeline_model_parallel_size) + " is not supported in this version (the pipeline's "
+                             "sends and receives would sit inside one graph per stage); fix: --cuda-graph-impl local "
+                             "or transformer_engine, which graph each (layer, microbatch) between the transfers");
+  }
+}
+
 void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
   const CudaGraphConfig& g = config.cuda_graph;
   if (g.warmup_steps < 1) {
@@ -363,6 +427,7 @@ void validate_run_config(const RunConfig& config, IssueList& issues) {
   if (!validate_finite(config, issues)) return;  // the range rules would repeat FL-1 in other words
   validate_model(config, issues);
   validate_train(config, issues);
+  validate_parallel(config, issues);
   validate_cuda_graph(config, issues);
   validate_recompute(config, issues);
 }
@@ -438,6 +503,12 @@ const std::vector<RuleInfo>& all_rules() {
       {"TR-7", "--split format"},
       {"TR-8", "AdamW settings in range"},
       {"TR-9", "sampling settings >= 0, a prompt to continue"},
+      {"PL-1", "parallel sizes and the timeout positive; tensor parallelism 1 (not implemented)"},
+      {"PL-2", "the launch's process count a multiple of tensor x pipeline size, equal to x data-parallel size"},
+      {"PL-3", "layers divisible by pipeline stages"},
+      {"PL-4", "virtual pipeline stages need 2 or more pipeline stages"},
+      {"PL-5", "layers per virtual stage divide the layers of a stage"},
+      {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
   };
   return rules;
 }

@@ -38,6 +38,8 @@ class AdamW {
 
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
   const std::vector<at::Tensor>& gradients() const { return gradients_; }
+  /// The one buffer every gradient is a view of (undefined when they differ in dtype or device).
+  const at::Tensor& flat_gradients() const { return flat_gradients_; }
   /// Every state tensor by name ("<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step", "lr"),
   /// for checkpoints. The tensors are the live state: copying into them restores it.
   std::vector<std::pair<std::string, at::Tensor>> state();

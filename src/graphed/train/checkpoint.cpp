@@ -93,10 +93,14 @@ void remove_leftover_temporaries(const std::string& root) {
 
 }  // namespace
 
+std::string checkpoint_folder(const std::string& save_dir, int64_t iteration) {
+  return join_path(save_dir, iteration_folder(iteration));
+}
+
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
                             const config::RunConfig& config, const at::Device& device) {
   const std::string root = save_dir;
-  const std::string final_dir = join_path(root, iteration_folder(iteration));
+  const std::string final_dir = checkpoint_folder(root, iteration);
   const std::string temporary = join_path(root, iteration_folder(iteration) + ".tmp-" + std::to_string(::getpid()));
   try {
     remove_leftover_temporaries(root);

@@ -17,6 +17,9 @@
 
 namespace graphed::train {
 
+/// The folder save_checkpoint writes for `iteration` under save_dir (iter_0000100).
+std::string checkpoint_folder(const std::string& save_dir, int64_t iteration);
+
 /// Saves the state after `iteration` iterations; returns the checkpoint folder. First removes the
 /// iter_*.tmp-PID folders that saves of killed runs left in save_dir: those whose PID is no live
 /// process, and this process's own (its saves run one at a time); those of other live processes are

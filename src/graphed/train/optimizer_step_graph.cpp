@@ -15,7 +15,7 @@ OptimizerStepGraph::OptimizerStepGraph(TrainingStep& step, capture::GraphPool po
 OptimizerStepGraph::~OptimizerStepGraph() = default;
 
 std::vector<at::Tensor> OptimizerStepGraph::step_region() {
-  const at::Tensor grad_norm = step_.optimizer().gradient_norm();
+  const at::Tensor grad_norm = step_.gradient_norm();
   step_.optimizer_step(grad_norm);
   step_.optimizer().zero_grad();  // ready for the next iteration: one launch fewer at its top
   return {grad_norm};

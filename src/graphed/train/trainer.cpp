@@ -14,6 +14,7 @@
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/device.h"
 #include "graphed/train/checkpoint.h"
+#include "graphed/train/data_parallel_sync.h"
 #include "graphed/train/lr_schedule.h"
 #include "graphed/train/output_paths.h"
 #include "graphed/train/progress.h"
@@ -33,8 +34,10 @@ std::string scientific(double value, int digits) {
 
 }  // namespace
 
-Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device)
-    : config_(config), data_(std::move(data)), device_(device) {
+Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device,
+                 dist::ProcessGroups* groups)
+    : config_(config), data_(std::move(data)), device_(device),
+      layout_(groups != nullptr ? groups->layout() : dist::make_parallel_layout(config, 0)) {
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = model::GptModel(config.model, config.moe_layers);
   model_->to(device_);
@@ -46,11 +49,17 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   options.eps = config.train.adam_eps;
   options.weight_decay = config.train.weight_decay;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
-  step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, device_);
+  if (groups != nullptr) {  // gradients averaged in buckets, overlapped with the backward when eager
+    const bool overlap = config.cuda_graph.impl == config::CudaGraphImpl::kNone;
+    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, optimizer_->flat_gradients(), overlap, at::Tensor());
+  } else {
+    sync_ = std::make_unique<GradientSync>();
+  }
+  step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, *sync_, device_);
   runner_ = make_iteration_runner(*step_);
   peak_ = capture::peak_throughput(device_, config.model.bf16 && device_.is_cuda());
-  check_output_paths(config.train);
-  if (config.train.metrics_file) {
+  if (is_main_rank()) check_output_paths(config.train);
+  if (config.train.metrics_file && is_main_rank()) {
     metrics_.emplace(*config.train.metrics_file, std::ios::app);
     if (!*metrics_) {
       throw DataError("cannot open --metrics-file '" + *config.train.metrics_file +
@@ -61,8 +70,13 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
 
 Trainer::~Trainer() = default;
 
-std::vector<Batch> Trainer::host_batches(Split split, int64_t first_sample, int64_t microbatches) const {
+std::vector<Batch> Trainer::host_batches(Split split, int64_t index) const {
+  // Global batch `index` covers samples [index x G, (index + 1) x G); data-parallel rank d reads its
+  // d-th consecutive share, so the ranks together see what one process would.
   const int64_t micro = config_.train.micro_batch_size;
+  const int64_t microbatches = config_.num_microbatches();
+  const int64_t first_sample =
+      index * *config_.train.global_batch_size + layout_.data_rank() * microbatches * micro;
   std::vector<Batch> batches;
   for (int64_t m = 0; m < microbatches; ++m) {
     Batch batch = data_.batch(split, first_sample + m * micro, micro);
@@ -75,10 +89,8 @@ std::vector<Batch> Trainer::host_batches(Split split, int64_t first_sample, int6
 IterationStats Trainer::train_step(int64_t iteration) {
   // 1. The learning rate of this iteration, computed on the host and written to the device.
   optimizer_->set_learning_rate(learning_rate(config_.train, iteration));
-  // 2. This iteration's microbatches, on the host (pinned on CUDA).
-  const int64_t microbatches = config_.num_microbatches();
-  const std::vector<Batch> batches =
-      host_batches(Split::kTrain, iteration * microbatches * config_.train.micro_batch_size, microbatches);
+  // 2. This rank's microbatches of the iteration, on the host (pinned on CUDA).
+  const std::vector<Batch> batches = host_batches(Split::kTrain, iteration);
   // 3. Forward, backward, clipping and the optimizer step, as the impl runs them.
   return runner_->train(batches);
 }
@@ -90,11 +102,9 @@ void Trainer::delete_cuda_graphs() {
 }
 
 double Trainer::evaluate(int64_t round) {
-  const int64_t microbatches = config_.num_microbatches();
   at::Tensor total = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kFloat));
   for (int64_t i = 0; i < config_.train.eval_iters; ++i) {
-    const int64_t first = (round * config_.train.eval_iters + i) * microbatches * config_.train.micro_batch_size;
-    total += runner_->evaluate(host_batches(Split::kValidation, first, microbatches));
+    total += runner_->evaluate(host_batches(Split::kValidation, round * config_.train.eval_iters + i));
   }
   return config_.train.eval_iters > 0 ? total.item<double>() / static_cast<double>(config_.train.eval_iters) : 0.0;
 }
@@ -137,6 +147,8 @@ void Trainer::load(const std::string& dir) {
 }
 
 std::string Trainer::save(int64_t iterations) {
+  // Every data-parallel rank holds the same state after the step: rank 0 writes it.
+  if (!is_main_rank()) return checkpoint_folder(*config_.train.save, iterations);
   return save_checkpoint(*config_.train.save, iterations, model_, *optimizer_, config_, device_);
 }
 
@@ -204,7 +216,8 @@ void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary
 
 std::optional<std::string> Trainer::sample(int64_t iteration) {
   const auto& t = config_.train;
-  if (t.sample_tokens == 0 || !data_.is_byte_level()) return std::nullopt;
+  // Rank 0 draws it; under pipeline parallelism no rank holds every layer's trained weights.
+  if (t.sample_tokens == 0 || !data_.is_byte_level() || !is_main_rank() || layout_.is_pipelined()) return std::nullopt;
   capture::EagerScope eager;  // one row at a time through every graphed unit, eagerly
   model::Sampling sampling;
   sampling.temperature = t.sample_temperature;
@@ -221,8 +234,8 @@ TrainSummary Trainer::train(std::ostream& out) {
   TrainSummary summary;
   // Heartbeat lines go to `out` unless it is the terminal (std::cout on a TTY); tests and files get them.
   const bool out_is_terminal = &out == &std::cout && ::isatty(::fileno(stdout)) != 0;
-  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration(), out, ::isatty(::fileno(stderr)) != 0,
-                    out_is_terminal);
+  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration(), out,
+                    is_main_rank() && ::isatty(::fileno(stderr)) != 0, out_is_terminal);
   const at::TensorOptions scalar = at::TensorOptions().device(device_).dtype(at::kFloat);
   Interval interval{at::zeros({}, scalar), at::zeros({}, scalar), at::zeros({}, scalar)};
   bool capture_reported = runner_->capture_report().has_value();

@@ -15,11 +15,16 @@
 
 #include "graphed/capture/peak_throughput.h"
 #include "graphed/config/run_config.h"
+#include "graphed/dist/parallel_layout.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
 #include "graphed/train/iteration_runner.h"
 #include "graphed/train/token_dataset.h"
 #include "graphed/train/training_step.h"
+
+namespace graphed::dist {
+class ProcessGroups;
+}
 
 namespace graphed::train {
 
@@ -42,8 +47,12 @@ struct TrainSummary {
 class Trainer {
  public:
   /// Builds the model (initialized from --seed on the CPU, then moved to the device), the optimizer
-  /// and the iteration runner of --cuda-graph-impl.
-  Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device);
+  /// and the iteration runner of --cuda-graph-impl. groups: this rank's process groups when the run has
+  /// several ranks (they outlive the trainer), else null: the one place the trainer learns of other
+  /// ranks. Every rank reads its shard of each global batch; only rank 0 writes metrics, checkpoints
+  /// and progress.
+  Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device,
+          dist::ProcessGroups* groups = nullptr);
   ~Trainer();
 
   /// Runs 0-based iteration `iteration` through the iteration runner.
@@ -70,6 +79,9 @@ class Trainer {
   AdamW& optimizer() { return *optimizer_; }
   const TokenDataset& data() const { return data_; }
   const at::Device& device() const { return device_; }
+  const dist::ParallelLayout& layout() const { return layout_; }
+  /// Whether this rank prints, writes metrics and checkpoints (rank 0).
+  bool is_main_rank() const { return layout_.rank == 0; }
   int64_t start_iteration() const { return start_iteration_; }
   /// Tokens of one iteration (global batch x sequence length).
   double tokens_per_iteration() const;
@@ -82,7 +94,8 @@ class Trainer {
   void delete_cuda_graphs();
 
  private:
-  std::vector<Batch> host_batches(Split split, int64_t first_sample, int64_t microbatches) const;
+  /// This rank's microbatches of global batch `index` of the split (its data-parallel shard).
+  std::vector<Batch> host_batches(Split split, int64_t index) const;
   struct Interval;
   void log_interval(Progress& progress, Interval& interval, int64_t done, TrainSummary& summary);
   void evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary);
@@ -92,8 +105,10 @@ class Trainer {
   config::RunConfig config_;
   TokenDataset data_;
   at::Device device_;
+  dist::ParallelLayout layout_;
   model::GptModel model_{nullptr};
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<TrainingStep> step_;
   std::unique_ptr<IterationRunner> runner_;
   int64_t start_iteration_ = 0;

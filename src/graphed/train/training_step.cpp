@@ -10,10 +10,11 @@
 namespace graphed::train {
 
 TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer,
-                           const at::Device& device)
+                           GradientSync& sync, const at::Device& device)
     : config_(config),
       model_(std::move(model)),
       optimizer_(optimizer),
+      sync_(sync),
       device_(device),
       zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {}
 
@@ -46,13 +47,15 @@ std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const std::vect
       const at::Tensor aux = output.aux_loss.detach().to(at::kFloat);
       aux_sum = aux_sum.defined() ? aux_sum.add_(aux) : aux.clone();
     }
+    if (index + 1 == microbatches.size()) sync_.before_last_backward();
     (microbatches.size() > 1 ? output.loss * scale : output.loss).backward();
   }
+  sync_.after_backward();
   if (microbatches.size() > 1) {
     loss_sum.mul_(scale);
     if (aux_sum.defined()) aux_sum.mul_(scale);
   }
-  return {loss_sum, aux_sum.defined() ? aux_sum : zero_aux_loss_};
+  return sync_.reduce_losses(loss_sum, aux_sum.defined() ? aux_sum : zero_aux_loss_);
 }
 
 void TrainingStep::optimizer_step(const at::Tensor& grad_norm) {
@@ -65,7 +68,7 @@ IterationStats TrainingStep::run_iteration(const std::vector<Batch>& batches, bo
   optimizer_.zero_grad();
   model_->train();
   auto [loss, aux_loss] = forward_backward(batches);
-  const at::Tensor grad_norm = optimizer_.gradient_norm();
+  const at::Tensor grad_norm = gradient_norm();
   if (with_optimizer) optimizer_step(grad_norm);
   return {loss, aux_loss, grad_norm};
 }
@@ -79,7 +82,7 @@ at::Tensor TrainingStep::evaluation_loss(const std::vector<Batch>& batches) {
     total = total.defined() ? total + loss : loss.clone();  // a graph's output is overwritten by its next replay
   }
   model_->train();
-  return total / static_cast<double>(batches.size());
+  return sync_.reduce_losses(total / static_cast<double>(batches.size()), zero_aux_loss_).first;
 }
 
 }  // namespace graphed::train

@@ -11,6 +11,7 @@
 #include "graphed/config/run_config.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
+#include "graphed/train/gradient_sync.h"
 #include "graphed/train/token_dataset.h"
 
 namespace graphed::train {
@@ -24,8 +25,9 @@ struct IterationStats {
 
 class TrainingStep {
  public:
-  /// model, optimizer: not owned; the trainer owns them and outlives this.
-  TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer, const at::Device& device);
+  /// model, optimizer, sync: not owned; the trainer owns them and outlives this.
+  TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer, GradientSync& sync,
+               const at::Device& device);
 
   const config::RunConfig& config() const { return config_; }
   model::GptModel& model() { return model_; }
@@ -38,11 +40,14 @@ class TrainingStep {
   /// when the configuration asks for it on CUDA.
   model::GptOutput forward(const Batch& batch, int64_t microbatch);
   /// Forward and backward over the microbatches (microbatch m is forward pass m); returns {mean LM
-  /// loss, mean aux loss} on the device. Gradients accumulate into the optimizer's buffers.
+  /// loss, mean aux loss} on the device, over every rank. Gradients accumulate into the optimizer's
+  /// buffers and leave as the mean over the data-parallel ranks.
   std::pair<at::Tensor, at::Tensor> forward_backward(const std::vector<Batch>& microbatches);
   /// Sync-free clipping folded into the AdamW step: every gradient is divided by
   /// max(1, grad_norm / --clip-grad) inside the optimizer.
   void optimizer_step(const at::Tensor& grad_norm);
+  /// The global gradient norm before clipping, over every rank's gradients.
+  at::Tensor gradient_norm() { return sync_.gradient_norm(optimizer_); }
   /// Zero grads, train mode, forward/backward, gradient norm and (with_optimizer) the step.
   IterationStats run_iteration(const std::vector<Batch>& batches, bool with_optimizer);
   /// Mean LM loss over the batches in eval mode without grad (train mode restored).
@@ -52,6 +57,7 @@ class TrainingStep {
   config::RunConfig config_;
   model::GptModel model_;
   AdamW& optimizer_;
+  GradientSync& sync_;
   at::Device device_;
   at::Tensor zero_aux_loss_;  ///< the aux loss of dense models: one zero, not one per microbatch
 };

@@ -61,6 +61,13 @@ class CheckpointError : public DataError {
   explicit CheckpointError(const std::string& message) : DataError(message) {}
 };
 
+/// A multi-process run that cannot start or go on: a bad launch environment, an unreachable rendezvous,
+/// a rank that failed or stopped answering. The message names the rank and what it waited for.
+class DistributedError : public Error {
+ public:
+  explicit DistributedError(const std::string& message) : Error(message) {}
+};
+
 namespace detail {
 template <typename... Parts>
 std::string concat(const Parts&... parts) {

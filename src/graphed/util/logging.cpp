@@ -9,7 +9,7 @@
 namespace graphed {
 namespace {
 
-std::atomic<int> log_rank{0};
+std::atomic<int> current_rank{0};
 std::mutex channels_mutex;
 
 std::set<std::string>& channels() {
@@ -19,14 +19,15 @@ std::set<std::string>& channels() {
 
 }  // namespace
 
-void set_log_rank(int rank) { log_rank = rank; }
+void set_log_rank(int rank) { current_rank = rank; }
+int log_rank() { return current_rank; }
 
 void log_info(const std::string& message) {
-  if (log_rank == 0) std::cerr << message << '\n';
+  if (current_rank == 0) std::cerr << message << '\n';
 }
 
 void log_warn(const std::string& message) {
-  if (log_rank == 0) std::cerr << "warning: " << message << '\n';
+  if (current_rank == 0) std::cerr << "warning: " << message << '\n';
 }
 
 void enable_debug_channel(const std::string& channel) {

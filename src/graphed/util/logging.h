@@ -15,6 +15,8 @@ void log_warn(const std::string& message);
 
 /// Sets this process's rank; only rank 0 logs (default 0).
 void set_log_rank(int rank);
+/// The rank set_log_rank gave (0 by default).
+int log_rank();
 
 /// Turns on a debug channel ("capture", "config", ...). "all" turns every channel on.
 void enable_debug_channel(const std::string& channel);

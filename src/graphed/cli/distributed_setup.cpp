@@ -1,0 +1,62 @@
+// cli/distributed_setup.cpp — see cli/distributed_setup.h.
+#include "graphed/cli/distributed_setup.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "graphed/capture/device.h"
+#include "graphed/util/error.h"
+#include "graphed/util/logging.h"
+
+namespace graphed::cli {
+
+DistributedRun::DistributedRun(const config::RunConfig& config, const dist::LaunchEnvironment& environment,
+                               const at::Device& device) {
+  const std::chrono::milliseconds timeout(config.train.distributed_timeout_minutes * 60 * 1000);
+  groups_ = std::make_unique<dist::ProcessGroups>(environment, dist::make_parallel_layout(config, environment.rank),
+                                                  device, timeout);
+  // A rank that stops beating for a minute (or the timeout, when shorter) has died: the others stop.
+  const auto stall_limit = std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(60 * 1000));
+  const int64_t rank = environment.rank;
+  monitor_ = std::make_unique<dist::RankMonitor>(
+      groups_->connect_store(), rank, environment.world_size, stall_limit, [rank](const std::string& why) {
+        std::cerr << "error: rank " << rank << " is " << why << std::endl;
+        std::_Exit(1);
+      });
+}
+
+DistributedRun::~DistributedRun() = default;
+
+void DistributedRun::finish() {
+  groups_->world().barrier();
+  monitor_->finish();
+  if (groups_->environment().rank == 0) monitor_->wait_for_everyone();
+  monitor_.reset();
+}
+
+dist::LaunchEnvironment launch_environment() {
+  const dist::LaunchEnvironment environment = dist::read_launch_environment();
+  set_log_rank(static_cast<int>(environment.rank));
+  return environment;
+}
+
+at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironment& environment) {
+  if (!chosen.is_cuda() || !environment.is_distributed()) return chosen;
+  const int64_t gpus = capture::cuda_device_count();
+  if (environment.local_rank >= gpus) {
+    const std::string message =
+        "rank " + std::to_string(environment.rank) + " has LOCAL_RANK " + std::to_string(environment.local_rank) +
+        ", but this machine shows " + std::to_string(gpus) + " GPU(s): more ranks than GPUs on one node; fix: launch " +
+        "at most " + std::to_string(gpus) + " processes per node (torchrun --nproc-per-node " + std::to_string(gpus) +
+        "), or train on CPUs with --device cpu";
+    throw ConfigError(message, {message});
+  }
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(environment.local_rank));
+}
+
+std::ostream& null_stream() {
+  static std::ostream stream(nullptr);  // no buffer: every write is dropped
+  return stream;
+}
+
+}  // namespace graphed::cli

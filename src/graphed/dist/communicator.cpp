@@ -1,0 +1,105 @@
+// dist/communicator.cpp — see dist/communicator.h.
+#include "graphed/dist/communicator.h"
+
+#include <exception>
+
+#include "graphed/dist/detail/backend.h"
+#include "graphed/util/error.h"
+
+namespace graphed::dist {
+namespace {
+
+using WorkPointer = c10::intrusive_ptr<c10d::Work>;
+
+std::shared_ptr<void> erase(WorkPointer work) { return std::make_shared<WorkPointer>(std::move(work)); }
+
+/// The first line of a library message, without LibTorch's source-location trailer.
+std::string short_reason(const std::exception& error) {
+  std::string text = error.what();
+  for (const char* cut : {"\nException raised from", "\n"}) {
+    const auto at = text.find(cut);
+    if (at != std::string::npos) text.resize(at);
+  }
+  return text.empty() ? "unknown failure" : text;
+}
+
+}  // namespace
+
+std::string collective_failure(int64_t global_rank, const std::string& what, const std::string& reason) {
+  return "rank " + std::to_string(global_rank) + ": " + what + " failed (" + reason +
+         "); another rank has probably stopped: its own error says why; fix: look for the first rank that "
+         "failed, or raise --distributed-timeout-minutes when a rank is only slow";
+}
+
+PendingWork::PendingWork(std::shared_ptr<void> work, std::string what) : work_(std::move(work)), what_(std::move(what)) {}
+
+void PendingWork::wait() {
+  if (!work_) return;
+  auto& work = *std::static_pointer_cast<WorkPointer>(work_);
+  try {
+    work->wait();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw DistributedError(what_ + " failed (" + short_reason(error) + ")");
+  }
+}
+
+Communicator::Communicator(std::shared_ptr<detail::BackendHandle> backend, std::string name, std::vector<int64_t> ranks,
+                           int64_t global_rank)
+    : backend_(std::move(backend)), name_(std::move(name)), ranks_(std::move(ranks)), global_rank_(global_rank) {
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    if (ranks_[i] == global_rank) rank_ = static_cast<int64_t>(i);
+  }
+}
+
+Communicator::~Communicator() = default;
+
+PendingWork Communicator::guarded(const std::string& what, const std::function<std::shared_ptr<void>()>& launch) {
+  const std::string label = "rank " + std::to_string(global_rank_) + ": " + what + " in the " + name_ + " group";
+  try {
+    return PendingWork(launch(), label);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw DistributedError(collective_failure(global_rank_, what + " in the " + name_ + " group", short_reason(error)));
+  }
+}
+
+PendingWork Communicator::all_reduce_sum(at::Tensor& tensor) {
+  return guarded("an all-reduce", [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return erase(backend_->backend->allreduce(tensors, options));
+  });
+}
+
+PendingWork Communicator::send(at::Tensor& tensor, int64_t peer, int64_t tag) {
+  return guarded("a send to rank " + std::to_string(ranks_.at(static_cast<std::size_t>(peer))), [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    return erase(backend_->backend->send(tensors, static_cast<int>(peer), static_cast<int>(tag)));
+  });
+}
+
+PendingWork Communicator::receive(at::Tensor& tensor, int64_t peer, int64_t tag) {
+  return guarded("a receive from rank " + std::to_string(ranks_.at(static_cast<std::size_t>(peer))), [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    return erase(backend_->backend->recv(tensors, static_cast<int>(peer), static_cast<int>(tag)));
+  });
+}
+
+void Communicator::broadcast(at::Tensor& tensor, int64_t root) {
+  guarded("a broadcast", [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    return erase(backend_->backend->broadcast(tensors, options));
+  }).wait();
+}
+
+void Communicator::barrier() {
+  guarded("a barrier", [&] { return erase(backend_->backend->barrier()); }).wait();
+}
+
+}  // namespace graphed::dist

@@ -1,0 +1,71 @@
+// dist/communicator.h — one c10d process group (NCCL on GPUs, Gloo on CPUs) over a set of ranks, with
+// the few operations training needs: in-place sum, send, receive, broadcast and barrier. Every
+// failure (a timeout, a peer that closed its connection) becomes a DistributedError naming this
+// rank, the group and the operation; no library message reaches the user raw.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace graphed::dist {
+
+namespace detail {
+struct BackendHandle;  // the c10d backend (dist/detail/backend.h)
+}
+
+/// An operation in flight. wait(): with NCCL the current CUDA stream waits for it (the host does not);
+/// with Gloo the host waits. Waiting twice is harmless.
+class PendingWork {
+ public:
+  PendingWork() = default;
+  PendingWork(std::shared_ptr<void> work, std::string what);
+  void wait();
+  bool empty() const { return !work_; }
+
+ private:
+  std::shared_ptr<void> work_;  ///< c10::intrusive_ptr<c10d::Work>, type-erased to keep c10d out of this header
+  std::string what_;
+};
+
+class Communicator {
+ public:
+  /// ranks: the members' global ranks in group order; global_rank: this process's.
+  Communicator(std::shared_ptr<detail::BackendHandle> backend, std::string name, std::vector<int64_t> ranks,
+               int64_t global_rank);
+  ~Communicator();
+
+  const std::string& name() const { return name_; }
+  int64_t rank() const { return rank_; }  ///< within the group
+  int64_t size() const { return static_cast<int64_t>(ranks_.size()); }
+  const std::vector<int64_t>& ranks() const { return ranks_; }
+
+  /// tensor <- sum over the group, in place.
+  PendingWork all_reduce_sum(at::Tensor& tensor);
+  /// Point to point with `peer` (a rank within the group); tag tells transfers apart on Gloo.
+  PendingWork send(at::Tensor& tensor, int64_t peer, int64_t tag);
+  PendingWork receive(at::Tensor& tensor, int64_t peer, int64_t tag);
+  /// tensor <- root's tensor, waited for.
+  void broadcast(at::Tensor& tensor, int64_t root);
+  /// Every member has arrived (blocks the host).
+  void barrier();
+
+ private:
+  PendingWork guarded(const std::string& what, const std::function<std::shared_ptr<void>()>& launch);
+
+  std::shared_ptr<detail::BackendHandle> backend_;
+  std::string name_;
+  std::vector<int64_t> ranks_;
+  int64_t rank_ = 0;
+  int64_t global_rank_ = 0;
+};
+
+/// The message of a failed collective: "rank R: <what> in group <name> failed: <reason>; ...".
+std::string collective_failure(int64_t global_rank, const std::string& what, const std::string& reason);
+
+}  // namespace graphed::dist

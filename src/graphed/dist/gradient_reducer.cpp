@@ -1,0 +1,134 @@
+// dist/gradient_reducer.cpp — see dist/gradient_reducer.h.
+#include "graphed/dist/gradient_reducer.h"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "graphed/util/error.h"
+
+namespace graphed::dist {
+namespace {
+
+/// Runs a callback after a gradient accumulator has added its gradient.
+class AccumulatedHook final : public torch::autograd::FunctionPostHook {
+ public:
+  explicit AccumulatedHook(std::function<void()> callback) : callback_(std::move(callback)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    callback_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> callback_;
+};
+
+}  // namespace
+
+GradientReducer::GradientReducer(Communicator& group, std::vector<at::Tensor> parameters,
+                                 std::vector<at::Tensor> gradients, at::Tensor flat, GradientReducerOptions options)
+    : group_(group), parameters_(std::move(parameters)), gradients_(std::move(gradients)), flat_(std::move(flat)),
+      options_(options) {
+  GRAPHED_INTERNAL_ASSERT(parameters_.size() == gradients_.size(), "parameters and gradients differ in count");
+  make_buckets(options_.bucket_bytes);
+  expected_.assign(parameters_.size(), -1);
+  seen_.assign(parameters_.size(), 0);
+  if (options_.overlap_with_backward && group_.size() > 1) install_hooks();
+}
+
+GradientReducer::~GradientReducer() = default;
+
+void GradientReducer::make_buckets(int64_t bucket_bytes) {
+  bucket_of_.assign(parameters_.size(), 0);
+  Bucket current;
+  int64_t bytes = 0;
+  const auto close = [&] {
+    if (current.parameters.empty()) return;
+    if (flat_.defined()) {  // the bucket's gradients sit side by side in the flat buffer
+      const at::Tensor& first = gradients_[static_cast<std::size_t>(current.parameters.back())];
+      const int64_t begin = first.storage_offset() - flat_.storage_offset();
+      int64_t length = 0;
+      for (const int64_t p : current.parameters) length += gradients_[static_cast<std::size_t>(p)].numel();
+      current.slice = flat_.narrow(0, begin, length);
+    }
+    buckets_.push_back(std::move(current));
+    current = Bucket();
+    bytes = 0;
+  };
+  for (auto p = static_cast<int64_t>(parameters_.size()) - 1; p >= 0; --p) {
+    const at::Tensor& gradient = gradients_[static_cast<std::size_t>(p)];
+    bucket_of_[static_cast<std::size_t>(p)] = static_cast<int64_t>(buckets_.size());
+    current.parameters.push_back(p);
+    bytes += gradient.numel() * static_cast<int64_t>(gradient.element_size());
+    if (bytes >= bucket_bytes) close();
+  }
+  close();
+}
+
+void GradientReducer::install_hooks() {
+  for (std::size_t p = 0; p < parameters_.size(); ++p) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(parameters_[p]);
+    if (!accumulator) continue;
+    const auto index = static_cast<int64_t>(p);
+    accumulator->add_post_hook(std::make_unique<AccumulatedHook>([this, index] { on_accumulated(index); }));
+    accumulators_.push_back(std::move(accumulator));  // the parameter holds its accumulator only weakly
+  }
+}
+
+void GradientReducer::arm() {
+  armed_ = true;
+  std::fill(seen_.begin(), seen_.end(), 0);
+  next_bucket_ = 0;
+  for (Bucket& bucket : buckets_) {
+    bucket.launched = false;
+    bucket.work.clear();
+    bucket.pending = 0;
+    for (const int64_t p : bucket.parameters) bucket.pending += std::max<int64_t>(0, expected_[static_cast<std::size_t>(p)]);
+  }
+}
+
+void GradientReducer::on_accumulated(int64_t parameter) {
+  if (!armed_) return;
+  ++seen_[static_cast<std::size_t>(parameter)];
+  if (!learned_) return;  // the first backward only counts
+  Bucket& bucket = buckets_[static_cast<std::size_t>(bucket_of_[static_cast<std::size_t>(parameter)])];
+  if (--bucket.pending == 0) launch_ready_buckets();
+}
+
+void GradientReducer::launch_ready_buckets() {
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending <= 0) launch(buckets_[next_bucket_++]);
+}
+
+void GradientReducer::launch(Bucket& bucket) {
+  if (bucket.launched) return;
+  bucket.launched = true;
+  if (bucket.slice.defined()) {
+    bucket.work.push_back(group_.all_reduce_sum(bucket.slice));
+  } else {
+    for (const int64_t p : bucket.parameters) bucket.work.push_back(group_.all_reduce_sum(gradients_[static_cast<std::size_t>(p)]));
+  }
+}
+
+void GradientReducer::finish() {
+  if (group_.size() > 1) {
+    for (; next_bucket_ < buckets_.size(); ++next_bucket_) launch(buckets_[next_bucket_]);
+    for (Bucket& bucket : buckets_) {
+      for (PendingWork& work : bucket.work) work.wait();
+      bucket.work.clear();
+    }
+    const double scale = 1.0 / static_cast<double>(group_.size());
+    if (flat_.defined()) {
+      flat_.mul_(scale);
+    } else {
+      for (at::Tensor& gradient : gradients_) gradient.mul_(scale);
+    }
+  }
+  if (armed_ && !learned_) {
+    expected_ = seen_;
+    learned_ = true;
+  }
+  armed_ = false;
+}
+
+}  // namespace graphed::dist

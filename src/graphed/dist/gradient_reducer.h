@@ -1,0 +1,75 @@
+// dist/gradient_reducer.h — data-parallel gradient averaging over a Communicator, in buckets (as
+// Megatron's and PyTorch's DDP do). The gradients are views of the optimizer's flat buffer, so a
+// bucket is one contiguous slice: parameters are bucketed from the last to the first, the order in
+// which backward produces their gradients. With overlap, hooks on the parameters' gradient
+// accumulators launch each bucket's all-reduce during the last microbatch's backward as soon as its
+// gradients are complete, in bucket order (so every rank issues the same collectives in the same
+// order); the hooks learn how often each gradient is accumulated per backward (tied embeddings: twice)
+// from the first backward, which reduces after the fact. Without overlap (graphed runs) finish()
+// launches every bucket after the backward. Either way the sums are the same numbers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "graphed/dist/communicator.h"
+
+namespace torch::autograd {
+struct Node;
+}
+
+namespace graphed::dist {
+
+struct GradientReducerOptions {
+  int64_t bucket_bytes = 40 * 1024 * 1024;  ///< a bucket closes once it holds this many bytes
+  bool overlap_with_backward = true;        ///< launch buckets from backward hooks (eager runs)
+};
+
+class GradientReducer {
+ public:
+  /// parameters and their gradients (allocated, each a view of `flat` when it is defined), in the
+  /// optimizer's order; group: the data-parallel ranks, outliving the reducer.
+  GradientReducer(Communicator& group, std::vector<at::Tensor> parameters, std::vector<at::Tensor> gradients,
+                  at::Tensor flat, GradientReducerOptions options);
+  ~GradientReducer();
+
+  /// Call before the last microbatch's backward: from here, complete buckets are launched by the hooks.
+  void arm();
+  /// Launches the buckets not yet launched, makes the current stream wait for all, and divides every
+  /// gradient by the group size (the mean of the ranks' gradients).
+  void finish();
+  int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
+
+ private:
+  struct Bucket {
+    std::vector<int64_t> parameters;  ///< indices into parameters_
+    at::Tensor slice;                 ///< the flat buffer's slice (undefined without a flat buffer)
+    int64_t pending = 0;              ///< accumulations still to come in this backward
+    bool launched = false;
+    std::vector<PendingWork> work;
+  };
+  void make_buckets(int64_t bucket_bytes);
+  void install_hooks();
+  void on_accumulated(int64_t parameter);
+  void launch_ready_buckets();
+  void launch(Bucket& bucket);
+
+  Communicator& group_;
+  std::vector<at::Tensor> parameters_, gradients_;
+  at::Tensor flat_;
+  GradientReducerOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<int64_t> bucket_of_;            ///< parameter -> bucket
+  std::vector<int64_t> expected_;             ///< accumulations per backward (learned; -1 = not yet)
+  std::vector<int64_t> seen_;                 ///< accumulations in the armed backward
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  bool armed_ = false;
+  bool learned_ = false;
+  std::size_t next_bucket_ = 0;               ///< buckets launch in order
+};
+
+}  // namespace graphed::dist

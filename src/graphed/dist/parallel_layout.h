@@ -1,0 +1,52 @@
+// dist/parallel_layout.h — where each rank sits in the data x pipeline grid and which layers it holds
+// (Megatron's order with tensor size 1: rank = pipeline rank x data-parallel size + data-parallel
+// rank, so a data-parallel group is consecutive ranks). With virtual stages, model chunk c of pipeline
+// rank r is virtual stage c x stages + r (Megatron's interleaved assignment). Pure integers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graphed/config/run_config.h"
+
+namespace graphed::dist {
+
+/// The layers of one model chunk, and whether it starts (embedding) or ends (loss) the model.
+struct ModelChunk {
+  int64_t first_layer = 0;
+  int64_t layer_count = 0;
+  bool first_stage = true;  ///< holds the embedding
+  bool last_stage = true;   ///< holds the final norm, output layer and loss
+  int64_t end_layer() const { return first_layer + layer_count; }
+};
+
+struct ParallelLayout {
+  int64_t world_size = 1;
+  int64_t rank = 0;
+  int64_t pipeline_size = 1;
+  int64_t data_size = 1;
+  int64_t chunks = 1;  ///< model chunks per pipeline rank (virtual stages); 1 = 1F1B
+  int64_t num_layers = 0;
+
+  int64_t pipeline_rank() const { return rank / data_size; }
+  int64_t data_rank() const { return rank % data_size; }
+  int64_t rank_at(int64_t pipeline_rank, int64_t data_rank) const { return pipeline_rank * data_size + data_rank; }
+  /// Ranks with this rank's pipeline rank (they all-reduce gradients), in data-rank order.
+  std::vector<int64_t> data_group() const;
+  /// Ranks with this rank's data rank (one pipeline), in stage order.
+  std::vector<int64_t> pipeline_group() const;
+  /// Chunk c (0-based) of pipeline rank r.
+  ModelChunk chunk(int64_t pipeline_rank, int64_t c) const;
+  ModelChunk chunk(int64_t c) const { return chunk(pipeline_rank(), c); }
+  /// Virtual stage of chunk c of pipeline rank r (0 .. stages x chunks - 1).
+  int64_t virtual_stage(int64_t pipeline_rank, int64_t c) const { return c * pipeline_size + pipeline_rank; }
+  bool is_pipelined() const { return pipeline_size > 1; }
+  /// Whether this rank holds the embedding (first stage) or the loss (last stage).
+  bool holds_embedding() const { return pipeline_rank() == 0; }
+  bool holds_loss() const { return pipeline_rank() == pipeline_size - 1; }
+};
+
+/// The layout of `rank` under a resolved configuration (its parallel sizes already validated).
+ParallelLayout make_parallel_layout(const config::RunConfig& config, int64_t rank);
+
+}  // namespace graphed::dist

@@ -1,0 +1,48 @@
+// train/data_parallel_sync.cpp — see train/data_parallel_sync.h.
+#include "graphed/train/data_parallel_sync.h"
+
+namespace graphed::train {
+
+DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, at::Tensor flat_gradients,
+                                   bool overlap, at::Tensor shared_embedding)
+    : groups_(groups), shared_embedding_(std::move(shared_embedding)) {
+  dist::GradientReducerOptions options;
+  options.overlap_with_backward = overlap;
+  reducer_ = std::make_unique<dist::GradientReducer>(groups.data(), optimizer.parameters(), optimizer.gradients(),
+                                                     std::move(flat_gradients), options);
+  counts_shared_embedding_ = groups.layout().holds_embedding();
+}
+
+void DataParallelSync::before_last_backward() { reducer_->arm(); }
+
+void DataParallelSync::after_backward() {
+  reducer_->finish();
+  if (shared_embedding_.defined() && groups_.embedding() != nullptr) {
+    at::Tensor gradient = shared_embedding_.grad();
+    groups_.embedding()->all_reduce_sum(gradient).wait();
+  }
+}
+
+at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
+  if (!groups_.layout().is_pipelined()) return optimizer.gradient_norm();  // equal on every data-parallel rank
+  // Each stage's sum of squares, the shared embedding counted by the first stage only.
+  at::Tensor squares = optimizer.gradient_norm().square();
+  if (shared_embedding_.defined() && !counts_shared_embedding_) {
+    squares = squares - shared_embedding_.grad().to(at::kFloat).square().sum();
+  }
+  squares = squares.reshape({1}).contiguous();
+  groups_.pipeline().all_reduce_sum(squares).wait();
+  return squares.clamp_min(0.0).sqrt().reshape({});
+}
+
+std::pair<at::Tensor, at::Tensor> DataParallelSync::reduce_losses(const at::Tensor& loss, const at::Tensor& aux_loss) {
+  at::Tensor both = at::stack({loss.to(at::kFloat), aux_loss.to(at::kFloat)});
+  if (groups_.layout().is_pipelined()) groups_.pipeline().all_reduce_sum(both).wait();  // zeros off the last stage
+  if (groups_.data().size() > 1) {
+    groups_.data().all_reduce_sum(both).wait();
+    both.div_(static_cast<double>(groups_.data().size()));
+  }
+  return {both[0], both[1]};
+}
+
+}  // namespace graphed::train

@@ -1,0 +1,35 @@
+// train/data_parallel_sync.h — GradientSync for several ranks: gradients averaged over the
+// data-parallel group in buckets (overlapped with the backward when `overlap`), the tied embedding's
+// gradient summed over the pipeline's first and last stage, the gradient norm and the losses reduced
+// over the pipeline (the loss lives on the last stage) and averaged over the data-parallel ranks.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "graphed/dist/gradient_reducer.h"
+#include "graphed/dist/process_groups.h"
+#include "graphed/train/gradient_sync.h"
+
+namespace graphed::train {
+
+class DataParallelSync final : public GradientSync {
+ public:
+  /// groups: outlive this. shared_embedding: the word embedding when the first and last pipeline stage
+  /// both hold it (tied embeddings under pipeline parallelism), else undefined.
+  DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, at::Tensor flat_gradients, bool overlap,
+                   at::Tensor shared_embedding);
+
+  void before_last_backward() override;
+  void after_backward() override;
+  at::Tensor gradient_norm(const AdamW& optimizer) override;
+  std::pair<at::Tensor, at::Tensor> reduce_losses(const at::Tensor& loss, const at::Tensor& aux_loss) override;
+
+ private:
+  dist::ProcessGroups& groups_;
+  std::unique_ptr<dist::GradientReducer> reducer_;
+  at::Tensor shared_embedding_;
+  bool counts_shared_embedding_ = true;  ///< false on the last stage: the first stage counts it in the norm
+};
+
+}  // namespace graphed::train
