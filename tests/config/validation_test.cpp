@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -345,6 +347,126 @@ INSTANTIATE_TEST_SUITE_P(
                    {"recompute_modules", {"mlp"}}, {"cuda_graph_modules", {"attn"}}, {"attention_dropout", 0.0}},
                   "TC-18"}),
     [](const ::testing::TestParamInfo<QuietCase>& info) { return info.param.name; });
+
+// ---- parallel layout: PL-* depend on the launch's process count (WORLD_SIZE), not a setting ----------
+
+Resolution resolve_launched(const json& overrides, int64_t world_size) {
+  Settings settings;
+  apply_settings(settings, overrides, "test");
+  settings.train.world_size = world_size;
+  return resolve_run_config(settings);
+}
+
+struct LaunchCase {
+  std::string name;
+  json settings;
+  int64_t world_size;
+  std::string rule;
+  Severity severity;
+  std::string message;
+};
+
+void PrintTo(const LaunchCase& c, std::ostream* out) { *out << c.name; }
+
+class ParallelRuleFiresTest : public ::testing::TestWithParam<LaunchCase> {};
+
+TEST_P(ParallelRuleFiresTest, WithItsValuesAndFix) {
+  const LaunchCase& c = GetParam();
+  const auto& rules = all_rules();
+  EXPECT_TRUE(std::any_of(rules.begin(), rules.end(), [&](const RuleInfo& r) { return r.id == c.rule; }))
+      << c.rule << " is missing from all_rules()";
+  if (c.severity == Severity::kError) {
+    EXPECT_NE(c.message.find("; fix: "), std::string::npos) << "an error names its fix: " << c.message;
+  }
+  const Resolution resolution = resolve_launched(c.settings, c.world_size);
+  std::string seen;
+  int matches = 0;
+  for (const auto& issue : resolution.issues.all()) {
+    seen += "  " + format_issue(issue) + "\n";
+    if (issue.rule == c.rule && issue.message == c.message) {
+      EXPECT_EQ(issue.severity, c.severity);
+      ++matches;
+    }
+  }
+  EXPECT_EQ(matches, 1) << "expected [" << c.rule << "] once: " << c.message << "\nseen:\n" << seen;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, ParallelRuleFiresTest,
+    ::testing::Values(
+        LaunchCase{"PL1TensorParallel", {{"tensor_model_parallel_size", 2}}, 2, "PL-1", Severity::kError,
+                   "--tensor-model-parallel-size 2: tensor parallelism is not implemented in this version; fix: pass "
+                   "1 and use data or pipeline parallelism (--pipeline-model-parallel-size)"},
+        LaunchCase{"PL1PipelineZero", {{"pipeline_model_parallel_size", 0}}, 1, "PL-1", Severity::kError,
+                   "--pipeline-model-parallel-size must be >= 1, got 0; fix: pass a positive value"},
+        LaunchCase{"PL1TimeoutZero", {{"distributed_timeout_minutes", 0}}, 1, "PL-1", Severity::kError,
+                   "--distributed-timeout-minutes must be >= 1, got 0; fix: pass a positive value"},
+        LaunchCase{"PL2WorldNotAMultiple", {{"pipeline_model_parallel_size", 2}}, 3, "PL-2", Severity::kError,
+                   "the launch has 3 process(es) (WORLD_SIZE), which is not a multiple of --tensor-model-parallel-size "
+                   "x --pipeline-model-parallel-size = 2; fix: launch a multiple of 2 processes (torchrun "
+                   "--nproc-per-node) or change the pipeline size"},
+        LaunchCase{"PL2FewerProcessesThanStages", {{"pipeline_model_parallel_size", 2}}, 1, "PL-2", Severity::kError,
+                   "the launch has 1 process(es) (WORLD_SIZE), which is not a multiple of --tensor-model-parallel-size "
+                   "x --pipeline-model-parallel-size = 2; fix: launch a multiple of 2 processes (torchrun "
+                   "--nproc-per-node) or change the pipeline size"},
+        LaunchCase{"PL2DataParallelDisagrees",
+                   {{"pipeline_model_parallel_size", 2}, {"data_parallel_size", 1}, {"num_layers", 4}}, 4, "PL-2",
+                   Severity::kError,
+                   "--data-parallel-size 1 disagrees with the launch: 4 process(es) / (tensor x pipeline size 2) = 2; "
+                   "fix: drop --data-parallel-size (it follows from the launch) or launch 2 processes"},
+        LaunchCase{"PL3LayersDoNotSplit", {{"pipeline_model_parallel_size", 2}, {"num_layers", 3}}, 2, "PL-3",
+                   Severity::kError,
+                   "--num-layers 3 does not split evenly over --pipeline-model-parallel-size 2; fix: pass a stage "
+                   "count that divides 3 or a layer count that is a multiple of 2"},
+        LaunchCase{"PL4VirtualWithoutPipeline", {{"num_layers_per_virtual_pipeline_stage", 1}}, 1, "PL-4",
+                   Severity::kError,
+                   "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size 2 or more (the "
+                   "interleaved schedule), got 1; fix: drop it, or pass more pipeline stages"},
+        LaunchCase{"PL5VirtualDoesNotDivide",
+                   {{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 3}},
+                   2, "PL-5", Severity::kError,
+                   "--num-layers-per-virtual-pipeline-stage 3 does not divide the 4 layers of each of the 2 pipeline "
+                   "stages; fix: pass a divisor of 4"},
+        LaunchCase{"PL5VirtualZero",
+                   {{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 0}},
+                   2, "PL-5", Severity::kError,
+                   "--num-layers-per-virtual-pipeline-stage 0 does not divide the 4 layers of each of the 2 pipeline "
+                   "stages; fix: pass a divisor of 4"},
+        LaunchCase{"PL5OneVirtualStageIsOneFOneB",
+                   {{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 4}},
+                   2, "PL-5", Severity::kNote,
+                   "--num-layers-per-virtual-pipeline-stage 4 puts all 4 layers of a stage in one virtual stage: the "
+                   "schedule is 1F1B"},
+        LaunchCase{"PL6FullIterationPipeline", {{"pipeline_model_parallel_size", 2}, {"cuda_graph_impl", "full_iteration"}},
+                   2, "PL-6", Severity::kError,
+                   "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size 2 is not supported in this "
+                   "version (the pipeline's sends and receives would sit inside one graph per stage); fix: "
+                   "--cuda-graph-impl local or transformer_engine, which graph each (layer, microbatch) between the "
+                   "transfers"}),
+    [](const ::testing::TestParamInfo<LaunchCase>& info) { return info.param.name; });
+
+TEST(ValidationTest, AValidParallelLaunchHasNoParallelIssue) {
+  for (const auto& [settings, world_size] : std::vector<std::pair<json, int64_t>>{
+           {json::object(), 1},
+           {json::object(), 4},
+           {{{"pipeline_model_parallel_size", 2}, {"num_layers", 8}}, 4},
+           {{{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 2}}, 2},
+           {{{"pipeline_model_parallel_size", 2}, {"num_layers", 4}, {"data_parallel_size", 2}}, 4},
+           {{{"pipeline_model_parallel_size", 2}, {"cuda_graph_impl", "local"}}, 2}}) {
+    const Resolution resolution = resolve_launched(settings, world_size);
+    for (const auto& issue : resolution.issues.all()) {
+      EXPECT_NE(issue.rule.rfind("PL-", 0), 0u) << settings.dump() << " on " << world_size << ": " << format_issue(issue);
+    }
+  }
+}
+
+TEST(ValidationTest, TheDataParallelSizeFollowsTheLaunch) {
+  EXPECT_EQ(resolve_launched(json::object(), 4).config.train.data_parallel_size, 4);
+  EXPECT_EQ(resolve_launched({{"pipeline_model_parallel_size", 2}, {"num_layers", 4}}, 4).config.train.data_parallel_size,
+            2);
+  // TR-2's global batch default is micro batch x data-parallel size.
+  EXPECT_EQ(resolve_launched({{"micro_batch_size", 2}}, 4).config.train.global_batch_size, 8);
+}
 
 TEST(ValidationTest, DefaultsAreValidWithoutAnyIssue) {
   const Resolution resolution = resolve_json(json::object());

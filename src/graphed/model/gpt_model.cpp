@@ -87,6 +87,23 @@ at::Tensor GptModelImpl::logits(const at::Tensor& tokens) {
   return output_logits(hidden);
 }
 
+ChunkOutput GptModelImpl::forward_chunk(const LayerRange& range, const at::Tensor& input, const at::Tensor& labels,
+                                        int64_t microbatch) {
+  ChunkOutput out;
+  at::Tensor hidden = range.first_stage ? stage_runners_[slot(StageUnit::kEmbedding)]->run({input}, microbatch)[0] : input;
+  for (int64_t l = range.first_layer; l < range.end_layer; ++l) {
+    auto [next, layer_aux] = layers_[static_cast<std::size_t>(l)]->forward(hidden, microbatch);
+    hidden = next;
+    if (layer_aux.defined()) out.aux_loss = out.aux_loss.defined() ? out.aux_loss + layer_aux : layer_aux;
+  }
+  if (range.last_stage) {
+    out.lm_loss = stage_runners_[slot(StageUnit::kLoss)]->run({hidden, labels}, microbatch)[0];
+  } else {
+    out.hidden = hidden;
+  }
+  return out;
+}
+
 GptOutput GptModelImpl::forward(const at::Tensor& tokens, const at::Tensor& labels, int64_t microbatch) {
   GptOutput out;
   at::Tensor hidden = stage_runners_[slot(StageUnit::kEmbedding)]->run({tokens}, microbatch)[0];

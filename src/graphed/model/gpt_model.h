@@ -29,6 +29,22 @@ struct GptOutput {
   at::Tensor aux_loss;  ///< sum of the MoE layers' load-balancing losses (undefined when dense)
 };
 
+/// A pipeline stage's share of the model: layers [first_layer, end_layer), with the embedding when it
+/// is the first stage and the final norm, output layer and loss when it is the last.
+struct LayerRange {
+  int64_t first_layer = 0;
+  int64_t end_layer = 0;
+  bool first_stage = true;
+  bool last_stage = true;
+};
+
+/// What a stage's forward gives: hidden states for the next stage, or the losses on the last.
+struct ChunkOutput {
+  at::Tensor hidden;    ///< [batch, seq, hidden] (not the last stage)
+  at::Tensor lm_loss;   ///< float32 scalar (last stage only)
+  at::Tensor aux_loss;  ///< this stage's MoE load-balancing losses (undefined when it has none)
+};
+
 /// The model's units outside its layers (Megatron's first and last pipeline stage work).
 enum class StageUnit { kEmbedding, kLoss };
 /// "embedding", "loss"
@@ -49,6 +65,10 @@ class GptModelImpl : public torch::nn::Module {
   /// tokens, labels: [batch, seq] int64. microbatch: which microbatch of the iteration this is
   /// (0-based; the runners of per-microbatch graph slots pick theirs by it).
   GptOutput forward(const at::Tensor& tokens, const at::Tensor& labels, int64_t microbatch);
+  /// One pipeline stage's forward of microbatch `microbatch`: the first stage embeds `input` (tokens),
+  /// the others continue from it (hidden states); the last stage returns the LM loss over `labels`.
+  ChunkOutput forward_chunk(const LayerRange& range, const at::Tensor& input, const at::Tensor& labels,
+                            int64_t microbatch);
   /// Logits [batch, seq, vocab] (float32) for the tokens (eager, outside the stage units).
   at::Tensor logits(const at::Tensor& tokens);
   /// Continuation: appends new_tokens ids to the prompt (a window of the last seq_length tokens is

@@ -26,6 +26,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// Whether this rank trains the named parameter: every one with one stage; under pipeline parallelism
+/// the layers of its chunks, the embeddings on the first stage, and the final norm and output layer
+/// (the word embedding when tied) on the last.
+bool trains_parameter(const std::string& name, const dist::ParallelLayout& layout, bool tied_output) {
+  if (!layout.is_pipelined()) return true;
+  if (name == "word_embeddings") return layout.holds_embedding() || (tied_output && layout.holds_loss());
+  if (name == "position_embeddings") return layout.holds_embedding();
+  if (name == "output_weight" || name.rfind("final_norm.", 0) == 0) return layout.holds_loss();
+  if (name.rfind("layers.", 0) == 0) {
+    const int64_t layer = std::stoll(name.substr(7, name.find('.', 7) - 7));
+    for (int64_t c = 0; c < layout.chunks; ++c) {
+      const dist::ModelChunk chunk = layout.chunk(c);
+      if (layer >= chunk.first_layer && layer < chunk.end_layer()) return true;
+    }
+    return false;
+  }
+  return true;
+}
+
 std::string scientific(double value, int digits) {
   std::ostringstream out;
   out << std::scientific << std::setprecision(digits) << value;
@@ -41,8 +60,15 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = model::GptModel(config.model, config.moe_layers);
   model_->to(device_);
+  // Every rank builds the whole model from the same seed (the weights of one process); it trains and
+  // updates its own stages' parameters.
+  const bool tied_output = !config.model.untie_embeddings_and_output_weights;
   std::vector<std::pair<std::string, at::Tensor>> parameters;
-  for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
+  at::Tensor shared_embedding;
+  for (const auto& item : model_->named_parameters()) {
+    if (trains_parameter(item.key(), layout_, tied_output)) parameters.emplace_back(item.key(), item.value());
+    if (item.key() == "word_embeddings" && tied_output && layout_.is_pipelined()) shared_embedding = item.value();
+  }
   AdamWOptions options;
   options.beta1 = config.train.adam_beta1;
   options.beta2 = config.train.adam_beta2;
@@ -51,11 +77,11 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
   if (groups != nullptr) {  // gradients averaged in buckets, overlapped with the backward when eager
     const bool overlap = config.cuda_graph.impl == config::CudaGraphImpl::kNone;
-    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, optimizer_->flat_gradients(), overlap, at::Tensor());
+    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, optimizer_->flat_gradients(), overlap, shared_embedding);
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
-  step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, *sync_, device_);
+  step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, *sync_, device_, groups);
   runner_ = make_iteration_runner(*step_);
   peak_ = capture::peak_throughput(device_, config.model.bf16 && device_.is_cuda());
   if (is_main_rank()) check_output_paths(config.train);

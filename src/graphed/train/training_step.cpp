@@ -5,18 +5,24 @@
 
 #include <optional>
 
+#include "graphed/dist/process_groups.h"
+#include "graphed/train/pipeline_schedule.h"
 #include "graphed/util/compat.h"
 
 namespace graphed::train {
 
 TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer,
-                           GradientSync& sync, const at::Device& device)
+                           GradientSync& sync, const at::Device& device, dist::ProcessGroups* groups)
     : config_(config),
       model_(std::move(model)),
       optimizer_(optimizer),
       sync_(sync),
       device_(device),
-      zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {}
+      zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {
+  if (groups != nullptr && groups->layout().is_pipelined()) pipeline_ = std::make_unique<PipelineSchedule>(*this, *groups, sync);
+}
+
+TrainingStep::~TrainingStep() = default;
 
 std::vector<Batch> TrainingStep::to_device(const std::vector<Batch>& host_batches) const {
   // Through pinned memory without blocking: a pageable copy would wait for the stream, serializing the
@@ -34,7 +40,17 @@ model::GptOutput TrainingStep::forward(const Batch& batch, int64_t microbatch) {
   return model_->forward(batch.tokens, batch.labels, microbatch);
 }
 
+model::ChunkOutput TrainingStep::forward_chunk(const model::LayerRange& range, const at::Tensor& input,
+                                               const at::Tensor& labels, int64_t microbatch) {
+  compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+  return model_->forward_chunk(range, input, labels, microbatch);
+}
+
 std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const std::vector<Batch>& microbatches) {
+  if (pipeline_) {
+    const auto [loss, aux_loss] = pipeline_->forward_backward(microbatches);
+    return sync_.reduce_losses(loss, aux_loss);
+  }
   const double scale = 1.0 / static_cast<double>(microbatches.size());
   at::Tensor loss_sum, aux_sum;
   for (std::size_t index = 0; index < microbatches.size(); ++index) {
@@ -76,6 +92,11 @@ IterationStats TrainingStep::run_iteration(const std::vector<Batch>& batches, bo
 at::Tensor TrainingStep::evaluation_loss(const std::vector<Batch>& batches) {
   at::NoGradGuard no_grad;
   model_->eval();
+  if (pipeline_) {
+    const at::Tensor loss = pipeline_->forward_only(batches);
+    model_->train();
+    return sync_.reduce_losses(loss, zero_aux_loss_).first;
+  }
   at::Tensor total;
   for (const Batch& batch : batches) {
     const at::Tensor loss = forward(batch, 0).lm_loss.to(at::kFloat);

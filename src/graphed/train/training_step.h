@@ -5,6 +5,7 @@
 // on the implementation.
 #pragma once
 
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -14,7 +15,13 @@
 #include "graphed/train/gradient_sync.h"
 #include "graphed/train/token_dataset.h"
 
+namespace graphed::dist {
+class ProcessGroups;
+}
+
 namespace graphed::train {
+
+class PipelineSchedule;
 
 /// Device scalars of one iteration; reading them synchronizes.
 struct IterationStats {
@@ -25,9 +32,12 @@ struct IterationStats {
 
 class TrainingStep {
  public:
-  /// model, optimizer, sync: not owned; the trainer owns them and outlives this.
+  /// model, optimizer, sync, groups: not owned; the trainer owns them and outlives this. groups: set
+  /// when the run has several ranks; with pipeline stages, forward and backward follow the pipeline
+  /// schedule (train/pipeline_schedule.h) over this rank's chunks.
   TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer, GradientSync& sync,
-               const at::Device& device);
+               const at::Device& device, dist::ProcessGroups* groups = nullptr);
+  ~TrainingStep();
 
   const config::RunConfig& config() const { return config_; }
   model::GptModel& model() { return model_; }
@@ -39,6 +49,11 @@ class TrainingStep {
   /// The model's forward of one microbatch (index `microbatch` of the iteration), under bf16 autocast
   /// when the configuration asks for it on CUDA.
   model::GptOutput forward(const Batch& batch, int64_t microbatch);
+  /// One pipeline stage's forward (model::GptModelImpl::forward_chunk), under the same autocast.
+  model::ChunkOutput forward_chunk(const model::LayerRange& range, const at::Tensor& input, const at::Tensor& labels,
+                                   int64_t microbatch);
+  /// The pipeline schedule when the model is split into stages, else null.
+  PipelineSchedule* pipeline() { return pipeline_.get(); }
   /// Forward and backward over the microbatches (microbatch m is forward pass m); returns {mean LM
   /// loss, mean aux loss} on the device, over every rank. Gradients accumulate into the optimizer's
   /// buffers and leave as the mean over the data-parallel ranks.
@@ -59,7 +74,8 @@ class TrainingStep {
   AdamW& optimizer_;
   GradientSync& sync_;
   at::Device device_;
-  at::Tensor zero_aux_loss_;  ///< the aux loss of dense models: one zero, not one per microbatch
+  at::Tensor zero_aux_loss_;
+  std::unique_ptr<PipelineSchedule> pipeline_;  ///< the one place pipeline parallelism is chosen  ///< the aux loss of dense models: one zero, not one per microbatch
 };
 
 }  // namespace graphed::train

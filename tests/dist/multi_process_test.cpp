@@ -1,0 +1,289 @@
+// tests/dist/multi_process_test.cpp — `graphed train` launched as several processes on the CPU, the way
+// torchrun launches it (WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; rank 0 hosts the
+// store, Gloo): data parallelism trains as one process would, only rank 0 prints and writes, and a
+// broken launch or configuration fails with one clear message.
+#include <fcntl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "graphed/util/file_system.h"
+#include "graphed/util/safetensors.h"
+
+extern char** environ;
+
+namespace graphed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// One process to start: the graphed binary's arguments, its extra environment ("NAME=value"), the
+/// variables to drop from the inherited one, and its working folder.
+struct ProcessSpec {
+  std::vector<std::string> arguments;
+  std::vector<std::string> environment;
+  std::vector<std::string> unset;
+  std::string folder;
+};
+
+struct ProcessResult {
+  int exit_code = -1;  ///< -1 when it was killed (timeout) or died of a signal
+  std::string out, err;
+};
+
+std::string read_text(const std::string& path) {
+  std::string text;
+  read_file(path, text);
+  return text;
+}
+
+/// The inherited environment without the launch variables (a test run under torchrun must not leak
+/// them), without `unset`, plus `extra`. One thread per rank on a 2-core machine: three processes at once.
+std::vector<std::string> child_environment(const std::vector<std::string>& extra, const std::vector<std::string>& unset) {
+  static const std::vector<std::string> launch = {"WORLD_SIZE",  "RANK",        "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                                  "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "OMP_NUM_THREADS"};
+  std::vector<std::string> result;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::string name = text.substr(0, text.find('='));
+    const auto listed = [&](const std::vector<std::string>& names) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    if (listed(launch) || listed(unset) || name.rfind("TORCHELASTIC_", 0) == 0) continue;
+    result.push_back(text);
+  }
+  result.push_back("OMP_NUM_THREADS=1");
+  for (const auto& entry : extra) {
+    const std::string name = entry.substr(0, entry.find('='));
+    if (std::find(unset.begin(), unset.end(), name) == unset.end()) result.push_back(entry);
+  }
+  return result;
+}
+
+/// Starts every process (fork, then execve at once), waits for all of them, and kills the rest after
+/// `timeout` (a rank waiting for a peer that died would otherwise hang the test). stdout and stderr
+/// go to files in each process's folder; their text comes back.
+std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs,
+                                         std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> out_paths, err_paths;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ProcessSpec& spec = specs[i];
+    EXPECT_EQ(create_directories(spec.folder), 0) << spec.folder;
+    out_paths.push_back(join_path(spec.folder, "stdout-" + std::to_string(i) + ".txt"));
+    err_paths.push_back(join_path(spec.folder, "stderr-" + std::to_string(i) + ".txt"));
+    // Everything execve needs is built before fork: the child only opens, dup2s and execs.
+    std::vector<std::string> arguments = spec.arguments;
+    arguments.insert(arguments.begin(), GRAPHED_BINARY);
+    const std::vector<std::string> environment = child_environment(spec.environment, spec.unset);
+    std::vector<char*> argv, envp;
+    for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    const char* out_path = out_paths.back().c_str();
+    const char* err_path = err_paths.back().c_str();
+    const char* folder = spec.folder.c_str();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int out = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = ::open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 || ::chdir(folder) != 0) _exit(126);
+      ::execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+    EXPECT_GT(pid, 0) << "fork failed: " << std::strerror(errno);
+    pids.push_back(pid);
+  }
+  std::vector<ProcessResult> results(specs.size());
+  std::vector<bool> done(specs.size(), false);
+  size_t remaining = 0;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    done[i] = pids[i] <= 0;  // fork failed: reported above
+    if (!done[i]) ++remaining;
+  }
+  const auto deadline = Clock::now() + timeout;
+  while (remaining > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (done[i]) continue;
+      int status = 0;
+      if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+        results[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        done[i] = true;
+        --remaining;
+      }
+    }
+    if (remaining > 0 && Clock::now() > deadline) {
+      ADD_FAILURE() << "the processes ran longer than " << timeout.count() << " s: killed";
+      for (size_t i = 0; i < pids.size(); ++i) {
+        if (done[i]) continue;
+        ::kill(pids[i], SIGKILL);
+        ::waitpid(pids[i], nullptr, 0);
+        done[i] = true;
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    results[i].out = read_text(out_paths[i]);
+    results[i].err = read_text(err_paths[i]);
+  }
+  return results;
+}
+
+/// A port of its own for each test (index) and each test process (ctest runs them apart, maybe at once).
+int pick_port(int index) { return 29600 + static_cast<int>(::getpid() % 200) * 8 + index; }
+
+/// The environment torchrun gives rank `rank` of `world` on this machine.
+std::vector<std::string> rank_environment(int world, int rank, int port) {
+  return {"WORLD_SIZE=" + std::to_string(world), "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
+          "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+}
+
+/// `world` ranks of `graphed train arguments`, rank r working in folder/rank<r>.
+std::vector<ProcessResult> launch(int world, int port, const std::vector<std::string>& arguments,
+                                  const std::string& folder, const std::vector<std::string>& unset = {}) {
+  std::vector<ProcessSpec> specs;
+  for (int rank = 0; rank < world; ++rank) {
+    specs.push_back({arguments, rank_environment(world, rank, port), unset,
+                     join_path(folder, "rank" + std::to_string(rank))});
+  }
+  return run_processes(specs);
+}
+
+std::string describe(const std::vector<ProcessResult>& results) {
+  std::ostringstream text;
+  for (size_t i = 0; i < results.size(); ++i) {
+    text << "--- process " << i << " exited " << results[i].exit_code << "\nstdout:\n"
+         << results[i].out << "stderr:\n" << results[i].err;
+  }
+  return text.str();
+}
+
+/// The training losses of a --metrics-file, by iteration.
+std::map<int64_t, double> losses_of(const std::string& metrics_file) {
+  std::map<int64_t, double> losses;
+  std::istringstream lines(read_text(metrics_file));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.contains("loss")) losses[record.at("iteration").get<int64_t>()] = record.at("loss").get<double>();
+  }
+  return losses;
+}
+
+int count(const std::string& text, const std::string& part) {
+  int found = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++found;
+  return found;
+}
+
+const std::vector<std::string> kTrain = {"train",         "--preset",         "tiny",  "--mock-data",
+                                         "--device",      "cpu",              "--eval-iters", "0",
+                                         "--sample-tokens", "0",              "--metrics-file", "metrics.jsonl",
+                                         "--save",        "checkpoints"};
+
+std::vector<std::string> plus(std::vector<std::string> arguments, const std::vector<std::string>& more) {
+  arguments.insert(arguments.end(), more.begin(), more.end());
+  return arguments;
+}
+
+TEST(MultiProcessTest, TwoDataParallelRanksTrainAsOneProcess) {
+  const std::string folder = make_temporary_directory("graphed-multi-process");
+  const std::vector<std::string> arguments =
+      plus(kTrain, {"--train-iters", "30", "--global-batch-size", "8", "--micro-batch-size", "2", "--log-interval", "5"});
+  // The reference and the two ranks at once: they share nothing but the machine.
+  const int port = pick_port(0);
+  const std::vector<ProcessResult> results =
+      run_processes({{arguments, {}, {}, join_path(folder, "one")},
+                     {arguments, rank_environment(2, 0, port), {}, join_path(folder, "rank0")},
+                     {arguments, rank_environment(2, 1, port), {}, join_path(folder, "rank1")}});
+  for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
+
+  // fp32 sums in another order: one process adds 4 microbatches' losses and gradients; each rank adds 2,
+  // then the ranks' sums are averaged (all-reduce). The same numbers up to rounding: 1e-5 relative.
+  const auto one = losses_of(join_path(folder, "one/metrics.jsonl"));
+  const auto two = losses_of(join_path(folder, "rank0/metrics.jsonl"));
+  ASSERT_EQ(one.size(), 6u) << describe(results);
+  ASSERT_EQ(two.size(), one.size()) << describe(results);
+  for (const auto& [iteration, loss] : one) {
+    ASSERT_TRUE(two.count(iteration)) << "iteration " << iteration;
+    EXPECT_NEAR(two.at(iteration), loss, 1e-5 * std::abs(loss)) << "iteration " << iteration;
+  }
+
+  const auto reference = read_safetensors(join_path(folder, "one/checkpoints/iter_0000030/model.safetensors"));
+  const auto trained = read_safetensors(join_path(folder, "rank0/checkpoints/iter_0000030/model.safetensors"));
+  ASSERT_FALSE(reference.empty());
+  ASSERT_EQ(trained.size(), reference.size());
+  for (const auto& [name, tensor] : reference) {
+    ASSERT_TRUE(trained.count(name)) << name;
+    const at::Tensor other = trained.at(name);
+    ASSERT_EQ(other.sizes(), tensor.sizes()) << name;
+    const double difference = (other.to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>();
+    EXPECT_LE(difference, 1e-5) << name;
+  }
+}
+
+TEST(MultiProcessTest, OnlyRankZeroPrintsAndWrites) {
+  const std::string folder = make_temporary_directory("graphed-multi-process");
+  const std::vector<ProcessResult> results = launch(
+      2, pick_port(1),
+      plus(kTrain, {"--train-iters", "2", "--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "1"}),
+      folder);
+  ASSERT_EQ(results[0].exit_code, 0) << describe(results);
+  ASSERT_EQ(results[1].exit_code, 0) << describe(results);
+  EXPECT_NE(results[0].out.find("launch: 2 ranks (data-parallel 2 x pipeline 1), Gloo; rank 0 prints and writes"),
+            std::string::npos)
+      << results[0].out;
+  EXPECT_NE(results[0].out.find("done: 2 iterations"), std::string::npos) << results[0].out;
+  EXPECT_EQ(results[1].out, "");
+  EXPECT_EQ(losses_of(join_path(folder, "rank0/metrics.jsonl")).size(), 2u);
+  EXPECT_FALSE(path_exists(join_path(folder, "rank1/metrics.jsonl")));
+  EXPECT_TRUE(path_exists(join_path(folder, "rank0/checkpoints/iter_0000002/model.safetensors")));
+  EXPECT_FALSE(path_exists(join_path(folder, "rank1/checkpoints")));
+}
+
+TEST(MultiProcessTest, AMissingMasterAddressStopsEveryRankNamingIt) {
+  const std::string folder = make_temporary_directory("graphed-multi-process");
+  const std::vector<ProcessResult> results =
+      launch(2, pick_port(2), plus(kTrain, {"--train-iters", "2"}), folder, {"MASTER_ADDR"});
+  for (const auto& result : results) {
+    EXPECT_EQ(result.exit_code, 1) << describe(results);
+    EXPECT_EQ(result.err.rfind("error: WORLD_SIZE=2 asks for several processes, but MASTER_ADDR ", 0), 0u)
+        << result.err;
+    EXPECT_NE(result.err.find("; fix: "), std::string::npos) << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+}
+
+TEST(MultiProcessTest, AConfigurationErrorIsPrintedOnceByRankZero) {
+  const std::string folder = make_temporary_directory("graphed-multi-process");
+  const std::vector<ProcessResult> results =
+      launch(2, pick_port(3), plus(kTrain, {"--pipeline-model-parallel-size", "2", "--num-layers", "3"}), folder);
+  EXPECT_EQ(results[0].exit_code, 1) << describe(results);
+  EXPECT_EQ(results[1].exit_code, 1) << describe(results);
+  EXPECT_EQ(count(results[0].err + results[1].err, "[PL-3]"), 1) << describe(results);
+  EXPECT_NE(results[0].err.find("--num-layers 3 does not split evenly over --pipeline-model-parallel-size 2; fix: "),
+            std::string::npos)
+      << results[0].err;
+  EXPECT_EQ(results[1].err, "");
+  EXPECT_EQ(results[1].out, "");
+}
+
+}  // namespace
+}  // namespace graphed

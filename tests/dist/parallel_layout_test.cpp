@@ -1,0 +1,92 @@
+// tests/dist/parallel_layout_test.cpp — each rank's place in the data x pipeline grid (Megatron's
+// order: data-parallel groups are consecutive ranks) and the layers of each model chunk, interleaved
+// virtual stages included.
+#include "graphed/dist/parallel_layout.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "graphed/config/run_config.h"
+#include "graphed/config/settings.h"
+
+namespace graphed::dist {
+namespace {
+
+using nlohmann::json;
+
+/// A resolved configuration for a launch of `world_size` processes (WORLD_SIZE is not a setting).
+config::RunConfig launched(const json& overrides, int64_t world_size) {
+  config::Settings settings;
+  config::apply_settings(settings, overrides, "test");
+  settings.train.world_size = world_size;
+  return config::resolve_run_config_or_throw(settings);
+}
+
+TEST(ParallelLayoutTest, OneProcessHoldsEveryLayerInOneChunk) {
+  const ParallelLayout layout = make_parallel_layout(launched({{"num_layers", 3}}, 1), 0);
+  EXPECT_EQ(layout.world_size, 1);
+  EXPECT_EQ(layout.data_size, 1);
+  EXPECT_EQ(layout.pipeline_size, 1);
+  EXPECT_EQ(layout.chunks, 1);
+  EXPECT_FALSE(layout.is_pipelined());
+  EXPECT_EQ(layout.data_group(), std::vector<int64_t>{0});
+  EXPECT_EQ(layout.pipeline_group(), std::vector<int64_t>{0});
+  const ModelChunk chunk = layout.chunk(0);
+  EXPECT_EQ(chunk.first_layer, 0);
+  EXPECT_EQ(chunk.layer_count, 3);
+  EXPECT_TRUE(chunk.first_stage);
+  EXPECT_TRUE(chunk.last_stage);
+}
+
+TEST(ParallelLayoutTest, FourRanksInTwoStagesGroupConsecutiveRanksForData) {
+  const config::RunConfig config = launched({{"num_layers", 8}, {"pipeline_model_parallel_size", 2}}, 4);
+  ASSERT_EQ(*config.train.data_parallel_size, 2);  // derived: 4 / (tensor 1 x pipeline 2)
+  const std::vector<std::vector<int64_t>> data_groups = {{0, 1}, {0, 1}, {2, 3}, {2, 3}};
+  const std::vector<std::vector<int64_t>> pipeline_groups = {{0, 2}, {1, 3}, {0, 2}, {1, 3}};
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    const ParallelLayout layout = make_parallel_layout(config, rank);
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(layout.pipeline_rank(), rank / 2);
+    EXPECT_EQ(layout.data_rank(), rank % 2);
+    EXPECT_EQ(layout.rank_at(layout.pipeline_rank(), layout.data_rank()), rank);
+    EXPECT_EQ(layout.data_group(), data_groups[rank]);
+    EXPECT_EQ(layout.pipeline_group(), pipeline_groups[rank]);
+    EXPECT_EQ(layout.holds_embedding(), rank < 2);
+    EXPECT_EQ(layout.holds_loss(), rank >= 2);
+    const ModelChunk chunk = layout.chunk(0);
+    EXPECT_EQ(chunk.first_layer, rank < 2 ? 0 : 4);
+    EXPECT_EQ(chunk.layer_count, 4);
+    EXPECT_EQ(chunk.first_stage, rank < 2);
+    EXPECT_EQ(chunk.last_stage, rank >= 2);
+  }
+}
+
+TEST(ParallelLayoutTest, VirtualStagesInterleaveTheChunksOverThePipelineRanks) {
+  const config::RunConfig config = launched(
+      {{"num_layers", 8}, {"pipeline_model_parallel_size", 2}, {"num_layers_per_virtual_pipeline_stage", 2}}, 2);
+  const ParallelLayout layout = make_parallel_layout(config, 0);
+  ASSERT_EQ(layout.chunks, 2);
+  struct Expected {
+    int64_t pipeline_rank, chunk, first_layer, virtual_stage;
+    bool first_stage, last_stage;
+  };
+  for (const Expected& e : {Expected{0, 0, 0, 0, true, false}, Expected{1, 0, 2, 1, false, false},
+                            Expected{0, 1, 4, 2, false, false}, Expected{1, 1, 6, 3, false, true}}) {
+    SCOPED_TRACE("chunk(" + std::to_string(e.pipeline_rank) + ", " + std::to_string(e.chunk) + ")");
+    const ModelChunk chunk = layout.chunk(e.pipeline_rank, e.chunk);
+    EXPECT_EQ(chunk.first_layer, e.first_layer);
+    EXPECT_EQ(chunk.layer_count, 2);
+    EXPECT_EQ(chunk.end_layer(), e.first_layer + 2);
+    EXPECT_EQ(chunk.first_stage, e.first_stage);
+    EXPECT_EQ(chunk.last_stage, e.last_stage);
+    EXPECT_EQ(layout.virtual_stage(e.pipeline_rank, e.chunk), e.virtual_stage);
+  }
+  // chunk(c) is chunk(pipeline_rank(), c): rank 1 is pipeline rank 1 (data-parallel size 1).
+  const ParallelLayout second = make_parallel_layout(config, 1);
+  EXPECT_EQ(second.chunk(1).first_layer, 6);
+  EXPECT_TRUE(second.chunk(1).last_stage);
+}
+
+}  // namespace
+}  // namespace graphed::dist
