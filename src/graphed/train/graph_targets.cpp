@@ -56,6 +56,35 @@ std::vector<GraphTarget> graph_targets(model::GptModel& model, const config::Cud
   return targets;
 }
 
+std::vector<std::vector<GraphTarget>> chunk_targets(const std::vector<GraphTarget>& targets,
+                                                    const std::vector<model::LayerRange>& chunks) {
+  std::vector<std::vector<GraphTarget>> result(chunks.size());
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const model::LayerRange& range = chunks[c];
+    for (const GraphTarget& target : targets) {
+      const bool mine = target.kind == TargetKind::kEmbedding ? range.first_stage
+                        : target.kind == TargetKind::kLoss    ? range.last_stage
+                                                              : target.layer >= range.first_layer && target.layer < range.end_layer;
+      if (mine) result[c].push_back(target);
+    }
+  }
+  return result;
+}
+
+std::vector<model::LayerRange> whole_model(const model::GptModel& model) {
+  return {{0, model->config().num_layers, true, true}};
+}
+
+std::vector<bool> chained_targets(const std::vector<std::vector<GraphTarget>>& chunks) {
+  std::vector<bool> chained;
+  for (const auto& chunk : chunks) {
+    std::vector<bool> part = chained_targets(chunk);
+    if (!part.empty()) part.front() = false;
+    chained.insert(chained.end(), part.begin(), part.end());
+  }
+  return chained;
+}
+
 void install_runner(model::GptModel& model, const GraphTarget& target, std::shared_ptr<capture::UnitRunner> runner) {
   switch (target.kind) {
     case TargetKind::kEmbedding: model->set_stage_runner(model::StageUnit::kEmbedding, std::move(runner)); return;

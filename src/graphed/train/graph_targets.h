@@ -34,6 +34,13 @@ struct GraphTarget {
 
 /// Every unit to graph, in forward order.
 std::vector<GraphTarget> graph_targets(model::GptModel& model, const config::CudaGraphConfig& config);
+/// The targets of each pipeline chunk (a rank's model chunks; one whole-model range without pipeline
+/// parallelism), in forward order: the embedding on a first stage, the chunk's layers, the loss on a
+/// last stage.
+std::vector<std::vector<GraphTarget>> chunk_targets(const std::vector<GraphTarget>& targets,
+                                                    const std::vector<model::LayerRange>& chunks);
+/// The whole model as one chunk.
+std::vector<model::LayerRange> whole_model(const model::GptModel& model);
 /// Routes the target's unit through the runner, or puts the model's eager runner back.
 void install_runner(model::GptModel& model, const GraphTarget& target, std::shared_ptr<capture::UnitRunner> runner);
 void install_eager_runner(model::GptModel& model, const GraphTarget& target);
@@ -44,5 +51,8 @@ void install_eager_runner(model::GptModel& model, const GraphTarget& target);
 /// layer, MLP, MoE) feeding the next layer's whole-layer or attention unit or the loss. Router outputs,
 /// preprocessing plans and eagerly finished layers break the chain.
 std::vector<bool> chained_targets(const std::vector<GraphTarget>& targets);
+/// chained_targets over each chunk's targets, concatenated: a chunk's first unit takes its input from
+/// another stage, so it is never chained.
+std::vector<bool> chained_targets(const std::vector<std::vector<GraphTarget>>& chunks);
 
 }  // namespace graphed::train

@@ -36,7 +36,13 @@ class RecordingRunner final : public capture::UnitRunner {
 LayerGraphHelper::LayerGraphHelper(model::GptModel model, const config::CudaGraphConfig& config, LayerGraphOptions options)
     : model_(std::move(model)), options_(options) {
   GRAPHED_INTERNAL_ASSERT(options_.captured_microbatches >= 1, "captured microbatches ", options_.captured_microbatches);
-  targets_ = graph_targets(model_, config);
+  if (options_.chunks.empty()) options_.chunks = whole_model(model_);
+  const auto chunks = chunk_targets(graph_targets(model_, config), options_.chunks);
+  for (const auto& chunk : chunks) {
+    units_per_chunk_.push_back(static_cast<int64_t>(chunk.size()));
+    targets_.insert(targets_.end(), chunk.begin(), chunk.end());
+  }
+  chained_ = chained_targets(chunks);
 }
 
 LayerGraphHelper::~LayerGraphHelper() = default;
@@ -73,19 +79,23 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
       GRAPHED_INTERNAL_ASSERT(!recorder->recorded().empty(), "unit ", recorder->unit().name, " did not run");
       units.push_back(recorder->unit());
     }
-    // 2. The PP = 1 schedule over the captured microbatches; the same samples for every slot (the
-    //    engine gives slots whose lifetimes overlap their own buffers).
+    // 2. The schedule over the captured microbatches (PP = 1, or the pipeline's order); the same
+    //    samples for every slot (the engine gives slots whose lifetimes overlap their own buffers).
     const int64_t slots = options_.captured_microbatches;
-    capture::PipelineRank rank;
-    rank.microbatches = slots;
     capture::GraphedCallablesOptions options;
-    options.order = capture::convert_schedule_table_to_order(capture::warmup_microbatches(rank), 1,
-                                                             capture::schedule_table(slots, 1, 1));
+    options.order = options_.order;
+    if (options.order.empty()) {
+      capture::PipelineRank rank;
+      rank.microbatches = slots;
+      options.order = capture::convert_schedule_table_to_order(capture::warmup_microbatches(rank), 1,
+                                                               capture::schedule_table(slots, 1, 1));
+    }
+    options.layers_per_chunk = units_per_chunk_;
     options.reuse_buffers = true;
     options.allow_unused_input = true;
     options.accumulate_parameter_grads = true;  // the optimizer keeps every grad allocated, zeroed in place
     options.clone_parameter_grads = false;      // so shared parameters' grads are added in place, not adopted
-    options.chained_inputs = chained_targets(targets_);
+    options.chained_inputs = chained_;
     options.retain_backward_graph = options_.retain_backward_graph;
     options.mode = options_.mode;
     options.pool = options_.pool;
@@ -93,8 +103,12 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     options.warmup_iterations =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil((10.0 - eager_passes) / static_cast<double>(slots))));
     std::vector<capture::UnitArguments> samples;
-    for (int64_t slot = 0; slot < slots; ++slot) {
-      for (const auto& recorder : recorders) samples.push_back({recorder->recorded(), {}});
+    int64_t first = 0;
+    for (const int64_t units : units_per_chunk_) {
+      for (int64_t slot = 0; slot < slots; ++slot) {
+        for (int64_t u = first; u < first + units; ++u) samples.push_back({recorders[static_cast<std::size_t>(u)]->recorded(), {}});
+      }
+      first += units;
     }
     recorders.clear();
     install_eager_runners();
@@ -108,12 +122,19 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     throw;
   }
   capture::restore_rng_states(device, {random_states.begin(), random_states.end()});
-  // 3. Route every unit to its slots.
-  const std::size_t count = targets_.size();
-  for (std::size_t u = 0; u < count; ++u) {
-    std::vector<std::shared_ptr<capture::GraphedCallable>> per_slot;
-    for (std::size_t slot = 0; slot * count + u < callables_.size(); ++slot) per_slot.push_back(callables_[slot * count + u]);
-    install_runner(model_, targets_[u], std::make_shared<capture::MicrobatchRunner>(targets_[u].unit, std::move(per_slot)));
+  // 3. Route every unit to its slots: entry prefix x M + microbatch x units + unit of its chunk.
+  const int64_t slots = options_.captured_microbatches;
+  int64_t first = 0;
+  for (const int64_t units : units_per_chunk_) {
+    for (int64_t u = 0; u < units; ++u) {
+      std::vector<std::shared_ptr<capture::GraphedCallable>> per_slot;
+      for (int64_t slot = 0; slot < slots; ++slot) {
+        per_slot.push_back(callables_[static_cast<std::size_t>(first * slots + slot * units + u)]);
+      }
+      const GraphTarget& target = targets_[static_cast<std::size_t>(first + u)];
+      install_runner(model_, target, std::make_shared<capture::MicrobatchRunner>(target.unit, std::move(per_slot)));
+    }
+    first += units;
   }
   capture::synchronize(device);
   memory_ = before.taken_since();

@@ -33,6 +33,12 @@ struct LayerGraphOptions {
   bool autocast = false;
   bool retain_backward_graph = false;
   capture::CaptureMode mode = capture::CaptureMode::kGlobal;
+  /// The rank's model chunks under pipeline parallelism (units grouped per chunk, chunk-major); empty:
+  /// the whole model as one chunk.
+  std::vector<model::LayerRange> chunks;
+  /// The pipeline order over captured_microbatches (+c forward, -c backward of chunk c, 1-based), which
+  /// warmup and capture walk; empty: the PP = 1 order.
+  std::vector<int64_t> order;
   /// The pool every graph shares (with graphs that replay after them, such as the optimizer step);
   /// default: a new one per capture.
   capture::GraphPool pool;
@@ -57,7 +63,7 @@ class LayerGraphHelper {
   double capture_seconds() const { return capture_seconds_; }
   /// Device memory the capture took: the pool's growth, and the graphs outside the allocator.
   const capture::CaptureMemory& capture_memory() const { return memory_; }
-  /// Every (unit, microbatch) callable, unit-major within the single chunk: microbatch x units + unit.
+  /// Every (unit, microbatch) callable, chunk-major, then microbatch, then unit within the chunk.
   const std::vector<std::shared_ptr<capture::GraphedCallable>>& callables() const { return callables_; }
 
  private:
@@ -65,7 +71,9 @@ class LayerGraphHelper {
 
   model::GptModel model_;
   LayerGraphOptions options_;
-  std::vector<GraphTarget> targets_;
+  std::vector<GraphTarget> targets_;  ///< chunk by chunk
+  std::vector<int64_t> units_per_chunk_;
+  std::vector<bool> chained_;
   std::vector<std::shared_ptr<capture::GraphedCallable>> callables_;
   double capture_seconds_ = 0;
   capture::CaptureMemory memory_;

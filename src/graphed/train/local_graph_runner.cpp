@@ -1,6 +1,7 @@
 // train/local_graph_runner.cpp — see train/local_graph_runner.h.
 #include "graphed/train/local_graph_runner.h"
 
+#include "graphed/train/pipeline_schedule.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::train {
@@ -13,6 +14,15 @@ capture::LocalGraphOptions local_options(const config::CudaGraphConfig& graphs) 
   return options;
 }
 
+/// The units of this rank's chunks (every unit without pipeline parallelism).
+std::vector<GraphTarget> rank_targets(TrainingStep& step) {
+  const auto all = graph_targets(step.model(), step.config().cuda_graph);
+  const auto chunks = step.pipeline() != nullptr ? step.pipeline()->chunks() : whole_model(step.model());
+  std::vector<GraphTarget> targets;
+  for (const auto& chunk : chunk_targets(all, chunks)) targets.insert(targets.end(), chunk.begin(), chunk.end());
+  return targets;
+}
+
 }  // namespace
 
 LocalGraphRunner::LocalGraphRunner(TrainingStep& step) : LocalGraphRunner(step, runner_pool(step.config().cuda_graph)) {}
@@ -21,7 +31,7 @@ LocalGraphRunner::LocalGraphRunner(TrainingStep& step, const capture::GraphPool&
     : step_(step),
       stream_(step.device()),
       registry_(step.device(), local_options(step.config().cuda_graph), pool),
-      targets_(graph_targets(step.model(), step.config().cuda_graph)),
+      targets_(rank_targets(step)),
       optimizer_(step, pool) {
   for (const GraphTarget& target : targets_) {
     managers_.push_back(std::make_shared<capture::CudaGraphManager>(target.unit, registry_));

@@ -136,8 +136,8 @@ std::pair<at::Tensor, at::Tensor> PipelineSchedule::forward_backward(const std::
   return {loss, aux};
 }
 
-at::Tensor PipelineSchedule::forward_only(const std::vector<Batch>& microbatches) {
-  at::NoGradGuard no_grad;
+at::Tensor PipelineSchedule::forward_only(const std::vector<Batch>& microbatches, bool with_grad) {
+  at::AutoGradMode grad_mode(with_grad);
   const auto count = static_cast<int64_t>(microbatches.size());
   loss_sum_ = at::Tensor();
   aux_sum_ = at::Tensor();
@@ -145,7 +145,7 @@ at::Tensor PipelineSchedule::forward_only(const std::vector<Batch>& microbatches
   // (microbatch, stage), so no rank waits for one that waits for it.
   for (int64_t microbatch = 0; microbatch < count; ++microbatch) {
     for (int64_t chunk = 0; chunk < static_cast<int64_t>(chunks_.size()); ++chunk) {
-      forward_step(chunk, microbatch, microbatches[static_cast<std::size_t>(microbatch)], 1.0, false);
+      forward_step(chunk, microbatch, microbatches[static_cast<std::size_t>(microbatch)], 1.0, with_grad);
     }
   }
   for (dist::PendingWork& work : sends_) work.wait();

@@ -30,8 +30,9 @@ class PipelineSchedule {
   /// The rank's part of forward and backward over the microbatches; returns this rank's {LM loss sum,
   /// aux loss sum} x 1/M (zero LM loss off the last stage). Gradients accumulate in the optimizer's buffers.
   std::pair<at::Tensor, at::Tensor> forward_backward(const std::vector<Batch>& microbatches);
-  /// Forward only (no grad): this rank's mean LM loss over the microbatches (zero off the last stage).
-  at::Tensor forward_only(const std::vector<Batch>& microbatches);
+  /// Forward only, microbatch by microbatch: this rank's mean LM loss (zero off the last stage). Without
+  /// grad for evaluation; with_grad records the units' arguments as training sees them (no backward).
+  at::Tensor forward_only(const std::vector<Batch>& microbatches, bool with_grad = false);
   /// The order this rank walks for M microbatches (+c forward, -c backward of chunk c, 1-based).
   std::vector<int64_t> order(int64_t microbatches) const;
   /// The layer ranges of this rank's model chunks.

@@ -53,7 +53,7 @@ class TrainingStep {
   model::ChunkOutput forward_chunk(const model::LayerRange& range, const at::Tensor& input, const at::Tensor& labels,
                                    int64_t microbatch);
   /// The pipeline schedule when the model is split into stages, else null.
-  PipelineSchedule* pipeline() { return pipeline_.get(); }
+  PipelineSchedule* pipeline() const { return pipeline_.get(); }
   /// Forward and backward over the microbatches (microbatch m is forward pass m); returns {mean LM
   /// loss, mean aux loss} on the device, over every rank. Gradients accumulate into the optimizer's
   /// buffers and leave as the mean over the data-parallel ranks.

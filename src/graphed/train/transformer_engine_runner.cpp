@@ -1,6 +1,7 @@
 // train/transformer_engine_runner.cpp — see train/transformer_engine_runner.h.
 #include "graphed/train/transformer_engine_runner.h"
 
+#include "graphed/train/pipeline_schedule.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::train {
@@ -13,6 +14,12 @@ LayerGraphOptions layer_options(const TrainingStep& step, const capture::GraphPo
   options.autocast = step.config().model.bf16 && step.device().is_cuda();
   options.retain_backward_graph = step.config().cuda_graph.retain_backward_graph;
   options.pool = pool;
+  if (PipelineSchedule* pipeline = step.pipeline()) {
+    // Per (layer, microbatch) graph sets in the schedule's order (Megatron §3.2): one set per microbatch.
+    options.chunks = pipeline->chunks();
+    options.captured_microbatches = step.config().num_microbatches();
+    options.order = pipeline->order(options.captured_microbatches);
+  }
   return options;
 }
 
@@ -40,12 +47,22 @@ IterationStats TransformerEngineRunner::train(const std::vector<Batch>& host_bat
   step_.model()->train();  // the grads were zeroed after the last optimizer step
   // The graphs are captured at the top of the first iteration after the warmup (as MCore does).
   if (!layers_.is_captured() && iterations_ >= step_.config().cuda_graph.warmup_steps) {
-    layers_.capture([&] { step_.forward(batches.front(), 0); }, step_.device());
+    layers_.capture([&] { record_forward(batches); }, step_.device());
   }
   auto [loss, aux_loss] = step_.forward_backward(batches);
   const at::Tensor grad_norm = optimizer_.run();
   ++iterations_;
   return {loss, aux_loss, grad_norm};
+}
+
+void TransformerEngineRunner::record_forward(const std::vector<Batch>& batches) {
+  // Every unit's real arguments: one microbatch's forward, or under pipeline parallelism the pipeline's
+  // forward of every microbatch (every rank at once: the stages feed each other). No backward.
+  if (PipelineSchedule* pipeline = step_.pipeline()) {
+    pipeline->forward_only(batches, /*with_grad=*/true);
+  } else {
+    step_.forward(batches.front(), 0);
+  }
 }
 
 at::Tensor TransformerEngineRunner::evaluate(const std::vector<Batch>& host_batches) {

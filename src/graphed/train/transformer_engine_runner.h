@@ -26,6 +26,8 @@ class TransformerEngineRunner final : public IterationRunner {
 
  private:
   TransformerEngineRunner(TrainingStep& step, const capture::GraphPool& pool);
+  /// The forward whose unit arguments the capture records.
+  void record_forward(const std::vector<Batch>& batches);
 
   TrainingStep& step_;
   capture::SideStream stream_;
