@@ -28,6 +28,7 @@ int64_t CudaGraphManager::graph_count() const {
 
 void CudaGraphManager::forget_runners() {
   training_runners_.clear();
+  next_runner_ = 0;
   forward_only_runners_.clear();
 }
 
@@ -48,6 +49,16 @@ std::vector<at::Tensor> CudaGraphManager::run(const std::vector<at::Tensor>& inp
 }
 
 CudaGraphRunner& CudaGraphManager::select_training_runner(const std::vector<at::Tensor>& inputs, bool may_create) {
+  if (registry_->options().per_microbatch_runners && !may_create && !training_runners_.empty()) {
+    CudaGraphRunner& runner = *training_runners_[next_runner_++ % training_runners_.size()];
+    if (!runner.is_ready_for_forward() || !runner.mismatches(inputs).empty()) throw_no_match(inputs);
+    return runner;
+  }
+  if (registry_->options().per_microbatch_runners && may_create) {
+    training_runners_.push_back(std::make_unique<CudaGraphRunner>(unit_, CudaGraphRunner::Kind::kTraining,
+                                                                  registry_->next_runner_id(), inputs));
+    return *training_runners_.back();
+  }
   for (const auto& runner : training_runners_) {
     if (runner->is_ready_for_forward() && runner->mismatches(inputs).empty()) return *runner;
   }

@@ -51,6 +51,7 @@ class CudaGraphManager final : public UnitRunner {
   GraphableUnit unit_;
   GraphRegistry* registry_;  ///< not owned; null once the registry is gone
   std::vector<std::unique_ptr<CudaGraphRunner>> training_runners_;
+  std::size_t next_runner_ = 0;  ///< per-microbatch mode: the runner of the next call, modulo the count
   std::vector<std::unique_ptr<CudaGraphRunner>> forward_only_runners_;
 };
 

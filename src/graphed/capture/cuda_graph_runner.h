@@ -39,6 +39,10 @@ struct LocalGraphOptions {
   bool shared_evaluation_pool = true;
   /// Megatron captures local graphs in thread-local mode.
   CaptureMode mode = CaptureMode::kThreadLocal;
+  /// §2.4's per-microbatch mode (pipeline parallelism): every call of the recording iteration gets a
+  /// runner of its own, and later iterations take them round-robin in that order. Graphs then replay in
+  /// the order they were captured, which pool sharing needs when several microbatches are in flight.
+  bool per_microbatch_runners = false;
 };
 
 /// A training runner's static inputs, as the registry resolved them from the record.

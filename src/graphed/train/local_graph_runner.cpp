@@ -7,8 +7,9 @@
 namespace graphed::train {
 namespace {
 
-capture::LocalGraphOptions local_options(const config::CudaGraphConfig& graphs) {
+capture::LocalGraphOptions local_options(const config::CudaGraphConfig& graphs, bool pipelined) {
   capture::LocalGraphOptions options;
+  options.per_microbatch_runners = pipelined;
   options.retain_backward_graph = graphs.retain_backward_graph;
   options.shared_evaluation_pool = graphs.use_single_mempool;
   return options;
@@ -30,7 +31,7 @@ LocalGraphRunner::LocalGraphRunner(TrainingStep& step) : LocalGraphRunner(step, 
 LocalGraphRunner::LocalGraphRunner(TrainingStep& step, const capture::GraphPool& pool)
     : step_(step),
       stream_(step.device()),
-      registry_(step.device(), local_options(step.config().cuda_graph), pool),
+      registry_(step.device(), local_options(step.config().cuda_graph, step.pipeline() != nullptr), pool),
       targets_(rank_targets(step)),
       optimizer_(step, pool) {
   for (const GraphTarget& target : targets_) {
