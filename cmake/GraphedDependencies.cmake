@@ -4,6 +4,7 @@
 #   graphed::torch_headers  the same without the libraries
 #   GRAPHED_CUDA        1 when the LibTorch found has CUDA (target torch_cuda exists), else 0
 #   GRAPHED_TORCH_VERSION
+#   GRAPHED_GLOO        1 when the gloo headers are found (CPU ranks of a multi-process run), else 0
 
 find_package(Torch REQUIRED)
 set(GRAPHED_TORCH_VERSION "${Torch_VERSION}")
@@ -28,6 +29,15 @@ add_library(graphed_torch INTERFACE)
 add_library(graphed::torch ALIAS graphed_torch)
 target_link_libraries(graphed_torch INTERFACE graphed_torch_headers ${TORCH_LIBRARIES})
 message(STATUS "graphed: LibTorch ${GRAPHED_TORCH_VERSION}, GRAPHED_CUDA=${GRAPHED_CUDA}")
+
+# Gloo's headers (Debian's libgloo-dev; the pip wheel ships none): CPU ranks of a multi-process run.
+find_path(GRAPHED_GLOO_INCLUDE_DIR gloo/algorithm.h HINTS ${TORCH_INCLUDE_DIRS})
+if(GRAPHED_GLOO_INCLUDE_DIR)
+  set(GRAPHED_GLOO 1)
+else()
+  set(GRAPHED_GLOO 0)
+endif()
+message(STATUS "graphed: Gloo for CPU ranks: ${GRAPHED_GLOO}")
 
 # Header-only libraries: the system's (apt) first, then .deps/include (scripts/gpu-prepare).
 find_package(CLI11 CONFIG QUIET)

@@ -357,6 +357,8 @@ Resolution resolve_launched(const json& overrides, int64_t world_size) {
   return resolve_run_config(settings);
 }
 
+const json kTwoStagesOfFour = {{"pipeline_model_parallel_size", 2}, {"num_layers", 8}};
+
 struct LaunchCase {
   std::string name;
   json settings;
@@ -423,47 +425,59 @@ INSTANTIATE_TEST_SUITE_P(
                    "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size 2 or more (the "
                    "interleaved schedule), got 1; fix: drop it, or pass more pipeline stages"},
         LaunchCase{"PL5VirtualDoesNotDivide",
-                   {{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 3}},
-                   2, "PL-5", Severity::kError,
+                   merged(kTwoStagesOfFour, {{"num_layers_per_virtual_pipeline_stage", 3}}), 2, "PL-5",
+                   Severity::kError,
                    "--num-layers-per-virtual-pipeline-stage 3 does not divide the 4 layers of each of the 2 pipeline "
                    "stages; fix: pass a divisor of 4"},
         LaunchCase{"PL5VirtualZero",
-                   {{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 0}},
-                   2, "PL-5", Severity::kError,
+                   merged(kTwoStagesOfFour, {{"num_layers_per_virtual_pipeline_stage", 0}}), 2, "PL-5",
+                   Severity::kError,
                    "--num-layers-per-virtual-pipeline-stage 0 does not divide the 4 layers of each of the 2 pipeline "
                    "stages; fix: pass a divisor of 4"},
         LaunchCase{"PL5OneVirtualStageIsOneFOneB",
-                   {{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 4}},
-                   2, "PL-5", Severity::kNote,
+                   merged(kTwoStagesOfFour, {{"num_layers_per_virtual_pipeline_stage", 4}}), 2, "PL-5",
+                   Severity::kNote,
                    "--num-layers-per-virtual-pipeline-stage 4 puts all 4 layers of a stage in one virtual stage: the "
                    "schedule is 1F1B"},
-        LaunchCase{"PL6FullIterationPipeline", {{"pipeline_model_parallel_size", 2}, {"cuda_graph_impl", "full_iteration"}},
-                   2, "PL-6", Severity::kError,
+        LaunchCase{"PL6FullIterationPipeline",
+                   {{"pipeline_model_parallel_size", 2}, {"cuda_graph_impl", "full_iteration"}}, 2, "PL-6",
+                   Severity::kError,
                    "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size 2 is not supported in this "
                    "version (the pipeline's sends and receives would sit inside one graph per stage); fix: "
                    "--cuda-graph-impl local or transformer_engine, which graph each (layer, microbatch) between the "
-                   "transfers"}),
+                   "transfers"},
+        LaunchCase{"PL7SavePipeline", {{"pipeline_model_parallel_size", 2}, {"save", "checkpoints"}}, 2, "PL-7",
+                   Severity::kError,
+                   "--save with --pipeline-model-parallel-size 2: checkpoints of a model split into pipeline stages "
+                   "are not supported in this version (no rank holds the whole state); fix: drop --save, or train "
+                   "with data parallelism only, whose checkpoints load under any data-parallel size"},
+        LaunchCase{"PL7LoadPipeline", {{"pipeline_model_parallel_size", 2}, {"load", "checkpoints"}}, 2, "PL-7",
+                   Severity::kError,
+                   "--load with --pipeline-model-parallel-size 2: checkpoints of a model split into pipeline stages "
+                   "are not supported in this version (no rank holds the whole state); fix: drop --load, or train "
+                   "with data parallelism only, whose checkpoints load under any data-parallel size"}),
     [](const ::testing::TestParamInfo<LaunchCase>& info) { return info.param.name; });
 
 TEST(ValidationTest, AValidParallelLaunchHasNoParallelIssue) {
   for (const auto& [settings, world_size] : std::vector<std::pair<json, int64_t>>{
            {json::object(), 1},
            {json::object(), 4},
-           {{{"pipeline_model_parallel_size", 2}, {"num_layers", 8}}, 4},
-           {{{"pipeline_model_parallel_size", 2}, {"num_layers", 8}, {"num_layers_per_virtual_pipeline_stage", 2}}, 2},
+           {kTwoStagesOfFour, 4},
+           {merged(kTwoStagesOfFour, {{"num_layers_per_virtual_pipeline_stage", 2}}), 2},
            {{{"pipeline_model_parallel_size", 2}, {"num_layers", 4}, {"data_parallel_size", 2}}, 4},
-           {{{"pipeline_model_parallel_size", 2}, {"cuda_graph_impl", "local"}}, 2}}) {
+           {{{"pipeline_model_parallel_size", 2}, {"cuda_graph_impl", "local"}}, 2},
+           {{{"save", "checkpoints"}, {"load", "checkpoints"}}, 2}}) {
     const Resolution resolution = resolve_launched(settings, world_size);
     for (const auto& issue : resolution.issues.all()) {
-      EXPECT_NE(issue.rule.rfind("PL-", 0), 0u) << settings.dump() << " on " << world_size << ": " << format_issue(issue);
+      EXPECT_NE(issue.rule.rfind("PL-", 0), 0u)
+          << settings.dump() << " on " << world_size << ": " << format_issue(issue);
     }
   }
 }
 
 TEST(ValidationTest, TheDataParallelSizeFollowsTheLaunch) {
   EXPECT_EQ(resolve_launched(json::object(), 4).config.train.data_parallel_size, 4);
-  EXPECT_EQ(resolve_launched({{"pipeline_model_parallel_size", 2}, {"num_layers", 4}}, 4).config.train.data_parallel_size,
-            2);
+  EXPECT_EQ(resolve_launched(kTwoStagesOfFour, 4).config.train.data_parallel_size, 2);
   // TR-2's global batch default is micro batch x data-parallel size.
   EXPECT_EQ(resolve_launched({{"micro_batch_size", 2}}, 4).config.train.global_batch_size, 8);
 }

@@ -3,6 +3,7 @@
 
 #include <iomanip>
 
+#include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/config/run_config.h"
 #include "graphed/util/text.h"
@@ -29,7 +30,16 @@ std::string origin_of(const std::string& key, const json& resolved, const json& 
 }  // namespace
 
 int run_check_config(const CommandLine& command_line, std::ostream& out) {
-  const RunSettings run = settings_for_run(command_line);
+  RunSettings run = settings_for_run(command_line);
+  // The launch this configuration runs under: WORLD_SIZE when a launcher set it, else the processes its
+  // parallel sizes ask for (so a pipeline layout can be checked before launching it).
+  const dist::LaunchEnvironment environment = launch_environment();
+  const config::TrainConfig& train = run.settings.train;
+  run.settings.train.world_size = environment.is_distributed()
+                                      ? environment.world_size
+                                      : std::max<int64_t>(1, train.tensor_model_parallel_size *
+                                                                 train.pipeline_model_parallel_size *
+                                                                 train.data_parallel_size.value_or(1));
   const config::Resolution resolution = config::resolve_run_config(run.settings);
   const json resolved = config::run_config_to_json(resolution.config);
   const json given = config::settings_to_json(run.settings);

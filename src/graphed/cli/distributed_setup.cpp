@@ -32,6 +32,7 @@ void DistributedRun::finish() {
   monitor_->finish();
   if (groups_->environment().rank == 0) monitor_->wait_for_everyone();
   monitor_.reset();
+  groups_->shutdown();
 }
 
 dist::LaunchEnvironment launch_environment() {
@@ -49,7 +50,7 @@ at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironme
         ", but this machine shows " + std::to_string(gpus) + " GPU(s): more ranks than GPUs on one node; fix: launch " +
         "at most " + std::to_string(gpus) + " processes per node (torchrun --nproc-per-node " + std::to_string(gpus) +
         "), or train on CPUs with --device cpu";
-    throw ConfigError(message, {message});
+    throw DistributedError(message);  // this rank's own: printed by every rank that finds it
   }
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(environment.local_rank));
 }

@@ -35,8 +35,8 @@ class DistributedRun {
 /// The launch's environment; sets the logging rank. Throws DistributedError for a broken one.
 dist::LaunchEnvironment launch_environment();
 
-/// The rank's device: --device as for one process, then GPU LOCAL_RANK on CUDA. Throws ConfigError when
-/// there are more ranks on this node than GPUs.
+/// The rank's device: --device as for one process, then GPU LOCAL_RANK on CUDA. Throws DistributedError
+/// when there are more ranks on this node than GPUs.
 at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironment& environment);
 
 /// A stream that drops everything (the output of ranks other than 0).

@@ -12,6 +12,7 @@
 #include "graphed/cli/report_command.h"
 #include "graphed/cli/tokenize_command.h"
 #include "graphed/cli/train_command.h"
+#include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
 #include "graphed/util/text.h"
@@ -32,6 +33,8 @@ std::string rank_prefix() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // LibTorch's own warnings (c10d's notes on lazy communicators, say) are for developers: `--debug torch`.
+  graphed::compat::route_library_warnings([](const std::string& message) { graphed::log_debug("torch", message); });
   try {
     const graphed::cli::CommandLine command_line =
         graphed::cli::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));

@@ -23,7 +23,12 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
       << "; device: " << capture::device_name(device)
       << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "; "
       << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size << " x "
-      << config.model.seq_length << " tokens per iteration" << std::endl;
+      << config.model.seq_length << " tokens per iteration";
+  if (config.train.data_parallel_size.value_or(1) > 1) {
+    out << " and rank (global batch " << *config.train.global_batch_size << " over "
+        << *config.train.data_parallel_size << " data-parallel ranks)";
+  }
+  out << std::endl;
   if (trainer.peak()) out << "MFU is measured against " << trainer.peak()->basis << std::endl;
 }
 

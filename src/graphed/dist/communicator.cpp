@@ -102,4 +102,14 @@ void Communicator::barrier() {
   guarded("a barrier", [&] { return erase(backend_->backend->barrier()); }).wait();
 }
 
+void Communicator::shutdown() {
+#if TORCH_VERSION_MAJOR >= 2
+  try {
+    backend_->backend->shutdown();
+  } catch (const std::exception&) {
+    // Ending anyway: a backend that cannot shut down cleanly is released with the process.
+  }
+#endif
+}
+
 }  // namespace graphed::dist

@@ -54,6 +54,8 @@ class Communicator {
   void broadcast(at::Tensor& tensor, int64_t root);
   /// Every member has arrived (blocks the host).
   void barrier();
+  /// Releases the backend's communicators (LibTorch 2.x; nothing to do on 1.13). No call after it.
+  void shutdown();
 
  private:
   PendingWork guarded(const std::string& what, const std::function<std::shared_ptr<void>()>& launch);

@@ -97,6 +97,13 @@ Communicator& ProcessGroups::link(int64_t boundary, LinkDirection direction) {
   return *links_.emplace(key, make_group(name, ends)).first->second;
 }
 
+void ProcessGroups::shutdown() {
+  for (auto& entry : links_) entry.second->shutdown();
+  for (auto* group : {&embedding_, &pipeline_, &data_, &world_}) {
+    if (*group) (*group)->shutdown();
+  }
+}
+
 c10::intrusive_ptr<c10d::Store> ProcessGroups::connect_store() const {
   return open_store(environment_, timeout_, /*server=*/false);
 }

@@ -44,6 +44,8 @@ class ProcessGroups {
   /// The link over pipeline boundary b (between virtual stages b and b + 1) in one direction; this rank
   /// must be one of its two ends.
   Communicator& link(int64_t boundary, LinkDirection direction);
+  /// Shuts every backend down cleanly (the end of a good run; LibTorch 2.x, a no-op on 1.13).
+  void shutdown();
   /// A second connection to the rendezvous store, for the rank monitor's thread.
   c10::intrusive_ptr<c10d::Store> connect_store() const;
 

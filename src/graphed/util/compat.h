@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
 #include <vector>
 
 /// True when the LibTorch being compiled against is at least major.minor.
@@ -124,6 +125,26 @@ inline void adamw_step(const std::vector<at::Tensor>& params, const std::vector<
     const at::Tensor denom = exp_avg_sqs[i].sqrt() / bias2_sqrt + eps;
     params[i].sub_(exp_avgs[i] / denom * (lr / bias1));
   }
+}
+
+/// Sends the calling thread's LibTorch warnings (TORCH_WARN) to `sink` instead of stderr: the handler's
+/// signature differs between 1.13 and 2.x.
+inline void route_library_warnings(void (*sink)(const std::string&)) {
+  struct Handler final : c10::WarningHandler {
+    void (*sink)(const std::string&) = nullptr;
+#if TORCH_VERSION_MAJOR >= 2
+    void process(const c10::Warning& warning) override { sink(warning.msg()); }
+#else
+    void process(const c10::SourceLocation&, const std::string& message, const bool) override { sink(message); }
+#endif
+  };
+  static Handler handler;
+  handler.sink = sink;
+#if TORCH_VERSION_MAJOR >= 2
+  c10::WarningUtils::set_warning_handler(&handler);
+#else
+  c10::Warning::set_warning_handler(&handler);
+#endif
 }
 
 }  // namespace graphed::compat
