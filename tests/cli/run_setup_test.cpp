@@ -110,16 +110,16 @@ TEST(RunSetupTest, AMultiProcessLaunchIsRefused) {
   ::setenv("WORLD_SIZE", "2", 1);
   std::string message;
   try {
-    refuse_multi_process_launch();
+    refuse_multi_process_launch("bench");
   } catch (const ConfigError& error) {
     message = error.what();
   }
   ::unsetenv("WORLD_SIZE");
-  EXPECT_EQ(message, "WORLD_SIZE=2 asks for 2 processes (torchrun or another launcher), but graphed trains on one "
-                     "process in this version: each would train alone on the same data; fix: run one process without "
-                     "a launcher (unset WORLD_SIZE)");
+  EXPECT_EQ(message, "WORLD_SIZE=2 asks for 2 processes (torchrun or another launcher), but `graphed bench` runs as "
+                     "one process: each would do the same work alone; fix: run it without a launcher (unset "
+                     "WORLD_SIZE); `graphed train` is the command that runs on several");
   ::setenv("WORLD_SIZE", "1", 1);
-  EXPECT_NO_THROW(refuse_multi_process_launch());
+  EXPECT_NO_THROW(refuse_multi_process_launch("bench"));
   ::unsetenv("WORLD_SIZE");
 }
 

@@ -195,7 +195,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
 
 int run_bench(const CommandLine& command_line, std::ostream& out) {
   if (command_line.bench_decode) return run_bench_decode(command_line, out);
-  refuse_multi_process_launch();
+  refuse_multi_process_launch("bench");
   std::vector<Row> rows;
   for (const auto& impl : command_line.impls) rows.push_back(bench_impl(command_line, impl));
   const auto baseline = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.impl == "none"; });

@@ -185,7 +185,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
 }  // namespace
 
 int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
-  refuse_multi_process_launch();
+  refuse_multi_process_launch("bench");
   config::Settings settings = command_line.settings;
   settings.model.attention_dropout = 0.0;
   settings.model.hidden_dropout = 0.0;

@@ -178,6 +178,7 @@ void print_summary(const config::CudaGraphConfig& graphs, const infer::DecodeEng
 
 int run_generate(const CommandLine& command_line, std::ostream& out) {
   const GenerateFlags& flags = command_line.generate;
+  refuse_multi_process_launch("generate");
   const at::Device device = choose_device(command_line.settings.train.device, "decoding eagerly in fp32");
   const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
   GenerationModel model = load_generation_model(command_line, device, std::cerr);

@@ -95,16 +95,16 @@ config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream&
   return resolve_settings(run.settings);
 }
 
-void refuse_multi_process_launch() {
+void refuse_multi_process_launch(const std::string& command) {
   const char* world_size = std::getenv("WORLD_SIZE");
   if (world_size == nullptr) return;
   char* end = nullptr;
   const long processes = std::strtol(world_size, &end, 10);
   if (end == world_size || *end != '\0' || processes <= 1) return;
   const std::string message = "WORLD_SIZE=" + std::string(world_size) + " asks for " + std::to_string(processes) +
-                              " processes (torchrun or another launcher), but graphed trains on one process in this "
-                              "version: each would train alone on the same data; fix: run one process without a "
-                              "launcher (unset WORLD_SIZE)";
+                              " processes (torchrun or another launcher), but `graphed " + command +
+                              "` runs as one process: each would do the same work alone; fix: run it without a "
+                              "launcher (unset WORLD_SIZE); `graphed train` is the command that runs on several";
   throw ConfigError(message, {message});
 }
 

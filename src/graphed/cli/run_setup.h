@@ -34,9 +34,9 @@ config::RunConfig resolve_settings(const config::Settings& settings);
 /// settings_for_run, its notes printed to out, then resolve_settings for a launch of world_size processes.
 config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream& out, int64_t world_size = 1);
 
-/// Throws ConfigError when a launcher asked for several processes (WORLD_SIZE > 1): this build trains
-/// on one, and each process would train alone on the same data.
-void refuse_multi_process_launch();
+/// Throws ConfigError when a launcher asked for several processes (WORLD_SIZE > 1) for a command that runs
+/// as one (`bench`, `generate`): each process would do the same work alone.
+void refuse_multi_process_launch(const std::string& command);
 
 /// Throws ConfigError unless the impl can run on the device: none anywhere, the others (full_iteration,
 /// transformer_engine, local) on a CUDA device only.
