@@ -127,6 +127,11 @@ void GradientReducer::finish() {
   if (armed_ && !learned_) {
     expected_ = seen_;
     learned_ = true;
+  } else if (armed_) {
+    // A bucket launches once its expected gradients are in: a parameter accumulated more often than in
+    // the first backward would have been left out of its bucket's sum.
+    GRAPHED_INTERNAL_ASSERT(seen_ == expected_, "a parameter's gradient count per backward changed between "
+                            "iterations; overlapping reduction needs a static backward");
   }
   armed_ = false;
 }

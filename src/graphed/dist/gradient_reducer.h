@@ -5,8 +5,9 @@
 // accumulators launch each bucket's all-reduce during the last microbatch's backward as soon as its
 // gradients are complete, in bucket order (so every rank issues the same collectives in the same
 // order); the hooks learn how often each gradient is accumulated per backward (tied embeddings: twice)
-// from the first backward, which reduces after the fact. Without overlap (graphed runs) finish()
-// launches every bucket after the backward. Either way the sums are the same numbers.
+// from the first backward, which reduces after the fact, and need every later backward to accumulate
+// the same (a static backward: dense models). Without overlap (graphed runs, MoE) finish() launches
+// every bucket after the backward. Either way the sums are the same numbers.
 #pragma once
 
 #include <atomic>

@@ -75,8 +75,10 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   options.eps = config.train.adam_eps;
   options.weight_decay = config.train.weight_decay;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
-  if (groups != nullptr) {  // gradients averaged in buckets, overlapped with the backward when eager
-    const bool overlap = config.cuda_graph.impl == config::CudaGraphImpl::kNone;
+  if (groups != nullptr) {
+    // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
+    // same number of gradients in every backward (not so for MoE experts that receive no token).
+    const bool overlap = config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
     sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, optimizer_->flat_gradients(), overlap, shared_embedding);
   } else {
     sync_ = std::make_unique<GradientSync>();
