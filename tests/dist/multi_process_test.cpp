@@ -333,5 +333,57 @@ TEST_F(MultiProcessTest, AConfigurationErrorIsPrintedOnceByRankZero) {
   EXPECT_EQ(results[1].out, "");
 }
 
+TEST_F(MultiProcessTest, PipelineStagesTrainAsOneProcess) {
+  // 4 layers over 2 stages: 1F1B, and interleaved with 2 virtual stages of 1 layer; 4 microbatches. Each
+  // stage runs the same kernels on the same numbers; only the tied embedding's two gradient halves (summed
+  // across the stages) and the norm's sum are added in another order: 1e-5 relative.
+  const std::vector<std::string> arguments =
+      plus(kTrain, {"--num-layers", "4", "--train-iters", "12", "--global-batch-size", "8", "--micro-batch-size", "2",
+                    "--log-interval", "3", "--metrics-file", "metrics.jsonl"});
+  const std::vector<std::string> pipeline = {"--pipeline-model-parallel-size", "2"};
+  const std::vector<std::string> interleaved = {"--pipeline-model-parallel-size", "2",
+                                                "--num-layers-per-virtual-pipeline-stage", "1"};
+  const int port = pick_port(5);
+  const std::vector<ProcessResult> results = run_processes(
+      {{arguments, {}, {}, join_path(folder_, "one")},
+       {plus(arguments, pipeline), rank_environment(2, 0, port), {}, join_path(folder_, "a0")},
+       {plus(arguments, pipeline), rank_environment(2, 1, port), {}, join_path(folder_, "a1")},
+       {plus(arguments, interleaved), rank_environment(2, 0, port + 1), {}, join_path(folder_, "b0")},
+       {plus(arguments, interleaved), rank_environment(2, 1, port + 1), {}, join_path(folder_, "b1")}});
+  for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
+  const auto one = losses_of(join_path(folder_, "one/metrics.jsonl"));
+  ASSERT_EQ(one.size(), 4u) << describe(results);
+  for (const char* run : {"a0", "b0"}) {
+    const auto staged = losses_of(join_path(folder_, std::string(run) + "/metrics.jsonl"));
+    ASSERT_EQ(staged.size(), one.size()) << run << describe(results);
+    for (const auto& [iteration, loss] : one) {
+      EXPECT_NEAR(staged.at(iteration), loss, 1e-5 * std::abs(loss)) << run << " iteration " << iteration;
+    }
+  }
+  EXPECT_NE(results[1].out.find("launch: 2 ranks (data-parallel 1 x pipeline 2), Gloo"), std::string::npos)
+      << results[1].out;
+}
+
+TEST_F(MultiProcessTest, ACheckpointOfTwoRanksLoadsInOneProcessAndBack) {
+  // Data-parallel ranks all hold the whole state, so a checkpoint of 2 ranks resumes in 1 process, and one
+  // process's checkpoint resumes on 2 ranks (the layout is the launch's, not the checkpoint's).
+  const std::string checkpoints = join_path(folder_, "checkpoints");
+  const std::vector<std::string> arguments = plus(kTrain, {"--global-batch-size", "4", "--micro-batch-size", "2",
+                                                           "--log-interval", "2", "--save", checkpoints});
+  const auto saved = launch(2, pick_port(6), plus(arguments, {"--train-iters", "4"}), join_path(folder_, "saved"));
+  ASSERT_EQ(saved[0].exit_code, 0) << describe(saved);
+  const auto one = run_processes({{plus(arguments, {"--load", checkpoints, "--train-iters", "6"}), {}, {},
+                                   join_path(folder_, "one")}});
+  ASSERT_EQ(one[0].exit_code, 0) << describe(one);
+  EXPECT_NE(one[0].out.find("at iteration 4"), std::string::npos) << one[0].out;
+  EXPECT_NE(one[0].out.find("done: 6 iterations"), std::string::npos) << one[0].out;
+  const auto again = launch(2, pick_port(7), plus(arguments, {"--load", checkpoints, "--train-iters", "8"}),
+                            join_path(folder_, "again"));
+  ASSERT_EQ(again[0].exit_code, 0) << describe(again);
+  ASSERT_EQ(again[1].exit_code, 0) << describe(again);
+  EXPECT_NE(again[0].out.find("at iteration 6"), std::string::npos) << again[0].out;
+  EXPECT_NE(again[0].out.find("done: 8 iterations"), std::string::npos) << again[0].out;
+}
+
 }  // namespace
 }  // namespace graphed
