@@ -67,7 +67,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   at::Tensor shared_embedding;
   for (const auto& item : model_->named_parameters()) {
     if (trains_parameter(item.key(), layout_, tied_output)) parameters.emplace_back(item.key(), item.value());
-    if (item.key() == "word_embeddings" && tied_output && layout_.is_pipelined()) shared_embedding = item.value();
+    const bool shares = item.key() == "word_embeddings" && tied_output && layout_.is_pipelined();
+    if (shares && trains_parameter(item.key(), layout_, tied_output)) shared_embedding = item.value();
   }
   AdamWOptions options;
   options.beta1 = config.train.adam_beta1;
