@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include <ATen/ATen.h>
@@ -24,6 +25,8 @@ class DistributedRun {
   dist::ProcessGroups& groups() { return *groups_; }
   /// Tells the other ranks this one failed (they stop too), before the error leaves run_train.
   void report_failure(const std::string& message) { monitor_->report_failure(message); }
+  /// The error another rank reported, if any (a collective fails here when that rank goes away).
+  std::optional<std::string> failure_of_another_rank() { return monitor_->failure_of_another_rank(); }
   /// The end of a good run: every rank waits for the others, so rank 0's store stays up until all are done.
   void finish();
 

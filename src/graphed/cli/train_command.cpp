@@ -8,6 +8,7 @@
 #include "graphed/cli/run_setup.h"
 #include "graphed/train/memory_estimate.h"
 #include "graphed/train/trainer.h"
+#include "graphed/util/error.h"
 #include "graphed/util/logging.h"
 #include "graphed/util/text.h"
 
@@ -103,6 +104,13 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
     const int status = train_rank(config, device, &distributed.groups(), print);
     distributed.finish();
     return status;
+  } catch (const DistributedError& error) {
+    // A collective fails here when another rank went away: its own error is the cause worth printing.
+    if (const auto cause = distributed.failure_of_another_rank()) {
+      throw DistributedError("rank " + std::to_string(environment.rank) + " is stopping because " + *cause);
+    }
+    distributed.report_failure(error.what());
+    throw;
   } catch (const std::exception& error) {
     distributed.report_failure(error.what());  // the other ranks stop instead of waiting for this one
     throw;

@@ -13,12 +13,17 @@ using WorkPointer = c10::intrusive_ptr<c10d::Work>;
 
 std::shared_ptr<void> erase(WorkPointer work) { return std::make_shared<WorkPointer>(std::move(work)); }
 
-/// The first line of a library message, without LibTorch's source-location trailer.
+/// The first line of a library message, without LibTorch's source-location trailer or gloo's
+/// "[file.cc:598] " prefix.
 std::string short_reason(const std::exception& error) {
   std::string text = error.what();
   for (const char* cut : {"\nException raised from", "\n"}) {
     const auto at = text.find(cut);
     if (at != std::string::npos) text.resize(at);
+  }
+  if (!text.empty() && text.front() == '[') {
+    const auto end = text.find("] ");
+    if (end != std::string::npos) text.erase(0, end + 2);
   }
   return text.empty() ? "unknown failure" : text;
 }

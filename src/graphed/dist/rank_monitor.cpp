@@ -45,6 +45,19 @@ void RankMonitor::report_failure(const std::string& message) {
   }
 }
 
+std::optional<std::string> RankMonitor::failure_of_another_rank() {
+  std::lock_guard<std::mutex> lock(store_mutex());
+  try {
+    if (!store_->check({kFailureKey})) return std::nullopt;
+    const auto bytes = store_->get(kFailureKey);
+    const std::string note(bytes.begin(), bytes.end());
+    if (note.rfind("rank " + std::to_string(rank_) + ":", 0) == 0) return std::nullopt;  // this rank's own
+    return note;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void RankMonitor::finish() {
   std::lock_guard<std::mutex> lock(store_mutex());
   try {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -27,6 +28,9 @@ class RankMonitor {
 
   /// Leaves the failure note for the other ranks (before this rank exits with an error).
   void report_failure(const std::string& message);
+  /// The note another rank left ("rank 1: <its error>"), if any: the cause when a collective of this rank
+  /// fails because that rank went away.
+  std::optional<std::string> failure_of_another_rank();
   /// Marks this rank finished: a finished rank that stops beating is not a failure.
   void finish();
   /// Waits (up to the stall limit) until every rank is finished, so that the store's host leaves last.
