@@ -445,17 +445,7 @@ INSTANTIATE_TEST_SUITE_P(
                    "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size 2 is not supported in this "
                    "version (the pipeline's sends and receives would sit inside one graph per stage); fix: "
                    "--cuda-graph-impl local or transformer_engine, which graph each (layer, microbatch) between the "
-                   "transfers"},
-        LaunchCase{"PL7SavePipeline", {{"pipeline_model_parallel_size", 2}, {"save", "checkpoints"}}, 2, "PL-7",
-                   Severity::kError,
-                   "--save with --pipeline-model-parallel-size 2: checkpoints of a model split into pipeline stages "
-                   "are not supported in this version (no rank holds the whole state); fix: drop --save, or train "
-                   "with data parallelism only, whose checkpoints load under any data-parallel size"},
-        LaunchCase{"PL7LoadPipeline", {{"pipeline_model_parallel_size", 2}, {"load", "checkpoints"}}, 2, "PL-7",
-                   Severity::kError,
-                   "--load with --pipeline-model-parallel-size 2: checkpoints of a model split into pipeline stages "
-                   "are not supported in this version (no rank holds the whole state); fix: drop --load, or train "
-                   "with data parallelism only, whose checkpoints load under any data-parallel size"}),
+                   "transfers"}),
     [](const ::testing::TestParamInfo<LaunchCase>& info) { return info.param.name; });
 
 TEST(ValidationTest, AValidParallelLaunchHasNoParallelIssue) {

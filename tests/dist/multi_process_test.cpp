@@ -339,7 +339,7 @@ TEST_F(MultiProcessTest, PipelineStagesTrainAsOneProcess) {
   // across the stages) and the norm's sum are added in another order: 1e-5 relative.
   const std::vector<std::string> arguments =
       plus(kTrain, {"--num-layers", "4", "--train-iters", "12", "--global-batch-size", "8", "--micro-batch-size", "2",
-                    "--log-interval", "3", "--metrics-file", "metrics.jsonl"});
+                    "--log-interval", "3", "--metrics-file", "metrics.jsonl", "--save", "checkpoints"});
   const std::vector<std::string> pipeline = {"--pipeline-model-parallel-size", "2"};
   const std::vector<std::string> interleaved = {"--pipeline-model-parallel-size", "2",
                                                 "--num-layers-per-virtual-pipeline-stage", "1"};
@@ -362,6 +362,45 @@ TEST_F(MultiProcessTest, PipelineStagesTrainAsOneProcess) {
   }
   EXPECT_NE(results[1].out.find("launch: 2 ranks (data-parallel 1 x pipeline 2), Gloo"), std::string::npos)
       << results[1].out;
+  // Rank 0 gathers every stage's parameters and optimizer state: the checkpoint is one process's, within
+  // rounding (the key-bias slice aside, as in TwoDataParallelRanksTrainAsOneProcess: 1e-4).
+  const std::string last = "checkpoints/iter_0000012/";
+  const auto reference = read_safetensors(join_path(folder_, "one/" + last + "model.safetensors"));
+  for (const char* run : {"a0", "b0"}) {
+    const auto gathered = read_safetensors(join_path(folder_, std::string(run) + "/" + last + "model.safetensors"));
+    ASSERT_EQ(gathered.size(), reference.size()) << run;
+    for (const auto& [name, tensor] : reference) {
+      ASSERT_TRUE(gathered.count(name)) << run << " " << name;
+      const double difference = (gathered.at(name).to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>();
+      EXPECT_LE(difference, name.find("qkv_bias") != std::string::npos ? 1e-4 : 1e-5) << run << " " << name;
+    }
+    const auto state = read_safetensors(join_path(folder_, std::string(run) + "/" + last + "optimizer.safetensors"));
+    const auto one_state = read_safetensors(join_path(folder_, "one/" + last + "optimizer.safetensors"));
+    EXPECT_EQ(state.size(), one_state.size()) << run;
+    EXPECT_FALSE(path_exists(join_path(folder_, std::string(run == std::string("a0") ? "a1" : "b1") + "/checkpoints")));
+  }
+}
+
+TEST_F(MultiProcessTest, APipelineCheckpointResumesInOneProcessAndOnStages) {
+  const std::string checkpoints = join_path(folder_, "checkpoints");
+  const std::vector<std::string> arguments =
+      plus(kTrain, {"--num-layers", "4", "--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "2",
+                    "--save", checkpoints});
+  const std::vector<std::string> pipeline = {"--pipeline-model-parallel-size", "2"};
+  const auto saved = launch(2, pick_port(0) + 3, plus(plus(arguments, pipeline), {"--train-iters", "4"}),
+                            join_path(folder_, "saved"));
+  ASSERT_EQ(saved[0].exit_code, 0) << describe(saved);
+  const auto one = run_processes({{plus(arguments, {"--load", checkpoints, "--train-iters", "6"}), {}, {},
+                                   join_path(folder_, "one")}});
+  ASSERT_EQ(one[0].exit_code, 0) << describe(one);
+  EXPECT_NE(one[0].out.find("at iteration 4"), std::string::npos) << one[0].out;
+  const auto staged = launch(2, pick_port(0) + 5, plus(plus(arguments, pipeline), {"--load", checkpoints,
+                                                                                  "--train-iters", "8"}),
+                             join_path(folder_, "staged"));
+  ASSERT_EQ(staged[0].exit_code, 0) << describe(staged);
+  ASSERT_EQ(staged[1].exit_code, 0) << describe(staged);
+  EXPECT_NE(staged[0].out.find("at iteration 6"), std::string::npos) << staged[0].out;
+  EXPECT_NE(staged[0].out.find("done: 8 iterations"), std::string::npos) << staged[0].out;
 }
 
 TEST_F(MultiProcessTest, ACheckpointOfTwoRanksLoadsInOneProcessAndBack) {

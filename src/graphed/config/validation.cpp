@@ -384,13 +384,6 @@ void validate_parallel(const RunConfig& config, IssueList& issues) {
                              num(*t.data_parallel_size * model_parallel) + " processes");
   }
   validate_pipeline_split(config, issues);
-  if (t.pipeline_model_parallel_size > 1 && (t.save || t.load)) {
-    issues.error("PL-7", std::string(t.save ? "--save" : "--load") + " with --pipeline-model-parallel-size " +
-                             num(t.pipeline_model_parallel_size) + ": checkpoints of a model split into pipeline "
-                             "stages are not supported in this version (no rank holds the whole state); fix: drop " +
-                             (t.save ? "--save" : "--load") + ", or train with data parallelism only, whose "
-                             "checkpoints load under any data-parallel size");
-  }
   if (t.pipeline_model_parallel_size > 1 && config.cuda_graph.impl == CudaGraphImpl::kFullIteration) {
     issues.error("PL-6", "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size " +
                              num(t.pipeline_model_parallel_size) + " is not supported in this version (the pipeline's "
@@ -516,7 +509,6 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-4", "virtual pipeline stages need 2 or more pipeline stages"},
       {"PL-5", "layers per virtual stage divide the layers of a stage"},
       {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
-      {"PL-7", "checkpoints with pipeline parallelism (not supported)"},
   };
   return rules;
 }

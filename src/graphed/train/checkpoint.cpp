@@ -99,16 +99,23 @@ std::string checkpoint_folder(const std::string& save_dir, int64_t iteration) {
 
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
                             const config::RunConfig& config, const at::Device& device) {
+  std::vector<std::pair<std::string, at::Tensor>> parameters;
+  for (const auto& item : model->named_parameters()) parameters.emplace_back(item.key(), item.value());
+  return save_checkpoint_tensors(save_dir, iteration, parameters, optimizer.state(), config, device);
+}
+
+std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iteration,
+                                    const std::vector<std::pair<std::string, at::Tensor>>& parameters,
+                                    std::vector<std::pair<std::string, at::Tensor>> optimizer_state,
+                                    const config::RunConfig& config, const at::Device& device) {
   const std::string root = save_dir;
   const std::string final_dir = checkpoint_folder(root, iteration);
   const std::string temporary = join_path(root, iteration_folder(iteration) + ".tmp-" + std::to_string(::getpid()));
   try {
     remove_leftover_temporaries(root);
     check(create_directories(temporary), "creating " + temporary);
-    std::vector<std::pair<std::string, at::Tensor>> parameters;
-    for (const auto& item : model->named_parameters()) parameters.emplace_back(item.key(), item.value());
     write_safetensors(join_path(temporary, "model.safetensors"), parameters, {{"format", "pt"}}, checkpoint_wording());
-    auto state = optimizer.state();
+    auto state = std::move(optimizer_state);
     for (auto& [name, tensor] : capture::rng_states(device)) state.emplace_back("rng." + name, tensor);
     write_safetensors(join_path(temporary, "optimizer.safetensors"), state, {{"format", "pt"}}, checkpoint_wording());
     const nlohmann::json trainer{{"iteration", iteration},
@@ -332,7 +339,7 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir) {
 }
 
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
-                        const config::RunConfig& config, const at::Device& device) {
+                        const config::RunConfig& config, const at::Device& device, bool own_stage) {
   const CheckpointInfo info = read_checkpoint_info(load_dir);
   check_architecture(info, config);
   const std::string model_file = join_path(info.folder, "model.safetensors");
@@ -351,7 +358,13 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
   check_no_extra(model_file, parameters, names_of(model_parameters), "the model");
   check_expected(optimizer_file, state, optimizer_state, "the optimizer");
   check_rng_states(optimizer_file, state, rng_states, device);
-  check_no_extra(optimizer_file, state, names_of(optimizer_state, rng_states), "the optimizer");
+  std::set<std::string> known = names_of(optimizer_state, rng_states);
+  if (own_stage) {  // the other pipeline stages' optimizer state: the model's parameters, not this optimizer's
+    for (const auto& [name, tensor] : model_parameters) {
+      for (const char* part : {".exp_avg", ".exp_avg_sq", ".step"}) known.insert(name + part);
+    }
+  }
+  check_no_extra(optimizer_file, state, known, "the optimizer");
 
   copy_into(parameters, model_parameters);
   copy_into(state, optimizer_state);

@@ -27,6 +27,13 @@ std::string checkpoint_folder(const std::string& save_dir, int64_t iteration);
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
                             const config::RunConfig& config, const at::Device& device);
 
+/// save_checkpoint with the state given as (name, tensor) lists: the model's parameters and the optimizer's
+/// state (AdamW::state() names), which a pipeline's rank 0 gathers from every stage.
+std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iteration,
+                                    const std::vector<std::pair<std::string, at::Tensor>>& parameters,
+                                    std::vector<std::pair<std::string, at::Tensor>> optimizer_state,
+                                    const config::RunConfig& config, const at::Device& device);
+
 /// A checkpoint folder found and its trainer.json read and checked.
 struct CheckpointInfo {
   std::string folder;           ///< the iter_* folder (or the folder --load named, when it holds trainer.json)
@@ -46,8 +53,10 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir);
 /// passes: the architecture settings match, both safetensors files are valid, every model parameter,
 /// optimizer state and RNG state of this device is there with the exact dtype and shape, and there is
 /// nothing else. Throws CheckpointError naming the file, the tensor or field, and what was expected.
+/// own_stage: the optimizer holds one pipeline stage's parameters; the saved optimizer state of the other
+/// stages' parameters (the model's own) is then skipped rather than refused.
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
-                        const config::RunConfig& config, const at::Device& device);
+                        const config::RunConfig& config, const at::Device& device, bool own_stage = false);
 
 /// Loads only the model weights of the checkpoint `load_dir` names (for inference): the same checks
 /// as load_checkpoint on model.safetensors; the optimizer file is not read. Returns its iteration count.

@@ -17,6 +17,7 @@
 #include "graphed/train/data_parallel_sync.h"
 #include "graphed/train/lr_schedule.h"
 #include "graphed/train/output_paths.h"
+#include "graphed/train/pipeline_checkpoint.h"
 #include "graphed/train/progress.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
@@ -25,25 +26,6 @@ namespace graphed::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// Whether this rank trains the named parameter: every one with one stage; under pipeline parallelism
-/// the layers of its chunks, the embeddings on the first stage, and the final norm and output layer
-/// (the word embedding when tied) on the last.
-bool trains_parameter(const std::string& name, const dist::ParallelLayout& layout, bool tied_output) {
-  if (!layout.is_pipelined()) return true;
-  if (name == "word_embeddings") return layout.holds_embedding() || (tied_output && layout.holds_loss());
-  if (name == "position_embeddings") return layout.holds_embedding();
-  if (name == "output_weight" || name.rfind("final_norm.", 0) == 0) return layout.holds_loss();
-  if (name.rfind("layers.", 0) == 0) {
-    const int64_t layer = std::stoll(name.substr(7, name.find('.', 7) - 7));
-    for (int64_t c = 0; c < layout.chunks; ++c) {
-      const dist::ModelChunk chunk = layout.chunk(c);
-      if (layer >= chunk.first_layer && layer < chunk.end_layer()) return true;
-    }
-    return false;
-  }
-  return true;
-}
 
 std::string scientific(double value, int digits) {
   std::ostringstream out;
@@ -56,7 +38,7 @@ std::string scientific(double value, int digits) {
 Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device,
                  dist::ProcessGroups* groups)
     : config_(config), data_(std::move(data)), device_(device),
-      layout_(groups != nullptr ? groups->layout() : dist::make_parallel_layout(config, 0)) {
+      layout_(groups != nullptr ? groups->layout() : dist::make_parallel_layout(config, 0)), groups_(groups) {
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = model::GptModel(config.model, config.moe_layers);
   model_->to(device_);
@@ -66,9 +48,9 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   std::vector<std::pair<std::string, at::Tensor>> parameters;
   at::Tensor shared_embedding;
   for (const auto& item : model_->named_parameters()) {
-    if (trains_parameter(item.key(), layout_, tied_output)) parameters.emplace_back(item.key(), item.value());
+    if (stage_trains_parameter(item.key(), layout_, tied_output)) parameters.emplace_back(item.key(), item.value());
     const bool shares = item.key() == "word_embeddings" && tied_output && layout_.is_pipelined();
-    if (shares && trains_parameter(item.key(), layout_, tied_output)) shared_embedding = item.value();
+    if (shares && stage_trains_parameter(item.key(), layout_, tied_output)) shared_embedding = item.value();
   }
   AdamWOptions options;
   options.beta1 = config.train.adam_beta1;
@@ -172,13 +154,20 @@ void Trainer::write_metrics(const nlohmann::json& record) {
 }
 
 void Trainer::load(const std::string& dir) {
-  start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_);
+  start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, /*own_stage=*/layout_.is_pipelined());
 }
 
 std::string Trainer::save(int64_t iterations) {
+  const std::string& folder = *config_.train.save;
+  if (layout_.is_pipelined()) {  // rank 0 gathers every stage's share, then writes what one process would
+    const GatheredState state =
+        gather_pipeline_state(model_, *optimizer_, *groups_, !config_.model.untie_embeddings_and_output_weights);
+    if (!is_main_rank()) return checkpoint_folder(folder, iterations);
+    return save_checkpoint_tensors(folder, iterations, state.parameters, state.optimizer_state, config_, device_);
+  }
   // Every data-parallel rank holds the same state after the step: rank 0 writes it.
-  if (!is_main_rank()) return checkpoint_folder(*config_.train.save, iterations);
-  return save_checkpoint(*config_.train.save, iterations, model_, *optimizer_, config_, device_);
+  if (!is_main_rank()) return checkpoint_folder(folder, iterations);
+  return save_checkpoint(folder, iterations, model_, *optimizer_, config_, device_);
 }
 
 void Trainer::report_capture(Progress& progress, int64_t iteration) {

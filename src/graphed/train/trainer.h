@@ -106,6 +106,7 @@ class Trainer {
   TokenDataset data_;
   at::Device device_;
   dist::ParallelLayout layout_;
+  dist::ProcessGroups* groups_ = nullptr;  ///< this rank's groups (not owned); null for one process
   model::GptModel model_{nullptr};
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<GradientSync> sync_;
