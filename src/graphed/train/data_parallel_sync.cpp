@@ -3,13 +3,13 @@
 
 namespace graphed::train {
 
-DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, at::Tensor flat_gradients,
-                                   bool overlap, at::Tensor shared_embedding)
+DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap,
+                                   at::Tensor shared_embedding)
     : groups_(groups), shared_embedding_(std::move(shared_embedding)) {
   dist::GradientReducerOptions options;
   options.overlap_with_backward = overlap;
   reducer_ = std::make_unique<dist::GradientReducer>(groups.data(), optimizer.parameters(), optimizer.gradients(),
-                                                     std::move(flat_gradients), options);
+                                                     optimizer.flat_gradients(), options);
   counts_shared_embedding_ = groups.layout().holds_embedding();
 }
 

@@ -17,8 +17,7 @@ class DataParallelSync final : public GradientSync {
  public:
   /// groups: outlive this. shared_embedding: the word embedding when the first and last pipeline stage
   /// both hold it (tied embeddings under pipeline parallelism), else undefined.
-  DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, at::Tensor flat_gradients, bool overlap,
-                   at::Tensor shared_embedding);
+  DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding);
 
   void before_last_backward() override;
   void after_backward() override;

@@ -57,6 +57,44 @@ int64_t LayerGraphHelper::graph_count() const {
   return graphs;
 }
 
+capture::GraphedCallablesOptions LayerGraphHelper::callables_options() const {
+  const int64_t slots = options_.captured_microbatches;
+  capture::GraphedCallablesOptions options;
+  options.order = options_.order;
+  if (options.order.empty()) {
+    capture::PipelineRank rank;
+    rank.microbatches = slots;
+    options.order = capture::convert_schedule_table_to_order(capture::warmup_microbatches(rank), 1,
+                                                             capture::schedule_table(slots, 1, 1));
+  }
+  options.layers_per_chunk = units_per_chunk_;
+  options.reuse_buffers = true;
+  options.allow_unused_input = true;
+  options.accumulate_parameter_grads = true;  // the optimizer keeps every grad allocated, zeroed in place
+  options.clone_parameter_grads = false;      // so shared parameters' grads are added in place, not adopted
+  options.chained_inputs = chained_;
+  options.retain_backward_graph = options_.retain_backward_graph;
+  options.mode = options_.mode;
+  options.pool = options_.pool;
+  const double eager_passes = static_cast<double>(options_.warmup_steps * options_.runtime_microbatches);
+  options.warmup_iterations =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil((10.0 - eager_passes) / static_cast<double>(slots))));
+  return options;
+}
+
+std::vector<capture::UnitArguments> LayerGraphHelper::slot_samples(
+    const std::vector<std::vector<at::Tensor>>& recorded) const {
+  std::vector<capture::UnitArguments> samples;
+  int64_t first = 0;
+  for (const int64_t units : units_per_chunk_) {
+    for (int64_t slot = 0; slot < options_.captured_microbatches; ++slot) {
+      for (int64_t u = first; u < first + units; ++u) samples.push_back({recorded[static_cast<std::size_t>(u)], {}});
+    }
+    first += units;
+  }
+  return samples;
+}
+
 void LayerGraphHelper::capture(const std::function<void()>& forward_once, const at::Device& device) {
   GRAPHED_INTERNAL_ASSERT(!is_captured(), "capture() twice without reset()");
   if (targets_.empty()) return;  // no unit to graph: stays eager (TE warns likewise)
@@ -81,35 +119,10 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     }
     // 2. The schedule over the captured microbatches (PP = 1, or the pipeline's order); the same
     //    samples for every slot (the engine gives slots whose lifetimes overlap their own buffers).
-    const int64_t slots = options_.captured_microbatches;
-    capture::GraphedCallablesOptions options;
-    options.order = options_.order;
-    if (options.order.empty()) {
-      capture::PipelineRank rank;
-      rank.microbatches = slots;
-      options.order = capture::convert_schedule_table_to_order(capture::warmup_microbatches(rank), 1,
-                                                               capture::schedule_table(slots, 1, 1));
-    }
-    options.layers_per_chunk = units_per_chunk_;
-    options.reuse_buffers = true;
-    options.allow_unused_input = true;
-    options.accumulate_parameter_grads = true;  // the optimizer keeps every grad allocated, zeroed in place
-    options.clone_parameter_grads = false;      // so shared parameters' grads are added in place, not adopted
-    options.chained_inputs = chained_;
-    options.retain_backward_graph = options_.retain_backward_graph;
-    options.mode = options_.mode;
-    options.pool = options_.pool;
-    const double eager_passes = static_cast<double>(options_.warmup_steps * options_.runtime_microbatches);
-    options.warmup_iterations =
-        std::max<int64_t>(1, static_cast<int64_t>(std::ceil((10.0 - eager_passes) / static_cast<double>(slots))));
-    std::vector<capture::UnitArguments> samples;
-    int64_t first = 0;
-    for (const int64_t units : units_per_chunk_) {
-      for (int64_t slot = 0; slot < slots; ++slot) {
-        for (int64_t u = first; u < first + units; ++u) samples.push_back({recorders[static_cast<std::size_t>(u)]->recorded(), {}});
-      }
-      first += units;
-    }
+    const capture::GraphedCallablesOptions options = callables_options();
+    std::vector<std::vector<at::Tensor>> recorded;
+    for (const auto& recorder : recorders) recorded.push_back(recorder->recorded());
+    const std::vector<capture::UnitArguments> samples = slot_samples(recorded);
     recorders.clear();
     install_eager_runners();
     {

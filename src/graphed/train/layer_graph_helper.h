@@ -14,6 +14,7 @@
 #include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/device.h"
 #include "graphed/capture/graphed_callable.h"
+#include "graphed/capture/make_graphed_callables.h"
 #include "graphed/config/cuda_graph_config.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/graph_targets.h"
@@ -68,6 +69,10 @@ class LayerGraphHelper {
 
  private:
   void install_eager_runners();
+  /// make_graphed_callables' options: the order, chunks, buffer reuse, in-graph accumulation, warmups.
+  capture::GraphedCallablesOptions callables_options() const;
+  /// The sample arguments chunk by chunk, then slot, then unit: each unit's recorded arguments.
+  std::vector<capture::UnitArguments> slot_samples(const std::vector<std::vector<at::Tensor>>& recorded) const;
 
   model::GptModel model_;
   LayerGraphOptions options_;

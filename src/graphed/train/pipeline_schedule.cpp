@@ -104,6 +104,16 @@ void PipelineSchedule::backward_step(int64_t chunk, int64_t microbatch, InFlight
   work = InFlight();  // the activations go as soon as their backward is done
 }
 
+void PipelineSchedule::finish_sends() {
+  for (dist::PendingWork& work : sends_) work.wait();
+  sends_.clear();
+  sent_.clear();
+}
+
+at::Tensor PipelineSchedule::sum_or_zero(const at::Tensor& sum) const {
+  return sum.defined() ? sum : at::zeros({}, at::TensorOptions().device(step_.device()).dtype(at::kFloat));
+}
+
 std::pair<at::Tensor, at::Tensor> PipelineSchedule::forward_backward(const std::vector<Batch>& microbatches) {
   const auto count = static_cast<int64_t>(microbatches.size());
   const double scale = 1.0 / static_cast<double>(count);
@@ -126,14 +136,9 @@ std::pair<at::Tensor, at::Tensor> PipelineSchedule::forward_backward(const std::
       in_flight[chunk].pop_front();
     }
   }
-  for (dist::PendingWork& work : sends_) work.wait();
-  sends_.clear();
-  sent_.clear();
+  finish_sends();
   sync_.after_backward();
-  const at::TensorOptions scalar = at::TensorOptions().device(step_.device()).dtype(at::kFloat);
-  at::Tensor loss = loss_sum_.defined() ? loss_sum_.mul_(scale) : at::zeros({}, scalar);
-  at::Tensor aux = aux_sum_.defined() ? aux_sum_.mul_(scale) : at::zeros({}, scalar);
-  return {loss, aux};
+  return {sum_or_zero(loss_sum_).mul(scale), sum_or_zero(aux_sum_).mul(scale)};
 }
 
 at::Tensor PipelineSchedule::forward_only(const std::vector<Batch>& microbatches, bool with_grad) {
@@ -148,11 +153,8 @@ at::Tensor PipelineSchedule::forward_only(const std::vector<Batch>& microbatches
       forward_step(chunk, microbatch, microbatches[static_cast<std::size_t>(microbatch)], 1.0, with_grad);
     }
   }
-  for (dist::PendingWork& work : sends_) work.wait();
-  sends_.clear();
-  sent_.clear();
-  const at::TensorOptions scalar = at::TensorOptions().device(step_.device()).dtype(at::kFloat);
-  return loss_sum_.defined() ? loss_sum_.div_(static_cast<double>(count)) : at::zeros({}, scalar);
+  finish_sends();
+  return sum_or_zero(loss_sum_).div(static_cast<double>(count));
 }
 
 }  // namespace graphed::train

@@ -50,6 +50,10 @@ class PipelineSchedule {
   at::Tensor receive(int64_t boundary, dist::LinkDirection direction, int64_t microbatch);
   void send(at::Tensor tensor, int64_t boundary, dist::LinkDirection direction, int64_t microbatch);
   int64_t stage_of(int64_t chunk) const;
+  /// Waits for the iteration's sends and releases their tensors.
+  void finish_sends();
+  /// A running sum, or a zero when this rank computed none (not the last stage, no MoE layer).
+  at::Tensor sum_or_zero(const at::Tensor& sum) const;
 
   TrainingStep& step_;
   dist::ProcessGroups& groups_;

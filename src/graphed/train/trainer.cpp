@@ -62,7 +62,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
     // same number of gradients in every backward (not so for MoE experts that receive no token).
     const bool overlap = config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
-    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, optimizer_->flat_gradients(), overlap, shared_embedding);
+    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding);
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
