@@ -124,4 +124,17 @@ class DeviceTimer {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The work between construction and destruction is what a profiler started with
+/// `--profile-from-start off` (ncu) records: cudaProfilerStart/Stop on a CUDA device, nothing on the CPU.
+class ProfilerRange {
+ public:
+  explicit ProfilerRange(const at::Device& device);
+  ~ProfilerRange();
+  ProfilerRange(const ProfilerRange&) = delete;
+  ProfilerRange& operator=(const ProfilerRange&) = delete;
+
+ private:
+  bool cuda_ = false;
+};
+
 }  // namespace graphed::capture

@@ -57,4 +57,7 @@ at::Tensor pinned_host_tensor(at::IntArrayRef sizes, at::ScalarType dtype, const
   return at::empty(sizes, at::TensorOptions().dtype(dtype));
 }
 
+ProfilerRange::ProfilerRange(const at::Device&) {}
+ProfilerRange::~ProfilerRange() = default;
+
 }  // namespace graphed::capture

@@ -5,6 +5,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <cuda_profiler_api.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -162,6 +163,14 @@ void StreamEvent::wait() {
 
 at::Tensor pinned_host_tensor(at::IntArrayRef sizes, at::ScalarType dtype, const at::Device& device) {
   return at::empty(sizes, at::TensorOptions().dtype(dtype).pinned_memory(device.is_cuda()));
+}
+
+ProfilerRange::ProfilerRange(const at::Device& device) : cuda_(device.is_cuda()) {
+  if (cuda_) C10_CUDA_CHECK(cudaProfilerStart());
+}
+
+ProfilerRange::~ProfilerRange() {
+  if (cuda_) (void)cudaProfilerStop();  // a destructor must not throw; a failed stop only ends profiling late
 }
 
 }  // namespace graphed::capture

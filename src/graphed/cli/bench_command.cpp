@@ -125,7 +125,13 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   row.impl = impl;
   time_synchronized(trainer, command_line.bench_iters, iteration, device, row);
   time_pipelined(trainer, command_line.bench_iters, iteration, device, row);
-  row.ops_per_iteration = capture::count_dispatched_ops([&] { trainer.train_step(iteration); });
+  row.ops_per_iteration = capture::count_dispatched_ops([&] { trainer.train_step(iteration++); });
+  if (command_line.profile_iterations > 0) {
+    capture::synchronize(device);
+    capture::ProfilerRange range(device);
+    for (int64_t i = 0; i < command_line.profile_iterations; ++i, ++iteration) trainer.train_step(iteration);
+    capture::synchronize(device);
+  }
   const double tokens = trainer.tokens_per_iteration();
   row.tokens_per_second = tokens / (row.pipelined_ms_per_iteration / 1000.0);
   row.peak_mib = mib(capture::peak_memory_bytes(device));

@@ -53,6 +53,7 @@ struct FlagSet {
   std::vector<std::string> impls;
   int64_t bench_iters = 20;
   int64_t bench_warmup = 5;
+  int64_t profile_iterations = 0;
   bool bench_decode = false;
   std::vector<int64_t> decode_batches;
   std::vector<std::string> decode_scopes;
@@ -226,6 +227,9 @@ void add_bench_flags(CLI::App& bench, FlagSet& flags) {
                    "modules), full_iteration, full_iteration+optimizer")->delimiter(',');
   bench.add_option("--bench-iters", flags.bench_iters, "timed iterations per implementation (default 20)");
   bench.add_option("--bench-warmup", flags.bench_warmup, "untimed iterations before timing (default 5)");
+  bench.add_option("--profile-iterations", flags.profile_iterations,
+                   "after timing, run this many more iterations per implementation inside a profiler range (CUDA's "
+                   "cudaProfilerStart/Stop), for ncu --profile-from-start off (default 0: none)");
   bench.add_flag("--decode", flags.bench_decode, "time decoding instead of training: scopes none, layer and block of "
                  "the preset's model with random weights (bf16 on a GPU), one row per scope and batch");
   bench.add_option("--decode-batches", flags.decode_batches, "batch sizes of --decode (default 1,8,32)")->delimiter(',');
@@ -270,6 +274,11 @@ void take_bench_flags(const FlagSet& flags, CommandLine& result) {
   if (result.bench_iters < 1 || result.bench_warmup < 0) {
     fail_with({"--bench-iters must be >= 1 and --bench-warmup >= 0, got " + std::to_string(result.bench_iters) + " and " +
                std::to_string(result.bench_warmup) + "; fix: e.g. --bench-iters 20 --bench-warmup 5"});
+  }
+  result.profile_iterations = flags.profile_iterations;
+  if (result.profile_iterations < 0) {
+    fail_with({"--profile-iterations must be >= 0, got " + std::to_string(result.profile_iterations) +
+               "; fix: e.g. --profile-iterations 2, or leave it out"});
   }
   result.bench_decode = flags.bench_decode;
   if (!flags.decode_batches.empty()) result.decode_batches = flags.decode_batches;

@@ -51,6 +51,7 @@ struct CommandLine {
   std::vector<std::string> impls{"none"};   ///< --impls none[,local,...]: one row each
   int64_t bench_iters = 20;                 ///< --bench-iters: timed iterations per impl
   int64_t bench_warmup = 5;                 ///< --bench-warmup: untimed iterations first
+  int64_t profile_iterations = 0;           ///< --profile-iterations: iterations inside a profiler range
   bool bench_decode = false;                ///< --decode: time decoding per inference graph scope instead
   std::vector<int64_t> decode_batches{1, 8, 32};  ///< --decode-batches: one row per scope and batch
   std::vector<std::string> decode_scopes{"none", "layer", "block"};  ///< --decode-scopes
