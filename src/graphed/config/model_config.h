@@ -51,6 +51,10 @@ struct ModelConfig {
   double hidden_dropout = 0.1;                    ///< --hidden-dropout, in [0, 1)
   double init_method_std = 0.02;                  ///< --init-method-std
   bool bf16 = false;                              ///< --bf16: bf16 autocast on the GPU
+  /// --fused-kernels / --no-fused-kernels: with --bf16 on a GPU, graphed's fused CUDA kernels
+  /// (kernels/training_ops.h) and bf16 working weights refreshed by the optimizer; off, LibTorch's ops
+  /// under autocast (the ATen path).
+  bool fused_kernels = true;
 
   // Mixture of experts.
   std::optional<int64_t> num_experts;             ///< --num-experts; unset = dense model

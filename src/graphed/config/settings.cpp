@@ -143,6 +143,9 @@ std::vector<SettingSpec> model_specs() {
       model(&M::hidden_dropout, "hidden_dropout", "dropout on hidden states, in [0, 1)"),
       model(&M::init_method_std, "init_method_std", "standard deviation of weight initialization"),
       model(&M::bf16, "bf16", "bf16 autocast on the GPU"),
+      model(&M::fused_kernels, "fused_kernels",
+            "with --bf16 on a GPU: graphed's fused CUDA kernels and bf16 working weights (--no-fused-kernels: "
+            "LibTorch's ops under autocast)"),
       model(&M::num_experts, "num_experts", "experts per MoE layer; unset = dense model"),
       model(&M::moe_router_topk, "moe_router_topk", "experts each token is routed to"),
       model(&M::moe_ffn_hidden_size, "moe_ffn_hidden_size", "expert MLP width; unset = --ffn-hidden-size"),

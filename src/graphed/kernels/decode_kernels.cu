@@ -8,37 +8,17 @@
 
 #include <cstdint>
 
+#include "graphed/kernels/detail/block_reduce.cuh"
+
 namespace graphed::kernels {
 namespace {
+
+using detail::block_reduce;
+using detail::warp_sum;
 
 constexpr int kThreads = 256;
 constexpr int kAttentionThreads = 128;
 constexpr int64_t kMaxAttentionLength = 10240;  // 40 KiB of fp32 scores + 5.2 KiB static: under the 48 KiB default
-
-__device__ float warp_sum(float value) {
-  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
-
-__device__ float warp_max(float value) {
-  for (int offset = 16; offset > 0; offset >>= 1) value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
-}
-
-/// The sum (or max) over the block; every thread gets it. `scratch` holds 32 floats.
-template <bool kMax>
-__device__ float block_reduce(float value, float* scratch) {
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int warps = (blockDim.x + 31) >> 5;
-  value = kMax ? warp_max(value) : warp_sum(value);
-  __syncthreads();  // scratch may still be read by a previous reduction
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  value = lane < warps ? scratch[lane] : (kMax ? -INFINITY : 0.0f);
-  value = kMax ? warp_max(value) : warp_sum(value);
-  return value;
-}
 
 /// Eight bf16 values from 16 aligned bytes, as floats.
 __device__ void load_eight(const __nv_bfloat16* source, float* values) {

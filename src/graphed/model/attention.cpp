@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "graphed/kernels/decode_ops.h"
+#include "graphed/kernels/training_ops.h"
 #include "graphed/util/compat.h"
 
 namespace graphed::model {
@@ -51,7 +52,19 @@ AttentionImpl::AttentionImpl(const AttentionShape& shape)
   }
 }
 
+void AttentionImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
+  fused_ = std::move(fused);
+  if (q_norm_) q_norm_->use_fused_path(fused_);
+  if (k_norm_) k_norm_->use_fused_path(fused_);
+}
+
+at::Tensor AttentionImpl::project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  if (!fused_) return at::linear(input, weight, bias);
+  return kernels::linear(input, weight, fused_->copy_of(weight), bias, fused_->copy_of(bias));
+}
+
 at::Tensor AttentionImpl::apply_rope(const at::Tensor& x, const at::Tensor& positions) const {
+  if (fused_ && !positions.defined()) return kernels::rope(x, rope_cos_, rope_sin_);
   at::Tensor cos, sin;
   if (positions.defined()) {  // [b, s] -> [b, 1, s, d/2]
     cos = rope_cos_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
@@ -71,7 +84,7 @@ AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const 
   const int64_t seq = input.size(1);
   const int64_t heads = shape_.num_heads;
   const int64_t groups = shape_.num_query_groups;
-  const at::Tensor qkv = at::linear(input, qkv_weight_, qkv_bias_);  // [b, s, (heads + 2 groups) d]
+  const at::Tensor qkv = project_linear(input, qkv_weight_, qkv_bias_);  // [b, s, (heads + 2 groups) d]
   const auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
   Projection projection;
   projection.query = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);
@@ -91,7 +104,7 @@ AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const 
 at::Tensor AttentionImpl::output_projection(const at::Tensor& context) const {
   const int64_t batch = context.size(0);
   const int64_t seq = context.size(2);
-  return at::linear(context.transpose(1, 2).reshape({batch, seq, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
+  return project_linear(context.transpose(1, 2).reshape({batch, seq, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& input) {

@@ -4,9 +4,12 @@
 // input, dropout on the output or residual: the layer's attention unit adds those.
 #pragma once
 
+#include <memory>
+
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "graphed/model/fused_path.h"
 #include "graphed/model/norm.h"
 
 namespace graphed::model {
@@ -71,16 +74,21 @@ class AttentionImpl : public torch::nn::Module {
                             const LayerCache& cache) const;
   /// The output projection of the attention context [b, heads, s, d] -> [b, s, h].
   at::Tensor output_projection(const at::Tensor& context) const;
+  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
+  void use_fused_path(std::shared_ptr<const FusedPath> fused);
   const AttentionShape& shape() const { return shape_; }
   int64_t head_dim() const { return head_dim_; }
 
  private:
   at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions) const;  // [b, heads, s, d]
+  /// at::linear, or the fused linear over the working copies on the fused path.
+  at::Tensor project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const;
 
   AttentionShape shape_;
   int64_t head_dim_;
   at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;  // qkv [(heads + 2 groups) d, h], proj [h, heads d]
   Norm q_norm_{nullptr}, k_norm_{nullptr};  // over head_dim, shared by the heads (qk_norm only)
+  std::shared_ptr<const FusedPath> fused_;
   at::Tensor rope_cos_, rope_sin_;  // buffers [max_sequence, head_dim / 2]
 };
 TORCH_MODULE(Attention);

@@ -8,6 +8,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include "graphed/kernels/decode_ops.h"
+#include "graphed/kernels/training_ops.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
@@ -77,6 +78,12 @@ at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
 }
 
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {
+  if (fused_) {  // the output layer and the loss in one, never holding fp32 logits
+    const at::Tensor normed = final_norm_->forward(hidden);
+    const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
+    return kernels::linear_cross_entropy(normed.reshape({-1, normed.size(-1)}), output, fused_->copy_of(output),
+                                         labels.reshape({-1}));
+  }
   const at::Tensor logits = output_logits(hidden);
   return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));
 }
@@ -142,6 +149,12 @@ capture::GraphableUnit GptModelImpl::stage_unit(StageUnit which) {
 void GptModelImpl::set_stage_runner(StageUnit which, std::shared_ptr<capture::UnitRunner> runner) {
   GRAPHED_INTERNAL_ASSERT(runner != nullptr, "the ", to_string(which), " unit always needs a runner");
   stage_runners_[slot(which)] = std::move(runner);
+}
+
+void GptModelImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
+  fused_ = std::move(fused);
+  for (auto& layer : layers_) layer->use_fused_path(fused_);
+  final_norm_->use_fused_path(fused_);
 }
 
 void GptModelImpl::use_eager_stage_runner(StageUnit which) {

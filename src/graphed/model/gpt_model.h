@@ -92,6 +92,10 @@ class GptModelImpl : public torch::nn::Module {
   void set_stage_runner(StageUnit unit, std::shared_ptr<capture::UnitRunner> runner);
   void use_eager_stage_runner(StageUnit unit);
 
+  /// Routes the training forward through the fused path (model/fused_path.h: fused kernels over working
+  /// copies of the weights); null: the ATen path under autocast.
+  void use_fused_path(std::shared_ptr<const FusedPath> fused);
+
  private:
   at::Tensor embed(const at::Tensor& tokens);
   at::Tensor output_logits(const at::Tensor& hidden);
@@ -105,6 +109,7 @@ class GptModelImpl : public torch::nn::Module {
   std::vector<TransformerLayer> layers_;
   Norm final_norm_{nullptr};
   std::array<std::shared_ptr<capture::UnitRunner>, 2> stage_runners_;
+  std::shared_ptr<const FusedPath> fused_;
 };
 TORCH_MODULE(GptModel);
 

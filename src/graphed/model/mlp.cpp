@@ -2,6 +2,7 @@
 #include "graphed/model/mlp.h"
 
 #include "graphed/kernels/decode_ops.h"
+#include "graphed/kernels/training_ops.h"
 
 namespace graphed::model {
 
@@ -23,8 +24,17 @@ MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
+  if (fused_) return fused_forward(input);
   const at::Tensor hidden = mlp_activation(at::linear(input, fc1_weight_, fc1_bias_), shape_.swiglu, shape_.openai_gelu);
   return at::linear(hidden, fc2_weight_, fc2_bias_);
+}
+
+at::Tensor MlpImpl::fused_forward(const at::Tensor& input) const {
+  const FusedPath& fused = *fused_;
+  const at::Tensor projected =
+      kernels::linear(input, fc1_weight_, fused.copy_of(fc1_weight_), fc1_bias_, fused.copy_of(fc1_bias_));
+  const at::Tensor hidden = shape_.swiglu ? kernels::swiglu(projected) : mlp_activation(projected, false, shape_.openai_gelu);
+  return kernels::linear(hidden, fc2_weight_, fused.copy_of(fc2_weight_), fc2_bias_, fused.copy_of(fc2_bias_));
 }
 
 at::Tensor MlpImpl::forward_inference(const at::Tensor& input) {

@@ -2,8 +2,12 @@
 // No norm, dropout or residual here: the transformer layer's units add those.
 #pragma once
 
+#include <memory>
+
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include "graphed/model/fused_path.h"
 
 namespace graphed::model {
 
@@ -24,10 +28,15 @@ class MlpImpl : public torch::nn::Module {
   /// The same MLP for decoding: for a bf16 CUDA tensor, SwiGLU through one fused kernel and the linears of
   /// one row through the one-row kernel (kernels/decode_ops.h).
   at::Tensor forward_inference(const at::Tensor& input);
+  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
+  void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
 
  private:
   MlpShape shape_;
   at::Tensor fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
+  std::shared_ptr<const FusedPath> fused_;
+
+  at::Tensor fused_forward(const at::Tensor& input) const;
 };
 TORCH_MODULE(Mlp);
 

@@ -2,6 +2,7 @@
 #include "graphed/model/norm.h"
 
 #include "graphed/kernels/decode_ops.h"
+#include "graphed/kernels/training_ops.h"
 
 namespace graphed::model {
 
@@ -11,6 +12,7 @@ NormImpl::NormImpl(int64_t hidden_size, bool rms, double epsilon) : rms_(rms), e
 }
 
 at::Tensor NormImpl::forward(const at::Tensor& input) const {
+  if (fused_) return kernels::norm(input, weight_, bias_, epsilon_, fused_->activation_type());
   // Compute in fp32 (fp64 in gradient tests); skip casts that would not change the dtype, since every
   // dispatched operator costs host time in a launch-bound eager loop.
   const auto compute = at::promote_types(input.scalar_type(), at::kFloat);

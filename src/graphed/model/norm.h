@@ -1,9 +1,14 @@
 // model/norm.h — LayerNorm or RMSNorm (--normalization), computed in fp32 and returned in the
-// input's dtype. RMSNorm is written out: LibTorch 1.13 has no rms_norm op.
+// input's dtype (on the fused path: one kernel, returned in the path's activation type). RMSNorm is
+// written out: LibTorch 1.13 has no rms_norm op.
 #pragma once
+
+#include <memory>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include "graphed/model/fused_path.h"
 
 namespace graphed::model {
 
@@ -15,12 +20,15 @@ class NormImpl : public torch::nn::Module {
   /// The same norm for decoding: RMSNorm of a bf16 CUDA tensor through one fused kernel
   /// (kernels/decode_ops.h), anything else through forward().
   at::Tensor forward_inference(const at::Tensor& input) const;
+  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
+  void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
 
  private:
   bool rms_;
   double epsilon_;
   at::Tensor weight_;
   at::Tensor bias_;
+  std::shared_ptr<const FusedPath> fused_;
 };
 TORCH_MODULE(Norm);
 

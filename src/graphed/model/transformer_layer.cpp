@@ -232,6 +232,14 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
   runners_[slot(which)] = std::move(runner);
 }
 
+void TransformerLayerImpl::use_fused_path(const std::shared_ptr<const FusedPath>& fused) {
+  input_norm_->use_fused_path(fused);
+  attention_->use_fused_path(fused);
+  mlp_norm_->use_fused_path(fused);
+  if (mlp_) mlp_->use_fused_path(fused);
+  if (moe_) moe_->use_fused_path(fused);
+}
+
 void TransformerLayerImpl::use_eager_runner(LayerUnit which) {
   const bool composed = which == LayerUnit::kWholeLayer || which == LayerUnit::kMoe;
   set_runner(which, composed ? nullptr : std::make_shared<capture::EagerUnitRunner>(unit(which)));

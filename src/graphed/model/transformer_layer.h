@@ -56,6 +56,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// Puts the unit's default back: for kWholeLayer and kMoe the composition of the smaller units,
   /// for the others an eager runner.
   void use_eager_runner(LayerUnit unit);
+  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
+  void use_fused_path(const std::shared_ptr<const FusedPath>& fused);
 
  private:
   std::vector<at::Tensor> attention_unit(const at::Tensor& hidden);

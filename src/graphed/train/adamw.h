@@ -3,7 +3,9 @@
 // (capturable in a CUDA graph). Gradients are allocated at construction and zeroed in place, so
 // their addresses never change; when every parameter has one dtype and device they are views of one
 // flat buffer (as Megatron's grad buffer), so zeroing and the global norm are one kernel each instead
-// of one per parameter. Fused kernel on CUDA LibTorch 2.x (util/compat.h).
+// of one per parameter. Fused kernel on CUDA LibTorch 2.x (util/compat.h). With working copies (the
+// model's fused path) the parameters and moments are flat buffers too, stepped by one kernel that also
+// writes the copies (kernels::adamw_step).
 #pragma once
 
 #include <optional>
@@ -20,6 +22,9 @@ struct AdamWOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.01;
+  /// Working copies of the parameters in this type (bf16 for the model's fused path), refreshed by every
+  /// step; needs parameters of one dtype and device (else there are none).
+  std::optional<at::ScalarType> working_copies;
 };
 
 class AdamW {
@@ -40,6 +45,12 @@ class AdamW {
   const std::vector<at::Tensor>& gradients() const { return gradients_; }
   /// The one buffer every gradient is a view of (undefined when they differ in dtype or device).
   const at::Tensor& flat_gradients() const { return flat_gradients_; }
+  /// (parameter, working copy) pairs; empty without working copies.
+  std::vector<std::pair<at::Tensor, at::Tensor>> working_copies() const;
+  /// Writes the parameters into their working copies: call after the parameters change outside step()
+  /// (a checkpoint load).
+  void refresh_working_copies();
+
   /// Every state tensor by name ("<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step", "lr"),
   /// for checkpoints. The tensors are the live state: copying into them restores it.
   std::vector<std::pair<std::string, at::Tensor>> state();
@@ -50,6 +61,11 @@ class AdamW {
   std::vector<at::Tensor> parameters_, gradients_, exp_avgs_, exp_avg_sqs_, steps_;
   at::Tensor lr_;
   at::Tensor flat_gradients_;  ///< every gradient's storage, when they share a dtype and device
+  // With working copies: the parameters, moments and copies as flat buffers, and one step count.
+  at::Tensor flat_parameters_, flat_exp_avg_, flat_exp_avg_sq_, flat_copies_, step_;
+  std::vector<at::Tensor> copies_;
+
+  void make_flat_state(int64_t elements);
 };
 
 }  // namespace graphed::train

@@ -13,6 +13,7 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/device.h"
+#include "graphed/kernels/training_ops.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/data_parallel_sync.h"
 #include "graphed/train/lr_schedule.h"
@@ -57,7 +58,13 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   options.beta2 = config.train.adam_beta2;
   options.eps = config.train.adam_eps;
   options.weight_decay = config.train.weight_decay;
+  // The fused path (model/fused_path.h) with --bf16 and --fused-kernels where the kernels run (a CUDA
+  // build on a GPU): the optimizer keeps bf16 working copies of the weights for it.
+  const bool fused = config.model.bf16 && config.model.fused_kernels && !model_->parameters().empty() &&
+                     kernels::training_kernels_supported(model_->parameters().front());
+  if (fused) options.working_copies = at::kBFloat16;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
+  if (fused) model_->use_fused_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16));
   if (groups != nullptr) {
     // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
     // same number of gradients in every backward (not so for MoE experts that receive no token).
@@ -155,6 +162,7 @@ void Trainer::write_metrics(const nlohmann::json& record) {
 
 void Trainer::load(const std::string& dir) {
   start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, /*own_stage=*/layout_.is_pipelined());
+  optimizer_->refresh_working_copies();
 }
 
 std::string Trainer::save(int64_t iterations) {

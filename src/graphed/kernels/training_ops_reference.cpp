@@ -1,0 +1,70 @@
+// kernels/training_ops_reference.cpp — the ATen forms of kernels/training_ops.h's operations: what a CPU
+// build runs, and what the fused kernels are tested against.
+#include <ATen/core/grad_mode.h>
+
+#include "graphed/kernels/training_ops.h"
+
+namespace graphed::kernels::reference {
+namespace {
+
+at::ScalarType compute_type(const at::Tensor& input) { return at::promote_types(input.scalar_type(), at::kFloat); }
+
+at::Tensor as_type(const at::Tensor& tensor, at::ScalarType type) {
+  return tensor.scalar_type() == type ? tensor : tensor.to(type);
+}
+
+}  // namespace
+
+at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
+                at::ScalarType output_type) {
+  const at::ScalarType compute = compute_type(input);
+  const at::Tensor x = as_type(input, compute);
+  at::Tensor y;
+  if (bias.defined()) {
+    y = at::layer_norm(x, {x.size(-1)}, as_type(weight, compute), as_type(bias, compute), epsilon);
+  } else {
+    y = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + epsilon) * as_type(weight, compute);
+  }
+  return as_type(y, output_type);
+}
+
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  return at::linear(input, weight, bias);
+}
+
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t seq = x.size(2);
+  const at::Tensor c = as_type(cos.narrow(0, 0, seq), x.scalar_type());
+  const at::Tensor s = as_type(sin.narrow(0, 0, seq), x.scalar_type());
+  const auto halves = x.chunk(2, -1);
+  return at::cat({halves[0] * c - halves[1] * s, halves[1] * c + halves[0] * s}, -1);
+}
+
+at::Tensor swiglu(const at::Tensor& x) {
+  const auto halves = x.chunk(2, -1);
+  return at::silu(halves[0]) * halves[1];
+}
+
+at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels) {
+  const at::Tensor logits = at::linear(hidden, weight);
+  return at::cross_entropy_loss(as_type(logits, compute_type(logits)).view({-1, logits.size(-1)}), labels.reshape({-1}));
+}
+
+void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,
+                const at::Tensor& exp_avg_sq, const at::Tensor& working_copy, const at::Tensor& learning_rate,
+                const at::Tensor& step, const std::optional<at::Tensor>& grad_scale, const AdamWSettings& settings) {
+  at::NoGradGuard no_grad;
+  const at::Tensor& lr = learning_rate;
+  const at::Tensor steps = step.to(parameters.scalar_type());
+  const at::Tensor gradient = grad_scale ? gradients / *grad_scale : gradients;
+  parameters.mul_(1.0 - lr * settings.weight_decay);
+  exp_avg.lerp_(gradient, 1.0 - settings.beta1);
+  exp_avg_sq.mul_(settings.beta2).addcmul_(gradient, gradient, 1.0 - settings.beta2);
+  const at::Tensor bias1 = 1.0 - at::pow(settings.beta1, steps);
+  const at::Tensor bias2_sqrt = at::sqrt(1.0 - at::pow(settings.beta2, steps));
+  const at::Tensor denominator = exp_avg_sq.sqrt() / bias2_sqrt + settings.eps;
+  parameters.sub_(exp_avg / denominator * (lr / bias1));
+  if (working_copy.defined()) working_copy.copy_(parameters);
+}
+
+}  // namespace graphed::kernels::reference

@@ -1,0 +1,31 @@
+// model/fused_path.h — the model's fused training path, turned on once by the trainer: norms, linears,
+// RoPE, SwiGLU and the output layer with its loss run through kernels/training_ops.h, reading working
+// copies of the weights (bf16 on a GPU) that the optimizer refreshes at every step, instead of autocast
+// casting every weight at every use. Modules hold a shared pointer to it; without one they take the
+// ATen path.
+#pragma once
+
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace graphed::model {
+
+class FusedPath {
+ public:
+  /// copies: (master parameter, its working copy of the same shape) pairs; activation_type: what the
+  /// fused norms hand to the linears (bf16 on a GPU).
+  FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type);
+
+  /// The working copy of `master`, or an undefined tensor when it has none (or is undefined).
+  at::Tensor copy_of(const at::Tensor& master) const;
+  at::ScalarType activation_type() const { return activation_type_; }
+
+ private:
+  std::unordered_map<const void*, at::Tensor> copies_;  ///< by the master's TensorImpl
+  at::ScalarType activation_type_;
+};
+
+}  // namespace graphed::model
