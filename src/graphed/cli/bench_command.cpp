@@ -31,6 +31,7 @@ struct Row {
   double pipelined_ms_per_iteration = 0;  ///< iterations back to back, no synchronization between them
   int64_t ops_per_iteration = 0;          ///< ATen operators dispatched by one iteration
   double tokens_per_second = 0;           ///< from the pipelined time, as training runs
+  std::optional<double> mfu;              ///< model FLOPs (Trainer::flops_per_iteration) / peak, pipelined
   double speedup = 1;
   double capture_seconds = 0;
   double peak_mib = 0;
@@ -134,6 +135,9 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   }
   const double tokens = trainer.tokens_per_iteration();
   row.tokens_per_second = tokens / (row.pipelined_ms_per_iteration / 1000.0);
+  if (trainer.peak()) {
+    row.mfu = trainer.flops_per_iteration() / (row.pipelined_ms_per_iteration / 1000.0) / trainer.peak()->flops_per_second;
+  }
   row.peak_mib = mib(capture::peak_memory_bytes(device));
   row.reserved_mib = mib(capture::reserved_memory_bytes(device));
   row.graphs = trainer.runner().graph_count();
@@ -158,18 +162,19 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       << " synchronized (median) + " << command_line.bench_iters << " pipelined iterations, global batch "
       << config.train.global_batch_size.value_or(1) << " x seq " << config.model.seq_length
       << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "\n";
-  out << "| impl | ms/iter | pipelined ms/iter | host ms/iter | aten ops/iter | tokens/s | speedup vs none | graphs | "
+  out << "| impl | ms/iter | pipelined ms/iter | host ms/iter | aten ops/iter | tokens/s | MFU | speedup vs none | graphs | "
          "capture s | peak MiB | reserved MiB | graph pool MiB | graphs MiB | loss |\n";
-  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     if (r.skipped) {
-      out << "| " << r.impl << " | skipped: " << *r.skipped << " |||||||||||||\n";
+      out << "| " << r.impl << " | skipped: " << *r.skipped << " ||||||||||||||\n";
       continue;
     }
     const bool eager = r.impl == "none";
     out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.pipelined_ms_per_iteration, 3)
         << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | "
-        << fixed(r.tokens_per_second, 0) << " | " << fixed(r.speedup, 2) << " | " << r.graphs << " | "
+        << fixed(r.tokens_per_second, 0) << " | " << (r.mfu ? fixed(100.0 * *r.mfu, 1) + "%" : "-") << " | "
+        << fixed(r.speedup, 2) << " | " << r.graphs << " | "
         << (eager ? "-" : fixed(r.capture_seconds, 2)) << " | " << fixed(r.peak_mib, 1) << " | "
         << fixed(r.reserved_mib, 1) << " | " << (eager ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
         << (eager ? "-" : fixed(r.graph_mib, 1)) << " | " << fixed(r.loss, 4) << " |\n";
@@ -188,7 +193,8 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
     array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration},
                      {"pipelined_ms_per_iter", r.pipelined_ms_per_iteration},
                      {"host_ms_per_iter", r.host_ms_per_iteration}, {"ops_per_iter", r.ops_per_iteration},
-                     {"tokens_per_s", r.tokens_per_second}, {"speedup_vs_none", r.speedup}, {"graphs", r.graphs},
+                     {"tokens_per_s", r.tokens_per_second},
+                     {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)}, {"speedup_vs_none", r.speedup}, {"graphs", r.graphs},
                      {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib}, {"reserved_mib", r.reserved_mib},
                      {"graph_pool_mib", r.graph_pool_mib}, {"graph_mib", r.graph_mib}, {"loss", r.loss},
                      {"preset", command_line.preset.value_or("")}, {"device", capture::device_name(device)},
