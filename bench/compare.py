@@ -91,11 +91,81 @@ def baseline(log_dir, presets):
                   f"{now.get('host_ms_per_iter', 0):.3f} |")
 
 
+def row_of(log_dir, prefix, preset, impl):
+    for row in load(os.path.join(log_dir, f"{prefix}-{preset}.json")):
+        if row.get("impl") == impl and "skipped" not in row:
+            return row
+    return None
+
+
+def fused_against_aten(log_dir, presets):
+    """graphed's fused path (bench-*.json) against the ATen path (--no-fused-kernels, aten-*.json)."""
+    print()
+    print("| preset | impl | fused ms/iter | ATen path ms/iter | fused / ATen | fused MFU | ATen MFU | fused reserved MiB | "
+          "ATen reserved MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for preset in presets:
+        for impl in ("none", "full_iteration+optimizer"):
+            fused, aten = row_of(log_dir, "bench", preset, impl), row_of(log_dir, "aten", preset, impl)
+            if not fused or not aten:
+                continue
+            mfu = lambda row: f"{100 * row['mfu']:.1f}%" if row.get("mfu") else "-"
+            print(f"| {preset} | {impl} | {fused['pipelined_ms_per_iter']:.3f} | {aten['pipelined_ms_per_iter']:.3f} | "
+                  f"{ratio(fused['pipelined_ms_per_iter'], aten['pipelined_ms_per_iter'])} | {mfu(fused)} | {mfu(aten)} | "
+                  f"{fused.get('reserved_mib', 0):.0f} | {aten.get('reserved_mib', 0):.0f} |")
+
+
+def targets(log_dir):
+    """Issue 13's targets, each a ratio of rows of this run (pipelined times)."""
+    def pipelined(row):
+        return row.get("pipelined_ms_per_iter") if row else None
+
+    def line(name, value, goal, met):
+        print(f"| {name} | {value} | {goal} | {'met' if met else 'missed'} |")
+
+    print()
+    print("| target | this run | goal | verdict |")
+    print("|---|---|---|---|")
+    full = row_of(log_dir, "bench", "gpt-125m", "full_iteration")
+    compiled = row_of(log_dir, "reference", "gpt-125m", "pytorch compile (no cudagraph trees)")
+    if full and compiled:
+        value = pipelined(full) / pipelined(compiled)
+        line("gpt-125m full_iteration / torch.compile (no cudagraph trees)", f"{value:.2f}x "
+             f"({pipelined(full):.2f} / {pipelined(compiled):.2f} ms)", "<= 0.9x", value <= 0.9)
+    llama = row_of(log_dir, "bench", "llama-1b", "full_iteration+optimizer")
+    llama_aten = row_of(log_dir, "aten", "llama-1b", "full_iteration+optimizer")
+    if llama and llama.get("mfu"):
+        line("llama-1b MFU (full_iteration+optimizer)", f"{100 * llama['mfu']:.1f}%", ">= 45%", llama["mfu"] >= 0.45)
+    if llama and llama_aten:
+        value = llama["tokens_per_s"] / llama_aten["tokens_per_s"]
+        line("llama-1b tokens/s over the ATen path", f"{value:.2f}x ({llama['tokens_per_s']:,.0f} / "
+             f"{llama_aten['tokens_per_s']:,.0f})", ">= 1.8x", value >= 1.8)
+    moe, small = row_of(log_dir, "bench", "moe-small", "full_iteration"), row_of(log_dir, "bench", "small", "full_iteration")
+    if moe and small:
+        value = pipelined(moe) / pipelined(small)
+        line("moe-small / small, full_iteration", f"{value:.2f}x", "<= 1.3x", value <= 1.3)
+    eager, torch_eager = row_of(log_dir, "bench", "tiny", "none"), row_of(log_dir, "reference", "tiny", "pytorch eager")
+    if eager and torch_eager:
+        value = pipelined(eager) / pipelined(torch_eager)
+        line("tiny none / PyTorch eager", f"{value:.2f}x", "<= 0.6x", value <= 0.6)
+    none = row_of(log_dir, "bench", "gpt-125m", "none")
+    torch_graph = row_of(log_dir, "reference", "gpt-125m", "pytorch full_iteration")
+    if full and none:
+        value = full["reserved_mib"] / none["reserved_mib"]
+        line("gpt-125m full_iteration reserved / none reserved", f"{value:.2f}x ({full['reserved_mib']:.0f} / "
+             f"{none['reserved_mib']:.0f} MiB)", "<= 1.1x", value <= 1.1)
+    if full and torch_graph:
+        line("gpt-125m full_iteration reserved / PyTorch full-iteration graph", f"{full['reserved_mib']:.0f} / "
+             f"{torch_graph['reserved_mib']:.0f} MiB", "<=", full["reserved_mib"] <= torch_graph["reserved_mib"])
+
+
 def main():
     log_dir = sys.argv[1] if len(sys.argv) > 1 else "."
     presets = presets_in(log_dir)
     all_rows(log_dir, presets)
     per_layer_ratios(log_dir, presets)
+    fused_against_aten(log_dir, presets)
+    targets(log_dir)
     baseline(log_dir, presets)
 
 

@@ -1,6 +1,6 @@
 // kernels/loss_kernels.cu — cross-entropy over bf16 logits with its gradient written in place
 // (kernels/training_kernels.h): a block per row, one pass for the running maximum and sum of
-// exponentials, one pass that writes the gradient.
+// exponentials, one pass that writes the gradient; eight logits per 16-byte load where the rows allow.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -15,8 +15,32 @@ namespace {
 
 using detail::block_reduce;
 
-constexpr int kThreads = 512;
+constexpr int kThreads = 256;
 
+/// Folds one logit into a running maximum and the sum of exp(logit - maximum).
+__device__ __forceinline__ void fold(float value, float& largest, float& sum) {
+  if (value > largest) {
+    sum = sum * __expf(largest - value) + 1.0f;
+    largest = value;
+  } else {
+    sum += __expf(value - largest);
+  }
+}
+
+/// Eight bf16 values from 16 aligned bytes, as floats.
+__device__ __forceinline__ void load_eight(const __nv_bfloat16* source, float* values) {
+  const uint4 packed = *reinterpret_cast<const uint4*>(source);
+  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&packed);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const float2 pair = __bfloat1622float2(pairs[p]);
+    values[2 * p] = pair.x;
+    values[2 * p + 1] = pair.y;
+  }
+}
+
+/// A block per row. kVector: 8 logits per load (the row is 16-byte aligned and a multiple of 8 long).
+template <bool kVector>
 __global__ void cross_entropy_kernel(__nv_bfloat16* logits, const int64_t* labels, float* losses, int64_t vocab,
                                      float grad_scale) {
   __shared__ float scratch[32];
@@ -24,27 +48,50 @@ __global__ void cross_entropy_kernel(__nv_bfloat16* logits, const int64_t* label
   __nv_bfloat16* x = logits + row * vocab;
   // Each thread's running maximum and its sum of exp(x - maximum), merged over the block afterwards.
   float largest = -INFINITY, sum = 0.0f;
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
-    const float value = __bfloat162float(x[v]);
-    if (value > largest) {
-      sum = sum * __expf(largest - value) + 1.0f;
-      largest = value;
-    } else {
-      sum += __expf(value - largest);
+  if (kVector) {
+    for (int64_t v = threadIdx.x * 8; v < vocab; v += blockDim.x * 8) {
+      float values[8];
+      load_eight(x + v, values);
+      float local = values[0];
+#pragma unroll
+      for (int i = 1; i < 8; ++i) local = fmaxf(local, values[i]);
+      if (local > largest) {
+        sum *= __expf(largest - local);
+        largest = local;
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sum += __expf(values[i] - largest);
     }
+  } else {
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) fold(__bfloat162float(x[v]), largest, sum);
   }
   const float maximum = block_reduce<true>(largest, scratch);
   const float total = block_reduce<false>(largest == -INFINITY ? 0.0f : sum * __expf(largest - maximum), scratch);
   const float log_total = logf(total);
   const int64_t label = labels[row];
   const bool valid = label >= 0 && label < vocab;
-  if (threadIdx.x == 0) {
-    losses[row] = valid ? maximum + log_total - __bfloat162float(x[label]) : NAN;
-  }
+  if (threadIdx.x == 0) losses[row] = valid ? maximum + log_total - __bfloat162float(x[label]) : NAN;
   __syncthreads();  // the label's logit is read above before any thread overwrites it
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
-    const float probability = __expf(__bfloat162float(x[v]) - maximum - log_total);
-    x[v] = __float2bfloat16_rn((probability - (v == label ? 1.0f : 0.0f)) * grad_scale);
+  const float shift = maximum + log_total;
+  if (kVector) {
+    for (int64_t v = threadIdx.x * 8; v < vocab; v += blockDim.x * 8) {
+      float values[8];
+      load_eight(x + v, values);
+      uint4 packed;
+      __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(&packed);
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        const float first = (__expf(values[2 * p] - shift) - (v + 2 * p == label ? 1.0f : 0.0f)) * grad_scale;
+        const float second = (__expf(values[2 * p + 1] - shift) - (v + 2 * p + 1 == label ? 1.0f : 0.0f)) * grad_scale;
+        pairs[p] = __floats2bfloat162_rn(first, second);
+      }
+      *reinterpret_cast<uint4*>(x + v) = packed;
+    }
+  } else {
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+      const float probability = __expf(__bfloat162float(x[v]) - shift);
+      x[v] = __float2bfloat16_rn((probability - (v == label ? 1.0f : 0.0f)) * grad_scale);
+    }
   }
 }
 
@@ -53,8 +100,13 @@ __global__ void cross_entropy_kernel(__nv_bfloat16* logits, const int64_t* label
 void launch_cross_entropy(void* logits, const int64_t* labels, float* losses, int64_t rows, int64_t vocab,
                           float grad_scale, void* stream) {
   if (rows == 0) return;
-  cross_entropy_kernel<<<static_cast<unsigned>(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<__nv_bfloat16*>(logits), labels, losses, vocab, grad_scale);
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  auto* x = static_cast<__nv_bfloat16*>(logits);
+  if (vocab % 8 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0) {
+    cross_entropy_kernel<true><<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, labels, losses, vocab, grad_scale);
+  } else {
+    cross_entropy_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, labels, losses, vocab, grad_scale);
+  }
 }
 
 }  // namespace graphed::kernels

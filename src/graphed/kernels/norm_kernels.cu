@@ -14,112 +14,166 @@
 namespace graphed::kernels {
 namespace {
 
-using detail::block_reduce;
+using detail::warp_sum;
 
-constexpr int kThreads = 256;
-constexpr int64_t kPartialRows = 264;  // two blocks per multiprocessor of an H100 / H200
+constexpr int kForwardWarps = 8;         // rows per forward block, a warp each
+constexpr int kBackwardWarps = 4;        // rows in flight per backward block
+constexpr int64_t kPartialRows = 264;    // backward blocks: two per multiprocessor of an H100 / H200
+constexpr int kSumSlices = 8;            // row slices of the column-sum kernel
+constexpr int kMaxSharedBytes = 100 * 1024;
 
 __device__ __forceinline__ float load(const float* data, int64_t i) { return data[i]; }
 __device__ __forceinline__ float load(const __nv_bfloat16* data, int64_t i) { return __bfloat162float(data[i]); }
 __device__ __forceinline__ void store(float* data, int64_t i, float value) { data[i] = value; }
 __device__ __forceinline__ void store(__nv_bfloat16* data, int64_t i, float value) { data[i] = __float2bfloat16_rn(value); }
 
+/// A warp per row: the mean (LayerNorm), the variance, then the output, each a pass over the row
+/// (the later passes hit the cache).
 template <typename T>
 __global__ void norm_forward_kernel(const T* input, const float* weight, const float* bias, __nv_bfloat16* output,
-                                    float* mean_out, float* rstd_out, int columns, float epsilon) {
-  __shared__ float scratch[32];
-  const int64_t row = blockIdx.x;
+                                    float* mean_out, float* rstd_out, int64_t rows, int columns, float epsilon) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = blockIdx.x * static_cast<int64_t>(kForwardWarps) + (threadIdx.x >> 5);
+  if (row >= rows) return;
   const T* x = input + row * columns;
   __nv_bfloat16* y = output + row * columns;
   const bool layer_norm = mean_out != nullptr;
   float mean = 0.0f;
   if (layer_norm) {
     float sum = 0.0f;
-    for (int c = threadIdx.x; c < columns; c += blockDim.x) sum += load(x, c);
-    mean = block_reduce<false>(sum, scratch) / static_cast<float>(columns);
+    for (int c = lane; c < columns; c += 32) sum += load(x, c);
+    mean = warp_sum(sum) / static_cast<float>(columns);
   }
   float squares = 0.0f;
-  for (int c = threadIdx.x; c < columns; c += blockDim.x) {
+  for (int c = lane; c < columns; c += 32) {
     const float centered = load(x, c) - mean;
     squares += centered * centered;
   }
-  const float rstd = rsqrtf(block_reduce<false>(squares, scratch) / static_cast<float>(columns) + epsilon);
-  for (int c = threadIdx.x; c < columns; c += blockDim.x) {
+  const float rstd = rsqrtf(warp_sum(squares) / static_cast<float>(columns) + epsilon);
+  for (int c = lane; c < columns; c += 32) {
     const float normalized = (load(x, c) - mean) * rstd * weight[c];
     store(y, c, bias != nullptr ? normalized + bias[c] : normalized);
   }
-  if (threadIdx.x == 0) {
+  if (lane == 0) {
     rstd_out[row] = rstd;
     if (layer_norm) mean_out[row] = mean;
   }
 }
 
-/// dx = rstd (dy w - mean(dy w) - xhat mean(dy w xhat)) for LayerNorm (RMSNorm: without the
-/// mean(dy w) term and with xhat = x rstd). Block b takes rows b, b + gridDim.x, ...
+/// dx = rstd (dy w - mean(dy w) - xhat mean(dy w xhat)) for LayerNorm (RMSNorm: without the mean(dy w)
+/// term, xhat = x rstd). Warp w of block b takes rows b * kBackwardWarps + w, then every
+/// gridDim.x * kBackwardWarps-th; it keeps the weight (and bias) gradient sums of its rows in its own
+/// shared slice (lane l owns columns l, l + 32, ...), and the block adds its warps' slices in order.
 template <typename T>
 __global__ void norm_backward_kernel(const __nv_bfloat16* grad_output, const T* input, const float* weight,
                                      const float* mean_in, const float* rstd_in, T* grad_input, float* weight_partials,
                                      float* bias_partials, int64_t rows, int columns) {
-  extern __shared__ float sums[];  // [columns] weight sums, then [columns] bias sums
-  __shared__ float scratch[32];
+  extern __shared__ float sums[];  // [kBackwardWarps][columns] weight sums, then as many bias sums
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
   const bool layer_norm = mean_in != nullptr;
-  float* weight_sums = sums;
-  float* bias_sums = sums + columns;
-  for (int c = threadIdx.x; c < columns; c += blockDim.x) {
+  const bool with_bias = bias_partials != nullptr;
+  float* weight_sums = sums + warp * columns;
+  float* bias_sums = sums + (kBackwardWarps + warp) * columns;
+  for (int c = lane; c < columns; c += 32) {
     weight_sums[c] = 0.0f;
-    if (bias_partials != nullptr) bias_sums[c] = 0.0f;
+    if (with_bias) bias_sums[c] = 0.0f;
   }
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kBackwardWarps;
+  for (int64_t row = blockIdx.x * static_cast<int64_t>(kBackwardWarps) + warp; row < rows; row += stride) {
     const __nv_bfloat16* dy = grad_output + row * columns;
     const T* x = input + row * columns;
     const float mean = layer_norm ? mean_in[row] : 0.0f;
     const float rstd = rstd_in[row];
     float dot = 0.0f, total = 0.0f;
-    for (int c = threadIdx.x; c < columns; c += blockDim.x) {
-      const float scaled = __bfloat162float(dy[c]) * weight[c];
+    for (int c = lane; c < columns; c += 32) {
+      const float gradient = __bfloat162float(dy[c]);
       const float normalized = (load(x, c) - mean) * rstd;
-      dot += scaled * normalized;
-      total += scaled;
-      // Each column belongs to one thread: no race on the shared sums.
-      weight_sums[c] += __bfloat162float(dy[c]) * normalized;
-      if (bias_partials != nullptr) bias_sums[c] += __bfloat162float(dy[c]);
+      dot += gradient * weight[c] * normalized;
+      total += gradient * weight[c];
+      weight_sums[c] += gradient * normalized;
+      if (with_bias) bias_sums[c] += gradient;
     }
-    const float mean_dot = block_reduce<false>(dot, scratch) / static_cast<float>(columns);
-    const float mean_total = layer_norm ? block_reduce<false>(total, scratch) / static_cast<float>(columns) : 0.0f;
+    const float mean_dot = warp_sum(dot) / static_cast<float>(columns);
+    const float mean_total = layer_norm ? warp_sum(total) / static_cast<float>(columns) : 0.0f;
     T* dx = grad_input + row * columns;
-    for (int c = threadIdx.x; c < columns; c += blockDim.x) {
-      const float scaled = __bfloat162float(dy[c]) * weight[c];
+    for (int c = lane; c < columns; c += 32) {
       const float normalized = (load(x, c) - mean) * rstd;
-      store(dx, c, rstd * (scaled - mean_total - normalized * mean_dot));
+      store(dx, c, rstd * (__bfloat162float(dy[c]) * weight[c] - mean_total - normalized * mean_dot));
     }
   }
+  __syncthreads();
   for (int c = threadIdx.x; c < columns; c += blockDim.x) {
-    weight_partials[blockIdx.x * static_cast<int64_t>(columns) + c] = weight_sums[c];
-    if (bias_partials != nullptr) bias_partials[blockIdx.x * static_cast<int64_t>(columns) + c] = bias_sums[c];
+    float weight_total = 0.0f, bias_total = 0.0f;
+    for (int w = 0; w < kBackwardWarps; ++w) {
+      weight_total += sums[w * columns + c];
+      if (with_bias) bias_total += sums[(kBackwardWarps + w) * columns + c];
+    }
+    weight_partials[blockIdx.x * static_cast<int64_t>(columns) + c] = weight_total;
+    if (with_bias) bias_partials[blockIdx.x * static_cast<int64_t>(columns) + c] = bias_total;
   }
+}
+
+/// output[c] = the sum over p of partials[p, c], in a fixed order: 32 columns per block, kSumSlices
+/// slices of the rows per column, the slices added in order.
+__global__ void column_sums_kernel(const float* partials, float* output, int64_t partial_rows, int columns) {
+  __shared__ float slices[kSumSlices][32];
+  const int column = blockIdx.x * 32 + (threadIdx.x & 31);
+  const int slice = threadIdx.x >> 5;
+  float sum = 0.0f;
+  if (column < columns) {
+    for (int64_t p = slice; p < partial_rows; p += kSumSlices) sum += partials[p * columns + column];
+  }
+  slices[slice][threadIdx.x & 31] = sum;
+  __syncthreads();
+  if (slice == 0 && column < columns) {
+    float total = 0.0f;
+    for (int s = 0; s < kSumSlices; ++s) total += slices[s][threadIdx.x & 31];
+    output[column] = total;
+  }
+}
+
+std::size_t backward_shared_bytes(int64_t columns, bool with_bias) {
+  return static_cast<std::size_t>(columns) * sizeof(float) * kBackwardWarps * (with_bias ? 2 : 1);
+}
+
+template <typename T>
+void launch_backward(const __nv_bfloat16* dy, const T* x, const float* weight, const float* mean, const float* rstd,
+                     T* dx, float* weight_partials, float* bias_partials, int64_t rows, int64_t columns,
+                     cudaStream_t stream) {
+  const std::size_t shared = backward_shared_bytes(columns, bias_partials != nullptr);
+  if (shared > 48 * 1024) {  // beyond the default: opt in (idempotent, cheap)
+    cudaFuncSetAttribute(norm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes);
+  }
+  const auto blocks = static_cast<unsigned>(norm_partial_rows(rows));
+  norm_backward_kernel<T><<<blocks, kBackwardWarps * 32, shared, stream>>>(dy, x, weight, mean, rstd, dx, weight_partials,
+                                                                          bias_partials, rows, static_cast<int>(columns));
 }
 
 }  // namespace
 
 bool norm_backward_fits(int64_t columns, bool with_bias) {
-  constexpr int64_t kSharedBytes = 48 * 1024 - 32 * sizeof(float);
-  return columns > 0 && columns * static_cast<int64_t>(sizeof(float)) * (with_bias ? 2 : 1) <= kSharedBytes;
+  return columns > 0 && backward_shared_bytes(columns, with_bias) <= static_cast<std::size_t>(kMaxSharedBytes);
 }
 
-int64_t norm_partial_rows(int64_t rows) { return rows < kPartialRows ? rows : kPartialRows; }
+int64_t norm_partial_rows(int64_t rows) {
+  const int64_t needed = (rows + kBackwardWarps - 1) / kBackwardWarps;
+  return needed < kPartialRows ? needed : kPartialRows;
+}
 
 void launch_norm_forward(const void* input, Element input_type, const float* weight, const float* bias, void* output,
                          float* mean, float* rstd, int64_t rows, int64_t columns, float epsilon, void* stream) {
   if (rows == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  const auto blocks = static_cast<unsigned>(rows);
+  const auto blocks = static_cast<unsigned>((rows + kForwardWarps - 1) / kForwardWarps);
   auto* y = static_cast<__nv_bfloat16*>(output);
+  const auto width = static_cast<int>(columns);
   if (input_type == Element::kFloat32) {
-    norm_forward_kernel<<<blocks, kThreads, 0, cuda_stream>>>(static_cast<const float*>(input), weight, bias, y, mean,
-                                                              rstd, static_cast<int>(columns), epsilon);
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const float*>(input), weight, bias, y,
+                                                                       mean, rstd, rows, width, epsilon);
   } else {
-    norm_forward_kernel<<<blocks, kThreads, 0, cuda_stream>>>(static_cast<const __nv_bfloat16*>(input), weight, bias,
-                                                              y, mean, rstd, static_cast<int>(columns), epsilon);
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const __nv_bfloat16*>(input), weight,
+                                                                       bias, y, mean, rstd, rows, width, epsilon);
   }
 }
 
@@ -128,18 +182,21 @@ void launch_norm_backward(const void* grad_output, const void* input, Element in
                           float* bias_partials, int64_t rows, int64_t columns, void* stream) {
   if (rows == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  const auto blocks = static_cast<unsigned>(norm_partial_rows(rows));
-  const std::size_t shared = static_cast<std::size_t>(columns) * sizeof(float) * (bias_partials != nullptr ? 2 : 1);
   const auto* dy = static_cast<const __nv_bfloat16*>(grad_output);
   if (input_type == Element::kFloat32) {
-    norm_backward_kernel<<<blocks, kThreads, shared, cuda_stream>>>(
-        dy, static_cast<const float*>(input), weight, mean, rstd, static_cast<float*>(grad_input), weight_partials,
-        bias_partials, rows, static_cast<int>(columns));
+    launch_backward(dy, static_cast<const float*>(input), weight, mean, rstd, static_cast<float*>(grad_input),
+                    weight_partials, bias_partials, rows, columns, cuda_stream);
   } else {
-    norm_backward_kernel<<<blocks, kThreads, shared, cuda_stream>>>(
-        dy, static_cast<const __nv_bfloat16*>(input), weight, mean, rstd, static_cast<__nv_bfloat16*>(grad_input),
-        weight_partials, bias_partials, rows, static_cast<int>(columns));
+    launch_backward(dy, static_cast<const __nv_bfloat16*>(input), weight, mean, rstd,
+                    static_cast<__nv_bfloat16*>(grad_input), weight_partials, bias_partials, rows, columns, cuda_stream);
   }
+}
+
+void launch_column_sums(const float* partials, float* output, int64_t partial_rows, int64_t columns, void* stream) {
+  if (columns == 0) return;
+  const auto blocks = static_cast<unsigned>((columns + 31) / 32);
+  column_sums_kernel<<<blocks, kSumSlices * 32, 0, static_cast<cudaStream_t>(stream)>>>(partials, output, partial_rows,
+                                                                                        static_cast<int>(columns));
 }
 
 }  // namespace graphed::kernels

@@ -14,14 +14,14 @@ namespace {
 constexpr int kThreads = 256;
 
 struct Scalars {
-  float lr, decay, beta1, beta2, eps, step_size, bias2_sqrt, inverse_scale;
+  float lr, decay, beta1, beta2, one_minus_beta1, one_minus_beta2, eps, step_size, bias2_sqrt, inverse_scale;
 };
 
 __device__ __forceinline__ float update(float& parameter, float gradient, float& m, float& v, const Scalars& s) {
   gradient *= s.inverse_scale;
   parameter *= s.decay;
-  m = s.beta1 * m + (1.0f - s.beta1) * gradient;
-  v = s.beta2 * v + (1.0f - s.beta2) * gradient * gradient;
+  m = s.beta1 * m + s.one_minus_beta1 * gradient;
+  v = s.beta2 * v + s.one_minus_beta2 * gradient * gradient;
   parameter -= s.step_size * m / (sqrtf(v) / s.bias2_sqrt + s.eps);
   return parameter;
 }
@@ -34,6 +34,8 @@ __global__ void adamw_kernel(float* parameters, const float* gradients, float* e
   s.decay = 1.0f - s.lr * hyper.weight_decay;
   s.beta1 = hyper.beta1;
   s.beta2 = hyper.beta2;
+  s.one_minus_beta1 = hyper.one_minus_beta1;
+  s.one_minus_beta2 = hyper.one_minus_beta2;
   s.eps = hyper.eps;
   s.step_size = s.lr / (1.0f - powf(hyper.beta1, *step));
   s.bias2_sqrt = sqrtf(1.0f - powf(hyper.beta2, *step));

@@ -20,8 +20,8 @@ enum class Element { kFloat32, kBFloat16 };
 void launch_norm_forward(const void* input, Element input_type, const float* weight, const float* bias, void* output,
                          float* mean, float* rstd, int64_t rows, int64_t columns, float epsilon, void* stream);
 
-/// Whether rows of `columns` fit launch_norm_backward, whose per-block sums live in shared memory
-/// (48 KiB: up to 6,144 columns with a bias, 12,288 without).
+/// Whether rows of `columns` fit launch_norm_backward, whose per-warp sums live in shared memory
+/// (100 KiB: up to 3,200 columns with a bias, 6,400 without).
 bool norm_backward_fits(int64_t columns, bool with_bias);
 
 /// The rows the backward's weight (and bias) partial sums have: [norm_partial_rows(rows), columns],
@@ -34,6 +34,10 @@ int64_t norm_partial_rows(int64_t rows);
 void launch_norm_backward(const void* grad_output, const void* input, Element input_type, const float* weight,
                           const float* mean, const float* rstd, void* grad_input, float* weight_partials,
                           float* bias_partials, int64_t rows, int64_t columns, void* stream);
+
+/// output[c] = sum over p of partials[p, c] (fp32 [partial_rows, columns]), in a fixed order: the weight
+/// and bias gradients from launch_norm_backward's partial sums.
+void launch_column_sums(const float* partials, float* output, int64_t partial_rows, int64_t columns, void* stream);
 
 /// Where a [batch, sequence, heads, head_dim] bf16 tensor's elements are: element (b, s, h, i) is at
 /// b * batch + s * sequence + h * head (elements; head_dim is contiguous).
@@ -67,6 +71,7 @@ void launch_cross_entropy(void* logits, const int64_t* labels, float* losses, in
 /// rounded to bf16.
 struct AdamWHyper {
   float beta1, beta2, eps, weight_decay;
+  float one_minus_beta1, one_minus_beta2;  ///< computed in double on the host: 1 - 0.999f is not 0.001f
 };
 void launch_adamw(float* parameters, const float* gradients, float* exp_avg, float* exp_avg_sq, void* bf16_copy,
                   int64_t n, const float* learning_rate, const float* step, const float* grad_scale,

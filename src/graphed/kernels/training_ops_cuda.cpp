@@ -26,11 +26,25 @@ Element element_of(const at::Tensor& tensor) {
   return tensor.scalar_type() == at::kFloat ? Element::kFloat32 : Element::kBFloat16;
 }
 
-const float* float_pointer(const at::Tensor& tensor) { return tensor.defined() ? tensor.data_ptr<float>() : nullptr; }
 float* mutable_float_pointer(const at::Tensor& tensor) { return tensor.defined() ? tensor.data_ptr<float>() : nullptr; }
+
+/// Function::apply takes no undefined tensors: an absent optional input is an empty one.
+at::Tensor or_empty(const at::Tensor& tensor, const at::Tensor& like) {
+  return tensor.defined() ? tensor : at::empty({0}, like.options());
+}
+bool present(const at::Tensor& tensor) { return tensor.numel() > 0; }
 
 at::Tensor as_bf16(const at::Tensor& tensor) {
   return tensor.scalar_type() == at::kBFloat16 ? tensor : tensor.to(at::kBFloat16);
+}
+
+/// The sums over the first dimension of fp32 partials [rows, columns], in a fixed order.
+at::Tensor column_sums(const at::Tensor& partials) {
+  at::Tensor sums = at::empty({partials.size(1)}, partials.options());
+  launch_column_sums(partials.data_ptr<float>(), sums.data_ptr<float>(), partials.size(0), partials.size(1),
+                     current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return sums;
 }
 
 struct NormFunction : torch::autograd::Function<NormFunction> {
@@ -42,13 +56,14 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
     at::Tensor output = at::empty(x.sizes(), x.options().dtype(at::kBFloat16));
     const auto statistics = x.options().dtype(at::kFloat);
     const at::Tensor rstd = at::empty({rows}, statistics);
-    const at::Tensor mean = bias.defined() ? at::empty({rows}, statistics) : at::Tensor();
-    launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(), float_pointer(bias), output.data_ptr(),
-                        mutable_float_pointer(mean), rstd.data_ptr<float>(), rows, columns,
-                        static_cast<float>(epsilon), current_stream());
+    const bool layer_norm = present(bias);
+    const at::Tensor mean = layer_norm ? at::empty({rows}, statistics) : rstd;  // RMSNorm has no mean
+    launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(), layer_norm ? bias.data_ptr<float>() : nullptr,
+                        output.data_ptr(), layer_norm ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), rows,
+                        columns, static_cast<float>(epsilon), current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     context->save_for_backward({x, weight, mean, rstd});
-    context->saved_data["layer_norm"] = bias.defined();
+    context->saved_data["layer_norm"] = layer_norm;
     return output;
   }
 
@@ -65,11 +80,12 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
     at::Tensor grad_input = at::empty_like(x);
     const at::Tensor weight_partials = at::empty({partial_rows, columns}, options);
     const at::Tensor bias_partials = layer_norm ? at::empty({partial_rows, columns}, options) : at::Tensor();
-    launch_norm_backward(dy.data_ptr(), x.data_ptr(), element_of(x), saved[1].data_ptr<float>(), float_pointer(mean),
-                         saved[3].data_ptr<float>(), grad_input.data_ptr(), weight_partials.data_ptr<float>(),
-                         mutable_float_pointer(bias_partials), rows, columns, current_stream());
+    launch_norm_backward(dy.data_ptr(), x.data_ptr(), element_of(x), saved[1].data_ptr<float>(),
+                         layer_norm ? mean.data_ptr<float>() : nullptr, saved[3].data_ptr<float>(), grad_input.data_ptr(),
+                         weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials), rows, columns,
+                         current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return {grad_input, weight_partials.sum(0), layer_norm ? bias_partials.sum(0) : at::Tensor(), at::Tensor()};
+    return {grad_input, column_sums(weight_partials), layer_norm ? column_sums(bias_partials) : at::Tensor(), at::Tensor()};
   }
 };
 
@@ -77,8 +93,8 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& weight_copy, const at::Tensor& bias, const at::Tensor& bias_copy) {
     const at::Tensor rows = as_bf16(input).reshape({-1, input.size(-1)});
-    const at::Tensor output = bias_copy.defined() ? at::addmm(bias_copy, rows, weight_copy.t())
-                                                  : at::mm(rows, weight_copy.t());
+    const at::Tensor output = present(bias_copy) ? at::addmm(bias_copy, rows, weight_copy.t())
+                                                 : at::mm(rows, weight_copy.t());
     context->save_for_backward({rows, weight_copy});
     std::vector<int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
@@ -97,7 +113,9 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
       grad_input = at::mm(dy, weight_copy).view(sizes);
     }
     if (context->needs_input_grad(1)) grad_weight = at::mm(dy.t(), rows, at::kFloat);  // fp32 out of the GEMM
-    if (context->needs_input_grad(3)) grad_bias = at::sum(dy, {0}, /*keepdim=*/false, at::kFloat);
+    if (context->needs_input_grad(3)) {  // the column sums of dy as a GEMV with fp32 output: faster than a reduction
+      grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
+    }
     return {grad_input, grad_weight, at::Tensor(), grad_bias, at::Tensor()};
   }
 };
@@ -183,7 +201,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
         grad_weight = at::mm(logits.t(), chunk, at::kFloat);
       }
     }
-    context->save_for_backward({grad_hidden, grad_weight});
+    if (with_grad) context->save_for_backward({grad_hidden, grad_weight});
     return losses.mean();
   }
 
@@ -208,7 +226,7 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
                     output_type == at::kBFloat16 && input.numel() > 0 &&
                     norm_backward_fits(input.size(-1), bias.defined());
   if (!fits) return reference::norm(input, weight, bias, epsilon, output_type);
-  return NormFunction::apply(input, weight, bias, epsilon);
+  return NormFunction::apply(input, weight, or_empty(bias, weight), epsilon);
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
@@ -216,7 +234,7 @@ at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::T
   const bool fits = input.is_cuda() && is_cuda_of(weight_copy, at::kBFloat16) && bias.defined() == bias_copy.defined() &&
                     (!bias_copy.defined() || bias_copy.scalar_type() == at::kBFloat16) && input.numel() > 0;
   if (!fits) return reference::linear(input, weight, bias);
-  return LinearFunction::apply(input, weight, weight_copy, bias, bias_copy);
+  return LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy));
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -260,8 +278,9 @@ void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const
                           settings);
     return;
   }
-  const AdamWHyper hyper{static_cast<float>(settings.beta1), static_cast<float>(settings.beta2),
-                         static_cast<float>(settings.eps), static_cast<float>(settings.weight_decay)};
+  const AdamWHyper hyper{static_cast<float>(settings.beta1),       static_cast<float>(settings.beta2),
+                         static_cast<float>(settings.eps),         static_cast<float>(settings.weight_decay),
+                         static_cast<float>(1.0 - settings.beta1), static_cast<float>(1.0 - settings.beta2)};
   launch_adamw(parameters.data_ptr<float>(), gradients.data_ptr<float>(), exp_avg.data_ptr<float>(),
                exp_avg_sq.data_ptr<float>(), working_copy.defined() ? working_copy.data_ptr() : nullptr,
                parameters.numel(), learning_rate.data_ptr<float>(), step.data_ptr<float>(),

@@ -29,7 +29,9 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  return at::linear(input, weight, bias);
+  // Outside autocast a bf16 input (a fused norm's output) meets fp32 masters: the weights follow the input.
+  const at::ScalarType type = input.scalar_type();
+  return at::linear(input, as_type(weight, type), bias.defined() ? as_type(bias, type) : bias);
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {

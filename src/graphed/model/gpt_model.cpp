@@ -68,6 +68,7 @@ at::Tensor GptModelImpl::embed_at(const at::Tensor& tokens, const at::Tensor& po
 at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
   const at::Tensor normed = final_norm_->forward(hidden);
   const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
+  if (fused_) return kernels::linear(normed, output, fused_->copy_of(output), {}, {}).to(at::kFloat);
   return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
 }
 

@@ -20,6 +20,7 @@
 #include "graphed/train/output_paths.h"
 #include "graphed/train/pipeline_checkpoint.h"
 #include "graphed/train/progress.h"
+#include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
 
@@ -245,6 +246,7 @@ std::optional<std::string> Trainer::sample(int64_t iteration) {
   // Rank 0 draws it; under pipeline parallelism no rank holds every layer's trained weights.
   if (t.sample_tokens == 0 || !data_.is_byte_level() || !is_main_rank() || layout_.is_pipelined()) return std::nullopt;
   capture::EagerScope eager;  // one row at a time through every graphed unit, eagerly
+  compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());  // the precision training runs in
   model::Sampling sampling;
   sampling.temperature = t.sample_temperature;
   sampling.top_k = t.sample_top_k;
