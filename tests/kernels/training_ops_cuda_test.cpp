@@ -1,10 +1,10 @@
 // tests/kernels/training_ops_cuda_test.cpp — the fused training kernels against their ATen references
 // (kernels::reference, in fp32 on the same bf16 values), forward and backward, with odd sizes and
-// unaligned tails: norms of 7 to 2,050 columns over 1 to 300 rows, RoPE on a transposed view, SwiGLU of odd
-// width, cross-entropy over a 1,001-token vocabulary in chunks of 10 rows, AdamW over 1,003 elements
-// and over an unaligned view. Tolerance: a few bf16 roundings, 2e-2 of the largest value (AdamW, all
-// fp32: 1e-5). Each gives the same bits from run to run, and a CUDA graph of forward and backward
-// replays the eager bits.
+// unaligned tails: norms of 7 to 2,050 columns over 1 to 5,000 rows, RoPE on a transposed view (head
+// dims 64 and 6), SwiGLU of widths 33 and 130, cross-entropy over a 1,001-token vocabulary in chunks of
+// 10 rows, AdamW over 1,003 elements and over an unaligned view. Tolerance: a few bf16 roundings, 2e-2
+// of the largest value (AdamW, all fp32: 1e-5). Each gives the same bits from run to run, and a CUDA
+// graph of forward and backward replays the eager bits.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -77,7 +77,7 @@ void expect_all_equal(const std::vector<at::Tensor>& a, const std::vector<at::Te
 TEST_F(TrainingOpsCudaTest, NormsMatchTheReferenceForwardAndBackward) {
   for (const bool layer_norm : {true, false}) {
     for (const auto input_type : {at::kFloat, at::kBFloat16}) {
-      for (const auto& [rows, columns] : std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {3, 768}, {300, 2050}}) {
+      for (const auto& [rows, columns] : std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {3, 768}, {300, 2050}, {5000, 64}}) {
         const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + ", " + c10::toString(input_type) +
                                  ", " + std::to_string(rows) + " x " + std::to_string(columns);
         const at::Tensor input = at::randn({rows, columns}, kCuda.dtype(input_type)) * 3 + 1;
@@ -127,7 +127,8 @@ TEST_F(TrainingOpsCudaTest, LinearGivesTheMastersFloat32GradientsFromTheCopies) 
 }
 
 TEST_F(TrainingOpsCudaTest, RopeOfATransposedViewMatchesTheReference) {
-  const int64_t batch = 2, seq = 9, heads = 6, head_dim = 64;
+ for (const int64_t head_dim : {int64_t{64}, int64_t{6}}) {  // pairs of values per load; one (odd half)
+  const int64_t batch = 2, seq = 9, heads = 6;
   const at::Tensor angles = at::outer(at::arange(16, kFloat), at::rand({head_dim / 2}, kFloat));
   const at::Tensor cos = angles.cos(), sin = angles.sin();
   const at::Tensor input = at::randn({batch, seq, heads, head_dim}, kBf16).transpose(1, 2);  // [b, heads, s, d] view
@@ -137,20 +138,23 @@ TEST_F(TrainingOpsCudaTest, RopeOfATransposedViewMatchesTheReference) {
   const auto want = forward_backward(
       [&](const std::vector<at::Tensor>& x) { return reference::rope(x[0].to(at::kFloat), cos, sin); }, {input},
       upstream.to(at::kFloat));
-  expect_all_close(got, want, "rope");
+  expect_all_close(got, want, "rope, head_dim " + std::to_string(head_dim));
   expect_all_equal(got, forward_backward(fused, {input}, upstream), "rope, run twice");
+ }
 }
 
-TEST_F(TrainingOpsCudaTest, SwigluOfOddWidthMatchesTheReference) {
-  const at::Tensor input = at::randn({3, 7, 66}, kBf16) * 2;
-  const at::Tensor upstream = at::randn({3, 7, 33}, kBf16);
+TEST_F(TrainingOpsCudaTest, SwigluOfOddAndEvenWidthMatchesTheReference) {
+ for (const int64_t width : {int64_t{33}, int64_t{130}}) {  // one value per load; pairs
+  const at::Tensor input = at::randn({3, 7, 2 * width}, kBf16) * 2;
+  const at::Tensor upstream = at::randn({3, 7, width}, kBf16);
   const auto fused = [&](const std::vector<at::Tensor>& x) { return swiglu(x[0]); };
   const auto got = forward_backward(fused, {input}, upstream);
   const auto want = forward_backward(
       [&](const std::vector<at::Tensor>& x) { return reference::swiglu(x[0].to(at::kFloat)); }, {input},
       upstream.to(at::kFloat));
-  expect_all_close(got, want, "swiglu");
+  expect_all_close(got, want, "swiglu, width " + std::to_string(width));
   expect_all_equal(got, forward_backward(fused, {input}, upstream), "swiglu, run twice");
+ }
 }
 
 TEST_F(TrainingOpsCudaTest, ChunkedLinearCrossEntropyMatchesTheReference) {

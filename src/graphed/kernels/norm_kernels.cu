@@ -18,7 +18,7 @@ using detail::warp_sum;
 
 constexpr int kForwardWarps = 8;         // rows per forward block, a warp each
 constexpr int kBackwardWarps = 4;        // rows in flight per backward block
-constexpr int64_t kPartialRows = 264;    // backward blocks: two per multiprocessor of an H100 / H200
+constexpr int64_t kPartialRows = 1056;   // backward blocks: eight per multiprocessor of an H100 / H200
 constexpr int kSumSlices = 8;            // row slices of the column-sum kernel
 constexpr int kMaxSharedBytes = 100 * 1024;
 
@@ -115,9 +115,13 @@ __global__ void norm_backward_kernel(const __nv_bfloat16* grad_output, const T* 
 }
 
 /// output[c] = the sum over p of partials[p, c], in a fixed order: 32 columns per block, kSumSlices
-/// slices of the rows per column, the slices added in order.
-__global__ void column_sums_kernel(const float* partials, float* output, int64_t partial_rows, int columns) {
+/// slices of the rows per column, the slices added in order. blockIdx.y picks the first or the second
+/// (partials, output) pair.
+__global__ void column_sums_kernel(const float* first_partials, float* first_output, const float* second_partials,
+                                   float* second_output, int64_t partial_rows, int columns) {
   __shared__ float slices[kSumSlices][32];
+  const float* partials = blockIdx.y == 0 ? first_partials : second_partials;
+  float* output = blockIdx.y == 0 ? first_output : second_output;
   const int column = blockIdx.x * 32 + (threadIdx.x & 31);
   const int slice = threadIdx.x >> 5;
   float sum = 0.0f;
@@ -192,11 +196,12 @@ void launch_norm_backward(const void* grad_output, const void* input, Element in
   }
 }
 
-void launch_column_sums(const float* partials, float* output, int64_t partial_rows, int64_t columns, void* stream) {
+void launch_column_sums(const float* partials, float* output, const float* second_partials, float* second_output,
+                        int64_t partial_rows, int64_t columns, void* stream) {
   if (columns == 0) return;
-  const auto blocks = static_cast<unsigned>((columns + 31) / 32);
-  column_sums_kernel<<<blocks, kSumSlices * 32, 0, static_cast<cudaStream_t>(stream)>>>(partials, output, partial_rows,
-                                                                                        static_cast<int>(columns));
+  const dim3 blocks(static_cast<unsigned>((columns + 31) / 32), second_partials != nullptr ? 2 : 1);
+  column_sums_kernel<<<blocks, kSumSlices * 32, 0, static_cast<cudaStream_t>(stream)>>>(
+      partials, output, second_partials, second_output, partial_rows, static_cast<int>(columns));
 }
 
 }  // namespace graphed::kernels

@@ -38,13 +38,15 @@ at::Tensor as_bf16(const at::Tensor& tensor) {
   return tensor.scalar_type() == at::kBFloat16 ? tensor : tensor.to(at::kBFloat16);
 }
 
-/// The sums over the first dimension of fp32 partials [rows, columns], in a fixed order.
-at::Tensor column_sums(const at::Tensor& partials) {
+/// The sums over the first dimension of fp32 partials [rows, columns] (and of second_partials, when
+/// defined), in a fixed order, in one launch.
+std::pair<at::Tensor, at::Tensor> column_sums(const at::Tensor& partials, const at::Tensor& second_partials) {
   at::Tensor sums = at::empty({partials.size(1)}, partials.options());
-  launch_column_sums(partials.data_ptr<float>(), sums.data_ptr<float>(), partials.size(0), partials.size(1),
-                     current_stream());
+  at::Tensor second_sums = second_partials.defined() ? at::empty_like(sums) : at::Tensor();
+  launch_column_sums(partials.data_ptr<float>(), sums.data_ptr<float>(), mutable_float_pointer(second_partials),
+                     mutable_float_pointer(second_sums), partials.size(0), partials.size(1), current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return sums;
+  return {sums, second_sums};
 }
 
 struct NormFunction : torch::autograd::Function<NormFunction> {
@@ -85,7 +87,8 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
                          weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials), rows, columns,
                          current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return {grad_input, column_sums(weight_partials), layer_norm ? column_sums(bias_partials) : at::Tensor(), at::Tensor()};
+    auto [grad_weight, grad_bias] = column_sums(weight_partials, bias_partials);
+    return {grad_input, grad_weight, grad_bias, at::Tensor()};
   }
 };
 
