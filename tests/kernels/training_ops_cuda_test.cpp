@@ -1,6 +1,6 @@
 // tests/kernels/training_ops_cuda_test.cpp — the fused training kernels against their ATen references
 // (kernels::reference, in fp32 on the same bf16 values), forward and backward, with odd sizes and
-// unaligned tails: norms of 7 to 2,050 columns over 1 to 5,000 rows, RoPE on a transposed view (head
+// unaligned tails (a residual add, bitwise equal to ATen's): norms of 7 to 2,050 columns over 1 to 5,000 rows, RoPE on a transposed view (head
 // dims 64 and 6), SwiGLU of widths 33 and 130, cross-entropy over a 1,001-token vocabulary in chunks of
 // 10 rows, AdamW over 1,003 elements and over an unaligned view. Tolerance: a few bf16 roundings, 2e-2
 // of the largest value (AdamW, all fp32: 1e-5). Each gives the same bits from run to run, and a CUDA
@@ -155,6 +155,20 @@ TEST_F(TrainingOpsCudaTest, SwigluOfOddAndEvenWidthMatchesTheReference) {
   expect_all_close(got, want, "swiglu, width " + std::to_string(width));
   expect_all_equal(got, forward_backward(fused, {input}, upstream), "swiglu, run twice");
  }
+}
+
+TEST_F(TrainingOpsCudaTest, ResidualAddOfAnFp32StreamAndABf16UpdateMatchesTheReference) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 5, 7}, {4, 16}}) {  // one value per load; four
+    const at::Tensor hidden = at::randn(shape, kFloat);
+    const at::Tensor update = at::randn(shape, kBf16);
+    const at::Tensor upstream = at::randn(shape, kFloat);
+    const auto fused = [&](const std::vector<at::Tensor>& x) { return residual_add(x[0], x[1]); };
+    const auto got = forward_backward(fused, {hidden, update}, upstream);
+    const auto want = forward_backward([&](const std::vector<at::Tensor>& x) { return reference::residual_add(x[0], x[1]); },
+                                       {hidden, update}, upstream);
+    expect_all_equal(got, want, "residual add of " + std::to_string(hidden.numel()) + " values");
+    EXPECT_EQ(got[2].scalar_type(), at::kBFloat16);
+  }
 }
 
 TEST_F(TrainingOpsCudaTest, ChunkedLinearCrossEntropyMatchesTheReference) {

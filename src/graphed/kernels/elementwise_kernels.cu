@@ -1,4 +1,5 @@
-// kernels/elementwise_kernels.cu — RoPE and SwiGLU forward and backward (kernels/training_kernels.h):
+// kernels/elementwise_kernels.cu — RoPE and SwiGLU forward and backward, and the residual add
+// (kernels/training_kernels.h):
 // two neighbouring bf16 values per thread step where the layout allows (one otherwise), fp32
 // arithmetic rounded once to bf16. SwiGLU takes a block per row.
 #include <cuda_bf16.h>
@@ -103,6 +104,28 @@ __global__ void swiglu_backward_kernel(const __nv_bfloat16* grad_output, const _
   }
 }
 
+template <bool kQuads>
+__global__ void residual_add_kernel(const float* hidden, const __nv_bfloat16* update, float* output, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  if (kQuads) {
+    for (int64_t q = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; q < n / 4; q += stride) {
+      float4 h = reinterpret_cast<const float4*>(hidden)[q];
+      const uint2 packed = reinterpret_cast<const uint2*>(update)[q];
+      const float2 first = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&packed.x));
+      const float2 second = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&packed.y));
+      h.x += first.x;
+      h.y += first.y;
+      h.z += second.x;
+      h.w += second.y;
+      reinterpret_cast<float4*>(output)[q] = h;
+    }
+  } else {
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+      output[i] = hidden[i] + __bfloat162float(update[i]);
+    }
+  }
+}
+
 bool even_and_aligned(int64_t count, const void* a, const void* b, const void* c) {
   const auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 4 == 0; };
   return count % 2 == 0 && aligned(a) && aligned(b) && aligned(c);
@@ -129,6 +152,18 @@ void launch_rope(const void* input, HeadStrides input_strides, void* output, Hea
   } else {
     rope_kernel<false><<<blocks_for(rows * half), kThreads, 0, cuda_stream>>>(
         x, input_strides, y, output_strides, cos, sin, sequence, heads, half, rows * half, direction);
+  }
+}
+
+void launch_residual_add(const float* hidden, const void* update, float* output, int64_t n, void* stream) {
+  if (n == 0) return;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  const auto* u = static_cast<const __nv_bfloat16*>(update);
+  const auto aligned = [](const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  if (n % 4 == 0 && aligned(hidden, 16) && aligned(output, 16) && aligned(update, 8)) {
+    residual_add_kernel<true><<<blocks_for(n / 4), kThreads, 0, cuda_stream>>>(hidden, u, output, n);
+  } else {
+    residual_add_kernel<false><<<blocks_for(n), kThreads, 0, cuda_stream>>>(hidden, u, output, n);
   }
 }
 

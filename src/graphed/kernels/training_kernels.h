@@ -60,6 +60,10 @@ void launch_swiglu_forward(const void* input, void* output, int64_t rows, int64_
 void launch_swiglu_backward(const void* grad_output, const void* input, void* grad_input, int64_t rows, int64_t width,
                             void* stream);
 
+/// output [n] (fp32) = hidden [n] (fp32) + update [n] (bf16): the residual connection of an fp32
+/// residual stream, four values per load where the buffers allow.
+void launch_residual_add(const float* hidden, const void* update, float* output, int64_t n, void* stream);
+
 /// Cross-entropy of bf16 logits [rows, vocab] against labels [rows] (int64): losses[r] (fp32) =
 /// logsumexp(logits[r]) - logits[r, labels[r]], and logits[r] is overwritten with its gradient,
 /// (softmax(logits[r]) - onehot(labels[r])) * grad_scale, in bf16. A label outside [0, vocab) gives a

@@ -32,6 +32,9 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
 /// silu(x[..., :w]) * x[..., w:] for x [..., 2w].
 at::Tensor swiglu(const at::Tensor& x);
 
+/// hidden + update: the residual connection (an fp32 stream plus a bf16 update in one kernel).
+at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update);
+
 /// The mean cross-entropy (fp32 scalar) of logits hidden · weight_copyᵀ [rows, vocab] against labels
 /// [rows]: the output layer and the loss in one, never holding fp32 logits. The bf16 logits are made
 /// chunk_bytes at a time; each chunk's gradient is taken at once, so only the gradients of hidden and of
@@ -63,6 +66,7 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 at::Tensor swiglu(const at::Tensor& x);
+at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update);
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels);
 void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,
                 const at::Tensor& exp_avg_sq, const at::Tensor& working_copy, const at::Tensor& learning_rate,

@@ -20,6 +20,10 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
 
 at::Tensor swiglu(const at::Tensor& x) { return reference::swiglu(x); }
 
+at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) {
+  return reference::residual_add(hidden, update);
+}
+
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor&,
                                 const at::Tensor& labels, int64_t) {
   return reference::linear_cross_entropy(hidden, weight, labels);

@@ -175,6 +175,20 @@ struct SwigluFunction : torch::autograd::Function<SwigluFunction> {
   }
 };
 
+struct ResidualAddFunction : torch::autograd::Function<ResidualAddFunction> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& hidden, const at::Tensor& update) {
+    at::Tensor output = at::empty_like(hidden);
+    launch_residual_add(hidden.data_ptr<float>(), update.data_ptr(), output.data_ptr<float>(), hidden.numel(),
+                        current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return output;
+  }
+
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return {grads[0], as_bf16(grads[0])};  // what autograd's add gives: the stream's gradient, cast for the update
+  }
+};
+
 /// Forward: the losses, and at once the gradients of hidden and of the master weight (for the mean
 /// loss); backward: those gradients times the incoming one.
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
@@ -251,6 +265,13 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
 at::Tensor swiglu(const at::Tensor& x) {
   if (!is_cuda_of(x, at::kBFloat16) || x.size(-1) % 2 != 0) return reference::swiglu(x);
   return SwigluFunction::apply(x);
+}
+
+at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) {
+  const bool fits = is_cuda_of(hidden, at::kFloat) && is_cuda_of(update, at::kBFloat16) && hidden.is_contiguous() &&
+                    update.is_contiguous() && hidden.sizes() == update.sizes();
+  if (!fits) return reference::residual_add(hidden, update);
+  return ResidualAddFunction::apply(hidden, update);
 }
 
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& weight_copy,

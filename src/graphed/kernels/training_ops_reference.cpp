@@ -47,6 +47,8 @@ at::Tensor swiglu(const at::Tensor& x) {
   return at::silu(halves[0]) * halves[1];
 }
 
+at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) { return hidden + update; }
+
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels) {
   const at::Tensor logits = at::linear(hidden, weight);
   return at::cross_entropy_loss(as_type(logits, compute_type(logits)).view({-1, logits.size(-1)}), labels.reshape({-1}));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graphed/kernels/training_ops.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
@@ -93,7 +94,9 @@ bool TransformerLayerImpl::has_unit(LayerUnit unit) const {
 }
 
 at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Tensor& update) {
-  if (hidden_dropout_ == 0.0 || !is_training()) return hidden + update;  // no dropout kernel at p = 0
+  if (hidden_dropout_ == 0.0 || !is_training()) {  // no dropout kernel at p = 0
+    return fused_residual_ ? kernels::residual_add(hidden, update) : hidden + update;
+  }
   return hidden + at::dropout(update, hidden_dropout_, /*train=*/true);
 }
 
@@ -233,6 +236,7 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
 }
 
 void TransformerLayerImpl::use_fused_path(const std::shared_ptr<const FusedPath>& fused) {
+  fused_residual_ = fused != nullptr;
   input_norm_->use_fused_path(fused);
   attention_->use_fused_path(fused);
   mlp_norm_->use_fused_path(fused);

@@ -72,6 +72,7 @@ class TransformerLayerImpl : public torch::nn::Module {
 
   int64_t layer_number_;
   double hidden_dropout_;
+  bool fused_residual_ = false;  ///< the fused path's residual add (kernels::residual_add)
   Norm input_norm_{nullptr};
   Attention attention_{nullptr};
   Norm mlp_norm_{nullptr};
