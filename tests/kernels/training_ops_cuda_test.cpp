@@ -1,10 +1,11 @@
 // tests/kernels/training_ops_cuda_test.cpp — the fused training kernels against their ATen references
 // (kernels::reference, in fp32 on the same bf16 values), forward and backward, with odd sizes and
-// unaligned tails (a residual add, bitwise equal to ATen's): norms of 7 to 2,050 columns over 1 to 5,000 rows, RoPE on a transposed view (head
+// unaligned tails: norms of 7 to 2,050 columns over 1 to 5,000 rows, RoPE on a transposed view (head
 // dims 64 and 6), SwiGLU of widths 33 and 130, cross-entropy over a 1,001-token vocabulary in chunks of
 // 10 rows, AdamW over 1,003 elements and over an unaligned view. Tolerance: a few bf16 roundings, 2e-2
-// of the largest value (AdamW, all fp32: 1e-5). Each gives the same bits from run to run, and a CUDA
-// graph of forward and backward replays the eager bits.
+// of the largest value (AdamW, all fp32: 1e-5). Bit for bit: the residual add against ATen's, and norms
+// accumulating their gradients in place against autograd's accumulation. Each gives the same bits from
+// run to run, and a CUDA graph of forward and backward replays the eager bits.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -96,6 +97,28 @@ TEST_F(TrainingOpsCudaTest, NormsMatchTheReferenceForwardAndBackward) {
         expect_all_close(got, want, what);
         expect_all_equal(got, forward_backward(fused, {input, weight, bias}, upstream), what + ", run twice");
       }
+    }
+  }
+}
+
+TEST_F(TrainingOpsCudaTest, NormsAccumulatingInPlaceGiveAutogradsBits) {
+  for (const bool layer_norm : {true, false}) {
+    const at::Tensor input = at::randn({300, 768}, kFloat);
+    const at::Tensor upstream = at::randn({300, 768}, kBf16);
+    const at::Tensor start = at::randn({768}, kFloat);  // gradients already accumulated (an earlier microbatch)
+    std::vector<at::Tensor> grads;
+    for (const bool in_place : {false, true}) {
+      at::Tensor weight = at::randn({768}, kFloat).fill_(1.5).requires_grad_(true);
+      at::Tensor bias = layer_norm ? at::zeros({768}, kFloat).requires_grad_(true) : at::Tensor();
+      weight.mutable_grad() = start.clone();
+      if (layer_norm) bias.mutable_grad() = start.clone();
+      norm(input, weight, bias, 1e-5, at::kBFloat16, in_place).backward(upstream);
+      grads.push_back(weight.grad());
+      if (layer_norm) grads.push_back(bias.grad());
+    }
+    const std::size_t half = grads.size() / 2;
+    for (std::size_t i = 0; i < half; ++i) {
+      EXPECT_TRUE(at::equal(grads[i], grads[half + i])) << (layer_norm ? "LayerNorm" : "RMSNorm") << ", gradient " << i;
     }
   }
 }

@@ -145,7 +145,7 @@ __global__ void norm_backward_kernel(const __nv_bfloat16* grad_output, const T* 
 /// slices of the rows per column, the slices added in order. blockIdx.y picks the first or the second
 /// (partials, output) pair.
 __global__ void column_sums_kernel(const float* first_partials, float* first_output, const float* second_partials,
-                                   float* second_output, int64_t partial_rows, int columns) {
+                                   float* second_output, int64_t partial_rows, int columns, bool accumulate) {
   __shared__ float slices[kSumSlices][32];
   const float* partials = blockIdx.y == 0 ? first_partials : second_partials;
   float* output = blockIdx.y == 0 ? first_output : second_output;
@@ -160,7 +160,7 @@ __global__ void column_sums_kernel(const float* first_partials, float* first_out
   if (slice == 0 && column < columns) {
     float total = 0.0f;
     for (int s = 0; s < kSumSlices; ++s) total += slices[s][threadIdx.x & 31];
-    output[column] = total;
+    output[column] = accumulate ? output[column] + total : total;
   }
 }
 
@@ -238,11 +238,11 @@ void launch_norm_backward(const void* grad_output, const void* input, Element in
 }
 
 void launch_column_sums(const float* partials, float* output, const float* second_partials, float* second_output,
-                        int64_t partial_rows, int64_t columns, void* stream) {
+                        int64_t partial_rows, int64_t columns, bool accumulate, void* stream) {
   if (columns == 0) return;
   const dim3 blocks(static_cast<unsigned>((columns + 31) / 32), second_partials != nullptr ? 2 : 1);
   column_sums_kernel<<<blocks, kSumSlices * 32, 0, static_cast<cudaStream_t>(stream)>>>(
-      partials, output, second_partials, second_output, partial_rows, static_cast<int>(columns));
+      partials, output, second_partials, second_output, partial_rows, static_cast<int>(columns), accumulate);
 }
 
 }  // namespace graphed::kernels

@@ -37,9 +37,9 @@ void launch_norm_backward(const void* grad_output, const void* input, Element in
 
 /// output[c] = sum over p of partials[p, c] (fp32 [partial_rows, columns]), in a fixed order: the weight
 /// and bias gradients from launch_norm_backward's partial sums; the second pair (may be null) in the same
-/// launch.
+/// launch. accumulate: output[c] += the sum (a parameter's gradient, in place).
 void launch_column_sums(const float* partials, float* output, const float* second_partials, float* second_output,
-                        int64_t partial_rows, int64_t columns, void* stream);
+                        int64_t partial_rows, int64_t columns, bool accumulate, void* stream);
 
 /// Where a [batch, sequence, heads, head_dim] bf16 tensor's elements are: element (b, s, h, i) is at
 /// b * batch + s * sequence + h * head (elements; head_dim is contiguous).

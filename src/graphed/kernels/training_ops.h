@@ -16,8 +16,12 @@ bool training_kernels_supported(const at::Tensor& like);
 
 /// LayerNorm (bias defined) or RMSNorm (bias undefined) of input [..., h] (fp32 or bf16) with fp32 weight
 /// and bias, computed in fp32 and returned as `output_type` (bf16: what the next linear reads).
+/// accumulate_in_place: the backward adds the weight's and bias's gradients straight into their fp32
+/// .grad (where they have one) and hands autograd none: the same bits as autograd's accumulation, one
+/// kernel fewer per parameter. Only where nothing else watches those gradients (no accumulation hooks)
+/// and nothing runs the backward to inspect them (a graph's warmup).
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
-                at::ScalarType output_type);
+                at::ScalarType output_type, bool accumulate_in_place = false);
 
 /// input · weight_copyᵀ + bias_copy, where the copies are the bf16 working weights of the fp32 masters
 /// weight and bias (may be undefined). The backward gives the masters fp32 gradients straight from the

@@ -7,7 +7,7 @@ namespace graphed::kernels {
 bool training_kernels_supported(const at::Tensor&) { return false; }
 
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
-                at::ScalarType output_type) {
+                at::ScalarType output_type, bool) {
   return reference::norm(input, weight, bias, epsilon, output_type);
 }
 

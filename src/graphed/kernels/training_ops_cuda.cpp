@@ -39,19 +39,28 @@ at::Tensor as_bf16(const at::Tensor& tensor) {
 }
 
 /// The sums over the first dimension of fp32 partials [rows, columns] (and of second_partials, when
-/// defined), in a fixed order, in one launch.
-std::pair<at::Tensor, at::Tensor> column_sums(const at::Tensor& partials, const at::Tensor& second_partials) {
-  at::Tensor sums = at::empty({partials.size(1)}, partials.options());
-  at::Tensor second_sums = second_partials.defined() ? at::empty_like(sums) : at::Tensor();
+/// defined), in a fixed order, in one launch: into new tensors, or added to `into` (and second_into).
+std::pair<at::Tensor, at::Tensor> column_sums(const at::Tensor& partials, const at::Tensor& second_partials,
+                                              const at::Tensor& into = {}, const at::Tensor& second_into = {}) {
+  const bool accumulate = into.defined();
+  at::Tensor sums = accumulate ? into : at::empty({partials.size(1)}, partials.options());
+  at::Tensor second_sums = accumulate ? second_into : second_partials.defined() ? at::empty_like(sums) : at::Tensor();
   launch_column_sums(partials.data_ptr<float>(), sums.data_ptr<float>(), mutable_float_pointer(second_partials),
-                     mutable_float_pointer(second_sums), partials.size(0), partials.size(1), current_stream());
+                     mutable_float_pointer(second_sums), partials.size(0), partials.size(1), accumulate,
+                     current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {sums, second_sums};
 }
 
+/// Whether a parameter's gradient can be accumulated in place: fp32, contiguous, its own shape.
+bool accumulable(const at::Tensor& parameter) {
+  const at::Tensor& grad = parameter.grad();
+  return grad.defined() && grad.scalar_type() == at::kFloat && grad.is_contiguous() && grad.sizes() == parameter.sizes();
+}
+
 struct NormFunction : torch::autograd::Function<NormFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
-                            const at::Tensor& bias, double epsilon) {
+                            const at::Tensor& bias, double epsilon, bool accumulate) {
     const at::Tensor x = input.contiguous();
     const int64_t columns = x.size(-1);
     const int64_t rows = x.numel() / columns;
@@ -64,8 +73,9 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
                         output.data_ptr(), layer_norm ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), rows,
                         columns, static_cast<float>(epsilon), current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    context->save_for_backward({x, weight, mean, rstd});
+    context->save_for_backward({x, weight, mean, rstd, bias});
     context->saved_data["layer_norm"] = layer_norm;
+    context->saved_data["accumulate"] = accumulate;
     return output;
   }
 
@@ -87,8 +97,16 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
                          weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials), rows, columns,
                          current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& bias = saved[4];
+    const bool in_place = context->saved_data["accumulate"].toBool() && accumulable(weight) &&
+                          (!layer_norm || accumulable(bias));
+    if (in_place) {  // straight into the parameters' gradients: no gradient tensor, no AccumulateGrad add
+      column_sums(weight_partials, bias_partials, weight.grad(), layer_norm ? bias.grad() : at::Tensor());
+      return {grad_input, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
     auto [grad_weight, grad_bias] = column_sums(weight_partials, bias_partials);
-    return {grad_input, grad_weight, grad_bias, at::Tensor()};
+    return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -236,14 +254,14 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
 bool training_kernels_supported(const at::Tensor& like) { return like.defined() && like.is_cuda(); }
 
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
-                at::ScalarType output_type) {
+                at::ScalarType output_type, bool accumulate_in_place) {
   const bool fits = (is_cuda_of(input, at::kFloat) || is_cuda_of(input, at::kBFloat16)) &&
                     is_cuda_of(weight, at::kFloat) && weight.is_contiguous() &&
                     (!bias.defined() || (is_cuda_of(bias, at::kFloat) && bias.is_contiguous())) &&
                     output_type == at::kBFloat16 && input.numel() > 0 &&
                     norm_backward_fits(input.size(-1), bias.defined());
   if (!fits) return reference::norm(input, weight, bias, epsilon, output_type);
-  return NormFunction::apply(input, weight, or_empty(bias, weight), epsilon);
+  return NormFunction::apply(input, weight, or_empty(bias, weight), epsilon, accumulate_in_place);
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,

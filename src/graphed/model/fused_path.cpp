@@ -3,8 +3,9 @@
 
 namespace graphed::model {
 
-FusedPath::FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type)
-    : activation_type_(activation_type) {
+FusedPath::FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type,
+                     bool accumulate_in_place)
+    : activation_type_(activation_type), accumulate_in_place_(accumulate_in_place) {
   for (const auto& [master, copy] : copies) copies_.emplace(master.unsafeGetTensorImpl(), copy);
 }
 

@@ -1,6 +1,7 @@
 // model/norm.cpp — see model/norm.h.
 #include "graphed/model/norm.h"
 
+#include "graphed/capture/capture_state.h"
 #include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/training_ops.h"
 
@@ -12,7 +13,12 @@ NormImpl::NormImpl(int64_t hidden_size, bool rms, double epsilon) : rms_(rms), e
 }
 
 at::Tensor NormImpl::forward(const at::Tensor& input) const {
-  if (fused_) return kernels::norm(input, weight_, bias_, epsilon_, fused_->activation_type());
+  if (fused_) {
+    // A graph's warmup runs the backward only to look at the gradients (autograd::grad), or as an ordinary
+    // iteration: either way autograd's own accumulation, whose bits in-place accumulation repeats.
+    const bool in_place = fused_->accumulates_in_place() && !capture::is_graph_warmup();
+    return kernels::norm(input, weight_, bias_, epsilon_, fused_->activation_type(), in_place);
+  }
   // Compute in fp32 (fp64 in gradient tests); skip casts that would not change the dtype, since every
   // dispatched operator costs host time in a launch-bound eager loop.
   const auto compute = at::promote_types(input.scalar_type(), at::kFloat);

@@ -65,11 +65,14 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
                      kernels::training_kernels_supported(model_->parameters().front());
   if (fused) options.working_copies = at::kBFloat16;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
-  if (fused) model_->use_fused_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16));
+  // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
+  // same number of gradients in every backward (not so for MoE experts that receive no token); the
+  // overlap watches AccumulateGrad, so the fused norms then leave accumulation to autograd.
+  const bool overlap = groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
+  if (fused) {
+    model_->use_fused_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, !overlap));
+  }
   if (groups != nullptr) {
-    // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
-    // same number of gradients in every backward (not so for MoE experts that receive no token).
-    const bool overlap = config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
     sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding);
   } else {
     sync_ = std::make_unique<GradientSync>();
