@@ -27,10 +27,9 @@ __device__ __forceinline__ float load(const __nv_bfloat16* data, int64_t i) { re
 __device__ __forceinline__ void store(float* data, int64_t i, float value) { data[i] = value; }
 __device__ __forceinline__ void store(__nv_bfloat16* data, int64_t i, float value) { data[i] = __float2bfloat16_rn(value); }
 
-/// A warp per row: the mean (LayerNorm), the variance, then the output. Rows of up to 32 x kCached
-/// values are read once into registers (kCached > 0); wider ones are read in each pass (kCached = 0,
-/// the later passes hit the cache).
-template <typename T, int kCached>
+/// A warp per row: the mean (LayerNorm), the variance, then the output, each a pass over the row (the
+/// later passes hit the cache; keeping the row in registers measured slower, its occupancy lower).
+template <typename T>
 __global__ void norm_forward_kernel(const T* input, const float* weight, const float* bias, __nv_bfloat16* output,
                                     float* mean_out, float* rstd_out, int64_t rows, int columns, float epsilon) {
   const int lane = threadIdx.x & 31;
@@ -39,47 +38,21 @@ __global__ void norm_forward_kernel(const T* input, const float* weight, const f
   const T* x = input + row * columns;
   __nv_bfloat16* y = output + row * columns;
   const bool layer_norm = mean_out != nullptr;
-  float mean = 0.0f, rstd = 0.0f;
-  if constexpr (kCached > 0) {
-    float values[kCached];
+  float mean = 0.0f;
+  if (layer_norm) {
     float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kCached; ++k) {
-      values[k] = lane + 32 * k < columns ? load(x, lane + 32 * k) : 0.0f;
-      sum += values[k];
-    }
-    if (layer_norm) mean = warp_sum(sum) / static_cast<float>(columns);
-    float squares = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kCached; ++k) {
-      const float centered = lane + 32 * k < columns ? values[k] - mean : 0.0f;
-      squares += centered * centered;
-    }
-    rstd = rsqrtf(warp_sum(squares) / static_cast<float>(columns) + epsilon);
-#pragma unroll
-    for (int k = 0; k < kCached; ++k) {
-      const int c = lane + 32 * k;
-      if (c < columns) {
-        const float normalized = (values[k] - mean) * rstd * weight[c];
-        store(y, c, bias != nullptr ? normalized + bias[c] : normalized);
-      }
-    }
-  } else {
-    if (layer_norm) {
-      float sum = 0.0f;
-      for (int c = lane; c < columns; c += 32) sum += load(x, c);
-      mean = warp_sum(sum) / static_cast<float>(columns);
-    }
-    float squares = 0.0f;
-    for (int c = lane; c < columns; c += 32) {
-      const float centered = load(x, c) - mean;
-      squares += centered * centered;
-    }
-    rstd = rsqrtf(warp_sum(squares) / static_cast<float>(columns) + epsilon);
-    for (int c = lane; c < columns; c += 32) {
-      const float normalized = (load(x, c) - mean) * rstd * weight[c];
-      store(y, c, bias != nullptr ? normalized + bias[c] : normalized);
-    }
+    for (int c = lane; c < columns; c += 32) sum += load(x, c);
+    mean = warp_sum(sum) / static_cast<float>(columns);
+  }
+  float squares = 0.0f;
+  for (int c = lane; c < columns; c += 32) {
+    const float centered = load(x, c) - mean;
+    squares += centered * centered;
+  }
+  const float rstd = rsqrtf(warp_sum(squares) / static_cast<float>(columns) + epsilon);
+  for (int c = lane; c < columns; c += 32) {
+    const float normalized = (load(x, c) - mean) * rstd * weight[c];
+    store(y, c, bias != nullptr ? normalized + bias[c] : normalized);
   }
   if (lane == 0) {
     rstd_out[row] = rstd;
@@ -164,20 +137,6 @@ __global__ void column_sums_kernel(const float* first_partials, float* first_out
   }
 }
 
-/// The forward kernel whose register cache fits the row: up to 1,024 or 2,048 columns, else none.
-template <typename T>
-void forward_for_width(const T* x, const float* weight, const float* bias, __nv_bfloat16* y, float* mean, float* rstd,
-                       int64_t rows, int columns, float epsilon, unsigned blocks, cudaStream_t stream) {
-  const int threads = kForwardWarps * 32;
-  if (columns <= 32 * 32) {
-    norm_forward_kernel<T, 32><<<blocks, threads, 0, stream>>>(x, weight, bias, y, mean, rstd, rows, columns, epsilon);
-  } else if (columns <= 32 * 64) {
-    norm_forward_kernel<T, 64><<<blocks, threads, 0, stream>>>(x, weight, bias, y, mean, rstd, rows, columns, epsilon);
-  } else {
-    norm_forward_kernel<T, 0><<<blocks, threads, 0, stream>>>(x, weight, bias, y, mean, rstd, rows, columns, epsilon);
-  }
-}
-
 std::size_t backward_shared_bytes(int64_t columns, bool with_bias) {
   return static_cast<std::size_t>(columns) * sizeof(float) * kBackwardWarps * (with_bias ? 2 : 1);
 }
@@ -214,11 +173,11 @@ void launch_norm_forward(const void* input, Element input_type, const float* wei
   auto* y = static_cast<__nv_bfloat16*>(output);
   const auto width = static_cast<int>(columns);
   if (input_type == Element::kFloat32) {
-    forward_for_width(static_cast<const float*>(input), weight, bias, y, mean, rstd, rows, width, epsilon, blocks,
-                      cuda_stream);
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const float*>(input), weight, bias, y,
+                                                                       mean, rstd, rows, width, epsilon);
   } else {
-    forward_for_width(static_cast<const __nv_bfloat16*>(input), weight, bias, y, mean, rstd, rows, width, epsilon, blocks,
-                      cuda_stream);
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const __nv_bfloat16*>(input), weight,
+                                                                       bias, y, mean, rstd, rows, width, epsilon);
   }
 }
 
