@@ -124,14 +124,18 @@ def targets(log_dir):
         print(f"| {name} | {value} | {goal} | {'met' if met else 'missed'} |")
 
     print()
-    print("| target | this run | goal | verdict |")
+    print("| target | this run | goal | verdict (both measures) |")
     print("|---|---|---|---|")
+    def both(ours, theirs):  # synchronized median (the measure) and pipelined
+        return ours["ms_per_iter"] / theirs["ms_per_iter"], pipelined(ours) / pipelined(theirs)
+
     full = row_of(log_dir, "bench", "gpt-125m", "full_iteration")
     compiled = row_of(log_dir, "reference", "gpt-125m", "pytorch compile (no cudagraph trees)")
     if full and compiled:
-        value = pipelined(full) / pipelined(compiled)
-        line("gpt-125m full_iteration / torch.compile (no cudagraph trees)", f"{value:.2f}x "
-             f"({pipelined(full):.2f} / {pipelined(compiled):.2f} ms)", "<= 0.9x", value <= 0.9)
+        synchronized, piped = both(full, compiled)
+        line("gpt-125m full_iteration / torch.compile (no cudagraph trees), synchronized / pipelined",
+             f"{synchronized:.2f}x / {piped:.2f}x ({full['ms_per_iter']:.2f} / {compiled['ms_per_iter']:.2f} ms; "
+             f"{pipelined(full):.2f} / {pipelined(compiled):.2f} ms)", "<= 0.9x", max(synchronized, piped) <= 0.9)
     llama = row_of(log_dir, "bench", "llama-1b", "full_iteration+optimizer")
     llama_aten = row_of(log_dir, "aten", "llama-1b", "full_iteration+optimizer")
     if llama and llama.get("mfu"):
@@ -142,12 +146,14 @@ def targets(log_dir):
              f"{llama_aten['tokens_per_s']:,.0f})", ">= 1.8x", value >= 1.8)
     moe, small = row_of(log_dir, "bench", "moe-small", "full_iteration"), row_of(log_dir, "bench", "small", "full_iteration")
     if moe and small:
-        value = pipelined(moe) / pipelined(small)
-        line("moe-small / small, full_iteration", f"{value:.2f}x", "<= 1.3x", value <= 1.3)
+        synchronized, piped = both(moe, small)
+        line("moe-small / small, full_iteration, synchronized / pipelined", f"{synchronized:.2f}x / {piped:.2f}x",
+             "<= 1.3x", max(synchronized, piped) <= 1.3)
     eager, torch_eager = row_of(log_dir, "bench", "tiny", "none"), row_of(log_dir, "reference", "tiny", "pytorch eager")
     if eager and torch_eager:
-        value = pipelined(eager) / pipelined(torch_eager)
-        line("tiny none / PyTorch eager", f"{value:.2f}x", "<= 0.6x", value <= 0.6)
+        synchronized, piped = both(eager, torch_eager)
+        line("tiny none / PyTorch eager, synchronized / pipelined", f"{synchronized:.2f}x / {piped:.2f}x", "<= 0.6x",
+             max(synchronized, piped) <= 0.6)
     none = row_of(log_dir, "bench", "gpt-125m", "none")
     torch_graph = row_of(log_dir, "reference", "gpt-125m", "pytorch full_iteration")
     if full and none:
