@@ -8,38 +8,20 @@
 
 #include <cstdint>
 
+#include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
 
 namespace graphed::kernels {
 namespace {
 
 using detail::block_reduce;
+using detail::load_eight;
+using detail::store_eight;
 using detail::warp_sum;
 
 constexpr int kThreads = 256;
 constexpr int kAttentionThreads = 128;
 constexpr int64_t kMaxAttentionLength = 10240;  // 40 KiB of fp32 scores + 5.2 KiB static: under the 48 KiB default
-
-/// Eight bf16 values from 16 aligned bytes, as floats.
-__device__ void load_eight(const __nv_bfloat16* source, float* values) {
-  const uint4 packed = *reinterpret_cast<const uint4*>(source);
-  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&packed);
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const float2 pair = __bfloat1622float2(pairs[p]);
-    values[2 * p] = pair.x;
-    values[2 * p + 1] = pair.y;
-  }
-}
-
-/// Stores eight floats as bf16 into 16 aligned bytes.
-__device__ void store_eight(__nv_bfloat16* target, const float* values) {
-  uint4 packed;
-  __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(&packed);
-#pragma unroll
-  for (int p = 0; p < 4; ++p) pairs[p] = __floats2bfloat162_rn(values[2 * p], values[2 * p + 1]);
-  *reinterpret_cast<uint4*>(target) = packed;
-}
 
 constexpr int kNormVectors = 4;  // eight-value vectors a thread keeps in registers: rows up to 8,192 wide
 

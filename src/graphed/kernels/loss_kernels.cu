@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
 #include "graphed/kernels/training_kernels.h"
 
@@ -14,6 +15,8 @@ namespace graphed::kernels {
 namespace {
 
 using detail::block_reduce;
+using detail::load_eight;
+using detail::store_eight;
 
 constexpr int kThreads = 256;
 
@@ -24,18 +27,6 @@ __device__ __forceinline__ void fold(float value, float& largest, float& sum) {
     largest = value;
   } else {
     sum += __expf(value - largest);
-  }
-}
-
-/// Eight bf16 values from 16 aligned bytes, as floats.
-__device__ __forceinline__ void load_eight(const __nv_bfloat16* source, float* values) {
-  const uint4 packed = *reinterpret_cast<const uint4*>(source);
-  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&packed);
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const float2 pair = __bfloat1622float2(pairs[p]);
-    values[2 * p] = pair.x;
-    values[2 * p + 1] = pair.y;
   }
 }
 
@@ -77,15 +68,9 @@ __global__ void cross_entropy_kernel(__nv_bfloat16* logits, const int64_t* label
     for (int64_t v = threadIdx.x * 8; v < vocab; v += blockDim.x * 8) {
       float values[8];
       load_eight(x + v, values);
-      uint4 packed;
-      __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(&packed);
 #pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        const float first = (__expf(values[2 * p] - shift) - (v + 2 * p == label ? 1.0f : 0.0f)) * grad_scale;
-        const float second = (__expf(values[2 * p + 1] - shift) - (v + 2 * p + 1 == label ? 1.0f : 0.0f)) * grad_scale;
-        pairs[p] = __floats2bfloat162_rn(first, second);
-      }
-      *reinterpret_cast<uint4*>(x + v) = packed;
+      for (int i = 0; i < 8; ++i) values[i] = (__expf(values[i] - shift) - (v + i == label ? 1.0f : 0.0f)) * grad_scale;
+      store_eight(x + v, values);
     }
   } else {
     for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {

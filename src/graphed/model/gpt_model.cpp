@@ -67,21 +67,21 @@ at::Tensor GptModelImpl::embed_at(const at::Tensor& tokens, const at::Tensor& po
 
 at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
   const at::Tensor normed = final_norm_->forward(hidden);
-  const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
+  const at::Tensor& output = output_layer_weight();
   if (fused_) return kernels::linear(normed, output, fused_->copy_of(output), {}, {}).to(at::kFloat);
   return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
 }
 
 at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
   const at::Tensor normed = final_norm_->forward_inference(hidden);
-  const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
+  const at::Tensor& output = output_layer_weight();
   return kernels::decode_linear(normed, output, {}).to(at::promote_types(normed.scalar_type(), at::kFloat));
 }
 
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {
   if (fused_) {  // the output layer and the loss in one, never holding fp32 logits
     const at::Tensor normed = final_norm_->forward(hidden);
-    const at::Tensor& output = output_weight_.defined() ? output_weight_ : word_embeddings_;
+    const at::Tensor& output = output_layer_weight();
     return kernels::linear_cross_entropy(normed.reshape({-1, normed.size(-1)}), output, fused_->copy_of(output),
                                          labels.reshape({-1}));
   }
@@ -141,7 +141,7 @@ capture::GraphableUnit GptModelImpl::stage_unit(StageUnit which) {
     return unit;
   }
   for (const auto& item : final_norm_->named_parameters()) add("final_norm." + item.key(), item.value());
-  add(output_weight_.defined() ? "output_weight" : "word_embeddings", output_weight_.defined() ? output_weight_ : word_embeddings_);
+  add(output_weight_.defined() ? "output_weight" : "word_embeddings", output_layer_weight());
   unit.input_names = {"hidden", "labels"};
   unit.forward = [this](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{lm_loss(in.at(0), in.at(1))}; };
   return unit;

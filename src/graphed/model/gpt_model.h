@@ -99,6 +99,8 @@ class GptModelImpl : public torch::nn::Module {
  private:
   at::Tensor embed(const at::Tensor& tokens);
   at::Tensor output_logits(const at::Tensor& hidden);
+  /// The output layer's weight: its own when untied, else the word embeddings.
+  const at::Tensor& output_layer_weight() const { return output_weight_.defined() ? output_weight_ : word_embeddings_; }
   at::Tensor lm_loss(const at::Tensor& hidden, const at::Tensor& labels);
 
   config::ModelConfig config_;
