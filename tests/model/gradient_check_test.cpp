@@ -1,6 +1,6 @@
 // tests/model/gradient_check_test.cpp — every block's analytic gradients against central finite
 // differences in double precision on tiny shapes: norms, MLP (GELU and SwiGLU), attention (MHA, GQA,
-// RoPE), the MoE MLP (drop-and-pad and dropless), a transformer layer and the whole GPT loss.
+// RoPE), the Mamba-2 mixer, the MoE MLP (drop-and-pad and dropless), a transformer layer and the whole GPT loss.
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -8,6 +8,7 @@
 
 #include "graphed/model/attention.h"
 #include "graphed/model/gpt_model.h"
+#include "graphed/model/mamba_mixer.h"
 #include "graphed/model/mlp.h"
 #include "graphed/model/moe.h"
 #include "graphed/model/norm.h"
@@ -62,6 +63,23 @@ TEST_F(GradientCheckTest, LayerNormAndRmsNorm) {
     tensors.push_back(x);
     check_gradients([&] { return (norm->forward(x) * target).sum(); }, tensors, rms ? "RMSNorm" : "LayerNorm");
   }
+}
+
+TEST_F(GradientCheckTest, MambaMixer) {
+  MambaShape shape;
+  shape.hidden_size = 8;
+  shape.state_size = 4;
+  shape.head_dim = 4;
+  shape.num_groups = 2;
+  shape.chunk_size = 3;  // a length of 7: three chunks, the last padded
+  shape.init_std = 0.3;
+  shape.output_init_std = 0.3;
+  MambaMixer mixer(shape);
+  mixer->to(at::kDouble);
+  const at::Tensor x = input({2, 7, 8});
+  auto tensors = parameters_of(*mixer);
+  tensors.push_back(x);
+  check_gradients([&] { return mixer->forward(x).pow(2).sum(); }, tensors, "Mamba-2 mixer");
 }
 
 TEST_F(GradientCheckTest, MlpGeluAndSwiglu) {

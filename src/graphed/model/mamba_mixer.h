@@ -1,0 +1,58 @@
+// model/mamba_mixer.h — the Mamba-2 mixer (issue 14, first part): input projection into z, x, B, C and
+// dt; a short causal depthwise convolution over x, B and C; the selective scan in its chunked form
+// (model/ssd_scan.h) with the skip D; a norm gated by z (RMSNorm per group of channels, after the gate);
+// the output projection. Input and output [batch, seq, hidden]; no norm before it or residual after it
+// (a layer adds those). Initialised as Mamba-2: A_log = log(U[1, 16]), dt's bias the inverse softplus of
+// a log-uniform step in [dt_min, dt_max], D = 1.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+namespace graphed::model {
+
+/// Megatron's defaults (--mamba-state-dim 128, --mamba-head-dim 64, --mamba-num-groups 8, conv width 4,
+/// expand 2, chunk 128).
+struct MambaShape {
+  int64_t hidden_size = 0;
+  int64_t state_size = 128;
+  int64_t head_dim = 64;
+  int64_t num_groups = 8;
+  int64_t conv_width = 4;
+  int64_t expand = 2;
+  int64_t chunk_size = 128;
+  double norm_epsilon = 1e-5;
+  double init_std = 0.02;         ///< the input projection
+  double output_init_std = 0.02;  ///< the output projection
+  double dt_min = 0.001, dt_max = 0.1, dt_floor = 1e-4;
+
+  int64_t inner_size() const { return expand * hidden_size; }
+  int64_t num_heads() const { return inner_size() / head_dim; }
+  /// The channels the convolution mixes: x, B and C.
+  int64_t conv_channels() const { return inner_size() + 2 * num_groups * state_size; }
+};
+
+class MambaMixerImpl : public torch::nn::Module {
+ public:
+  /// Checks the shape (inner size a multiple of head_dim and of num_groups, heads a multiple of groups).
+  explicit MambaMixerImpl(const MambaShape& shape);
+  at::Tensor forward(const at::Tensor& input);  // [b, s, h] -> [b, s, h]
+  const MambaShape& shape() const { return shape_; }
+
+ private:
+  /// The causal depthwise convolution of [b, s, channels] along s, then SiLU.
+  at::Tensor convolve(const at::Tensor& channels) const;
+  /// RMSNorm per group of channels of y * silu(z), times the norm's weight.
+  at::Tensor gated_norm(const at::Tensor& y, const at::Tensor& z) const;
+
+  MambaShape shape_;
+  at::Tensor in_proj_weight_;   // [2 inner + 2 groups state + heads, hidden]
+  at::Tensor conv_weight_;      // [conv channels, conv width]
+  at::Tensor conv_bias_;        // [conv channels]
+  at::Tensor dt_bias_, a_log_, d_;  // [heads]
+  at::Tensor norm_weight_;      // [inner]
+  at::Tensor out_proj_weight_;  // [hidden, inner]
+};
+TORCH_MODULE(MambaMixer);
+
+}  // namespace graphed::model
