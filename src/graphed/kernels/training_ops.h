@@ -54,9 +54,9 @@ struct AdamWSettings {
   double weight_decay = 0.01;
 };
 
-/// One AdamW step over flat fp32 buffers (parameters, gradients, moments of one length); step (a
-/// device scalar) counts this step already, learning_rate is a device scalar, grad_scale divides every
-/// gradient first. working_copy (bf16, may be undefined) gets the new parameters. One kernel on a CUDA
+/// One AdamW step over flat fp32 buffers (parameters, gradients, moments of one length): step (a device
+/// scalar) is counted up first, learning_rate is a device scalar, grad_scale divides every gradient
+/// first. working_copy (bf16, may be undefined) gets the new parameters. One kernel on a CUDA
 /// build; the ATen reference elsewhere.
 void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,
                 const at::Tensor& exp_avg_sq, const at::Tensor& working_copy, const at::Tensor& learning_rate,
@@ -69,6 +69,8 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
                 at::ScalarType output_type);
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+/// RoPE's rotation of x's two halves by cos and sin already shaped and typed to broadcast over a half.
+at::Tensor rotate_halves(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 at::Tensor swiglu(const at::Tensor& x);
 at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update);
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels);

@@ -3,6 +3,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "graphed/kernels/training_ops.h"
+#include "graphed/util/compat.h"
 
 namespace graphed::kernels::reference {
 namespace {
@@ -34,12 +35,14 @@ at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::T
   return at::linear(input, as_type(weight, type), bias.defined() ? as_type(bias, type) : bias);
 }
 
+at::Tensor rotate_halves(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const auto halves = x.chunk(2, -1);
+  return at::cat({halves[0] * cos - halves[1] * sin, halves[1] * cos + halves[0] * sin}, -1);
+}
+
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t seq = x.size(2);
-  const at::Tensor c = as_type(cos.narrow(0, 0, seq), x.scalar_type());
-  const at::Tensor s = as_type(sin.narrow(0, 0, seq), x.scalar_type());
-  const auto halves = x.chunk(2, -1);
-  return at::cat({halves[0] * c - halves[1] * s, halves[1] * c + halves[0] * s}, -1);
+  return rotate_halves(x, as_type(cos.narrow(0, 0, seq), x.scalar_type()), as_type(sin.narrow(0, 0, seq), x.scalar_type()));
 }
 
 at::Tensor swiglu(const at::Tensor& x) {
@@ -57,17 +60,10 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
 void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,
                 const at::Tensor& exp_avg_sq, const at::Tensor& working_copy, const at::Tensor& learning_rate,
                 const at::Tensor& step, const std::optional<at::Tensor>& grad_scale, const AdamWSettings& settings) {
+  // The per-parameter AdamW the optimizer already has, over one "parameter": the flat buffer.
+  compat::adamw_step({parameters}, {gradients}, {exp_avg}, {exp_avg_sq}, {step}, learning_rate, settings.beta1,
+                     settings.beta2, settings.weight_decay, settings.eps, grad_scale);
   at::NoGradGuard no_grad;
-  const at::Tensor& lr = learning_rate;
-  const at::Tensor steps = step.to(parameters.scalar_type());
-  const at::Tensor gradient = grad_scale ? gradients / *grad_scale : gradients;
-  parameters.mul_(1.0 - lr * settings.weight_decay);
-  exp_avg.lerp_(gradient, 1.0 - settings.beta1);
-  exp_avg_sq.mul_(settings.beta2).addcmul_(gradient, gradient, 1.0 - settings.beta2);
-  const at::Tensor bias1 = 1.0 - at::pow(settings.beta1, steps);
-  const at::Tensor bias2_sqrt = at::sqrt(1.0 - at::pow(settings.beta2, steps));
-  const at::Tensor denominator = exp_avg_sq.sqrt() / bias2_sqrt + settings.eps;
-  parameters.sub_(exp_avg / denominator * (lr / bias1));
   if (working_copy.defined()) working_copy.copy_(parameters);
 }
 

@@ -64,19 +64,13 @@ at::Tensor AttentionImpl::project_linear(const at::Tensor& input, const at::Tens
 }
 
 at::Tensor AttentionImpl::apply_rope(const at::Tensor& x, const at::Tensor& positions) const {
-  if (fused_ && !positions.defined()) return kernels::rope(x, rope_cos_, rope_sin_);
-  at::Tensor cos, sin;
-  if (positions.defined()) {  // [b, s] -> [b, 1, s, d/2]
-    cos = rope_cos_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
-    sin = rope_sin_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
-  } else {  // [s, d/2]
-    cos = rope_cos_.narrow(0, 0, x.size(2));
-    sin = rope_sin_.narrow(0, 0, x.size(2));
+  if (!positions.defined()) {  // positions 0..s-1: training and prefill
+    return fused_ ? kernels::rope(x, rope_cos_, rope_sin_) : kernels::reference::rope(x, rope_cos_, rope_sin_);
   }
-  cos = cos.to(x.scalar_type());
-  sin = sin.to(x.scalar_type());
-  const auto halves = x.chunk(2, -1);
-  return at::cat({halves[0] * cos - halves[1] * sin, halves[1] * cos + halves[0] * sin}, -1);
+  // Each row's own positions [b, s] -> [b, 1, s, d/2].
+  const at::Tensor cos = rope_cos_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
+  const at::Tensor sin = rope_sin_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
+  return kernels::reference::rotate_halves(x, cos.to(x.scalar_type()), sin.to(x.scalar_type()));
 }
 
 AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const at::Tensor& positions) const {

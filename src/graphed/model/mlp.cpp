@@ -8,8 +8,7 @@ namespace graphed::model {
 
 at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu, bool openai_gelu) {
   if (!swiglu) return openai_gelu ? at::gelu(fc1_output, "tanh") : at::gelu(fc1_output);
-  const auto halves = fc1_output.chunk(2, -1);
-  return at::silu(halves[0]) * halves[1];
+  return kernels::reference::swiglu(fc1_output);
 }
 
 MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {

@@ -19,18 +19,7 @@ at::Tensor NormImpl::forward(const at::Tensor& input) const {
     const bool in_place = fused_->accumulates_in_place() && !capture::is_graph_warmup();
     return kernels::norm(input, weight_, bias_, epsilon_, fused_->activation_type(), in_place);
   }
-  // Compute in fp32 (fp64 in gradient tests); skip casts that would not change the dtype, since every
-  // dispatched operator costs host time in a launch-bound eager loop.
-  const auto compute = at::promote_types(input.scalar_type(), at::kFloat);
-  const auto as_compute = [compute](const at::Tensor& t) { return t.scalar_type() == compute ? t : t.to(compute); };
-  const at::Tensor x = as_compute(input);
-  at::Tensor y;
-  if (rms_) {
-    y = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + epsilon_) * as_compute(weight_);
-  } else {
-    y = at::layer_norm(x, {x.size(-1)}, as_compute(weight_), as_compute(bias_), epsilon_);
-  }
-  return y.scalar_type() == input.scalar_type() ? y : y.to(input.scalar_type());
+  return kernels::reference::norm(input, weight_, bias_, epsilon_, input.scalar_type());  // bias_ only for LayerNorm
 }
 
 at::Tensor NormImpl::forward_inference(const at::Tensor& input) const {
