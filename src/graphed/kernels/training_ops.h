@@ -54,9 +54,9 @@ struct AdamWSettings {
   double weight_decay = 0.01;
 };
 
-/// One AdamW step over flat fp32 buffers (parameters, gradients, moments of one length): step (a device
-/// scalar) is counted up first, learning_rate is a device scalar, grad_scale divides every gradient
-/// first. working_copy (bf16, may be undefined) gets the new parameters. One kernel on a CUDA
+/// One AdamW step over flat fp32 buffers (parameters, gradients, moments of one length); step (a
+/// device scalar) counts this step already, learning_rate is a device scalar, grad_scale divides every
+/// gradient first. working_copy (bf16, may be undefined) gets the new parameters. One kernel on a CUDA
 /// build; the ATen reference elsewhere.
 void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,
                 const at::Tensor& exp_avg_sq, const at::Tensor& working_copy, const at::Tensor& learning_rate,

@@ -320,7 +320,6 @@ void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const
                           settings);
     return;
   }
-  step.add_(1);
   const AdamWHyper hyper{static_cast<float>(settings.beta1),       static_cast<float>(settings.beta2),
                          static_cast<float>(settings.eps),         static_cast<float>(settings.weight_decay),
                          static_cast<float>(1.0 - settings.beta1), static_cast<float>(1.0 - settings.beta2)};

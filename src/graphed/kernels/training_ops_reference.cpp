@@ -3,7 +3,6 @@
 #include <ATen/core/grad_mode.h>
 
 #include "graphed/kernels/training_ops.h"
-#include "graphed/util/compat.h"
 
 namespace graphed::kernels::reference {
 namespace {
@@ -60,10 +59,20 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
 void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,
                 const at::Tensor& exp_avg_sq, const at::Tensor& working_copy, const at::Tensor& learning_rate,
                 const at::Tensor& step, const std::optional<at::Tensor>& grad_scale, const AdamWSettings& settings) {
-  // The per-parameter AdamW the optimizer already has, over one "parameter": the flat buffer.
-  compat::adamw_step({parameters}, {gradients}, {exp_avg}, {exp_avg_sq}, {step}, learning_rate, settings.beta1,
-                     settings.beta2, settings.weight_decay, settings.eps, grad_scale);
+  // Written out rather than compat::adamw_step: on CUDA that is PyTorch's fused kernel, which rounds
+  // 1 - beta to fp32 first (1.3e-5 relative in the second moment), and the kernel's reference must be the
+  // exact arithmetic. The same arithmetic as compat's CPU loop.
   at::NoGradGuard no_grad;
+  const at::Tensor& lr = learning_rate;
+  const at::Tensor steps = step.to(parameters.scalar_type());
+  const at::Tensor gradient = grad_scale ? gradients / *grad_scale : gradients;
+  parameters.mul_(1.0 - lr * settings.weight_decay);
+  exp_avg.lerp_(gradient, 1.0 - settings.beta1);
+  exp_avg_sq.mul_(settings.beta2).addcmul_(gradient, gradient, 1.0 - settings.beta2);
+  const at::Tensor bias1 = 1.0 - at::pow(settings.beta1, steps);
+  const at::Tensor bias2_sqrt = at::sqrt(1.0 - at::pow(settings.beta2, steps));
+  const at::Tensor denominator = exp_avg_sq.sqrt() / bias2_sqrt + settings.eps;
+  parameters.sub_(exp_avg / denominator * (lr / bias1));
   if (working_copy.defined()) working_copy.copy_(parameters);
 }
 

@@ -80,6 +80,7 @@ void AdamW::set_learning_rate(double lr) { lr_.fill_(lr); }
 
 void AdamW::step(const std::optional<at::Tensor>& grad_scale) {
   if (flat_parameters_.defined()) {
+    step_.add_(1);
     kernels::AdamWSettings settings{options_.beta1, options_.beta2, options_.eps, options_.weight_decay};
     kernels::adamw_step(flat_parameters_, flat_gradients_, flat_exp_avg_, flat_exp_avg_sq_, flat_copies_, lr_, step_,
                         grad_scale, settings);
