@@ -117,7 +117,7 @@ TEST(CommandLineTest, EveryProblemIsListed) {
 
 TEST(CommandLineTest, UnknownPresetAndCommand) {
   EXPECT_EQ(problem_of({"check-config", "--preset", "tinyy"}),
-            "unknown --preset 'tinyy' (did you mean tiny?); fix: use one of tiny, small, gpt-125m, moe-small, llama-1b");
+            "unknown --preset 'tinyy' (did you mean tiny?); fix: use one of tiny, small, gpt-125m, moe-small, llama-1b, hybrid-small");
   EXPECT_EQ(problem_of({"chek-config"}),
             "unknown command 'chek-config' (did you mean check-config?); fix: use one of train, bench, check-config, generate, report, tokenize");
 }

@@ -183,8 +183,45 @@ INSTANTIATE_TEST_SUITE_P(
                    "--cuda-graph-modules"},
         FiringCase{"G4", {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"mamba"}}}, "G4",
                    Severity::kError,
-                   "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid models come "
-                   "in a later release); fix: drop mamba from --cuda-graph-modules"},
+                   "--cuda-graph-modules mamba needs Mamba layers, but this model has none (it is not a hybrid "
+                   "model); fix: drop mamba from --cuda-graph-modules, or put M layers in --hybrid-override-pattern"},
+        FiringCase{"G4NoMambaInPattern",
+                   {{"cuda_graph_impl", "local"}, {"num_layers", 2}, {"hybrid_override_pattern", "*-"},
+                    {"cuda_graph_modules", {"attn", "mamba"}}},
+                   "G4", Severity::kError,
+                   "--cuda-graph-modules mamba needs Mamba layers, but this model has none (its hybrid pattern '*-' "
+                   "has no M); fix: drop mamba from --cuda-graph-modules, or put M layers in "
+                   "--hybrid-override-pattern"},
+        FiringCase{"HY1", {{"num_layers", 2}, {"hybrid_override_pattern", "M*"}}, "HY-1", Severity::kNote,
+                   "--hybrid-override-pattern or a hybrid ratio makes this a Mamba-hybrid model; --is-hybrid-model "
+                   "is turned on"},
+        FiringCase{"HY2", {{"num_layers", 3}, {"is_hybrid_model", true}, {"hybrid_override_pattern", "M*"}}, "HY-2",
+                   Severity::kError,
+                   "--hybrid-override-pattern 'M*' has 2 layers, but --num-layers is 3; fix: one symbol per layer"},
+        FiringCase{"HY3", {{"num_layers", 2}, {"is_hybrid_model", true}, {"hybrid_override_pattern", "ME"}}, "HY-3",
+                   Severity::kError,
+                   "--hybrid-override-pattern 'ME' has 1 MoE layer(s) (E), but --num-experts is unset; fix: set "
+                   "--num-experts 2 or more, or replace E with - (a dense MLP layer)"},
+        FiringCase{"HY3Unused",
+                   {{"num_layers", 2}, {"is_hybrid_model", true}, {"hybrid_override_pattern", "M-"}, {"num_experts", 4}},
+                   "HY-3", Severity::kWarning,
+                   "--num-experts 4 has no effect: the hybrid pattern 'M-' has no MoE layer (E); ignored (put E in "
+                   "--hybrid-override-pattern to use experts)"},
+        FiringCase{"HY4HeadDim", {{"num_layers", 1}, {"is_hybrid_model", true}, {"mamba_head_dim", 48}}, "HY-4",
+                   Severity::kError,
+                   "the Mamba inner size 2 x --hidden-size = 256 is not a multiple of --mamba-head-dim 48; fix: pass a "
+                   "head dim that divides it, or set --mamba-num-heads"},
+        FiringCase{"HY4Groups",
+                   {{"num_layers", 1}, {"is_hybrid_model", true}, {"mamba_head_dim", 32}, {"mamba_num_groups", 3}},
+                   "HY-4", Severity::kError,
+                   "the 8 Mamba heads do not split into --mamba-num-groups 3; fix: pass a group count that divides 8"},
+        FiringCase{"HY4Positive", {{"num_layers", 1}, {"is_hybrid_model", true}, {"mamba_conv_width", 0}}, "HY-4",
+                   Severity::kError, "--mamba-conv-width must be >= 1, got 0; fix: pass a positive value"},
+        FiringCase{"HY5",
+                   {{"num_layers", 2}, {"hybrid_override_pattern", "ME"}, {"num_experts", 4}, {"moe_layer_freq", 2}},
+                   "HY-5", Severity::kWarning,
+                   "--moe-layer-freq 2 has no effect on a hybrid model, whose MoE layers are the E layers of "
+                   "--hybrid-override-pattern; ignored"},
         FiringCase{"G5", {{"optimizer_cuda_graph", true}}, "G5", Severity::kError,
                    "--optimizer-cuda-graph needs a CUDA-graph implementation, got --cuda-graph-impl none (eager "
                    "training graphs nothing); fix: add --cuda-graph-impl full_iteration, local or transformer_engine, "

@@ -14,13 +14,19 @@
 namespace graphed::infer {
 namespace {
 
-model::GptModel small_model(bool rope) {
+enum class Kind { kLearned, kRopeGqa, kHybrid };
+
+model::GptModel small_model(Kind kind) {
   nlohmann::json settings = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
                              {"vocab_size", 64}, {"seq_length", 48}, {"attention_dropout", 0.0},
                              {"hidden_dropout", 0.0}};
-  if (rope) {
+  if (kind == Kind::kRopeGqa) {
     settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
                      {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false}});
+  }
+  if (kind == Kind::kHybrid) {  // scan chunks of 4 positions: prompts cross chunks and prefill pieces
+    settings.update({{"num_layers", 4}, {"hybrid_override_pattern", "M*-M"}, {"mamba_state_dim", 8},
+                     {"mamba_head_dim", 16}, {"mamba_num_groups", 2}, {"mamba_chunk_size", 4}});
   }
   at::manual_seed(5);
   const auto config = testing::run_config(settings);
@@ -53,7 +59,7 @@ EngineOptions options_for(int64_t batch, int64_t max_new_tokens) {
 
 const std::vector<std::vector<int64_t>> kPrompts{{1, 2, 3, 4, 5, 6, 7}, {9}, {10, 20, 30}};
 
-class DecodeEngineModels : public ::testing::TestWithParam<bool> {};
+class DecodeEngineModels : public ::testing::TestWithParam<Kind> {};
 
 TEST_P(DecodeEngineModels, GreedyEqualsRecomputeWithMixedLengthsAndPadding) {
   model::GptModel model = small_model(GetParam());
@@ -69,11 +75,25 @@ TEST_P(DecodeEngineModels, GreedyEqualsRecomputeWithMixedLengthsAndPadding) {
   EXPECT_EQ(result.decode_steps, 11);
 }
 
-INSTANTIATE_TEST_SUITE_P(RopeAndLearned, DecodeEngineModels, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "rope_gqa" : "learned"; });
+INSTANTIATE_TEST_SUITE_P(RopeAndLearned, DecodeEngineModels, ::testing::Values(Kind::kRopeGqa, Kind::kLearned, Kind::kHybrid),
+                         [](const ::testing::TestParamInfo<Kind>& info) {
+                           return info.param == Kind::kRopeGqa ? "rope_gqa" : info.param == Kind::kLearned ? "learned" : "hybrid";
+                         });
+
+/// A Mamba layer's states carry over prefill's pieces (16 tokens or more each) and stop at each row's
+/// last prompt token: a 21-token prompt beside a 2-token one decodes as each does alone.
+TEST(DecodeEngine, HybridStatesCarryAcrossPrefillPiecesAndStopAtEachPrompt) {
+  model::GptModel model = small_model(Kind::kHybrid);
+  std::vector<int64_t> long_prompt;
+  for (int64_t i = 0; i < 21; ++i) long_prompt.push_back((7 * i + 3) % 64);
+  DecodeEngine engine(model, at::Device(at::kCPU), options_for(2, 6));
+  const Generation result = engine.generate({long_prompt, {5, 9}}, 6);
+  EXPECT_EQ(result.tokens[0], recompute_greedy(model, long_prompt, 6));
+  EXPECT_EQ(result.tokens[1], recompute_greedy(model, {5, 9}, 6));
+}
 
 TEST(DecodeEngine, ARowDoesNotDependOnItsNeighbours) {
-  model::GptModel model = small_model(true);
+  model::GptModel model = small_model(Kind::kRopeGqa);
   SamplingOptions sampling;
   sampling.temperature = 0.8;
   sampling.top_k = 10;
@@ -94,7 +114,7 @@ TEST(DecodeEngine, ARowDoesNotDependOnItsNeighbours) {
 }
 
 TEST(DecodeEngine, StopTokensEndRowsAndAreKept) {
-  model::GptModel model = small_model(true);
+  model::GptModel model = small_model(Kind::kRopeGqa);
   DecodeEngine probe(model, at::Device(at::kCPU), options_for(4, 12));
   const Generation free_run = probe.generate(kPrompts, 12);
   const int64_t stop = free_run.tokens[0][3];  // row 0's fourth token
@@ -117,7 +137,7 @@ TEST(DecodeEngine, StopTokensEndRowsAndAreKept) {
 }
 
 TEST(DecodeEngine, StreamsEveryStep) {
-  model::GptModel model = small_model(false);
+  model::GptModel model = small_model(Kind::kLearned);
   DecodeEngine engine(model, at::Device(at::kCPU), options_for(2, 6));
   std::vector<std::vector<int64_t>> streamed(2);
   const Generation result = engine.generate({{1, 2}, {3}}, 6, [&](int64_t, const std::vector<int64_t>& tokens) {
@@ -129,7 +149,7 @@ TEST(DecodeEngine, StreamsEveryStep) {
 }
 
 TEST(DecodeEngine, ALargerBatchThanTheBucketsRunsEagerlyAtItsSize) {
-  model::GptModel model = small_model(false);
+  model::GptModel model = small_model(Kind::kLearned);
   EngineOptions options = options_for(8, 4);
   options.graph_max_batch = 4;  // buckets 4, 2, 1
   DecodeEngine engine(model, at::Device(at::kCPU), options);
@@ -141,7 +161,7 @@ TEST(DecodeEngine, ALargerBatchThanTheBucketsRunsEagerlyAtItsSize) {
 }
 
 TEST(DecodeEngine, RefusesBadPrompts) {
-  model::GptModel model = small_model(true);
+  model::GptModel model = small_model(Kind::kRopeGqa);
   DecodeEngine engine(model, at::Device(at::kCPU), options_for(2, 8));
   const auto message = [&](const std::vector<std::vector<int64_t>>& prompts, int64_t count) {
     return testing::error_text<DataError>([&] { engine.generate(prompts, count); });
@@ -154,7 +174,7 @@ TEST(DecodeEngine, RefusesBadPrompts) {
 }
 
 TEST(DecodeEngine, GraphScopesNeedAGpu) {
-  model::GptModel model = small_model(true);
+  model::GptModel model = small_model(Kind::kRopeGqa);
   EngineOptions options = options_for(2, 4);
   options.scope = config::InferenceCudaGraphScope::kBlock;
   const std::string message =

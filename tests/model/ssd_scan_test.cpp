@@ -60,5 +60,27 @@ TEST(SsdScanTest, ARowAloneEqualsItsPlaceInABatch) {
   EXPECT_TRUE(at::allclose(chunked_scan(first, 4).y, batched.narrow(0, 0, 1), 1e-12, 1e-12));
 }
 
+/// A sequence split in two, the second part started from the first part's final state (what chunked
+/// prefill and decode do), gives the outputs and state of one scan over the whole, both ways.
+TEST(SsdScanTest, AScanContinuesFromAnInitialState) {
+  at::manual_seed(5);
+  at::NoGradGuard no_grad;
+  const ScanInputs in = random_inputs(11);
+  const ScanOutput whole = sequential_scan(in);
+  const auto part = [&](int64_t start, int64_t length, const at::Tensor& state) {
+    return ScanInputs{in.x.narrow(1, start, length), in.dt.narrow(1, start, length), in.a,
+                      in.b.narrow(1, start, length), in.c.narrow(1, start, length), state};
+  };
+  for (const int64_t split : {1, 4, 7}) {
+    const ScanOutput head = chunked_scan(part(0, split, {}), 4);
+    const ScanOutput chunked_tail = chunked_scan(part(split, 11 - split, head.final_state), 4);
+    const ScanOutput stepped_tail = sequential_scan(part(split, 11 - split, head.final_state));
+    for (const ScanOutput& tail : {chunked_tail, stepped_tail}) {
+      EXPECT_TRUE(at::allclose(at::cat({head.y, tail.y}, 1), whole.y, 1e-10, 1e-10)) << "split " << split;
+      EXPECT_TRUE(at::allclose(tail.final_state, whole.final_state, 1e-10, 1e-10)) << "split " << split;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graphed::model

@@ -25,8 +25,8 @@ config::CudaGraphConfig modules(std::vector<CudaGraphModule> selected, bool stag
 TEST(GraphTargetsTest, ModulesSelectUnitsPerLayerKind) {
   using M = CudaGraphModule;
   using U = LayerUnit;
-  const auto dense = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), false); };
-  const auto moe = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), true); };
+  const auto dense = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), model::transformer_parts(false)); };
+  const auto moe = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), model::transformer_parts(true)); };
   EXPECT_EQ(dense({}), (std::vector<U>{U::kWholeLayer}));
   EXPECT_EQ(moe({}), (std::vector<U>{U::kWholeLayer}));
   EXPECT_EQ(dense({M::kAttn}), (std::vector<U>{U::kAttention}));
@@ -41,6 +41,37 @@ TEST(GraphTargetsTest, ModulesSelectUnitsPerLayerKind) {
   EXPECT_TRUE(dense({M::kMoeRouter, M::kMoePreprocess}).empty());
   EXPECT_EQ(dense({M::kAttn, M::kMoe}), (std::vector<U>{U::kAttention}));
   EXPECT_TRUE(moe({M::kMlp}).empty());
+  EXPECT_TRUE(dense({M::kMamba}).empty());
+}
+
+TEST(GraphTargetsTest, HybridLayersGraphTheirOnePart) {
+  using M = CudaGraphModule;
+  using U = LayerUnit;
+  const auto units = [](char symbol, std::vector<M> m) {
+    return graphed_layer_units(modules(std::move(m)), model::hybrid_parts(symbol));
+  };
+  EXPECT_EQ(units('M', {}), (std::vector<U>{U::kWholeLayer}));
+  EXPECT_EQ(units('M', {M::kMamba}), (std::vector<U>{U::kMamba}));
+  EXPECT_TRUE(units('M', {M::kAttn}).empty());
+  EXPECT_EQ(units('*', {M::kAttn, M::kMamba}), (std::vector<U>{U::kAttention}));
+  EXPECT_TRUE(units('*', {M::kMamba}).empty());
+  EXPECT_EQ(units('-', {M::kAttn, M::kMlp}), (std::vector<U>{U::kMlp}));
+  EXPECT_EQ(units('E', {M::kAttn, M::kMamba, M::kMoeRouter, M::kMoePreprocess}),
+            (std::vector<U>{U::kMoeRouter, U::kMoePreprocess}));
+}
+
+TEST(GraphTargetsTest, HybridLayersChainThroughTheirOnePart) {
+  using U = LayerUnit;
+  const auto target = [](int64_t layer, LayerUnit unit, char symbol) {
+    return GraphTarget{TargetKind::kLayer, layer, unit, {}, model::hybrid_parts(symbol)};
+  };
+  // M * - with mamba, attn and mlp: each unit is its whole layer, so each feeds the next.
+  EXPECT_EQ(chained_targets({target(0, U::kMamba, 'M'), target(1, U::kAttention, '*'), target(2, U::kMlp, '-')}),
+            (std::vector<bool>{false, true, true}));
+  // An E layer opens with its router; its eager experts end it, so the next layer is not chained.
+  EXPECT_EQ(chained_targets({target(0, U::kMamba, 'M'), target(1, U::kMoeRouter, 'E'), target(1, U::kMoePreprocess, 'E'),
+                             target(2, U::kMamba, 'M')}),
+            (std::vector<bool>{false, true, false, false}));
 }
 
 /// Targets described by (kind, layer, unit), for the chaining rule; the units themselves are not needed.

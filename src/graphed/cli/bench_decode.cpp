@@ -1,7 +1,8 @@
 // cli/bench_decode.cpp — see cli/bench_decode.h. The roofline counts the bytes one decode step must
 // read at the least: every weight once (the embedding table only for the rows looked up when the
-// output layer has its own weights), and the keys and values of each real row's context at the middle
-// of the run (prompt + new tokens / 2), divided by the GPU's published memory bandwidth.
+// output layer has its own weights), the keys and values of each real row's context at the middle
+// of the run (prompt + new tokens / 2), and the Mamba layers' states read and written back, divided by
+// the GPU's published memory bandwidth.
 #include "graphed/cli/bench_decode.h"
 
 #include <algorithm>
@@ -60,10 +61,18 @@ double bytes_per_step(model::GptModel& model, int64_t batch, int64_t context) {
     const bool lookup_only = item.key() == "word_embeddings" && config.untie_embeddings_and_output_weights;
     bytes += lookup_only ? size * static_cast<double>(batch) / static_cast<double>(config.vocab_size) : size;
   }
-  auto& attention = model->layers().at(0)->attention();
   const double element = static_cast<double>(model->parameters().at(0).element_size());
-  bytes += 2.0 * static_cast<double>(config.num_layers * batch * attention->shape().num_query_groups * context *
-                                     attention->head_dim()) * element;
+  for (auto& layer : model->layers()) {
+    if (layer->attention()) {  // keys and values up to the context
+      auto& attention = layer->attention();
+      bytes += 2.0 * static_cast<double>(batch * attention->shape().num_query_groups * context * attention->head_dim()) *
+               element;
+    }
+    if (layer->parts().mixer == model::Mixer::kMamba) {  // the float32 states, read and written back
+      const model::LayerCache states = layer->allocate_cache(1, 1, at::TensorOptions());
+      bytes += 2.0 * static_cast<double>(batch) * static_cast<double>(states.conv_state.nbytes() + states.ssm_state.nbytes());
+    }
+  }
   return bytes;
 }
 

@@ -67,6 +67,20 @@ struct ModelConfig {
   std::string moe_token_dispatcher_type = "allgather";  ///< allgather|alltoall
   std::string moe_layer_freq = "1";               ///< N (every N-th layer is MoE) or a 0/1 list per layer
 
+  // Mamba-hybrid models (Megatron's --is-hybrid-model; docs/hybrid.md).
+  bool is_hybrid_model = false;                   ///< --is-hybrid-model: layers by the hybrid pattern
+  /// --hybrid-override-pattern: one symbol per layer (M Mamba, * attention, - MLP, E MoE). Resolution
+  /// fills it from the ratios when unset, so a resolved hybrid config always has it.
+  std::optional<std::string> hybrid_override_pattern;
+  double hybrid_attention_ratio = 0.0;            ///< --hybrid-attention-ratio: share of attention layers
+  double hybrid_mlp_ratio = 0.0;                  ///< --hybrid-mlp-ratio: share of MLP layers
+  int64_t mamba_state_dim = 128;                  ///< --mamba-state-dim: SSM state size per head
+  int64_t mamba_head_dim = 64;                    ///< --mamba-head-dim: channels per Mamba head
+  int64_t mamba_num_groups = 8;                   ///< --mamba-num-groups: groups sharing B and C
+  std::optional<int64_t> mamba_num_heads;         ///< --mamba-num-heads; unset = 2 x hidden / head dim
+  int64_t mamba_conv_width = 4;                   ///< --mamba-conv-width: the causal convolution's taps
+  int64_t mamba_chunk_size = 128;                 ///< --mamba-chunk-size: positions per chunk of the scan
+
   // Activation recomputation.
   std::optional<std::string> recompute_granularity;  ///< full|selective; unset = none
   std::optional<std::string> recompute_method;       ///< uniform|block (full only)
@@ -77,6 +91,10 @@ struct ModelConfig {
   int64_t head_dim() const { return kv_channels.value_or(hidden_size / num_attention_heads); }
   /// Whether the model has MoE layers (num_experts > 1).
   bool is_moe() const { return num_experts.value_or(0) > 1; }
+  /// Whether a layer is Mamba: a hybrid model whose pattern has M at that layer.
+  bool has_mamba_layers() const {
+    return is_hybrid_model && hybrid_override_pattern && hybrid_override_pattern->find('M') != std::string::npos;
+  }
   /// Whether MoE layers drop and pad to a static capacity (capacity factor set and padding on).
   bool is_drop_and_pad() const { return moe_expert_capacity_factor.has_value() && moe_pad_expert_input_to_capacity; }
 };

@@ -28,7 +28,7 @@ json with(json base, const json& overrides) {
 }  // namespace
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names{"tiny", "small", "gpt-125m", "moe-small", "llama-1b"};
+  static const std::vector<std::string> names{"tiny", "small", "gpt-125m", "moe-small", "llama-1b", "hybrid-small"};
   return names;
 }
 
@@ -67,6 +67,15 @@ std::optional<json> preset_settings(const std::string& name) {
                 {"bf16", true}, {"lr", 3e-4}, {"lr_warmup_iters", 50}, {"train_iters", 200},
                 {"log_interval", 10}, {"eval_interval", 100}, {"eval_iters", 10}};
   }
+  if (name == "hybrid-small") {
+    return with(gpt2_style(8, 256, 4, 128, 8, 1024),
+                {{"is_hybrid_model", true}, {"hybrid_override_pattern", "M*M-M*ME"}, {"mamba_state_dim", 64},
+                 {"mamba_head_dim", 32}, {"mamba_num_groups", 2}, {"num_experts", 8}, {"moe_router_topk", 2},
+                 {"moe_ffn_hidden_size", 512}, {"moe_expert_capacity_factor", 1.0},
+                 {"moe_pad_expert_input_to_capacity", true}, {"moe_aux_loss_coeff", 0.01},
+                 {"lr", 1e-3}, {"lr_warmup_iters", 20}, {"train_iters", 200}, {"log_interval", 20},
+                 {"eval_interval", 100}, {"eval_iters", 10}});
+  }
   return std::nullopt;
 }
 
@@ -78,6 +87,8 @@ std::string preset_summary(const std::string& name) {
     return "small with an MoE MLP: 8 experts top-2, expert ffn 512, drop-and-pad at capacity 1.0";
   if (name == "llama-1b")
     return "Llama style, 16 layers, hidden 2048, 32 heads / 8 groups, SwiGLU 8192, RMSNorm, RoPE, seq 2048";
+  if (name == "hybrid-small")
+    return "small's sizes as a Mamba-hybrid: 8 layers M*M-M*ME (4 Mamba, 2 attention, 1 MLP, 1 MoE of 8 experts)";
   return "";
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "graphed/config/hybrid_rules.h"
 #include "graphed/config/validation.h"
 #include "graphed/util/error.h"
 
@@ -95,6 +96,7 @@ Resolution resolve_run_config(const Settings& settings) {
       config.moe_layers = std::move(*pattern);
     }
   }
+  resolve_hybrid_layers(config, issues);
   if (config.moe_layers.empty()) config.moe_layers.assign(static_cast<std::size_t>(std::max<int64_t>(0, config.model.num_layers)), false);
   if (!issues.has_errors()) normalize_cuda_graph(config.cuda_graph, issues);
   note_rng_tracker(settings.cuda_graph, issues);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "graphed/config/hybrid_rules.h"
 #include "graphed/config/run_config.h"
 #include "graphed/config/settings.h"
 #include "graphed/util/text.h"
@@ -414,9 +415,13 @@ void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
                        "transformer_engine, or drop --optimizer-cuda-graph");
   }
   if (g.impl == CudaGraphImpl::kNone) return;  // the modules list is kept but graphs nothing (BR-1)
-  if (g.has_module(CudaGraphModule::kMamba)) {
-    issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (Mamba-hybrid "
-                       "models come in a later release); fix: drop mamba from --cuda-graph-modules");
+  if (g.has_module(CudaGraphModule::kMamba) && !config.model.has_mamba_layers()) {
+    issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (" +
+                           std::string(config.model.is_hybrid_model ? "its hybrid pattern '" +
+                                                                          config.model.hybrid_override_pattern.value_or("") +
+                                                                          "' has no M"
+                                                                    : "it is not a hybrid model") +
+                           "); fix: drop mamba from --cuda-graph-modules, or put M layers in --hybrid-override-pattern");
   }
   validate_moe_modules(config, issues);
 }
@@ -426,6 +431,7 @@ void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
 void validate_run_config(const RunConfig& config, IssueList& issues) {
   if (!validate_finite(config, issues)) return;  // the range rules would repeat FL-1 in other words
   validate_model(config, issues);
+  validate_hybrid(config, issues);
   validate_train(config, issues);
   validate_parallel(config, issues);
   validate_cuda_graph(config, issues);
@@ -463,6 +469,11 @@ const std::vector<RuleInfo>& all_rules() {
       {"G2", "whole-layer capture of dropless MoE layers (dynamic shapes)"},
       {"G3", "full_iteration with dropless MoE layers (dynamic shapes)"},
       {"G4", "mamba module without Mamba layers"},
+      {"HY-1", "a hybrid pattern or ratio turns --is-hybrid-model on (note)"},
+      {"HY-2", "hybrid pattern or ratios invalid (symbols, length, counts, ranges)"},
+      {"HY-3", "E layers need --num-experts; experts without E layers are unused (warning)"},
+      {"HY-4", "Mamba shape: positive sizes, heads times head dim, heads split into groups"},
+      {"HY-5", "--moe-layer-freq has no effect on a hybrid model (warning)"},
       {"G5", "--optimizer-cuda-graph with --cuda-graph-impl none"},
       {"TC-9", "moe and moe_router together"},
       {"TC-10", "moe_preprocess without moe_router"},

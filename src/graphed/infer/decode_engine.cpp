@@ -19,17 +19,6 @@ double milliseconds_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-KvCacheShape cache_shape(model::GptModel model, const EngineOptions& options) {
-  auto& attention = model->layers().at(0)->attention();
-  KvCacheShape shape;
-  shape.layers = static_cast<int64_t>(model->layers().size());
-  shape.query_groups = attention->shape().num_query_groups;
-  shape.head_dim = attention->head_dim();
-  shape.max_batch = options.max_batch;
-  shape.max_sequence = options.max_sequence;
-  return shape;
-}
-
 at::TensorOptions model_options(model::GptModel model, const at::Device& device) {
   return at::TensorOptions().dtype(model->parameters().at(0).scalar_type()).device(device);
 }
@@ -56,7 +45,7 @@ DecodeEngine::DecodeEngine(model::GptModel model, const at::Device& device, Engi
     : device_(device),
       options_(checked(std::move(options), model)),
       decode_(model, options_.sampling),
-      cache_(cache_shape(model, options_), model_options(model, device)) {
+      cache_(model->layers(), options_.max_batch, options_.max_sequence, model_options(model, device)) {
   row_sizes_ = decode_batch_sizes(options_.num_cuda_graphs, options_.graph_max_batch.value_or(options_.max_batch));
   if (options_.scope != config::InferenceCudaGraphScope::kNone) buckets_ = row_sizes_;
   runner_ = make_step_runner(options_.scope, decode_, device_);
@@ -70,7 +59,8 @@ std::pair<int64_t, bool> DecodeEngine::rows_for(int64_t batch) const {
   // Every scope pads to the same buckets, so that eager and graphed decoding run the same shapes.
   std::vector<BatchDimensions> dimensions;
   for (const int64_t rows : row_sizes_) dimensions.push_back({rows, 0, rows});
-  const auto match = match_bucket({batch, 0, batch}, dimensions);
+  // Megatron matches hybrid (Mamba) models strictly; with decode-only buckets both ways agree.
+  const auto match = match_bucket({batch, 0, batch}, dimensions, decode_.config().has_mamba_layers());
   if (!match) return {batch, false};
   return {match->decode_count, !buckets_.empty()};
 }

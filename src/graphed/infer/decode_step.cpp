@@ -33,7 +33,7 @@ DecodeState DecodeState::create(int64_t rows, const KvCache& cache, int64_t max_
   state.step = at::zeros({1}, longs);
   state.generated = at::zeros({rows, std::max<int64_t>(1, max_new_tokens)}, longs);
   state.hidden = at::zeros({rows, 1, hidden_size}, hidden_options);
-  state.blocked = at::zeros({rows, 1, 1, cache.shape().max_sequence}, longs.dtype(at::kBool));
+  state.blocked = at::zeros({rows, 1, 1, cache.max_sequence()}, longs.dtype(at::kBool));
   state.cache = cache.rows(rows);
   return state;
 }
@@ -96,15 +96,17 @@ void DecodeStep::prefill(DecodeState& state, const std::vector<std::vector<int64
   const at::Tensor last = at::tensor(last_index, at::kLong).to(device);
   const at::Tensor positions = at::arange(longest, state.tokens.options()).unsqueeze(0).expand({state.rows, longest});
   const int64_t chunk = prefill_chunk(state.rows, config_.num_attention_heads, max_sequence);
+  for (const auto& layer_cache : state.cache) layer_cache.reset_recurrent_state();  // Mamba starts from zero
   std::vector<at::Tensor> outputs;
   for (int64_t start = 0; start < longest; start += chunk) {
     const int64_t length = std::min(chunk, longest - start);
     const at::Tensor chunk_positions = positions.narrow(1, start, length).contiguous();
     const at::Tensor blocked = blocked_slots(chunk_positions, max_sequence);
+    const at::Tensor valid = chunk_positions <= last.view({state.rows, 1});  // prompt tokens, not padding
     at::Tensor hidden = model_->embed_at(tokens.narrow(1, start, length), chunk_positions);
     for (int64_t i = 0; i < layer_count(); ++i) {
       auto& layer = model_->layers()[static_cast<std::size_t>(i)];
-      hidden = layer->forward_cached(hidden, chunk_positions, blocked, state.cache[static_cast<std::size_t>(i)]);
+      hidden = layer->forward_cached(hidden, chunk_positions, blocked, state.cache[static_cast<std::size_t>(i)], valid);
     }
     outputs.push_back(hidden);
   }

@@ -52,7 +52,8 @@ class DecodeStep {
   void run(DecodeState& state);
 
   /// Fills the cache with the prompts (one per row, 1 <= length <= max sequence) and draws the first
-  /// token of each row (step 0), leaving the state ready for run(). Chunked over the prompt length, so
+  /// token of each row (step 0), leaving the state ready for run(). Mamba layers start from zero states
+  /// and stop at each row's last prompt token (the padding after a short prompt leaves them alone). Chunked over the prompt length, so
   /// that a long prompt's attention scores stay small. Eager in every scope.
   void prefill(DecodeState& state, const std::vector<std::vector<int64_t>>& prompts);
 

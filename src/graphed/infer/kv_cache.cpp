@@ -5,30 +5,29 @@
 
 namespace graphed::infer {
 
-KvCache::KvCache(const KvCacheShape& shape, const at::TensorOptions& options) : shape_(shape) {
-  layers_.reserve(static_cast<std::size_t>(shape.layers));
-  for (int64_t i = 0; i < shape.layers; ++i) {
-    model::LayerCache layer;
-    layer.key = at::zeros({shape.max_batch, shape.query_groups, shape.max_sequence, shape.head_dim}, options);
-    layer.value = at::zeros_like(layer.key);
-    layers_.push_back(layer);
-  }
+KvCache::KvCache(const std::vector<model::TransformerLayer>& layers, int64_t max_batch, int64_t max_sequence,
+                 const at::TensorOptions& options)
+    : max_batch_(max_batch), max_sequence_(max_sequence) {
+  layers_.reserve(layers.size());
+  for (const auto& layer : layers) layers_.push_back(layer->allocate_cache(max_batch, max_sequence, options));
 }
 
 std::vector<model::LayerCache> KvCache::rows(int64_t batch) const {
-  GRAPHED_INTERNAL_ASSERT(batch >= 1 && batch <= shape_.max_batch, "a batch of ", batch, " rows in a cache of ",
-                          shape_.max_batch);
+  GRAPHED_INTERNAL_ASSERT(batch >= 1 && batch <= max_batch_, "a batch of ", batch, " rows in a cache of ", max_batch_);
   std::vector<model::LayerCache> views;
   views.reserve(layers_.size());
-  for (const auto& layer : layers_) views.push_back({layer.key.narrow(0, 0, batch), layer.value.narrow(0, 0, batch)});
+  for (const auto& layer : layers_) views.push_back(layer.rows(batch));
   return views;
 }
 
-int64_t KvCache::bytes() const { return bytes_for(shape_, layers_.empty() ? at::kFloat : layers_[0].key.scalar_type()); }
-
-int64_t KvCache::bytes_for(const KvCacheShape& shape, at::ScalarType dtype) {
-  return 2 * shape.layers * shape.max_batch * shape.query_groups * shape.max_sequence * shape.head_dim *
-         static_cast<int64_t>(c10::elementSize(dtype));
+int64_t KvCache::bytes() const {
+  int64_t total = 0;
+  for (const auto& layer : layers_) {
+    for (const at::Tensor* tensor : {&layer.key, &layer.value, &layer.conv_state, &layer.ssm_state}) {
+      if (tensor->defined()) total += static_cast<int64_t>(tensor->nbytes());
+    }
+  }
+  return total;
 }
 
 }  // namespace graphed::infer

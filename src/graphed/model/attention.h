@@ -10,15 +10,11 @@
 #include <torch/nn/pimpl.h>
 
 #include "graphed/model/fused_path.h"
+#include "graphed/model/layer_cache.h"
 #include "graphed/model/norm.h"
 
 namespace graphed::model {
 
-/// One layer's key/value cache: key and value [batch, groups, max sequence, head dim], in the model's
-/// dtype. Positions not yet written hold anything finite: attention masks them.
-struct LayerCache {
-  at::Tensor key, value;
-};
 
 /// Llama 3.1's RoPE frequency scaling (HF rope_type "llama3", Megatron --use-rope-scaling): wavelengths
 /// above original_max_positions / low_freq_factor are stretched by factor, those below

@@ -18,6 +18,21 @@ std::size_t slot(StageUnit unit) { return static_cast<std::size_t>(unit); }
 
 }  // namespace
 
+std::vector<LayerParts> decoder_layer_parts(const config::ModelConfig& config, const std::vector<bool>& moe_layers) {
+  std::vector<LayerParts> parts;
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    if (config.is_hybrid_model) {
+      const std::string& pattern = config.hybrid_override_pattern.value_or("");
+      GRAPHED_INTERNAL_ASSERT(static_cast<int64_t>(pattern.size()) == config.num_layers,
+                              "a hybrid model without a resolved pattern of ", config.num_layers, " layers");
+      parts.push_back(hybrid_parts(pattern[static_cast<std::size_t>(i)]));
+    } else {
+      parts.push_back(transformer_parts(i < static_cast<int64_t>(moe_layers.size()) && moe_layers[static_cast<std::size_t>(i)]));
+    }
+  }
+  return parts;
+}
+
 const char* to_string(StageUnit unit) {
   switch (unit) {
     case StageUnit::kEmbedding: return "embedding";
@@ -36,9 +51,9 @@ GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<
                                    config.init_method_std);
   }
   layer_list_ = register_module("layers", torch::nn::ModuleList());
+  const std::vector<LayerParts> parts = decoder_layer_parts(config, moe_layers);
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    const bool is_moe = i < static_cast<int64_t>(moe_layers.size()) && moe_layers[static_cast<std::size_t>(i)];
-    layers_.emplace_back(config, i + 1, is_moe);
+    layers_.emplace_back(config, i + 1, parts[static_cast<std::size_t>(i)]);
     layer_list_->push_back(layers_.back());
   }
   final_norm_ = register_module(

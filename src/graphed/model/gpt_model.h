@@ -50,6 +50,10 @@ enum class StageUnit { kEmbedding, kLoss };
 /// "embedding", "loss"
 const char* to_string(StageUnit unit);
 
+/// What each layer of the decoder holds: by the resolved hybrid pattern on a hybrid model
+/// (config.is_hybrid_model), else attention and an MLP, or an MoE where moe_layers says so.
+std::vector<LayerParts> decoder_layer_parts(const config::ModelConfig& config, const std::vector<bool>& moe_layers);
+
 /// How generate() picks each next token.
 struct Sampling {
   double temperature = 0.0;  ///< 0 = greedy (argmax); else softmax(logits / temperature)
@@ -59,7 +63,8 @@ struct Sampling {
 
 class GptModelImpl : public torch::nn::Module {
  public:
-  /// moe_layers: one flag per layer (RunConfig::moe_layers).
+  /// moe_layers: one flag per layer (RunConfig::moe_layers). A hybrid model (config.is_hybrid_model)
+  /// takes its layers from the resolved hybrid_override_pattern instead (model/transformer_layer.h).
   GptModelImpl(const config::ModelConfig& config, const std::vector<bool>& moe_layers);
 
   /// tokens, labels: [batch, seq] int64. microbatch: which microbatch of the iteration this is

@@ -17,8 +17,8 @@ at::Tensor as_type(const at::Tensor& tensor, at::ScalarType type) {
 }  // namespace
 
 MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : shape_(shape) {
-  GRAPHED_INTERNAL_ASSERT(shape.inner_size() % shape.head_dim == 0 && shape.inner_size() % shape.num_groups == 0 &&
-                              shape.num_heads() % shape.num_groups == 0,
+  GRAPHED_INTERNAL_ASSERT(shape.num_heads() >= 1 && shape.num_heads() % shape.num_groups == 0 &&
+                              (shape.num_heads_override > 0 || shape.expand * shape.hidden_size % shape.head_dim == 0),
                           "Mamba shape: inner size ", shape.inner_size(), ", head dim ", shape.head_dim, ", groups ",
                           shape.num_groups);
   const int64_t heads = shape.num_heads();
@@ -38,13 +38,13 @@ MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : shape_(shape) {
       register_parameter("out_proj_weight", at::randn({shape.hidden_size, shape.inner_size()}) * shape.output_init_std);
 }
 
-at::Tensor MambaMixerImpl::convolve(const at::Tensor& channels) const {
-  const int64_t seq = channels.size(1);
-  const at::Tensor input = channels.transpose(1, 2);  // [b, channels, s]
-  const at::Tensor weight = as_type(conv_weight_, input.scalar_type()).unsqueeze(1);
-  const at::Tensor output = at::conv1d(input, weight, as_type(conv_bias_, input.scalar_type()), {1},
-                                       {shape_.conv_width - 1}, {1}, shape_.conv_channels());
-  return at::silu(output.narrow(2, 0, seq).transpose(1, 2));  // the first s outputs: position t sees t-3..t
+at::Tensor MambaMixerImpl::convolve(const at::Tensor& inputs) const {
+  const int64_t width = shape_.conv_width;
+  const int64_t seq = inputs.size(1) - (width - 1);
+  const at::Tensor weight = as_type(conv_weight_, inputs.scalar_type());  // [channels, width]
+  at::Tensor output = as_type(conv_bias_, inputs.scalar_type()) + inputs.narrow(1, 0, seq) * weight.select(1, 0);
+  for (int64_t tap = 1; tap < width; ++tap) output = output + inputs.narrow(1, tap, seq) * weight.select(1, tap);
+  return at::silu(output);
 }
 
 at::Tensor MambaMixerImpl::gated_norm(const at::Tensor& y, const at::Tensor& z) const {
@@ -57,7 +57,8 @@ at::Tensor MambaMixerImpl::gated_norm(const at::Tensor& y, const at::Tensor& z) 
   return normed.reshape(gated.sizes()) * as_type(norm_weight_, y.scalar_type());
 }
 
-at::Tensor MambaMixerImpl::forward(const at::Tensor& input) {
+MambaMixerImpl::Pass MambaMixerImpl::run(const at::Tensor& input, const at::Tensor& history, const at::Tensor& state,
+                                          const at::Tensor& valid, bool recurrent) const {
   const int64_t batch = input.size(0);
   const int64_t seq = input.size(1);
   const int64_t inner = shape_.inner_size();
@@ -65,15 +66,58 @@ at::Tensor MambaMixerImpl::forward(const at::Tensor& input) {
   const int64_t group_state = shape_.num_groups * shape_.state_size;
   const auto parts = at::linear(input, in_proj_weight_).split({inner, shape_.conv_channels(), heads}, -1);
   const at::ScalarType compute = at::promote_types(input.scalar_type(), at::kFloat);
-  const auto xbc = convolve(as_type(parts[1], compute)).split({inner, group_state, group_state}, -1);
+  const at::Tensor conv_inputs = as_type(parts[1], compute);
+  Pass pass;
+  pass.convolved = history.defined() ? at::cat({as_type(history, compute), conv_inputs}, 1)
+                                     : at::constant_pad_nd(conv_inputs, {0, 0, shape_.conv_width - 1, 0});
+  const auto xbc = convolve(pass.convolved).split({inner, group_state, group_state}, -1);
   ScanInputs scan;
   scan.x = xbc[0].reshape({batch, seq, heads, shape_.head_dim});
   scan.b = xbc[1].reshape({batch, seq, shape_.num_groups, shape_.state_size});
   scan.c = xbc[2].reshape({batch, seq, shape_.num_groups, shape_.state_size});
   scan.dt = at::softplus(as_type(parts[2], compute) + as_type(dt_bias_, compute));
+  if (valid.defined()) scan.dt = scan.dt * valid.unsqueeze(-1).to(compute);  // dt = 0: the state is left alone
   scan.a = -at::exp(as_type(a_log_, compute));
-  const at::Tensor y = chunked_scan(scan, shape_.chunk_size).y + scan.x * as_type(d_, compute).unsqueeze(-1);
-  return at::linear(gated_norm(y.reshape({batch, seq, inner}), parts[0]), out_proj_weight_);
+  scan.initial_state = state;
+  const ScanOutput scanned = recurrent ? sequential_scan(scan) : chunked_scan(scan, shape_.chunk_size);
+  const at::Tensor y = scanned.y + scan.x * as_type(d_, compute).unsqueeze(-1);
+  pass.output = at::linear(gated_norm(y.reshape({batch, seq, inner}), parts[0]), out_proj_weight_);
+  pass.final_state = scanned.final_state;
+  return pass;
+}
+
+at::Tensor MambaMixerImpl::forward(const at::Tensor& input) {
+  return run(input, at::Tensor(), at::Tensor(), at::Tensor(), /*recurrent=*/false).output;
+}
+
+at::Tensor MambaMixerImpl::forward_cached(const at::Tensor& input, const at::Tensor& valid,
+                                          const LayerCache& cache) const {
+  GRAPHED_INTERNAL_ASSERT(cache.conv_state.defined() && cache.ssm_state.defined(), "a Mamba layer without its states");
+  const int64_t history = shape_.conv_width - 1;
+  if (!valid.defined()) {  // decode: one token per row
+    GRAPHED_INTERNAL_ASSERT(input.size(1) == 1, "a decode step of ", input.size(1), " tokens");
+    const Pass pass = run(input, cache.conv_state, cache.ssm_state, at::Tensor(), /*recurrent=*/true);
+    cache.conv_state.copy_(pass.convolved.narrow(1, 1, history));
+    cache.ssm_state.copy_(pass.final_state);
+    return pass.output;
+  }
+  const Pass pass = run(input, cache.conv_state, cache.ssm_state, valid, /*recurrent=*/false);
+  // Each row's last `history` conv inputs end at its last valid position: rows [n, n + history) of
+  // `convolved`, with n the row's valid count (n = 0 keeps the old history).
+  const at::Tensor counts = valid.sum(1, /*keepdim=*/true);  // [b, 1] int64
+  const at::Tensor rows = counts + at::arange(history, counts.options()).unsqueeze(0);  // [b, history]
+  const at::Tensor index = rows.unsqueeze(-1).expand({-1, -1, pass.convolved.size(2)});
+  cache.conv_state.copy_(pass.convolved.gather(1, index));
+  cache.ssm_state.copy_(pass.final_state);
+  return pass.output;
+}
+
+LayerCache MambaMixerImpl::allocate_cache(int64_t batch, const at::TensorOptions& model_options) const {
+  const auto options = model_options.dtype(at::promote_types(at::typeMetaToScalarType(model_options.dtype()), at::kFloat));
+  LayerCache cache;
+  cache.conv_state = at::zeros({batch, shape_.conv_width - 1, shape_.conv_channels()}, options);
+  cache.ssm_state = at::zeros({batch, shape_.num_heads(), shape_.head_dim, shape_.state_size}, options);
+  return cache;
 }
 
 }  // namespace graphed::model

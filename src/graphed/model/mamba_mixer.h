@@ -1,13 +1,16 @@
-// model/mamba_mixer.h — the Mamba-2 mixer (issue 14, first part): input projection into z, x, B, C and
-// dt; a short causal depthwise convolution over x, B and C; the selective scan in its chunked form
-// (model/ssd_scan.h) with the skip D; a norm gated by z (RMSNorm per group of channels, after the gate);
-// the output projection. Input and output [batch, seq, hidden]; no norm before it or residual after it
-// (a layer adds those). Initialised as Mamba-2: A_log = log(U[1, 16]), dt's bias the inverse softplus of
-// a log-uniform step in [dt_min, dt_max], D = 1.
+// model/mamba_mixer.h — the Mamba-2 mixer: input projection into z, x, B, C and dt; a short causal
+// depthwise convolution over x, B and C; the selective scan in its chunked form (model/ssd_scan.h) with
+// the skip D; a norm gated by z (RMSNorm per group of channels, after the gate); the output projection.
+// Input and output [batch, seq, hidden]; no norm before it or residual after it (MambaLayer's parts in
+// model/transformer_layer.h add those). Initialised as Mamba-2: A_log = log(U[1, 16]), dt's bias the
+// inverse softplus of a log-uniform step in [dt_min, dt_max], D = 1. Inference continues from a
+// LayerCache's conv and SSM states: chunked over a prompt, one recurrence step per decode token.
 #pragma once
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include "graphed/model/layer_cache.h"
 
 namespace graphed::model {
 
@@ -26,8 +29,10 @@ struct MambaShape {
   double output_init_std = 0.02;  ///< the output projection
   double dt_min = 0.001, dt_max = 0.1, dt_floor = 1e-4;
 
-  int64_t inner_size() const { return expand * hidden_size; }
-  int64_t num_heads() const { return inner_size() / head_dim; }
+  int64_t num_heads_override = 0;  ///< --mamba-num-heads; 0 = expand x hidden / head dim
+
+  int64_t num_heads() const { return num_heads_override > 0 ? num_heads_override : expand * hidden_size / head_dim; }
+  int64_t inner_size() const { return num_heads() * head_dim; }
   /// The channels the convolution mixes: x, B and C.
   int64_t conv_channels() const { return inner_size() + 2 * num_groups * state_size; }
 };
@@ -37,11 +42,31 @@ class MambaMixerImpl : public torch::nn::Module {
   /// Checks the shape (inner size a multiple of head_dim and of num_groups, heads a multiple of groups).
   explicit MambaMixerImpl(const MambaShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [b, s, h] -> [b, s, h]
+
+  /// Inference over `cache`'s conv_state and ssm_state, which it continues from and updates in place.
+  /// valid undefined: one decode token per row ([b, 1, h]), one recurrence step. valid [b, s] bool
+  /// (prefill): the positions holding prompt tokens, a prefix of each row; the rest leave the states
+  /// alone (dt = 0, and the conv state keeps the last valid inputs).
+  at::Tensor forward_cached(const at::Tensor& input, const at::Tensor& valid, const LayerCache& cache) const;
+  /// Zero conv and SSM states for `batch` rows, in the scan's precision: float32 for a float32, bf16 or
+  /// fp16 model (model_options' dtype), float64 for a float64 one; on model_options' device.
+  LayerCache allocate_cache(int64_t batch, const at::TensorOptions& model_options) const;
   const MambaShape& shape() const { return shape_; }
 
  private:
-  /// The causal depthwise convolution of [b, s, channels] along s, then SiLU.
-  at::Tensor convolve(const at::Tensor& channels) const;
+  /// What one pass computes before the gated norm and the output projection.
+  struct Pass {
+    at::Tensor output;      ///< [b, s, hidden]
+    at::Tensor convolved;   ///< [b, width - 1 + s, conv channels]: the history, then the conv inputs
+    at::Tensor final_state; ///< [b, heads, head dim, state]
+  };
+  /// The mixer over `input` from a conv `history` [b, width - 1, channels] and an SSM `state` (zeros
+  /// when undefined); dt is masked by `valid` when defined; `recurrent`: the sequential scan.
+  Pass run(const at::Tensor& input, const at::Tensor& history, const at::Tensor& state, const at::Tensor& valid,
+           bool recurrent) const;
+  /// The causal depthwise convolution along s of `inputs` [b, width - 1 + s, channels] (the history
+  /// first), as width shifted products: out_t = bias + sum_k weight_k inputs_{t+k}. Then SiLU.
+  at::Tensor convolve(const at::Tensor& inputs) const;
   /// RMSNorm per group of channels of y * silu(z), times the norm's weight.
   at::Tensor gated_norm(const at::Tensor& y, const at::Tensor& z) const;
 

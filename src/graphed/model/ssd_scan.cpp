@@ -46,7 +46,9 @@ ScanOutput sequential_scan(const ScanInputs& in) {
   const int64_t heads = in.x.size(2);
   const at::Tensor b = per_head(in.b, heads);
   const at::Tensor c = per_head(in.c, heads);
-  at::Tensor state = at::zeros({in.x.size(0), heads, in.x.size(3), in.b.size(3)}, in.x.options());
+  at::Tensor state = in.initial_state.defined()
+                         ? in.initial_state
+                         : at::zeros({in.x.size(0), heads, in.x.size(3), in.b.size(3)}, in.x.options());
   std::vector<at::Tensor> outputs;
   for (int64_t t = 0; t < in.x.size(1); ++t) {
     const at::Tensor dt = in.dt.select(1, t);                                      // [batch, h]
@@ -85,7 +87,7 @@ ScanOutput chunked_scan(const ScanInputs& in, int64_t chunk_size) {
 
   // 3. The state entering each chunk: the previous one decayed over that chunk, plus its own part.
   const at::Tensor chunk_decay = at::exp(decay_sum.select(2, chunk_size - 1));  // [b, c, h]
-  at::Tensor state = at::zeros_like(chunk_states.select(1, 0));                  // [b, h, p, n]
+  at::Tensor state = in.initial_state.defined() ? in.initial_state : at::zeros_like(chunk_states.select(1, 0));
   std::vector<at::Tensor> entering;
   for (int64_t chunk = 0; chunk < chunk_states.size(1); ++chunk) {
     entering.push_back(state);

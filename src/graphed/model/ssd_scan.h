@@ -17,6 +17,7 @@ struct ScanInputs {
   at::Tensor a;   ///< [h], negative (-exp(A_log))
   at::Tensor b;   ///< [batch, length, g, n]
   at::Tensor c;   ///< [batch, length, g, n]
+  at::Tensor initial_state;  ///< [batch, h, p, n], the state before position 0; undefined = zeros
 };
 
 /// What a scan returns: the outputs and the state after the last position.
@@ -25,7 +26,7 @@ struct ScanOutput {
   at::Tensor final_state;  ///< [batch, h, p, n]
 };
 
-/// The definition: state_t = exp(dt_t a) state_{t-1} + dt_t x_t b_tᵀ, y_t = state_t c_t, from a zero
+/// The definition: state_t = exp(dt_t a) state_{t-1} + dt_t x_t b_tᵀ, y_t = state_t c_t, from the initial
 /// state. One step per position: the reference, and what a decode step does.
 ScanOutput sequential_scan(const ScanInputs& inputs);
 

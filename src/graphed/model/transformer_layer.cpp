@@ -12,25 +12,12 @@ namespace {
 
 std::size_t slot(LayerUnit unit) { return static_cast<std::size_t>(unit); }
 
-}  // namespace
-
-const char* to_string(LayerUnit unit) {
-  switch (unit) {
-    case LayerUnit::kWholeLayer: return "layer";
-    case LayerUnit::kAttention: return "attention";
-    case LayerUnit::kMlp: return "mlp";
-    case LayerUnit::kMoe: return "moe";
-    case LayerUnit::kMoeRouter: return "moe_router";
-    case LayerUnit::kMoePreprocess: return "moe_preprocess";
-  }
-  return "unknown";
+/// The output projections' init std: Megatron's scaled init (std / sqrt(2 layers)).
+double output_std(const config::ModelConfig& config) {
+  return config.init_method_std / std::sqrt(2.0 * static_cast<double>(config.num_layers));
 }
 
-TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe)
-    : layer_number_(layer_number), hidden_dropout_(config.hidden_dropout) {
-  const bool rms = config.normalization == config::Normalization::kRmsNorm;
-  const double output_std = config.init_method_std / std::sqrt(2.0 * static_cast<double>(config.num_layers));
-  input_norm_ = register_module("input_norm", Norm(config.hidden_size, rms, config.norm_epsilon));
+AttentionShape attention_shape(const config::ModelConfig& config) {
   AttentionShape attention;
   attention.hidden_size = config.hidden_size;
   attention.num_heads = config.num_attention_heads;
@@ -48,49 +35,118 @@ TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, in
   attention.bias = config.add_bias_linear;
   attention.qkv_bias = config.add_qkv_bias;
   attention.qk_norm = config.qk_layernorm;
-  attention.rms_norm = rms;
+  attention.rms_norm = config.normalization == config::Normalization::kRmsNorm;
   attention.norm_epsilon = config.norm_epsilon;
   attention.attention_dropout = config.attention_dropout;
   attention.init_std = config.init_method_std;
-  attention.output_init_std = output_std;
-  attention_ = register_module("attention", Attention(attention));
-  mlp_norm_ = register_module("mlp_norm", Norm(config.hidden_size, rms, config.norm_epsilon));
-  if (is_moe) {
-    MoeShape moe;
-    moe.hidden_size = config.hidden_size;
-    moe.num_experts = config.num_experts.value_or(2);
-    moe.top_k = config.moe_router_topk;
-    moe.expert_ffn_hidden_size = config.moe_ffn_hidden_size.value_or(config.ffn_hidden_size.value_or(4 * config.hidden_size));
-    moe.shared_expert_size = config.moe_shared_expert_intermediate_size;
-    moe.capacity_factor = config.moe_expert_capacity_factor;
-    moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
-    moe.aux_loss_coeff = config.moe_aux_loss_coeff;
-    moe.swiglu = config.swiglu;
-    moe.openai_gelu = config.openai_gelu;
-    moe.bias = config.add_bias_linear;
-    moe.init_std = config.init_method_std;
-    moe.output_init_std = output_std;
-    moe_ = register_module("moe", Moe(moe));
-  } else {
+  attention.output_init_std = output_std(config);
+  return attention;
+}
+
+MoeShape moe_shape(const config::ModelConfig& config) {
+  MoeShape moe;
+  moe.hidden_size = config.hidden_size;
+  moe.num_experts = config.num_experts.value_or(2);
+  moe.top_k = config.moe_router_topk;
+  moe.expert_ffn_hidden_size = config.moe_ffn_hidden_size.value_or(config.ffn_hidden_size.value_or(4 * config.hidden_size));
+  moe.shared_expert_size = config.moe_shared_expert_intermediate_size;
+  moe.capacity_factor = config.moe_expert_capacity_factor;
+  moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
+  moe.aux_loss_coeff = config.moe_aux_loss_coeff;
+  moe.swiglu = config.swiglu;
+  moe.openai_gelu = config.openai_gelu;
+  moe.bias = config.add_bias_linear;
+  moe.init_std = config.init_method_std;
+  moe.output_init_std = output_std(config);
+  return moe;
+}
+
+}  // namespace
+
+const char* to_string(LayerUnit unit) {
+  switch (unit) {
+    case LayerUnit::kWholeLayer: return "layer";
+    case LayerUnit::kAttention: return "attention";
+    case LayerUnit::kMlp: return "mlp";
+    case LayerUnit::kMoe: return "moe";
+    case LayerUnit::kMoeRouter: return "moe_router";
+    case LayerUnit::kMoePreprocess: return "moe_preprocess";
+    case LayerUnit::kMamba: return "mamba";
+  }
+  return "unknown";
+}
+
+LayerParts transformer_parts(bool is_moe) { return {Mixer::kAttention, is_moe ? FeedForward::kMoe : FeedForward::kDense}; }
+
+LayerParts hybrid_parts(char symbol) {
+  switch (symbol) {
+    case 'M': return {Mixer::kMamba, FeedForward::kNone};
+    case '*': return {Mixer::kAttention, FeedForward::kNone};
+    case '-': return {Mixer::kNone, FeedForward::kDense};
+    case 'E': return {Mixer::kNone, FeedForward::kMoe};
+  }
+  GRAPHED_INTERNAL_ASSERT(false, "hybrid layer symbol '", std::string(1, symbol), "'");
+  return {};
+}
+
+MambaShape mamba_shape(const config::ModelConfig& config) {
+  MambaShape mamba;
+  mamba.hidden_size = config.hidden_size;
+  mamba.state_size = config.mamba_state_dim;
+  mamba.head_dim = config.mamba_head_dim;
+  mamba.num_groups = config.mamba_num_groups;
+  mamba.num_heads_override = config.mamba_num_heads.value_or(0);
+  mamba.conv_width = config.mamba_conv_width;
+  mamba.chunk_size = config.mamba_chunk_size;
+  mamba.norm_epsilon = config.norm_epsilon;
+  mamba.init_std = config.init_method_std;
+  mamba.output_init_std = output_std(config);
+  return mamba;
+}
+
+TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, LayerParts parts)
+    : layer_number_(layer_number), parts_(parts), hidden_dropout_(config.hidden_dropout) {
+  const bool rms = config.normalization == config::Normalization::kRmsNorm;
+  if (parts.mixer != Mixer::kNone) {
+    input_norm_ = register_module("input_norm", Norm(config.hidden_size, rms, config.norm_epsilon));
+  }
+  if (parts.mixer == Mixer::kAttention) attention_ = register_module("attention", Attention(attention_shape(config)));
+  if (parts.mixer == Mixer::kMamba) mamba_ = register_module("mamba", MambaMixer(mamba_shape(config)));
+  if (parts.feed_forward != FeedForward::kNone) {
+    mlp_norm_ = register_module("mlp_norm", Norm(config.hidden_size, rms, config.norm_epsilon));
+  }
+  if (parts.feed_forward == FeedForward::kMoe) moe_ = register_module("moe", Moe(moe_shape(config)));
+  if (parts.feed_forward == FeedForward::kDense) {
     MlpShape mlp{config.hidden_size, config.ffn_hidden_size.value_or(4 * config.hidden_size), config.swiglu,
-                 config.add_bias_linear, config.init_method_std, output_std, config.openai_gelu};
+                 config.add_bias_linear, config.init_method_std, output_std(config), config.openai_gelu};
     mlp_ = register_module("mlp", Mlp(mlp));
   }
-  for (const LayerUnit unit : {LayerUnit::kAttention, LayerUnit::kMlp, LayerUnit::kMoeRouter, LayerUnit::kMoePreprocess}) {
+  for (const LayerUnit unit :
+       {LayerUnit::kAttention, LayerUnit::kMamba, LayerUnit::kMlp, LayerUnit::kMoeRouter, LayerUnit::kMoePreprocess}) {
     if (has_unit(unit)) use_eager_runner(unit);
   }
 }
 
 bool TransformerLayerImpl::has_unit(LayerUnit unit) const {
   switch (unit) {
-    case LayerUnit::kWholeLayer:
-    case LayerUnit::kAttention: return true;
-    case LayerUnit::kMlp: return !is_moe();
+    case LayerUnit::kWholeLayer: return true;
+    case LayerUnit::kAttention: return static_cast<bool>(attention_);
+    case LayerUnit::kMamba: return static_cast<bool>(mamba_);
+    case LayerUnit::kMlp: return static_cast<bool>(mlp_);
     case LayerUnit::kMoe:
     case LayerUnit::kMoeRouter:
     case LayerUnit::kMoePreprocess: return is_moe();
   }
   return false;
+}
+
+LayerUnit TransformerLayerImpl::mixer_unit() const {
+  switch (parts_.mixer) {
+    case Mixer::kAttention: return LayerUnit::kAttention;
+    case Mixer::kMamba: return LayerUnit::kMamba;
+    case Mixer::kNone: break;
+  }
+  return LayerUnit::kWholeLayer;
 }
 
 at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Tensor& update) {
@@ -102,6 +158,10 @@ at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Te
 
 std::vector<at::Tensor> TransformerLayerImpl::attention_unit(const at::Tensor& hidden) {
   return {residual(hidden, attention_->forward(input_norm_->forward(hidden)))};
+}
+
+std::vector<at::Tensor> TransformerLayerImpl::mamba_unit(const at::Tensor& hidden) {
+  return {residual(hidden, mamba_->forward(input_norm_->forward(hidden)))};
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::mlp_unit(const at::Tensor& hidden) {
@@ -129,16 +189,14 @@ std::vector<at::Tensor> TransformerLayerImpl::preprocess_unit(const at::Tensor& 
   return {plan.order, plan.counts};
 }
 
-std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor& hidden, int64_t microbatch) {
-  const at::Tensor after_attention = runners_[slot(LayerUnit::kAttention)]->run({hidden}, microbatch)[0];
-  if (!is_moe()) {
-    return {runners_[slot(LayerUnit::kMlp)]->run({after_attention}, microbatch)[0], at::Tensor()};  // no aux loss
-  }
+std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose_feed_forward(const at::Tensor& hidden,
+                                                                           int64_t microbatch) {
+  if (mlp_) return {runners_[slot(LayerUnit::kMlp)]->run({hidden}, microbatch)[0], at::Tensor()};  // no aux loss
   if (runners_[slot(LayerUnit::kMoe)]) {
-    const auto outputs = runners_[slot(LayerUnit::kMoe)]->run({after_attention}, microbatch);
+    const auto outputs = runners_[slot(LayerUnit::kMoe)]->run({hidden}, microbatch);
     return {outputs[0], outputs[1]};
   }
-  const auto routed = runners_[slot(LayerUnit::kMoeRouter)]->run({after_attention}, microbatch);
+  const auto routed = runners_[slot(LayerUnit::kMoeRouter)]->run({hidden}, microbatch);
   const auto planned = runners_[slot(LayerUnit::kMoePreprocess)]->run({routed[1], routed[2]}, microbatch);
   DispatchPlan plan;
   if (moe_->is_drop_and_pad()) {
@@ -149,13 +207,23 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor
   }
   at::Tensor output = moe_->run_experts(routed[0], routed[1], plan);
   if (routed.size() > 4) output = output + routed[4];
-  return {residual(after_attention, output.view(after_attention.sizes())), routed[3]};
+  return {residual(hidden, output.view(hidden.sizes())), routed[3]};
+}
+
+std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor& hidden, int64_t microbatch) {
+  const LayerUnit mixer = mixer_unit();
+  const at::Tensor mixed = mixer == LayerUnit::kWholeLayer ? hidden : runners_[slot(mixer)]->run({hidden}, microbatch)[0];
+  if (parts_.feed_forward == FeedForward::kNone) return {mixed, at::Tensor()};
+  return compose_feed_forward(mixed, microbatch);
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::whole_layer_unit(const at::Tensor& hidden) {
-  const at::Tensor after_attention = attention_unit(hidden)[0];
-  if (!is_moe()) return {mlp_unit(after_attention)[0]};  // no aux loss: one output
-  return moe_unit(after_attention);
+  at::Tensor mixed = hidden;
+  if (attention_) mixed = attention_unit(hidden)[0];
+  if (mamba_) mixed = mamba_unit(hidden)[0];
+  if (mlp_) return mlp_unit(mixed);  // no aux loss: one output
+  if (moe_) return moe_unit(mixed);
+  return {mixed};
 }
 
 std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor& hidden, int64_t microbatch) {
@@ -167,11 +235,27 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor
 }
 
 at::Tensor TransformerLayerImpl::forward_cached(const at::Tensor& hidden, const at::Tensor& positions,
-                                                const at::Tensor& blocked, const LayerCache& cache) {
-  const at::Tensor after_attention =
-      hidden + attention_->forward_cached(input_norm_->forward_inference(hidden), positions, blocked, cache);
-  if (is_moe()) return moe_unit(after_attention)[0];
-  return after_attention + mlp_->forward_inference(mlp_norm_->forward_inference(after_attention));
+                                                const at::Tensor& blocked, const LayerCache& cache,
+                                                const at::Tensor& valid) {
+  at::Tensor mixed = hidden;
+  if (attention_) {
+    mixed = hidden + attention_->forward_cached(input_norm_->forward_inference(hidden), positions, blocked, cache);
+  }
+  if (mamba_) mixed = hidden + mamba_->forward_cached(input_norm_->forward_inference(hidden), valid, cache);
+  if (moe_) return moe_unit(mixed)[0];
+  if (mlp_) return mixed + mlp_->forward_inference(mlp_norm_->forward_inference(mixed));
+  return mixed;
+}
+
+LayerCache TransformerLayerImpl::allocate_cache(int64_t batch, int64_t max_sequence,
+                                                const at::TensorOptions& options) const {
+  if (mamba_) return mamba_->allocate_cache(batch, options);
+  LayerCache cache;
+  if (attention_) {
+    cache.key = at::zeros({batch, attention_->shape().num_query_groups, max_sequence, attention_->head_dim()}, options);
+    cache.value = at::zeros_like(cache.key);
+  }
+  return cache;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_parameters(LayerUnit unit) {
@@ -183,6 +267,7 @@ std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_param
   switch (unit) {
     case LayerUnit::kWholeLayer: append("", *this); break;
     case LayerUnit::kAttention: append("input_norm.", *input_norm_); append("attention.", *attention_); break;
+    case LayerUnit::kMamba: append("input_norm.", *input_norm_); append("mamba.", *mamba_); break;
     case LayerUnit::kMlp: append("mlp_norm.", *mlp_norm_); append("mlp.", *mlp_); break;
     case LayerUnit::kMoe: append("mlp_norm.", *mlp_norm_); append("moe.", *moe_); break;
     case LayerUnit::kMoeRouter:
@@ -212,6 +297,9 @@ capture::GraphableUnit TransformerLayerImpl::unit(LayerUnit which) {
     case LayerUnit::kAttention:
       unit.forward = [this](const std::vector<at::Tensor>& in) { return attention_unit(in.at(0)); };
       break;
+    case LayerUnit::kMamba:
+      unit.forward = [this](const std::vector<at::Tensor>& in) { return mamba_unit(in.at(0)); };
+      break;
     case LayerUnit::kMlp:
       unit.forward = [this](const std::vector<at::Tensor>& in) { return mlp_unit(in.at(0)); };
       break;
@@ -237,9 +325,9 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
 
 void TransformerLayerImpl::use_fused_path(const std::shared_ptr<const FusedPath>& fused) {
   fused_residual_ = fused != nullptr;
-  input_norm_->use_fused_path(fused);
-  attention_->use_fused_path(fused);
-  mlp_norm_->use_fused_path(fused);
+  if (input_norm_) input_norm_->use_fused_path(fused);
+  if (attention_) attention_->use_fused_path(fused);
+  if (mlp_norm_) mlp_norm_->use_fused_path(fused);
   if (mlp_) mlp_->use_fused_path(fused);
   if (moe_) moe_->use_fused_path(fused);
 }

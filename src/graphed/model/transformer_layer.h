@@ -1,8 +1,11 @@
-// model/transformer_layer.h — one pre-norm decoder layer and its graphable units. Each unit is a
-// capture::GraphableUnit called through a capture::UnitRunner (eager by default); the capture issues
-// swap runners without the layer knowing how they run. Units (Megatron's --cuda-graph-modules):
+// model/transformer_layer.h — one pre-norm decoder layer and its graphable units. A layer has up to two
+// parts (LayerParts): a mixer (attention or Mamba) and a feed-forward part (MLP or MoE). A GPT layer has
+// attention and one feed-forward part; a hybrid model's layer has one part (Megatron's M * - E). Each
+// unit is a capture::GraphableUnit called through a capture::UnitRunner (eager by default); the capture
+// issues swap runners without the layer knowing how they run. Units (Megatron's --cuda-graph-modules):
 //   kWholeLayer     {hidden} -> {hidden[, aux_loss]}         (empty module list; aux only on MoE layers)
 //   kAttention      {hidden} -> {hidden}                      attn: norm, attention, dropout, residual
+//   kMamba          {hidden} -> {hidden}                      mamba: norm, Mamba mixer, dropout, residual
 //   kMlp            {hidden} -> {hidden}                      mlp: norm, MLP, dropout, residual (dense)
 //   kMoe            {hidden} -> {hidden, aux_loss}            moe: norm, the whole MoE MLP, residual
 //   kMoeRouter      {hidden} -> {tokens, weights, indices, aux_loss[, shared]}   moe_router
@@ -19,34 +22,59 @@
 #include "graphed/capture/unit_runner.h"
 #include "graphed/config/model_config.h"
 #include "graphed/model/attention.h"
+#include "graphed/model/mamba_mixer.h"
 #include "graphed/model/mlp.h"
 #include "graphed/model/moe.h"
 #include "graphed/model/norm.h"
 
 namespace graphed::model {
 
-enum class LayerUnit { kWholeLayer, kAttention, kMlp, kMoe, kMoeRouter, kMoePreprocess };
-inline constexpr std::size_t kLayerUnitCount = 6;
-/// "layer", "attention", "mlp", "moe", "moe_router", "moe_preprocess"
+enum class LayerUnit { kWholeLayer, kAttention, kMlp, kMoe, kMoeRouter, kMoePreprocess, kMamba };
+inline constexpr std::size_t kLayerUnitCount = 7;
+/// "layer", "attention", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"
 const char* to_string(LayerUnit unit);
+
+/// What a layer holds. Each part is a norm, the part itself and a residual add.
+enum class Mixer { kNone, kAttention, kMamba };
+enum class FeedForward { kNone, kDense, kMoe };
+struct LayerParts {
+  Mixer mixer = Mixer::kAttention;
+  FeedForward feed_forward = FeedForward::kDense;
+};
+/// A GPT layer: attention, then an MLP or MoE.
+LayerParts transformer_parts(bool is_moe);
+/// A hybrid layer by Megatron's symbol: M Mamba, * attention, - MLP, E MoE.
+LayerParts hybrid_parts(char symbol);
+/// The Mamba mixer's shape from the config (--mamba-* settings).
+MambaShape mamba_shape(const config::ModelConfig& config);
 
 class TransformerLayerImpl : public torch::nn::Module {
  public:
-  /// layer_number counts from 1 (Megatron); is_moe picks the MoE MLP for this layer.
-  TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe);
+  /// layer_number counts from 1 (Megatron).
+  TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, LayerParts parts);
+  /// A GPT layer; is_moe picks the MoE MLP.
+  TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe)
+      : TransformerLayerImpl(config, layer_number, transformer_parts(is_moe)) {}
 
   /// hidden [b, s, h] -> (hidden [b, s, h], aux loss scalar; undefined for a dense layer run eagerly).
   /// microbatch: which microbatch of the iteration this is (the runners of graph slots pick by it).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& hidden, int64_t microbatch);
 
-  /// Inference: the layer at `positions` [b, s] over its key/value cache (Attention::forward_cached),
-  /// eagerly and without the training units' runners. hidden [b, s, h] -> [b, s, h].
+  /// Inference: the layer at `positions` [b, s] over its cache (Attention::forward_cached,
+  /// MambaMixer::forward_cached), eagerly and without the training units' runners. hidden [b, s, h] ->
+  /// [b, s, h]. valid [b, s] bool: the prompt positions of a prefill (undefined in a decode step).
   at::Tensor forward_cached(const at::Tensor& hidden, const at::Tensor& positions, const at::Tensor& blocked,
-                            const LayerCache& cache);
+                            const LayerCache& cache, const at::Tensor& valid = {});
+  /// The cache this layer keeps for `batch` rows of `max_sequence` positions: keys and values in
+  /// `options` for attention, float32 states for Mamba, nothing for MLP or MoE.
+  LayerCache allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const;
 
+  /// The attention module (null on a layer without attention).
   Attention& attention() { return attention_; }
+  const LayerParts& parts() const { return parts_; }
   bool is_moe() const { return static_cast<bool>(moe_); }
-  /// Whether this layer has the unit (kMlp only on dense layers, kMoe* only on MoE layers).
+  /// Whether this layer has the unit (kAttention / kMamba with that mixer, kMlp with a dense MLP,
+  /// kMoe* with an MoE MLP; kWholeLayer always).
   bool has_unit(LayerUnit unit) const;
   /// The unit as a graphable function over tensors, named "layers.<i>.<unit>".
   capture::GraphableUnit unit(LayerUnit unit);
@@ -61,6 +89,11 @@ class TransformerLayerImpl : public torch::nn::Module {
 
  private:
   std::vector<at::Tensor> attention_unit(const at::Tensor& hidden);
+  std::vector<at::Tensor> mamba_unit(const at::Tensor& hidden);
+  /// The mixer unit this layer has (kAttention or kMamba); kWholeLayer when it has none.
+  LayerUnit mixer_unit() const;
+  /// The feed-forward part after the mixer's output, through the runners ({hidden, aux loss}).
+  std::pair<at::Tensor, at::Tensor> compose_feed_forward(const at::Tensor& hidden, int64_t microbatch);
   std::vector<at::Tensor> mlp_unit(const at::Tensor& hidden);
   std::vector<at::Tensor> moe_unit(const at::Tensor& hidden);
   std::vector<at::Tensor> router_unit(const at::Tensor& hidden);
@@ -71,10 +104,12 @@ class TransformerLayerImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, at::Tensor>> unit_parameters(LayerUnit unit);
 
   int64_t layer_number_;
+  LayerParts parts_;
   double hidden_dropout_;
   bool fused_residual_ = false;  ///< the fused path's residual add (kernels::residual_add)
   Norm input_norm_{nullptr};
   Attention attention_{nullptr};
+  MambaMixer mamba_{nullptr};
   Norm mlp_norm_{nullptr};
   Mlp mlp_{nullptr};
   Moe moe_{nullptr};

@@ -7,31 +7,41 @@ namespace {
 using config::CudaGraphModule;
 using model::LayerUnit;
 
+bool is_mixer(LayerUnit unit) { return unit == LayerUnit::kAttention || unit == LayerUnit::kMamba; }
+
 /// The target's output 0 is the hidden state the next layer (or the loss) starts from.
 bool ends_hidden(const GraphTarget& target) {
   if (target.kind == TargetKind::kEmbedding) return true;
   if (target.kind == TargetKind::kLoss) return false;
-  return target.layer_unit == LayerUnit::kWholeLayer || target.layer_unit == LayerUnit::kMlp ||
-         target.layer_unit == LayerUnit::kMoe;
+  const LayerUnit unit = target.layer_unit;
+  return unit == LayerUnit::kWholeLayer || unit == LayerUnit::kMlp || unit == LayerUnit::kMoe ||
+         (is_mixer(unit) && target.parts.feed_forward == model::FeedForward::kNone);
 }
 
 /// The target's argument 0 is the hidden state its layer (or the loss) starts from.
 bool starts_hidden(const GraphTarget& target) {
   if (target.kind == TargetKind::kEmbedding) return false;
   if (target.kind == TargetKind::kLoss) return true;
-  return target.layer_unit == LayerUnit::kWholeLayer || target.layer_unit == LayerUnit::kAttention;
+  const LayerUnit unit = target.layer_unit;
+  const bool feed_forward = unit == LayerUnit::kMlp || unit == LayerUnit::kMoe || unit == LayerUnit::kMoeRouter;
+  return unit == LayerUnit::kWholeLayer || is_mixer(unit) || (feed_forward && target.parts.mixer == model::Mixer::kNone);
 }
 
 }  // namespace
 
-std::vector<LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, bool is_moe_layer) {
+std::vector<LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, const model::LayerParts& parts) {
   if (config.modules.empty()) return {LayerUnit::kWholeLayer};
   std::vector<LayerUnit> units;
-  if (config.has_module(CudaGraphModule::kAttn)) units.push_back(LayerUnit::kAttention);
-  if (!is_moe_layer) {
-    if (config.has_module(CudaGraphModule::kMlp)) units.push_back(LayerUnit::kMlp);
-    return units;
+  if (parts.mixer == model::Mixer::kAttention && config.has_module(CudaGraphModule::kAttn)) {
+    units.push_back(LayerUnit::kAttention);
   }
+  if (parts.mixer == model::Mixer::kMamba && config.has_module(CudaGraphModule::kMamba)) {
+    units.push_back(LayerUnit::kMamba);
+  }
+  if (parts.feed_forward == model::FeedForward::kDense && config.has_module(CudaGraphModule::kMlp)) {
+    units.push_back(LayerUnit::kMlp);
+  }
+  if (parts.feed_forward != model::FeedForward::kMoe) return units;
   if (config.has_module(CudaGraphModule::kMoe)) units.push_back(LayerUnit::kMoe);
   if (config.has_module(CudaGraphModule::kMoeRouter)) units.push_back(LayerUnit::kMoeRouter);
   if (config.has_module(CudaGraphModule::kMoePreprocess)) units.push_back(LayerUnit::kMoePreprocess);
@@ -41,17 +51,17 @@ std::vector<LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config
 std::vector<GraphTarget> graph_targets(model::GptModel& model, const config::CudaGraphConfig& config) {
   std::vector<GraphTarget> targets;
   if (config.stage_units) {
-    targets.push_back({TargetKind::kEmbedding, -1, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kEmbedding)});
+    targets.push_back({TargetKind::kEmbedding, -1, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kEmbedding), {}});
   }
   int64_t index = 0;
   for (auto& layer : model->layers()) {
-    for (const LayerUnit unit : graphed_layer_units(config, layer->is_moe())) {
-      targets.push_back({TargetKind::kLayer, index, unit, layer->unit(unit)});
+    for (const LayerUnit unit : graphed_layer_units(config, layer->parts())) {
+      targets.push_back({TargetKind::kLayer, index, unit, layer->unit(unit), layer->parts()});
     }
     ++index;
   }
   if (config.stage_units) {
-    targets.push_back({TargetKind::kLoss, index, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kLoss)});
+    targets.push_back({TargetKind::kLoss, index, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kLoss), {}});
   }
   return targets;
 }
@@ -109,7 +119,7 @@ std::vector<bool> chained_targets(const std::vector<GraphTarget>& targets) {
     const GraphTarget& previous = targets[u - 1];
     const GraphTarget& current = targets[u];
     const bool within = current.kind == TargetKind::kLayer && previous.kind == TargetKind::kLayer &&
-                        current.layer == previous.layer && previous.layer_unit == LayerUnit::kAttention &&
+                        current.layer == previous.layer && is_mixer(previous.layer_unit) &&
                         (current.layer_unit == LayerUnit::kMlp || current.layer_unit == LayerUnit::kMoe ||
                          current.layer_unit == LayerUnit::kMoeRouter);
     const bool across = current.layer == previous.layer + 1 && ends_hidden(previous) && starts_hidden(current);

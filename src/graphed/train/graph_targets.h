@@ -15,11 +15,13 @@
 namespace graphed::train {
 
 /// The units one layer graphs, in forward order. No modules: the whole layer. Otherwise each selected
-/// part is its own graph: attn -> attention; on a dense layer mlp -> MLP; on an MoE layer moe -> the
-/// whole MoE MLP (drop-and-pad), moe_router -> router (+ shared expert), moe_preprocess -> dispatch
-/// preprocessing. Parts a layer lacks are skipped, so a layer may graph nothing (TE's
-/// _layer_is_graphable). The config layer has already checked the pairings (TC-9 … TC-14, G2).
-std::vector<model::LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, bool is_moe_layer);
+/// part is its own graph: attn -> attention; mamba -> the Mamba part (norm, mixer, residual: on a
+/// hybrid M layer the whole layer, as Megatron graphs a MambaLayer); on a dense MLP mlp -> MLP; on an
+/// MoE MLP moe -> the whole MoE MLP (drop-and-pad), moe_router -> router (+ shared expert),
+/// moe_preprocess -> dispatch preprocessing. Parts a layer lacks are skipped, so a layer may graph
+/// nothing (TE's _layer_is_graphable). The config layer has already checked the pairings (TC-9 … TC-14,
+/// G2, G4).
+std::vector<model::LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, const model::LayerParts& parts);
 
 enum class TargetKind { kEmbedding, kLayer, kLoss };
 
@@ -30,6 +32,7 @@ struct GraphTarget {
   int64_t layer = 0;
   model::LayerUnit layer_unit = model::LayerUnit::kWholeLayer;  ///< kLayer only
   capture::GraphableUnit unit;
+  model::LayerParts parts;  ///< kLayer only: what its layer holds (which unit opens and which closes it)
 };
 
 /// Every unit to graph, in forward order.
@@ -46,10 +49,11 @@ void install_runner(model::GptModel& model, const GraphTarget& target, std::shar
 void install_eager_runner(model::GptModel& model, const GraphTarget& target);
 
 /// Per target: whether its argument 0 is, in every call, the previous target's output 0
-/// (make_graphed_callables' chained_inputs): the embedding feeding the first layer's whole-layer or
-/// attention unit, attention feeding the MLP, MoE or router of its layer, a layer-ending unit (whole
-/// layer, MLP, MoE) feeding the next layer's whole-layer or attention unit or the loss. Router outputs,
-/// preprocessing plans and eagerly finished layers break the chain.
+/// (make_graphed_callables' chained_inputs): the embedding feeding the first layer's opening unit,
+/// a mixer (attention, Mamba) feeding the MLP, MoE or router of its layer, a layer-closing unit (whole
+/// layer, MLP, MoE, or a mixer on a layer without feed-forward part) feeding the next layer's opening
+/// unit (whole layer, mixer, or the feed-forward unit of a layer without mixer) or the loss. Router
+/// outputs, preprocessing plans and eagerly finished layers break the chain.
 std::vector<bool> chained_targets(const std::vector<GraphTarget>& targets);
 /// chained_targets over each chunk's targets, concatenated: a chunk's first unit takes its input from
 /// another stage, so it is never chained.

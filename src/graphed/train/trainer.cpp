@@ -145,18 +145,27 @@ double Trainer::flops_per_iteration() const {
   const double groups = static_cast<double>(m.num_query_groups.value_or(m.num_attention_heads));
   const double attention = h * (context + 2.0 * groups * head_dim) + context * h;
   const double ffn_factor = m.swiglu ? 3.0 : 2.0;
+  const model::MambaShape mamba = model::mamba_shape(m);
+  const double mamba_projections = h * static_cast<double>(2 * mamba.inner_size() + 2 * mamba.num_groups * mamba.state_size +
+                                                           mamba.num_heads()) +
+                                   static_cast<double>(mamba.inner_size()) * h;
   double parameters = h * static_cast<double>(m.vocab_size);  // output layer
-  for (const bool moe : config_.moe_layers) {
-    parameters += attention;
-    if (moe) {
+  double attention_layers = 0;
+  for (const model::LayerParts& parts : model::decoder_layer_parts(m, config_.moe_layers)) {
+    if (parts.mixer == model::Mixer::kAttention) {
+      parameters += attention;
+      attention_layers += 1;
+    }
+    if (parts.mixer == model::Mixer::kMamba) parameters += mamba_projections;  // the scan itself is not counted
+    if (parts.feed_forward == model::FeedForward::kMoe) {
       parameters += h * static_cast<double>(m.num_experts.value_or(0));
       parameters += static_cast<double>(m.moe_router_topk) * ffn_factor * h * static_cast<double>(m.moe_ffn_hidden_size.value_or(0));
       parameters += ffn_factor * h * static_cast<double>(m.moe_shared_expert_intermediate_size.value_or(0));
-    } else {
+    } else if (parts.feed_forward == model::FeedForward::kDense) {
       parameters += ffn_factor * h * static_cast<double>(m.ffn_hidden_size.value_or(0));
     }
   }
-  const double attention_scores = 12.0 * static_cast<double>(m.num_layers) * seq * context;  // QK^T and AV, fwd + bwd
+  const double attention_scores = 12.0 * attention_layers * seq * context;  // QK^T and AV, fwd + bwd
   return tokens * (6.0 * parameters + attention_scores);
 }
 
