@@ -1,8 +1,9 @@
 // tests/infer/decode_engine_cuda_test.cpp — decode graphs on the GPU: at scope layer and block, every
 // bucket (8, 4, 2, 1) gives the same tokens and the same key/value cache, bit for bit, as eager decode
 // (scope none) on the same padded shapes, with mixed prompt lengths, greedy and sampled, for a
-// Llama-style bf16 model (RoPE, GQA, RMSNorm, SwiGLU) and a GPT-2-style one (learned positions,
-// LayerNorm, GELU, biases). Also: what capture takes per bucket, and graphs released then recaptured.
+// Llama-style bf16 model (RoPE, GQA, RMSNorm, SwiGLU), a GPT-2-style one (learned positions,
+// LayerNorm, GELU, biases) and a Mamba-hybrid one (M*M-: conv and SSM states beside the key/value
+// cache, compared too). Also: what capture takes per bucket, and graphs released then recaptured.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -16,11 +17,17 @@ namespace {
 
 using config::InferenceCudaGraphScope;
 
-model::GptModel cuda_model(bool llama_style) {
+enum class Style { kLlama, kGpt2, kHybrid };
+
+model::GptModel cuda_model(Style style) {
   nlohmann::json settings = {{"num_layers", 3}, {"hidden_size", 128}, {"num_attention_heads", 4},
                              {"vocab_size", 512}, {"seq_length", 64}, {"attention_dropout", 0.0},
                              {"hidden_dropout", 0.0}};
-  if (llama_style) {
+  if (style == Style::kHybrid) {  // scan chunks of 8: the longer prompts cross them
+    settings.update({{"num_layers", 4}, {"hybrid_override_pattern", "M*M-"}, {"mamba_state_dim", 16},
+                     {"mamba_head_dim", 32}, {"mamba_num_groups", 2}, {"mamba_chunk_size", 8}});
+  }
+  if (style == Style::kLlama) {
     settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
                      {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false},
                      {"untie_embeddings_and_output_weights", true}});
@@ -61,7 +68,7 @@ std::vector<std::vector<int64_t>> prompts(int64_t batch) {
 
 struct Decoded {
   std::vector<Generation> generations;
-  std::vector<std::vector<at::Tensor>> caches;  // per batch: every layer's key and value rows
+  std::vector<std::vector<at::Tensor>> caches;  // per batch: every layer's key, value, conv and SSM state rows
 };
 
 /// Batches 1, 2, 3, 5, 8 (buckets 1, 2, 4, 8, 8) through one engine.
@@ -72,8 +79,9 @@ Decoded decode_batches(model::GptModel model, InferenceCudaGraphScope scope, boo
     const Generation generation = engine.generate(prompts(batch), 24);
     std::vector<at::Tensor> cache;
     for (const auto& layer : engine.cache().rows(generation.rows)) {
-      cache.push_back(layer.key.clone());
-      cache.push_back(layer.value.clone());
+      for (const at::Tensor& tensor : {layer.key, layer.value, layer.conv_state, layer.ssm_state}) {
+        if (tensor.defined()) cache.push_back(tensor.clone());
+      }
     }
     decoded.generations.push_back(generation);
     decoded.caches.push_back(cache);
@@ -82,7 +90,7 @@ Decoded decode_batches(model::GptModel model, InferenceCudaGraphScope scope, boo
 }
 
 struct Case {
-  bool llama_style;
+  Style style;
   bool sampled;
 };
 
@@ -94,7 +102,7 @@ class DecodeGraphsCudaTest : public ::testing::TestWithParam<Case> {
 };
 
 TEST_P(DecodeGraphsCudaTest, EveryBucketEqualsEagerBitwise) {
-  model::GptModel model = cuda_model(GetParam().llama_style);
+  model::GptModel model = cuda_model(GetParam().style);
   const Decoded eager = decode_batches(model, InferenceCudaGraphScope::kNone, GetParam().sampled);
   const Decoded eager_again = decode_batches(model, InferenceCudaGraphScope::kNone, GetParam().sampled);
   for (std::size_t b = 0; b < eager.generations.size(); ++b) {
@@ -117,15 +125,18 @@ TEST_P(DecodeGraphsCudaTest, EveryBucketEqualsEagerBitwise) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphsCudaTest,
-                         ::testing::Values(Case{true, false}, Case{true, true}, Case{false, false}, Case{false, true}),
+                         ::testing::Values(Case{Style::kLlama, false}, Case{Style::kLlama, true},
+                                           Case{Style::kGpt2, false}, Case{Style::kGpt2, true},
+                                           Case{Style::kHybrid, false}, Case{Style::kHybrid, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.llama_style ? "llama_style" : "gpt2_style") +
+                           const Style style = info.param.style;
+                           return std::string(style == Style::kLlama ? "llama_style" : style == Style::kGpt2 ? "gpt2_style" : "hybrid") +
                                   (info.param.sampled ? "_sampled" : "_greedy");
                          });
 
 TEST(DecodeGraphsCuda, CapturesEveryBucketAndRecapturesAfterRelease) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  model::GptModel model = cuda_model(true);
+  model::GptModel model = cuda_model(Style::kLlama);
   for (const auto scope : {InferenceCudaGraphScope::kLayer, InferenceCudaGraphScope::kBlock}) {
     DecodeEngine engine(model, at::Device(at::kCUDA), engine_options(scope, false));
     ASSERT_EQ(engine.buckets(), (std::vector<int64_t>{8, 4, 2, 1}));

@@ -21,6 +21,7 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
   for (const auto& parameter : trainer.model()->parameters()) parameters += parameter.numel();
   out << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
       << group_thousands(static_cast<double>(parameters)) << " parameters" << (config.model.is_moe() ? " (MoE)" : "")
+      << (config.model.is_hybrid_model ? ", hybrid layers " + config.model.hybrid_override_pattern.value_or("") : "")
       << "; device: " << capture::device_name(device)
       << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "; "
       << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size << " x "
