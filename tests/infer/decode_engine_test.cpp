@@ -92,6 +92,21 @@ TEST(DecodeEngine, HybridStatesCarryAcrossPrefillPiecesAndStopAtEachPrompt) {
   EXPECT_EQ(result.tokens[1], recompute_greedy(model, {5, 9}, 6));
 }
 
+/// A bf16 hybrid model (no autocast in inference) keeps its Mamba states in float32 and decodes; the
+/// same prompts give the same tokens twice.
+TEST(DecodeEngine, HybridBf16ModelDecodesWithFloatStates) {
+  model::GptModel model = small_model(Kind::kHybrid);
+  model->to(at::kBFloat16);
+  DecodeEngine engine(model, at::Device(at::kCPU), options_for(4, 5));
+  const Generation first = engine.generate(kPrompts, 5);
+  EXPECT_EQ(engine.generate(kPrompts, 5).tokens, first.tokens);
+  const auto rows = engine.cache().rows(1);
+  EXPECT_EQ(rows[0].ssm_state.scalar_type(), at::kFloat);
+  EXPECT_EQ(rows[0].conv_state.scalar_type(), at::kFloat);
+  EXPECT_EQ(rows[1].key.scalar_type(), at::kBFloat16);
+  EXPECT_FALSE(rows[2].key.defined() || rows[2].ssm_state.defined()) << "an MLP layer keeps nothing";
+}
+
 TEST(DecodeEngine, ARowDoesNotDependOnItsNeighbours) {
   model::GptModel model = small_model(Kind::kRopeGqa);
   SamplingOptions sampling;

@@ -81,7 +81,10 @@ MambaMixerImpl::Pass MambaMixerImpl::run(const at::Tensor& input, const at::Tens
   scan.initial_state = state;
   const ScanOutput scanned = recurrent ? sequential_scan(scan) : chunked_scan(scan, shape_.chunk_size);
   const at::Tensor y = scanned.y + scan.x * as_type(d_, compute).unsqueeze(-1);
-  pass.output = at::linear(gated_norm(y.reshape({batch, seq, inner}), parts[0]), out_proj_weight_);
+  // Back to the input's dtype for the output projection (what autocast does in training; in inference a
+  // bf16 model has no autocast to do it).
+  const at::Tensor normed = as_type(gated_norm(y.reshape({batch, seq, inner}), parts[0]), input.scalar_type());
+  pass.output = at::linear(normed, out_proj_weight_);
   pass.final_state = scanned.final_state;
   return pass;
 }
