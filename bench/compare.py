@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-ORDER = ["tiny", "small", "moe-small", "gpt-125m", "llama-1b"]
+ORDER = ["tiny", "small", "moe-small", "hybrid-small", "gpt-125m", "llama-1b"]
 
 
 def load(path):

@@ -35,12 +35,14 @@ SafetensorsWording checkpoint_wording() {
 }
 
 /// Settings that change the model's parameters: a checkpoint must agree on all of them. A key missing
-/// from an older trainer.json (kv_channels, add_qkv_bias, qk_layernorm came later) reads as its default.
+/// from an older trainer.json (kv_channels, add_qkv_bias, qk_layernorm, the hybrid keys came later) reads as
+/// its default.
 const char* const kArchitectureKeys[] = {
     "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
     "vocab_size", "normalization", "qk_layernorm", "swiglu", "position_embedding_type", "max_position_embeddings",
     "add_bias_linear", "add_qkv_bias", "untie_embeddings_and_output_weights", "num_experts", "moe_ffn_hidden_size",
-    "moe_shared_expert_intermediate_size", "moe_layers"};
+    "moe_shared_expert_intermediate_size", "moe_layers", "is_hybrid_model", "hybrid_override_pattern",
+    "mamba_state_dim", "mamba_head_dim", "mamba_num_groups", "mamba_num_heads", "mamba_conv_width"};
 
 std::string iteration_folder(int64_t iteration) {
   std::ostringstream name;
