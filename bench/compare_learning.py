@@ -7,18 +7,9 @@ The measure:
   - both learn: the mean of the last 10 losses is below the first loss by more than 2 nats;
   - the model's last-10 mean is at most 1.15 x the dense model's (it learns about as well).
 Prints a markdown table (losses every 25 steps) and exits 1 when a criterion fails."""
-import json
 import sys
 
-
-def losses(path):
-    found = {}
-    with open(path) as handle:
-        for line in handle:
-            record = json.loads(line)
-            if "loss" in record:
-                found[record["iteration"]] = record["loss"]
-    return [found[i] for i in sorted(found)]
+from metrics_file import losses
 
 
 def main():

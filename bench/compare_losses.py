@@ -8,18 +8,9 @@ gradients in fp32), so the losses differ from the first step and training's chao
   - the last 50 steps: mean |fused - aten| / mean aten (<= 2e-2);
   - both runs learn: the mean of the last 10 losses is below the first loss by more than 2 nats.
 Prints a markdown table and exits 1 when a criterion fails."""
-import json
 import sys
 
-
-def losses(path):
-    found = {}
-    with open(path) as handle:
-        for line in handle:
-            record = json.loads(line)
-            if "loss" in record:
-                found[record["iteration"]] = record["loss"]
-    return [found[i] for i in sorted(found)]
+from metrics_file import losses
 
 
 def main():
