@@ -39,12 +39,9 @@ MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : shape_(shape) {
 }
 
 at::Tensor MambaMixerImpl::convolve(const at::Tensor& inputs) const {
-  const int64_t width = shape_.conv_width;
-  const int64_t seq = inputs.size(1) - (width - 1);
+  const at::Tensor windows = inputs.unfold(1, shape_.conv_width, 1);  // [b, s, channels, width], a view
   const at::Tensor weight = as_type(conv_weight_, inputs.scalar_type());  // [channels, width]
-  at::Tensor output = as_type(conv_bias_, inputs.scalar_type()) + inputs.narrow(1, 0, seq) * weight.select(1, 0);
-  for (int64_t tap = 1; tap < width; ++tap) output = output + inputs.narrow(1, tap, seq) * weight.select(1, tap);
-  return at::silu(output);
+  return at::silu((windows * weight).sum(-1) + as_type(conv_bias_, inputs.scalar_type()));
 }
 
 at::Tensor MambaMixerImpl::gated_norm(const at::Tensor& y, const at::Tensor& z) const {

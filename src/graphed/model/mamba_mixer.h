@@ -65,7 +65,7 @@ class MambaMixerImpl : public torch::nn::Module {
   Pass run(const at::Tensor& input, const at::Tensor& history, const at::Tensor& state, const at::Tensor& valid,
            bool recurrent) const;
   /// The causal depthwise convolution along s of `inputs` [b, width - 1 + s, channels] (the history
-  /// first), as width shifted products: out_t = bias + sum_k weight_k inputs_{t+k}. Then SiLU.
+  /// first), over the windows of width positions: out_t = bias + sum_k weight_k inputs_{t+k}. Then SiLU.
   at::Tensor convolve(const at::Tensor& inputs) const;
   /// RMSNorm per group of channels of y * silu(z), times the norm's weight.
   at::Tensor gated_norm(const at::Tensor& y, const at::Tensor& z) const;
