@@ -217,6 +217,13 @@ INSTANTIATE_TEST_SUITE_P(
                    "the 8 Mamba heads do not split into --mamba-num-groups 3; fix: pass a group count that divides 8"},
         FiringCase{"HY4Positive", {{"num_layers", 1}, {"is_hybrid_model", true}, {"mamba_conv_width", 0}}, "HY-4",
                    Severity::kError, "--mamba-conv-width must be >= 1, got 0; fix: pass a positive value"},
+        FiringCase{"HY6", {{"mamba_state_dim", 64}}, "HY-6", Severity::kWarning,
+                   "--mamba-state-dim has no effect: the model has no Mamba layers (M in --hybrid-override-pattern); "
+                   "ignored"},
+        FiringCase{"HY6PatternWithoutMamba", {{"num_layers", 2}, {"hybrid_override_pattern", "*-"}, {"mamba_chunk_size", 64}},
+                   "HY-6", Severity::kWarning,
+                   "--mamba-chunk-size has no effect: the model has no Mamba layers (M in --hybrid-override-pattern); "
+                   "ignored"},
         FiringCase{"HY5",
                    {{"num_layers", 2}, {"hybrid_override_pattern", "ME"}, {"num_experts", 4}, {"moe_layer_freq", 2}},
                    "HY-5", Severity::kWarning,

@@ -52,6 +52,21 @@ void validate_mamba_shape(const ModelConfig& m, IssueList& issues) {
   }
 }
 
+/// HY-6: Mamba settings changed from their defaults on a model without Mamba layers.
+void warn_unused_mamba_settings(const ModelConfig& m, IssueList& issues) {
+  const ModelConfig defaults;
+  std::vector<std::string> unused;
+  if (m.mamba_state_dim != defaults.mamba_state_dim) unused.push_back("--mamba-state-dim");
+  if (m.mamba_head_dim != defaults.mamba_head_dim) unused.push_back("--mamba-head-dim");
+  if (m.mamba_num_groups != defaults.mamba_num_groups) unused.push_back("--mamba-num-groups");
+  if (m.mamba_num_heads) unused.push_back("--mamba-num-heads");
+  if (m.mamba_conv_width != defaults.mamba_conv_width) unused.push_back("--mamba-conv-width");
+  if (m.mamba_chunk_size != defaults.mamba_chunk_size) unused.push_back("--mamba-chunk-size");
+  for (const auto& flag : unused) {
+    issues.warn("HY-6", flag + " has no effect: the model has no Mamba layers (M in --hybrid-override-pattern); ignored");
+  }
+}
+
 }  // namespace
 
 void resolve_hybrid_layers(RunConfig& config, IssueList& issues) {
@@ -76,6 +91,7 @@ void resolve_hybrid_layers(RunConfig& config, IssueList& issues) {
 
 void validate_hybrid(const RunConfig& config, IssueList& issues) {
   const ModelConfig& m = config.model;
+  if (!m.has_mamba_layers()) warn_unused_mamba_settings(m, issues);
   if (!m.is_hybrid_model || !m.hybrid_override_pattern) return;
   validate_experts(m, *m.hybrid_override_pattern, issues);
   validate_mamba_shape(m, issues);

@@ -474,6 +474,7 @@ const std::vector<RuleInfo>& all_rules() {
       {"HY-3", "E layers need --num-experts; experts without E layers are unused (warning)"},
       {"HY-4", "Mamba shape: positive sizes, heads times head dim, heads split into groups"},
       {"HY-5", "--moe-layer-freq has no effect on a hybrid model (warning)"},
+      {"HY-6", "Mamba settings on a model without Mamba layers have no effect (warning)"},
       {"G5", "--optimizer-cuda-graph with --cuda-graph-impl none"},
       {"TC-9", "moe and moe_router together"},
       {"TC-10", "moe_preprocess without moe_router"},
