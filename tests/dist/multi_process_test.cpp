@@ -381,6 +381,36 @@ TEST_F(MultiProcessTest, PipelineStagesTrainAsOneProcess) {
   }
 }
 
+TEST_F(MultiProcessTest, AHybridModelTrainsOnStagesAndRanksAsOneProcess) {
+  // A Mamba-hybrid model (M*M-) split into the stages M* and M-, and over two data-parallel ranks: the
+  // losses of one process within rounding (1e-5 relative), as for the GPT model above.
+  const std::vector<std::string> arguments =
+      plus(kTrain, {"--num-layers", "4", "--hybrid-override-pattern", "M*M-", "--mamba-state-dim", "16",
+                    "--mamba-head-dim", "32", "--mamba-num-groups", "2", "--mamba-chunk-size", "16", "--train-iters",
+                    "9", "--global-batch-size", "8", "--micro-batch-size", "2", "--log-interval", "3",
+                    "--metrics-file", "metrics.jsonl"});
+  const std::vector<std::string> pipeline = {"--pipeline-model-parallel-size", "2"};
+  const int port = pick_port(7);  // the stages first, then the ranks on the same port
+  const std::vector<ProcessResult> staged =
+      run_processes({{arguments, {}, {}, join_path(folder_, "one")},
+                     {plus(arguments, pipeline), rank_environment(2, 0, port), {}, join_path(folder_, "p0")},
+                     {plus(arguments, pipeline), rank_environment(2, 1, port), {}, join_path(folder_, "p1")}});
+  for (const auto& result : staged) ASSERT_EQ(result.exit_code, 0) << describe(staged);
+  const std::vector<ProcessResult> results =
+      run_processes({{arguments, rank_environment(2, 0, port), {}, join_path(folder_, "d0")},
+                     {arguments, rank_environment(2, 1, port), {}, join_path(folder_, "d1")}});
+  for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
+  const auto one = losses_of(join_path(folder_, "one/metrics.jsonl"));
+  ASSERT_EQ(one.size(), 3u) << describe(results);
+  for (const char* run : {"p0", "d0"}) {
+    const auto split = losses_of(join_path(folder_, std::string(run) + "/metrics.jsonl"));
+    ASSERT_EQ(split.size(), one.size()) << run << describe(results);
+    for (const auto& [iteration, loss] : one) {
+      EXPECT_NEAR(split.at(iteration), loss, 1e-5 * std::abs(loss)) << run << " iteration " << iteration;
+    }
+  }
+}
+
 TEST_F(MultiProcessTest, APipelineCheckpointResumesInOneProcessAndOnStages) {
   const std::string checkpoints = join_path(folder_, "checkpoints");
   const std::vector<std::string> arguments =
