@@ -107,5 +107,14 @@ TEST(FusedPathTest, LlamaStyleTrainsLikeTheAtenPathOnTheCpu) {
                        "Llama style");
 }
 
+TEST(FusedPathTest, HybridTrainsLikeTheAtenPathOnTheCpu) {
+  expect_same_training({{"num_layers", 4}, {"hybrid_override_pattern", "M*M-"}, {"hidden_size", 32},
+                        {"num_attention_heads", 4}, {"mamba_state_dim", 8}, {"mamba_head_dim", 16},
+                        {"mamba_num_groups", 2}, {"mamba_chunk_size", 4}, {"seq_length", 8},
+                        {"max_position_embeddings", 8}, {"vocab_size", 50}, {"attention_dropout", 0.0},
+                        {"hidden_dropout", 0.0}},
+                       "Mamba-hybrid");
+}
+
 }  // namespace
 }  // namespace graphed::train

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "graphed/kernels/training_ops.h"
 #include "graphed/model/ssd_scan.h"
 #include "graphed/util/error.h"
 
@@ -38,6 +39,11 @@ MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : shape_(shape) {
       register_parameter("out_proj_weight", at::randn({shape.hidden_size, shape.inner_size()}) * shape.output_init_std);
 }
 
+at::Tensor MambaMixerImpl::project(const at::Tensor& input, const at::Tensor& weight) const {
+  if (!fused_) return at::linear(input, weight);
+  return kernels::linear(input, weight, fused_->copy_of(weight), at::Tensor(), at::Tensor());
+}
+
 at::Tensor MambaMixerImpl::convolve(const at::Tensor& inputs) const {
   const at::Tensor windows = inputs.unfold(1, shape_.conv_width, 1);  // [b, s, channels, width], a view
   const at::Tensor weight = as_type(conv_weight_, inputs.scalar_type());  // [channels, width]
@@ -61,7 +67,7 @@ MambaMixerImpl::Pass MambaMixerImpl::run(const at::Tensor& input, const at::Tens
   const int64_t inner = shape_.inner_size();
   const int64_t heads = shape_.num_heads();
   const int64_t group_state = shape_.num_groups * shape_.state_size;
-  const auto parts = at::linear(input, in_proj_weight_).split({inner, shape_.conv_channels(), heads}, -1);
+  const auto parts = project(input, in_proj_weight_).split({inner, shape_.conv_channels(), heads}, -1);
   const at::ScalarType compute = at::promote_types(input.scalar_type(), at::kFloat);
   const at::Tensor conv_inputs = as_type(parts[1], compute);
   Pass pass;
@@ -81,7 +87,7 @@ MambaMixerImpl::Pass MambaMixerImpl::run(const at::Tensor& input, const at::Tens
   // Back to the input's dtype for the output projection (what autocast does in training; in inference a
   // bf16 model has no autocast to do it).
   const at::Tensor normed = as_type(gated_norm(y.reshape({batch, seq, inner}), parts[0]), input.scalar_type());
-  pass.output = at::linear(normed, out_proj_weight_);
+  pass.output = project(normed, out_proj_weight_);
   pass.final_state = scanned.final_state;
   return pass;
 }

@@ -7,9 +7,12 @@
 // LayerCache's conv and SSM states: chunked over a prompt, one recurrence step per decode token.
 #pragma once
 
+#include <memory>
+
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "graphed/model/fused_path.h"
 #include "graphed/model/layer_cache.h"
 
 namespace graphed::model {
@@ -51,6 +54,9 @@ class MambaMixerImpl : public torch::nn::Module {
   /// Zero conv and SSM states for `batch` rows, in the scan's precision: float32 for a float32, bf16 or
   /// fp16 model (model_options' dtype), float64 for a float64 one; on model_options' device.
   LayerCache allocate_cache(int64_t batch, const at::TensorOptions& model_options) const;
+  /// Routes the training forward's projections through the fused path (model/fused_path.h: the bf16
+  /// working copies, fp32 weight gradients); null: at::linear under autocast.
+  void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
   const MambaShape& shape() const { return shape_; }
 
  private:
@@ -64,6 +70,8 @@ class MambaMixerImpl : public torch::nn::Module {
   /// when undefined); dt is masked by `valid` when defined; `recurrent`: the sequential scan.
   Pass run(const at::Tensor& input, const at::Tensor& history, const at::Tensor& state, const at::Tensor& valid,
            bool recurrent) const;
+  /// A projection without bias: at::linear, or the fused linear over the working copy.
+  at::Tensor project(const at::Tensor& input, const at::Tensor& weight) const;
   /// The causal depthwise convolution along s of `inputs` [b, width - 1 + s, channels] (the history
   /// first), over the windows of width positions: out_t = bias + sum_k weight_k inputs_{t+k}. Then SiLU.
   at::Tensor convolve(const at::Tensor& inputs) const;
@@ -77,6 +85,7 @@ class MambaMixerImpl : public torch::nn::Module {
   at::Tensor dt_bias_, a_log_, d_;  // [heads]
   at::Tensor norm_weight_;      // [inner]
   at::Tensor out_proj_weight_;  // [hidden, inner]
+  std::shared_ptr<const FusedPath> fused_;
 };
 TORCH_MODULE(MambaMixer);
 

@@ -327,6 +327,7 @@ void TransformerLayerImpl::use_fused_path(const std::shared_ptr<const FusedPath>
   fused_residual_ = fused != nullptr;
   if (input_norm_) input_norm_->use_fused_path(fused);
   if (attention_) attention_->use_fused_path(fused);
+  if (mamba_) mamba_->use_fused_path(fused);
   if (mlp_norm_) mlp_norm_->use_fused_path(fused);
   if (mlp_) mlp_->use_fused_path(fused);
   if (moe_) moe_->use_fused_path(fused);
