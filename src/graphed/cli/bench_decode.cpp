@@ -61,17 +61,13 @@ double bytes_per_step(model::GptModel& model, int64_t batch, int64_t context) {
     const bool lookup_only = item.key() == "word_embeddings" && config.untie_embeddings_and_output_weights;
     bytes += lookup_only ? size * static_cast<double>(batch) / static_cast<double>(config.vocab_size) : size;
   }
-  const double element = static_cast<double>(model->parameters().at(0).element_size());
+  // One row's cache of each layer, up to the context, sized on the CPU: keys and values are read once,
+  // the Mamba states read and written back.
+  const auto options = at::TensorOptions().dtype(model->parameters().at(0).scalar_type());
   for (auto& layer : model->layers()) {
-    if (layer->attention()) {  // keys and values up to the context
-      auto& attention = layer->attention();
-      bytes += 2.0 * static_cast<double>(batch * attention->shape().num_query_groups * context * attention->head_dim()) *
-               element;
-    }
-    if (layer->parts().mixer == model::Mixer::kMamba) {  // the float32 states, read and written back
-      const model::LayerCache states = layer->allocate_cache(1, 1, at::TensorOptions());
-      bytes += 2.0 * static_cast<double>(batch) * static_cast<double>(states.conv_state.nbytes() + states.ssm_state.nbytes());
-    }
+    const model::LayerCache row = layer->allocate_cache(1, context, options);
+    const auto size = [](const at::Tensor& tensor) { return tensor.defined() ? static_cast<double>(tensor.nbytes()) : 0.0; };
+    bytes += static_cast<double>(batch) * (size(row.key) + size(row.value) + 2.0 * (size(row.conv_state) + size(row.ssm_state)));
   }
   return bytes;
 }

@@ -112,6 +112,13 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input) {
   return output_projection(compat::causal_attention(projection.query, projection.key, projection.value, dropout));
 }
 
+LayerCache AttentionImpl::allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const {
+  LayerCache cache;
+  cache.key = at::zeros({batch, shape_.num_query_groups, max_sequence, head_dim_}, options);
+  cache.value = at::zeros_like(cache.key);
+  return cache;
+}
+
 at::Tensor AttentionImpl::forward_cached(const at::Tensor& input, const at::Tensor& positions,
                                          const at::Tensor& blocked, const LayerCache& cache) const {
   const int64_t batch = input.size(0);

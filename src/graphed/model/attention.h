@@ -68,6 +68,8 @@ class AttentionImpl : public torch::nn::Module {
   /// copies. Same shapes in, same kernels: a captured call replays bitwise what an eager one computes.
   at::Tensor forward_cached(const at::Tensor& input, const at::Tensor& positions, const at::Tensor& blocked,
                             const LayerCache& cache) const;
+  /// Zero keys and values for `batch` rows of `max_sequence` positions, in `options`.
+  LayerCache allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const;
   /// The output projection of the attention context [b, heads, s, d] -> [b, s, h].
   at::Tensor output_projection(const at::Tensor& context) const;
   /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.

@@ -23,8 +23,8 @@ MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : shape_(shape) {
                           "Mamba shape: inner size ", shape.inner_size(), ", head dim ", shape.head_dim, ", groups ",
                           shape.num_groups);
   const int64_t heads = shape.num_heads();
-  const int64_t projected = 2 * shape.inner_size() + 2 * shape.num_groups * shape.state_size + heads;
-  in_proj_weight_ = register_parameter("in_proj_weight", at::randn({projected, shape.hidden_size}) * shape.init_std);
+  in_proj_weight_ =
+      register_parameter("in_proj_weight", at::randn({shape.in_projection_size(), shape.hidden_size}) * shape.init_std);
   const double bound = 1.0 / std::sqrt(static_cast<double>(shape.conv_width));  // Conv1d's default
   conv_weight_ = register_parameter("conv_weight", at::rand({shape.conv_channels(), shape.conv_width}) * 2 * bound - bound);
   conv_bias_ = register_parameter("conv_bias", at::rand({shape.conv_channels()}) * 2 * bound - bound);

@@ -38,6 +38,10 @@ struct MambaShape {
   int64_t inner_size() const { return num_heads() * head_dim; }
   /// The channels the convolution mixes: x, B and C.
   int64_t conv_channels() const { return inner_size() + 2 * num_groups * state_size; }
+  /// The in projection's outputs: z, the convolution's channels, and dt per head.
+  int64_t in_projection_size() const { return inner_size() + conv_channels() + num_heads(); }
+  /// Weights of the two projections (what a token multiplies; the rest of the mixer is small).
+  int64_t projection_weights() const { return hidden_size * in_projection_size() + inner_size() * hidden_size; }
 };
 
 class MambaMixerImpl : public torch::nn::Module {

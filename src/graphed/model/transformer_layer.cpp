@@ -250,12 +250,8 @@ at::Tensor TransformerLayerImpl::forward_cached(const at::Tensor& hidden, const 
 LayerCache TransformerLayerImpl::allocate_cache(int64_t batch, int64_t max_sequence,
                                                 const at::TensorOptions& options) const {
   if (mamba_) return mamba_->allocate_cache(batch, options);
-  LayerCache cache;
-  if (attention_) {
-    cache.key = at::zeros({batch, attention_->shape().num_query_groups, max_sequence, attention_->head_dim()}, options);
-    cache.value = at::zeros_like(cache.key);
-  }
-  return cache;
+  if (attention_) return attention_->allocate_cache(batch, max_sequence, options);
+  return {};
 }
 
 std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_parameters(LayerUnit unit) {

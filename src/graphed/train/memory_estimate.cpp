@@ -32,9 +32,7 @@ double parameter_count(const config::RunConfig& config) {
   const double mlp_factor = m.swiglu ? 3.0 : 2.0;
   const double context = static_cast<double>(m.num_attention_heads * m.head_dim());  // h unless --kv-channels
   double count = static_cast<double>(m.vocab_size) * h * (m.untie_embeddings_and_output_weights ? 2.0 : 1.0);
-  const model::MambaShape mamba = model::mamba_shape(m);
-  const double mamba_weights =
-      h * static_cast<double>(3 * mamba.inner_size() + 2 * mamba.num_groups * mamba.state_size + mamba.num_heads());
+  const double mamba_weights = static_cast<double>(model::mamba_shape(m).projection_weights());
   for (const model::LayerParts& parts : model::decoder_layer_parts(m, config.moe_layers)) {
     if (parts.mixer == model::Mixer::kAttention) count += 4.0 * h * context;
     if (parts.mixer == model::Mixer::kMamba) count += mamba_weights;

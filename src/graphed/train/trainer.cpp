@@ -145,10 +145,7 @@ double Trainer::flops_per_iteration() const {
   const double groups = static_cast<double>(m.num_query_groups.value_or(m.num_attention_heads));
   const double attention = h * (context + 2.0 * groups * head_dim) + context * h;
   const double ffn_factor = m.swiglu ? 3.0 : 2.0;
-  const model::MambaShape mamba = model::mamba_shape(m);
-  const double mamba_projections = h * static_cast<double>(2 * mamba.inner_size() + 2 * mamba.num_groups * mamba.state_size +
-                                                           mamba.num_heads()) +
-                                   static_cast<double>(mamba.inner_size()) * h;
+  const double mamba_projections = static_cast<double>(model::mamba_shape(m).projection_weights());
   double parameters = h * static_cast<double>(m.vocab_size);  // output layer
   double attention_layers = 0;
   for (const model::LayerParts& parts : model::decoder_layer_parts(m, config_.moe_layers)) {
