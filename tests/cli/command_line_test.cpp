@@ -91,12 +91,63 @@ TEST(CommandLineTest, PresetThenConfigFileThenFlags) {
 
 TEST(CommandLineTest, UnknownFlagNamesTheNearest) {
   EXPECT_EQ(problem_of({"check-config", "--num-layer", "4"}),
-            "unknown flag '--num-layer' (did you mean --num-layers?); fix: see graphed --help for the valid flags");
+            "unknown flag '--num-layer' (did you mean --num-layers?); fix: see graphed check-config --help for its flags");
   EXPECT_EQ(problem_of({"check-config", "--cuda_graph_modul=attn"}),
-            "unknown flag '--cuda_graph_modul' (did you mean --cuda-graph-modules?); fix: see graphed --help for the "
-            "valid flags");
+            "unknown flag '--cuda_graph_modul' (did you mean --cuda-graph-modules?); fix: see graphed check-config --help "
+            "for its flags");
   EXPECT_EQ(problem_of({"check-config", "--frobnicate"}),
-            "unknown flag '--frobnicate'; fix: see graphed --help for the valid flags");
+            "unknown flag '--frobnicate'; fix: see graphed check-config --help for its flags");
+  EXPECT_EQ(problem_of({"--num-layer"}),
+            "unknown flag '--num-layer' (did you mean --num-layers?); fix: see graphed --help for its flags");
+}
+
+TEST(CommandLineTest, OtherProjectsNamesPointToOurs) {
+  // nanoGPT's and Hugging Face's spellings: the nearest flag by letters would not find them.
+  EXPECT_EQ(problem_of({"train", "--learning-rate", "3e-4"}),
+            "unknown flag '--learning-rate' (did you mean --lr? graphed takes Megatron-LM's flag names); fix: see "
+            "graphed train --help for its flags");
+  EXPECT_EQ(problem_of({"train", "--max_steps=100"}),
+            "unknown flag '--max_steps' (did you mean --train-iters? graphed takes Megatron-LM's flag names); fix: "
+            "see graphed train --help for its flags");
+  EXPECT_EQ(problem_of({"train", "--n-layer", "4"}),
+            "unknown flag '--n-layer' (did you mean --num-layers? graphed takes Megatron-LM's flag names); fix: see "
+            "graphed train --help for its flags");
+  EXPECT_EQ(problem_of({"generate", "--max-tokens", "20"}),
+            "unknown flag '--max-tokens' (did you mean --max-new-tokens? graphed takes Megatron-LM's flag names); "
+            "fix: see graphed generate --help for its flags");
+  // generate has --batch-size of its own; train's is --micro-batch-size.
+  EXPECT_EQ(problem_of({"train", "--batch-size", "8"}),
+            "unknown flag '--batch-size' (did you mean --micro-batch-size? graphed takes Megatron-LM's flag names); "
+            "fix: see graphed train --help for its flags");
+}
+
+TEST(CommandLineTest, AFlagOfAnotherCommandSaysWhoseItIs) {
+  EXPECT_EQ(problem_of({"generate", "--load", "x", "--preset", "tiny", "--prompt", "x"}),
+            "'--preset' is not a flag of graphed generate (it is one of graphed train, bench, check-config); fix: "
+            "leave it out: generate takes the model and its settings from --load or --hf");
+  EXPECT_EQ(problem_of({"generate", "--load", "x", "--num-layers", "4"}),
+            "'--num-layers' is not a flag of graphed generate (it is one of graphed train, bench, check-config); fix: "
+            "leave it out: generate takes the model and its settings from --load or --hf");
+  EXPECT_EQ(problem_of({"train", "--prompt", "x"}),
+            "'--prompt' is not a flag of graphed train (it is one of graphed generate); fix: see graphed train --help "
+            "for its flags");
+}
+
+TEST(CommandLineTest, EachCommandsHelpSaysWhatItsFlagsDoThere) {
+  const std::string generate = *parse({"generate", "--help"}).early_output;
+  EXPECT_EQ(generate.find("Presets"), std::string::npos) << "generate takes no --preset:\n" << generate;
+  EXPECT_EQ(generate.find("--preset"), std::string::npos) << generate;
+  EXPECT_NE(generate.find("a graphed checkpoint to decode with"), std::string::npos) << generate;
+  EXPECT_NE(generate.find("the sampling noise's seed"), std::string::npos) << generate;
+  EXPECT_NE(generate.find("where to decode"), std::string::npos) << generate;
+  EXPECT_EQ(generate.find("resume from"), std::string::npos) << generate;
+  EXPECT_EQ(generate.find("initialization, dropout"), std::string::npos) << generate;
+  EXPECT_EQ(generate.find("where to train"), std::string::npos) << generate;
+  EXPECT_NE(generate.find("print one JSON object: every completion"), std::string::npos) << generate;
+  const std::string train = *parse({"train", "--help"}).early_output;
+  EXPECT_NE(train.find("Presets (--preset NAME"), std::string::npos) << train;
+  EXPECT_NE(train.find("checkpoint folder to resume from"), std::string::npos) << train;
+  EXPECT_NE(train.find("print one JSON object per line instead of text"), std::string::npos) << train;
 }
 
 TEST(CommandLineTest, UnknownValuesListTheValidOnes) {
@@ -112,7 +163,7 @@ TEST(CommandLineTest, UnknownValuesListTheValidOnes) {
 TEST(CommandLineTest, EveryProblemIsListed) {
   const auto problems = problems_of({"check-config", "--num-layers", "x", "--lr", "y", "--bogus"});
   ASSERT_EQ(problems.size(), 3u);
-  EXPECT_EQ(problems[0], "unknown flag '--bogus'; fix: see graphed --help for the valid flags");
+  EXPECT_EQ(problems[0], "unknown flag '--bogus'; fix: see graphed check-config --help for its flags");
 }
 
 TEST(CommandLineTest, UnknownPresetAndCommand) {

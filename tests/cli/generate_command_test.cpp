@@ -116,8 +116,68 @@ TEST(GenerateCommandTest, RefusesMistakesWithTheFlagAndTheFix) {
   EXPECT_NE(generate_error({"--load", "/nonexistent", "--prompt", "x"}).find("/nonexistent"), std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt-file", "/nonexistent.txt"}).find("--prompt-file '/nonexistent.txt' cannot be read"),
             std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--num-layers", "2"}).find("unknown flag '--num-layers'"),
-            std::string::npos);
+  EXPECT_EQ(generate_error({"--load", load, "--prompt", "x", "--num-layers", "2"}),
+            "'--num-layers' is not a flag of graphed generate (it is one of graphed train, bench, check-config); fix: "
+            "leave it out: generate takes the model and its settings from --load or --hf");
+}
+
+/// The same model as checkpoint(), with a table of 1024 ids over the 256-byte tokenizer (tiny's
+/// --vocab-size; Megatron pads vocabularies the same way), trained 2 iterations: far from learned, so
+/// that its padded ids are as likely as the bytes.
+const std::string& padded_checkpoint() {
+  static const std::string folder = [] {
+    const std::string dir = make_temporary_directory("graphed-generate-padded");
+    const std::string corpus = dir + "/text.txt";
+    std::ofstream(corpus) << std::string(2000, 'a') + "The quick brown fox jumps over the lazy dog. ";
+    std::ostringstream out;
+    run_train(parse_command_line({"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1",
+                                  "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "32",
+                                  "--vocab-size", "1024", "--train-iters", "2", "--eval-iters", "0", "--sample-tokens",
+                                  "0", "--save", dir + "/run"}),
+              out);
+    return dir + "/run";
+  }();
+  return folder;
+}
+
+TEST(GenerateCommandTest, APaddedVocabularyNeverYieldsAnIdTheTokenizerCannotDecode) {
+  // It once printed the prompt, then "error: token id 709 is outside the vocabulary (256 ids: 0..255)".
+  for (const char* seed : {"1", "2", "3", "4", "5"}) {
+    for (const char* temperature : {"1.0", "1.5"}) {
+      const auto result = nlohmann::json::parse(generate({"--load", padded_checkpoint(), "--prompt", "The Congress",
+                                                          "--temperature", temperature, "--seed", seed,
+                                                          "--max-new-tokens", "16", "--json"}));
+      for (const auto& id : result["completions"][0]["ids"]) {
+        EXPECT_LT(id.get<int64_t>(), 256) << "seed " << seed << ", temperature " << temperature;
+      }
+    }
+  }
+  EXPECT_EQ(nlohmann::json::parse(generate({"--load", padded_checkpoint(), "--prompt", "The", "--json"}))
+                ["completions"][0]["ids"].size(),
+            29u) << "greedy too";
+}
+
+TEST(GenerateCommandTest, ACorruptCheckpointGetsTheWordsTrainGives) {
+  const std::string folder = make_temporary_directory("graphed-generate-corrupt") + "/run";
+  const std::string source = padded_checkpoint() + "/iter_0000002";
+  create_directories(folder);
+  for (const std::string name : {"trainer.json", "optimizer.safetensors"}) {
+    std::string contents;
+    read_file(source + "/" + name, contents);
+    std::ofstream(folder + "/" + name) << contents;
+  }
+  std::ofstream(folder + "/model.safetensors") << "not a safetensors file";
+  const std::string from_generate = generate_error({"--load", folder, "--prompt", "x"});
+  const std::string from_train = testing::error_text<Error>([&] {
+    std::ostringstream out;
+    run_train(parse_command_line({"train", "--load", folder, "--device", "cpu", "--train-iters", "3"}), out);
+  });
+  EXPECT_EQ(from_generate, from_train);
+  EXPECT_EQ(from_generate.rfind("checkpoint file '" + folder + "/model.safetensors' is corrupt: ", 0), 0u) << from_generate;
+  EXPECT_NE(from_generate.find("; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save "
+                               "folder, say)"),
+            std::string::npos)
+      << from_generate;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "graphed/train/trainer.h"
 
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
@@ -57,6 +60,84 @@ TEST(TrainCommandTest, ByteLevelRunSamplesAtEachEvaluationAndEndsWithTimeAndSpee
   EXPECT_NE(text.find("sample at iteration 4: \"Th"), std::string::npos) << text;
   EXPECT_NE(text.find("done: 4 iterations in "), std::string::npos) << text;
   EXPECT_NE(text.find(" s, 64 tokens at "), std::string::npos) << text;
+}
+
+/// A small byte-level corpus (4,000 a's and a sentence) in a folder of its own.
+std::string small_corpus() {
+  const std::string corpus = make_temporary_directory("graphed-train-command") + "/text.txt";
+  std::ofstream(corpus) << std::string(4000, 'a') + "The quick brown fox jumps over the lazy dog. ";
+  return corpus;
+}
+
+/// `graphed train` of a 1-layer byte-level model on small_corpus(), with more flags.
+std::string train_small(const std::string& corpus, std::vector<std::string> flags) {
+  std::vector<std::string> arguments{"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1",
+                                     "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "16",
+                                     "--micro-batch-size", "4"};
+  arguments.insert(arguments.end(), flags.begin(), flags.end());
+  std::ostringstream out;
+  run_train(parse_command_line(arguments), out);
+  return out.str();
+}
+
+TEST(TrainCommandTest, JsonPrintsOneObjectPerEventAndASummary) {
+  const std::string corpus = small_corpus();
+  const std::string save = make_temporary_directory("graphed-train-json") + "/run";
+  ::testing::internal::CaptureStderr();
+  const std::string text = train_small(corpus, {"--train-iters", "4", "--log-interval", "2", "--eval-interval", "2",
+                                                "--eval-iters", "1", "--sample-tokens", "4", "--save", save, "--save-interval", "2",
+                                                "--json"});
+  const std::string notes = ::testing::internal::GetCapturedStderr();
+  std::istringstream lines(text);
+  std::string line;
+  std::vector<std::string> events;
+  nlohmann::json done;
+  while (std::getline(lines, line)) {
+    nlohmann::json object;
+    ASSERT_NO_THROW(object = nlohmann::json::parse(line)) << "not one JSON object: " << line;
+    events.push_back(object.at("event"));
+    if (events.back() == "interval") {
+      for (const char* key : {"iteration", "lr", "loss", "grad_norm", "ms_per_iter", "tokens_per_s", "tflops"}) {
+        EXPECT_TRUE(object.contains(key)) << key << " missing from " << line;
+      }
+    }
+    if (events.back() == "done") done = object;
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"data", "model", "interval", "checkpoint", "validation", "sample",
+                                              "interval", "checkpoint", "validation", "sample", "done"}))
+      << text;
+  EXPECT_EQ(done.at("iterations"), 4);
+  EXPECT_EQ(done.at("last_iteration"), 4);
+  EXPECT_EQ(done.at("tokens"), 256.0);
+  EXPECT_EQ(done.at("stopped"), false);
+  EXPECT_TRUE(done.contains("final_loss") && done.contains("final_valid_loss") && done.contains("tokens_per_s")) << done;
+  EXPECT_EQ(text.find("note:"), std::string::npos) << "notes go to stderr with --json";
+  (void)notes;
+}
+
+TEST(TrainCommandTest, AResumedRunCountsItsOwnWork) {
+  const std::string corpus = small_corpus();
+  const std::string save = make_temporary_directory("graphed-train-resume") + "/run";
+  train_small(corpus, {"--train-iters", "4", "--log-interval", "2", "--eval-iters", "0", "--sample-tokens", "0",
+                       "--save", save});
+  const std::string text = train_small(corpus, {"--load", save, "--train-iters", "6", "--sample-tokens", "0"});
+  EXPECT_NE(text.find("resumed from " + save + " at iteration 4\n"), std::string::npos) << text;
+  // 2 iterations of 4 x 16 tokens: this run's, not the 6 since the start.
+  EXPECT_NE(text.find("done: 2 iterations (5 to 6) in "), std::string::npos) << text;
+  EXPECT_NE(text.find(" s, 128 tokens at "), std::string::npos) << text;
+}
+
+TEST(TrainCommandTest, SamplesShowTheirTextAsUtf8) {
+  const std::string corpus = small_corpus();
+  const std::string text = train_small(corpus, {"--train-iters", "2", "--log-interval", "2", "--eval-interval", "2",
+                                                "--eval-iters", "1", "--sample-tokens", "3", "--sample-prompt",
+                                                "Le pr\xC3\xA9sident \xE4\xB8\x96\xE7\x95\x8C "});
+  EXPECT_NE(text.find("sample at iteration 2: \"Le pr\xC3\xA9sident \xE4\xB8\x96\xE7\x95\x8C "), std::string::npos)
+      << text;
+}
+
+TEST(TrainCommandTest, SampleDisplayKeepsOneQuotedLine) {
+  EXPECT_EQ(train::Trainer::sample_for_display("Le pr\xC3\xA9sident\n\x01\t!"), "\"Le pr\xC3\xA9sident|??!\"");
 }
 
 TEST(TrainCommandTest, AMicroBatchTooLargeForTheMachineIsRefusedBeforeTraining) {

@@ -2,9 +2,7 @@
 // torchrun launches it (WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; rank 0 hosts the
 // store, Gloo): data parallelism trains as one process would, only rank 0 prints and writes, and a
 // broken launch or configuration fails with one clear message.
-#include <fcntl.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,131 +19,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "child_processes.h"
 #include "graphed/util/file_system.h"
 #include "graphed/util/safetensors.h"
-
-extern char** environ;
 
 namespace graphed {
 namespace {
 
+using testing::ProcessResult;
+using testing::ProcessSpec;
+using testing::read_text;
+using testing::run_processes;
 using Clock = std::chrono::steady_clock;
-
-/// One process to start: the graphed binary's arguments, its extra environment ("NAME=value"), the
-/// variables to drop from the inherited one, and its working folder.
-struct ProcessSpec {
-  std::vector<std::string> arguments;
-  std::vector<std::string> environment;
-  std::vector<std::string> unset;
-  std::string folder;
-};
-
-struct ProcessResult {
-  int exit_code = -1;  ///< -1 when it was killed (timeout) or died of a signal
-  std::string out, err;
-};
-
-std::string read_text(const std::string& path) {
-  std::string text;
-  read_file(path, text);
-  return text;
-}
-
-/// The inherited environment without the launch variables (a test run under torchrun must not leak
-/// them), without `unset`, plus `extra`. One thread per rank on a 2-core machine: three processes at once.
-std::vector<std::string> child_environment(const std::vector<std::string>& extra,
-                                           const std::vector<std::string>& unset) {
-  static const std::vector<std::string> launch = {"WORLD_SIZE",  "RANK",        "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                                  "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "OMP_NUM_THREADS"};
-  std::vector<std::string> result;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    const std::string name = text.substr(0, text.find('='));
-    const auto listed = [&](const std::vector<std::string>& names) {
-      return std::find(names.begin(), names.end(), name) != names.end();
-    };
-    if (listed(launch) || listed(unset) || name.rfind("TORCHELASTIC_", 0) == 0) continue;
-    result.push_back(text);
-  }
-  result.push_back("OMP_NUM_THREADS=1");
-  for (const auto& entry : extra) {
-    const std::string name = entry.substr(0, entry.find('='));
-    if (std::find(unset.begin(), unset.end(), name) == unset.end()) result.push_back(entry);
-  }
-  return result;
-}
-
-/// Starts every process (fork, then execve at once), waits for all of them, and kills the rest after
-/// `timeout` (a rank waiting for a peer that died would otherwise hang the test). stdout and stderr
-/// go to files in each process's folder; their text comes back.
-std::vector<ProcessResult> run_processes(const std::vector<ProcessSpec>& specs,
-                                         std::chrono::seconds timeout = std::chrono::seconds(120)) {
-  std::vector<pid_t> pids;
-  std::vector<std::string> out_paths, err_paths;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const ProcessSpec& spec = specs[i];
-    EXPECT_EQ(create_directories(spec.folder), 0) << spec.folder;
-    out_paths.push_back(join_path(spec.folder, "stdout-" + std::to_string(i) + ".txt"));
-    err_paths.push_back(join_path(spec.folder, "stderr-" + std::to_string(i) + ".txt"));
-    // Everything execve needs is built before fork: the child only opens, dup2s and execs.
-    std::vector<std::string> arguments = spec.arguments;
-    arguments.insert(arguments.begin(), GRAPHED_BINARY);
-    const std::vector<std::string> environment = child_environment(spec.environment, spec.unset);
-    std::vector<char*> argv, envp;
-    for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-    for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
-    const char* out_path = out_paths.back().c_str();
-    const char* err_path = err_paths.back().c_str();
-    const char* folder = spec.folder.c_str();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int out = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = ::open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 || ::chdir(folder) != 0) _exit(126);
-      ::execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    EXPECT_GT(pid, 0) << "fork failed: " << std::strerror(errno);
-    pids.push_back(pid);
-  }
-  std::vector<ProcessResult> results(specs.size());
-  std::vector<bool> done(specs.size(), false);
-  size_t remaining = 0;
-  for (size_t i = 0; i < pids.size(); ++i) {
-    done[i] = pids[i] <= 0;  // fork failed: reported above
-    if (!done[i]) ++remaining;
-  }
-  const auto deadline = Clock::now() + timeout;
-  while (remaining > 0) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (done[i]) continue;
-      int status = 0;
-      if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-        results[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        done[i] = true;
-        --remaining;
-      }
-    }
-    if (remaining > 0 && Clock::now() > deadline) {
-      ADD_FAILURE() << "the processes ran longer than " << timeout.count() << " s: killed";
-      for (size_t i = 0; i < pids.size(); ++i) {
-        if (done[i]) continue;
-        ::kill(pids[i], SIGKILL);
-        ::waitpid(pids[i], nullptr, 0);
-        done[i] = true;
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  for (size_t i = 0; i < specs.size(); ++i) {
-    results[i].out = read_text(out_paths[i]);
-    results[i].err = read_text(err_paths[i]);
-  }
-  return results;
-}
 
 /// A port of its own for each test (index) and each test process (ctest runs them apart, maybe at once).
 int pick_port(int index) { return 29600 + static_cast<int>(::getpid() % 200) * 8 + index; }
@@ -284,6 +169,46 @@ TEST_F(MultiProcessTest, OnlyRankZeroPrintsAndWrites) {
   EXPECT_FALSE(path_exists(join_path(folder_, "rank1/metrics.jsonl")));
   EXPECT_TRUE(path_exists(join_path(folder_, "rank0/checkpoints/iter_0000002/model.safetensors")));
   EXPECT_FALSE(path_exists(join_path(folder_, "rank1/checkpoints")));
+}
+
+TEST_F(MultiProcessTest, CtrlCStopsEveryRankAtTheSameLogLineAndSaves) {
+  // A terminal's Ctrl-C reaches every rank, each at its own moment: they agree at a log line, stop
+  // together after the same iteration, rank 0 saves, and all exit 0.
+  const int port = pick_port(6);
+  std::vector<ProcessSpec> specs;
+  const std::vector<std::string> arguments =
+      plus(plus(kTrain, kOutputs),
+           {"--train-iters", "100000", "--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "3"});
+  for (int rank = 0; rank < 2; ++rank) {
+    specs.push_back({arguments, rank_environment(2, rank, port), {}, join_path(folder_, "rank" + std::to_string(rank))});
+  }
+  bool signalled = false;
+  const std::vector<ProcessResult> results = run_processes(
+      specs, std::chrono::seconds(120), [&](const std::vector<pid_t>& pids, const std::vector<std::string>& out_paths) {
+        if (signalled || read_text(out_paths[0]).find("iteration      3/100000") == std::string::npos) return;
+        for (const pid_t pid : pids) ::kill(pid, SIGINT);
+        signalled = true;
+      });
+  ASSERT_TRUE(signalled) << describe(results);
+  ASSERT_EQ(results[0].exit_code, 0) << describe(results);
+  ASSERT_EQ(results[1].exit_code, 0) << describe(results);
+  const std::string& out = results[0].out;
+  const std::size_t at = out.find("stopped by SIGINT after iteration ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const int64_t iteration = std::stoll(out.substr(at + 34));
+  EXPECT_EQ(iteration % 3, 0) << "the ranks agree at log lines: " << out;
+  const std::string checkpoint = "checkpoints/iter_" + std::string(7 - std::to_string(iteration).size(), '0') +
+                                 std::to_string(iteration);
+  EXPECT_NE(out.find("stopped by SIGINT after iteration " + std::to_string(iteration) + " of 100000; saved checkpoint " +
+                     checkpoint + "; to go on: graphed train --load checkpoints\n"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(path_exists(join_path(folder_, "rank0/" + checkpoint + "/model.safetensors")));
+  EXPECT_NE(results[0].err.find("stopping at the next log line (every 3 iterations, where the ranks agree), then "
+                                "saving to checkpoints; press Ctrl-C again to exit at once"),
+            std::string::npos)
+      << results[0].err;
+  EXPECT_EQ(results[1].err.find("stopping"), std::string::npos) << "rank 0 speaks for all: " << results[1].err;
 }
 
 TEST_F(MultiProcessTest, AMissingMasterAddressStopsEveryRankNamingIt) {
@@ -430,7 +355,7 @@ TEST_F(MultiProcessTest, APipelineCheckpointResumesInOneProcessAndOnStages) {
   ASSERT_EQ(staged[0].exit_code, 0) << describe(staged);
   ASSERT_EQ(staged[1].exit_code, 0) << describe(staged);
   EXPECT_NE(staged[0].out.find("at iteration 6"), std::string::npos) << staged[0].out;
-  EXPECT_NE(staged[0].out.find("done: 8 iterations"), std::string::npos) << staged[0].out;
+  EXPECT_NE(staged[0].out.find("done: 2 iterations (7 to 8)"), std::string::npos) << staged[0].out;
 }
 
 TEST_F(MultiProcessTest, ACheckpointOfTwoRanksLoadsInOneProcessAndBack) {
@@ -445,13 +370,13 @@ TEST_F(MultiProcessTest, ACheckpointOfTwoRanksLoadsInOneProcessAndBack) {
                                    join_path(folder_, "one")}});
   ASSERT_EQ(one[0].exit_code, 0) << describe(one);
   EXPECT_NE(one[0].out.find("at iteration 4"), std::string::npos) << one[0].out;
-  EXPECT_NE(one[0].out.find("done: 6 iterations"), std::string::npos) << one[0].out;
+  EXPECT_NE(one[0].out.find("done: 2 iterations (5 to 6)"), std::string::npos) << one[0].out;
   const auto again = launch(2, pick_port(7), plus(arguments, {"--load", checkpoints, "--train-iters", "8"}),
                             join_path(folder_, "again"));
   ASSERT_EQ(again[0].exit_code, 0) << describe(again);
   ASSERT_EQ(again[1].exit_code, 0) << describe(again);
   EXPECT_NE(again[0].out.find("at iteration 6"), std::string::npos) << again[0].out;
-  EXPECT_NE(again[0].out.find("done: 8 iterations"), std::string::npos) << again[0].out;
+  EXPECT_NE(again[0].out.find("done: 2 iterations (7 to 8)"), std::string::npos) << again[0].out;
 }
 
 }  // namespace

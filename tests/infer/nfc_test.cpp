@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "graphed/infer/unicode_properties.h"
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/file_system.h"
 
 namespace graphed::infer {

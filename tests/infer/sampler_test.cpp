@@ -1,10 +1,13 @@
 // tests/infer/sampler_test.cpp — device-side sampling: greedy is argmax, the hashed noise is
-// deterministic and uniform, top-k and top-p keep only the tokens they should.
+// deterministic and uniform and unrelated between nearby seeds, top-k and top-p keep only the tokens
+// they should, and ids past the tokenizer's vocabulary are never drawn.
 #include "graphed/infer/sampler.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
+#include <vector>
 
 namespace graphed::infer {
 namespace {
@@ -59,6 +62,77 @@ TEST(Sampler, TopKAndTopPKeepOnlyTheLikeliest) {
   }
   EXPECT_EQ(from_k, (std::set<int64_t>{1, 2}));
   EXPECT_EQ(from_p, (std::set<int64_t>{1, 2, 3}));
+}
+
+double correlation(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.flatten() - a.mean();
+  const at::Tensor y = b.flatten() - b.mean();
+  return ((x * y).sum() / (x.norm() * y.norm())).item<double>();
+}
+
+TEST(Sampler, NearbySeedsStepsAndRowsGiveUnrelatedNoise) {
+  // The hash once added seed and step, so seed s + 1 at step t replayed seed s at step t + 1: seeds 21
+  // and 22 continued a prompt with the same text one token apart. 4 x 5000 draws: |r| of unrelated
+  // noise stays below 0.03 (more than 4 standard deviations).
+  for (const uint64_t seed : {0ULL, 21ULL, 500ULL, (1ULL << 32) - 1}) {
+    for (int64_t step = 0; step < 4; ++step) {
+      const at::Tensor noise = hashed_uniform(4, 5000, seed, step_tensor(step));
+      EXPECT_LT(std::abs(correlation(noise, hashed_uniform(4, 5000, seed + 1, step_tensor(step)))), 0.03) << seed;
+      EXPECT_LT(std::abs(correlation(noise, hashed_uniform(4, 5000, seed + 1, step_tensor(step - 1)))), 0.03) << seed;
+      EXPECT_LT(std::abs(correlation(noise, hashed_uniform(4, 5000, seed, step_tensor(step + 1)))), 0.03) << seed;
+      EXPECT_LT(std::abs(correlation(noise[0], noise[1])), 0.05) << seed;
+    }
+  }
+  // The seed's high half counts too.
+  EXPECT_LT(std::abs(correlation(hashed_uniform(4, 5000, 7, step_tensor(0)),
+                                 hashed_uniform(4, 5000, 7 + (1ULL << 32), step_tensor(0)))), 0.03);
+}
+
+TEST(Sampler, AdjacentSeedsDrawDifferentText) {
+  // 256 equally likely tokens: two unrelated draws agree 1 time in 256, so 96 steps of two adjacent
+  // seeds agree about 0.4 times, aligned or one step apart; 8 would be a 1-in-10^9 event.
+  const at::Tensor logits = at::zeros({1, 256});
+  SamplingOptions options;
+  options.temperature = 1.0;
+  for (const uint64_t seed : {21ULL, 500ULL}) {
+    std::vector<int64_t> first, second;
+    for (int64_t step = 0; step < 97; ++step) {
+      options.seed = seed;
+      first.push_back(sample_tokens(logits, options, step_tensor(step)).item<int64_t>());
+      options.seed = seed + 1;
+      second.push_back(sample_tokens(logits, options, step_tensor(step)).item<int64_t>());
+    }
+    int64_t aligned = 0, shifted = 0;
+    for (std::size_t i = 0; i + 1 < first.size(); ++i) {
+      aligned += first[i] == second[i];
+      shifted += first[i + 1] == second[i];
+    }
+    EXPECT_LT(aligned, 8) << "seeds " << seed << " and " << seed + 1;
+    EXPECT_LT(shifted, 8) << "seeds " << seed << " and " << seed + 1;
+  }
+}
+
+TEST(Sampler, IdsPastTheVocabularyAreNeverDrawn) {
+  // A model of 1024 ids read through a 256-id tokenizer: the padded ids are the likeliest here, and
+  // still never come out, greedy or sampled, with or without top-k and top-p.
+  at::Tensor logits = at::randn({4, 1024});
+  logits.narrow(1, 256, 768).add_(5.0);
+  SamplingOptions options;
+  options.vocabulary = 256;
+  EXPECT_LT(sample_tokens(logits, options, step_tensor(0)).max().item<int64_t>(), 256);
+  EXPECT_TRUE(at::equal(sample_tokens(logits, options, step_tensor(0)), logits.narrow(1, 0, 256).argmax(-1)));
+  for (const double temperature : {0.7, 1.0, 1.5}) {
+    options.temperature = temperature;
+    for (int64_t step = 0; step < 50; ++step) {
+      options.top_k = step % 3 == 0 ? 600 : 0;
+      options.top_p = step % 2 == 0 ? 0.99 : 1.0;
+      const at::Tensor tokens = sample_tokens(logits, options, step_tensor(step));
+      EXPECT_GE(tokens.min().item<int64_t>(), 0);
+      EXPECT_LT(tokens.max().item<int64_t>(), 256) << "temperature " << temperature << ", step " << step;
+    }
+  }
+  // Without the limit the padded ids win.
+  EXPECT_GE(sample_tokens(logits, SamplingOptions{}, step_tensor(0)).min().item<int64_t>(), 256);
 }
 
 TEST(Sampler, SameSeedSameTokens) {

@@ -14,7 +14,7 @@
 
 #include "graphed/infer/byte_level.h"
 #include "graphed/infer/tokenizer.h"
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/file_system.h"
 
 namespace graphed::infer::testing {

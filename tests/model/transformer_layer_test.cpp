@@ -135,5 +135,27 @@ TEST(GptModelTest, SamplingRepeatsForASeedAndLeavesTrainingsRandomStateAlone) {
   EXPECT_EQ(model->generate({1, 2, 3}, 8, greedy), model->generate({1, 2, 3}, 8));
 }
 
+TEST(GptModelTest, SamplingNeverDrawsIdsPastTheTokenizersVocabulary) {
+  // A byte-level run's table has --vocab-size rows (1024) and its tokenizer 256 ids: the padded rows
+  // are made the likeliest here, and still no sample, greedy or hot, holds one of them.
+  const config::RunConfig config = graphed::testing::run_config({{"hidden_size", 16}});
+  GptModel model(config.model, config.moe_layers);
+  {
+    at::NoGradGuard no_grad;
+    model->named_parameters()["word_embeddings"].narrow(0, 256, 768).mul_(50.0);
+  }
+  ASSERT_GE(model->generate({1, 2, 3}, 1).back(), 256) << "the padded ids must be the likeliest for this test";
+  Sampling sampling;
+  sampling.vocabulary = 256;
+  for (const double temperature : {0.0, 1.0, 1.5}) {
+    sampling.temperature = temperature;
+    for (uint64_t seed = 0; seed < 5; ++seed) {
+      sampling.seed = seed;
+      const auto tokens = model->generate({1, 2, 3}, 16, sampling);
+      for (const int64_t id : tokens) EXPECT_LT(id, 256) << "temperature " << temperature << ", seed " << seed;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graphed::model

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/report_fixtures.h"
+
 #include "error_text.h"
 
 namespace graphed::report {
@@ -11,7 +13,7 @@ namespace {
 
 using testing::error_text;
 
-const std::string kFixtures = std::string(GRAPHED_SOURCE_DIR) + "/tests/report/fixtures/";
+using test_fixtures::kFixtures;
 
 std::string parse_error(const std::string& text) {
   return error_text<DataError>([&] { parse_bench_json(text, "b.json", "b.json"); });

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "report/report_fixtures.h"
 #include <nlohmann/json.hpp>
 
 #include "error_text.h"
@@ -18,7 +20,7 @@ namespace {
 using nlohmann::json;
 using testing::error_text;
 
-const std::string kFixtures = std::string(GRAPHED_SOURCE_DIR) + "/tests/report/fixtures/";
+using test_fixtures::kFixtures;
 
 std::string read_text(const std::string& path) {
   std::ifstream file(path);

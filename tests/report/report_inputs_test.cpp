@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/report_fixtures.h"
+
 #include "error_text.h"
 #include "graphed/util/file_system.h"
 
@@ -15,7 +17,7 @@ namespace {
 
 using testing::error_text;
 
-const std::string kFixtures = std::string(GRAPHED_SOURCE_DIR) + "/tests/report/fixtures/";
+using test_fixtures::kFixtures;
 
 class ReportInputsTest : public ::testing::Test {
  protected:

@@ -11,7 +11,7 @@ namespace {
 
 using testing::error_text;
 
-std::string parse_error(const std::string& text) {
+std::string metrics_parse_error(const std::string& text) {
   return error_text<DataError>([&] { parse_metrics_lines(text, "m.jsonl", "m.jsonl"); });
 }
 
@@ -63,41 +63,41 @@ TEST(RunMetricsTest, ALowerIterationStartsANewRun) {
 }
 
 TEST(RunMetricsTest, LineThatIsNotJsonIsNamed) {
-  EXPECT_EQ(parse_error("{\"iteration\": 1, \"loss\": 2}\n\n{\"iteration\": 2, \"loss\": \n"),
+  EXPECT_EQ(metrics_parse_error("{\"iteration\": 1, \"loss\": 2}\n\n{\"iteration\": 2, \"loss\": \n"),
             "line 3 of metrics file 'm.jsonl' is not JSON: {\"iteration\": 2, \"loss\": ; fix: pass a file written "
             "by graphed train --metrics-file FILE (one JSON object per line)");
 }
 
 TEST(RunMetricsTest, LongBadLineIsCut) {
-  EXPECT_EQ(parse_error("iteration,loss,lr,grad_norm,ms_per_iter,tokens_per_s,tflops,valid_loss,more,columns\n"),
+  EXPECT_EQ(metrics_parse_error("iteration,loss,lr,grad_norm,ms_per_iter,tokens_per_s,tflops,valid_loss,more,columns\n"),
             "line 1 of metrics file 'm.jsonl' is not JSON: iteration,loss,lr,grad_norm,ms_per_iter,tokens_per_s,"
             "tflops,...; fix: pass a file written by graphed train --metrics-file FILE (one JSON object per "
             "line)");
 }
 
 TEST(RunMetricsTest, LineThatIsNotAnObjectIsNamed) {
-  EXPECT_EQ(parse_error("[1, 2]\n"),
+  EXPECT_EQ(metrics_parse_error("[1, 2]\n"),
             "line 1 of metrics file 'm.jsonl' is not a JSON object: [1, 2]; fix: pass a file written by graphed "
             "train --metrics-file FILE (one JSON object per line)");
 }
 
 TEST(RunMetricsTest, RecordWithoutIterationIsNamed) {
-  EXPECT_EQ(parse_error("{\"iteration\": 1, \"loss\": 2}\n{\"loss\": 1.5}\n"),
+  EXPECT_EQ(metrics_parse_error("{\"iteration\": 1, \"loss\": 2}\n{\"loss\": 1.5}\n"),
             "line 2 of metrics file 'm.jsonl' has no \"iteration\": {\"loss\": 1.5}; fix: every record needs "
             "\"iteration\" (graphed train --metrics-file writes it)");
 }
 
 TEST(RunMetricsTest, NonNumericValueIsNamed) {
-  EXPECT_EQ(parse_error("{\"iteration\": 1, \"loss\": \"low\"}\n"),
+  EXPECT_EQ(metrics_parse_error("{\"iteration\": 1, \"loss\": \"low\"}\n"),
             "line 1 of metrics file 'm.jsonl' has a non-numeric \"loss\": \"low\"; fix: pass a file written by "
             "graphed train --metrics-file FILE (one JSON object per line)");
-  EXPECT_EQ(parse_error("{\"iteration\": null, \"loss\": 1}\n"),
+  EXPECT_EQ(metrics_parse_error("{\"iteration\": null, \"loss\": 1}\n"),
             "line 1 of metrics file 'm.jsonl' has a non-numeric \"iteration\": null; fix: pass a file written by "
             "graphed train --metrics-file FILE (one JSON object per line)");
 }
 
 TEST(RunMetricsTest, TextWithoutRecordsIsRejected) {
-  EXPECT_EQ(parse_error(" \n\n"),
+  EXPECT_EQ(metrics_parse_error(" \n\n"),
             "metrics file 'm.jsonl' has no records; fix: pass a file written by graphed train --metrics-file FILE "
             "(it gets a record every --log-interval iterations)");
 }

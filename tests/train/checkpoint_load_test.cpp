@@ -24,7 +24,7 @@
 namespace graphed::train {
 namespace {
 
-const char* const kLoadFix = "; fix: load an earlier checkpoint, or start without --load";
+const char* const kLoadFix = "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)";
 const char* const kModelFix = "; fix: load a checkpoint saved by this model";
 const char* const kDeviceFix = "; fix: resume on the kind of device that saved it, or start without --load";
 

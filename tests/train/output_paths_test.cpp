@@ -43,10 +43,22 @@ TEST(OutputPathsTest, MetricsFileMustBeAFileThatCanBeOpened) {
   config::TrainConfig train;
   train.metrics_file = root;
   EXPECT_EQ(error_of(train), "cannot write --metrics-file '" + root + "': it is a folder, not a file; fix: pass "
-                             "--metrics-file a path in a writable folder");
-  train.metrics_file = join_path(root, "missing/metrics.jsonl");
-  EXPECT_EQ(error_of(train), "cannot write --metrics-file '" + root + "/missing/metrics.jsonl': No such file or "
-                             "directory; fix: pass --metrics-file a path in a writable folder");
+                             "--metrics-file a path in a writable folder (missing folders are created)");
+  const std::string file = join_path(root, "a-file");
+  std::ofstream(file) << "x";
+  train.metrics_file = join_path(file, "metrics.jsonl");
+  EXPECT_EQ(error_of(train), "cannot write --metrics-file '" + file + "/metrics.jsonl': Not a directory; fix: pass "
+                             "--metrics-file a path in a writable folder (missing folders are created)");
+}
+
+TEST(OutputPathsTest, MissingFoldersOfTheMetricsFileAreCreated) {
+  // docs/report.md's first command, in an empty folder: --metrics-file runs/a/metrics.jsonl.
+  const std::string root = make_temporary_directory("graphed-output-paths");
+  config::TrainConfig train;
+  train.metrics_file = join_path(root, "runs/a/metrics.jsonl");
+  EXPECT_EQ(error_of(train), "(no error)");
+  EXPECT_TRUE(is_directory(join_path(root, "runs/a")));
+  EXPECT_TRUE(path_exists(join_path(root, "runs/a/metrics.jsonl")));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace graphed::train {
 namespace {
@@ -50,7 +51,8 @@ TEST(ProgressTest, OffATerminalAQuietRunPrintsAHeartbeatWhileAnIterationRuns) {
   SharedText shared;
   std::ostream out(&shared);
   {
-    Progress progress(0, 100, 64, out, /*bar=*/false, /*out_is_terminal=*/false, std::chrono::milliseconds(10));
+    EventLog log(out, LogFormat::kText);
+    Progress progress(0, 100, 64, log, /*bar=*/false, /*out_is_terminal=*/false, std::chrono::milliseconds(10));
     progress.update(10);
     // The main thread is busy (an iteration, an evaluation); the watcher speaks. Wait for its line.
     // (On a loaded machine it may already have spoken once at iteration 0, before update(10) ran.)
@@ -69,8 +71,9 @@ TEST(ProgressTest, OffATerminalAQuietRunPrintsAHeartbeatWhileAnIterationRuns) {
 TEST(ProgressTest, APrintedLineRestartsTheQuietClock) {
   std::ostringstream out;
   {
-    Progress progress(0, 100, 64, out, /*bar=*/false, /*out_is_terminal=*/false, std::chrono::hours(1));
-    progress.print_line("iteration 50/100 | ...");
+    EventLog log(out, LogFormat::kText);
+    Progress progress(0, 100, 64, log, /*bar=*/false, /*out_is_terminal=*/false, std::chrono::hours(1));
+    progress.print("interval", {{"iteration", 50}}, "iteration 50/100 | ...");
     progress.update(50);
   }
   EXPECT_EQ(out.str(), "iteration 50/100 | ...\n");
@@ -79,10 +82,58 @@ TEST(ProgressTest, APrintedLineRestartsTheQuietClock) {
 TEST(ProgressTest, NoHeartbeatWhenTheOutputIsATerminal) {
   std::ostringstream out;
   {
-    Progress progress(0, 100, 64, out, /*bar=*/false, /*out_is_terminal=*/true, std::chrono::milliseconds(0));
+    EventLog log(out, LogFormat::kText);
+    Progress progress(0, 100, 64, log, /*bar=*/false, /*out_is_terminal=*/true, std::chrono::milliseconds(0));
     progress.update(10);
   }
   EXPECT_EQ(out.str(), "");
+}
+
+TEST(ProgressTest, WithJsonEveryEventAndHeartbeatIsOneObjectPerLine) {
+  SharedText shared;
+  std::ostream out(&shared);
+  {
+    EventLog log(out, LogFormat::kJson);
+    Progress progress(0, 100, 64, log, /*bar=*/false, /*out_is_terminal=*/false, std::chrono::milliseconds(10));
+    progress.print("interval", {{"iteration", 5}, {"loss", 2.5}}, "iteration 5/100 | ...");
+    progress.update(10);
+    for (int tries = 0; tries < 500 && shared.text().find("\"heartbeat\"") == std::string::npos; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  std::istringstream lines(shared.text());
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, R"({"event":"interval","iteration":5,"loss":2.5})");
+  bool heartbeat = false;
+  while (std::getline(lines, line)) {
+    const auto object = nlohmann::json::parse(line);  // every line is one JSON object
+    if (object.at("event") == "heartbeat") {
+      heartbeat = true;
+      EXPECT_EQ(object.at("train_iters"), 100);
+      EXPECT_TRUE(object.contains("elapsed_s") && object.contains("tokens_seen")) << line;
+    }
+  }
+  EXPECT_TRUE(heartbeat) << shared.text();
+}
+
+TEST(EventLogTest, TextPrintsTheLineAndJsonTheFields) {
+  std::ostringstream text_out, json_out;
+  EventLog text(text_out, LogFormat::kText);
+  EventLog json(json_out, LogFormat::kJson);
+  text.print("validation", {{"iteration", 4}, {"valid_loss", 1.5}}, "validation loss at iteration 4: 1.5000");
+  json.print("validation", {{"iteration", 4}, {"valid_loss", 1.5}}, "validation loss at iteration 4: 1.5000");
+  text.note("no samples");
+  ::testing::internal::CaptureStderr();
+  json.note("no samples");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "note: no samples\n") << "notes stay out of the JSON";
+  EXPECT_EQ(text_out.str(), "validation loss at iteration 4: 1.5000\nnote: no samples\n");
+  EXPECT_EQ(json_out.str(), "{\"event\":\"validation\",\"iteration\":4,\"valid_loss\":1.5}\n");
+  // Text that is not UTF-8 (a sample of a byte-level model) still makes valid JSON.
+  std::ostringstream bytes_out;
+  EventLog bytes(bytes_out, LogFormat::kJson);
+  bytes.print("sample", {{"text", std::string("a\xff")}}, "");
+  EXPECT_EQ(bytes_out.str(), "{\"event\":\"sample\",\"text\":\"a\xEF\xBF\xBD\"}\n");
 }
 
 }  // namespace

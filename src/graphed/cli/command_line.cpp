@@ -68,11 +68,37 @@ std::string group_of(const config::SettingSpec& spec) {
   return "CUDA graphs";
 }
 
-std::string help_text(const config::SettingSpec& spec) {
-  std::string text = spec.help + " (default: " + config::setting_value_text(spec.read(config::Settings{})) + ")";
+/// What a setting does in `graphed generate`, where it differs from training's words.
+std::optional<std::string> generate_help(const std::string& key) {
+  static const std::map<std::string, std::string> help{
+      {"load", "a graphed checkpoint to decode with: a --save folder (its latest checkpoint) or one of its iter_* folders"},
+      {"seed", "the sampling noise's seed (with --temperature > 0): the same seed gives the same text"},
+      {"device", "where to decode; auto = CUDA if this build and machine have it"},
+  };
+  const auto found = help.find(key);
+  return found == help.end() ? std::nullopt : std::optional<std::string>(found->second);
+}
+
+std::string help_text(const config::SettingSpec& spec, const std::string& command) {
+  const std::optional<std::string> own = command == "generate" ? generate_help(spec.key) : std::nullopt;
+  std::string text = own.value_or(spec.help) + " (default: " + config::setting_value_text(spec.read(config::Settings{})) + ")";
   if (!spec.choices.empty()) text += " {" + join(spec.choices, ",") + "}";
   return text;
 }
+
+/// What --json prints, per command.
+std::string json_help(const std::string& command) {
+  if (command == "train") {
+    return "print one JSON object per line instead of text: each log interval, capture, checkpoint, evaluation and "
+           "sample, then a summary (\"event\": \"done\"); notes go to stderr";
+  }
+  if (command == "bench") return "print the table as a JSON array, one object per row";
+  if (command == "generate") return "print one JSON object: every completion with its ids and text, and the timings";
+  return "print the configuration, its migrations and every rule that fired as one JSON object";
+}
+
+/// Whether a command takes --preset and --config (generate takes its model from --load or --hf).
+bool takes_presets(const std::string& command) { return command != "generate"; }
 
 /// The settings `graphed generate` takes as flags: the CUDA-graph ones (the legacy spellings migrate),
 /// the checkpoint, the device and the seed. The model's own settings come from the checkpoint.
@@ -83,26 +109,27 @@ bool is_generate_setting(const config::SettingSpec& spec) {
   return std::find(keys.begin(), keys.end(), spec.key) != keys.end();
 }
 
-void add_setting_flags(CLI::App& app, FlagSet& flags, bool generate = false) {
+void add_setting_flags(CLI::App& app, FlagSet& flags, const std::string& command) {
+  const bool generate = command == "generate";
   for (const auto& spec : config::setting_specs()) {
     if (generate && !is_generate_setting(spec)) continue;
     SettingOptions entry;
     entry.spec = &spec;
     const std::string names = spec.flag() + "," + spec.underscore_flag();
     if (spec.kind == config::SettingKind::kBool) {
-      entry.option = app.add_flag(names)->description(help_text(spec))->group(group_of(spec));
+      entry.option = app.add_flag(names)->description(help_text(spec, command))->group(group_of(spec));
       const std::string negative = "--no-" + spec.flag().substr(2) + ",--no_" + spec.key;
       entry.negation = app.add_flag(negative)->description("turn off " + spec.flag())->group("");
     } else if (spec.kind == config::SettingKind::kList || spec.kind == config::SettingKind::kChoiceList) {
       entry.option = app.add_option(names)
-                         ->description(help_text(spec))
+                         ->description(help_text(spec, command))
                          ->expected(1, CLI::detail::expected_max_vector_size)
                          ->allow_extra_args()
                          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
                          ->group(group_of(spec));
     } else {
       entry.option = app.add_option(names)
-                         ->description(help_text(spec))
+                         ->description(help_text(spec, command))
                          ->expected(1)
                          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
                          ->group(group_of(spec));
@@ -110,8 +137,8 @@ void add_setting_flags(CLI::App& app, FlagSet& flags, bool generate = false) {
     flags.settings.push_back(entry);
   }
   app.add_option("--debug", flags.debug_channels, "turn on a debug channel (capture, config, ..., all)");
-  app.add_flag("--json", flags.json_output, "print machine-readable JSON");
-  if (generate) return;
+  app.add_flag("--json", flags.json_output, json_help(command));
+  if (!takes_presets(command)) return;
   for (const auto& alias : config::setting_aliases()) {
     flags.aliases.emplace_back(&alias, app.add_flag(alias.flag)->description(alias.help)->group("Model"));
   }
@@ -120,27 +147,98 @@ void add_setting_flags(CLI::App& app, FlagSet& flags, bool generate = false) {
   app.add_option("--config", flags.config_file, "JSON file of settings, applied after --preset (flags override)");
 }
 
-std::vector<std::string> known_flags() {
-  std::vector<std::string> names{"--preset", "--config", "--debug", "--json", "--help", "--version"};
-  for (const auto& spec : config::setting_specs()) {
-    if (spec.deprecated) continue;
-    names.push_back(spec.flag());
-    if (spec.kind == config::SettingKind::kBool) names.push_back("--no-" + spec.flag().substr(2));
+/// The flags a command takes, dash spellings (the migrated legacy ones left out).
+std::vector<std::string> flags_of(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options()) {
+    for (const std::string& name : option->get_lnames()) {
+      if (name.find('_') != std::string::npos) continue;  // the underscore spelling of a dashed flag
+      const config::SettingSpec* spec = config::find_setting(name);
+      if (spec != nullptr && spec->deprecated) continue;
+      names.push_back("--" + name);
+    }
   }
-  for (const auto& alias : config::setting_aliases()) names.push_back(alias.flag);
   return names;
 }
 
-std::string unknown_argument_message(const std::string& argument) {
+/// Other projects' names for graphed's flags (nanoGPT, llm.c, Hugging Face's Trainer and generate,
+/// vLLM), for suggestions only: graphed takes Megatron-LM's names.
+const std::map<std::string, std::string>& other_names() {
+  static const std::map<std::string, std::string> names{
+      {"--learning-rate", "--lr"}, {"--max-lr", "--lr"}, {"--min-learning-rate", "--min-lr"},
+      {"--batch-size", "--micro-batch-size"}, {"--per-device-train-batch-size", "--micro-batch-size"},
+      {"--total-batch-size", "--global-batch-size"}, {"--gradient-accumulation-steps", "--global-batch-size"},
+      {"--max-steps", "--train-iters"}, {"--max-iters", "--train-iters"}, {"--num-train-steps", "--train-iters"},
+      {"--num-iterations", "--train-iters"}, {"--steps", "--train-iters"}, {"--iters", "--train-iters"},
+      {"--warmup-steps", "--lr-warmup-iters"}, {"--warmup-iters", "--lr-warmup-iters"},
+      {"--lr-decay-steps", "--lr-decay-iters"}, {"--lr-scheduler-type", "--lr-decay-style"},
+      {"--n-layer", "--num-layers"}, {"--n-layers", "--num-layers"}, {"--num-hidden-layers", "--num-layers"},
+      {"--n-head", "--num-attention-heads"}, {"--num-heads", "--num-attention-heads"},
+      {"--num-key-value-heads", "--num-query-groups"}, {"--n-embd", "--hidden-size"}, {"--d-model", "--hidden-size"},
+      {"--intermediate-size", "--ffn-hidden-size"}, {"--block-size", "--seq-length"},
+      {"--context-length", "--seq-length"}, {"--max-seq-len", "--seq-length"}, {"--seq-len", "--seq-length"},
+      {"--sequence-length", "--seq-length"}, {"--dropout", "--hidden-dropout"}, {"--grad-clip", "--clip-grad"},
+      {"--max-grad-norm", "--clip-grad"}, {"--gradient-clipping", "--clip-grad"}, {"--beta1", "--adam-beta1"},
+      {"--beta2", "--adam-beta2"}, {"--adam-epsilon", "--adam-eps"}, {"--output-dir", "--save"},
+      {"--out-dir", "--save"}, {"--checkpoint-dir", "--save"}, {"--resume-from-checkpoint", "--load"},
+      {"--init-from", "--load"}, {"--logging-steps", "--log-interval"}, {"--eval-steps", "--eval-interval"},
+      {"--save-steps", "--save-interval"}, {"--checkpoint-every", "--save-interval"}, {"--dataset", "--data-path"},
+      {"--data", "--data-path"}, {"--train-file", "--data-path"}, {"--input-bin", "--data-path"},
+      {"--vocab", "--vocab-size"}, {"--n-vocab", "--vocab-size"}, {"--cuda-graph", "--cuda-graph-impl"},
+      {"--cuda-graphs", "--cuda-graph-impl"}, {"--max-tokens", "--max-new-tokens"},
+      {"--max-length", "--max-new-tokens"}, {"--num-tokens", "--max-new-tokens"}, {"--temp", "--temperature"},
+      {"--model", "--hf"}, {"--model-path", "--hf"}, {"--stop", "--stop-token"}, {"--eos-token-id", "--stop-token"},
+  };
+  return names;
+}
+
+/// The commands other than `command` that take `flag`, in help order.
+std::vector<std::string> commands_taking(const std::string& flag, const std::string& command,
+                                         const std::map<std::string, CLI::App*>& subcommands);
+
+std::string unknown_argument_message(const std::string& argument, const std::string& command = "",
+                                     const std::map<std::string, CLI::App*>& subcommands = {}) {
+  const std::string help = command.empty() ? "graphed --help" : "graphed " + command + " --help";
   if (argument.rfind("-", 0) != 0) {
-    return "unexpected argument '" + argument + "'; fix: flags start with -- (see graphed --help)";
+    return "unexpected argument '" + argument + "'; fix: flags start with -- (see " + help + ")";
   }
   const std::string name = argument.substr(0, argument.find('='));
   std::string dashed = name;
   std::replace(dashed.begin(), dashed.end(), '_', '-');
+  std::vector<std::string> known;  // the command's flags; every command's before a command is named
+  for (const auto& [name, app] : subcommands) {
+    if (!command.empty() && name != command) continue;
+    for (const std::string& flag : flags_of(*app)) known.push_back(flag);
+  }
+  const std::string fix = "; fix: see " + help + " for its flags";
+  const auto other = other_names().find(dashed);
+  if (other != other_names().end() && std::find(known.begin(), known.end(), other->second) != known.end()) {
+    return "unknown flag '" + name + "' (did you mean " + other->second + "? graphed takes Megatron-LM's flag names)" + fix;
+  }
+  if (const std::vector<std::string> elsewhere = commands_taking(dashed, command, subcommands); !elsewhere.empty()) {
+    std::string message = "'" + name + "' is not a flag of graphed " + command + " (it is one of graphed " +
+                          join(elsewhere, ", ") + ")";
+    const bool model_setting = config::find_setting(dashed) != nullptr || dashed == "--preset" || dashed == "--config";
+    if (command == "generate" && model_setting) {
+      return message + "; fix: leave it out: generate takes the model and its settings from --load or --hf";
+    }
+    return message + fix;
+  }
   std::string message = "unknown flag '" + name + "'";
-  if (const auto near = nearest_match(dashed, known_flags())) message += " (did you mean " + *near + "?)";
-  return message + "; fix: see graphed --help for the valid flags";
+  if (const auto near = nearest_match(dashed, known)) message += " (did you mean " + *near + "?)";
+  return message + fix;
+}
+
+std::vector<std::string> commands_taking(const std::string& flag, const std::string& command,
+                                         const std::map<std::string, CLI::App*>& subcommands) {
+  std::vector<std::string> taking;
+  for (const auto& name : command_names()) {
+    const auto found = subcommands.find(name);
+    if (name == command || found == subcommands.end()) continue;
+    const std::vector<std::string> flags = flags_of(*found->second);
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) taking.push_back(name);
+  }
+  return taking;
 }
 
 /// Converts the collected CLI11 results into a JSON object of settings, collecting every problem.
@@ -209,8 +307,10 @@ std::string preset_values_text(const std::string& name) {
   return text;
 }
 
-std::string help_with_lists(const CLI::App& app, const std::optional<std::string>& preset) {
+/// The help CLI11 writes (the command's when one is given), then the presets where the command takes them.
+std::string help_with_lists(const CLI::App& app, const std::optional<std::string>& preset, const std::string& command) {
   std::string text = app.help();  // CLI11 lists the subcommands itself
+  if (!takes_presets(command)) return text;
   if (preset) return text + preset_values_text(*preset);
   text += "\nPresets (--preset NAME; with --help, shows its values):\n";
   for (const auto& name : config::preset_names()) {
@@ -300,10 +400,11 @@ void take_bench_flags(const FlagSet& flags, CommandLine& result) {
 }
 
 /// One problem per unknown argument a command was given.
-std::vector<std::string> unknown_argument_problems(const std::vector<std::string>& extras) {
+std::vector<std::string> unknown_argument_problems(const std::vector<std::string>& extras, const std::string& command,
+                                                   const std::map<std::string, CLI::App*>& subcommands) {
   std::vector<std::string> problems;
   for (std::size_t i = 0; i < extras.size(); ++i) {
-    problems.push_back(unknown_argument_message(extras[i]));
+    problems.push_back(unknown_argument_message(extras[i], command, subcommands));
     // "--num-layer 4": the 4 belongs to the unknown flag; report the flag only.
     const bool flag_without_value = extras[i].rfind("--", 0) == 0 && extras[i].find('=') == std::string::npos;
     if (flag_without_value && i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0) ++i;
@@ -383,16 +484,18 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   for (const auto& command : commands()) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
     sub->allow_extras();
-    add_setting_flags(*sub, flag_sets[command.name], command.name == "generate");
+    subcommands[command.name] = sub;
+    if (command.name == "report" || command.name == "tokenize") continue;  // parsed on their own, above
+    add_setting_flags(*sub, flag_sets[command.name], command.name);
     if (command.name == "bench") add_bench_flags(*sub, flag_sets[command.name]);
     if (command.name == "generate") add_generate_flags(*sub, result.generate);
-    subcommands[command.name] = sub;
   }
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    result.early_output = help_with_lists(app, preset_argument(arguments));
+    const bool for_command = !arguments.empty() && subcommands.count(arguments.front()) > 0;
+    result.early_output = help_with_lists(app, preset_argument(arguments), for_command ? arguments.front() : "");
     return result;
   } catch (const CLI::CallForVersion&) {
     result.early_output = build_summary() + "\n";
@@ -414,12 +517,12 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
       if (const auto near = nearest_match(extras.front(), command_names())) message += " (did you mean " + *near + "?)";
       fail_with({message + "; fix: use one of " + join(command_names(), ", ")});
     }
-    if (!extras.empty()) fail_with({unknown_argument_message(extras.front())});
-    result.early_output = help_with_lists(app, std::nullopt);
+    if (!extras.empty()) fail_with({unknown_argument_message(extras.front(), "", subcommands)});
+    result.early_output = help_with_lists(app, std::nullopt, "");
     result.exit_code = arguments.empty() ? 1 : 0;
     return result;
   }
-  std::vector<std::string> problems = unknown_argument_problems(chosen->remaining());
+  std::vector<std::string> problems = unknown_argument_problems(chosen->remaining(), result.command, subcommands);
   const FlagSet& flags = flag_sets[result.command];
   json flag_values = collect_flag_values(flags, problems);
   if (!flags.preset.empty()) {

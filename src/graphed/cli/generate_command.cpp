@@ -100,6 +100,9 @@ infer::EngineOptions engine_options(const CommandLine& command_line, const confi
   options.sampling.top_k = flags.top_k;
   options.sampling.top_p = flags.top_p;
   options.sampling.seed = static_cast<uint64_t>(command_line.settings.train.seed);
+  // A model's vocabulary may be padded past its tokenizer's (Megatron pads it; a byte-level checkpoint
+  // has --vocab-size rows and 256 bytes): ids the tokenizer cannot decode are never drawn.
+  if (model.tokenizer) options.sampling.vocabulary = model.tokenizer->vocab_size();
   if (!flags.ignore_eos) options.stop_tokens = flags.stop_tokens.empty() ? model.end_tokens : flags.stop_tokens;
   return options;
 }

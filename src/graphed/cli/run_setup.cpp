@@ -10,6 +10,7 @@
 #include "graphed/train/checkpoint.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
+#include "graphed/util/host_memory.h"
 #include "graphed/util/logging.h"
 #include "graphed/util/text.h"
 
@@ -152,6 +153,7 @@ at::Device choose_device(const std::string& requested, const std::string& cpu_no
              "; " + cpu_note + ")");
   }
   if (!device.is_cuda()) {
+    keep_freed_host_memory();
     if (const auto blas = reference_blas_loaded()) {
       log_warn("LibTorch uses the reference BLAS (" + *blas + "), which trains about 6x slower on the CPU; fix: "
                "install OpenBLAS (apt-get install libopenblas0-pthread, which scripts/setup does)");

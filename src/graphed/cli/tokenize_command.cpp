@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/infer/tokenizer.h"
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 
@@ -123,7 +123,7 @@ int run_tokenize(const CommandLine& command_line, std::ostream& out) {
     return 0;
   }
   // The tokenizers refuse invalid UTF-8 themselves; checking here lets the message name the input.
-  if (command_line.tokenizer_path != "bytes") infer::check_utf8(input, input_name(command_line));
+  if (command_line.tokenizer_path != "bytes") check_utf8(input, input_name(command_line));
   const std::vector<int64_t> ids = tokenizer->encode(input, command_line.add_special_tokens);
   if (!command_line.json_output) {
     out << ids_line(ids) << '\n';

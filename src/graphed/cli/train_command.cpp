@@ -1,50 +1,98 @@
 // cli/train_command.cpp — see cli/train_command.h.
 #include "graphed/cli/train_command.h"
 
+#include <functional>
 #include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "graphed/capture/device.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/train/memory_estimate.h"
+#include "graphed/train/event_log.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
+#include "graphed/util/stop_signals.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
 namespace {
 
 void print_model_line(const config::RunConfig& config, train::Trainer& trainer, const at::Device& device,
-                      std::ostream& out) {
+                      train::EventLog& log) {
   int64_t parameters = 0;
   for (const auto& parameter : trainer.model()->parameters()) parameters += parameter.numel();
-  out << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
-      << group_thousands(static_cast<double>(parameters)) << " parameters" << (config.model.is_moe() ? " (MoE)" : "")
-      << (config.model.is_hybrid_model ? ", hybrid layers " + config.model.hybrid_override_pattern.value_or("") : "")
-      << "; device: " << capture::device_name(device)
-      << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "; "
-      << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size << " x "
-      << config.model.seq_length << " tokens per iteration";
-  if (config.train.data_parallel_size.value_or(1) > 1) {
-    out << " and rank (global batch " << *config.train.global_batch_size << " over "
-        << *config.train.data_parallel_size << " data-parallel ranks)";
+  const bool autocast = config.model.bf16 && device.is_cuda();
+  std::ostringstream line;
+  line << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
+       << group_thousands(static_cast<double>(parameters)) << " parameters" << (config.model.is_moe() ? " (MoE)" : "")
+       << (config.model.is_hybrid_model ? ", hybrid layers " + config.model.hybrid_override_pattern.value_or("") : "")
+       << "; device: " << capture::device_name(device) << (autocast ? ", bf16 autocast" : ", fp32") << "; "
+       << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size << " x "
+       << config.model.seq_length << " tokens per iteration";
+  const int64_t data_parallel = config.train.data_parallel_size.value_or(1);
+  if (data_parallel > 1) {
+    line << " and rank (global batch " << *config.train.global_batch_size << " over " << data_parallel
+         << " data-parallel ranks)";
   }
-  out << std::endl;
-  if (trainer.peak()) out << "MFU is measured against " << trainer.peak()->basis << std::endl;
+  nlohmann::json fields{{"layers", config.model.num_layers}, {"hidden_size", config.model.hidden_size},
+                        {"parameters", parameters}, {"device", capture::device_name(device)},
+                        {"precision", autocast ? "bf16 autocast" : "fp32"},
+                        {"microbatches", config.num_microbatches()},
+                        {"micro_batch_size", config.train.micro_batch_size}, {"seq_length", config.model.seq_length},
+                        {"global_batch_size", *config.train.global_batch_size}, {"data_parallel_size", data_parallel}};
+  if (trainer.peak()) {
+    line << "\nMFU is measured against " << trainer.peak()->basis;
+    fields["mfu_basis"] = trainer.peak()->basis;
+  }
+  log.print("model", fields, line.str());
 }
 
-void print_summary(const train::TrainSummary& summary, std::ostream& out) {
-  out << "done: " << summary.last_iteration << " iterations";
+/// "done: 300 iterations (301 to 600) in 7.8 s, 153,600 tokens at 19,692 tokens/s, final loss 1.6329":
+/// this run's work; the iterations before a resume are named, not counted.
+void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
+  const int64_t iterations = summary.last_iteration - summary.first_iteration;
+  std::ostringstream line;
+  line << "done: " << iterations << " iterations";
+  if (summary.first_iteration > 0) {
+    line << " (" << summary.first_iteration + 1 << " to " << summary.last_iteration << ")";
+  }
+  nlohmann::json fields{{"iterations", iterations}, {"first_iteration", summary.first_iteration + 1},
+                        {"last_iteration", summary.last_iteration}, {"seconds", summary.seconds},
+                        {"tokens", summary.tokens}, {"stopped", summary.stopped}};
   if (summary.seconds > 0.0) {
-    out << " in " << std::fixed << std::setprecision(1) << summary.seconds << " s, "
-        << group_thousands(summary.tokens) << " tokens at " << group_thousands(summary.tokens / summary.seconds)
-        << " tokens/s";
+    line << " in " << std::fixed << std::setprecision(1) << summary.seconds << " s, " << group_thousands(summary.tokens)
+         << " tokens at " << group_thousands(summary.tokens / summary.seconds) << " tokens/s";
+    fields["tokens_per_s"] = summary.tokens / summary.seconds;
   }
   if (!summary.intervals.empty()) {
-    out << ", final loss " << std::fixed << std::setprecision(4) << summary.intervals.back().loss;
+    line << ", final loss " << std::fixed << std::setprecision(4) << summary.intervals.back().loss;
+    fields["final_loss"] = summary.intervals.back().loss;
   }
-  out << std::defaultfloat << std::endl;
+  if (!summary.validation_losses.empty()) fields["final_valid_loss"] = summary.validation_losses.back().second;
+  log.print("done", fields, line.str());
+}
+
+/// After a stop request: what was saved and the command that goes on from there.
+void print_stop(const train::TrainSummary& summary, const config::RunConfig& config, const std::string& signal,
+                train::EventLog& log) {
+  std::string line = "stopped by " + signal + " after iteration " + std::to_string(summary.last_iteration) + " of " +
+                     std::to_string(config.train.train_iters);
+  nlohmann::json fields{{"signal", signal}, {"iteration", summary.last_iteration},
+                        {"train_iters", config.train.train_iters}};
+  if (summary.last_checkpoint) {
+    const std::string command = "graphed train --load " + *config.train.save;
+    line += "; saved checkpoint " + *summary.last_checkpoint + "; to go on: " + command;
+    fields["checkpoint"] = *summary.last_checkpoint;
+    fields["resume_command"] = command;
+  } else {
+    line += "; nothing was saved (no --save)";
+    fields["checkpoint"] = nullptr;
+  }
+  log.print("stopped", fields, line);
 }
 
 /// Refuses a run whose estimated memory exceeds what the device has free; warns above 80%.
@@ -56,34 +104,56 @@ void check_memory(const config::RunConfig& config, const at::Device& device) {
   if (const auto warning = train::check_memory_fits(config, autocast, *available, where)) log_warn(*warning);
 }
 
-/// Builds the trainer, loads --load, trains and prints the summary (rank 0 prints; the others' `out`
+/// The stop request of --exit-signal-handler (on by default with --save): the first SIGINT or SIGTERM
+/// lets the iteration finish and the run save; rank 0 says so at once.
+std::optional<StopSignals> stop_signals_for(const config::RunConfig& config, const dist::LaunchEnvironment& environment) {
+  if (!config.train.exit_signal_handler.value_or(config.train.save.has_value())) return std::nullopt;
+  const std::string when = environment.is_distributed()
+                               ? "at the next log line (every " + std::to_string(config.train.log_interval) +
+                                     " iterations, where the ranks agree)"
+                               : "after this iteration";
+  const std::string then = config.train.save ? ", then saving to " + *config.train.save : ", without saving (no --save)";
+  return std::optional<StopSignals>(std::in_place, environment.rank == 0,
+                                    "stopping " + when + then + "; press Ctrl-C again to exit at once");
+}
+
+/// Builds the trainer, loads --load, trains and prints the summary (rank 0 prints; the others' log
 /// drops everything).
 int train_rank(const config::RunConfig& config, const at::Device& device, dist::ProcessGroups* groups,
-               std::ostream& out) {
+               train::EventLog& log, const StopSignals* signals) {
   train::TokenDataset data =
       train::TokenDataset::open(config.train, config.model, default_corpus_path(), config.train.eval_iters);
-  out << "data: " << data.description() << " (format: " << data.format_description() << ")" << std::endl;
+  log.print("data", {{"description", data.description()}, {"format", data.format_description()}},
+            "data: " + data.description() + " (format: " + data.format_description() + ")");
   train::Trainer trainer(config, std::move(data), device, groups);
-  print_model_line(config, trainer, device, out);
+  print_model_line(config, trainer, device, log);
   if (config.train.sample_tokens > 0 && !trainer.data().is_byte_level()) {
-    out << "note: no samples: graphed reads text only through its byte-level tokenizer, and this data is token "
-           "ids (pass text or a folder of .txt to --data-path to see samples)" << std::endl;
+    log.note("no samples: graphed reads text only through its byte-level tokenizer, and this data is token ids "
+             "(pass text or a folder of .txt to --data-path to see samples)");
   }
   if (config.train.load) {
     trainer.load(*config.train.load);
-    out << "resumed from " << *config.train.load << " at iteration " << trainer.start_iteration() << std::endl;
+    log.print("resumed", {{"folder", *config.train.load}, {"iteration", trainer.start_iteration()}},
+              "resumed from " + *config.train.load + " at iteration " + std::to_string(trainer.start_iteration()));
     if (trainer.start_iteration() >= config.train.train_iters) {
-      out << "nothing to train: the checkpoint is at iteration " << trainer.start_iteration() << " and --train-iters is "
-          << config.train.train_iters << "; to go on, pass a larger --train-iters (e.g. --train-iters "
-          << trainer.start_iteration() + config.train.train_iters << ")" << std::endl;
+      log.note("nothing to train: the checkpoint is at iteration " + std::to_string(trainer.start_iteration()) +
+               " and --train-iters is " + std::to_string(config.train.train_iters) +
+               "; to go on, pass a larger --train-iters (e.g. --train-iters " +
+               std::to_string(trainer.start_iteration() + config.train.train_iters) + ")");
       return 0;
     }
   }
-  const train::TrainSummary summary = trainer.train(out);
-  if (config.train.eval_iters == 0) {  // evaluations sample on their own, the last one included
-    if (const auto text = trainer.sample(summary.last_iteration)) out << "sample: " << *text << std::endl;
+  std::function<bool()> stop_requested;
+  if (signals != nullptr) stop_requested = [signals] { return signals->requested(); };
+  const train::TrainSummary summary = trainer.train(log, stop_requested);
+  if (summary.stopped) print_stop(summary, config, signals->signal_name(), log);
+  if (config.train.eval_iters == 0 && !summary.stopped) {  // evaluations sample on their own, the last one included
+    if (const auto text = trainer.sample(summary.last_iteration)) {
+      log.print("sample", {{"iteration", summary.last_iteration}, {"text", *text}},
+                "sample: " + train::Trainer::sample_for_display(*text));
+    }
   }
-  print_summary(summary, out);
+  print_summary(summary, log);
   return 0;
 }
 
@@ -92,17 +162,28 @@ int train_rank(const config::RunConfig& config, const at::Device& device, dist::
 int run_train(const CommandLine& command_line, std::ostream& out) {
   const dist::LaunchEnvironment environment = launch_environment();
   std::ostream& print = environment.rank == 0 ? out : null_stream();
-  const config::RunConfig config = resolve_for_run(command_line, print, environment.world_size);
+  const train::LogFormat format = command_line.json_output ? train::LogFormat::kJson : train::LogFormat::kText;
+  // With --json, standard output holds only the JSON events; the setup's notes go to stderr.
+  const config::RunConfig config =
+      resolve_for_run(command_line, command_line.json_output ? std::cerr : print, environment.world_size);
   const at::Device device = device_for_rank(choose_device(config.train.device), environment);
   require_available_impl(config, device);
   check_memory(config, device);
-  if (!environment.is_distributed()) return train_rank(config, device, nullptr, out);
+  train::EventLog log(print, format);
+  const std::optional<StopSignals> signals = stop_signals_for(config, environment);
+  const StopSignals* stop = signals ? &*signals : nullptr;
+  if (!environment.is_distributed()) return train_rank(config, device, nullptr, log, stop);
   DistributedRun distributed(config, environment, device);
-  print << "launch: " << environment.world_size << " ranks (data-parallel " << *config.train.data_parallel_size
-        << " x pipeline " << config.train.pipeline_model_parallel_size << "), " << (device.is_cuda() ? "NCCL" : "Gloo")
-        << "; rank 0 prints and writes" << std::endl;
+  log.print("launch",
+            {{"ranks", environment.world_size}, {"data_parallel_size", *config.train.data_parallel_size},
+             {"pipeline_model_parallel_size", config.train.pipeline_model_parallel_size},
+             {"backend", device.is_cuda() ? "NCCL" : "Gloo"}},
+            "launch: " + std::to_string(environment.world_size) + " ranks (data-parallel " +
+                std::to_string(*config.train.data_parallel_size) + " x pipeline " +
+                std::to_string(config.train.pipeline_model_parallel_size) + "), " + (device.is_cuda() ? "NCCL" : "Gloo") +
+                "; rank 0 prints and writes");
   try {
-    const int status = train_rank(config, device, &distributed.groups(), print);
+    const int status = train_rank(config, device, &distributed.groups(), log, stop);
     distributed.finish();
     return status;
   } catch (const DistributedError& error) {

@@ -1,6 +1,7 @@
 // cli/train_command.h — `graphed train [flags]`: trains the configured model on the configured data,
-// printing progress at --log-interval, evaluating, checkpointing, and (for text data) showing a short
-// greedy sample at the end so a newcomer sees what the model learned.
+// printing progress at --log-interval (text, or one JSON object per line with --json), evaluating,
+// checkpointing, and (for text data) showing short samples so a newcomer sees what the model learned.
+// With --save (or --exit-signal-handler), SIGINT and SIGTERM end the run after the iteration, saved.
 #pragma once
 
 #include <ostream>

@@ -208,7 +208,10 @@ std::vector<SettingSpec> train_specs() {
       train(&T::save, "save", "checkpoint folder to write"),
       train(&T::load, "load", "checkpoint folder to resume from"),
       train(&T::save_interval, "save_interval", "iterations between checkpoints (needs --save)"),
-      train(&T::metrics_file, "metrics_file", "JSON-lines file of per-interval metrics"),
+      train(&T::metrics_file, "metrics_file", "JSON-lines file of per-interval metrics (missing folders are made)"),
+      train(&T::exit_signal_handler, "exit_signal_handler",
+            "on SIGINT or SIGTERM, finish the iteration, save (with --save) and exit 0; a second signal exits at "
+            "once; unset = on when --save is given"),
       train(&T::device, "device", "where to train; auto = CUDA if this build and machine have it",
             {"auto", "cuda", "cpu"}),
       train(&T::sample_prompt, "sample_prompt", "text the samples continue (byte-level data only)"),

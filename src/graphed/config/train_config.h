@@ -34,6 +34,9 @@ struct TrainConfig {
   std::optional<std::string> load;             ///< --load checkpoint folder
   std::optional<int64_t> save_interval;        ///< --save-interval; needs --save
   std::optional<std::string> metrics_file;     ///< --metrics-file (JSON lines)
+  /// --exit-signal-handler: on SIGINT or SIGTERM, finish the iteration, save (with --save) and exit 0;
+  /// unset = on when --save is given.
+  std::optional<bool> exit_signal_handler;
   std::string device = "auto";                 ///< --device auto|cuda|cpu
   std::string sample_prompt = "The ";          ///< --sample-prompt, text the samples continue
   int64_t sample_tokens = 64;                  ///< --sample-tokens per sample; 0 = no samples

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "graphed/infer/unicode_properties.h"
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::infer {
 namespace {

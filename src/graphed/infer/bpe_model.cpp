@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <queue>
 
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {

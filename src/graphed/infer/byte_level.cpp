@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::infer {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {

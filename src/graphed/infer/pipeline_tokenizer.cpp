@@ -4,7 +4,7 @@
 // decodes through the decoder like any other, by its normalized content).
 #include "graphed/infer/pipeline_tokenizer.h"
 
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
 

@@ -1,7 +1,7 @@
 // infer/sampler.h — picks each row's next token on the device, with no host sync and no generator
 // state, so that sampling can sit inside a CUDA graph: greedy (argmax), or temperature, top-k and
 // top-p with Gumbel-max noise hashed from (seed, step, row, token). The same seed gives the same text,
-// eager or graphed.
+// eager or graphed; ids past the tokenizer's vocabulary (a padded embedding table) are never drawn.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,9 @@ struct SamplingOptions {
   int64_t top_k = 0;         ///< draw among the k likeliest tokens; 0 = all
   double top_p = 1.0;        ///< draw among the likeliest tokens whose probabilities sum to top_p; 1 = all
   uint64_t seed = 0;         ///< the noise's seed
+  /// Draw only ids below this: the tokenizer's ids, where the model's vocabulary is padded past them
+  /// (Megatron pads it to a multiple of 128, and so do many Hugging Face models). 0 = every id.
+  int64_t vocabulary = 0;
 
   bool is_greedy() const { return temperature <= 0.0; }
 };
@@ -23,8 +26,9 @@ struct SamplingOptions {
 /// index of the token being drawn, so that every step draws fresh noise). Returns int64 [rows].
 at::Tensor sample_tokens(const at::Tensor& logits, const SamplingOptions& options, const at::Tensor& step);
 
-/// Uniform noise in (0, 1), float64 [rows, vocab], from a 32-bit hash of (seed, step, row, column):
-/// the same arguments give the same bits on every device.
+/// Uniform noise in (0, 1), float64 [rows, vocab], from a hash of (seed, step, row, column) in which
+/// each word passes through a full mixing round before the next joins it, so that nearby seeds, steps
+/// and rows give unrelated noise. The same arguments give the same bits on every device.
 at::Tensor hashed_uniform(int64_t rows, int64_t vocab, uint64_t seed, const at::Tensor& step);
 
 }  // namespace graphed::infer

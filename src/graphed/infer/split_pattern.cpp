@@ -5,7 +5,7 @@
 #include "graphed/infer/split_pattern.h"
 
 #include "graphed/infer/unicode_properties.h"
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {

@@ -3,7 +3,7 @@
 // space is dropped only for the first token of a text).
 #include "graphed/infer/stream_decoder.h"
 
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::infer {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "graphed/infer/byte_level.h"
 #include "graphed/infer/detail/json_fields.h"
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/text.h"
 
 namespace graphed::infer {

@@ -7,7 +7,7 @@
 #include "graphed/infer/byte_tokenizer.h"
 #include "graphed/infer/detail/json_fields.h"
 #include "graphed/infer/pipeline_tokenizer.h"
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 

@@ -181,6 +181,7 @@ namespace {
 
 /// The next token from the last position's logits [vocab], on the CPU.
 int64_t pick_token(at::Tensor logits, const Sampling& sampling, at::Generator& generator) {
+  if (sampling.vocabulary > 0 && sampling.vocabulary < logits.size(0)) logits = logits.narrow(0, 0, sampling.vocabulary);
   logits = logits.to(at::kDouble);
   if (sampling.temperature <= 0.0 || !at::isfinite(logits).all().item<bool>()) return logits.argmax(-1).item<int64_t>();
   logits = (logits - logits.max()) / sampling.temperature;  // the likeliest token at 0: finite for any temperature

@@ -59,6 +59,9 @@ struct Sampling {
   double temperature = 0.0;  ///< 0 = greedy (argmax); else softmax(logits / temperature)
   int64_t top_k = 0;         ///< draw among the k likeliest tokens; 0 = all
   uint64_t seed = 0;         ///< seeds the sampling generator: the same seed gives the same text
+  /// Draw only ids below this: the tokenizer's, where the model's vocabulary is padded past them
+  /// (a byte-level run's 256 in a table of --vocab-size rows). 0 = every id.
+  int64_t vocabulary = 0;
 };
 
 class GptModelImpl : public torch::nn::Module {

@@ -28,7 +28,7 @@ SafetensorsWording checkpoint_wording() {
   SafetensorsWording wording;
   wording.file = "checkpoint file";
   wording.unreadable_fix = "pass the folder of a complete checkpoint to --load";
-  wording.corrupt_fix = "load an earlier checkpoint, or start without --load";
+  wording.corrupt_fix = "pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)";
   wording.unwritable_fix = "check that the --save folder is writable and has space";
   wording.write_failed_fix = "check the space left in the --save folder";
   return wording;
@@ -143,7 +143,7 @@ std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iterati
 // Loading: every check runs before anything is copied into the model or optimizer.
 namespace {
 
-const char* const kLoadFix = "; fix: load an earlier checkpoint, or start without --load";
+const char* const kLoadFix = "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)";
 const char* const kModelFix = "; fix: load a checkpoint saved by this model";
 const char* const kDeviceFix = "; fix: resume on the kind of device that saved it, or start without --load";
 
@@ -380,7 +380,7 @@ int64_t load_model_weights(const std::string& load_dir, model::GptModel& model, 
   const CheckpointInfo info = read_checkpoint_info(load_dir);
   check_architecture(info, config);
   const std::string model_file = join_path(info.folder, "model.safetensors");
-  const SavedTensors parameters = read_safetensors(model_file);
+  const SavedTensors parameters = read_safetensors(model_file, checkpoint_wording());  // train's words, for generate too
   NamedTensors model_parameters;
   for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());
   check_expected(model_file, parameters, model_parameters, "the model");

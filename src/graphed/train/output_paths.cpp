@@ -32,8 +32,13 @@ void check_save_folder(const std::string& folder) {
 }
 
 void check_metrics_file(const std::string& path) {
-  const std::string fix = "pass --metrics-file a path in a writable folder";
+  const std::string fix = "pass --metrics-file a path in a writable folder (missing folders are created)";
   if (is_directory(path)) fail("--metrics-file", path, "it is a folder, not a file", fix);
+  const std::size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash);
+  if (!folder.empty() && !is_directory(folder)) {
+    if (const int error = create_directories(folder)) fail("--metrics-file", path, std::strerror(error), fix);
+  }
   std::ofstream file(path, std::ios::app);
   if (!file) fail("--metrics-file", path, std::strerror(errno != 0 ? errno : EACCES), fix);
 }

@@ -9,9 +9,9 @@ namespace graphed::train {
 
 using Clock = std::chrono::steady_clock;
 
-Progress::Progress(int64_t first, int64_t total, double tokens_per_iteration, std::ostream& out, bool bar,
+Progress::Progress(int64_t first, int64_t total, double tokens_per_iteration, EventLog& log, bool bar,
                    bool out_is_terminal, std::chrono::milliseconds heartbeat)
-    : first_(first), total_(total), tokens_per_iteration_(tokens_per_iteration), out_(out), bar_(bar),
+    : first_(first), total_(total), tokens_per_iteration_(tokens_per_iteration), log_(log), bar_(bar),
       heartbeat_(heartbeat), start_(Clock::now()), done_(first), last_draw_(start_), last_line_(start_) {
   if (!out_is_terminal) watcher_ = std::thread([this] { watch(); });
 }
@@ -56,10 +56,17 @@ void Progress::watch() {
       continue;  // stopped, a line was printed meanwhile, or the quiet time is up: look again
     }
     const int64_t done = done_.load();
-    const std::string eta = done > first_ ? ", ETA " + duration(eta_seconds(done)) : std::string();
-    out_ << "  ... iteration " << done << "/" << total_ << ", " << duration(elapsed_seconds()) << " elapsed" << eta
-         << ", " << group_thousands(static_cast<double>(done - first_) * tokens_per_iteration_) << " tokens seen"
-         << std::endl;
+    const double elapsed = elapsed_seconds();
+    const double tokens = static_cast<double>(done - first_) * tokens_per_iteration_;
+    nlohmann::json fields{{"iteration", done}, {"train_iters", total_}, {"elapsed_s", elapsed}, {"tokens_seen", tokens}};
+    std::string eta;
+    if (done > first_) {
+      fields["eta_s"] = eta_seconds(done);
+      eta = ", ETA " + duration(eta_seconds(done));
+    }
+    log_.print("heartbeat", fields,
+               "  ... iteration " + std::to_string(done) + "/" + std::to_string(total_) + ", " + duration(elapsed) +
+                   " elapsed" + eta + ", " + group_thousands(tokens) + " tokens seen");
     last_line_ = Clock::now();
   }
 }
@@ -86,10 +93,10 @@ void Progress::clear_bar() {
   drawn_ = false;
 }
 
-void Progress::print_line(const std::string& line) {
+void Progress::print(const std::string& kind, const nlohmann::json& fields, const std::string& line) {
   clear_bar();
   std::lock_guard<std::mutex> lock(mutex_);
-  out_ << line << std::endl;
+  log_.print(kind, fields, line);
   last_line_ = Clock::now();
 }
 

@@ -49,7 +49,8 @@ class TokenDataset {
   const std::string& format_description() const { return format_; }
   int64_t split_size(Split split) const;
 
-  /// Byte-level tokenizer.
+  /// Byte-level tokenizer: token = byte, so its ids are 0..255 (--vocab-size may be larger).
+  static constexpr int64_t kByteVocabulary = 256;
   static std::vector<int64_t> encode_bytes(const std::string& text);
   static std::string decode_bytes(const std::vector<int64_t>& tokens);
 

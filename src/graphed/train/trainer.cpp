@@ -16,6 +16,7 @@
 #include "graphed/kernels/training_ops.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/data_parallel_sync.h"
+#include "graphed/train/interval_timer.h"
 #include "graphed/train/lr_schedule.h"
 #include "graphed/train/output_paths.h"
 #include "graphed/train/pipeline_checkpoint.h"
@@ -23,11 +24,10 @@
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::train {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string scientific(double value, int digits) {
   std::ostringstream out;
@@ -195,14 +195,18 @@ void Trainer::report_capture(Progress& progress, int64_t iteration) {
   line << "captured " << report.what << " at iteration " << iteration << " in " << std::fixed << std::setprecision(3)
        << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.memory.pool_bytes) << " MiB, graphs "
        << mib(report.memory.graph_bytes) << " MiB); replaying from here";
-  progress.print_line(line.str());
+  progress.print("capture",
+                 {{"what", report.what}, {"iteration", iteration}, {"seconds", report.seconds},
+                  {"pool_bytes", report.memory.pool_bytes}, {"graph_bytes", report.memory.graph_bytes}},
+                 line.str());
 }
 
-/// Losses and norms of the iterations since the last log line, summed on the device.
+/// Losses and norms of the iterations since the last log line, summed on the device, and the time
+/// their training took.
 struct Trainer::Interval {
   at::Tensor loss_sum, norm_sum, non_finite;
   int64_t iterations = 0;
-  Clock::time_point start = Clock::now();
+  IntervalTimer timer;
 };
 
 void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done, TrainSummary& summary) {
@@ -212,22 +216,28 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
   record.iteration = done;
   record.loss = interval.loss_sum.item<double>() / count;  // the interval's only sync
   record.grad_norm = interval.norm_sum.item<double>() / count;
-  const double seconds = std::chrono::duration<double>(Clock::now() - interval.start).count();
+  const double seconds = interval.timer.seconds();
   record.ms_per_iteration = 1000.0 * seconds / count;
   record.tokens_per_second = tokens_per_iteration() * count / seconds;
   record.tflops = flops_per_iteration() * count / seconds / 1e12;
   record.learning_rate = learning_rate(t, done - 1);
+  nlohmann::json fields{{"iteration", done}, {"lr", record.learning_rate}, {"loss", record.loss},
+                        {"grad_norm", record.grad_norm}, {"ms_per_iter", record.ms_per_iteration},
+                        {"tokens_per_s", record.tokens_per_second}, {"tflops", record.tflops}};
   std::ostringstream line;
   line << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr " << scientific(record.learning_rate, 3)
        << " | loss " << std::fixed << std::setprecision(4) << record.loss << " | grad norm " << std::setprecision(3)
        << record.grad_norm << " | " << std::setprecision(1) << record.ms_per_iteration << " ms/iter | "
        << group_thousands(record.tokens_per_second) << " tokens/s | " << std::defaultfloat << std::setprecision(3)
        << record.tflops << " TFLOP/s";
-  if (peak_) line << " | MFU " << std::fixed << std::setprecision(2) << 100.0 * record.tflops * 1e12 / peak_->flops_per_second << "%";
-  progress.print_line(line.str());
-  write_metrics({{"iteration", done}, {"lr", record.learning_rate}, {"loss", record.loss},
-                 {"grad_norm", record.grad_norm}, {"ms_per_iter", record.ms_per_iteration},
-                 {"tokens_per_s", record.tokens_per_second}, {"tflops", record.tflops}});
+  write_metrics(fields);
+  if (peak_) {
+    const double mfu = 100.0 * record.tflops * 1e12 / peak_->flops_per_second;
+    line << " | MFU " << std::fixed << std::setprecision(2) << mfu << "%";
+    fields["mfu_percent"] = mfu;
+  }
+  fields["train_iters"] = t.train_iters;
+  progress.print("interval", fields, line.str());
   summary.intervals.push_back(record);
   if (interval.non_finite.item<double>() > 0.0) {
     throw Error("loss or gradient norm became NaN or Inf between iterations " +
@@ -238,16 +248,20 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
   interval.loss_sum.zero_();
   interval.norm_sum.zero_();
   interval.iterations = 0;
+  interval.timer.restart();
 }
 
 void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary) {
   const double valid = evaluate(done / config_.train.eval_interval);
   std::ostringstream line;
   line << "validation loss at iteration " << done << ": " << std::fixed << std::setprecision(4) << valid;
-  progress.print_line(line.str());
+  progress.print("validation", {{"iteration", done}, {"valid_loss", valid}}, line.str());
   write_metrics({{"iteration", done}, {"valid_loss", valid}});
   summary.validation_losses.emplace_back(done, valid);
-  if (const auto text = sample(done)) progress.print_line("sample at iteration " + std::to_string(done) + ": " + *text);
+  if (const auto text = sample(done)) {
+    progress.print("sample", {{"iteration", done}, {"text", *text}},
+                   "sample at iteration " + std::to_string(done) + ": " + sample_for_display(*text));
+  }
 }
 
 std::optional<std::string> Trainer::sample(int64_t iteration) {
@@ -260,19 +274,59 @@ std::optional<std::string> Trainer::sample(int64_t iteration) {
   sampling.temperature = t.sample_temperature;
   sampling.top_k = t.sample_top_k;
   sampling.seed = static_cast<uint64_t>(t.seed) + static_cast<uint64_t>(iteration);
+  sampling.vocabulary = TokenDataset::kByteVocabulary;  // --vocab-size may pad the table past the bytes
   const auto tokens = model_->generate(TokenDataset::encode_bytes(t.sample_prompt), t.sample_tokens, sampling);
-  std::string text;
-  for (const char c : TokenDataset::decode_bytes(tokens)) text.push_back(c >= 32 && c < 127 ? c : c == '\n' ? '|' : '?');
-  return "\"" + text + "\"";
+  return to_valid_utf8_lossy(TokenDataset::decode_bytes(tokens));
+}
+
+std::string Trainer::sample_for_display(const std::string& text) {
+  std::string shown;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      shown.push_back('|');
+    } else if (byte < 32 || byte == 127) {
+      shown.push_back('?');
+    } else {
+      shown.push_back(c);  // printable ASCII, and every byte of a UTF-8 character
+    }
+  }
+  return "\"" + shown + "\"";
+}
+
+bool Trainer::agree_to_stop(bool requested_here, bool at_log_line) {
+  if (groups_ == nullptr) return requested_here;
+  // Several ranks stop together or not at all: each says whether it was asked, at the log line (where
+  // the host waits for the device anyway), and all stop if any was.
+  if (!at_log_line) return false;
+  at::Tensor votes = at::full({1}, requested_here ? 1.0f : 0.0f, at::TensorOptions().device(device_).dtype(at::kFloat));
+  groups_->world().all_reduce_sum(votes).wait();
+  return votes.item<float>() > 0.0f;
+}
+
+bool Trainer::save_due(int64_t done) const {
+  const auto& t = config_.train;
+  return t.save && ((t.save_interval && done % *t.save_interval == 0) || done == t.train_iters);
+}
+
+void Trainer::save_and_report(Progress& progress, int64_t done, TrainSummary& summary) {
+  const std::string folder = save(done);
+  summary.last_checkpoint = folder;
+  progress.print("checkpoint", {{"iteration", done}, {"folder", folder}}, "saved checkpoint " + folder);
 }
 
 TrainSummary Trainer::train(std::ostream& out) {
+  EventLog log(out, LogFormat::kText);
+  return train(log);
+}
+
+TrainSummary Trainer::train(EventLog& log, const std::function<bool()>& stop_requested) {
   const auto& t = config_.train;
   TrainSummary summary;
-  // Heartbeat lines go to `out` unless it is the terminal (std::cout on a TTY); tests and files get them.
-  const bool out_is_terminal = &out == &std::cout && ::isatty(::fileno(stdout)) != 0;
-  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration(), out,
-                    is_main_rank() && ::isatty(::fileno(stderr)) != 0, out_is_terminal);
+  summary.first_iteration = summary.last_iteration = start_iteration_;
+  // Heartbeat lines go to the log unless it prints to the terminal; tests and files get them.
+  Progress progress(start_iteration_, t.train_iters, tokens_per_iteration(), log,
+                    is_main_rank() && ::isatty(::fileno(stderr)) != 0, log.prints_to_terminal());
   const at::TensorOptions scalar = at::TensorOptions().device(device_).dtype(at::kFloat);
   Interval interval{at::zeros({}, scalar), at::zeros({}, scalar), at::zeros({}, scalar)};
   bool capture_reported = runner_->capture_report().has_value();
@@ -289,25 +343,26 @@ TrainSummary Trainer::train(std::ostream& out) {
     }
     ++interval.iterations;
     const int64_t done = iteration + 1;
+    summary.last_iteration = done;
     progress.update(done);
-    if (done % t.log_interval == 0 || done == t.train_iters) {
-      log_interval(progress, interval, done, summary);
-      interval.start = Clock::now();
-    }
-    if (t.save && ((t.save_interval && done % *t.save_interval == 0) || done == t.train_iters)) {
-      // Saved first (nothing the evaluation or sample does can lose it), and before anything is
-      // printed, so that an error stands on a line of its own.
-      progress.print_line("saved checkpoint " + save(done));
-      interval.start = Clock::now();
+    const bool log_line = done % t.log_interval == 0 || done == t.train_iters;
+    if (log_line) log_interval(progress, interval, done, summary);
+    const bool stop = stop_requested && agree_to_stop(stop_requested(), log_line);
+    if (stop && interval.iterations > 0) log_interval(progress, interval, done, summary);  // the loss so far
+    const IntervalTimer::Pause pause(interval.timer);  // checkpoints and evaluations are not training time
+    // Saved first (nothing the evaluation or sample does can lose it), and before anything is printed,
+    // so that an error stands on a line of its own.
+    if (save_due(done) || (stop && t.save)) save_and_report(progress, done, summary);
+    if (stop) {
+      summary.stopped = true;
+      break;
     }
     if (t.eval_iters > 0 && (done % t.eval_interval == 0 || done == t.train_iters)) {
       evaluate_and_sample(progress, done, summary);
-      interval.start = Clock::now();
     }
-    summary.last_iteration = done;
   }
   summary.seconds = progress.elapsed_seconds();
-  summary.tokens = static_cast<double>(t.train_iters - start_iteration_) * tokens_per_iteration();
+  summary.tokens = static_cast<double>(summary.last_iteration - start_iteration_) * tokens_per_iteration();
   return summary;
 }
 

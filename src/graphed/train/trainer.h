@@ -18,6 +18,7 @@
 #include "graphed/dist/parallel_layout.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
+#include "graphed/train/event_log.h"
 #include "graphed/train/iteration_runner.h"
 #include "graphed/train/token_dataset.h"
 #include "graphed/train/training_step.h"
@@ -37,7 +38,10 @@ struct IntervalRecord {
 };
 
 struct TrainSummary {
-  int64_t last_iteration = 0;
+  int64_t first_iteration = 0;  ///< the iterations done before this run (the checkpoint's; 0 from scratch)
+  int64_t last_iteration = 0;   ///< the iterations done when the loop ended (this run's and the earlier ones)
+  bool stopped = false;         ///< the loop ended early, on a stop request
+  std::optional<std::string> last_checkpoint;  ///< the folder this run saved last, if any
   double seconds = 0;  ///< the loop's wall time (evaluations and checkpoints included)
   double tokens = 0;   ///< tokens trained on by this run (from the start or the checkpoint)
   std::vector<IntervalRecord> intervals;
@@ -59,14 +63,23 @@ class Trainer {
   IterationStats train_step(int64_t iteration);
   /// Mean validation loss over --eval-iters iterations' worth of batches (round picks the batches).
   double evaluate(int64_t round);
-  /// The loop from start_iteration() to --train-iters: logging, evaluation, checkpoints. Progress
-  /// lines go to out; a TTY progress bar to stderr. Throws graphed::Error on NaN when the check is on.
+  /// The loop from start_iteration() to --train-iters: logging, evaluation, checkpoints, each an
+  /// event of `log`; a TTY progress bar to stderr. Log intervals time training only (evaluations and
+  /// checkpoints between two log lines are left out). stop_requested, when given, is asked after every
+  /// iteration (with several ranks: at log lines, and all ranks stop if one was asked): the loop then
+  /// logs the partial interval, saves (with --save) and ends, summary.stopped set. Throws
+  /// graphed::Error on NaN when the check is on.
+  TrainSummary train(EventLog& log, const std::function<bool()>& stop_requested = {});
+  /// The same, printing text lines to out.
   TrainSummary train(std::ostream& out);
 
-  /// A sample continuing --sample-prompt (quoted, unprintable bytes shown as '?', newlines as '|'),
-  /// drawn with --sample-temperature and --sample-top-k from a generator seeded by --seed and the
-  /// iteration; nullopt without byte-level data or with --sample-tokens 0. Graphed units run eagerly.
+  /// A sample continuing --sample-prompt: the prompt and --sample-tokens bytes drawn with
+  /// --sample-temperature and --sample-top-k from a generator seeded by --seed and the iteration, never
+  /// an id past the 256 bytes, as UTF-8 (invalid sequences replaced by U+FFFD); nullopt without
+  /// byte-level data or with --sample-tokens 0. Graphed units run eagerly.
   std::optional<std::string> sample(int64_t iteration);
+  /// A sample on one quoted line: newlines as '|', other control characters as '?'.
+  static std::string sample_for_display(const std::string& text);
   /// The device's peak for MFU, when known.
   const std::optional<capture::PeakThroughput>& peak() const { return peak_; }
 
@@ -98,6 +111,11 @@ class Trainer {
   std::vector<Batch> host_batches(Split split, int64_t index) const;
   struct Interval;
   void log_interval(Progress& progress, Interval& interval, int64_t done, TrainSummary& summary);
+  /// Whether to stop after this iteration: this process's request, agreed by every rank (at log lines).
+  bool agree_to_stop(bool requested_here, bool at_log_line);
+  /// Whether --save and --save-interval (or the last iteration) ask for a checkpoint after `done`.
+  bool save_due(int64_t done) const;
+  void save_and_report(Progress& progress, int64_t done, TrainSummary& summary);
   void evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary);
   void write_metrics(const nlohmann::json& record);
   void report_capture(Progress& progress, int64_t iteration);

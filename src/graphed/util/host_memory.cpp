@@ -1,11 +1,20 @@
 // util/host_memory.cpp — see util/host_memory.h.
 #include "graphed/util/host_memory.h"
 
+#include <malloc.h>
+
+#include <climits>
 #include <cstdlib>
 
 #include "graphed/util/file_system.h"
 
 namespace graphed {
+
+void keep_freed_host_memory() {
+  mallopt(M_MMAP_MAX, 0);              // large blocks come from the heap, where freed ones are reused
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);  // and the heap is not given back while the run goes on
+}
+
 
 std::optional<int64_t> available_from_meminfo(const std::string& meminfo) {
   const std::size_t at = meminfo.find("MemAvailable:");

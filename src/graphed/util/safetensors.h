@@ -17,7 +17,7 @@
 namespace graphed {
 
 /// How the reader's and writer's messages name the file and what to do about it; each user words its
-/// own (training: "checkpoint file", "...; fix: load an earlier checkpoint, or start without --load").
+/// own (training: "checkpoint file", "...; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)").
 struct SafetensorsWording {
   std::string file = "safetensors file";  ///< what the file is, e.g. "checkpoint file"
   std::string unreadable_fix = "check that the file exists and can be read";  ///< cannot open or read it

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 #include "graphed/util/text.h"

@@ -1,4 +1,4 @@
-// infer/utf8.h — UTF-8 for the tokenizers: strict decoding of input text into code points (an
+// util/utf8.h — UTF-8 for the tokenizers and for text shown to users: strict decoding of input text into code points (an
 // invalid byte is a DataError giving its offset), lossy decoding of model output (each maximal
 // invalid subsequence becomes U+FFFD, as Rust's String::from_utf8_lossy and the WHATWG decoder do),
 // and encoding a code point. No locale, no ICU.
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace graphed::infer {
+namespace graphed {
 
 /// The replacement character U+FFFD in UTF-8.
 inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
@@ -48,4 +48,4 @@ std::u32string to_code_points(std::string_view valid_utf8);
 /// UTF-8 of a sequence of code points.
 std::string to_utf8(const std::u32string& code_points);
 
-}  // namespace graphed::infer
+}  // namespace graphed

@@ -1,12 +1,12 @@
-// infer/utf8.cpp — see infer/utf8.h. The validity rules are Unicode's Table 3-7 (well-formed UTF-8
+// util/utf8.cpp — see util/utf8.h. The validity rules are Unicode's Table 3-7 (well-formed UTF-8
 // byte sequences): no overlong forms, no surrogates, nothing past U+10FFFF.
-#include "graphed/infer/utf8.h"
+#include "graphed/util/utf8.h"
 
 #include <cstdio>
 
 #include "graphed/util/error.h"
 
-namespace graphed::infer {
+namespace graphed {
 namespace {
 
 /// One step of decoding: the code point, the bytes a valid sequence takes (0 when invalid), and,
@@ -176,4 +176,4 @@ std::string to_utf8(const std::u32string& code_points) {
   return out;
 }
 
-}  // namespace graphed::infer
+}  // namespace graphed

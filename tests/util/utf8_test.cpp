@@ -1,14 +1,12 @@
-// tests/infer/utf8_test.cpp — strict decoding refuses invalid UTF-8 naming the byte and offset; lossy
-// decoding replaces each maximal invalid subsequence with one U+FFFD (as Rust and WHATWG do); GPT-2's
-// byte map round-trips every byte.
-#include "graphed/infer/utf8.h"
+// tests/util/utf8_test.cpp — strict decoding refuses invalid UTF-8 naming the byte and offset; lossy
+// decoding replaces each maximal invalid subsequence with one U+FFFD (as Rust and WHATWG do).
+#include "graphed/util/utf8.h"
 
 #include <gtest/gtest.h>
 
 #include "error_text.h"
-#include "graphed/infer/byte_level.h"
 
-namespace graphed::infer {
+namespace graphed {
 namespace {
 
 using graphed::testing::error_text;
@@ -48,20 +46,5 @@ TEST(Utf8Test, EncodesCodePoints) {
   EXPECT_EQ(to_utf8(std::u32string{'h', 0xE9}), "h\xC3\xA9");
 }
 
-TEST(ByteLevelTest, MapsEveryByteToOnePrintableCodePointAndBack) {
-  EXPECT_EQ(byte_to_unicode(' '), 0x120u);  // "Ġ"
-  EXPECT_EQ(byte_to_unicode('\n'), 0x10Au);  // "Ċ"
-  EXPECT_EQ(byte_to_unicode('A'), static_cast<char32_t>('A'));
-  std::string all_bytes;
-  for (int byte = 0; byte < 256; ++byte) {
-    all_bytes += static_cast<char>(byte);
-    EXPECT_EQ(unicode_to_byte(byte_to_unicode(static_cast<unsigned char>(byte))), static_cast<unsigned char>(byte));
-  }
-  EXPECT_EQ(from_byte_level(to_byte_level(all_bytes)), all_bytes);
-  EXPECT_EQ(to_byte_level("hi there"), "hi\xC4\xA0there");
-  EXPECT_EQ(from_byte_level("<|\xC3\xA9|>"), std::string("<|\xE9|>"));  // é is byte 0xE9's own code point
-  EXPECT_EQ(from_byte_level("\xE2\x82\xAC"), std::nullopt);               // € is not in the map
-}
-
 }  // namespace
-}  // namespace graphed::infer
+}  // namespace graphed

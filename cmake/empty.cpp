@@ -1,0 +1,1 @@
+// cmake/empty.cpp — the one source of graphed_torch_pch, the target that owns the precompiled header.
