@@ -3,7 +3,8 @@
 // (scope none) on the same padded shapes, with mixed prompt lengths, greedy and sampled, for a
 // Llama-style bf16 model (RoPE, GQA, RMSNorm, SwiGLU), a GPT-2-style one (learned positions,
 // LayerNorm, GELU, biases) and a Mamba-hybrid one (M*M-: conv and SSM states beside the key/value
-// cache, compared too). Also: what capture takes per bucket, and graphs released then recaptured.
+// cache, compared too), and sampled with a tokenizer of 300 ids over the model's 512 (the padded ids are
+// never drawn, graphed or eager). Also: what capture takes per bucket, and graphs released then recaptured.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -40,7 +41,10 @@ model::GptModel cuda_model(Style style) {
   return model;
 }
 
-EngineOptions engine_options(InferenceCudaGraphScope scope, bool sampled) {
+/// The tokenizer's ids in the padded cases: fewer than the model's 512.
+constexpr int64_t kTokenizerVocabulary = 300;
+
+EngineOptions engine_options(InferenceCudaGraphScope scope, bool sampled, bool padded = false) {
   EngineOptions options;
   options.scope = scope;
   options.max_batch = 8;
@@ -52,6 +56,7 @@ EngineOptions engine_options(InferenceCudaGraphScope scope, bool sampled) {
     options.sampling.top_p = 0.95;
     options.sampling.seed = 1234;
   }
+  if (padded) options.sampling.vocabulary = kTokenizerVocabulary;
   return options;
 }
 
@@ -72,8 +77,8 @@ struct Decoded {
 };
 
 /// Batches 1, 2, 3, 5, 8 (buckets 1, 2, 4, 8, 8) through one engine.
-Decoded decode_batches(model::GptModel model, InferenceCudaGraphScope scope, bool sampled) {
-  DecodeEngine engine(model, at::Device(at::kCUDA), engine_options(scope, sampled));
+Decoded decode_batches(model::GptModel model, InferenceCudaGraphScope scope, bool sampled, bool padded) {
+  DecodeEngine engine(model, at::Device(at::kCUDA), engine_options(scope, sampled, padded));
   Decoded decoded;
   for (const int64_t batch : {1, 2, 3, 5, 8}) {
     const Generation generation = engine.generate(prompts(batch), 24);
@@ -92,6 +97,7 @@ Decoded decode_batches(model::GptModel model, InferenceCudaGraphScope scope, boo
 struct Case {
   Style style;
   bool sampled;
+  bool padded = false;  ///< draw only ids below kTokenizerVocabulary
 };
 
 class DecodeGraphsCudaTest : public ::testing::TestWithParam<Case> {
@@ -103,19 +109,23 @@ class DecodeGraphsCudaTest : public ::testing::TestWithParam<Case> {
 
 TEST_P(DecodeGraphsCudaTest, EveryBucketEqualsEagerBitwise) {
   model::GptModel model = cuda_model(GetParam().style);
-  const Decoded eager = decode_batches(model, InferenceCudaGraphScope::kNone, GetParam().sampled);
-  const Decoded eager_again = decode_batches(model, InferenceCudaGraphScope::kNone, GetParam().sampled);
+  const Case& c = GetParam();
+  const Decoded eager = decode_batches(model, InferenceCudaGraphScope::kNone, c.sampled, c.padded);
+  const Decoded eager_again = decode_batches(model, InferenceCudaGraphScope::kNone, c.sampled, c.padded);
   for (std::size_t b = 0; b < eager.generations.size(); ++b) {
     ASSERT_EQ(eager.generations[b].tokens, eager_again.generations[b].tokens) << "eager decode is not reproducible";
   }
   for (const auto scope : {InferenceCudaGraphScope::kLayer, InferenceCudaGraphScope::kBlock}) {
-    const Decoded graphed = decode_batches(model, scope, GetParam().sampled);
+    const Decoded graphed = decode_batches(model, scope, c.sampled, c.padded);
     for (std::size_t b = 0; b < eager.generations.size(); ++b) {
       const auto& want = eager.generations[b];
       const auto& got = graphed.generations[b];
       EXPECT_TRUE(got.graphed) << config::to_string(scope);
       EXPECT_EQ(got.rows, want.rows);
       EXPECT_EQ(got.tokens, want.tokens) << config::to_string(scope) << ", batch of " << want.tokens.size();
+      for (const auto& row : c.padded ? got.tokens : std::vector<std::vector<int64_t>>{}) {
+        for (const int64_t id : row) EXPECT_LT(id, kTokenizerVocabulary) << config::to_string(scope);
+      }
       for (std::size_t t = 0; t < eager.caches[b].size(); ++t) {
         EXPECT_TRUE(at::equal(graphed.caches[b][t], eager.caches[b][t]))
             << config::to_string(scope) << ", batch of " << want.tokens.size() << ", cache tensor " << t;
@@ -127,11 +137,12 @@ TEST_P(DecodeGraphsCudaTest, EveryBucketEqualsEagerBitwise) {
 INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphsCudaTest,
                          ::testing::Values(Case{Style::kLlama, false}, Case{Style::kLlama, true},
                                            Case{Style::kGpt2, false}, Case{Style::kGpt2, true},
-                                           Case{Style::kHybrid, false}, Case{Style::kHybrid, true}),
+                                           Case{Style::kHybrid, false}, Case{Style::kHybrid, true},
+                                           Case{Style::kLlama, true, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Style style = info.param.style;
                            return std::string(style == Style::kLlama ? "llama_style" : style == Style::kGpt2 ? "gpt2_style" : "hybrid") +
-                                  (info.param.sampled ? "_sampled" : "_greedy");
+                                  (info.param.sampled ? "_sampled" : "_greedy") + (info.param.padded ? "_padded" : "");
                          });
 
 TEST(DecodeGraphsCuda, CapturesEveryBucketAndRecapturesAfterRelease) {
