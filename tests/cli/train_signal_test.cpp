@@ -81,7 +81,8 @@ TEST_F(TrainSignalTest, CtrlCWithSaveFinishesTheIterationSavesAndSaysHowToGoOn) 
   EXPECT_TRUE(path_exists(join_path(folder_, checkpoint + "/model.safetensors")));
 
   // --load goes on from there (the checkpoint's settings, --train-iters lowered to end soon).
-  const auto resumed = run_processes({{{"train", "--load", "run", "--train-iters", std::to_string(iteration + 2)}, {}, {}, folder_}});
+  const auto resumed = run_processes(
+      {{{"train", "--load", "run", "--device", "cpu", "--train-iters", std::to_string(iteration + 2)}, {}, {}, folder_}});
   ASSERT_EQ(resumed[0].exit_code, 0) << resumed[0].out << resumed[0].err;
   EXPECT_NE(resumed[0].out.find("resumed from run at iteration " + std::to_string(iteration) + "\n"), std::string::npos)
       << resumed[0].out;

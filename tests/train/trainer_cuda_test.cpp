@@ -127,7 +127,7 @@ TEST_F(TrainerCudaTest, SamplesRunEagerlyBetweenLocalGraphReplays) {
   const std::vector<double> local = run("local", local_samples);
   EXPECT_EQ(local, eager) << "a sample between replays changed the training";
   EXPECT_EQ(local_samples, eager_samples);
-  EXPECT_EQ(local_samples.front().rfind("\"The ", 0), 0u) << local_samples.front();
+  EXPECT_EQ(local_samples.front().rfind("The ", 0), 0u) << local_samples.front();
 }
 
 }  // namespace
