@@ -18,20 +18,24 @@
 namespace graphed::cli {
 namespace {
 
-/// A 1-layer byte-level model trained 4 iterations on a small text, saved once.
+/// A 1-layer byte-level model (a table of vocab_size ids) trained `iterations` iterations on a small
+/// text and saved: the run folder.
+std::string train_checkpoint(const std::string& vocab_size, const std::string& iterations) {
+  const std::string dir = make_temporary_directory("graphed-generate-command");
+  const std::string corpus = dir + "/text.txt";
+  std::ofstream(corpus) << std::string(2000, 'a') + "The quick brown fox jumps over the lazy dog. ";
+  std::ostringstream out;
+  run_train(parse_command_line({"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1", "--hidden-size",
+                                "32", "--num-attention-heads", "2", "--seq-length", "32", "--vocab-size", vocab_size,
+                                "--train-iters", iterations, "--log-interval", "2", "--eval-iters", "0",
+                                "--sample-tokens", "0", "--save", dir + "/run"}),
+            out);
+  return dir + "/run";
+}
+
+/// The byte-level model of 256 ids trained 4 iterations, saved once.
 const std::string& checkpoint() {
-  static const std::string folder = [] {
-    const std::string dir = make_temporary_directory("graphed-generate-command");
-    const std::string corpus = dir + "/text.txt";
-    std::ofstream(corpus) << std::string(2000, 'a') + "The quick brown fox jumps over the lazy dog. ";
-    std::ostringstream out;
-    run_train(parse_command_line({"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1",
-                                  "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "32",
-                                  "--vocab-size", "256", "--train-iters", "4", "--log-interval", "2", "--eval-iters",
-                                  "0", "--save", dir + "/run"}),
-              out);
-    return dir + "/run";
-  }();
+  static const std::string folder = train_checkpoint("256", "4");
   return folder;
 }
 
@@ -125,18 +129,7 @@ TEST(GenerateCommandTest, RefusesMistakesWithTheFlagAndTheFix) {
 /// --vocab-size; Megatron pads vocabularies the same way), trained 2 iterations: far from learned, so
 /// that its padded ids are as likely as the bytes.
 const std::string& padded_checkpoint() {
-  static const std::string folder = [] {
-    const std::string dir = make_temporary_directory("graphed-generate-padded");
-    const std::string corpus = dir + "/text.txt";
-    std::ofstream(corpus) << std::string(2000, 'a') + "The quick brown fox jumps over the lazy dog. ";
-    std::ostringstream out;
-    run_train(parse_command_line({"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1",
-                                  "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "32",
-                                  "--vocab-size", "1024", "--train-iters", "2", "--eval-iters", "0", "--sample-tokens",
-                                  "0", "--save", dir + "/run"}),
-              out);
-    return dir + "/run";
-  }();
+  static const std::string folder = train_checkpoint("1024", "2");
   return folder;
 }
 

@@ -115,9 +115,12 @@ void add_setting_flags(CLI::App& app, FlagSet& flags, const std::string& command
     if (generate && !is_generate_setting(spec)) continue;
     SettingOptions entry;
     entry.spec = &spec;
-    const std::string names = spec.flag() + "," + spec.underscore_flag();
+    // "--num-layers,--num_layers"; a one-word key has one spelling ("--seed").
+    const std::string names = spec.flag() + (spec.flag() == spec.underscore_flag() ? "" : "," + spec.underscore_flag());
+    // generate takes the checkpoint, device and seed from the training settings: its own group there.
+    const std::string group = generate && spec.section != "cuda_graph" ? "Model, device and seed" : group_of(spec);
     if (spec.kind == config::SettingKind::kBool) {
-      entry.option = app.add_flag(names)->description(help_text(spec, command))->group(group_of(spec));
+      entry.option = app.add_flag(names)->description(help_text(spec, command))->group(group);
       const std::string negative = "--no-" + spec.flag().substr(2) + ",--no_" + spec.key;
       entry.negation = app.add_flag(negative)->description("turn off " + spec.flag())->group("");
     } else if (spec.kind == config::SettingKind::kList || spec.kind == config::SettingKind::kChoiceList) {
@@ -126,13 +129,13 @@ void add_setting_flags(CLI::App& app, FlagSet& flags, const std::string& command
                          ->expected(1, CLI::detail::expected_max_vector_size)
                          ->allow_extra_args()
                          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-                         ->group(group_of(spec));
+                         ->group(group);
     } else {
       entry.option = app.add_option(names)
                          ->description(help_text(spec, command))
                          ->expected(1)
                          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-                         ->group(group_of(spec));
+                         ->group(group);
     }
     flags.settings.push_back(entry);
   }
