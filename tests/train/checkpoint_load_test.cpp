@@ -197,6 +197,18 @@ TEST_F(CheckpointLoadTest, RngStateOfAnotherDtypeOrSizeIsAnError) {
                              "does not have, so the resumed run could not repeat the uninterrupted one" + kDeviceFix);
 }
 
+TEST_F(CheckpointLoadTest, ACheckpointOfAGpuRunIsNamedAsSuchOnTheCpu) {
+  // What a GPU run saves: a CUDA RNG state beside the CPU's, and the learning rate in float32 (the
+  // fused kernel's). It once read "tensor 'lr' ... has dtype F32, the optimizer expects F64; fix: load a
+  // checkpoint saved by this model", which it was.
+  edit_tensors(optimizer_file_, [](auto& tensors) {
+    tensors["rng.cuda"] = at::zeros({16}, at::kByte);
+    tensors["lr"] = tensors["lr"].to(at::kFloat);
+  });
+  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ + "' has RNG state 'rng.cuda', which device cpu "
+                             "does not have, so the resumed run could not repeat the uninterrupted one" + kDeviceFix);
+}
+
 TEST_F(CheckpointLoadTest, MalformedTrainerJsonNamesTheField) {
   const std::string path = join_path(folder_, "trainer.json");
   const auto corrupt = [&](const std::string& what) {

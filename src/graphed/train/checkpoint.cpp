@@ -358,8 +358,10 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
   // Check everything first, so that a refused checkpoint leaves the model and optimizer as they were.
   check_expected(model_file, parameters, model_parameters, "the model");
   check_no_extra(model_file, parameters, names_of(model_parameters), "the model");
-  check_expected(optimizer_file, state, optimizer_state, "the optimizer");
+  // The device's RNG states before the optimizer's tensors: a checkpoint of another kind of device (its
+  // optimizer keeps the learning rate in another dtype) is named as such, not as another model's.
   check_rng_states(optimizer_file, state, rng_states, device);
+  check_expected(optimizer_file, state, optimizer_state, "the optimizer");
   std::set<std::string> known = names_of(optimizer_state, rng_states);
   if (own_stage) {  // the other pipeline stages' optimizer state: the model's parameters, not this optimizer's
     for (const auto& [name, tensor] : model_parameters) {
