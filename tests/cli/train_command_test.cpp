@@ -136,10 +136,6 @@ TEST(TrainCommandTest, SamplesShowTheirTextAsUtf8) {
       << text;
 }
 
-TEST(TrainCommandTest, SampleDisplayKeepsOneQuotedLine) {
-  EXPECT_EQ(train::Trainer::sample_for_display("Le pr\xC3\xA9sident\n\x01\t!"), "\"Le pr\xC3\xA9sident|??!\"");
-}
-
 TEST(TrainCommandTest, AMicroBatchTooLargeForTheMachineIsRefusedBeforeTraining) {
   const std::string message = train_error({"--preset", "tiny", "--micro-batch-size", "10000000", "--device", "cpu"});
   EXPECT_EQ(message.rfind("this run needs about ", 0), 0u) << message;

@@ -42,6 +42,10 @@ TEST(TextTest, BracketedIntegers) {
   EXPECT_EQ(bracketed({8, 128, -1}), "[8, 128, -1]");
 }
 
+TEST(TextTest, QuotedOneLineKeepsUtf8AndHidesControlCharacters) {
+  EXPECT_EQ(quoted_one_line("Le pr\xC3\xA9sident\n\x01\t!"), "\"Le pr\xC3\xA9sident|??!\"");
+}
+
 }  // namespace
 TEST(TextTest, LibraryTagIsDroppedFromAWrappedMessage) {
   EXPECT_EQ(without_library_tag("[json.exception.out_of_range.406] number overflow parsing '1e999'"),

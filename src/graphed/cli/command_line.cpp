@@ -197,7 +197,16 @@ const std::map<std::string, std::string>& other_names() {
 
 /// The commands other than `command` that take `flag`, in help order.
 std::vector<std::string> commands_taking(const std::string& flag, const std::string& command,
-                                         const std::map<std::string, CLI::App*>& subcommands);
+                                         const std::map<std::string, CLI::App*>& subcommands) {
+  std::vector<std::string> taking;
+  for (const auto& name : command_names()) {
+    const auto found = subcommands.find(name);
+    if (name == command || found == subcommands.end()) continue;
+    const std::vector<std::string> flags = flags_of(*found->second);
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) taking.push_back(name);
+  }
+  return taking;
+}
 
 std::string unknown_argument_message(const std::string& argument, const std::string& command = "",
                                      const std::map<std::string, CLI::App*>& subcommands = {}) {
@@ -230,18 +239,6 @@ std::string unknown_argument_message(const std::string& argument, const std::str
   std::string message = "unknown flag '" + name + "'";
   if (const auto near = nearest_match(dashed, known)) message += " (did you mean " + *near + "?)";
   return message + fix;
-}
-
-std::vector<std::string> commands_taking(const std::string& flag, const std::string& command,
-                                         const std::map<std::string, CLI::App*>& subcommands) {
-  std::vector<std::string> taking;
-  for (const auto& name : command_names()) {
-    const auto found = subcommands.find(name);
-    if (name == command || found == subcommands.end()) continue;
-    const std::vector<std::string> flags = flags_of(*found->second);
-    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) taking.push_back(name);
-  }
-  return taking;
 }
 
 /// Converts the collected CLI11 results into a JSON object of settings, collecting every problem.
@@ -414,7 +411,6 @@ std::vector<std::string> unknown_argument_problems(const std::vector<std::string
   }
   return problems;
 }
-
 
 // ---- report: `graphed report INPUT... [-o FILE]`, parsed on its own (no settings flags) ----
 

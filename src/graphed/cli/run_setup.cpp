@@ -153,7 +153,7 @@ at::Device choose_device(const std::string& requested, const std::string& cpu_no
              "; " + cpu_note + ")");
   }
   if (!device.is_cuda()) {
-    keep_freed_host_memory();
+    keep_freed_host_memory();  // every command that runs on the CPU comes here once: decided for all of them
     if (const auto blas = reference_blas_loaded()) {
       log_warn("LibTorch uses the reference BLAS (" + *blas + "), which trains about 6x slower on the CPU; fix: "
                "install OpenBLAS (apt-get install libopenblas0-pthread, which scripts/setup does)");

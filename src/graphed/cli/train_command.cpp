@@ -150,7 +150,7 @@ int train_rank(const config::RunConfig& config, const at::Device& device, dist::
   if (config.train.eval_iters == 0 && !summary.stopped) {  // evaluations sample on their own, the last one included
     if (const auto text = trainer.sample(summary.last_iteration)) {
       log.print("sample", {{"iteration", summary.last_iteration}, {"text", *text}},
-                "sample: " + train::Trainer::sample_for_display(*text));
+                "sample: " + quoted_one_line(*text));
     }
   }
   print_summary(summary, log);

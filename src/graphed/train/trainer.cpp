@@ -260,7 +260,7 @@ void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary
   summary.validation_losses.emplace_back(done, valid);
   if (const auto text = sample(done)) {
     progress.print("sample", {{"iteration", done}, {"text", *text}},
-                   "sample at iteration " + std::to_string(done) + ": " + sample_for_display(*text));
+                   "sample at iteration " + std::to_string(done) + ": " + quoted_one_line(*text));
   }
 }
 
@@ -277,21 +277,6 @@ std::optional<std::string> Trainer::sample(int64_t iteration) {
   sampling.vocabulary = TokenDataset::kByteVocabulary;  // --vocab-size may pad the table past the bytes
   const auto tokens = model_->generate(TokenDataset::encode_bytes(t.sample_prompt), t.sample_tokens, sampling);
   return to_valid_utf8_lossy(TokenDataset::decode_bytes(tokens));
-}
-
-std::string Trainer::sample_for_display(const std::string& text) {
-  std::string shown;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      shown.push_back('|');
-    } else if (byte < 32 || byte == 127) {
-      shown.push_back('?');
-    } else {
-      shown.push_back(c);  // printable ASCII, and every byte of a UTF-8 character
-    }
-  }
-  return "\"" + shown + "\"";
 }
 
 bool Trainer::agree_to_stop(bool requested_here, bool at_log_line) {

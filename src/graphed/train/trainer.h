@@ -78,8 +78,6 @@ class Trainer {
   /// an id past the 256 bytes, as UTF-8 (invalid sequences replaced by U+FFFD); nullopt without
   /// byte-level data or with --sample-tokens 0. Graphed units run eagerly.
   std::optional<std::string> sample(int64_t iteration);
-  /// A sample on one quoted line: newlines as '|', other control characters as '?'.
-  static std::string sample_for_display(const std::string& text);
   /// The device's peak for MFU, when known.
   const std::optional<capture::PeakThroughput>& peak() const { return peak_; }
 

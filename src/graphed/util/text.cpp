@@ -109,4 +109,19 @@ std::string quoted_list(const std::vector<std::string>& names, std::size_t shown
   return text;
 }
 
+std::string quoted_one_line(const std::string& text) {
+  std::string shown;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      shown.push_back('|');
+    } else if (byte < 32 || byte == 127) {
+      shown.push_back('?');
+    } else {
+      shown.push_back(c);
+    }
+  }
+  return "\"" + shown + "\"";
+}
+
 }  // namespace graphed
