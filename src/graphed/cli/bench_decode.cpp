@@ -1,7 +1,5 @@
-// cli/bench_decode.cpp — see cli/bench_decode.h. The roofline counts the bytes one decode step must
-// read at the least: every weight once (the embedding table only for the rows looked up when the
-// output layer has its own weights), the keys and values of each real row's context at the middle
-// of the run (prompt + new tokens / 2), and the Mamba layers' states read and written back, divided by
+// cli/bench_decode.cpp — see cli/bench_decode.h. The roofline is infer/decode_roofline's bytes per
+// step, with each real row's context at the middle of the run (prompt + new tokens / 2), divided by
 // the GPU's published memory bandwidth.
 #include "graphed/cli/bench_decode.h"
 
@@ -17,6 +15,7 @@
 #include "graphed/capture/peak_throughput.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/infer/decode_engine.h"
+#include "graphed/infer/decode_roofline.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
@@ -49,27 +48,6 @@ std::string fixed(double value, int digits) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(digits) << value;
   return out.str();
-}
-
-/// Bytes a decode step of `batch` real rows must read at the least (see the file comment).
-double bytes_per_step(model::GptModel& model, int64_t batch, int64_t context) {
-  const config::ModelConfig& config = model->config();
-  double bytes = 0;
-  for (const auto& item : model->named_parameters()) {
-    const at::Tensor& parameter = item.value();
-    const double size = static_cast<double>(parameter.numel() * parameter.element_size());
-    const bool lookup_only = item.key() == "word_embeddings" && config.untie_embeddings_and_output_weights;
-    bytes += lookup_only ? size * static_cast<double>(batch) / static_cast<double>(config.vocab_size) : size;
-  }
-  // One row's cache of each layer, up to the context, sized on the CPU: keys and values are read once,
-  // the Mamba states read and written back.
-  const auto options = at::TensorOptions().dtype(model->parameters().at(0).scalar_type());
-  for (auto& layer : model->layers()) {
-    const model::LayerCache row = layer->allocate_cache(1, context, options);
-    const auto size = [](const at::Tensor& tensor) { return tensor.defined() ? static_cast<double>(tensor.nbytes()) : 0.0; };
-    bytes += static_cast<double>(batch) * (size(row.key) + size(row.value) + 2.0 * (size(row.conv_state) + size(row.ssm_state)));
-  }
-  return bytes;
 }
 
 std::vector<std::vector<int64_t>> random_prompts(int64_t batch, int64_t length, int64_t vocab) {
@@ -133,7 +111,7 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
     row.first_token_ms = median(first_ms);
     row.tokens_per_second = static_cast<double>(batch) / (row.ms_per_step / 1000.0);
     if (bandwidth) {
-      const double ideal_ms = bytes_per_step(model, batch, context) / bandwidth->bytes_per_second * 1000.0;
+      const double ideal_ms = infer::decode_bytes_per_step(model, batch, context) / bandwidth->bytes_per_second * 1000.0;
       row.roofline_share = ideal_ms / row.ms_per_step;
     }
     row.capture_seconds = capture_seconds;

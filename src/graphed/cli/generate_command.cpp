@@ -13,7 +13,7 @@
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/infer/decode_engine.h"
-#include "graphed/infer/stream_decoder.h"
+#include "graphed/tokenizer/stream_decoder.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
 
@@ -107,7 +107,7 @@ infer::EngineOptions engine_options(const CommandLine& command_line, const confi
   return options;
 }
 
-std::string decode_text(const infer::Tokenizer* tokenizer, const std::vector<int64_t>& ids) {
+std::string decode_text(const tokenizer::Tokenizer* tokenizer, const std::vector<int64_t>& ids) {
   return tokenizer ? tokenizer->decode(ids) : bracketed(ids);
 }
 
@@ -197,7 +197,7 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
 
   const bool stream = !command_line.json_output && rows.size() == 1 && model.tokenizer && &out == &std::cout &&
                       ::isatty(::fileno(stdout)) != 0;
-  std::optional<infer::StreamDecoder> streamer;
+  std::optional<tokenizer::StreamDecoder> streamer;
   if (stream) {
     streamer.emplace(*model.tokenizer);
     out << model.tokenizer->decode(rows[0]) << std::flush;

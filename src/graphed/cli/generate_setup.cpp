@@ -7,7 +7,7 @@
 
 #include "graphed/cli/run_setup.h"
 #include "graphed/config/config_issue.h"
-#include "graphed/infer/hf_model.h"
+#include "graphed/hf/hf_model.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
@@ -25,9 +25,9 @@ bool trained_on_text(const config::TrainConfig& train) {
   return is_directory(*train.data_path) || extension_of(*train.data_path) != ".bin";
 }
 
-std::unique_ptr<infer::Tokenizer> tokenizer_from(const std::string& path, const std::string& flag) {
+std::unique_ptr<tokenizer::Tokenizer> tokenizer_from(const std::string& path, const std::string& flag) {
   try {
-    return infer::load_tokenizer(path);
+    return tokenizer::load_tokenizer(path);
   } catch (const DataError& error) {
     throw DataError(flag + ": " + error.what());
   }
@@ -59,7 +59,7 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   if (!flag.empty()) {
     result.tokenizer = tokenizer_from(flag, "--tokenizer");
   } else if (trained_on_text(config.train)) {
-    result.tokenizer = infer::load_tokenizer("bytes");
+    result.tokenizer = tokenizer::load_tokenizer("bytes");
   }
   if (result.tokenizer && result.tokenizer->vocab_size() > config.model.vocab_size) {
     throw ConfigError("the tokenizer has " + std::to_string(result.tokenizer->vocab_size()) + " ids and the model only " +
@@ -71,7 +71,7 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
 GenerationModel load_hf_folder(const CommandLine& command_line, const at::Device& device,
                                std::optional<at::ScalarType> dtype) {
   const std::string& folder = command_line.generate.hf_folder;
-  infer::HfModel hf = infer::load_hf_model(folder, device, dtype);
+  hf::HfModel hf = hf::load_hf_model(folder, device, dtype);
   GenerationModel result;
   result.model = hf.model;
   result.model->eval();
@@ -166,7 +166,7 @@ GenerationModel load_generation_model(const CommandLine& command_line, const at:
   return from_hf ? load_hf_folder(command_line, device, dtype) : load_checkpoint_model(command_line, device, *dtype, notes);
 }
 
-std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const infer::Tokenizer* tokenizer) {
+std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const tokenizer::Tokenizer* tokenizer) {
   std::vector<std::string> texts = flags.prompts;
   for (const auto& file : flags.prompt_files) {
     std::string text;

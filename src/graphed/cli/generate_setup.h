@@ -14,7 +14,7 @@
 
 #include "graphed/cli/command_line.h"
 #include "graphed/config/cuda_graph_config.h"
-#include "graphed/infer/tokenizer.h"
+#include "graphed/tokenizer/tokenizer.h"
 #include "graphed/model/gpt_model.h"
 
 namespace graphed::cli {
@@ -36,7 +36,7 @@ struct GenerationModel {
   std::string description;             ///< "graphed checkpoint DIR (iteration 1500)" or "LlamaForCausalLM from DIR"
   int64_t context = 0;                 ///< the most positions the model can attend to
   std::vector<int64_t> end_tokens;     ///< the model's end-of-sequence ids (default stop tokens)
-  std::unique_ptr<infer::Tokenizer> tokenizer;  ///< null when none is known (then only --prompt-ids)
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  ///< null when none is known (then only --prompt-ids)
 };
 
 /// Loads --load's checkpoint or --hf's folder (exactly one must be given) onto the device in the dtype
@@ -46,6 +46,6 @@ GenerationModel load_generation_model(const CommandLine& command_line, const at:
 
 /// The prompts as token ids, in the order --prompt, --prompt-file, --prompt-ids. Throws ConfigError
 /// when there is none, or a text prompt without a tokenizer; DataError for an unreadable file or a bad id list.
-std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const infer::Tokenizer* tokenizer);
+std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const tokenizer::Tokenizer* tokenizer);
 
 }  // namespace graphed::cli

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "graphed/infer/tokenizer.h"
+#include "graphed/tokenizer/tokenizer.h"
 #include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
@@ -110,7 +110,7 @@ std::vector<int64_t> parse_token_ids(const std::string& text, const std::string&
 }
 
 int run_tokenize(const CommandLine& command_line, std::ostream& out) {
-  const std::unique_ptr<infer::Tokenizer> tokenizer = infer::load_tokenizer(command_line.tokenizer_path);
+  const std::unique_ptr<tokenizer::Tokenizer> tokenizer = tokenizer::load_tokenizer(command_line.tokenizer_path);
   const std::string input = read_input(command_line);
   using nlohmann::json;
   if (command_line.decode_ids) {

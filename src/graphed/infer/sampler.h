@@ -31,4 +31,30 @@ at::Tensor sample_tokens(const at::Tensor& logits, const SamplingOptions& option
 /// and rows give unrelated noise. The same arguments give the same bits on every device.
 at::Tensor hashed_uniform(int64_t rows, int64_t vocab, uint64_t seed, const at::Tensor& step);
 
+/// The seed's part of the noise hash (the state after absorbing its two 32-bit halves), computed once
+/// per request on the host.
+uint32_t seed_state(uint64_t seed);
+
+/// What a step's sampling must compute: only argmax (every request greedy), Gumbel noise too (some
+/// request samples), or also the top-k / top-p filters (some request sets one). A step's graph is
+/// keyed on it as well as on its batch dimensions.
+enum class SamplingMode { kGreedy = 0, kTemperature = 1, kFiltered = 2 };
+/// The mode one request needs.
+SamplingMode sampling_mode_of(const SamplingOptions& options);
+
+/// Each request's own settings in one step, as device tensors [requests].
+struct SamplingRows {
+  at::Tensor temperature;  ///< float64; 0 = greedy
+  at::Tensor top_k;        ///< int64; 0 = all
+  at::Tensor top_p;        ///< float64; 1 = all
+  at::Tensor seed_state;   ///< int64: seed_state(seed)
+  at::Tensor draw;         ///< int64: the index of the token being drawn (tokens drawn before it)
+};
+
+/// The next token of each request from logits [requests, vocab] float32: greedy rows take the argmax,
+/// the others Gumbel-max over their filtered, tempered logits with noise hashed from (seed, draw,
+/// token) alone, so a request draws the same tokens whichever requests share its steps (and the same
+/// as sample_tokens' row 0 with that seed). `vocabulary` as SamplingOptions::vocabulary. int64 [requests].
+at::Tensor sample_rows(const at::Tensor& logits, const SamplingRows& rows, SamplingMode mode, int64_t vocabulary);
+
 }  // namespace graphed::infer

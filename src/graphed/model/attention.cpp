@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "graphed/kernels/decode_ops.h"
+#include "graphed/kernels/paged_attention_ops.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/util/compat.h"
 
@@ -150,6 +151,69 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& input, const at::Tens
       at::softmax(scores, -1, at::promote_types(scores.scalar_type(), at::kFloat)).to(query.scalar_type());
   const at::Tensor context = at::matmul(probabilities.view({batch, groups, ratio * seq, -1}), cache.value);
   return output_projection(context.view({batch, shape_.num_heads, seq, head_dim_}));
+}
+
+}  // namespace graphed::model
+
+namespace graphed::model {
+
+LayerCache AttentionImpl::allocate_paged_cache(int64_t blocks, int64_t block_size, const at::TensorOptions& options) const {
+  LayerCache cache;
+  cache.key = at::zeros({blocks, block_size, shape_.num_query_groups, head_dim_}, options);
+  cache.value = at::zeros_like(cache.key);
+  return cache;
+}
+
+at::Tensor AttentionImpl::prefill_attention(const at::Tensor& query, const PrefillSegment& segment,
+                                            const PagedBatch& batch, const LayerCache& cache) const {
+  const int64_t groups = shape_.num_query_groups;
+  const int64_t ratio = shape_.num_heads / groups;
+  const int64_t context = segment.first_position + segment.length;
+  const int64_t blocks = (context + batch.block_size - 1) / batch.block_size;
+  const at::Tensor block_ids = batch.context.block_tables[segment.request].narrow(0, 0, blocks);
+  const auto gather = [&](const at::Tensor& paged) {  // [1, heads, context, d]
+    at::Tensor rows = paged.index_select(0, block_ids).view({blocks * batch.block_size, groups, head_dim_});
+    rows = rows.narrow(0, 0, context).transpose(0, 1);
+    if (ratio != 1) rows = rows.repeat_interleave(ratio, 0);
+    return rows.unsqueeze(0);
+  };
+  const at::Tensor keys = gather(cache.key);
+  const at::Tensor values = gather(cache.value);
+  const at::Tensor q = query.unsqueeze(0);
+  if (segment.first_position == 0) return compat::causal_attention(q, keys, values, 0.0)[0];
+  // A later chunk: query i sits at first_position + i and sees the context up to there.
+  const at::Tensor rows = at::arange(segment.length, batch.slots.options()).view({-1, 1}) + segment.first_position;
+  const at::Tensor allowed = at::arange(context, batch.slots.options()).view({1, -1}) <= rows;
+  return compat::masked_attention(q, keys, values, allowed)[0];
+}
+
+at::Tensor AttentionImpl::forward_paged(const at::Tensor& input, const PagedBatch& batch, const LayerCache& cache) const {
+  const int64_t tokens = input.size(1);
+  const int64_t groups = shape_.num_query_groups;
+  const Projection projection = project(input, batch.context.positions.view({1, tokens}));
+  cache.key.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.key[0].transpose(0, 1));
+  cache.value.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.value[0].transpose(0, 1));
+  const at::Tensor query = projection.query[0].transpose(0, 1).contiguous();  // [tokens, heads, d]
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  at::Tensor context;
+  if (batch.segments.empty()) {
+    context = kernels::paged_attention(query, cache.key, cache.value, batch.context, scale);
+  } else {
+    std::vector<at::Tensor> parts;
+    const int64_t decode = batch.decode_tokens;
+    if (decode > 0) {
+      kernels::PagedContext decode_context = batch.context;
+      decode_context.token_request = batch.context.token_request.narrow(0, 0, decode);
+      decode_context.positions = batch.context.positions.narrow(0, 0, decode);
+      parts.push_back(kernels::paged_attention(query.narrow(0, 0, decode), cache.key, cache.value, decode_context, scale));
+    }
+    for (const PrefillSegment& segment : batch.segments) {
+      const at::Tensor segment_query = query.narrow(0, segment.first_token, segment.length).transpose(0, 1);
+      parts.push_back(prefill_attention(segment_query, segment, batch, cache).transpose(0, 1));
+    }
+    context = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+  }
+  return output_projection(context.transpose(0, 1).unsqueeze(0));  // [1, heads, tokens, d] -> [1, tokens, h]
 }
 
 }  // namespace graphed::model

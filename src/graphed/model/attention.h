@@ -11,6 +11,7 @@
 
 #include "graphed/model/fused_path.h"
 #include "graphed/model/layer_cache.h"
+#include "graphed/model/paged_batch.h"
 #include "graphed/model/norm.h"
 
 namespace graphed::model {
@@ -68,6 +69,12 @@ class AttentionImpl : public torch::nn::Module {
   /// copies. Same shapes in, same kernels: a captured call replays bitwise what an eager one computes.
   at::Tensor forward_cached(const at::Tensor& input, const at::Tensor& positions, const at::Tensor& blocked,
                             const LayerCache& cache) const;
+  /// Attention of a serving step's flat batch `input` [1, tokens, h] over a paged cache (key/value
+  /// [blocks, block size, groups, head dim]): writes each token's key and value into its slot, then
+  /// attends per batch.segments (dense, per prefill run) and paged attention (every other token).
+  at::Tensor forward_paged(const at::Tensor& input, const PagedBatch& batch, const LayerCache& cache) const;
+  /// Zero paged keys and values: [blocks, block_size, groups, head dim] each, in `options`.
+  LayerCache allocate_paged_cache(int64_t blocks, int64_t block_size, const at::TensorOptions& options) const;
   /// Zero keys and values for `batch` rows of `max_sequence` positions, in `options`.
   LayerCache allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const;
   /// The output projection of the attention context [b, heads, s, d] -> [b, s, h].
@@ -79,6 +86,9 @@ class AttentionImpl : public torch::nn::Module {
 
  private:
   at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions) const;  // [b, heads, s, d]
+  /// Dense attention of one prefill run's queries [heads, length, d] over its request's cached context.
+  at::Tensor prefill_attention(const at::Tensor& query, const PrefillSegment& segment, const PagedBatch& batch,
+                               const LayerCache& cache) const;
   /// at::linear, or the fused linear over the working copies on the fused path.
   at::Tensor project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const;
 

@@ -247,6 +247,59 @@ at::Tensor TransformerLayerImpl::forward_cached(const at::Tensor& hidden, const 
   return mixed;
 }
 
+namespace {
+
+/// The Mamba mixer over a paged step: the decode tokens together over their requests' state slots,
+/// then each prefill run over its request's slot (states gathered, advanced and written back).
+at::Tensor mamba_paged(const MambaMixer& mamba, const at::Tensor& normed, const PagedBatch& batch,
+                       const LayerCache& cache) {
+  // A request's first tokens start from zero states (its slot may hold an earlier request's).
+  const auto run_over = [&](const at::Tensor& input, const at::Tensor& slots, const at::Tensor& valid, bool start) {
+    LayerCache states;
+    states.conv_state = cache.conv_state.index_select(0, slots);
+    states.ssm_state = cache.ssm_state.index_select(0, slots);
+    if (start) states.reset_recurrent_state();
+    const at::Tensor output = mamba->forward_cached(input, valid, states);
+    cache.conv_state.index_copy_(0, slots, states.conv_state);
+    cache.ssm_state.index_copy_(0, slots, states.ssm_state);
+    return output;
+  };
+  const int64_t decode = batch.decode_tokens;
+  GRAPHED_INTERNAL_ASSERT(!batch.segments.empty() || decode == batch.token_count(),
+                          "a Mamba layer in a step of only paged tokens must have only decode tokens");
+  std::vector<at::Tensor> parts;
+  if (decode > 0) {  // [decode, 1, h]: one recurrence step each
+    const at::Tensor input = normed[0].narrow(0, 0, decode).unsqueeze(1);
+    parts.push_back(run_over(input, batch.state_slots.narrow(0, 0, decode), at::Tensor(), false)
+                        .view({1, decode, -1}));
+  }
+  for (const PrefillSegment& segment : batch.segments) {
+    const at::Tensor input = normed.narrow(1, segment.first_token, segment.length);
+    const at::Tensor valid = at::ones({1, segment.length}, batch.slots.options().dtype(at::kBool));
+    parts.push_back(run_over(input, batch.state_slots.narrow(0, segment.request, 1), valid, segment.first_position == 0));
+  }
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+}
+
+}  // namespace
+
+at::Tensor TransformerLayerImpl::forward_paged(const at::Tensor& hidden, const PagedBatch& batch,
+                                               const LayerCache& cache) {
+  at::Tensor mixed = hidden;
+  if (attention_) mixed = hidden + attention_->forward_paged(input_norm_->forward_inference(hidden), batch, cache);
+  if (mamba_) mixed = hidden + mamba_paged(mamba_, input_norm_->forward_inference(hidden), batch, cache);
+  if (moe_) return moe_unit(mixed)[0];
+  if (mlp_) return mixed + mlp_->forward_inference(mlp_norm_->forward_inference(mixed));
+  return mixed;
+}
+
+LayerCache TransformerLayerImpl::allocate_paged_cache(int64_t blocks, int64_t block_size, int64_t state_slots,
+                                                      const at::TensorOptions& options) const {
+  if (mamba_) return mamba_->allocate_cache(state_slots, options);
+  if (attention_) return attention_->allocate_paged_cache(blocks, block_size, options);
+  return {};
+}
+
 LayerCache TransformerLayerImpl::allocate_cache(int64_t batch, int64_t max_sequence,
                                                 const at::TensorOptions& options) const {
   if (mamba_) return mamba_->allocate_cache(batch, options);

@@ -41,6 +41,21 @@ inline at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, con
 #endif
 }
 
+/// Attention over [batch, heads, seq, head_dim] tensors where each query sees the keys `allowed`
+/// ([q seq, k seq] bool, true = attend) says. 2.x: at::scaled_dot_product_attention with the mask
+/// (the memory-efficient kernel on Hopper: cost grows with q seq x k seq); 1.13: the math path.
+inline at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& allowed) {
+#if GRAPHED_TORCH_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, k, v, allowed);
+#else
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  const at::Tensor scores = (at::matmul(q, k.transpose(-2, -1)) * scale)
+                                .masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(scores, -1), v);
+#endif
+}
+
 /// Whether CUDA autocast is on (a graph captured later must run under the same setting).
 inline bool cuda_autocast_enabled() {
 #if GRAPHED_TORCH_AT_LEAST(2, 4)

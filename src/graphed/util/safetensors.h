@@ -2,7 +2,7 @@
 // header length, a JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then the raw
 // bytes. Writes are flushed and fsynced; reads check the whole header (lengths, dtypes, shapes, offsets,
 // overlaps, metadata) before allocating anything. Used by training checkpoints (train/checkpoint.h) and
-// Hugging Face model folders (infer/hf_model.h); what a file must hold is their business, and so is the
+// Hugging Face model folders (hf/hf_model.h); what a file must hold is their business, and so is the
 // wording of the fix in a message (SafetensorsWording). Library graphed_tensor_io.
 #pragma once
 

@@ -1,0 +1,134 @@
+// hf/hf_weight_map.cpp — see hf/hf_weight_map.h. The layouts come from transformers'
+// modeling_{llama,qwen2,qwen3,gpt2}.py and graphed's model/attention.cpp, mlp.cpp, norm.cpp and
+// gpt_model.cpp. q_proj/k_proj rows are already in the rotate-half RoPE layout graphed uses.
+#include "graphed/hf/hf_weight_map.h"
+
+#include <map>
+#include <utility>
+
+namespace graphed::hf {
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Appends placements with a running row offset per parameter.
+class MapBuilder {
+ public:
+  explicit MapBuilder(HfWeightMap& map) : map_(map) {}
+
+  /// A whole parameter (or the next rows of it when called again for the same parameter).
+  void add(const std::string& hf_name, std::vector<int64_t> hf_shape, const std::string& parameter,
+           bool transpose = false) {
+    const int64_t rows = transpose ? hf_shape.back() : hf_shape.front();
+    int64_t& next_row = rows_[parameter];
+    map_.placements.push_back({hf_name, std::move(hf_shape), parameter, next_row, transpose});
+    next_row += rows;
+  }
+  void zero(const std::string& parameter) { map_.zero_parameters.push_back(parameter); }
+
+ private:
+  HfWeightMap& map_;
+  std::map<std::string, int64_t> rows_;
+};
+
+void add_llama_family(const HfConfig& config, MapBuilder& map) {
+  const config::ModelConfig& m = config.model;
+  const int64_t h = m.hidden_size;
+  const int64_t heads = m.num_attention_heads;
+  const int64_t groups = m.num_query_groups.value_or(heads);
+  const int64_t d = m.head_dim();
+  const int64_t f = m.ffn_hidden_size.value_or(0);
+  const bool graphed_qkv_bias = m.add_bias_linear || m.add_qkv_bias;
+  map.add("model.embed_tokens.weight", {m.vocab_size, h}, "word_embeddings");
+  for (int64_t i = 0; i < m.num_layers; ++i) {
+    const std::string hf = "model.layers." + std::to_string(i) + ".";
+    const std::string layer = "layers." + std::to_string(i) + ".";
+    map.add(hf + "input_layernorm.weight", {h}, layer + "input_norm.weight");
+    // q heads, then k groups, then v groups: the split AttentionImpl::project makes.
+    for (const auto& [name, count] : {std::pair<const char*, int64_t>{"q_proj", heads}, {"k_proj", groups}, {"v_proj", groups}}) {
+      map.add(hf + "self_attn." + name + ".weight", {count * d, h}, layer + "attention.qkv_weight");
+    }
+    for (const auto& [name, count] : {std::pair<const char*, int64_t>{"q_proj", heads}, {"k_proj", groups}, {"v_proj", groups}}) {
+      if (config.qkv_bias) map.add(hf + "self_attn." + name + ".bias", {count * d}, layer + "attention.qkv_bias");
+    }
+    if (graphed_qkv_bias && !config.qkv_bias) map.zero(layer + "attention.qkv_bias");
+    map.add(hf + "self_attn.o_proj.weight", {h, heads * d}, layer + "attention.proj_weight");
+    if (config.attention_bias) {
+      map.add(hf + "self_attn.o_proj.bias", {h}, layer + "attention.proj_bias");
+    } else if (m.add_bias_linear) {
+      map.zero(layer + "attention.proj_bias");
+    }
+    if (m.qk_layernorm) {
+      map.add(hf + "self_attn.q_norm.weight", {d}, layer + "attention.q_norm.weight");
+      map.add(hf + "self_attn.k_norm.weight", {d}, layer + "attention.k_norm.weight");
+    }
+    map.add(hf + "post_attention_layernorm.weight", {h}, layer + "mlp_norm.weight");
+    // graphed's SwiGLU is silu(first half) * second half: gate rows first, then up.
+    map.add(hf + "mlp.gate_proj.weight", {f, h}, layer + "mlp.fc1_weight");
+    map.add(hf + "mlp.up_proj.weight", {f, h}, layer + "mlp.fc1_weight");
+    map.add(hf + "mlp.down_proj.weight", {h, f}, layer + "mlp.fc2_weight");
+    if (config.mlp_bias) {
+      map.add(hf + "mlp.gate_proj.bias", {f}, layer + "mlp.fc1_bias");
+      map.add(hf + "mlp.up_proj.bias", {f}, layer + "mlp.fc1_bias");
+      map.add(hf + "mlp.down_proj.bias", {h}, layer + "mlp.fc2_bias");
+    } else if (m.add_bias_linear) {
+      map.zero(layer + "mlp.fc1_bias");
+      map.zero(layer + "mlp.fc2_bias");
+    }
+  }
+  map.add("model.norm.weight", {h}, "final_norm.weight");
+  if (!config.tie_word_embeddings) map.add("lm_head.weight", {m.vocab_size, h}, "output_weight");
+}
+
+void add_gpt2(const HfConfig& config, MapBuilder& map) {
+  const config::ModelConfig& m = config.model;
+  const int64_t h = m.hidden_size;
+  const int64_t f = m.ffn_hidden_size.value_or(4 * h);
+  map.add("transformer.wte.weight", {m.vocab_size, h}, "word_embeddings");
+  map.add("transformer.wpe.weight", {m.max_position_embeddings.value_or(m.seq_length), h}, "position_embeddings");
+  for (int64_t i = 0; i < m.num_layers; ++i) {
+    const std::string hf = "transformer.h." + std::to_string(i) + ".";
+    const std::string layer = "layers." + std::to_string(i) + ".";
+    map.add(hf + "ln_1.weight", {h}, layer + "input_norm.weight");
+    map.add(hf + "ln_1.bias", {h}, layer + "input_norm.bias");
+    // c_attn's output columns are q, k, v (split by n_embd), each head-major: graphed's qkv rows.
+    map.add(hf + "attn.c_attn.weight", {h, 3 * h}, layer + "attention.qkv_weight", /*transpose=*/true);
+    map.add(hf + "attn.c_attn.bias", {3 * h}, layer + "attention.qkv_bias");
+    map.add(hf + "attn.c_proj.weight", {h, h}, layer + "attention.proj_weight", true);
+    map.add(hf + "attn.c_proj.bias", {h}, layer + "attention.proj_bias");
+    map.add(hf + "ln_2.weight", {h}, layer + "mlp_norm.weight");
+    map.add(hf + "ln_2.bias", {h}, layer + "mlp_norm.bias");
+    map.add(hf + "mlp.c_fc.weight", {h, f}, layer + "mlp.fc1_weight", true);
+    map.add(hf + "mlp.c_fc.bias", {f}, layer + "mlp.fc1_bias");
+    map.add(hf + "mlp.c_proj.weight", {f, h}, layer + "mlp.fc2_weight", true);
+    map.add(hf + "mlp.c_proj.bias", {h}, layer + "mlp.fc2_bias");
+  }
+  map.add("transformer.ln_f.weight", {h}, "final_norm.weight");
+  map.add("transformer.ln_f.bias", {h}, "final_norm.bias");
+  if (!config.tie_word_embeddings) map.add("lm_head.weight", {m.vocab_size, h}, "output_weight");
+}
+
+}  // namespace
+
+HfWeightMap hf_weight_map(const HfConfig& config) {
+  HfWeightMap map;
+  MapBuilder builder(map);
+  if (config.architecture == HfArchitecture::kGpt2) {
+    add_gpt2(config, builder);
+  } else {
+    add_llama_family(config, builder);
+  }
+  return map;
+}
+
+bool is_ignored_hf_tensor(const HfConfig& config, const std::string& hf_name) {
+  if (hf_name == "lm_head.weight") return config.tie_word_embeddings;
+  if (config.architecture == HfArchitecture::kGpt2) {
+    return ends_with(hf_name, ".attn.bias") || ends_with(hf_name, ".attn.masked_bias");
+  }
+  return ends_with(hf_name, "rotary_emb.inv_freq");
+}
+
+}  // namespace graphed::hf

@@ -1,0 +1,44 @@
+// infer/request.h — one request of the serving engine: its prompt and the tokens drawn so far, its own
+// sampling settings, stop ids and token limit, and where it stands in the engine: how many of its
+// tokens have keys and values in the cache, which blocks hold them, and its Mamba state slot.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graphed/infer/sampler.h"
+
+namespace graphed::infer {
+
+struct RequestOptions {
+  /// Temperature, top-k, top-p and seed of this request (the vocabulary limit is the engine's).
+  SamplingOptions sampling;
+  int64_t max_new_tokens = 16;
+  std::vector<int64_t> stop_tokens;  ///< the request ends after drawing one of these (it is kept)
+};
+
+enum class FinishReason {
+  kStopToken,  ///< drew one of its stop tokens
+  kLength,     ///< drew max_new_tokens tokens
+  kCancelled,  ///< cancel() was called
+  kRejected,   ///< refused when added (the message says why)
+};
+const char* to_string(FinishReason reason);
+
+struct Request {
+  int64_t id = 0;
+  std::vector<int64_t> tokens;  ///< the prompt, then the tokens drawn so far
+  int64_t prompt_length = 0;
+  RequestOptions options;
+  int64_t computed = 0;         ///< leading tokens whose keys and values are in the cache
+  std::vector<int64_t> blocks;  ///< cache blocks holding positions [i x block size, (i + 1) x block size)
+  int64_t state_slot = 0;       ///< Mamba state slot (0: none held)
+  int64_t preemptions = 0;      ///< times its blocks were taken back to let others run
+
+  int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
+  /// Tokens still to run through the model before the next one can be drawn.
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+};
+
+}  // namespace graphed::infer

@@ -1,0 +1,128 @@
+// infer/scheduler.cpp — see infer/scheduler.h.
+#include "graphed/infer/scheduler.h"
+
+#include <algorithm>
+
+#include "graphed/util/error.h"
+
+namespace graphed::infer {
+
+const char* to_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStopToken: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kRejected: return "rejected";
+  }
+  return "?";
+}
+
+int64_t Schedule::token_count() const {
+  int64_t count = 0;
+  for (const auto& chunk : chunks) count += chunk.length;
+  return count;
+}
+
+int64_t Schedule::decode_count() const {
+  return std::count_if(chunks.begin(), chunks.end(), [](const ScheduledChunk& chunk) { return chunk.decode; });
+}
+
+Scheduler::Scheduler(SchedulerLimits limits, BlockPool& pool) : limits_(limits), pool_(pool) {
+  GRAPHED_CHECK(limits_.max_requests >= 1, ConfigError, "the engine takes ", limits_.max_requests,
+                " requests at once; fix: give at least 1");
+  GRAPHED_CHECK(limits_.max_tokens >= limits_.max_requests, ConfigError, "a step holds ", limits_.max_tokens,
+                " tokens, fewer than the ", limits_.max_requests,
+                " requests a step may decode; fix: give at least as many tokens per step as requests");
+  GRAPHED_CHECK(limits_.block_size >= 1, ConfigError, "the KV cache block holds ", limits_.block_size,
+                " positions; fix: give at least 1");
+  for (int64_t slot = limits_.max_requests; slot >= 1; --slot) free_slots_.push_back(slot);
+}
+
+void Scheduler::add(Request* request) {
+  GRAPHED_INTERNAL_ASSERT(!request->tokens.empty() && request->computed == 0, "a queued request has tokens and nothing cached");
+  waiting_.push_back(request);
+}
+
+void Scheduler::release(Request& request) {
+  pool_.release(request.blocks);
+  request.blocks.clear();
+  if (request.state_slot != 0) free_slots_.push_back(request.state_slot);
+  request.state_slot = 0;
+  request.computed = 0;
+}
+
+void Scheduler::remove(Request* request) {
+  const auto running = std::find(running_.begin(), running_.end(), request);
+  if (running != running_.end()) running_.erase(running);
+  const auto waiting = std::find(waiting_.begin(), waiting_.end(), request);
+  if (waiting != waiting_.end()) waiting_.erase(waiting);
+  release(*request);
+}
+
+bool Scheduler::grow(Request& request, int64_t tokens) {
+  const int64_t missing = blocks_for(tokens, limits_.block_size) - static_cast<int64_t>(request.blocks.size());
+  if (missing <= 0) return true;
+  auto blocks = pool_.allocate(missing);
+  if (!blocks) return false;
+  request.blocks.insert(request.blocks.end(), blocks->begin(), blocks->end());
+  return true;
+}
+
+bool Scheduler::preempt_last(const Request* keep, Schedule& schedule) {
+  if (running_.empty() || running_.back() == keep) return false;
+  Request* victim = running_.back();
+  running_.pop_back();
+  release(*victim);
+  ++victim->preemptions;
+  waiting_.push_front(victim);
+  schedule.preempted.push_back(victim->id);
+  return true;
+}
+
+Schedule Scheduler::next() {
+  Schedule schedule;
+  std::vector<ScheduledChunk> decode;
+  std::vector<ScheduledChunk> prefill;
+  int64_t budget = limits_.max_tokens;
+  // Running requests, in admission order; preemption takes from the back, so never one scheduled already.
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    Request* request = running_[i];
+    const int64_t pending = request->pending();
+    const bool decoding = pending == 1 && request->computed > 0;
+    const int64_t length = std::min(pending, budget);
+    if (length == 0) continue;  // the step is full: an unfinished prompt goes on next step
+    bool fits = grow(*request, request->computed + length);
+    while (!fits && preempt_last(request, schedule)) fits = grow(*request, request->computed + length);
+    if (!fits) {  // the last running request itself: it waits, and its blocks go to the others
+      running_.pop_back();
+      release(*request);
+      ++request->preemptions;
+      waiting_.push_front(request);
+      schedule.preempted.push_back(request->id);
+      break;
+    }
+    budget -= length;
+    (decoding ? decode : prefill).push_back({request, request->computed, length, decoding, length == pending});
+  }
+  // Waiting requests, in order, while they fit (none in a step that had to preempt: they would thrash).
+  while (schedule.preempted.empty() && !waiting_.empty() && running_count() < limits_.max_requests && budget > 0) {
+    Request* request = waiting_.front();
+    const int64_t pending = request->pending();
+    if (!limits_.chunked_prefill && pending > budget) break;
+    const int64_t total = static_cast<int64_t>(request->tokens.size());
+    if (blocks_for(total, limits_.block_size) > pool_.free_count()) break;
+    grow(*request, total);
+    request->state_slot = free_slots_.back();
+    free_slots_.pop_back();
+    waiting_.pop_front();
+    running_.push_back(request);
+    const int64_t length = std::min(pending, budget);
+    budget -= length;
+    prefill.push_back({request, request->computed, length, false, length == pending});
+  }
+  schedule.chunks = std::move(decode);
+  schedule.chunks.insert(schedule.chunks.end(), prefill.begin(), prefill.end());
+  return schedule;
+}
+
+}  // namespace graphed::infer

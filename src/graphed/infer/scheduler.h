@@ -1,0 +1,76 @@
+// infer/scheduler.h — continuous batching: which requests run in the next step and with how many
+// tokens, under the step's request and token limits and the KV cache's free blocks. Requests that are
+// decoding go first (one token each), then unfinished prompts continue, then waiting requests are
+// admitted in arrival order, each only when the blocks of everything it has so far fit; a prompt
+// longer than the step's remaining tokens runs in chunks (chunked prefill). When a running request
+// needs a block and none is free, the most recently admitted request is preempted: its blocks and
+// state slot go back, and it waits at the front of the queue to be computed again from its tokens.
+// Plain integers, no torch; the engine owns the requests.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "graphed/infer/block_pool.h"
+#include "graphed/infer/request.h"
+
+namespace graphed::infer {
+
+struct SchedulerLimits {
+  int64_t max_requests = 1;    ///< requests in one step (and in the engine at once)
+  int64_t max_tokens = 1;      ///< tokens in one step (>= max_requests)
+  int64_t block_size = 1;
+  bool chunked_prefill = true; ///< off: a prompt waits until it fits one step whole
+};
+
+/// The tokens of one request in a step: positions [first, first + length) of its tokens.
+struct ScheduledChunk {
+  Request* request = nullptr;
+  int64_t first = 0;
+  int64_t length = 0;
+  bool decode = false;  ///< one token after the last, with its context cached (a decode request)
+  bool samples = false; ///< it reaches the end of the request's tokens, so the step draws the next
+};
+
+struct Schedule {
+  std::vector<ScheduledChunk> chunks;     ///< decode chunks first, then prefill chunks
+  std::vector<int64_t> preempted;         ///< ids of requests preempted while scheduling it
+  int64_t token_count() const;
+  int64_t decode_count() const;
+  int64_t prefill_count() const { return static_cast<int64_t>(chunks.size()) - decode_count(); }
+};
+
+class Scheduler {
+ public:
+  /// State slots are numbered 1..max_requests (0 is the padding slot).
+  Scheduler(SchedulerLimits limits, BlockPool& pool);
+
+  /// Queues a request (its tokens hold at least one token; it fits the pool alone, the engine checked).
+  void add(Request* request);
+  /// Drops a request wherever it is; its blocks and slot go back.
+  void remove(Request* request);
+  /// The next step's chunks (empty when nothing waits or runs). A request is computed after the step,
+  /// so the caller moves `computed` on by each chunk's length once the step ran.
+  Schedule next();
+
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+  int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
+  int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size()); }
+  const SchedulerLimits& limits() const { return limits_; }
+
+ private:
+  /// Blocks for `tokens` tokens of `request`, allocating what it lacks; false when the pool is short.
+  bool grow(Request& request, int64_t tokens);
+  void release(Request& request);
+  /// Preempts the last running request that is not `keep`; false when there is none.
+  bool preempt_last(const Request* keep, Schedule& schedule);
+
+  SchedulerLimits limits_;
+  BlockPool& pool_;
+  std::vector<Request*> running_;  // in admission order
+  std::deque<Request*> waiting_;
+  std::vector<int64_t> free_slots_;
+};
+
+}  // namespace graphed::infer

@@ -1,0 +1,277 @@
+// infer/serving_engine.cpp — see infer/serving_engine.h.
+#include "graphed/infer/serving_engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <ATen/core/grad_mode.h>
+
+#include "graphed/capture/device.h"
+#include "graphed/util/error.h"
+
+namespace graphed::infer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kGigabyte = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMegatronBufferGigabytes = 40.0;  // Megatron's default buffer size
+
+at::TensorOptions model_options(model::GptModel& model, const at::Device& device) {
+  return at::TensorOptions().dtype(model->parameters().at(0).scalar_type()).device(device);
+}
+
+int64_t model_context(const config::ModelConfig& config) {
+  return std::max(config.seq_length, config.max_position_embeddings.value_or(config.seq_length));
+}
+
+ServingOptions checked(ServingOptions options, model::GptModel& model) {
+  const int64_t context = model_context(model->config());
+  if (options.max_sequence == 0) options.max_sequence = context;
+  GRAPHED_CHECK(options.max_requests >= 1, ConfigError, "the engine takes ", options.max_requests,
+                " requests at once (inference max requests); fix: give at least 1");
+  GRAPHED_CHECK(options.max_tokens >= options.max_requests, ConfigError, "a step holds ", options.max_tokens,
+                " tokens (inference max tokens), fewer than the ", options.max_requests,
+                " requests it may decode; fix: give at least ", options.max_requests);
+  GRAPHED_CHECK(options.max_sequence >= 2 && options.max_sequence <= context, ConfigError,
+                "a request may hold ", options.max_sequence, " positions (inference max sequence length), and the model's "
+                "context is ", context, "; fix: give 2 to ", context);
+  GRAPHED_CHECK(options.block_size >= 1 && options.block_size <= 4096, ConfigError, "a KV cache block holds ",
+                options.block_size, " positions (block size); fix: give 1 to 4096 (Megatron uses 256)");
+  GRAPHED_CHECK(options.buffer_size_gb >= 0, ConfigError, "the KV cache buffer is ", options.buffer_size_gb,
+                " GB; fix: give a positive size, or 0 for what fits");
+  GRAPHED_CHECK(options.num_cuda_graphs == -1 || options.num_cuda_graphs >= 1, ConfigError, "the number of graphs is ",
+                options.num_cuda_graphs, "; fix: give a positive number, or -1 (automatic)");
+  GRAPHED_CHECK(options.cuda_graph_max_tokens >= 1, ConfigError, "the largest graphed step is ",
+                options.cuda_graph_max_tokens, " tokens; fix: give at least 1");
+  GRAPHED_CHECK(!model->layers().empty(), ConfigError, "the model has no layers; fix: load a model with at least one");
+  return options;
+}
+
+/// Bytes one step at the token limit may take beyond the weights and the cache (activations, logits,
+/// sampling, graph pools), generously: the cache gets what is left.
+int64_t step_working_bytes(const config::ModelConfig& config, const ServingOptions& options, int64_t element) {
+  const int64_t hidden = config.hidden_size;
+  const int64_t ffn = config.ffn_hidden_size.value_or(4 * hidden);
+  const int64_t per_token = (12 * hidden + 4 * ffn) * element;
+  const int64_t logits = options.max_requests * config.vocab_size * 40;  // fp32 logits, sorts, float64 noise
+  return 2 * (options.max_tokens * per_token + logits) + (int64_t{256} << 20);
+}
+
+}  // namespace
+
+ServingEngine::Sizes ServingEngine::size_engine(model::GptModel& model, const at::Device& device,
+                                                const ServingOptions& options) {
+  Sizes sizes;
+  sizes.max_sequence = options.max_sequence;
+  sizes.table_width = blocks_for(options.max_sequence, options.block_size);
+  const auto tensor_options = model_options(model, device);
+  const int64_t per_block = bytes_per_block(model, options.block_size, tensor_options);
+  // More than every request's whole context would never be used.
+  const int64_t enough = options.max_requests * sizes.table_width + 1;
+  if (per_block == 0) {  // no attention layer (all Mamba): blocks only count positions
+    sizes.blocks = enough;
+    return sizes;
+  }
+  int64_t budget = static_cast<int64_t>(options.buffer_size_gb * kGigabyte);
+  if (options.buffer_size_gb == 0) {
+    const int64_t element = static_cast<int64_t>(tensor_options.dtype().itemsize());
+    const int64_t states = state_bytes(model, options.max_requests + 1, tensor_options);
+    const int64_t available = capture::available_memory_bytes(device).value_or(0);
+    const int64_t working = step_working_bytes(model->config(), options, element);
+    budget = std::min<int64_t>(static_cast<int64_t>(0.9 * static_cast<double>(available - working - states)),
+                               static_cast<int64_t>(kMegatronBufferGigabytes * kGigabyte));
+  }
+  sizes.blocks = std::min(enough, budget / per_block);
+  GRAPHED_CHECK(sizes.blocks >= 2, ConfigError, "the KV cache gets ", budget / (1 << 20), " MiB, room for ",
+                std::max<int64_t>(sizes.blocks, 0), " blocks of ", options.block_size,
+                " positions, and it needs at least 2; fix: free device memory, give a larger buffer size, or "
+                "smaller blocks");
+  return sizes;
+}
+
+ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, ServingOptions options)
+    : device_(device),
+      model_(std::move(model)),
+      options_(checked(std::move(options), model_)),
+      sizes_(size_engine(model_, device_, options_)),
+      cache_(std::make_unique<PagedCache>(model_, sizes_.blocks, options_.block_size, options_.max_requests + 1,
+                                          model_options(model_, device_))),
+      pool_(sizes_.blocks),
+      scheduler_(SchedulerLimits{options_.max_requests, options_.max_tokens, options_.block_size, options_.chunked_prefill},
+                 pool_),
+      inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
+              model_options(model_, device_)),
+      paged_step_(model_, *cache_, options_.vocabulary) {
+  const bool hybrid = model_->config().has_mamba_layers();
+  BucketLimits limits;
+  limits.max_requests = options_.max_requests;
+  limits.max_tokens = options_.max_tokens;
+  limits.max_sequence_length = sizes_.max_sequence;
+  // Megatron sizes the graph token limit from the request limit; never below it (rule RT-14).
+  limits.cuda_graph_max_tokens = std::min(options_.max_tokens, std::max(options_.cuda_graph_max_tokens, options_.max_requests));
+  // Hybrid models' Mamba layers run prefill per request on the host: their graphs are decode-only.
+  if (!options_.decode_only_cuda_graphs && !hybrid) limits.mixed_prefill_count = options_.mixed_prefill_count;
+  limits.use_non_decode_graphs = !options_.decode_only_cuda_graphs && !hybrid;
+  limits.distribution = options_.distribution;
+  buckets_ = generate_buckets(options_.num_cuda_graphs, limits);
+  graph_runner_ = make_paged_step_runner(options_.scope, paged_step_, device_);
+  eager_runner_ = make_paged_step_runner(config::InferenceCudaGraphScope::kNone, paged_step_, device_);
+  host_tokens_ = capture::pinned_host_tensor({options_.max_requests}, at::kLong, device_);
+  if (device_.is_cuda()) stream_.emplace(device_);
+}
+
+ServingEngine::~ServingEngine() {
+  if (graph_runner_) graph_runner_->release();
+}
+
+std::optional<std::string> ServingEngine::rejection(const std::vector<int64_t>& prompt,
+                                                    const RequestOptions& options) const {
+  const auto length = static_cast<int64_t>(prompt.size());
+  if (prompt.empty()) return "the prompt is empty; give at least one token";
+  if (options.max_new_tokens < 1) {
+    return "max new tokens is " + std::to_string(options.max_new_tokens) + "; ask for at least 1";
+  }
+  const int64_t vocab = model_->config().vocab_size;
+  for (const int64_t id : prompt) {
+    if (id < 0 || id >= vocab) {
+      return "the prompt holds token id " + std::to_string(id) + ", outside the model's vocabulary of " +
+             std::to_string(vocab) + " (ids 0 to " + std::to_string(vocab - 1) + "); encode it with the model's tokenizer";
+    }
+  }
+  const int64_t needed = length + options.max_new_tokens;
+  if (needed > sizes_.max_sequence) {
+    return "the prompt has " + std::to_string(length) + " tokens, and with " + std::to_string(options.max_new_tokens) +
+           " new tokens that is " + std::to_string(needed) + " positions, past the context of " +
+           std::to_string(sizes_.max_sequence) + "; shorten the prompt to at most " +
+           std::to_string(std::max<int64_t>(0, sizes_.max_sequence - options.max_new_tokens)) + " tokens or ask for fewer";
+  }
+  if (blocks_for(needed, options_.block_size) > pool_.usable()) {
+    return "the request needs " + std::to_string(blocks_for(needed, options_.block_size)) + " cache blocks of " +
+           std::to_string(options_.block_size) + " positions, and the cache has " + std::to_string(pool_.usable()) +
+           "; ask for fewer tokens or give the cache more memory";
+  }
+  if (options.sampling.temperature < 0 || options.sampling.top_k < 0 || !(options.sampling.top_p > 0.0) ||
+      options.sampling.top_p > 1.0) {
+    return "the sampling settings are out of range (temperature >= 0, top-k >= 0, top-p in (0, 1])";
+  }
+  return std::nullopt;
+}
+
+int64_t ServingEngine::add_request(std::vector<int64_t> prompt, RequestOptions options) {
+  const int64_t id = next_id_++;
+  if (auto reason = rejection(prompt, options)) {
+    pending_reports_.push_back({id, FinishReason::kRejected, *reason, {}});
+    return id;
+  }
+  auto request = std::make_unique<Request>();
+  request->id = id;
+  request->prompt_length = static_cast<int64_t>(prompt.size());
+  request->tokens = std::move(prompt);
+  request->options = std::move(options);
+  scheduler_.add(request.get());
+  requests_.emplace(id, std::move(request));
+  return id;
+}
+
+void ServingEngine::cancel(int64_t id) {
+  const auto found = requests_.find(id);
+  if (found == requests_.end()) return;
+  Request& request = *found->second;
+  scheduler_.remove(&request);
+  std::vector<int64_t> drawn(request.tokens.begin() + request.prompt_length, request.tokens.end());
+  pending_reports_.push_back({id, FinishReason::kCancelled, "", std::move(drawn)});
+  requests_.erase(found);
+}
+
+bool ServingEngine::has_work() const { return !scheduler_.idle() || !pending_reports_.empty(); }
+
+void ServingEngine::ensure_captured(const StepKey& key) {
+  if (graph_runner_->has(key)) return;
+  const auto start = Clock::now();
+  const Schedule padding_only;  // a step of padding alone may run twice (warmup, capture) harmlessly
+  const int64_t requests = key.dimensions.request_count();
+  inputs_.load(padding_only, key.dimensions.token_count, requests, options_.block_size);
+  StepViews views = inputs_.views(padding_only, key.dimensions.token_count, requests, true, sizes_.max_sequence);
+  views.mode = key.mode;
+  graph_runner_->capture(key, views);
+  capture::synchronize(device_);
+  stats_.capture_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void ServingEngine::capture_graphs() {
+  if (options_.scope == config::InferenceCudaGraphScope::kNone) return;
+  at::NoGradGuard no_grad;
+  std::optional<capture::SideStream::Use> use;
+  if (stream_) use.emplace(*stream_);
+  std::vector<BatchDimensions> largest_first = buckets_;
+  std::sort(largest_first.begin(), largest_first.end(), [](const auto& a, const auto& b) { return b < a; });
+  for (const auto& dimensions : largest_first) ensure_captured({dimensions, SamplingMode::kGreedy});
+}
+
+void ServingEngine::finish(Request& request, FinishReason reason, StepResult& result) {
+  scheduler_.remove(&request);
+  std::vector<int64_t> drawn(request.tokens.begin() + request.prompt_length, request.tokens.end());
+  result.finished.push_back({request.id, reason, "", std::move(drawn)});
+  requests_.erase(request.id);
+}
+
+void ServingEngine::absorb(const Schedule& schedule, StepResult& result) {
+  const auto count = static_cast<int64_t>(schedule.chunks.size());
+  host_tokens_.narrow(0, 0, count).copy_(inputs_.next_tokens_view(count), /*non_blocking=*/true);
+  capture::synchronize(device_);
+  const int64_t* drawn = host_tokens_.data_ptr<int64_t>();
+  for (int64_t index = 0; index < count; ++index) {
+    const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
+    Request& request = *chunk.request;
+    request.computed += chunk.length;
+    if (!chunk.decode) stats_.prompt_tokens += chunk.length;
+    if (!chunk.samples) continue;
+    const int64_t token = drawn[index];
+    request.tokens.push_back(token);
+    ++stats_.output_tokens;
+    result.tokens.push_back({request.id, token});
+    const auto& stops = request.options.stop_tokens;
+    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+      finish(request, FinishReason::kStopToken, result);
+    } else if (request.generated() >= request.options.max_new_tokens) {
+      finish(request, FinishReason::kLength, result);
+    }
+  }
+}
+
+StepResult ServingEngine::step() {
+  at::NoGradGuard no_grad;
+  std::optional<capture::SideStream::Use> use;
+  if (stream_) use.emplace(*stream_);
+  StepResult result;
+  result.finished = std::move(pending_reports_);
+  pending_reports_.clear();
+  const Schedule schedule = scheduler_.next();
+  stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
+  if (schedule.chunks.empty()) return result;
+  result.real = {schedule.token_count(), schedule.prefill_count(), schedule.decode_count()};
+  const auto match = match_bucket(result.real, buckets_, model_->config().has_mamba_layers());
+  result.matched = match.has_value();
+  result.padded = match.value_or(result.real);
+  StepKey key{result.padded, SamplingMode::kGreedy};
+  for (const auto& chunk : schedule.chunks) {
+    if (chunk.samples) key.mode = std::max(key.mode, sampling_mode_of(chunk.request->options.sampling));
+  }
+  const bool graphed = result.matched && options_.scope != config::InferenceCudaGraphScope::kNone;
+  if (graphed) ensure_captured(key);
+  const int64_t tokens = result.padded.token_count;
+  const int64_t requests = result.padded.request_count();
+  inputs_.load(schedule, tokens, requests, options_.block_size);
+  StepViews views = inputs_.views(schedule, tokens, requests, result.matched, sizes_.max_sequence);
+  views.mode = key.mode;
+  (graphed ? *graph_runner_ : *eager_runner_).run(key, views);
+  ++stats_.steps;
+  ++(graphed ? stats_.graph_steps : stats_.eager_steps);
+  if (!result.matched) ++stats_.unmatched_steps;
+  absorb(schedule, result);
+  stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
+  return result;
+}
+
+}  // namespace graphed::infer

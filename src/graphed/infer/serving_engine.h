@@ -1,0 +1,148 @@
+// infer/serving_engine.h — the serving engine: requests join with their own sampling settings, stop
+// ids and token limits, and leave as they finish, at every step (continuous batching over
+// infer/scheduler.h); their keys and values live in a paged cache (infer/paged_cache.h) whose size is
+// set after the step's working memory is set aside. Each step's batch dimensions are matched against
+// Megatron's graph list (infer/batch_buckets.h): a matched step is padded to its bucket and runs as
+// CUDA graphs (or eagerly, in scope none, over the same padded shapes and kernels, so the two agree
+// bitwise); a step no bucket serves runs eagerly at its own size, prefill chunks through dense SDPA,
+// and is counted. step() hands out each new token as it is drawn and each finished request with its
+// reason.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphed/capture/cuda_graph.h"
+#include "graphed/config/cuda_graph_config.h"
+#include "graphed/infer/batch_buckets.h"
+#include "graphed/infer/block_pool.h"
+#include "graphed/infer/paged_cache.h"
+#include "graphed/infer/paged_step.h"
+#include "graphed/infer/paged_step_runner.h"
+#include "graphed/infer/request.h"
+#include "graphed/infer/scheduler.h"
+#include "graphed/infer/step_inputs.h"
+
+namespace graphed::infer {
+
+/// The engine's limits, by Megatron's names where it has them (the CLI maps them to its flags).
+struct ServingOptions {
+  config::InferenceCudaGraphScope scope = config::InferenceCudaGraphScope::kNone;
+  int64_t max_requests = 8;          ///< inference_max_requests: requests in flight at once
+  int64_t max_tokens = 8192;         ///< inference_dynamic_batching_max_tokens: tokens in one step
+  int64_t max_sequence = 0;          ///< inference_max_seq_length: a request's prompt + new tokens; 0 = the model's context
+  int64_t block_size = 256;          ///< inference_dynamic_batching_block_size: positions per cache block
+  double buffer_size_gb = 0;         ///< inference_dynamic_batching_buffer_size_gb: KV cache memory; 0 = what fits
+  int64_t num_cuda_graphs = 16;      ///< inference_dynamic_batching_num_cuda_graphs (-1 = automatic)
+  int64_t cuda_graph_max_tokens = 512;     ///< inference_cuda_graph_max_tokens
+  int64_t mixed_prefill_count = 16;        ///< ..._cuda_graph_mixed_prefill_count (hybrid models: decode-only)
+  bool decode_only_cuda_graphs = false;    ///< decode_only_cuda_graphs
+  bool chunked_prefill = true;             ///< off: Megatron's --disable-chunked-prefill
+  BucketDistribution distribution = BucketDistribution::kExponential;
+  int64_t vocabulary = 0;            ///< draw only ids below it (the tokenizer's size); 0 = all
+};
+
+struct TokenEvent {
+  int64_t request = 0;
+  int64_t token = 0;
+};
+
+struct FinishedRequest {
+  int64_t request = 0;
+  FinishReason reason = FinishReason::kLength;
+  std::string message;          ///< why it was rejected (empty otherwise)
+  std::vector<int64_t> tokens;  ///< the tokens it drew, the stop token included
+};
+
+struct StepResult {
+  std::vector<TokenEvent> tokens;
+  std::vector<FinishedRequest> finished;
+  BatchDimensions real;    ///< what the step held (zero when nothing ran)
+  BatchDimensions padded;  ///< what it ran as
+  bool matched = false;    ///< a graph bucket served it (replayed, or eager in scope none)
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t graph_steps = 0;   ///< steps replayed from graphs
+  int64_t eager_steps = 0;   ///< steps run eagerly (every step in scope none)
+  int64_t unmatched_steps = 0;  ///< steps no bucket served (eager at their own size)
+  int64_t preemptions = 0;
+  int64_t prompt_tokens = 0;    ///< tokens run through the model as prompts (recomputed ones too)
+  int64_t output_tokens = 0;
+  int64_t peak_blocks = 0;
+  double capture_seconds = 0;
+};
+
+class ServingEngine {
+ public:
+  /// The model must be in eval mode on `device`; its parameter dtype is the cache's. Throws ConfigError
+  /// for options out of range and when the cache does not fit the device.
+  ServingEngine(model::GptModel model, const at::Device& device, ServingOptions options);
+  ~ServingEngine();
+  ServingEngine(const ServingEngine&) = delete;
+  ServingEngine& operator=(const ServingEngine&) = delete;
+
+  /// Queues a request and returns its id. A request the engine cannot serve (an empty prompt, a token id
+  /// outside the vocabulary, a prompt and token limit past the context or the cache) is not queued: the
+  /// next step() reports it finished as rejected, with the reason; the others go on.
+  int64_t add_request(std::vector<int64_t> prompt, RequestOptions options);
+  /// Ends a request now: its blocks go back, and the next step() reports it cancelled. Unknown or
+  /// finished ids are ignored.
+  void cancel(int64_t id);
+  /// Runs one step (or none, when no request is waiting or running) and reports what it produced.
+  StepResult step();
+  /// Whether any request waits or runs (or a rejection or cancellation waits to be reported).
+  bool has_work() const;
+
+  /// Captures every bucket's graphs (greedy mode), largest first; other modes are captured when first
+  /// needed. A no-op in scope none.
+  void capture_graphs();
+  const std::vector<BatchDimensions>& buckets() const { return buckets_; }
+  int64_t graph_count() const { return graph_runner_->graph_count(); }
+  const EngineStats& stats() const { return stats_; }
+  int64_t blocks_in_use() const { return pool_.used_count(); }
+  int64_t blocks_total() const { return pool_.usable(); }
+  const ServingOptions& options() const { return options_; }
+  int64_t cache_bytes() const { return cache_->bytes(); }
+
+ private:
+  std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;
+  void ensure_captured(const StepKey& key);
+  /// Reads the drawn tokens back and moves every request of the schedule on.
+  void absorb(const Schedule& schedule, StepResult& result);
+  void finish(Request& request, FinishReason reason, StepResult& result);
+
+  /// What the options and the device's memory come to.
+  struct Sizes {
+    int64_t max_sequence = 0;  ///< positions per request
+    int64_t table_width = 0;   ///< blocks per request
+    int64_t blocks = 0;        ///< cache blocks, the padding block included
+  };
+  static Sizes size_engine(model::GptModel& model, const at::Device& device, const ServingOptions& options);
+
+  at::Device device_;
+  model::GptModel model_;
+  ServingOptions options_;
+  Sizes sizes_;
+  std::unique_ptr<PagedCache> cache_;
+  BlockPool pool_;
+  Scheduler scheduler_;
+  StepInputs inputs_;
+  PagedStep paged_step_;
+  std::unique_ptr<PagedStepRunner> graph_runner_;
+  std::unique_ptr<PagedStepRunner> eager_runner_;
+  std::vector<BatchDimensions> buckets_;
+  std::map<int64_t, std::unique_ptr<Request>> requests_;
+  std::vector<FinishedRequest> pending_reports_;  // rejections and cancellations for the next step()
+  int64_t next_id_ = 1;
+  at::Tensor host_tokens_;  // pinned [max requests] int64
+  EngineStats stats_;
+  std::optional<capture::SideStream> stream_;
+};
+
+}  // namespace graphed::infer

@@ -1,0 +1,136 @@
+// infer/step_inputs.cpp — see infer/step_inputs.h.
+#include "graphed/infer/step_inputs.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "graphed/capture/device.h"
+#include "graphed/util/error.h"
+
+namespace graphed::infer {
+namespace {
+
+int64_t double_bits(double value) {
+  int64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+}  // namespace
+
+StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_width, int64_t hidden_size,
+                       const at::TensorOptions& hidden_options)
+    : max_tokens_(max_tokens), max_requests_(max_requests), table_width_(table_width) {
+  const auto device = hidden_options.device();
+  const int64_t total = offset(kSectionCount);
+  host_ = capture::pinned_host_tensor({total}, at::kLong, device);
+  host_.zero_();
+  device_ = at::zeros({total}, hidden_options.dtype(at::kLong));
+  hidden_ = at::zeros({1, max_tokens, hidden_size}, hidden_options);
+  next_tokens_ = at::zeros({max_requests}, hidden_options.dtype(at::kLong));
+}
+
+int64_t StepInputs::offset(Section section) const {
+  const int64_t index = static_cast<int64_t>(section);
+  if (index <= kTokenRequest + 1) return index * max_tokens_;  // kTokens..kSlots: one per token
+  const int64_t per_request_start = 4 * max_tokens_;
+  if (index <= kBlockTables) return per_request_start + (index - kLastToken) * max_requests_;
+  return per_request_start + (kBlockTables - kLastToken) * max_requests_ + max_requests_ * table_width_;
+}
+
+at::Tensor StepInputs::device_section(Section section, int64_t count) const {
+  return device_.narrow(0, offset(section), count);
+}
+
+void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests, int64_t block_size) {
+  const int64_t real_requests = static_cast<int64_t>(schedule.chunks.size());
+  GRAPHED_INTERNAL_ASSERT(tokens <= max_tokens_ && requests <= max_requests_ && real_requests <= requests &&
+                              schedule.token_count() <= tokens,
+                          "a step of ", tokens, " tokens and ", requests, " requests");
+  int64_t* data = host_.data_ptr<int64_t>();
+  const auto section = [&](Section s) { return data + offset(s); };
+  int64_t token = 0;
+  for (int64_t index = 0; index < real_requests; ++index) {
+    const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
+    const Request& request = *chunk.request;
+    for (int64_t i = 0; i < chunk.length; ++i, ++token) {
+      const int64_t position = chunk.first + i;
+      section(kTokens)[token] = request.tokens[static_cast<std::size_t>(position)];
+      section(kPositions)[token] = position;
+      section(kTokenRequest)[token] = index;
+      section(kSlots)[token] = request.blocks[static_cast<std::size_t>(position / block_size)] * block_size + position % block_size;
+    }
+    section(kLastToken)[index] = token - 1;
+    section(kStateSlots)[index] = request.state_slot;
+    const SamplingOptions& sampling = request.options.sampling;
+    section(kTopK)[index] = sampling.top_k;
+    section(kSeedState)[index] = static_cast<int64_t>(seed_state(sampling.seed));
+    section(kDraw)[index] = request.generated();
+    section(kTemperature)[index] = double_bits(sampling.is_greedy() ? 0.0 : sampling.temperature);
+    section(kTopP)[index] = double_bits(sampling.top_p);
+    int64_t* table = section(kBlockTables) + index * table_width_;
+    std::fill(table, table + table_width_, 0);
+    std::copy(request.blocks.begin(), request.blocks.end(), table);
+  }
+  for (; token < tokens; ++token) {  // padding tokens: the padding block, position 0
+    section(kTokens)[token] = 0;
+    section(kPositions)[token] = 0;
+    section(kTokenRequest)[token] = std::min(requests - 1, real_requests + (token - schedule.token_count()));
+    section(kSlots)[token] = 0;
+  }
+  for (int64_t index = real_requests; index < requests; ++index) {  // padding requests: greedy, no blocks
+    const int64_t padding_token = std::min(tokens - 1, schedule.token_count() + (index - real_requests));
+    section(kLastToken)[index] = padding_token;
+    section(kStateSlots)[index] = 0;
+    section(kTopK)[index] = 0;
+    section(kSeedState)[index] = 0;
+    section(kDraw)[index] = 0;
+    section(kTemperature)[index] = double_bits(0.0);
+    section(kTopP)[index] = double_bits(1.0);
+    int64_t* table = section(kBlockTables) + index * table_width_;
+    std::fill(table, table + table_width_, 0);
+  }
+  device_.copy_(host_, /*non_blocking=*/true);
+  block_size_ = block_size;
+}
+
+StepViews StepInputs::views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only,
+                            int64_t max_context) const {
+  StepViews views;
+  model::PagedBatch& batch = views.batch;
+  batch.block_size = block_size_;
+  batch.context.positions = device_section(kPositions, tokens);
+  batch.context.token_request = device_section(kTokenRequest, tokens);
+  batch.context.block_tables = device_section(kBlockTables, requests * table_width_).view({requests, table_width_});
+  batch.slots = device_section(kSlots, tokens);
+  batch.state_slots = device_section(kStateSlots, requests);
+  views.token_ids = device_section(kTokens, tokens).view({1, tokens});
+  views.last_token = device_section(kLastToken, requests);
+  views.sampling.top_k = device_section(kTopK, requests);
+  views.sampling.seed_state = device_section(kSeedState, requests);
+  views.sampling.draw = device_section(kDraw, requests);
+  views.sampling.temperature = device_section(kTemperature, requests).view(at::kDouble);
+  views.sampling.top_p = device_section(kTopP, requests).view(at::kDouble);
+  views.hidden = hidden_.narrow(1, 0, tokens);
+  views.next_tokens = next_tokens_.narrow(0, 0, requests);
+  int64_t decode = 0;
+  for (const auto& chunk : schedule.chunks) decode += chunk.decode ? 1 : 0;
+  if (paged_only) {
+    batch.context.max_context = max_context;
+    batch.decode_tokens = tokens == requests ? tokens : decode;  // a decode-only shape: every token (padding too)
+    return views;
+  }
+  batch.decode_tokens = decode;
+  int64_t longest = 1;
+  int64_t token = 0;
+  for (std::size_t index = 0; index < schedule.chunks.size(); ++index) {
+    const ScheduledChunk& chunk = schedule.chunks[index];
+    longest = std::max(longest, chunk.first + chunk.length);
+    if (!chunk.decode) batch.segments.push_back({static_cast<int64_t>(index), token, chunk.length, chunk.first});
+    token += chunk.length;
+  }
+  batch.context.max_context = longest;
+  return views;
+}
+
+}  // namespace graphed::infer

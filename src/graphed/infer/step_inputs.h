@@ -1,0 +1,68 @@
+// infer/step_inputs.h — a serving step's inputs on the device: the flat batch's token ids, positions,
+// requests and cache slots, each request's block table, last token, state slot and sampling settings.
+// They live in one int64 device buffer, sized once for the largest step and filled from pinned host
+// memory by one copy per step; a step of (tokens, requests) reads views at fixed offsets, so a graph
+// captured for that shape reads the same addresses at every replay. Padding tokens write to the
+// padding block 0 and padding requests are greedy, with empty block tables.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "graphed/infer/sampler.h"
+#include "graphed/infer/scheduler.h"
+#include "graphed/model/paged_batch.h"
+
+namespace graphed::infer {
+
+/// One step's views of the device buffers.
+struct StepViews {
+  model::PagedBatch batch;  ///< positions, requests, slots, block tables, state slots (+ the eager plan)
+  at::Tensor token_ids;     ///< [1, tokens] int64
+  at::Tensor last_token;    ///< [requests] int64: the index of each request's last token in the batch
+  SamplingRows sampling;    ///< [requests] each
+  at::Tensor hidden;        ///< [1, tokens, hidden]: the embedded input (a static buffer)
+  at::Tensor next_tokens;   ///< [requests] int64: where the step writes the drawn tokens
+  SamplingMode mode = SamplingMode::kGreedy;
+};
+
+class StepInputs {
+ public:
+  StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_width, int64_t hidden_size,
+             const at::TensorOptions& hidden_options);
+
+  /// Fills the buffers for `schedule` padded to `tokens` tokens and `requests` requests (decode
+  /// chunks first, as the scheduler orders them) and queues the copy to the device. The host memory is
+  /// reused by the next load: the caller waits for each step's results before loading the next.
+  void load(const Schedule& schedule, int64_t tokens, int64_t requests, int64_t block_size);
+  /// The views of the last load. `paged_only`: every token through paged attention with contexts up to
+  /// `max_context` (a graphed shape); otherwise the prefill chunks are dense segments and max_context is
+  /// the step's own.
+  StepViews views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only,
+                  int64_t max_context) const;
+
+  /// The first `count` drawn tokens of the last step.
+  at::Tensor next_tokens_view(int64_t count) const { return next_tokens_.narrow(0, 0, count); }
+  int64_t max_tokens() const { return max_tokens_; }
+  int64_t max_requests() const { return max_requests_; }
+
+ private:
+  /// Offsets of the sections in the packed buffer.
+  enum Section { kTokens, kPositions, kTokenRequest, kSlots, kLastToken, kStateSlots, kTopK, kSeedState, kDraw,
+                 kTemperature, kTopP, kBlockTables, kSectionCount };
+  int64_t offset(Section section) const;
+  at::Tensor device_section(Section section, int64_t count) const;
+
+  int64_t max_tokens_;
+  int64_t max_requests_;
+  int64_t table_width_;
+  int64_t block_size_ = 1;  // of the last load
+  at::Tensor host_;     // pinned int64, every section
+  at::Tensor device_;   // int64, the same layout
+  at::Tensor hidden_;   // [1, max tokens, hidden]
+  at::Tensor next_tokens_;  // [max requests] int64
+};
+
+}  // namespace graphed::infer

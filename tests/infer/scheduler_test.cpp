@@ -1,0 +1,154 @@
+// tests/infer/scheduler_test.cpp — the block pool and the scheduler without a model: blocks handed out
+// all or nothing and returned, decode requests before prompts, prompts chunked under the step's token
+// limit, admission only when a request's blocks fit, the request limit, and preemption of the most
+// recently admitted request when a running one needs a block (never a crash, and everything returns).
+#include "graphed/infer/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+
+#include "graphed/util/error.h"
+
+namespace graphed::infer {
+namespace {
+
+TEST(BlockPool, HandsOutAllOrNothingAndNeverThePaddingBlock) {
+  BlockPool pool(5);
+  EXPECT_EQ(pool.usable(), 4);
+  EXPECT_FALSE(pool.allocate(5).has_value());
+  EXPECT_EQ(pool.free_count(), 4);
+  const auto first = pool.allocate(3);
+  ASSERT_TRUE(first.has_value());
+  for (const int64_t block : *first) EXPECT_GE(block, 1);
+  EXPECT_FALSE(pool.allocate(2).has_value());
+  EXPECT_EQ(pool.used_count(), 3);
+  pool.release(*first);
+  EXPECT_EQ(pool.used_count(), 0);
+  EXPECT_EQ(pool.peak_used(), 3);
+  EXPECT_THROW(pool.release({1}), std::logic_error);  // not in use: an internal assertion
+  EXPECT_THROW(BlockPool(1), ConfigError);
+}
+
+/// Requests owned by the test; the scheduler holds pointers.
+struct Fixture {
+  explicit Fixture(SchedulerLimits limits, int64_t blocks) : pool(blocks), scheduler(limits, pool) {}
+  Request* add(int64_t prompt_length, int64_t id) {
+    auto request = std::make_unique<Request>();
+    request->id = id;
+    request->tokens.resize(static_cast<std::size_t>(prompt_length));
+    std::iota(request->tokens.begin(), request->tokens.end(), 1);
+    request->prompt_length = prompt_length;
+    scheduler.add(request.get());
+    requests.push_back(std::move(request));
+    return requests.back().get();
+  }
+  /// What the engine does after a step: the chunks are computed, sampling chunks draw token 7.
+  void complete(const Schedule& schedule) {
+    for (const auto& chunk : schedule.chunks) {
+      chunk.request->computed += chunk.length;
+      if (chunk.samples) chunk.request->tokens.push_back(7);
+    }
+  }
+  BlockPool pool;
+  Scheduler scheduler;
+  std::vector<std::unique_ptr<Request>> requests;
+};
+
+TEST(Scheduler, ChunksAPromptUnderTheTokenLimitAndDecodesFirst) {
+  Fixture f({/*max_requests=*/4, /*max_tokens=*/8, /*block_size=*/4, true}, 32);
+  Request* a = f.add(3, 1);
+  Schedule first = f.scheduler.next();
+  ASSERT_EQ(first.chunks.size(), 1u);
+  EXPECT_EQ(first.chunks[0].length, 3);
+  EXPECT_TRUE(first.chunks[0].samples);
+  EXPECT_FALSE(first.chunks[0].decode);
+  f.complete(first);
+  Request* b = f.add(12, 2);  // longer than the 7 tokens left after a's decode token
+  Schedule second = f.scheduler.next();
+  ASSERT_EQ(second.chunks.size(), 2u);
+  EXPECT_EQ(second.chunks[0].request, a);
+  EXPECT_TRUE(second.chunks[0].decode);
+  EXPECT_EQ(second.chunks[1].request, b);
+  EXPECT_EQ(second.chunks[1].length, 7);
+  EXPECT_FALSE(second.chunks[1].samples);  // the rest of the prompt comes next step
+  EXPECT_EQ(second.token_count(), 8);
+  EXPECT_EQ(second.decode_count(), 1);
+  f.complete(second);
+  Schedule third = f.scheduler.next();
+  ASSERT_EQ(third.chunks.size(), 2u);
+  EXPECT_EQ(third.chunks[1].first, 7);
+  EXPECT_EQ(third.chunks[1].length, 5);
+  EXPECT_TRUE(third.chunks[1].samples);
+  EXPECT_EQ(static_cast<int64_t>(b->blocks.size()), 3);  // 12 positions in blocks of 4, taken at admission
+}
+
+TEST(Scheduler, WithoutChunkedPrefillAPromptWaitsForAStepItFits) {
+  Fixture f({4, 8, 4, /*chunked_prefill=*/false}, 32);
+  f.add(3, 1);
+  f.complete(f.scheduler.next());
+  f.add(8, 2);  // 8 tokens, and the decode token leaves 7
+  const Schedule step = f.scheduler.next();
+  EXPECT_EQ(step.chunks.size(), 1u);
+  EXPECT_EQ(f.scheduler.waiting_count(), 1);
+}
+
+TEST(Scheduler, AdmitsOnlyWhatFitsTheRequestLimitAndTheBlocks) {
+  Fixture f({/*max_requests=*/2, 64, 4, true}, /*blocks=*/4);  // 3 usable blocks
+  f.add(4, 1);
+  f.add(4, 2);
+  f.add(4, 3);
+  Schedule step = f.scheduler.next();
+  EXPECT_EQ(step.chunks.size(), 2u);  // the request limit
+  EXPECT_EQ(f.scheduler.waiting_count(), 1);
+  f.complete(step);
+  f.scheduler.remove(step.chunks[0].request);  // one finishes: its block goes back
+  step = f.scheduler.next();
+  ASSERT_EQ(step.chunks.size(), 2u);
+  EXPECT_EQ(step.chunks[1].request->id, 3);
+  Fixture g({4, 64, 4, true}, 3);  // 2 usable blocks, a 12-token prompt needs 3
+  g.add(12, 1);
+  EXPECT_TRUE(g.scheduler.next().chunks.empty());
+}
+
+TEST(Scheduler, PreemptsTheLatestRequestWhenBlocksRunOutAndEverythingReturns) {
+  Fixture f({4, 64, /*block_size=*/2, true}, /*blocks=*/5);  // 4 usable blocks
+  Request* a = f.add(2, 1);
+  Request* b = f.add(2, 2);
+  Schedule step = f.scheduler.next();  // a and b take one block each
+  f.complete(step);
+  step = f.scheduler.next();  // each decodes into a second block: 4 in use
+  EXPECT_EQ(f.pool.used_count(), 4);
+  f.complete(step);
+  step = f.scheduler.next();  // position 3 of each still fits their second blocks
+  EXPECT_TRUE(step.preempted.empty());
+  f.complete(step);
+  step = f.scheduler.next();  // a needs a third block: b is preempted, and waits
+  ASSERT_EQ(step.preempted.size(), 1u);
+  EXPECT_EQ(step.preempted[0], b->id);
+  ASSERT_EQ(step.chunks.size(), 1u);
+  EXPECT_EQ(step.chunks[0].request, a);
+  EXPECT_EQ(b->computed, 0);
+  EXPECT_EQ(b->preemptions, 1);
+  EXPECT_EQ(f.scheduler.waiting_count(), 1);
+  f.complete(step);
+  f.scheduler.remove(a);  // a finishes: b comes back and recomputes its prompt and its drawn tokens
+  step = f.scheduler.next();
+  ASSERT_EQ(step.chunks.size(), 1u);
+  EXPECT_EQ(step.chunks[0].request, b);
+  EXPECT_EQ(step.chunks[0].length, static_cast<int64_t>(b->tokens.size()));
+  EXPECT_FALSE(step.chunks[0].decode);
+  f.scheduler.remove(b);
+  EXPECT_EQ(f.pool.used_count(), 0);
+  EXPECT_TRUE(f.scheduler.idle());
+}
+
+TEST(Scheduler, RefusesLimitsThatCannotWork) {
+  BlockPool pool(4);
+  EXPECT_THROW(Scheduler({0, 8, 4, true}, pool), ConfigError);
+  EXPECT_THROW(Scheduler({8, 4, 4, true}, pool), ConfigError);  // fewer tokens than requests
+}
+
+}  // namespace
+}  // namespace graphed::infer

@@ -1,0 +1,229 @@
+// tests/infer/serving_engine_test.cpp — the serving engine on the CPU (scope none) with small float64
+// models: every request's greedy tokens equal a full recompute whatever shares its steps (more requests
+// than the engine holds at once, chunked prompts, padded and unpadded steps, preemption in a small
+// cache), sampled requests repeat with their seeds in any company, stop tokens and cancellation end
+// requests, bad requests are refused alone, and every block comes back.
+#include "graphed/infer/serving_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include <ATen/core/grad_mode.h>
+
+#include "graphed/infer/decode_engine.h"
+#include "graphed/util/error.h"
+#include "run_config_for_test.h"
+
+namespace graphed::infer {
+namespace {
+
+enum class Kind { kLearned, kRopeGqa, kHybrid };
+
+model::GptModel small_model(Kind kind) {
+  nlohmann::json settings = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
+                             {"vocab_size", 64}, {"seq_length", 48}, {"attention_dropout", 0.0},
+                             {"hidden_dropout", 0.0}};
+  if (kind == Kind::kRopeGqa) {
+    settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
+                     {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false}});
+  }
+  if (kind == Kind::kHybrid) {
+    settings.update({{"num_layers", 4}, {"hybrid_override_pattern", "M*-M"}, {"mamba_state_dim", 8},
+                     {"mamba_head_dim", 16}, {"mamba_num_groups", 2}, {"mamba_chunk_size", 4}});
+  }
+  at::manual_seed(5);
+  const auto config = testing::run_config(settings);
+  model::GptModel model(config.model, config.moe_layers);
+  model->to(at::kDouble);
+  model->eval();
+  return model;
+}
+
+std::vector<int64_t> recompute_greedy(model::GptModel& model, std::vector<int64_t> sequence, int64_t count) {
+  at::NoGradGuard no_grad;
+  std::vector<int64_t> generated;
+  for (int64_t i = 0; i < count; ++i) {
+    const at::Tensor input = at::tensor(sequence, at::kLong).view({1, -1});
+    const int64_t next = model->logits(input).select(1, input.size(1) - 1).argmax(-1).item<int64_t>();
+    sequence.push_back(next);
+    generated.push_back(next);
+  }
+  return generated;
+}
+
+ServingOptions small_engine() {
+  ServingOptions options;
+  options.max_requests = 3;
+  options.max_tokens = 12;  // prompts longer than what a step has left run in chunks
+  options.block_size = 4;
+  options.cuda_graph_max_tokens = 8;
+  return options;
+}
+
+RequestOptions greedy(int64_t new_tokens) {
+  RequestOptions options;
+  options.max_new_tokens = new_tokens;
+  return options;
+}
+
+/// Runs until every request ends; returns the finished requests by id.
+std::map<int64_t, FinishedRequest> run_all(ServingEngine& engine, EngineStats* stats = nullptr) {
+  std::map<int64_t, FinishedRequest> finished;
+  for (int guard = 0; engine.has_work() && guard < 10000; ++guard) {
+    for (auto& done : engine.step().finished) finished[done.request] = done;
+  }
+  if (stats) *stats = engine.stats();
+  return finished;
+}
+
+const std::vector<std::vector<int64_t>> kPrompts{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, {9}, {10, 20, 30},
+                                                 {5, 6, 7, 8, 9}, {40, 41}};
+
+class ServingEngineModels : public ::testing::TestWithParam<Kind> {};
+
+TEST_P(ServingEngineModels, GreedyEqualsRecomputeForMoreRequestsThanTheEngineHolds) {
+  model::GptModel model = small_model(GetParam());
+  ServingEngine engine(model, at::Device(at::kCPU), small_engine());
+  std::vector<int64_t> ids;
+  for (std::size_t i = 0; i < kPrompts.size(); ++i) ids.push_back(engine.add_request(kPrompts[i], greedy(6 + static_cast<int64_t>(i))));
+  EngineStats stats;
+  const auto finished = run_all(engine, &stats);
+  ASSERT_EQ(finished.size(), kPrompts.size());
+  for (std::size_t i = 0; i < kPrompts.size(); ++i) {
+    const FinishedRequest& done = finished.at(ids[i]);
+    EXPECT_EQ(done.reason, FinishReason::kLength);
+    EXPECT_EQ(done.tokens, recompute_greedy(model, kPrompts[i], 6 + static_cast<int64_t>(i))) << "request " << i;
+  }
+  EXPECT_EQ(engine.blocks_in_use(), 0);
+  EXPECT_GT(stats.unmatched_steps, 0);          // a prompt step past the 8-token graphs: dense prefill
+  EXPECT_LT(stats.unmatched_steps, stats.steps);  // decode steps padded to their buckets
+  EXPECT_EQ(stats.output_tokens, 6 + 7 + 8 + 9 + 10);
+}
+
+TEST_P(ServingEngineModels, PreemptionInASmallCacheKeepsEveryRequestsTokens) {
+  model::GptModel model = small_model(GetParam());
+  ServingOptions options = small_engine();
+  options.max_tokens = 16;
+  // Room for 7 usable blocks of 4 positions: three requests of up to 20 positions do not fit together.
+  options.buffer_size_gb = static_cast<double>(8 * bytes_per_block(model, 4, at::TensorOptions().dtype(at::kDouble))) /
+                           (1024.0 * 1024.0 * 1024.0);
+  ServingEngine engine(model, at::Device(at::kCPU), options);
+  ASSERT_EQ(engine.blocks_total(), 7);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(engine.add_request(kPrompts[static_cast<std::size_t>(i)], greedy(7)));
+  EngineStats stats;
+  const auto finished = run_all(engine, &stats);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(finished.at(ids[static_cast<std::size_t>(i)]).tokens, recompute_greedy(model, kPrompts[static_cast<std::size_t>(i)], 7)) << i;
+  }
+  EXPECT_GT(stats.preemptions, 0);
+  EXPECT_EQ(engine.blocks_in_use(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ServingEngineModels, ::testing::Values(Kind::kRopeGqa, Kind::kLearned, Kind::kHybrid),
+                         [](const ::testing::TestParamInfo<Kind>& info) {
+                           return info.param == Kind::kRopeGqa ? "rope_gqa" : info.param == Kind::kLearned ? "learned" : "hybrid";
+                         });
+
+RequestOptions sampled(uint64_t seed, int64_t new_tokens) {
+  RequestOptions options;
+  options.max_new_tokens = new_tokens;
+  options.sampling.temperature = 1.3;
+  options.sampling.top_k = 20;
+  options.sampling.top_p = 0.9;
+  options.sampling.seed = seed;
+  return options;
+}
+
+TEST(ServingEngine, SampledRequestsRepeatWithTheirSeedsInAnyCompany) {
+  model::GptModel model = small_model(Kind::kRopeGqa);
+  ServingEngine alone(model, at::Device(at::kCPU), small_engine());
+  const int64_t single = alone.add_request(kPrompts[2], sampled(77, 10));
+  const auto by_itself = run_all(alone).at(single).tokens;
+  ServingEngine crowd(model, at::Device(at::kCPU), small_engine());
+  crowd.add_request(kPrompts[0], greedy(9));
+  crowd.add_request(kPrompts[1], sampled(5, 12));
+  const int64_t again = crowd.add_request(kPrompts[2], sampled(77, 10));
+  crowd.add_request(kPrompts[3], sampled(78, 4));
+  const auto in_company = run_all(crowd);
+  EXPECT_EQ(in_company.at(again).tokens, by_itself);
+  ServingEngine other_seed(model, at::Device(at::kCPU), small_engine());
+  const int64_t different = other_seed.add_request(kPrompts[2], sampled(78, 10));
+  EXPECT_NE(run_all(other_seed).at(different).tokens, by_itself);
+}
+
+TEST(ServingEngine, ASampledRequestDrawsWhatTheDecodeEnginesFirstRowDraws) {
+  model::GptModel model = small_model(Kind::kRopeGqa);
+  ServingEngine engine(model, at::Device(at::kCPU), small_engine());
+  const int64_t id = engine.add_request(kPrompts[3], sampled(123, 8));
+  const auto tokens = run_all(engine).at(id).tokens;
+  EngineOptions decode;
+  decode.max_batch = 1;
+  decode.max_sequence = 48;
+  decode.max_new_tokens = 8;
+  decode.sampling = sampled(123, 8).sampling;
+  DecodeEngine reference(model, at::Device(at::kCPU), decode);
+  EXPECT_EQ(reference.generate({kPrompts[3]}, 8).tokens[0], tokens);
+}
+
+TEST(ServingEngine, StopTokensEndARequestAndTheTokenIsKept) {
+  model::GptModel model = small_model(Kind::kLearned);
+  const auto expected = recompute_greedy(model, kPrompts[0], 8);
+  ServingEngine engine(model, at::Device(at::kCPU), small_engine());
+  RequestOptions options = greedy(8);
+  options.stop_tokens = {expected[2]};
+  const int64_t id = engine.add_request(kPrompts[0], options);
+  const FinishedRequest done = run_all(engine).at(id);
+  EXPECT_EQ(done.reason, FinishReason::kStopToken);
+  const auto first_stop = std::find(expected.begin(), expected.end(), expected[2]);
+  EXPECT_EQ(done.tokens, std::vector<int64_t>(expected.begin(), first_stop + 1));
+}
+
+TEST(ServingEngine, BadRequestsAreRefusedAloneWithTheirReasons) {
+  model::GptModel model = small_model(Kind::kLearned);
+  ServingEngine engine(model, at::Device(at::kCPU), small_engine());
+  const int64_t good = engine.add_request(kPrompts[1], greedy(4));
+  const int64_t empty = engine.add_request({}, greedy(4));
+  const int64_t unknown = engine.add_request({1, 64, 2}, greedy(4));
+  const int64_t too_long = engine.add_request(std::vector<int64_t>(45, 3), greedy(4));
+  const auto finished = run_all(engine);
+  EXPECT_EQ(finished.at(good).reason, FinishReason::kLength);
+  EXPECT_EQ(finished.at(good).tokens, recompute_greedy(model, kPrompts[1], 4));
+  for (const int64_t id : {empty, unknown, too_long}) EXPECT_EQ(finished.at(id).reason, FinishReason::kRejected);
+  EXPECT_NE(finished.at(empty).message.find("empty"), std::string::npos);
+  EXPECT_NE(finished.at(unknown).message.find("token id 64"), std::string::npos);
+  EXPECT_NE(finished.at(too_long).message.find("past the context of 48"), std::string::npos);
+}
+
+TEST(ServingEngine, CancellingFreesTheBlocksAndTheOthersGoOn) {
+  model::GptModel model = small_model(Kind::kRopeGqa);
+  ServingEngine engine(model, at::Device(at::kCPU), small_engine());
+  const int64_t keep = engine.add_request(kPrompts[0], greedy(10));
+  const int64_t drop = engine.add_request(kPrompts[3], greedy(10));
+  engine.step();
+  engine.step();
+  EXPECT_GT(engine.blocks_in_use(), 0);
+  engine.cancel(drop);
+  engine.cancel(drop);  // twice: ignored
+  const auto finished = run_all(engine);
+  EXPECT_EQ(finished.at(drop).reason, FinishReason::kCancelled);
+  EXPECT_EQ(finished.at(keep).tokens, recompute_greedy(model, kPrompts[0], 10));
+  EXPECT_EQ(engine.blocks_in_use(), 0);
+}
+
+TEST(ServingEngine, RefusesOptionsOutOfRange) {
+  model::GptModel model = small_model(Kind::kLearned);
+  ServingOptions options = small_engine();
+  options.max_tokens = 2;  // fewer than the 3 requests
+  EXPECT_THROW(ServingEngine(model, at::Device(at::kCPU), options), ConfigError);
+  options = small_engine();
+  options.max_sequence = 49;
+  EXPECT_THROW(ServingEngine(model, at::Device(at::kCPU), options), ConfigError);
+  options = small_engine();
+  options.scope = config::InferenceCudaGraphScope::kBlock;
+  EXPECT_THROW(ServingEngine(model, at::Device(at::kCPU), options), CaptureError);
+}
+
+}  // namespace
+}  // namespace graphed::infer
