@@ -49,6 +49,15 @@ std::string generate(std::vector<std::string> arguments) {
   return out.str();
 }
 
+/// The output of a run whose prompts the engine refuses (exit status 1; the others would go on).
+std::string refused(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), "generate");
+  arguments.insert(arguments.end(), {"--device", "cpu"});
+  std::ostringstream out;
+  EXPECT_EQ(run_generate(parse_command_line(arguments), out), 1);
+  return out.str();
+}
+
 std::string generate_error(std::vector<std::string> arguments) {
   return testing::error_text<Error>([&] { generate(std::move(arguments)); });
 }
@@ -58,16 +67,16 @@ TEST(GenerateCommandTest, ContinuesATextPromptFromACheckpoint) {
   EXPECT_NE(text.find("model: graphed checkpoint " + checkpoint() + " (iteration 4) on cpu, fp32; tokenizer: "), std::string::npos)
       << text;
   EXPECT_NE(text.find("--- 1 ---\nThe q"), std::string::npos) << text;
-  EXPECT_NE(text.find("time to first token "), std::string::npos) << text;
-  EXPECT_NE(text.find("5 decode steps in "), std::string::npos) << text;
-  EXPECT_NE(text.find("decode: eager, batch of 1 on 1 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find("first token after "), std::string::npos) << text;
+  EXPECT_NE(text.find("6 tokens in "), std::string::npos) << text;
+  EXPECT_NE(text.find("engine: scope none, 0 steps from graphs, 6 eager"), std::string::npos) << text;
 }
 
 TEST(GenerateCommandTest, JsonHasEveryCompletionAndTheTimings) {
   const auto result = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt-ids", "84 104",
                                                       "--batch-size", "3", "--max-new-tokens", "5", "--json"}));
   ASSERT_EQ(result["completions"].size(), 3u);
-  EXPECT_EQ(result["rows"], 3);  // the largest bucket is the batch itself
+  EXPECT_EQ(result["requests"], 3);
   EXPECT_EQ(result["completions"][0]["prompt_ids"], (std::vector<int64_t>{84, 104, 101}));  // "The" in bytes
   EXPECT_EQ(result["completions"][2]["prompt_ids"], result["completions"][0]["prompt_ids"]);  // prompts repeat
   for (const auto& completion : result["completions"]) EXPECT_EQ(completion["ids"].size(), 5u);
@@ -75,6 +84,24 @@ TEST(GenerateCommandTest, JsonHasEveryCompletionAndTheTimings) {
   EXPECT_EQ(result["completions"][0]["ids"], result["completions"][2]["ids"]);
   EXPECT_GT(result["tokens_per_second"].get<double>(), 0.0);
   EXPECT_EQ(result["scope"], "none");
+}
+
+TEST(GenerateCommandTest, MorePromptsThanTheEngineHoldsAreAllServed) {
+  const auto result = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt", "A b",
+                                                      "--prompt", "x", "--inference-max-requests", "2",
+                                                      "--max-new-tokens", "4", "--json"}));
+  ASSERT_EQ(result["completions"].size(), 3u);
+  for (const auto& completion : result["completions"]) {
+    EXPECT_EQ(completion["ids"].size(), 4u);
+    EXPECT_EQ(completion["finish_reason"], "length");
+  }
+  EXPECT_EQ(result["engine"]["max_requests"], 2);
+  EXPECT_NE(generate_error({"--load", checkpoint(), "--prompt", "x", "--inference-max-requests", "0"})
+                .find("--inference-max-requests is 0; fix: give 1 or more"),
+            std::string::npos);
+  EXPECT_NE(generate_error({"--load", checkpoint(), "--prompt", "x", "--inference-dynamic-batching-block-size", "0"})
+                .find("--inference-dynamic-batching-block-size is 0; fix: give 1 to 4096"),
+            std::string::npos);
 }
 
 TEST(GenerateCommandTest, TheDefaultTokenCountFitsTheContext) {
@@ -100,10 +127,13 @@ TEST(GenerateCommandTest, RefusesMistakesWithTheFlagAndTheFix) {
             std::string::npos);
   EXPECT_NE(generate_error({"--load", load}).find("no prompt was given; fix: pass --prompt TEXT"), std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt-ids", "1 x"}).find("--prompt-ids '1 x' holds 'x'"), std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt-ids", "300", "--max-new-tokens", "4"}).find("token id 300, outside the model's vocabulary of 256"),
+  EXPECT_NE(refused({"--load", load, "--prompt-ids", "300", "--max-new-tokens", "4"})
+                .find("refused: the prompt holds token id 300, outside the model's vocabulary of 256"),
             std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--max-new-tokens", "40"}).find("more than the model's context of 32"),
-            std::string::npos);
+  const std::string too_long = refused({"--load", load, "--prompt", "x", "--prompt", "y y y y y y y y y y y y y y y y",
+                                        "--max-new-tokens", "20"});
+  EXPECT_NE(too_long.find("--- 1 ---\nx"), std::string::npos) << too_long;  // the other prompt goes on
+  EXPECT_NE(too_long.find("past the context of 32"), std::string::npos) << too_long;
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--temperature", "-1"}).find("--temperature is -1"),
             std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--top-p", "0"}).find("--top-p is 0"), std::string::npos);

@@ -17,10 +17,12 @@
 // transformers' own bf16 run is held to the same bound, so graphed is checked to be no worse than it.
 #include "graphed/hf/hf_model.h"
 #include "graphed/infer/decode_engine.h"
+#include "graphed/infer/serving_engine.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -162,13 +164,13 @@ std::vector<std::vector<int64_t>> greedy_by_scope(HfModel& loaded, const json& r
   std::vector<std::vector<int64_t>> tokens;
   for (const auto scope : {config::InferenceCudaGraphScope::kNone, config::InferenceCudaGraphScope::kLayer,
                            config::InferenceCudaGraphScope::kBlock}) {
-    EngineOptions options;
+    infer::EngineOptions options;
     options.scope = scope;
     options.max_batch = 1;
     options.max_new_tokens = new_tokens;
     options.max_sequence = static_cast<int64_t>(prompt.size()) + new_tokens;
-    DecodeEngine engine(loaded.model, at::Device(at::kCUDA), options);
-    const Generation generation = engine.generate({prompt}, new_tokens);
+    infer::DecodeEngine engine(loaded.model, at::Device(at::kCUDA), options);
+    const infer::Generation generation = engine.generate({prompt}, new_tokens);
     EXPECT_EQ(generation.graphed, scope != config::InferenceCudaGraphScope::kNone);
     tokens.push_back(generation.tokens.at(0));
   }
@@ -207,6 +209,48 @@ TEST_F(HfModelCudaTest, Bf16DecodeAgreesAcrossScopesAndReportsAgreementWithTrans
   while (agree < expected.size() && agree < by_scope[0].size() && expected[agree] == by_scope[0][agree]) ++agree;
   std::printf("qwen3 bf16 greedy: the first %zu of 64 tokens equal transformers' bf16 generate\n", agree);
   EXPECT_GE(agree, 1u) << "the first token comes from the prefill logits checked above";
+}
+
+// The serving engine's check: 32 requests of 3 to 300 prompt tokens, at most 8 in flight, chunked
+// under 256 tokens a step, all added at once: each request's greedy tokens equal transformers' generate
+// of that prompt alone, in float32 (TF32 off), at scopes none, layer and block.
+TEST_F(HfModelCudaTest, ServingEngineGreedyEqualsTransformersForMixedRequests) {
+  const json record = reference("llama");
+  HfModel loaded = load_hf_model(join_path(folder_, "llama"), at::Device(at::kCUDA), at::kFloat);
+  const auto prompts = record["mixed_requests"]["prompts"].get<std::vector<std::vector<int64_t>>>();
+  const auto expected = record["mixed_requests"]["greedy_new_tokens"].get<std::vector<std::vector<int64_t>>>();
+  ASSERT_EQ(prompts.size(), 32u);
+  for (const auto scope : {config::InferenceCudaGraphScope::kNone, config::InferenceCudaGraphScope::kLayer,
+                           config::InferenceCudaGraphScope::kBlock}) {
+    infer::ServingOptions options;
+    options.scope = scope;
+    options.max_requests = 8;
+    options.max_tokens = 256;
+    options.block_size = 32;
+    options.buffer_size_gb = 0.25;
+    infer::ServingEngine engine(loaded.model, at::Device(at::kCUDA), options);
+    std::vector<int64_t> ids;
+    for (const auto& prompt : prompts) {
+      infer::RequestOptions request;
+      request.max_new_tokens = static_cast<int64_t>(expected.at(ids.size()).size());
+      ids.push_back(engine.add_request(prompt, request));
+    }
+    std::map<int64_t, std::vector<int64_t>> tokens;
+    for (int step = 0; engine.has_work() && step < 5000; ++step) {
+      for (const auto& done : engine.step().finished) tokens[done.request] = done.tokens;
+    }
+    int64_t equal = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(tokens[ids[i]], expected[i]) << "request " << i << " (" << prompts[i].size() << " prompt tokens), scope "
+                                             << config::to_string(scope);
+      equal += tokens[ids[i]] == expected[i] ? 1 : 0;
+    }
+    const auto& stats = engine.stats();
+    std::printf("serving, scope %s: %lld of 32 requests equal transformers; %lld steps, %lld graphed, %lld unmatched\n",
+                config::to_string(scope).c_str(), static_cast<long long>(equal), static_cast<long long>(stats.steps),
+                static_cast<long long>(stats.graph_steps), static_cast<long long>(stats.unmatched_steps));
+    EXPECT_EQ(engine.blocks_in_use(), 0);
+  }
 }
 
 }  // namespace

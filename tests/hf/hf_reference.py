@@ -6,7 +6,8 @@ saves each with save_pretrained into OUT_DIR/<name>/, and writes OUT_DIR/<name>.
 prompt, transformers' logits at the prompt's last position (float32) and transformers' greedy
 `generate` of 64 new tokens (eos disabled, so exactly 64). The models:
 
-  llama  LlamaForCausalLM, GQA (8 heads, 2 kv heads), llama3 rope scaling, untied, float32
+  llama  LlamaForCausalLM, GQA (8 heads, 2 kv heads), llama3 rope scaling, untied, float32; its JSON
+         also holds "mixed_requests": 32 prompts of 3 to 300 ids and each one's greedy 16 new tokens
   qwen2  Qwen2ForCausalLM, random non-zero q/k/v biases, tied embeddings, float32, sharded (max_shard_size)
   qwen3  Qwen3ForCausalLM, random q/k norm weights, head_dim 64 != 256 / 8, bfloat16
   gpt2   GPT2LMHeadModel, random non-zero biases, float32
@@ -124,6 +125,29 @@ def greedy(model, device):
     return tokens
 
 
+MIXED_REQUESTS = 32
+MIXED_NEW_TOKENS = 16
+
+
+def mixed_requests(model, device):
+    """32 prompts of 3 to 300 seeded random ids, each continued greedily by 16 tokens on its own: the
+    serving engine's check that a request's tokens do not depend on the requests beside it."""
+    generator = torch.Generator().manual_seed(SEED + 1)
+    prompts, tokens = [], []
+    for _ in range(MIXED_REQUESTS):
+        length = int(torch.randint(3, 301, (1,), generator=generator))
+        prompt = torch.randint(3, VOCAB, (length,), generator=generator).tolist()
+        model.generation_config.eos_token_id = None
+        model.generation_config.pad_token_id = 0
+        ids = torch.tensor([prompt], device=device)
+        with torch.no_grad():
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                 max_new_tokens=MIXED_NEW_TOKENS, do_sample=False)
+        prompts.append(prompt)
+        tokens.append(out[0, length:].cpu().tolist())
+    return {"prompts": prompts, "greedy_new_tokens": tokens}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: hf_reference.py OUT_DIR")
@@ -154,6 +178,8 @@ def main():
             "device": device,
             "files": sorted(os.listdir(folder)),
         }
+        if name == "llama":
+            record["mixed_requests"] = mixed_requests(model, device)
         if dtype != torch.float32:
             fp32 = load(type(model), folder, torch.float32, device)
             record["last_logits_fp32"] = last_logits(fp32, device)

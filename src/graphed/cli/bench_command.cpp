@@ -12,6 +12,7 @@
 #include "graphed/capture/device.h"
 #include "graphed/capture/op_counter.h"
 #include "graphed/cli/bench_decode.h"
+#include "graphed/cli/bench_serve.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/config/presets.h"
 #include "graphed/train/trainer.h"
@@ -207,6 +208,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
 
 int run_bench(const CommandLine& command_line, std::ostream& out) {
   if (command_line.bench_decode) return run_bench_decode(command_line, out);
+  if (command_line.serve_bench.serve) return run_bench_serve(command_line, out);
   refuse_multi_process_launch("bench");
   std::vector<Row> rows;
   for (const auto& impl : command_line.impls) rows.push_back(bench_impl(command_line, impl));

@@ -486,8 +486,14 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     subcommands[command.name] = sub;
     if (command.name == "report" || command.name == "tokenize") continue;  // parsed on their own, above
     add_setting_flags(*sub, flag_sets[command.name], command.name);
-    if (command.name == "bench") add_bench_flags(*sub, flag_sets[command.name]);
+    if (command.name == "bench") {
+      add_bench_flags(*sub, flag_sets[command.name]);
+      add_serve_bench_flags(*sub, result.serve_bench);
+      sub->add_option("--hf", result.generate.hf_folder, "bench --serve: a Hugging Face model folder to serve "
+                      "(instead of --load or the preset's random weights)")->group("Serving benchmark (bench --serve)");
+    }
     if (command.name == "generate") add_generate_flags(*sub, result.generate);
+    if (command.name == "bench" || command.name == "generate") add_serving_flags(*sub, result.serving);
   }
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   try {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graphed/cli/serving_flags.h"
 #include "graphed/config/settings.h"
 
 namespace CLI {
@@ -57,8 +58,11 @@ struct CommandLine {
   std::vector<std::string> decode_scopes{"none", "layer", "block"};  ///< --decode-scopes
   int64_t decode_prompt_tokens = 32;        ///< --decode-prompt-tokens: random prompt length
   int64_t decode_new_tokens = 128;          ///< --decode-new-tokens: tokens drawn per prompt
-  // generate only.
+  // generate only (hf_folder also for bench --serve).
   GenerateFlags generate;
+  // generate and bench --serve.
+  ServingFlags serving;
+  ServeBenchFlags serve_bench;
   // report only (it takes no settings flags).
   std::vector<std::string> report_inputs;     ///< RUN_DIR | METRICS.jsonl | BENCH.json, one or more
   std::string report_output = "report.html";  ///< -o/--output

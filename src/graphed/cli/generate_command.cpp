@@ -3,16 +3,21 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"
-#include "graphed/infer/decode_engine.h"
+#include "graphed/cli/serving_flags.h"
+#include "graphed/infer/serving_engine.h"
 #include "graphed/tokenizer/stream_decoder.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
@@ -26,12 +31,6 @@ const char* dtype_name(at::ScalarType dtype) {
     case at::kHalf: return "fp16";
     default: return "fp32";
   }
-}
-
-std::string mebibytes(int64_t bytes) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
-  return text.str();
 }
 
 std::string milliseconds(double value) {
@@ -78,31 +77,29 @@ int64_t new_token_count(const GenerateFlags& flags, int64_t longest, int64_t con
   return count;
 }
 
-infer::EngineOptions engine_options(const CommandLine& command_line, const config::CudaGraphConfig& graphs,
-                                    const GenerationModel& model, const std::vector<std::vector<int64_t>>& rows) {
+infer::ServingOptions engine_options(const CommandLine& command_line, const config::CudaGraphConfig& graphs,
+                                     const GenerationModel& model, const std::vector<std::vector<int64_t>>& rows) {
+  // Without --inference-max-requests every prompt runs at once, up to 64 (more take their turns).
+  infer::ServingOptions options = serving_options(command_line.serving, graphs,
+                                                  std::min<int64_t>(64, static_cast<int64_t>(rows.size())));
+  if (!command_line.serving.max_sequence) options.max_sequence = model.context;
+  // A model's vocabulary may be padded past its tokenizer's (Megatron pads it; a byte-level checkpoint
+  // has --vocab-size rows and 256 bytes): ids the tokenizer cannot decode are never drawn.
+  if (model.tokenizer) options.vocabulary = model.tokenizer->vocab_size();
+  return options;
+}
+
+/// Each row's request: the sampling flags with a seed of its own (the run's seed + the row), so that
+/// repeated prompts draw different samples and a run repeats with its --seed.
+infer::RequestOptions request_options(const CommandLine& command_line, const GenerationModel& model, int64_t row,
+                                      int64_t new_tokens) {
   const GenerateFlags& flags = command_line.generate;
-  std::size_t longest = 0;
-  for (const auto& row : rows) longest = std::max(longest, row.size());
-  infer::EngineOptions options;
-  options.scope = graphs.inference_scope;
-  options.num_cuda_graphs = graphs.inference_num_cuda_graphs;
-  options.max_batch = static_cast<int64_t>(rows.size());
-  options.max_new_tokens = new_token_count(flags, static_cast<int64_t>(longest), model.context);
-  const int64_t needed = static_cast<int64_t>(longest) + options.max_new_tokens;
-  if (needed > model.context) {
-    throw DataError("the longest prompt has " + std::to_string(longest) + " tokens, and with " +
-                    std::to_string(options.max_new_tokens) + " new tokens that is " + std::to_string(needed) +
-                    " positions, more than the model's context of " + std::to_string(model.context) +
-                    "; fix: shorten the prompt or lower --max-new-tokens");
-  }
-  options.max_sequence = needed;
+  infer::RequestOptions options;
+  options.max_new_tokens = new_tokens;
   options.sampling.temperature = flags.temperature;
   options.sampling.top_k = flags.top_k;
   options.sampling.top_p = flags.top_p;
-  options.sampling.seed = static_cast<uint64_t>(command_line.settings.train.seed);
-  // A model's vocabulary may be padded past its tokenizer's (Megatron pads it; a byte-level checkpoint
-  // has --vocab-size rows and 256 bytes): ids the tokenizer cannot decode are never drawn.
-  if (model.tokenizer) options.sampling.vocabulary = model.tokenizer->vocab_size();
+  options.sampling.seed = static_cast<uint64_t>(command_line.settings.train.seed) + static_cast<uint64_t>(row);
   if (!flags.ignore_eos) options.stop_tokens = flags.stop_tokens.empty() ? model.end_tokens : flags.stop_tokens;
   return options;
 }
@@ -111,70 +108,91 @@ std::string decode_text(const tokenizer::Tokenizer* tokenizer, const std::vector
   return tokenizer ? tokenizer->decode(ids) : bracketed(ids);
 }
 
-struct Timing {
-  double tokens_per_second = 0;  ///< decode steps' tokens of the real rows per second
-  double step_ms = 0;
+/// What a run produced and how long it took, request by request (in row order).
+struct Completions {
+  std::vector<infer::FinishedRequest> finished;  ///< by row
+  double first_token_ms = 0;                     ///< from the first step to the first token drawn
+  double seconds = 0;                            ///< from the first step to the last
+  int64_t output_tokens = 0;
 };
 
-Timing timing_of(const infer::Generation& generation, int64_t real_rows) {
-  Timing timing;
-  if (generation.decode_steps > 0) {
-    timing.step_ms = generation.decode_ms / static_cast<double>(generation.decode_steps);
-    timing.tokens_per_second = static_cast<double>(real_rows * generation.decode_steps) / (generation.decode_ms / 1000.0);
+/// Runs every row through the engine; `on_token` sees each token as it is drawn.
+Completions serve_rows(infer::ServingEngine& engine, const CommandLine& command_line, const GenerationModel& model,
+                       const std::vector<std::vector<int64_t>>& rows, int64_t new_tokens,
+                       const std::function<void(int64_t row, int64_t token)>& on_token) {
+  std::map<int64_t, std::size_t> row_of;
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const auto options = request_options(command_line, model, static_cast<int64_t>(row), new_tokens);
+    row_of[engine.add_request(rows[row], options)] = row;
   }
-  return timing;
+  Completions result;
+  result.finished.resize(rows.size());
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (engine.has_work()) {
+    const infer::StepResult step = engine.step();
+    for (const auto& token : step.tokens) {
+      if (result.output_tokens++ == 0) result.first_token_ms = elapsed_ms();
+      if (on_token) on_token(static_cast<int64_t>(row_of.at(token.request)), token.token);
+    }
+    for (const auto& done : step.finished) result.finished[row_of.at(done.request)] = done;
+  }
+  result.seconds = elapsed_ms() / 1000.0;
+  return result;
 }
 
-void print_json(const GenerationModel& model, const config::CudaGraphConfig& graphs, const infer::DecodeEngine& engine,
-                const std::vector<std::vector<int64_t>>& rows, const infer::Generation& generation, std::ostream& out) {
+double tokens_per_second(const Completions& completions) {
+  return completions.seconds > 0 ? static_cast<double>(completions.output_tokens) / completions.seconds : 0.0;
+}
+
+void print_json(const GenerationModel& model, const config::CudaGraphConfig& graphs, const infer::ServingEngine& engine,
+                const std::vector<std::vector<int64_t>>& rows, const Completions& completions, std::ostream& out) {
   nlohmann::json result;
   result["model"] = model.description;
   result["scope"] = config::to_string(graphs.inference_scope);
-  result["rows"] = generation.rows;
-  result["graphed"] = generation.graphed;
-  result["buckets"] = engine.buckets();
-  result["time_to_first_token_ms"] = generation.time_to_first_token_ms;
-  result["decode_steps"] = generation.decode_steps;
-  result["decode_ms"] = generation.decode_ms;
-  const Timing timing = timing_of(generation, static_cast<int64_t>(rows.size()));
-  result["ms_per_step"] = timing.step_ms;
-  result["tokens_per_second"] = timing.tokens_per_second;
-  result["cache_bytes"] = engine.cache().bytes();
-  nlohmann::json captures = nlohmann::json::array();
-  for (const auto& capture : engine.captures()) {
-    captures.push_back({{"rows", capture.rows}, {"graphs", capture.graphs}, {"seconds", capture.seconds},
-                        {"pool_bytes", capture.memory.pool_bytes}, {"graph_bytes", capture.memory.graph_bytes}});
-  }
-  result["captures"] = captures;
-  nlohmann::json completions = nlohmann::json::array();
+  result["requests"] = rows.size();
+  result["engine"] = engine_json(engine, engine.stats());
+  result["time_to_first_token_ms"] = completions.first_token_ms;
+  result["seconds"] = completions.seconds;
+  result["output_tokens"] = completions.output_tokens;
+  result["tokens_per_second"] = tokens_per_second(completions);
+  nlohmann::json items = nlohmann::json::array();
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    nlohmann::json item{{"prompt_ids", rows[i]}, {"ids", generation.tokens[i]}, {"stopped", static_cast<bool>(generation.stopped[i])}};
-    if (model.tokenizer) item["text"] = model.tokenizer->decode(generation.tokens[i]);
-    completions.push_back(item);
+    const infer::FinishedRequest& done = completions.finished[i];
+    nlohmann::json item{{"prompt_ids", rows[i]}, {"ids", done.tokens}, {"finish_reason", infer::to_string(done.reason)},
+                        {"stopped", done.reason == infer::FinishReason::kStopToken}};
+    if (!done.message.empty()) item["message"] = done.message;
+    if (model.tokenizer) item["text"] = model.tokenizer->decode(done.tokens);
+    items.push_back(item);
   }
-  result["completions"] = completions;
+  result["completions"] = items;
   out << result.dump(2) << std::endl;
 }
 
-void print_summary(const config::CudaGraphConfig& graphs, const infer::DecodeEngine& engine,
-                   const infer::Generation& generation, int64_t real_rows, std::ostream& out) {
-  const Timing timing = timing_of(generation, real_rows);
-  out << "time to first token " << milliseconds(generation.time_to_first_token_ms) << "; " << generation.decode_steps
-      << " decode steps in " << milliseconds(generation.decode_ms) << " (" << milliseconds(timing.step_ms) << " per step, "
-      << group_thousands(timing.tokens_per_second) << " tokens/s for " << counted(static_cast<std::size_t>(real_rows), "row")
-      << ")" << std::endl;
-  std::string decode = generation.graphed ? "graphs at " + config::to_string(graphs.inference_scope) + " scope" : "eager";
-  if (!generation.graphed && graphs.inference_scope != config::InferenceCudaGraphScope::kNone) {
-    decode += " (the batch is larger than the largest bucket)";
+void print_summary(const config::CudaGraphConfig& graphs, const infer::ServingEngine& engine,
+                   const Completions& completions, std::ostream& out) {
+  const infer::EngineStats& stats = engine.stats();
+  out << "first token after " << milliseconds(completions.first_token_ms) << "; "
+      << counted(static_cast<std::size_t>(completions.output_tokens), "token") << " in "
+      << milliseconds(completions.seconds * 1000.0) << " (" << group_thousands(tokens_per_second(completions))
+      << " tokens/s), " << counted(static_cast<std::size_t>(stats.steps), "step") << std::endl;
+  print_engine_line(engine, stats, out);
+}
+
+void print_texts(const GenerationModel& model, const std::vector<std::vector<int64_t>>& rows,
+                 const Completions& completions, std::ostream& out) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const infer::FinishedRequest& done = completions.finished[i];
+    if (done.reason == infer::FinishReason::kRejected) {
+      out << "--- " << i + 1 << " (refused: " << done.message << ") ---\n";
+      continue;
+    }
+    out << "--- " << i + 1 << (done.reason == infer::FinishReason::kStopToken ? " (stopped at an end token)" : "")
+        << " ---\n" << decode_text(model.tokenizer.get(), rows[i]) << decode_text(model.tokenizer.get(), done.tokens) << "\n";
   }
-  out << "decode: " << decode << ", batch of " << real_rows << " on " << generation.rows << " rows";
-  if (!engine.buckets().empty()) out << " (buckets " << bracketed(engine.buckets()) << ")";
-  out << "; cache " << mebibytes(engine.cache().bytes()) << std::endl;
-  for (const auto& capture : engine.captures()) {
-    out << "captured bucket " << capture.rows << ": " << counted(static_cast<std::size_t>(capture.graphs), "graph") << " in "
-        << milliseconds(capture.seconds * 1000.0) << ", graph pool " << mebibytes(capture.memory.pool_bytes)
-        << ", graph objects " << mebibytes(capture.memory.graph_bytes) << std::endl;
-  }
+  out << "---" << std::endl;
 }
 
 }  // namespace
@@ -189,12 +207,15 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
   const auto prompts = read_prompts(flags, model.tokenizer.get());
   check_flags(flags, static_cast<int64_t>(prompts.size()));
   const auto rows = fill_rows(prompts, flags.batch_size);
+  std::size_t longest = 0;
+  for (const auto& row : rows) longest = std::max(longest, row.size());
+  const int64_t new_tokens = new_token_count(flags, static_cast<int64_t>(longest), model.context);
   if (!command_line.json_output) {
     out << "model: " << model.description << " on " << capture::device_name(device) << ", " << dtype_name(dtype)
         << (model.tokenizer ? "; tokenizer: " + model.tokenizer->description() : "") << std::endl;
   }
-  infer::DecodeEngine engine(model.model, device, engine_options(command_line, graphs, model, rows));
-
+  infer::ServingEngine engine(model.model, device, engine_options(command_line, graphs, model, rows));
+  engine.capture_graphs();
   const bool stream = !command_line.json_output && rows.size() == 1 && model.tokenizer && &out == &std::cout &&
                       ::isatty(::fileno(stdout)) != 0;
   std::optional<tokenizer::StreamDecoder> streamer;
@@ -202,25 +223,25 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
     streamer.emplace(*model.tokenizer);
     out << model.tokenizer->decode(rows[0]) << std::flush;
   }
-  const auto on_step = [&](int64_t, const std::vector<int64_t>& tokens) {
-    if (streamer && tokens[0] >= 0) out << streamer->push(tokens[0]) << std::flush;
+  const auto on_token = [&](int64_t, int64_t token) {
+    if (streamer) out << streamer->push(token) << std::flush;
   };
-  const infer::Generation generation = engine.generate(rows, engine.options().max_new_tokens, on_step);
+  const Completions completions = serve_rows(engine, command_line, model, rows, new_tokens, on_token);
+  const bool refused = std::any_of(completions.finished.begin(), completions.finished.end(),
+                                   [](const auto& done) { return done.reason == infer::FinishReason::kRejected; });
   if (command_line.json_output) {
-    print_json(model, graphs, engine, rows, generation, out);
-    return 0;
-  }
-  if (streamer) {
-    out << streamer->finish() << std::endl;
+    print_json(model, graphs, engine, rows, completions, out);
   } else {
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      out << "--- " << i + 1 << (generation.stopped[i] ? " (stopped at an end token)" : "") << " ---\n"
-          << decode_text(model.tokenizer.get(), rows[i]) << decode_text(model.tokenizer.get(), generation.tokens[i]) << "\n";
+    if (streamer && !refused) {
+      out << streamer->finish() << std::endl;
+    } else {
+      print_texts(model, rows, completions, out);
     }
-    out << "---" << std::endl;
+    print_summary(graphs, engine, completions, out);
   }
-  print_summary(graphs, engine, generation, static_cast<int64_t>(rows.size()), out);
-  return 0;
+  if (!refused) return 0;
+  std::cerr << "error: the engine refused some prompts (see above); fix: shorten them or lower --max-new-tokens" << std::endl;
+  return 1;
 }
 
 }  // namespace graphed::cli

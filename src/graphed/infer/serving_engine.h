@@ -109,6 +109,7 @@ class ServingEngine {
   int64_t blocks_total() const { return pool_.usable(); }
   const ServingOptions& options() const { return options_; }
   int64_t cache_bytes() const { return cache_->bytes(); }
+  const PagedCache& cache() const { return *cache_; }
 
  private:
   std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;

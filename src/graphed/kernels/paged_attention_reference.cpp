@@ -1,5 +1,6 @@
 // kernels/paged_attention_reference.cpp — kernels::reference::paged_attention (both builds), and
 // kernels::paged_attention on a CPU build, where it is the reference.
+#include <algorithm>
 #include <limits>
 
 #include "graphed/kernels/paged_attention_ops.h"
@@ -14,7 +15,7 @@ at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache,
   const int64_t head_dim = query.size(2);
   const int64_t block_size = key_cache.size(1);
   const int64_t groups = key_cache.size(2);
-  const int64_t blocks = (context.max_context + block_size - 1) / block_size;
+  const int64_t blocks = std::min((context.max_context + block_size - 1) / block_size, context.block_tables.size(1));
   const int64_t length = blocks * block_size;
   // Each token's context as cache rows [tokens, length].
   const at::Tensor tables = context.block_tables.index_select(0, context.token_request).narrow(1, 0, blocks);

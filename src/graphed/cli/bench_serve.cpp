@@ -1,0 +1,252 @@
+// cli/bench_serve.cpp — see cli/bench_serve.h. Time to first token runs from a request's arrival (its
+// scheduled time) to the end of the step that drew its first token; time per output token is the time
+// from its first token to its last over the tokens after the first. Graphs are captured, and a small
+// warmup run goes through the eager paths, before the clock starts; the report counts the timed run.
+#include "graphed/cli/bench_serve.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <random>
+#include <thread>
+
+#include <ATen/core/grad_mode.h>
+#include <nlohmann/json.hpp>
+
+#include "graphed/capture/device.h"
+#include "graphed/cli/engine_report.h"
+#include "graphed/cli/generate_setup.h"
+#include "graphed/cli/run_setup.h"
+#include "graphed/infer/serving_engine.h"
+#include "graphed/util/error.h"
+#include "graphed/util/text.h"
+
+namespace graphed::cli {
+
+std::pair<int64_t, int64_t> parse_length_range(const std::string& text, const std::string& flag) {
+  const auto dots = text.find("..");
+  try {
+    std::size_t used = 0;
+    const int64_t low = std::stoll(text.substr(0, dots), &used);
+    const bool whole = used == (dots == std::string::npos ? text.size() : dots);
+    const int64_t high = dots == std::string::npos ? low : std::stoll(text.substr(dots + 2), &used);
+    if (whole && (dots == std::string::npos || used == text.size() - dots - 2) && low >= 1 && high >= low) {
+      return {low, high};
+    }
+  } catch (const std::exception&) {  // not a number: the message below
+  }
+  throw ConfigError(flag + " is '" + text + "'; fix: give A..B with 1 <= A <= B (e.g. 64..2048), or one length");
+}
+
+ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed) {
+  const auto prompts = parse_length_range(flags.prompt_lengths, "--prompt-lengths");
+  const auto outputs = parse_length_range(flags.output_lengths, "--output-lengths");
+  GRAPHED_CHECK(flags.requests >= 1, ConfigError, "--requests is ", flags.requests, "; fix: give 1 or more");
+  GRAPHED_CHECK(flags.distribution == "uniform" || flags.distribution == "long-tail", ConfigError,
+                "--length-distribution is '", flags.distribution, "'; fix: give uniform or long-tail");
+  GRAPHED_CHECK(flags.request_rate >= 0 && std::isfinite(flags.request_rate), ConfigError, "--request-rate is ",
+                flags.request_rate, "; fix: give requests per second, or 0 for all at once");
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  // long-tail: exponential above the low end with a mean of an eighth of the range, cut at the high end.
+  const auto draw = [&](std::pair<int64_t, int64_t> range) {
+    const double span = static_cast<double>(range.second - range.first);
+    const double u = unit(random);
+    const double offset = flags.distribution == "uniform" ? std::floor(u * (span + 1.0)) : std::floor(-std::log(1.0 - u) * span / 8.0);
+    return range.first + std::min<int64_t>(static_cast<int64_t>(offset), range.second - range.first);
+  };
+  ServeWorkload workload;
+  double clock = 0;
+  for (int64_t i = 0; i < flags.requests; ++i) {
+    workload.prompt_lengths.push_back(draw(prompts));
+    workload.output_lengths.push_back(draw(outputs));
+    if (flags.request_rate > 0) clock += -std::log(1.0 - unit(random)) / flags.request_rate;
+    workload.arrival_seconds.push_back(clock);
+  }
+  return workload;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
+  return values[std::min(values.size(), std::max<std::size_t>(rank, 1)) - 1];
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ServedModel {
+  model::GptModel model{nullptr};
+  std::string description;
+  int64_t context = 0;
+};
+
+ServedModel served_model(const CommandLine& command_line, const at::Device& device) {
+  ServedModel served;
+  if (command_line.settings.train.load || !command_line.generate.hf_folder.empty()) {
+    GenerationModel loaded = load_generation_model(command_line, device, std::cerr);
+    served.model = loaded.model;
+    served.description = loaded.description;
+    served.context = loaded.context;
+    return served;
+  }
+  config::Settings settings = command_line.settings;
+  settings.model.attention_dropout = 0.0;
+  settings.model.hidden_dropout = 0.0;
+  settings.train.mock_data = true;
+  const config::RunConfig config = resolve_settings(settings);
+  at::manual_seed(config.train.seed);
+  served.model = model::GptModel(config.model, config.moe_layers);
+  served.model->to(device, device.is_cuda() ? at::kBFloat16 : at::kFloat);
+  served.model->eval();
+  served.description = (command_line.preset ? "preset " + *command_line.preset : std::string("the settings' model")) +
+                       ", random weights";
+  served.context = config.model.max_position_embeddings.value_or(config.model.seq_length);
+  return served;
+}
+
+std::vector<int64_t> random_prompt(int64_t length, int64_t vocabulary, std::mt19937_64& random) {
+  std::uniform_int_distribution<int64_t> id(0, vocabulary - 1);
+  std::vector<int64_t> prompt(static_cast<std::size_t>(length));
+  for (auto& token : prompt) token = id(random);
+  return prompt;
+}
+
+infer::RequestOptions greedy_request(int64_t new_tokens) {
+  infer::RequestOptions options;
+  options.max_new_tokens = new_tokens;  // no stop tokens: every request draws exactly its length
+  return options;
+}
+
+/// Per request of the timed run.
+struct Timings {
+  std::vector<double> ttft_ms;
+  std::vector<double> tpot_ms;
+  int64_t output_tokens = 0;
+  double seconds = 0;
+  std::vector<std::string> refused;
+};
+
+Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload, int64_t vocabulary, uint64_t seed) {
+  std::mt19937_64 random(seed ^ 0x5eedULL);
+  std::vector<std::vector<int64_t>> prompts;
+  for (const int64_t length : workload.prompt_lengths) prompts.push_back(random_prompt(length, vocabulary, random));
+  struct Progress {
+    double arrival = 0, first = -1, last = 0;
+    int64_t tokens = 0;
+  };
+  std::map<int64_t, Progress> progress;
+  Timings timings;
+  const auto start = Clock::now();
+  const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  std::size_t next = 0;
+  while (next < prompts.size() || engine.has_work()) {
+    for (; next < prompts.size() && workload.arrival_seconds[next] <= now(); ++next) {
+      const int64_t id = engine.add_request(prompts[next], greedy_request(workload.output_lengths[next]));
+      progress[id].arrival = workload.arrival_seconds[next];
+    }
+    if (!engine.has_work()) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(workload.arrival_seconds[next] - now()));
+      continue;
+    }
+    const infer::StepResult step = engine.step();
+    const double at = now();
+    for (const auto& token : step.tokens) {
+      Progress& request = progress[token.request];
+      if (request.first < 0) request.first = at;
+      request.last = at;
+      ++request.tokens;
+    }
+    for (const auto& done : step.finished) {
+      if (done.reason == infer::FinishReason::kRejected) timings.refused.push_back(done.message);
+    }
+  }
+  timings.seconds = now();
+  for (const auto& [id, request] : progress) {
+    if (request.first < 0) continue;
+    timings.output_tokens += request.tokens;
+    timings.ttft_ms.push_back((request.first - request.arrival) * 1000.0);
+    if (request.tokens > 1) timings.tpot_ms.push_back((request.last - request.first) * 1000.0 / static_cast<double>(request.tokens - 1));
+  }
+  return timings;
+}
+
+nlohmann::json model_shape(const config::ModelConfig& config, int64_t context) {
+  return {{"hidden_size", config.hidden_size}, {"ffn_hidden_size", config.ffn_hidden_size.value_or(4 * config.hidden_size)},
+          {"num_layers", config.num_layers}, {"num_attention_heads", config.num_attention_heads},
+          {"num_query_groups", config.num_query_groups.value_or(config.num_attention_heads)},
+          {"vocab_size", config.vocab_size}, {"max_position_embeddings", context}, {"rotary_base", config.rotary_base},
+          {"norm_epsilon", config.norm_epsilon},
+          {"untie_embeddings_and_output_weights", config.untie_embeddings_and_output_weights}};
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(digits) << value;
+  return text.str();
+}
+
+}  // namespace
+
+int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
+  refuse_multi_process_launch("bench");
+  const ServeBenchFlags& flags = command_line.serve_bench;
+  const auto seed = static_cast<uint64_t>(command_line.settings.train.seed);
+  const ServeWorkload workload = make_workload(flags, seed);
+  const at::Device device = choose_device(command_line.settings.train.device, "serving eagerly in fp32");
+  const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
+  ServedModel served = served_model(command_line, device);
+  infer::ServingOptions options = serving_options(command_line.serving, graphs, 64);
+  if (!command_line.serving.max_sequence) options.max_sequence = served.context;
+  const int64_t vocabulary = served.model->config().vocab_size;
+  at::NoGradGuard no_grad;
+  infer::ServingEngine engine(served.model, device, options);
+  engine.capture_graphs();
+  // Warmup: the longest prompt and a few short ones through every eager path, untimed.
+  ServeWorkload warmup;
+  const int64_t longest = *std::max_element(workload.prompt_lengths.begin(), workload.prompt_lengths.end());
+  for (const int64_t length : {longest, int64_t{8}, int64_t{8}}) {
+    warmup.prompt_lengths.push_back(std::min(length, options.max_sequence - 4));
+    warmup.output_lengths.push_back(4);
+    warmup.arrival_seconds.push_back(0);
+  }
+  run_workload(engine, warmup, vocabulary, seed + 1);
+  const infer::EngineStats before = engine.stats();
+  const Timings timings = run_workload(engine, workload, vocabulary, seed);
+  const infer::EngineStats stats = stats_since(engine.stats(), before);
+  nlohmann::json result{
+      {"device", capture::device_name(device)}, {"model", served.description},
+      {"model_shape", model_shape(served.model->config(), served.context)},
+      {"workload", {{"prompt_lengths", workload.prompt_lengths}, {"output_lengths", workload.output_lengths},
+                    {"arrival_seconds", workload.arrival_seconds}, {"seed", seed},
+                    {"distribution", flags.distribution}, {"request_rate", flags.request_rate}}},
+      {"requests", flags.requests}, {"refused", timings.refused}, {"output_tokens", timings.output_tokens},
+      {"seconds", timings.seconds},
+      {"requests_per_second", static_cast<double>(flags.requests - static_cast<int64_t>(timings.refused.size())) / timings.seconds},
+      {"output_tokens_per_second", static_cast<double>(timings.output_tokens) / timings.seconds},
+      {"ttft_ms_p50", percentile(timings.ttft_ms, 0.5)}, {"ttft_ms_p99", percentile(timings.ttft_ms, 0.99)},
+      {"tpot_ms_p50", percentile(timings.tpot_ms, 0.5)}, {"tpot_ms_p99", percentile(timings.tpot_ms, 0.99)},
+      {"engine", engine_json(engine, stats)}};
+  if (command_line.json_output) {
+    out << result.dump() << std::endl;
+    return timings.refused.empty() ? 0 : 1;
+  }
+  out << "serving " << flags.requests << " requests (prompts " << flags.prompt_lengths << ", outputs " << flags.output_lengths
+      << ", " << flags.distribution << ", " << (flags.request_rate > 0 ? fixed(flags.request_rate, 1) + " requests/s" : "all at once")
+      << ") on " << served.description << ", " << capture::device_name(device) << "\n";
+  out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | peak blocks |\n"
+      << "|---|---|---|---|---|---|\n"
+      << "| " << fixed(result["requests_per_second"], 2) << " | " << fixed(result["output_tokens_per_second"], 0) << " | "
+      << fixed(result["ttft_ms_p50"], 1) << " / " << fixed(result["ttft_ms_p99"], 1) << " | " << fixed(result["tpot_ms_p50"], 2)
+      << " / " << fixed(result["tpot_ms_p99"], 2) << " | " << fixed(timings.seconds, 2) << " | " << stats.peak_blocks << " of "
+      << engine.blocks_total() << " |\n";
+  print_engine_line(engine, stats, out);
+  for (const auto& reason : timings.refused) out << "refused: " << reason << "\n";
+  return timings.refused.empty() ? 0 : 1;
+}
+
+}  // namespace graphed::cli

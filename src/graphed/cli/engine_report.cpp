@@ -1,0 +1,48 @@
+// cli/engine_report.cpp — see cli/engine_report.h.
+#include "graphed/cli/engine_report.h"
+
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graphed/util/text.h"
+
+namespace graphed::cli {
+
+nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::EngineStats& stats) {
+  std::vector<std::string> buckets;
+  for (const auto& bucket : engine.buckets()) buckets.push_back(bucket.describe());
+  return {{"scope", config::to_string(engine.options().scope)}, {"buckets", buckets}, {"graphs", engine.graph_count()},
+          {"capture_seconds", stats.capture_seconds}, {"steps", stats.steps}, {"graph_steps", stats.graph_steps},
+          {"eager_steps", stats.eager_steps}, {"unmatched_steps", stats.unmatched_steps},
+          {"preemptions", stats.preemptions}, {"peak_blocks", stats.peak_blocks}, {"blocks", engine.blocks_total()},
+          {"block_size", engine.options().block_size}, {"cache_bytes", engine.cache_bytes()},
+          {"max_requests", engine.options().max_requests}, {"max_tokens", engine.options().max_tokens}};
+}
+
+void print_engine_line(const infer::ServingEngine& engine, const infer::EngineStats& stats, std::ostream& out) {
+  std::ostringstream cache;
+  cache << std::fixed << std::setprecision(1) << static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0) << " MiB";
+  out << "engine: scope " << config::to_string(engine.options().scope) << ", " << stats.graph_steps
+      << " steps from graphs, " << stats.eager_steps << " eager (" << stats.unmatched_steps
+      << " no graph bucket served), " << counted(static_cast<std::size_t>(engine.graph_count()), "graph") << " captured in "
+      << std::fixed << std::setprecision(2) << stats.capture_seconds << " s; up to " << engine.options().max_requests
+      << " requests at once, " << stats.preemptions << " preemptions; cache " << cache.str() << ", " << stats.peak_blocks
+      << " of " << engine.blocks_total() << " blocks of " << engine.options().block_size << " positions used at most"
+      << std::endl;
+}
+
+infer::EngineStats stats_since(const infer::EngineStats& after, const infer::EngineStats& before) {
+  infer::EngineStats stats = after;
+  stats.steps -= before.steps;
+  stats.graph_steps -= before.graph_steps;
+  stats.eager_steps -= before.eager_steps;
+  stats.unmatched_steps -= before.unmatched_steps;
+  stats.preemptions -= before.preemptions;
+  stats.prompt_tokens -= before.prompt_tokens;
+  stats.output_tokens -= before.output_tokens;
+  return stats;
+}
+
+}  // namespace graphed::cli

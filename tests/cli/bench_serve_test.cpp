@@ -1,0 +1,82 @@
+// tests/cli/bench_serve_test.cpp — bench --serve on the CPU: length ranges and their errors, the seeded
+// workload (uniform within the range, long-tail mostly low, Poisson arrivals in order), percentiles by
+// nearest rank, and a small run whose JSON has the fields bench/serve_reference.py and the issue need.
+#include "graphed/cli/bench_serve.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "graphed/cli/bench_command.h"
+#include "graphed/util/error.h"
+
+namespace graphed::cli {
+namespace {
+
+TEST(BenchServe, LengthRangesAndTheirErrors) {
+  EXPECT_EQ(parse_length_range("64..2048", "--prompt-lengths"), std::make_pair(int64_t{64}, int64_t{2048}));
+  EXPECT_EQ(parse_length_range("7", "--output-lengths"), std::make_pair(int64_t{7}, int64_t{7}));
+  for (const std::string bad : {"0..4", "9..3", "a..b", "4..", "3x", ""}) {
+    try {
+      parse_length_range(bad, "--prompt-lengths");
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& error) {
+      EXPECT_NE(std::string(error.what()).find("--prompt-lengths is '" + bad + "'; fix: give A..B"), std::string::npos);
+    }
+  }
+}
+
+TEST(BenchServe, TheWorkloadIsSeededAndStaysInItsRanges) {
+  ServeBenchFlags flags;
+  flags.requests = 400;
+  flags.prompt_lengths = "10..20";
+  flags.output_lengths = "5..5";
+  const ServeWorkload first = make_workload(flags, 3);
+  EXPECT_EQ(first.prompt_lengths, make_workload(flags, 3).prompt_lengths);
+  EXPECT_NE(first.prompt_lengths, make_workload(flags, 4).prompt_lengths);
+  EXPECT_EQ(*std::min_element(first.prompt_lengths.begin(), first.prompt_lengths.end()), 10);
+  EXPECT_EQ(*std::max_element(first.prompt_lengths.begin(), first.prompt_lengths.end()), 20);
+  for (const double arrival : first.arrival_seconds) EXPECT_EQ(arrival, 0.0);
+  flags.prompt_lengths = "100..900";
+  flags.distribution = "long-tail";
+  flags.request_rate = 10;
+  const ServeWorkload tail = make_workload(flags, 3);
+  const auto low = std::count_if(tail.prompt_lengths.begin(), tail.prompt_lengths.end(), [](int64_t l) { return l < 300; });
+  EXPECT_GT(low, 300);  // an exponential of mean 100 above 100: about 86% below 300
+  EXPECT_TRUE(std::is_sorted(tail.arrival_seconds.begin(), tail.arrival_seconds.end()));
+  EXPECT_GT(tail.arrival_seconds.back(), 20.0);  // 400 requests at 10 per second: about 40 s
+  flags.distribution = "zipf";
+  EXPECT_THROW(make_workload(flags, 3), ConfigError);
+}
+
+TEST(BenchServe, PercentilesByNearestRank) {
+  EXPECT_EQ(percentile({}, 0.5), 0.0);
+  EXPECT_EQ(percentile({5.0, 1.0, 3.0, 2.0, 4.0}, 0.5), 3.0);
+  EXPECT_EQ(percentile({5.0, 1.0, 3.0, 2.0, 4.0}, 0.99), 5.0);
+  EXPECT_EQ(percentile({7.0}, 0.99), 7.0);
+}
+
+TEST(BenchServe, ASmallRunReportsWhatTheIssueAsksFor) {
+  std::ostringstream out;
+  const int status = run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu", "--requests",
+                                                   "6", "--prompt-lengths", "3..30", "--output-lengths", "2..9",
+                                                   "--inference-max-requests", "2", "--json"}),
+                               out);
+  EXPECT_EQ(status, 0);
+  const auto result = nlohmann::json::parse(out.str());
+  for (const char* key : {"requests", "output_tokens_per_second", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99",
+                          "requests_per_second", "seconds", "model_shape", "workload", "engine"}) {
+    EXPECT_TRUE(result.contains(key)) << key;
+  }
+  int64_t wanted = 0;
+  for (const auto& length : result["workload"]["output_lengths"]) wanted += length.get<int64_t>();
+  EXPECT_EQ(result["output_tokens"].get<int64_t>(), wanted);
+  EXPECT_EQ(result["engine"]["max_requests"], 2);
+  EXPECT_GT(result["engine"]["steps"].get<int64_t>(), 0);
+  EXPECT_GE(result["ttft_ms_p99"].get<double>(), result["ttft_ms_p50"].get<double>());
+}
+
+}  // namespace
+}  // namespace graphed::cli
