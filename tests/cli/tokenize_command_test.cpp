@@ -72,8 +72,8 @@ TEST(TokenizeCommandTest, BadInputsNameTheProblem) {
             "token id 999 is outside the vocabulary (256 ids: 0..255); fix: pass ids this tokenizer produced");
   EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "bytes", "--file", "/no/such/input.txt"}); }),
             "cannot read --file '/no/such/input.txt': no such file or directory; fix: check the path (or pass the text with --text)");
-  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", std::string(GRAPHED_SOURCE_DIR) + "/tests/infer/data", "--text", "a\xFF"}); }),
-            "tokenizer folder '" + std::string(GRAPHED_SOURCE_DIR) + "/tests/infer/data' holds no tokenizer.json, vocab.json + merges.txt, or "
+  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", std::string(GRAPHED_SOURCE_DIR) + "/tests/tokenizer/data", "--text", "a\xFF"}); }),
+            "tokenizer folder '" + std::string(GRAPHED_SOURCE_DIR) + "/tests/tokenizer/data' holds no tokenizer.json, vocab.json + merges.txt, or "
             "encoder.json + vocab.bpe; fix: pass a tokenizer.json file; a folder holding tokenizer.json, vocab.json + merges.txt, or "
             "encoder.json + vocab.bpe; or the word bytes (graphed's byte tokenizer)");
   EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "/no/such/dir", "--text", "x"}); }),

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/core/grad_mode.h>
+
 #include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/paged_attention_ops.h"
 #include "graphed/kernels/training_ops.h"
@@ -60,6 +62,8 @@ void AttentionImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
 }
 
 at::Tensor AttentionImpl::project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  // Inference: a single row (a batch-1 decode step) through the one-row kernel where it applies.
+  if (!fused_ && !at::GradMode::is_enabled()) return kernels::decode_linear(input, weight, bias);
   if (!fused_) return at::linear(input, weight, bias);
   return kernels::linear(input, weight, fused_->copy_of(weight), bias, fused_->copy_of(bias));
 }

@@ -1,7 +1,7 @@
 // tokenizer/nfc.h — Unicode Normalization Form C (canonical decomposition, canonical ordering, canonical
 // composition, Hangul by arithmetic) from the generated tables in tokenizer/unicode_tables.cpp; what the
 // NFC normalizer of a tokenizer.json (Qwen2) applies. Checked against Python's unicodedata by
-// tests/infer/nfc_test.cpp. No NFKC/NFD/NFKD.
+// tests/tokenizer/nfc_test.cpp. No NFKC/NFD/NFKD.
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
 // tokenizer/detail/json_fields.h — reading tokenizer.json (and GPT-2 vocab files) with worded errors:
 // every failure names the file, the field's path inside it ("model.merges[3]"), the value, and the
-// fix, so no nlohmann message reaches the user. Internal to infer/.
+// fix, so no nlohmann message reaches the user. Internal to tokenizer/.
 #pragma once
 
 #include <cstdint>
