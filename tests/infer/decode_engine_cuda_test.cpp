@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "graphed/infer/decode_engine.h"
-#include "run_config_for_test.h"
+#include "test_models.h"
 
 namespace graphed::infer {
 namespace {
@@ -21,24 +21,20 @@ using config::InferenceCudaGraphScope;
 enum class Style { kLlama, kGpt2, kHybrid };
 
 model::GptModel cuda_model(Style style) {
-  nlohmann::json settings = {{"num_layers", 3}, {"hidden_size", 128}, {"num_attention_heads", 4},
-                             {"vocab_size", 512}, {"seq_length", 64}, {"attention_dropout", 0.0},
-                             {"hidden_dropout", 0.0}};
-  if (style == Style::kHybrid) {  // scan chunks of 8: the longer prompts cross them
-    settings.update({{"num_layers", 4}, {"hybrid_override_pattern", "M*M-"}, {"mamba_state_dim", 16},
-                     {"mamba_head_dim", 32}, {"mamba_num_groups", 2}, {"mamba_chunk_size", 8}});
-  }
-  if (style == Style::kLlama) {
-    settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
-                     {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false},
-                     {"untie_embeddings_and_output_weights", true}});
-  }
-  at::manual_seed(7);
-  const auto config = testing::run_config(settings);
-  model::GptModel model(config.model, config.moe_layers);
-  model->to(at::Device(at::kCUDA), at::kBFloat16);
-  model->eval();
-  return model;
+  testing::TestModelShape shape;
+  shape.layers = 3;
+  shape.hidden = 128;
+  shape.vocab = 512;
+  shape.sequence = 64;
+  shape.hybrid_pattern = "M*M-";  // scan chunks of 8: the longer prompts cross them
+  shape.mamba_state = 16;
+  shape.mamba_head_dim = 32;
+  shape.mamba_chunk = 8;
+  shape.untie = true;
+  shape.seed = 7;
+  const auto kind = style == Style::kLlama ? testing::ModelStyle::kLlama
+                    : style == Style::kGpt2 ? testing::ModelStyle::kGpt2 : testing::ModelStyle::kHybrid;
+  return testing::test_model(kind, shape, at::kBFloat16, at::Device(at::kCUDA));
 }
 
 /// The tokenizer's ids in the padded cases: fewer than the model's 512.

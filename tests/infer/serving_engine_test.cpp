@@ -13,7 +13,7 @@
 
 #include "graphed/infer/decode_engine.h"
 #include "graphed/util/error.h"
-#include "run_config_for_test.h"
+#include "test_models.h"
 
 namespace graphed::infer {
 namespace {
@@ -21,36 +21,12 @@ namespace {
 enum class Kind { kLearned, kRopeGqa, kHybrid };
 
 model::GptModel small_model(Kind kind) {
-  nlohmann::json settings = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
-                             {"vocab_size", 64}, {"seq_length", 48}, {"attention_dropout", 0.0},
-                             {"hidden_dropout", 0.0}};
-  if (kind == Kind::kRopeGqa) {
-    settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
-                     {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false}});
-  }
-  if (kind == Kind::kHybrid) {
-    settings.update({{"num_layers", 4}, {"hybrid_override_pattern", "M*-M"}, {"mamba_state_dim", 8},
-                     {"mamba_head_dim", 16}, {"mamba_num_groups", 2}, {"mamba_chunk_size", 4}});
-  }
-  at::manual_seed(5);
-  const auto config = testing::run_config(settings);
-  model::GptModel model(config.model, config.moe_layers);
-  model->to(at::kDouble);
-  model->eval();
-  return model;
+  const auto style = kind == Kind::kRopeGqa ? testing::ModelStyle::kLlama
+                     : kind == Kind::kLearned ? testing::ModelStyle::kGpt2 : testing::ModelStyle::kHybrid;
+  return testing::test_model(style, testing::TestModelShape{}, at::kDouble);
 }
 
-std::vector<int64_t> recompute_greedy(model::GptModel& model, std::vector<int64_t> sequence, int64_t count) {
-  at::NoGradGuard no_grad;
-  std::vector<int64_t> generated;
-  for (int64_t i = 0; i < count; ++i) {
-    const at::Tensor input = at::tensor(sequence, at::kLong).view({1, -1});
-    const int64_t next = model->logits(input).select(1, input.size(1) - 1).argmax(-1).item<int64_t>();
-    sequence.push_back(next);
-    generated.push_back(next);
-  }
-  return generated;
-}
+using testing::recompute_greedy;
 
 ServingOptions small_engine() {
   ServingOptions options;

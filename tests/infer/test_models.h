@@ -1,0 +1,74 @@
+// tests/infer/test_models.h — the small models the inference tests decode: GPT-2 style (learned
+// positions, LayerNorm, GELU, biases), Llama style (RoPE, GQA 4 heads / 2 groups, RMSNorm, SwiGLU, no
+// biases) and a Mamba hybrid, at the sizes a test gives, with a fixed seed; and greedy decoding by
+// recomputing the whole sequence, the reference the engines are held to.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ATen/core/grad_mode.h>
+
+#include "graphed/model/gpt_model.h"
+#include "run_config_for_test.h"
+
+namespace graphed::testing {
+
+enum class ModelStyle { kGpt2, kLlama, kHybrid };
+
+inline const char* style_name(ModelStyle style) {
+  return style == ModelStyle::kLlama ? "llama" : style == ModelStyle::kGpt2 ? "gpt2" : "hybrid";
+}
+
+struct TestModelShape {
+  int64_t layers = 2;
+  int64_t hidden = 32;
+  int64_t vocab = 64;
+  int64_t sequence = 48;
+  std::string hybrid_pattern = "M*-M";  ///< the hybrid's layers (its layer count)
+  int64_t mamba_state = 8;
+  int64_t mamba_head_dim = 16;
+  int64_t mamba_chunk = 4;              ///< small, so prompts cross scan chunks
+  bool untie = false;                   ///< Llama style: its own output layer
+  int64_t seed = 5;
+};
+
+/// The model in eval mode, on `device` in `dtype`.
+inline model::GptModel test_model(ModelStyle style, const TestModelShape& shape, at::ScalarType dtype,
+                                  const at::Device& device = at::Device(at::kCPU)) {
+  nlohmann::json settings = {{"num_layers", shape.layers}, {"hidden_size", shape.hidden}, {"num_attention_heads", 4},
+                             {"vocab_size", shape.vocab}, {"seq_length", shape.sequence}, {"attention_dropout", 0.0},
+                             {"hidden_dropout", 0.0}};
+  if (style == ModelStyle::kLlama) {
+    settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
+                     {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false}});
+    if (shape.untie) settings["untie_embeddings_and_output_weights"] = true;
+  }
+  if (style == ModelStyle::kHybrid) {
+    settings.update({{"num_layers", static_cast<int64_t>(shape.hybrid_pattern.size())},
+                     {"hybrid_override_pattern", shape.hybrid_pattern}, {"mamba_state_dim", shape.mamba_state},
+                     {"mamba_head_dim", shape.mamba_head_dim}, {"mamba_num_groups", 2},
+                     {"mamba_chunk_size", shape.mamba_chunk}});
+  }
+  at::manual_seed(shape.seed);
+  const auto config = run_config(settings);
+  model::GptModel model(config.model, config.moe_layers);
+  model->to(device, dtype);
+  model->eval();
+  return model;
+}
+
+/// Greedy continuation by recomputing the whole sequence at every step.
+inline std::vector<int64_t> recompute_greedy(model::GptModel& model, std::vector<int64_t> sequence, int64_t count) {
+  at::NoGradGuard no_grad;
+  std::vector<int64_t> generated;
+  for (int64_t i = 0; i < count; ++i) {
+    const at::Tensor input = at::tensor(sequence, at::kLong).view({1, -1});
+    const int64_t next = model->logits(input).select(1, input.size(1) - 1).argmax(-1).item<int64_t>();
+    sequence.push_back(next);
+    generated.push_back(next);
+  }
+  return generated;
+}
+
+}  // namespace graphed::testing
