@@ -18,24 +18,9 @@ namespace {
 
 using config::InferenceCudaGraphScope;
 
-enum class Style { kLlama, kGpt2, kHybrid };
+using Style = testing::ModelStyle;
 
-model::GptModel cuda_model(Style style) {
-  testing::TestModelShape shape;
-  shape.layers = 3;
-  shape.hidden = 128;
-  shape.vocab = 512;
-  shape.sequence = 64;
-  shape.hybrid_pattern = "M*M-";  // scan chunks of 8: the longer prompts cross them
-  shape.mamba_state = 16;
-  shape.mamba_head_dim = 32;
-  shape.mamba_chunk = 8;
-  shape.untie = true;
-  shape.seed = 7;
-  const auto kind = style == Style::kLlama ? testing::ModelStyle::kLlama
-                    : style == Style::kGpt2 ? testing::ModelStyle::kGpt2 : testing::ModelStyle::kHybrid;
-  return testing::test_model(kind, shape, at::kBFloat16, at::Device(at::kCUDA));
-}
+model::GptModel cuda_model(Style style) { return testing::gpu_test_model(style, 64); }
 
 /// The tokenizer's ids in the padded cases: fewer than the model's 512.
 constexpr int64_t kTokenizerVocabulary = 300;

@@ -14,13 +14,9 @@
 namespace graphed::infer {
 namespace {
 
-enum class Kind { kLearned, kRopeGqa, kHybrid };
+using Kind = testing::ModelStyle;
 
-model::GptModel small_model(Kind kind) {
-  const auto style = kind == Kind::kRopeGqa ? testing::ModelStyle::kLlama
-                     : kind == Kind::kLearned ? testing::ModelStyle::kGpt2 : testing::ModelStyle::kHybrid;
-  return testing::test_model(style, testing::TestModelShape{}, at::kDouble);
-}
+model::GptModel small_model(Kind kind) { return testing::cpu_test_model(kind); }
 
 using testing::recompute_greedy;
 
@@ -50,9 +46,9 @@ TEST_P(DecodeEngineModels, GreedyEqualsRecomputeWithMixedLengthsAndPadding) {
   EXPECT_EQ(result.decode_steps, 11);
 }
 
-INSTANTIATE_TEST_SUITE_P(RopeAndLearned, DecodeEngineModels, ::testing::Values(Kind::kRopeGqa, Kind::kLearned, Kind::kHybrid),
+INSTANTIATE_TEST_SUITE_P(RopeAndLearned, DecodeEngineModels, ::testing::Values(Kind::kLlama, Kind::kGpt2, Kind::kHybrid),
                          [](const ::testing::TestParamInfo<Kind>& info) {
-                           return info.param == Kind::kRopeGqa ? "rope_gqa" : info.param == Kind::kLearned ? "learned" : "hybrid";
+                           return testing::style_name(info.param);
                          });
 
 /// A Mamba layer's states carry over prefill's pieces (16 tokens or more each) and stop at each row's
@@ -83,7 +79,7 @@ TEST(DecodeEngine, HybridBf16ModelDecodesWithFloatStates) {
 }
 
 TEST(DecodeEngine, ARowDoesNotDependOnItsNeighbours) {
-  model::GptModel model = small_model(Kind::kRopeGqa);
+  model::GptModel model = small_model(Kind::kLlama);
   SamplingOptions sampling;
   sampling.temperature = 0.8;
   sampling.top_k = 10;
@@ -104,7 +100,7 @@ TEST(DecodeEngine, ARowDoesNotDependOnItsNeighbours) {
 }
 
 TEST(DecodeEngine, StopTokensEndRowsAndAreKept) {
-  model::GptModel model = small_model(Kind::kRopeGqa);
+  model::GptModel model = small_model(Kind::kLlama);
   DecodeEngine probe(model, at::Device(at::kCPU), options_for(4, 12));
   const Generation free_run = probe.generate(kPrompts, 12);
   const int64_t stop = free_run.tokens[0][3];  // row 0's fourth token
@@ -127,7 +123,7 @@ TEST(DecodeEngine, StopTokensEndRowsAndAreKept) {
 }
 
 TEST(DecodeEngine, StreamsEveryStep) {
-  model::GptModel model = small_model(Kind::kLearned);
+  model::GptModel model = small_model(Kind::kGpt2);
   DecodeEngine engine(model, at::Device(at::kCPU), options_for(2, 6));
   std::vector<std::vector<int64_t>> streamed(2);
   const Generation result = engine.generate({{1, 2}, {3}}, 6, [&](int64_t, const std::vector<int64_t>& tokens) {
@@ -139,7 +135,7 @@ TEST(DecodeEngine, StreamsEveryStep) {
 }
 
 TEST(DecodeEngine, ALargerBatchThanTheBucketsRunsEagerlyAtItsSize) {
-  model::GptModel model = small_model(Kind::kLearned);
+  model::GptModel model = small_model(Kind::kGpt2);
   EngineOptions options = options_for(8, 4);
   options.graph_max_batch = 4;  // buckets 4, 2, 1
   DecodeEngine engine(model, at::Device(at::kCPU), options);
@@ -151,7 +147,7 @@ TEST(DecodeEngine, ALargerBatchThanTheBucketsRunsEagerlyAtItsSize) {
 }
 
 TEST(DecodeEngine, RefusesBadPrompts) {
-  model::GptModel model = small_model(Kind::kRopeGqa);
+  model::GptModel model = small_model(Kind::kLlama);
   DecodeEngine engine(model, at::Device(at::kCPU), options_for(2, 8));
   const auto message = [&](const std::vector<std::vector<int64_t>>& prompts, int64_t count) {
     return testing::error_text<DataError>([&] { engine.generate(prompts, count); });
@@ -164,7 +160,7 @@ TEST(DecodeEngine, RefusesBadPrompts) {
 }
 
 TEST(DecodeEngine, GraphScopesNeedAGpu) {
-  model::GptModel model = small_model(Kind::kRopeGqa);
+  model::GptModel model = small_model(Kind::kLlama);
   EngineOptions options = options_for(2, 4);
   options.scope = config::InferenceCudaGraphScope::kBlock;
   const std::string message =

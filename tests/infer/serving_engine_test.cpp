@@ -18,13 +18,9 @@
 namespace graphed::infer {
 namespace {
 
-enum class Kind { kLearned, kRopeGqa, kHybrid };
+using Kind = testing::ModelStyle;
 
-model::GptModel small_model(Kind kind) {
-  const auto style = kind == Kind::kRopeGqa ? testing::ModelStyle::kLlama
-                     : kind == Kind::kLearned ? testing::ModelStyle::kGpt2 : testing::ModelStyle::kHybrid;
-  return testing::test_model(style, testing::TestModelShape{}, at::kDouble);
-}
+model::GptModel small_model(Kind kind) { return testing::cpu_test_model(kind); }
 
 using testing::recompute_greedy;
 
@@ -97,9 +93,9 @@ TEST_P(ServingEngineModels, PreemptionInASmallCacheKeepsEveryRequestsTokens) {
   EXPECT_EQ(engine.blocks_in_use(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ServingEngineModels, ::testing::Values(Kind::kRopeGqa, Kind::kLearned, Kind::kHybrid),
+INSTANTIATE_TEST_SUITE_P(Models, ServingEngineModels, ::testing::Values(Kind::kLlama, Kind::kGpt2, Kind::kHybrid),
                          [](const ::testing::TestParamInfo<Kind>& info) {
-                           return info.param == Kind::kRopeGqa ? "rope_gqa" : info.param == Kind::kLearned ? "learned" : "hybrid";
+                           return testing::style_name(info.param);
                          });
 
 RequestOptions sampled(uint64_t seed, int64_t new_tokens) {
@@ -113,7 +109,7 @@ RequestOptions sampled(uint64_t seed, int64_t new_tokens) {
 }
 
 TEST(ServingEngine, SampledRequestsRepeatWithTheirSeedsInAnyCompany) {
-  model::GptModel model = small_model(Kind::kRopeGqa);
+  model::GptModel model = small_model(Kind::kLlama);
   ServingEngine alone(model, at::Device(at::kCPU), small_engine());
   const int64_t single = alone.add_request(kPrompts[2], sampled(77, 10));
   const auto by_itself = run_all(alone).at(single).tokens;
@@ -130,7 +126,7 @@ TEST(ServingEngine, SampledRequestsRepeatWithTheirSeedsInAnyCompany) {
 }
 
 TEST(ServingEngine, ASampledRequestDrawsWhatTheDecodeEnginesFirstRowDraws) {
-  model::GptModel model = small_model(Kind::kRopeGqa);
+  model::GptModel model = small_model(Kind::kLlama);
   ServingEngine engine(model, at::Device(at::kCPU), small_engine());
   const int64_t id = engine.add_request(kPrompts[3], sampled(123, 8));
   const auto tokens = run_all(engine).at(id).tokens;
@@ -144,7 +140,7 @@ TEST(ServingEngine, ASampledRequestDrawsWhatTheDecodeEnginesFirstRowDraws) {
 }
 
 TEST(ServingEngine, StopTokensEndARequestAndTheTokenIsKept) {
-  model::GptModel model = small_model(Kind::kLearned);
+  model::GptModel model = small_model(Kind::kGpt2);
   const auto expected = recompute_greedy(model, kPrompts[0], 8);
   ServingEngine engine(model, at::Device(at::kCPU), small_engine());
   RequestOptions options = greedy(8);
@@ -157,7 +153,7 @@ TEST(ServingEngine, StopTokensEndARequestAndTheTokenIsKept) {
 }
 
 TEST(ServingEngine, BadRequestsAreRefusedAloneWithTheirReasons) {
-  model::GptModel model = small_model(Kind::kLearned);
+  model::GptModel model = small_model(Kind::kGpt2);
   ServingEngine engine(model, at::Device(at::kCPU), small_engine());
   const int64_t good = engine.add_request(kPrompts[1], greedy(4));
   const int64_t empty = engine.add_request({}, greedy(4));
@@ -173,7 +169,7 @@ TEST(ServingEngine, BadRequestsAreRefusedAloneWithTheirReasons) {
 }
 
 TEST(ServingEngine, CancellingFreesTheBlocksAndTheOthersGoOn) {
-  model::GptModel model = small_model(Kind::kRopeGqa);
+  model::GptModel model = small_model(Kind::kLlama);
   ServingEngine engine(model, at::Device(at::kCPU), small_engine());
   const int64_t keep = engine.add_request(kPrompts[0], greedy(10));
   const int64_t drop = engine.add_request(kPrompts[3], greedy(10));
@@ -189,7 +185,7 @@ TEST(ServingEngine, CancellingFreesTheBlocksAndTheOthersGoOn) {
 }
 
 TEST(ServingEngine, RefusesOptionsOutOfRange) {
-  model::GptModel model = small_model(Kind::kLearned);
+  model::GptModel model = small_model(Kind::kGpt2);
   ServingOptions options = small_engine();
   options.max_tokens = 2;  // fewer than the 3 requests
   EXPECT_THROW(ServingEngine(model, at::Device(at::kCPU), options), ConfigError);

@@ -58,6 +58,26 @@ inline model::GptModel test_model(ModelStyle style, const TestModelShape& shape,
   return model;
 }
 
+/// The CPU tests' model: float64, the default shape.
+inline model::GptModel cpu_test_model(ModelStyle style) { return test_model(style, TestModelShape{}, at::kDouble); }
+
+/// The GPU tests' model: bf16 on CUDA, 3 layers of hidden 128, 512 ids, an M*M- hybrid with scan chunks
+/// of 8 (longer prompts cross them), Llama style with its own output layer, seed 7.
+inline model::GptModel gpu_test_model(ModelStyle style, int64_t sequence) {
+  TestModelShape shape;
+  shape.layers = 3;
+  shape.hidden = 128;
+  shape.vocab = 512;
+  shape.sequence = sequence;
+  shape.hybrid_pattern = "M*M-";
+  shape.mamba_state = 16;
+  shape.mamba_head_dim = 32;
+  shape.mamba_chunk = 8;
+  shape.untie = true;
+  shape.seed = 7;
+  return test_model(style, shape, at::kBFloat16, at::Device(at::kCUDA));
+}
+
 /// Greedy continuation by recomputing the whole sequence at every step.
 inline std::vector<int64_t> recompute_greedy(model::GptModel& model, std::vector<int64_t> sequence, int64_t count) {
   at::NoGradGuard no_grad;
