@@ -144,6 +144,49 @@ TEST(Scheduler, PreemptsTheLatestRequestWhenBlocksRunOutAndEverythingReturns) {
   EXPECT_TRUE(f.scheduler.idle());
 }
 
+TEST(PrefixCache, MatchesWholeBlocksInOrderAndForgetsFreedOnes) {
+  PrefixCache cache;
+  const std::vector<int64_t> tokens{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const uint64_t first = PrefixCache::chain(0, tokens.data(), 4);
+  const uint64_t second = PrefixCache::chain(first, tokens.data() + 4, 4);
+  EXPECT_NE(first, second);
+  EXPECT_NE(PrefixCache::chain(0, std::vector<int64_t>{2, 1, 3, 4}.data(), 4), first);  // order counts
+  cache.insert(first, 7);
+  cache.insert(second, 3);
+  EXPECT_EQ(cache.match(tokens, 4, 10).blocks, (std::vector<int64_t>{7, 3}));
+  EXPECT_EQ(cache.match(tokens, 4, 1).blocks, (std::vector<int64_t>{7}));  // the limit
+  EXPECT_TRUE(cache.match({1, 2, 3, 9, 5, 6, 7, 8}, 4, 10).blocks.empty());  // the first block differs
+  cache.forget({7});
+  EXPECT_TRUE(cache.match(tokens, 4, 10).blocks.empty());  // a chain stops at its first gap
+  EXPECT_EQ(cache.size(), 1);
+}
+
+TEST(Scheduler, ARequestSharesTheBlocksOfARunningRequestsPromptPrefix) {
+  Fixture f({4, 64, /*block_size=*/4, true, /*prefix_sharing=*/true}, 16);
+  Request* a = f.add(10, 1);  // tokens 1..10: blocks [1..4], [5..8], [9, 10]
+  f.complete(f.scheduler.next());
+  f.scheduler.record_computed(*a);  // what the engine does after each step: a's two full blocks are known
+  Request* b = f.add(9, 2);  // tokens 1..9: the same first two blocks
+  Request* c = f.add(8, 3);  // tokens 1..8: only the first block (its last token's block is computed)
+  const Schedule step = f.scheduler.next();
+  ASSERT_EQ(step.chunks.size(), 3u);
+  EXPECT_EQ(step.chunks[1].request, b);
+  EXPECT_EQ(step.chunks[1].first, 8);
+  EXPECT_EQ(step.chunks[1].length, 1);
+  EXPECT_EQ(step.chunks[2].request, c);
+  EXPECT_EQ(step.chunks[2].first, 4);
+  EXPECT_EQ(b->blocks[0], a->blocks[0]);
+  EXPECT_EQ(b->blocks[1], a->blocks[1]);
+  EXPECT_EQ(c->blocks[0], a->blocks[0]);
+  EXPECT_NE(c->blocks[1], a->blocks[1]);
+  EXPECT_EQ(f.scheduler.shared_tokens(), 8 + 4);
+  f.scheduler.remove(a);  // the shared blocks stay for b and c
+  EXPECT_EQ(f.pool.used_count(), 4);
+  f.scheduler.remove(b);
+  f.scheduler.remove(c);
+  EXPECT_EQ(f.pool.used_count(), 0);
+}
+
 TEST(Scheduler, RefusesLimitsThatCannotWork) {
   BlockPool pool(4);
   EXPECT_THROW(Scheduler({0, 8, 4, true}, pool), ConfigError);

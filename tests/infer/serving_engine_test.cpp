@@ -184,6 +184,34 @@ TEST(ServingEngine, CancellingFreesTheBlocksAndTheOthersGoOn) {
   EXPECT_EQ(engine.blocks_in_use(), 0);
 }
 
+TEST(ServingEngine, RequestsSharingAPromptPrefixGetTheirOwnGreedyTokens) {
+  model::GptModel model = small_model(Kind::kLlama);
+  ServingOptions options = small_engine();
+  options.prefix_sharing = true;
+  ServingEngine engine(model, at::Device(at::kCPU), options);
+  const std::vector<int64_t> system{3, 1, 4, 1, 5, 9, 2, 6, 5};  // two full blocks of 4 and one token
+  std::vector<std::vector<int64_t>> prompts;
+  for (int64_t i = 0; i < 5; ++i) {
+    std::vector<int64_t> prompt = system;
+    for (int64_t j = 0; j <= i; ++j) prompt.push_back(10 + 7 * i + j);
+    prompts.push_back(prompt);
+  }
+  std::vector<int64_t> ids{engine.add_request(prompts[0], greedy(6))};
+  engine.step();  // the first request's prompt is computed before the others arrive
+  for (std::size_t i = 1; i < prompts.size(); ++i) ids.push_back(engine.add_request(prompts[i], greedy(6)));
+  EngineStats stats;
+  const auto finished = run_all(engine, &stats);
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(finished.at(ids[i]).tokens, recompute_greedy(model, prompts[i], 6)) << "request " << i;
+  }
+  EXPECT_GT(stats.shared_prompt_tokens, 0);
+  EXPECT_EQ(engine.blocks_in_use(), 0);
+  ServingOptions hybrid = small_engine();
+  hybrid.prefix_sharing = true;
+  model::GptModel mamba = small_model(Kind::kHybrid);
+  EXPECT_THROW(ServingEngine(mamba, at::Device(at::kCPU), hybrid), ConfigError);
+}
+
 TEST(ServingEngine, RefusesOptionsOutOfRange) {
   model::GptModel model = small_model(Kind::kGpt2);
   ServingOptions options = small_engine();

@@ -48,6 +48,9 @@ ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed) {
                 "--length-distribution is '", flags.distribution, "'; fix: give uniform or long-tail");
   GRAPHED_CHECK(flags.request_rate >= 0 && std::isfinite(flags.request_rate), ConfigError, "--request-rate is ",
                 flags.request_rate, "; fix: give requests per second, or 0 for all at once");
+  GRAPHED_CHECK(flags.shared_prefix >= 0 && flags.shared_prefix < prompts.first, ConfigError, "--shared-prefix-tokens is ",
+                flags.shared_prefix, " and the shortest prompt ", prompts.first, " tokens; fix: give 0 to ",
+                prompts.first - 1);
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   // long-tail: exponential above the low end with a mean of an eighth of the range, cut at the high end.
@@ -58,6 +61,7 @@ ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed) {
     return range.first + std::min<int64_t>(static_cast<int64_t>(offset), range.second - range.first);
   };
   ServeWorkload workload;
+  workload.shared_prefix = flags.shared_prefix;
   double clock = 0;
   for (int64_t i = 0; i < flags.requests; ++i) {
     workload.prompt_lengths.push_back(draw(prompts));
@@ -133,8 +137,13 @@ struct Timings {
 
 Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload, int64_t vocabulary, uint64_t seed) {
   std::mt19937_64 random(seed ^ 0x5eedULL);
+  const std::vector<int64_t> prefix = random_prompt(workload.shared_prefix, vocabulary, random);
   std::vector<std::vector<int64_t>> prompts;
-  for (const int64_t length : workload.prompt_lengths) prompts.push_back(random_prompt(length, vocabulary, random));
+  for (const int64_t length : workload.prompt_lengths) {
+    std::vector<int64_t> prompt = random_prompt(length, vocabulary, random);
+    std::copy(prefix.begin(), prefix.end(), prompt.begin());
+    prompts.push_back(std::move(prompt));
+  }
   struct Progress {
     double arrival = 0, first = -1, last = 0;
     int64_t tokens = 0;
@@ -223,7 +232,8 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
       {"model_shape", model_shape(served.model->config(), served.context)},
       {"workload", {{"prompt_lengths", workload.prompt_lengths}, {"output_lengths", workload.output_lengths},
                     {"arrival_seconds", workload.arrival_seconds}, {"seed", seed},
-                    {"distribution", flags.distribution}, {"request_rate", flags.request_rate}}},
+                    {"distribution", flags.distribution}, {"request_rate", flags.request_rate},
+                    {"shared_prefix_tokens", flags.shared_prefix}}},
       {"requests", flags.requests}, {"refused", timings.refused}, {"output_tokens", timings.output_tokens},
       {"seconds", timings.seconds},
       {"requests_per_second", static_cast<double>(flags.requests - static_cast<int64_t>(timings.refused.size())) / timings.seconds},

@@ -24,6 +24,7 @@ struct ServeWorkload {
   std::vector<int64_t> prompt_lengths;
   std::vector<int64_t> output_lengths;
   std::vector<double> arrival_seconds;  ///< all 0 when every request arrives at once
+  int64_t shared_prefix = 0;            ///< leading tokens every prompt has in common
 };
 ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed);
 

@@ -16,7 +16,8 @@ nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::Engi
   return {{"scope", config::to_string(engine.options().scope)}, {"buckets", buckets}, {"graphs", engine.graph_count()},
           {"capture_seconds", stats.capture_seconds}, {"steps", stats.steps}, {"graph_steps", stats.graph_steps},
           {"eager_steps", stats.eager_steps}, {"unmatched_steps", stats.unmatched_steps},
-          {"preemptions", stats.preemptions}, {"peak_blocks", stats.peak_blocks}, {"blocks", engine.blocks_total()},
+          {"preemptions", stats.preemptions}, {"shared_prompt_tokens", stats.shared_prompt_tokens},
+          {"prefix_sharing", engine.options().prefix_sharing}, {"peak_blocks", stats.peak_blocks}, {"blocks", engine.blocks_total()},
           {"block_size", engine.options().block_size}, {"cache_bytes", engine.cache_bytes()},
           {"max_requests", engine.options().max_requests}, {"max_tokens", engine.options().max_tokens}};
 }
@@ -28,7 +29,9 @@ void print_engine_line(const infer::ServingEngine& engine, const infer::EngineSt
       << " steps from graphs, " << stats.eager_steps << " eager (" << stats.unmatched_steps
       << " no graph bucket served), " << counted(static_cast<std::size_t>(engine.graph_count()), "graph") << " captured in "
       << std::fixed << std::setprecision(2) << stats.capture_seconds << " s; up to " << engine.options().max_requests
-      << " requests at once, " << stats.preemptions << " preemptions; cache " << cache.str() << ", " << stats.peak_blocks
+      << " requests at once, " << stats.preemptions << " preemptions"
+      << (engine.options().prefix_sharing ? ", " + std::to_string(stats.shared_prompt_tokens) + " prompt tokens shared" : "")
+      << "; cache " << cache.str() << ", " << stats.peak_blocks
       << " of " << engine.blocks_total() << " blocks of " << engine.options().block_size << " positions used at most"
       << std::endl;
 }
@@ -42,6 +45,7 @@ infer::EngineStats stats_since(const infer::EngineStats& after, const infer::Eng
   stats.preemptions -= before.preemptions;
   stats.prompt_tokens -= before.prompt_tokens;
   stats.output_tokens -= before.output_tokens;
+  stats.shared_prompt_tokens -= before.shared_prompt_tokens;
   return stats;
 }
 

@@ -33,6 +33,9 @@ void add_serving_flags(CLI::App& command, ServingFlags& flags) {
                    "graphs for decode-only steps alone; prefill and mixed steps run eagerly")->group(group);
   command.add_flag("--disable-chunked-prefill", flags.disable_chunked_prefill,
                    "a prompt waits until a step has room for it whole, instead of running in chunks")->group(group);
+  command.add_flag("--enable-prefix-caching", flags.enable_prefix_caching,
+                   "a request whose prompt begins with the same full cache blocks as a running request's shares "
+                   "their keys and values instead of computing them (not for Mamba-hybrid models)")->group(group);
 }
 
 void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags) {
@@ -46,6 +49,9 @@ void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags) {
                    "uniform (default), or long-tail: most lengths near the low end, a few near the high end")->group(group);
   bench.add_option("--request-rate", flags.request_rate,
                    "requests per second, arriving as a Poisson process (default 0: all at once)")->group(group);
+  bench.add_option("--shared-prefix-tokens", flags.shared_prefix,
+                   "every prompt starts with the same this many tokens, as a shared system prompt would "
+                   "(default 0; see --enable-prefix-caching)")->group(group);
 }
 
 infer::ServingOptions serving_options(const ServingFlags& flags, const config::CudaGraphConfig& graphs,
@@ -89,6 +95,7 @@ infer::ServingOptions serving_options(const ServingFlags& flags, const config::C
   at_least("--inference-dynamic-batching-cuda-graph-mixed-prefill-count", flags.mixed_prefill_count, 1);
   options.decode_only_cuda_graphs = flags.decode_only_cuda_graphs;
   options.chunked_prefill = !flags.disable_chunked_prefill;
+  options.prefix_sharing = flags.enable_prefix_caching;
   if (!problems.empty()) fail_with(problems);
   return options;
 }

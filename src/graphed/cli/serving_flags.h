@@ -29,6 +29,7 @@ struct ServingFlags {
   int64_t mixed_prefill_count = 16;      ///< --inference-dynamic-batching-cuda-graph-mixed-prefill-count
   bool decode_only_cuda_graphs = false;  ///< --decode-only-cuda-graphs
   bool disable_chunked_prefill = false;  ///< --disable-chunked-prefill
+  bool enable_prefix_caching = false;    ///< --enable-prefix-caching (vLLM's name; Megatron has none)
 };
 
 /// `graphed bench --serve`'s workload.
@@ -39,6 +40,7 @@ struct ServeBenchFlags {
   std::string output_lengths = "32..512";    ///< --output-lengths C..D
   std::string distribution = "uniform";      ///< --length-distribution uniform|long-tail
   double request_rate = 0;                   ///< --request-rate R (requests/s, Poisson); 0 = all at once
+  int64_t shared_prefix = 0;                 ///< --shared-prefix-tokens N: every prompt starts with the same N tokens
 };
 
 /// Registers the flags on a command, in their own help group.

@@ -35,6 +35,7 @@ struct Request {
   std::vector<int64_t> blocks;  ///< cache blocks holding positions [i x block size, (i + 1) x block size)
   int64_t state_slot = 0;       ///< Mamba state slot (0: none held)
   int64_t preemptions = 0;      ///< times its blocks were taken back to let others run
+  std::vector<uint64_t> block_hashes;  ///< prefix hashes of its full prompt blocks known to the prefix cache
 
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
   /// Tokens still to run through the model before the next one can be drawn.

@@ -44,8 +44,9 @@ void Scheduler::add(Request* request) {
 }
 
 void Scheduler::release(Request& request) {
-  pool_.release(request.blocks);
+  prefix_.forget(pool_.release(request.blocks));
   request.blocks.clear();
+  request.block_hashes.clear();
   if (request.state_slot != 0) free_slots_.push_back(request.state_slot);
   request.state_slot = 0;
   request.computed = 0;
@@ -79,6 +80,43 @@ bool Scheduler::preempt_last(const Request* keep, Schedule& schedule) {
   return true;
 }
 
+void Scheduler::record_computed(Request& request) {
+  if (!limits_.prefix_sharing) return;
+  const int64_t size = limits_.block_size;
+  const int64_t cached = std::min(request.computed, request.prompt_length);
+  while ((static_cast<int64_t>(request.block_hashes.size()) + 1) * size <= cached) {
+    const auto index = static_cast<int64_t>(request.block_hashes.size());
+    const uint64_t previous = index == 0 ? 0 : request.block_hashes.back();
+    const uint64_t hash = PrefixCache::chain(previous, request.tokens.data() + index * size, size);
+    prefix_.insert(hash, request.blocks[static_cast<std::size_t>(index)]);
+    request.block_hashes.push_back(hash);
+  }
+}
+
+int64_t Scheduler::admit(Request& request, int64_t budget, Schedule& schedule) {
+  const auto total = static_cast<int64_t>(request.tokens.size());
+  PrefixCache::Match shared;
+  // Never the block of the last token: it is computed, so the step draws the next token from it.
+  if (limits_.prefix_sharing) shared = prefix_.match(request.tokens, limits_.block_size, (total - 1) / limits_.block_size);
+  const int64_t missing = blocks_for(total, limits_.block_size) - static_cast<int64_t>(shared.blocks.size());
+  if (missing > pool_.free_count()) return 0;
+  if (!limits_.chunked_prefill && total - static_cast<int64_t>(shared.blocks.size()) * limits_.block_size > budget) return 0;
+  for (const int64_t block : shared.blocks) pool_.share(block);
+  request.blocks = shared.blocks;
+  request.block_hashes = shared.hashes;
+  request.computed = static_cast<int64_t>(shared.blocks.size()) * limits_.block_size;
+  shared_tokens_ += request.computed;
+  grow(request, total);
+  request.state_slot = free_slots_.back();
+  free_slots_.pop_back();
+  waiting_.pop_front();
+  running_.push_back(&request);
+  const int64_t pending = request.pending();
+  const int64_t length = std::min(pending, budget);
+  schedule.chunks.push_back({&request, request.computed, length, false, length == pending});
+  return length;
+}
+
 Schedule Scheduler::next() {
   Schedule schedule;
   std::vector<ScheduledChunk> decode;
@@ -105,21 +143,13 @@ Schedule Scheduler::next() {
     (decoding ? decode : prefill).push_back({request, request->computed, length, decoding, length == pending});
   }
   // Waiting requests, in order, while they fit (none in a step that had to preempt: they would thrash).
+  Schedule admitted;
   while (schedule.preempted.empty() && !waiting_.empty() && running_count() < limits_.max_requests && budget > 0) {
-    Request* request = waiting_.front();
-    const int64_t pending = request->pending();
-    if (!limits_.chunked_prefill && pending > budget) break;
-    const int64_t total = static_cast<int64_t>(request->tokens.size());
-    if (blocks_for(total, limits_.block_size) > pool_.free_count()) break;
-    grow(*request, total);
-    request->state_slot = free_slots_.back();
-    free_slots_.pop_back();
-    waiting_.pop_front();
-    running_.push_back(request);
-    const int64_t length = std::min(pending, budget);
+    const int64_t length = admit(*waiting_.front(), budget, admitted);
+    if (length == 0) break;
     budget -= length;
-    prefill.push_back({request, request->computed, length, false, length == pending});
   }
+  prefill.insert(prefill.end(), admitted.chunks.begin(), admitted.chunks.end());
   schedule.chunks = std::move(decode);
   schedule.chunks.insert(schedule.chunks.end(), prefill.begin(), prefill.end());
   return schedule;

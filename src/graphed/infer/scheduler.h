@@ -5,6 +5,8 @@
 // longer than the step's remaining tokens runs in chunks (chunked prefill). When a running request
 // needs a block and none is free, the most recently admitted request is preempted: its blocks and
 // state slot go back, and it waits at the front of the queue to be computed again from its tokens.
+// With prefix sharing, an admitted request takes the blocks of its prompt's leading full blocks that a
+// running request already computed (infer/prefix_cache.h) and starts after them.
 // Plain integers, no torch; the engine owns the requests.
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "graphed/infer/block_pool.h"
+#include "graphed/infer/prefix_cache.h"
 #include "graphed/infer/request.h"
 
 namespace graphed::infer {
@@ -22,6 +25,7 @@ struct SchedulerLimits {
   int64_t max_tokens = 1;      ///< tokens in one step (>= max_requests)
   int64_t block_size = 1;
   bool chunked_prefill = true; ///< off: a prompt waits until it fits one step whole
+  bool prefix_sharing = false; ///< a request shares the blocks of a running request's identical prompt prefix
 };
 
 /// The tokens of one request in a step: positions [first, first + length) of its tokens.
@@ -50,6 +54,11 @@ class Scheduler {
   void add(Request* request);
   /// Drops a request wherever it is; its blocks and slot go back.
   void remove(Request* request);
+  /// After a step moved `computed` on: records the request's newly computed full prompt blocks for
+  /// sharing (a no-op without prefix sharing).
+  void record_computed(Request& request);
+  /// Prompt tokens taken from shared blocks so far.
+  int64_t shared_tokens() const { return shared_tokens_; }
   /// The next step's chunks (empty when nothing waits or runs). A request is computed after the step,
   /// so the caller moves `computed` on by each chunk's length once the step ran.
   Schedule next();
@@ -65,12 +74,16 @@ class Scheduler {
   void release(Request& request);
   /// Preempts the last running request that is not `keep`; false when there is none.
   bool preempt_last(const Request* keep, Schedule& schedule);
+  /// Admits the first waiting request if it fits (its shared prefix first); returns its chunk's length, 0 if not.
+  int64_t admit(Request& request, int64_t budget, Schedule& schedule);
 
   SchedulerLimits limits_;
   BlockPool& pool_;
   std::vector<Request*> running_;  // in admission order
   std::deque<Request*> waiting_;
   std::vector<int64_t> free_slots_;
+  PrefixCache prefix_;
+  int64_t shared_tokens_ = 0;
 };
 
 }  // namespace graphed::infer

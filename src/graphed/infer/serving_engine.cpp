@@ -45,6 +45,9 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
   GRAPHED_CHECK(options.cuda_graph_max_tokens >= 1, ConfigError, "the largest graphed step is ",
                 options.cuda_graph_max_tokens, " tokens; fix: give at least 1");
   GRAPHED_CHECK(!model->layers().empty(), ConfigError, "the model has no layers; fix: load a model with at least one");
+  GRAPHED_CHECK(!options.prefix_sharing || !model->config().has_mamba_layers(), ConfigError,
+                "prefix sharing keeps keys and values per block, and this model's Mamba layers keep one state per "
+                "request; fix: turn prefix sharing off for a hybrid model");
   return options;
 }
 
@@ -98,7 +101,8 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
       cache_(std::make_unique<PagedCache>(model_, sizes_.blocks, options_.block_size, options_.max_requests + 1,
                                           model_options(model_, device_))),
       pool_(sizes_.blocks),
-      scheduler_(SchedulerLimits{options_.max_requests, options_.max_tokens, options_.block_size, options_.chunked_prefill},
+      scheduler_(SchedulerLimits{options_.max_requests, options_.max_tokens, options_.block_size, options_.chunked_prefill,
+                                 options_.prefix_sharing},
                  pool_),
       inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
               model_options(model_, device_)),
@@ -225,6 +229,7 @@ void ServingEngine::absorb(const Schedule& schedule, StepResult& result) {
     const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
     Request& request = *chunk.request;
     request.computed += chunk.length;
+    scheduler_.record_computed(request);
     if (!chunk.decode) stats_.prompt_tokens += chunk.length;
     if (!chunk.samples) continue;
     const int64_t token = drawn[index];
@@ -271,6 +276,7 @@ StepResult ServingEngine::step() {
   if (!result.matched) ++stats_.unmatched_steps;
   absorb(schedule, result);
   stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
+  stats_.shared_prompt_tokens = scheduler_.shared_tokens();
   return result;
 }
 

@@ -42,6 +42,7 @@ struct ServingOptions {
   int64_t mixed_prefill_count = 16;        ///< ..._cuda_graph_mixed_prefill_count (hybrid models: decode-only)
   bool decode_only_cuda_graphs = false;    ///< decode_only_cuda_graphs
   bool chunked_prefill = true;             ///< off: Megatron's --disable-chunked-prefill
+  bool prefix_sharing = false;             ///< requests share the blocks of identical prompt prefixes (not for Mamba)
   BucketDistribution distribution = BucketDistribution::kExponential;
   int64_t vocabulary = 0;            ///< draw only ids below it (the tokenizer's size); 0 = all
 };
@@ -74,6 +75,7 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t prompt_tokens = 0;    ///< tokens run through the model as prompts (recomputed ones too)
   int64_t output_tokens = 0;
+  int64_t shared_prompt_tokens = 0;  ///< prompt tokens taken from other requests' blocks (prefix sharing)
   int64_t peak_blocks = 0;
   double capture_seconds = 0;
 };
