@@ -7,6 +7,7 @@ JSON files it wrote into DIR:
   serve-decode-4000.json     the same after a 4,000-token prompt
   serve-512-r{16,64,256}.json  512 requests, prompts 64..2048, outputs 32..512, all at once, at
                              --inference-max-requests 16 / 64 / 256
+  serve-prefix-{off,on}.json 256 requests behind one 1,024-token prompt prefix, without and with prefix sharing
   reference-prefill-2000.json, reference-serve-512.json  bench/serve_reference.py on the same workloads
 
 Prints markdown tables and the issue's ratios; a missing file is reported as missing. Never fails on speed.
@@ -82,11 +83,27 @@ def throughput_table(folder):
     print(f"\ngraphed's best output tokens/s against transformers' best path: {ratio(ours, best)}")
 
 
+def prefix_table(folder):
+    rows = [(name, load(folder, f"serve-prefix-{name}.json")) for name in ("off", "on")]
+    if not any(run for _, run in rows):
+        return
+    print("\n| prefix sharing (256 requests, a shared 1,024-token prompt prefix) | output tok/s | TTFT p50 / p99 ms | "
+          "prompt tokens shared | peak blocks |\n|---|---|---|---|---|")
+    for name, run in rows:
+        if not run:
+            print(f"| {name} | missing | | | |")
+            continue
+        engine = run["engine"]
+        print(f"| {name} | {run['output_tokens_per_second']:.0f} | {run['ttft_ms_p50']:.0f} / {run['ttft_ms_p99']:.0f} | "
+              f"{engine.get('shared_prompt_tokens', 0)} | {engine['peak_blocks']} of {engine['blocks']} |")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: serve_compare.py DIR")
     latency_table(sys.argv[1])
     throughput_table(sys.argv[1])
+    prefix_table(sys.argv[1])
 
 
 if __name__ == "__main__":
