@@ -145,5 +145,44 @@ TEST(Sampler, SameSeedSameTokens) {
   EXPECT_TRUE(at::equal(sample_tokens(logits, options, step_tensor(2)), sample_tokens(logits, options, step_tensor(2))));
 }
 
+/// Per-request rows: each row draws what sample_tokens draws for its own settings at row 0, and a row's
+/// draw does not change when another row needs the top-k / top-p filters (the step's mode).
+TEST(Sampler, EachRowDrawsByItsOwnSettingsWhateverTheStepsMode) {
+  at::manual_seed(9);
+  const at::Tensor logits = at::randn({4, 1000}) * 3.0;
+  std::vector<SamplingOptions> settings(4);
+  settings[0].temperature = 0.0;  // greedy
+  settings[1].temperature = 1.0;  // temperature only
+  settings[2].temperature = 0.7, settings[2].top_k = 20;
+  settings[3].temperature = 1.3, settings[3].top_p = 0.8;
+  SamplingRows rows;
+  std::vector<double> temperature, top_p;
+  std::vector<int64_t> top_k, seeds, draws;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    settings[i].seed = 40 + i;
+    temperature.push_back(settings[i].temperature);
+    top_k.push_back(settings[i].top_k);
+    top_p.push_back(settings[i].top_p);
+    seeds.push_back(static_cast<int64_t>(seed_state(settings[i].seed)));
+    draws.push_back(static_cast<int64_t>(3 + i));
+  }
+  rows.temperature = at::tensor(temperature, at::kDouble);
+  rows.top_k = at::tensor(top_k, at::kLong);
+  rows.top_p = at::tensor(top_p, at::kDouble);
+  rows.seed_state = at::tensor(seeds, at::kLong);
+  rows.draw = at::tensor(draws, at::kLong);
+  const at::Tensor filtered = sample_rows(logits, rows, SamplingMode::kFiltered, 0);
+  for (int64_t i = 0; i < 4; ++i) {
+    const at::Tensor step = at::tensor(std::vector<int64_t>{3 + i}, at::kLong);
+    const int64_t alone = sample_tokens(logits.narrow(0, i, 1), settings[static_cast<std::size_t>(i)], step).item<int64_t>();
+    EXPECT_EQ(filtered[i].item<int64_t>(), alone) << "row " << i;
+  }
+  // The temperature-only row and the greedy row draw the same in a step without the filters.
+  const at::Tensor tempered = sample_rows(logits.narrow(0, 0, 2), {rows.temperature.narrow(0, 0, 2), rows.top_k.narrow(0, 0, 2),
+                                          rows.top_p.narrow(0, 0, 2), rows.seed_state.narrow(0, 0, 2), rows.draw.narrow(0, 0, 2)},
+                                          SamplingMode::kTemperature, 0);
+  EXPECT_TRUE(at::equal(tempered, filtered.narrow(0, 0, 2)));
+}
+
 }  // namespace
 }  // namespace graphed::infer

@@ -166,6 +166,16 @@ TEST(ServingEngine, BadRequestsAreRefusedAloneWithTheirReasons) {
   EXPECT_NE(finished.at(empty).message.find("empty"), std::string::npos);
   EXPECT_NE(finished.at(unknown).message.find("token id 64"), std::string::npos);
   EXPECT_NE(finished.at(too_long).message.find("past the context of 48"), std::string::npos);
+  // Without chunked prefill a prompt and its recompute after a preemption must fit one step (12 tokens).
+  ServingOptions whole = small_engine();
+  whole.chunked_prefill = false;
+  ServingEngine unchunked(model, at::Device(at::kCPU), whole);
+  const int64_t fits = unchunked.add_request(std::vector<int64_t>(9, 3), greedy(4));
+  const int64_t too_big = unchunked.add_request(std::vector<int64_t>(10, 3), greedy(4));
+  const auto done = run_all(unchunked);
+  EXPECT_EQ(done.at(fits).reason, FinishReason::kLength);
+  EXPECT_EQ(done.at(too_big).reason, FinishReason::kRejected);
+  EXPECT_NE(done.at(too_big).message.find("with chunked prefill off"), std::string::npos) << done.at(too_big).message;
 }
 
 TEST(ServingEngine, CancellingFreesTheBlocksAndTheOthersGoOn) {

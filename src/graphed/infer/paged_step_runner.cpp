@@ -37,12 +37,13 @@ class EagerRunner final : public PagedStepRunner {
   PagedStep& step_;
 };
 
-/// Scope layer: per key, one graph per layer; layer i's graph reads layer i-1's static output.
+/// Scope layer: per batch shape, one graph per layer; layer i's graph reads layer i-1's static output.
+/// Sampling runs eagerly after the layers, so the sampling mode does not key these graphs.
 class LayerGraphRunner final : public PagedStepRunner {
  public:
   explicit LayerGraphRunner(PagedStep& step) : step_(step), pool_(capture::GraphPool::create()) {}
 
-  bool has(const StepKey& key) const override { return keys_.count(key) > 0; }
+  bool has(const StepKey& key) const override { return keys_.count(layers_key(key)) > 0; }
 
   void capture(const StepKey& key, StepViews& views) override {
     if (has(key)) return;
@@ -56,11 +57,11 @@ class LayerGraphRunner final : public PagedStepRunner {
                                             "serving layer " + std::to_string(i) + " " + key.describe())[0];
       graphs.outputs.push_back(input);
     }
-    keys_.emplace(key, std::move(graphs));
+    keys_.emplace(layers_key(key), std::move(graphs));
   }
 
   void run(const StepKey& key, StepViews& views) override {
-    Graphs& graphs = keys_.at(key);
+    Graphs& graphs = keys_.at(layers_key(key));
     step_.begin(views);
     for (auto& graph : graphs.graphs) graph->launch_without_random_state();
     step_.finish(graphs.outputs.back(), views);
@@ -83,6 +84,7 @@ class LayerGraphRunner final : public PagedStepRunner {
     std::vector<std::unique_ptr<capture::CudaGraph>> graphs;
     std::vector<at::Tensor> outputs;
   };
+  static StepKey layers_key(const StepKey& key) { return {key.dimensions, SamplingMode::kGreedy}; }
   PagedStep& step_;
   capture::GraphPool pool_;
   std::map<StepKey, Graphs> keys_;

@@ -94,7 +94,9 @@ at::Tensor filter_rows(const at::Tensor& scaled, const at::Tensor& top_k, const 
   const at::Tensor kth = sorted.gather(1, (k - 1).unsqueeze(1));
   const at::Tensor probabilities = at::softmax(sorted.masked_fill(sorted < kth, -infinity), -1);
   const at::Tensor before = probabilities.cumsum(-1) - probabilities;  // mass of the likelier tokens
-  const at::Tensor drop_sorted = before.gt(top_p.to(before.scalar_type()).unsqueeze(1));
+  // A row with top-p 1 keeps everything (as keep_top_p does): rounding can push `before` past 1.
+  const at::Tensor drop_sorted =
+      before.gt(top_p.to(before.scalar_type()).unsqueeze(1)).logical_and(top_p.lt(1.0).unsqueeze(1));
   const at::Tensor drop = at::zeros_like(drop_sorted).scatter(-1, order, drop_sorted);
   return scaled.masked_fill(drop.logical_or(scaled < kth), -infinity);
 }

@@ -155,6 +155,14 @@ std::optional<std::string> ServingEngine::rejection(const std::vector<int64_t>& 
            std::to_string(options_.block_size) + " positions, and the cache has " + std::to_string(pool_.usable()) +
            "; ask for fewer tokens or give the cache more memory";
   }
+  if (!options_.chunked_prefill && needed - 1 > options_.max_tokens) {
+    // Without chunks a prompt runs in one step, and so does its recompute (prompt and drawn tokens) after
+    // a preemption.
+    return "the prompt has " + std::to_string(length) + " tokens, and with " + std::to_string(options.max_new_tokens) +
+           " new tokens a recompute after preemption may need " + std::to_string(needed - 1) +
+           " tokens in one step, more than the step's " + std::to_string(options_.max_tokens) +
+           " with chunked prefill off; turn chunked prefill on, or allow more tokens per step";
+  }
   if (options.sampling.temperature < 0 || options.sampling.top_k < 0 || !(options.sampling.top_p > 0.0) ||
       options.sampling.top_p > 1.0) {
     return "the sampling settings are out of range (temperature >= 0, top-k >= 0, top-p in (0, 1])";
@@ -250,11 +258,17 @@ StepResult ServingEngine::step() {
   std::optional<capture::SideStream::Use> use;
   if (stream_) use.emplace(*stream_);
   StepResult result;
-  result.finished = std::move(pending_reports_);
+  run_step(result);
+  // Rejections and cancellations are handed out once the step ran, so a step that throws loses none.
+  result.finished.insert(result.finished.begin(), pending_reports_.begin(), pending_reports_.end());
   pending_reports_.clear();
+  return result;
+}
+
+void ServingEngine::run_step(StepResult& result) {
   const Schedule schedule = scheduler_.next();
   stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
-  if (schedule.chunks.empty()) return result;
+  if (schedule.chunks.empty()) return;
   result.real = {schedule.token_count(), schedule.prefill_count(), schedule.decode_count()};
   const auto match = match_bucket(result.real, buckets_, model_->config().has_mamba_layers());
   result.matched = match.has_value();
@@ -277,7 +291,6 @@ StepResult ServingEngine::step() {
   absorb(schedule, result);
   stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
   stats_.shared_prompt_tokens = scheduler_.shared_tokens();
-  return result;
 }
 
 }  // namespace graphed::infer

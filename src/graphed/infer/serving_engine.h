@@ -116,6 +116,8 @@ class ServingEngine {
  private:
   std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;
   void ensure_captured(const StepKey& key);
+  /// Schedules, runs and absorbs one step into `result` (nothing when no request waits or runs).
+  void run_step(StepResult& result);
   /// Reads the drawn tokens back and moves every request of the schedule on.
   void absorb(const Schedule& schedule, StepResult& result);
   void finish(Request& request, FinishReason reason, StepResult& result);

@@ -48,7 +48,7 @@ template <typename Scalar>
 __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                              const int64_t* block_tables, const int64_t* token_request,
                                              const int64_t* positions, float* workspace, Layout layout, float scale) {
-  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim / 4];  // heads per group x head_dim <= 1,024
+  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];  // 16 KiB; with the scores 36 KiB of static memory
   __shared__ float scores[kMaxHeadsPerGroup][kSplit];
   __shared__ float partial[kThreads * 8];
   __shared__ float scratch[32];
