@@ -233,6 +233,13 @@ TEST(ServingEngine, RefusesOptionsOutOfRange) {
   options = small_engine();
   options.scope = config::InferenceCudaGraphScope::kBlock;
   EXPECT_THROW(ServingEngine(model, at::Device(at::kCPU), options), CaptureError);
+  // A dropless MoE cannot be captured: refused up front, not at the first graph.
+  const auto moe_config = testing::run_config({{"num_layers", 1}, {"hidden_size", 32}, {"num_attention_heads", 4},
+                                               {"vocab_size", 64}, {"seq_length", 48}, {"num_experts", 4},
+                                               {"moe_router_topk", 2}});
+  model::GptModel moe(moe_config.model, moe_config.moe_layers);
+  moe->eval();
+  EXPECT_THROW(ServingEngine(moe, at::Device(at::kCPU), options), ConfigError);
 }
 
 }  // namespace

@@ -45,6 +45,12 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
   GRAPHED_CHECK(options.cuda_graph_max_tokens >= 1, ConfigError, "the largest graphed step is ",
                 options.cuda_graph_max_tokens, " tokens; fix: give at least 1");
   GRAPHED_CHECK(!model->layers().empty(), ConfigError, "the model has no layers; fix: load a model with at least one");
+  const config::ModelConfig& model_config = model->config();
+  GRAPHED_CHECK(options.scope == config::InferenceCudaGraphScope::kNone || !model_config.is_moe() ||
+                    model_config.is_drop_and_pad(),
+                ConfigError, "the model's dropless MoE layers read their per-expert token counts on the host, "
+                "which a serving graph cannot capture; fix: serve it with inference graph scope none, or give the "
+                "MoE an expert capacity factor with padding to capacity");
   GRAPHED_CHECK(!options.prefix_sharing || !model->config().has_mamba_layers(), ConfigError,
                 "prefix sharing keeps keys and values per block, and this model's Mamba layers keep one state per "
                 "request; fix: turn prefix sharing off for a hybrid model");
