@@ -78,5 +78,21 @@ TEST(BenchServe, ASmallRunReportsWhatTheIssueAsksFor) {
   EXPECT_GE(result["ttft_ms_p99"].get<double>(), result["ttft_ms_p50"].get<double>());
 }
 
+TEST(BenchServe, ItsFlagsWithoutServeAreRefused) {
+  std::ostringstream out;
+  for (const std::vector<std::string> arguments :
+       {std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--requests", "8"},
+        std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--inference-max-requests", "8"}}) {
+    try {
+      run_bench(parse_command_line(arguments), out);
+      ADD_FAILURE() << arguments.back();
+    } catch (const ConfigError& error) {
+      EXPECT_NE(std::string(error.what()).find("without --serve, where it does nothing; fix: add --serve"), std::string::npos)
+          << error.what();
+    }
+  }
+  EXPECT_THROW(run_bench(parse_command_line({"bench", "--preset", "tiny", "--decode", "--serve"}), out), ConfigError);
+}
+
 }  // namespace
 }  // namespace graphed::cli

@@ -207,8 +207,12 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
 }  // namespace
 
 int run_bench(const CommandLine& command_line, std::ostream& out) {
-  if (command_line.bench_decode) return run_bench_decode(command_line, out);
+  if (command_line.bench_decode && command_line.serve_bench.serve) {
+    throw ConfigError("bench was given both --decode and --serve; fix: give one of them");
+  }
   if (command_line.serve_bench.serve) return run_bench_serve(command_line, out);
+  refuse_serve_flags_without_serve(command_line);
+  if (command_line.bench_decode) return run_bench_decode(command_line, out);
   refuse_multi_process_launch("bench");
   std::vector<Row> rows;
   for (const auto& impl : command_line.impls) rows.push_back(bench_impl(command_line, impl));

@@ -201,6 +201,28 @@ std::string fixed(double value, int digits) {
 
 }  // namespace
 
+void refuse_serve_flags_without_serve(const CommandLine& command_line) {
+  const ServeBenchFlags& given = command_line.serve_bench;
+  const ServeBenchFlags workload;
+  const ServingFlags engine;
+  const ServingFlags& serving = command_line.serving;
+  const bool workload_given = given.requests != workload.requests || given.prompt_lengths != workload.prompt_lengths ||
+                              given.output_lengths != workload.output_lengths ||
+                              given.distribution != workload.distribution || given.request_rate != workload.request_rate ||
+                              given.shared_prefix != workload.shared_prefix;
+  const bool engine_given = serving.max_requests || serving.max_sequence || serving.max_tokens != engine.max_tokens ||
+                            serving.block_size != engine.block_size || serving.buffer_size_gb != engine.buffer_size_gb ||
+                            serving.cuda_graph_max_tokens != engine.cuda_graph_max_tokens ||
+                            serving.mixed_prefill_count != engine.mixed_prefill_count ||
+                            serving.decode_only_cuda_graphs || serving.disable_chunked_prefill ||
+                            serving.enable_prefix_caching || !command_line.generate.hf_folder.empty();
+  if (workload_given || engine_given) {
+    throw ConfigError(std::string(workload_given ? "a serving workload flag" : "a serving engine flag (or --hf)") +
+                      " was given to graphed bench without --serve, where it does nothing; fix: add --serve, or leave "
+                      "it out");
+  }
+}
+
 int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   refuse_multi_process_launch("bench");
   const ServeBenchFlags& flags = command_line.serve_bench;

@@ -33,4 +33,8 @@ double percentile(std::vector<double> values, double p);
 
 int run_bench_serve(const CommandLine& command_line, std::ostream& out);
 
+/// Throws ConfigError when a flag of bench --serve (its workload, the serving engine's flags, --hf) was
+/// given to bench without --serve, where it would do nothing.
+void refuse_serve_flags_without_serve(const CommandLine& command_line);
+
 }  // namespace graphed::cli
