@@ -24,7 +24,7 @@ TEST(BlockPool, HandsOutAllOrNothingAndNeverThePaddingBlock) {
   for (const int64_t block : *first) EXPECT_GE(block, 1);
   EXPECT_FALSE(pool.allocate(2).has_value());
   EXPECT_EQ(pool.used_count(), 3);
-  pool.release(*first);
+  for (const int64_t block : pool.release(*first)) pool.free(block);
   EXPECT_EQ(pool.used_count(), 0);
   EXPECT_EQ(pool.peak_used(), 3);
   EXPECT_THROW(pool.release({1}), std::logic_error);  // not in use: an internal assertion
@@ -144,6 +144,22 @@ TEST(Scheduler, PreemptsTheLatestRequestWhenBlocksRunOutAndEverythingReturns) {
   EXPECT_TRUE(f.scheduler.idle());
 }
 
+TEST(BlockPool, ParkedBlocksCountAsFreeComeBackWhenSharedAndGoOldestFirst) {
+  BlockPool pool(5);  // 4 usable
+  const auto blocks = *pool.allocate(4);
+  for (const int64_t block : pool.release({blocks[0], blocks[1]})) pool.park(block);
+  EXPECT_EQ(pool.free_count(), 2);
+  EXPECT_EQ(pool.used_count(), 2);
+  pool.share(blocks[1]);  // taken back by a request with the same prefix
+  EXPECT_FALSE(pool.is_parked(blocks[1]));
+  EXPECT_EQ(pool.used_count(), 3);
+  std::vector<int64_t> evicted;
+  const auto fresh = pool.allocate(1, &evicted);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(evicted, (std::vector<int64_t>{blocks[0]}));  // no plain free block: the parked one goes
+  EXPECT_FALSE(pool.allocate(1).has_value());
+}
+
 TEST(PrefixCache, MatchesWholeBlocksInOrderAndForgetsFreedOnes) {
   PrefixCache cache;
   const std::vector<int64_t> tokens{1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -184,6 +200,15 @@ TEST(Scheduler, ARequestSharesTheBlocksOfARunningRequestsPromptPrefix) {
   EXPECT_EQ(f.pool.used_count(), 4);
   f.scheduler.remove(b);
   f.scheduler.remove(c);
+  EXPECT_EQ(f.pool.used_count(), 0);
+  // The prompt blocks stay parked: a later request with the same prefix takes them back.
+  Request* d = f.add(9, 4);
+  const Schedule later = f.scheduler.next();
+  ASSERT_EQ(later.chunks.size(), 1u);
+  EXPECT_EQ(later.chunks[0].request, d);
+  EXPECT_EQ(later.chunks[0].first, 8);
+  EXPECT_EQ(f.scheduler.shared_tokens(), 8 + 4 + 8);
+  f.scheduler.remove(d);
   EXPECT_EQ(f.pool.used_count(), 0);
 }
 

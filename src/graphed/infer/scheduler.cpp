@@ -44,7 +44,13 @@ void Scheduler::add(Request* request) {
 }
 
 void Scheduler::release(Request& request) {
-  prefix_.forget(pool_.release(request.blocks));
+  for (const int64_t block : pool_.release(request.blocks)) {
+    if (prefix_.knows(block)) {
+      pool_.park(block);  // a later request with this prefix may take it back
+    } else {
+      pool_.free(block);
+    }
+  }
   request.blocks.clear();
   request.block_hashes.clear();
   if (request.state_slot != 0) free_slots_.push_back(request.state_slot);
@@ -63,8 +69,10 @@ void Scheduler::remove(Request* request) {
 bool Scheduler::grow(Request& request, int64_t tokens) {
   const int64_t missing = blocks_for(tokens, limits_.block_size) - static_cast<int64_t>(request.blocks.size());
   if (missing <= 0) return true;
-  auto blocks = pool_.allocate(missing);
+  std::vector<int64_t> evicted;
+  auto blocks = pool_.allocate(missing, &evicted);
   if (!blocks) return false;
+  prefix_.forget(evicted);
   request.blocks.insert(request.blocks.end(), blocks->begin(), blocks->end());
   return true;
 }
@@ -99,7 +107,8 @@ int64_t Scheduler::admit(Request& request, int64_t budget, Schedule& schedule) {
   // Never the block of the last token: it is computed, so the step draws the next token from it.
   if (limits_.prefix_sharing) shared = prefix_.match(request.tokens, limits_.block_size, (total - 1) / limits_.block_size);
   const int64_t missing = blocks_for(total, limits_.block_size) - static_cast<int64_t>(shared.blocks.size());
-  if (missing > pool_.free_count()) return 0;
+  const auto parked = std::count_if(shared.blocks.begin(), shared.blocks.end(), [&](int64_t b) { return pool_.is_parked(b); });
+  if (missing > pool_.free_count() - parked) return 0;  // the parked shared blocks stop counting as free
   if (!limits_.chunked_prefill && total - static_cast<int64_t>(shared.blocks.size()) * limits_.block_size > budget) return 0;
   for (const int64_t block : shared.blocks) pool_.share(block);
   request.blocks = shared.blocks;
