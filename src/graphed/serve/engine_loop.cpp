@@ -1,0 +1,139 @@
+// serve/engine_loop.cpp — see serve/engine_loop.h. The loop's thread sleeps on a condition variable while
+// the engine has nothing to do; a submission, a cancellation or shutdown wakes it. The engine is touched
+// only on that thread; the lock guards the queue, the active map and the snapshot, never a step.
+#include "graphed/serve/engine_loop.h"
+
+#include <string>
+#include <utility>
+
+namespace graphed::serve {
+
+std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+  StreamEvent event = std::move(events_.front());
+  events_.pop_front();
+  return event;
+}
+
+void RequestStream::cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancel_ = true;
+}
+
+bool RequestStream::cancel_requested() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancel_;
+}
+
+void RequestStream::push(StreamEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_.push_back(std::move(event));
+  }
+  ready_.notify_all();
+}
+
+EngineLoop::EngineLoop(infer::ServingEngine& engine, int64_t max_queued)
+    : engine_(engine), max_queued_(max_queued), thread_([this] { run(); }) {}
+
+EngineLoop::~EngineLoop() { shutdown(std::chrono::milliseconds(0)); }
+
+std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int64_t> prompt, infer::RequestOptions options) {
+  auto stream = std::make_shared<RequestStream>();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!accepting_ || static_cast<int64_t>(queue_.size()) >= max_queued_) return nullptr;
+    queue_.push_back({std::move(prompt), std::move(options), stream});
+  }
+  wake_.notify_all();
+  return stream;
+}
+
+void EngineLoop::shutdown(std::chrono::milliseconds grace) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    accepting_ = false;
+    wake_.wait_for(lock, grace, [&] { return queue_.empty() && active_.empty(); });
+    cancel_all_ = true;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+LoopSnapshot EngineLoop::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  LoopSnapshot snapshot = last_;
+  snapshot.queued = static_cast<int64_t>(queue_.size());
+  snapshot.active = static_cast<int64_t>(active_.size());
+  snapshot.accepting = accepting_;
+  snapshot.failure = failure_;
+  return snapshot;
+}
+
+void EngineLoop::admit_and_cancel() {
+  for (; !queue_.empty(); queue_.pop_front()) {
+    Submission& submission = queue_.front();
+    const int64_t id = engine_.add_request(std::move(submission.prompt), std::move(submission.options));
+    active_[id] = submission.stream;
+  }
+  for (const auto& [id, stream] : active_) {
+    if (cancel_all_ || stream->cancel_requested()) engine_.cancel(id);
+  }
+}
+
+void EngineLoop::deliver(const infer::StepResult& result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& token : result.tokens) {
+    const auto found = active_.find(token.request);
+    if (found != active_.end()) found->second->push({token.token, std::nullopt});
+  }
+  for (const auto& done : result.finished) {
+    const auto found = active_.find(done.request);
+    if (found == active_.end()) continue;
+    found->second->push({std::nullopt, done});
+    active_.erase(found);
+  }
+  last_.blocks_in_use = engine_.blocks_in_use();
+  last_.stats = engine_.stats();
+}
+
+void EngineLoop::run() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || engine_.has_work(); });
+      if (stopping_ && !engine_.has_work() && queue_.empty()) return;
+      admit_and_cancel();
+    }
+    try {
+      deliver(engine_.step());
+    } catch (const std::exception& error) {
+      fail_all(error.what());
+      return;
+    }
+    wake_.notify_all();  // shutdown() waits for the last request to finish
+  }
+}
+
+void EngineLoop::fail_all(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    accepting_ = false;
+    failure_ = what;
+    for (const auto& [id, stream] : active_) {
+      stream->push({std::nullopt, infer::FinishedRequest{id, infer::FinishReason::kRejected,
+                                                         "the engine stopped: " + what, {}}});
+    }
+    active_.clear();
+    for (auto& submission : queue_) {
+      submission.stream->push({std::nullopt, infer::FinishedRequest{0, infer::FinishReason::kRejected,
+                                                                    "the engine stopped: " + what, {}}});
+    }
+    queue_.clear();
+  }
+  wake_.notify_all();
+}
+
+}  // namespace graphed::serve

@@ -1,0 +1,101 @@
+// serve/engine_loop.h — the serving engine behind one thread, for a server whose HTTP threads must not
+// touch the GPU: the loop's thread owns the engine and runs its steps; any thread submits a request and
+// reads its tokens from a RequestStream as they are drawn, or cancels it (a client that hung up). A
+// full queue refuses a submission (the server answers 429); shutdown() stops taking requests, lets the
+// running ones finish within a grace period and cancels the rest.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "graphed/infer/serving_engine.h"
+
+namespace graphed::serve {
+
+/// One thing that happened to a request: a token drawn, or its end.
+struct StreamEvent {
+  std::optional<int64_t> token;                     ///< set for a token
+  std::optional<infer::FinishedRequest> finished;   ///< set at the end (the last event)
+};
+
+/// One request's events, written by the loop's thread, read by the thread that submitted it.
+class RequestStream {
+ public:
+  /// The next event, waiting up to `timeout`; nullopt when none came in time.
+  std::optional<StreamEvent> next(std::chrono::milliseconds timeout);
+  /// Asks the loop to cancel the request (its blocks go back); its last event says cancelled.
+  void cancel();
+  bool cancel_requested() const;
+
+  /// The loop's side.
+  void push(StreamEvent event);
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<StreamEvent> events_;
+  bool cancel_ = false;
+};
+
+/// What the loop has at a moment (for /metrics and /health).
+struct LoopSnapshot {
+  int64_t queued = 0;   ///< submitted, not yet handed to the engine
+  int64_t active = 0;   ///< handed to the engine, not finished
+  int64_t blocks_in_use = 0;
+  infer::EngineStats stats;
+  bool accepting = true;
+  std::string failure;  ///< what stopped the engine (a step threw), empty while it runs
+};
+
+class EngineLoop {
+ public:
+  /// Starts the thread. The engine must outlive the loop and be used by nothing else meanwhile.
+  EngineLoop(infer::ServingEngine& engine, int64_t max_queued);
+  ~EngineLoop();
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  /// Queues a request; null when the queue is full or the loop no longer takes requests.
+  std::shared_ptr<RequestStream> submit(std::vector<int64_t> prompt, infer::RequestOptions options);
+  /// Stops taking requests, waits up to `grace` for the running and queued ones to finish, cancels
+  /// what is left, and stops the thread. Idempotent.
+  void shutdown(std::chrono::milliseconds grace);
+  LoopSnapshot snapshot() const;
+
+ private:
+  struct Submission {
+    std::vector<int64_t> prompt;
+    infer::RequestOptions options;
+    std::shared_ptr<RequestStream> stream;
+  };
+  void run();
+  /// Hands queued requests to the engine and passes cancellations on (under the lock).
+  void admit_and_cancel();
+  void deliver(const infer::StepResult& result);
+  /// A step threw: every request ends with the reason, and the loop stops taking requests.
+  void fail_all(const std::string& what);
+
+  infer::ServingEngine& engine_;
+  int64_t max_queued_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Submission> queue_;
+  std::map<int64_t, std::shared_ptr<RequestStream>> active_;  // engine id -> stream
+  bool accepting_ = true;
+  bool stopping_ = false;
+  bool cancel_all_ = false;
+  LoopSnapshot last_;  // refreshed after every step
+  std::string failure_;
+  std::thread thread_;
+};
+
+}  // namespace graphed::serve
