@@ -150,12 +150,6 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   return row;
 }
 
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
 void print_table(const CommandLine& command_line, const config::RunConfig& config, const at::Device& device,
                  const std::vector<Row>& rows, std::ostream& out) {
   out << "bench: preset " << command_line.preset.value_or("(none)") << ", " << capture::device_name(device) << ", "
@@ -172,13 +166,13 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       continue;
     }
     const bool eager = r.impl == "none";
-    out << "| " << r.impl << " | " << fixed(r.ms_per_iteration, 3) << " | " << fixed(r.pipelined_ms_per_iteration, 3)
-        << " | " << fixed(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | "
-        << fixed(r.tokens_per_second, 0) << " | " << (r.mfu ? fixed(100.0 * *r.mfu, 1) + "%" : "-") << " | "
-        << fixed(r.speedup, 2) << " | " << r.graphs << " | "
-        << (eager ? "-" : fixed(r.capture_seconds, 2)) << " | " << fixed(r.peak_mib, 1) << " | "
-        << fixed(r.reserved_mib, 1) << " | " << (eager ? "-" : fixed(r.graph_pool_mib, 1)) << " | "
-        << (eager ? "-" : fixed(r.graph_mib, 1)) << " | " << fixed(r.loss, 4) << " |\n";
+    out << "| " << r.impl << " | " << fixed_decimals(r.ms_per_iteration, 3) << " | " << fixed_decimals(r.pipelined_ms_per_iteration, 3)
+        << " | " << fixed_decimals(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | "
+        << fixed_decimals(r.tokens_per_second, 0) << " | " << (r.mfu ? fixed_decimals(100.0 * *r.mfu, 1) + "%" : "-") << " | "
+        << fixed_decimals(r.speedup, 2) << " | " << r.graphs << " | "
+        << (eager ? "-" : fixed_decimals(r.capture_seconds, 2)) << " | " << fixed_decimals(r.peak_mib, 1) << " | "
+        << fixed_decimals(r.reserved_mib, 1) << " | " << (eager ? "-" : fixed_decimals(r.graph_pool_mib, 1)) << " | "
+        << (eager ? "-" : fixed_decimals(r.graph_mib, 1)) << " | " << fixed_decimals(r.loss, 4) << " |\n";
   }
 }
 

@@ -44,12 +44,6 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
 std::vector<std::vector<int64_t>> random_prompts(int64_t batch, int64_t length, int64_t vocab) {
   const at::Tensor ids = at::randint(0, vocab, {batch, length}, at::kLong);
   std::vector<std::vector<int64_t>> prompts;
@@ -139,10 +133,10 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       continue;
     }
     const bool eager = r.scope == "none";
-    out << "| " << r.scope << " | " << r.batch << " | " << r.rows << " | " << fixed(r.ms_per_step, 3) << " | "
-        << fixed(r.tokens_per_second, 0) << " | " << (r.roofline_share > 0 ? fixed(100.0 * r.roofline_share, 1) : "-")
-        << " | " << fixed(r.first_token_ms, 2) << " | " << r.graphs << " | " << (eager ? "-" : fixed(r.capture_seconds, 3))
-        << " | " << (eager ? "-" : fixed(r.graph_pool_mib, 1)) << " |\n";
+    out << "| " << r.scope << " | " << r.batch << " | " << r.rows << " | " << fixed_decimals(r.ms_per_step, 3) << " | "
+        << fixed_decimals(r.tokens_per_second, 0) << " | " << (r.roofline_share > 0 ? fixed_decimals(100.0 * r.roofline_share, 1) : "-")
+        << " | " << fixed_decimals(r.first_token_ms, 2) << " | " << r.graphs << " | " << (eager ? "-" : fixed_decimals(r.capture_seconds, 3))
+        << " | " << (eager ? "-" : fixed_decimals(r.graph_pool_mib, 1)) << " |\n";
   }
 }
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iomanip>
 #include <map>
 #include <random>
 #include <thread>
@@ -193,12 +192,6 @@ nlohmann::json model_shape(const config::ModelConfig& config, int64_t context) {
           {"untie_embeddings_and_output_weights", config.untie_embeddings_and_output_weights}};
 }
 
-std::string fixed(double value, int digits) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(digits) << value;
-  return text.str();
-}
-
 }  // namespace
 
 void refuse_serve_flags_without_serve(const CommandLine& command_line) {
@@ -268,13 +261,13 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
     return timings.refused.empty() ? 0 : 1;
   }
   out << "serving " << flags.requests << " requests (prompts " << flags.prompt_lengths << ", outputs " << flags.output_lengths
-      << ", " << flags.distribution << ", " << (flags.request_rate > 0 ? fixed(flags.request_rate, 1) + " requests/s" : "all at once")
+      << ", " << flags.distribution << ", " << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once")
       << ") on " << served.description << ", " << capture::device_name(device) << "\n";
   out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | peak blocks |\n"
       << "|---|---|---|---|---|---|\n"
-      << "| " << fixed(result["requests_per_second"], 2) << " | " << fixed(result["output_tokens_per_second"], 0) << " | "
-      << fixed(result["ttft_ms_p50"], 1) << " / " << fixed(result["ttft_ms_p99"], 1) << " | " << fixed(result["tpot_ms_p50"], 2)
-      << " / " << fixed(result["tpot_ms_p99"], 2) << " | " << fixed(timings.seconds, 2) << " | " << stats.peak_blocks << " of "
+      << "| " << fixed_decimals(result["requests_per_second"], 2) << " | " << fixed_decimals(result["output_tokens_per_second"], 0) << " | "
+      << fixed_decimals(result["ttft_ms_p50"], 1) << " / " << fixed_decimals(result["ttft_ms_p99"], 1) << " | " << fixed_decimals(result["tpot_ms_p50"], 2)
+      << " / " << fixed_decimals(result["tpot_ms_p99"], 2) << " | " << fixed_decimals(timings.seconds, 2) << " | " << stats.peak_blocks << " of "
       << engine.blocks_total() << " |\n";
   print_engine_line(engine, stats, out);
   for (const auto& reason : timings.refused) out << "refused: " << reason << "\n";

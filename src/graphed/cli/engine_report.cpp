@@ -1,8 +1,6 @@
 // cli/engine_report.cpp — see cli/engine_report.h.
 #include "graphed/cli/engine_report.h"
 
-#include <iomanip>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,15 +21,13 @@ nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::Engi
 }
 
 void print_engine_line(const infer::ServingEngine& engine, const infer::EngineStats& stats, std::ostream& out) {
-  std::ostringstream cache;
-  cache << std::fixed << std::setprecision(1) << static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0) << " MiB";
   out << "engine: scope " << config::to_string(engine.options().scope) << ", " << stats.graph_steps
       << " steps from graphs, " << stats.eager_steps << " eager (" << stats.unmatched_steps
       << " no graph bucket served), " << counted(static_cast<std::size_t>(engine.graph_count()), "graph") << " captured in "
-      << std::fixed << std::setprecision(2) << stats.capture_seconds << " s; up to " << engine.options().max_requests
+      << fixed_decimals(stats.capture_seconds, 2) << " s; up to " << engine.options().max_requests
       << " requests at once, " << stats.preemptions << " preemptions"
       << (engine.options().prefix_sharing ? ", " + std::to_string(stats.shared_prompt_tokens) + " prompt tokens shared" : "")
-      << "; cache " << cache.str() << ", " << stats.peak_blocks
+      << "; cache " << fixed_decimals(static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0), 1) << " MiB, " << stats.peak_blocks
       << " of " << engine.blocks_total() << " blocks of " << engine.options().block_size << " positions used at most"
       << std::endl;
 }

@@ -9,6 +9,8 @@
 #include <limits>
 #include <sstream>
 
+#include "graphed/util/text.h"
+
 namespace graphed::report {
 namespace {
 
@@ -33,12 +35,6 @@ int decimals_for(double step) {
     if (std::fabs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) return decimals;
   }
   return 10;
-}
-
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
 }
 
 std::string svg_open(int width, double height, const std::string& title) {
@@ -187,11 +183,11 @@ std::string format_tick(double value, double step) {
   if (step < 1e-3) {  // in units of the step's power of ten, the same on every tick: "2e-4", "10e-4"
     const int exponent = static_cast<int>(std::floor(std::log10(step) + 1e-9));
     const double scale = std::pow(10.0, exponent);
-    return fixed(value / scale, std::min(3, decimals_for(step / scale))) + "e" + std::to_string(exponent);
+    return fixed_decimals(value / scale, std::min(3, decimals_for(step / scale))) + "e" + std::to_string(exponent);
   }
-  if (magnitude >= 1e6) return fixed(value / 1e6, decimals_for(step / 1e6)) + "M";
-  if (magnitude >= 1e4) return fixed(value / 1e3, decimals_for(step / 1e3)) + "k";
-  return fixed(value, decimals_for(step));
+  if (magnitude >= 1e6) return fixed_decimals(value / 1e6, decimals_for(step / 1e6)) + "M";
+  if (magnitude >= 1e4) return fixed_decimals(value / 1e3, decimals_for(step / 1e3)) + "k";
+  return fixed_decimals(value, decimals_for(step));
 }
 
 std::string format_value(double value) {
@@ -291,7 +287,7 @@ Chart bar_chart(const BarChartOptions& options, const std::vector<BarRow>& rows)
           << px(bar_height) << "\" fill=\"" << row.color << "\" fill-opacity=\"" << opacity << "\"><title>"
           << escape_xml(row.label) << ": " << escape_xml(measure) << ' ' << format_value(value) << "</title></rect>"
           << "<text x=\"" << px(end + 4) << "\" y=\"" << px(y + bar_height - 2) << "\" font-size=\"10.5\" fill=\""
-          << kTextColor << "\">" << fixed(value, value >= 100 ? 1 : 3) << "</text>\n";
+          << kTextColor << "\">" << fixed_decimals(value, value >= 100 ? 1 : 3) << "</text>\n";
     }
     out << "</g>\n";
   }

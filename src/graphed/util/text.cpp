@@ -87,6 +87,12 @@ std::string group_thousands(double value) {
   return digits;
 }
 
+std::string fixed_decimals(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return buffer;
+}
+
 std::string format_number(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";

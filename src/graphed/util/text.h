@@ -42,6 +42,9 @@ std::string group_thousands(double value);
 /// Formats a floating-point value the shortest way that reads back exactly (0.1, 1e-05, 3).
 std::string format_number(double value);
 
+/// value with exactly `decimals` digits after the point ("%.*f"): 2.50, 1,234.0 without grouping.
+std::string fixed_decimals(double value, int decimals);
+
 /// Text on one quoted line of a log (a training sample): newlines as '|', other control characters as
 /// '?', everything else (printable ASCII, every byte of a UTF-8 character) as it is.
 std::string quoted_one_line(const std::string& text);
