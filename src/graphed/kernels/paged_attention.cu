@@ -44,6 +44,54 @@ __device__ __forceinline__ float* partial_of(float* workspace, const Layout& lay
   return workspace + ((token * layout.heads + head) * layout.splits + split) * (layout.head_dim + 2);
 }
 
+/// Where a position's key (and value) of one KV group sits in the paged cache.
+struct CacheRows {
+  const int64_t* table;  // the request's block table
+  int block_size, groups, group, head_dim;
+  __device__ __forceinline__ int64_t row_of(int64_t position) const {
+    const int64_t block = table[position / block_size];
+    return ((block * block_size + position % block_size) * groups + group) * head_dim;
+  }
+};
+
+/// scores[h][j] = scale q_h . k_(first + j) for every head of the group: one thread per key, each key
+/// loaded once for all heads.
+template <typename Scalar>
+__device__ void score_keys(const Scalar* key_cache, const CacheRows& rows, const float* q, int ratio, int64_t first,
+                           int64_t length, float scale, float (*scores)[kSplit]) {
+  const int vectors = rows.head_dim / 8;
+  for (int j = threadIdx.x; j < length; j += blockDim.x) {
+    const Scalar* key = key_cache + rows.row_of(first + j);
+    float dots[kMaxHeadsPerGroup];
+    for (int h = 0; h < ratio; ++h) dots[h] = 0.0f;
+    for (int v = 0; v < vectors; ++v) {
+      float k[8];
+      load_eight(key + v * 8, k);
+      for (int h = 0; h < ratio; ++h) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dots[h] += q[h * rows.head_dim + v * 8 + e] * k[e];
+      }
+    }
+    for (int h = 0; h < ratio; ++h) scores[h][j] = dots[h] * scale;
+  }
+}
+
+/// Turns one head's scores into exp(score - max) in place; returns (max, sum of the weights). Every
+/// thread gets both, and the weights are published to the block.
+__device__ float2 exponentiate(float* scores, int64_t length, float* scratch) {
+  float largest = -INFINITY;
+  for (int j = threadIdx.x; j < length; j += blockDim.x) largest = fmaxf(largest, scores[j]);
+  largest = block_reduce<true>(largest, scratch);
+  float total = 0.0f;
+  for (int j = threadIdx.x; j < length; j += blockDim.x) {
+    const float weight = __expf(scores[j] - largest);
+    scores[j] = weight;
+    total += weight;
+  }
+  total = block_reduce<false>(total, scratch);  // its leading __syncthreads also publishes the weights
+  return make_float2(largest, total);
+}
+
 template <typename Scalar>
 __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                              const int64_t* block_tables, const int64_t* token_request,
@@ -71,46 +119,23 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
   for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
   __syncthreads();
-  const int64_t* table = block_tables + token_request[token] * layout.table_width;
-  const int vectors = head_dim / 8;
-  const auto row_of = [&](int64_t position) {
-    const int64_t block = table[position / layout.block_size];
-    return ((block * layout.block_size + position % layout.block_size) * layout.groups + group) * head_dim;
-  };
-  for (int j = threadIdx.x; j < length; j += blockDim.x) {
-    const Scalar* key = key_cache + row_of(first + j);
-    float dots[kMaxHeadsPerGroup];
-    for (int h = 0; h < ratio; ++h) dots[h] = 0.0f;
-    for (int v = 0; v < vectors; ++v) {
-      float k[8];
-      load_eight(key + v * 8, k);
-      for (int h = 0; h < ratio; ++h) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) dots[h] += q[h * head_dim + v * 8 + e] * k[e];
-      }
-    }
-    for (int h = 0; h < ratio; ++h) scores[h][j] = dots[h] * scale;
-  }
+  const CacheRows rows{block_tables + token_request[token] * layout.table_width, layout.block_size, layout.groups,
+                       group, head_dim};
+  score_keys(key_cache, rows, q, ratio, first, length, scale, scores);
   __syncthreads();
+  const int vectors = head_dim / 8;
   const int lanes = blockDim.x / vectors;  // positions summed side by side
   const int lane = threadIdx.x / vectors;
   const int slice = threadIdx.x % vectors;
   for (int h = 0; h < ratio; ++h) {
-    float largest = -INFINITY;
-    for (int j = threadIdx.x; j < length; j += blockDim.x) largest = fmaxf(largest, scores[h][j]);
-    largest = block_reduce<true>(largest, scratch);
-    float total = 0.0f;
-    for (int j = threadIdx.x; j < length; j += blockDim.x) {
-      const float weight = __expf(scores[h][j] - largest);
-      scores[h][j] = weight;
-      total += weight;
-    }
-    total = block_reduce<false>(total, scratch);  // its leading __syncthreads also publishes the weights
+    const float2 softmax = exponentiate(scores[h], length, scratch);
+    const float largest = softmax.x;
+    const float total = softmax.y;
     float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     if (lane < lanes) {
       for (int j = lane; j < length; j += lanes) {
         float value[8];
-        load_eight(value_cache + row_of(first + j) + slice * 8, value);
+        load_eight(value_cache + rows.row_of(first + j) + slice * 8, value);
         const float weight = scores[h][j];
 #pragma unroll
         for (int e = 0; e < 8; ++e) sum[e] += weight * value[e];
