@@ -32,7 +32,7 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
 
 int64_t StepInputs::offset(Section section) const {
   const int64_t index = static_cast<int64_t>(section);
-  if (index <= kTokenRequest + 1) return index * max_tokens_;  // kTokens..kSlots: one per token
+  if (index <= kSlots) return index * max_tokens_;  // kTokens..kSlots: one value per token
   const int64_t per_request_start = 4 * max_tokens_;
   if (index <= kBlockTables) return per_request_start + (index - kLastToken) * max_requests_;
   return per_request_start + (kBlockTables - kLastToken) * max_requests_ + max_requests_ * table_width_;
