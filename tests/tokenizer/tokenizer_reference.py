@@ -207,7 +207,7 @@ def main():
             print("FAIL: %s is missing; fix: run scripts/gpu-prepare where the network is (it runs scripts/setup) and carry .deps" % needed)
             return 1
     os.makedirs(args.work_dir, exist_ok=True)
-    with open(os.path.join(args.source_dir, "tests", "infer", "data", "multilingual_sample.txt"), encoding="utf-8", newline="") as handle:
+    with open(os.path.join(args.source_dir, "tests", "tokenizer", "data", "multilingual_sample.txt"), encoding="utf-8", newline="") as handle:
         sample = handle.read()
     with open(corpus_path, "rb") as handle:
         corpus = handle.read(CORPUS_BYTES)
