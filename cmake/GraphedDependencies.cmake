@@ -5,7 +5,9 @@
 #   GRAPHED_CUDA        1 when the LibTorch found has CUDA (target torch_cuda exists), else 0
 #   GRAPHED_TORCH_VERSION
 #   GRAPHED_GLOO        1 when the gloo headers are found (CPU ranks of a multi-process run), else 0
+#   graphed::httplib    cpp-httplib (graphed serve): Debian's libcpp-httplib-dev, or .deps/httplib
 
+find_package(Threads REQUIRED)
 find_package(Torch REQUIRED)
 set(GRAPHED_TORCH_VERSION "${Torch_VERSION}")
 if(TARGET torch_cuda)
@@ -58,6 +60,34 @@ if(NOT TARGET nlohmann_json::nlohmann_json)
   endif()
   add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
   target_include_directories(nlohmann_json::nlohmann_json INTERFACE "${GRAPHED_DEPS_DIR}/include")
+endif()
+
+# cpp-httplib, the HTTP server of `graphed serve`. Debian builds it as a shared library with OpenSSL, zlib
+# and brotli support, and its header's declarations depend on those macros, so they come from its
+# pkg-config file. On a machine without apt, scripts/gpu-prepare's .deps/httplib holds the same header,
+# library and the libraries it needs; an RPATH (not RUNPATH: it must reach the library's own needs too)
+# points there.
+add_library(graphed_httplib INTERFACE)
+add_library(graphed::httplib ALIAS graphed_httplib)
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(GRAPHED_CPP_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+endif()
+if(TARGET PkgConfig::GRAPHED_CPP_HTTPLIB)
+  target_link_libraries(graphed_httplib INTERFACE PkgConfig::GRAPHED_CPP_HTTPLIB Threads::Threads)
+  message(STATUS "graphed: cpp-httplib ${GRAPHED_CPP_HTTPLIB_VERSION} (system)")
+elseif(EXISTS "${GRAPHED_DEPS_DIR}/httplib/include/httplib.h")
+  set(_graphed_httplib_lib "${GRAPHED_DEPS_DIR}/httplib/lib")
+  target_include_directories(graphed_httplib SYSTEM INTERFACE "${GRAPHED_DEPS_DIR}/httplib/include")
+  target_compile_definitions(graphed_httplib INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT CPPHTTPLIB_ZLIB_SUPPORT
+                                                       CPPHTTPLIB_BROTLI_SUPPORT)
+  target_link_libraries(graphed_httplib INTERFACE "${_graphed_httplib_lib}/libcpp-httplib.so.0.11" Threads::Threads)
+  target_link_options(graphed_httplib INTERFACE "LINKER:-rpath,${_graphed_httplib_lib}"
+                      "LINKER:-rpath-link,${_graphed_httplib_lib}" "LINKER:--disable-new-dtags")
+  message(STATUS "graphed: cpp-httplib from ${GRAPHED_DEPS_DIR}/httplib")
+else()
+  message(FATAL_ERROR "cpp-httplib not found: install libcpp-httplib-dev (scripts/setup) or run scripts/gpu-prepare "
+                      "where apt works and carry .deps/ to this machine")
 endif()
 
 if(GRAPHED_BUILD_TESTS)

@@ -103,8 +103,13 @@ TEST(EngineLoop, AFullQueueAndAStoppedLoopRefuseAndShutdownCancelsTheRest) {
   model::GptModel model = long_context_model();
   infer::ServingEngine engine(model, at::Device(at::kCPU), small_engine());
   {
-    EngineLoop full(engine, 0);
+    EngineLoop full(engine, 0);  // room for the engine's 4 running requests, none waiting
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int i = 0; i < 4; ++i) streams.push_back(full.submit({1, 2}, greedy(500)));
+    for (const auto& stream : streams) EXPECT_NE(stream, nullptr);
     EXPECT_EQ(full.submit({1, 2}, greedy(2)), nullptr);
+    EXPECT_EQ(full.snapshot().active, 4);
+    EXPECT_EQ(full.snapshot().queued, 0);
   }
   EngineLoop loop(engine, 8);
   const auto running = loop.submit({1, 2, 3}, greedy(500));

@@ -30,6 +30,7 @@ const std::vector<CommandInfo>& commands() {
       {"bench", "time training iterations per --impls on synthetic data and print a table"},
       {"check-config", "print the normalized configuration, each migration and warning; exit 1 on an error"},
       {"generate", "continue prompts with a model from --load or --hf, with decode graphs per --inference-cuda-graph-scope"},
+      {"serve", "serve a model from --load or --hf over HTTP with OpenAI's completions and chat completions API"},
       {"report", "write one HTML page of charts from metrics files, run folders and bench JSON files"},
       {"tokenize", "encode text into token ids, or --decode ids into text, with a tokenizer.json, GPT-2 vocab folder or bytes"},
   };
@@ -68,6 +69,9 @@ std::string group_of(const config::SettingSpec& spec) {
   return "CUDA graphs";
 }
 
+/// Whether a command takes its model from --load or --hf and decodes with it (generate, serve).
+bool runs_a_model(const std::string& command) { return command == "generate" || command == "serve"; }
+
 /// What a setting does in `graphed generate`, where it differs from training's words.
 std::optional<std::string> generate_help(const std::string& key) {
   static const std::map<std::string, std::string> help{
@@ -80,7 +84,7 @@ std::optional<std::string> generate_help(const std::string& key) {
 }
 
 std::string help_text(const config::SettingSpec& spec, const std::string& command) {
-  const std::optional<std::string> own = command == "generate" ? generate_help(spec.key) : std::nullopt;
+  const std::optional<std::string> own = runs_a_model(command) ? generate_help(spec.key) : std::nullopt;
   std::string text = own.value_or(spec.help) + " (default: " + config::setting_value_text(spec.read(config::Settings{})) + ")";
   if (!spec.choices.empty()) text += " {" + join(spec.choices, ",") + "}";
   return text;
@@ -94,11 +98,12 @@ std::string json_help(const std::string& command) {
   }
   if (command == "bench") return "print the table as a JSON array, one object per row";
   if (command == "generate") return "print one JSON object: every completion with its ids and text, and the timings";
+  if (command == "serve") return "print the ready line as one JSON object (address, port, model, engine) instead of text";
   return "print the configuration, its migrations and every rule that fired as one JSON object";
 }
 
 /// Whether a command takes --preset and --config (generate takes its model from --load or --hf).
-bool takes_presets(const std::string& command) { return command != "generate"; }
+bool takes_presets(const std::string& command) { return !runs_a_model(command); }
 
 /// The settings `graphed generate` takes as flags: the CUDA-graph ones (the legacy spellings migrate),
 /// the checkpoint, the device and the seed. The model's own settings come from the checkpoint.
@@ -110,9 +115,10 @@ bool is_generate_setting(const config::SettingSpec& spec) {
 }
 
 void add_setting_flags(CLI::App& app, FlagSet& flags, const std::string& command) {
-  const bool generate = command == "generate";
+  const bool generate = runs_a_model(command);
   for (const auto& spec : config::setting_specs()) {
     if (generate && !is_generate_setting(spec)) continue;
+    if (command == "serve" && spec.key == "seed") continue;  // each request brings its own seed
     SettingOptions entry;
     entry.spec = &spec;
     // "--num-layers,--num_layers"; a one-word key has one spelling ("--seed").
@@ -231,8 +237,8 @@ std::string unknown_argument_message(const std::string& argument, const std::str
     std::string message = "'" + name + "' is not a flag of graphed " + command + " (it is one of graphed " +
                           join(elsewhere, ", ") + ")";
     const bool model_setting = config::find_setting(dashed) != nullptr || dashed == "--preset" || dashed == "--config";
-    if (command == "generate" && model_setting) {
-      return message + "; fix: leave it out: generate takes the model and its settings from --load or --hf";
+    if (runs_a_model(command) && model_setting) {
+      return message + "; fix: leave it out: " + command + " takes the model and its settings from --load or --hf";
     }
     return message + fix;
   }
@@ -339,10 +345,19 @@ void add_bench_flags(CLI::App& bench, FlagSet& flags) {
   bench.add_option("--decode-new-tokens", flags.decode_new_tokens, "tokens drawn per prompt by --decode (default 128)");
 }
 
+/// The model's own flags, shared by generate and serve: --hf, --tokenizer, --dtype.
+void add_model_flags(CLI::App& command, GenerateFlags& flags, const std::string& group) {
+  command.add_option("--hf", flags.hf_folder, "a Hugging Face model folder (config.json, safetensors, tokenizer.json): "
+                     "Llama 1/2/3, Qwen2/2.5, Qwen3, GPT-2")->group(group);
+  command.add_option("--tokenizer", flags.tokenizer, "tokenizer.json, a folder with one (or vocab.json + merges.txt), or "
+                     "'bytes'; default: the model folder's own, or bytes for a model trained on text")->group(group);
+  command.add_option("--dtype", flags.dtype, "weights and cache: auto (bf16 on a GPU, fp32 on the CPU), bf16, fp16, fp32")
+      ->group(group);
+}
+
 void add_generate_flags(CLI::App& generate, GenerateFlags& flags) {
   const std::string group = "Generation";
-  generate.add_option("--hf", flags.hf_folder, "a Hugging Face model folder (config.json, safetensors, tokenizer.json): "
-                      "Llama 1/2/3, Qwen2/2.5, Qwen3, GPT-2")->group(group);
+  add_model_flags(generate, flags, group);
   generate.add_option("--prompt", flags.prompts, "a prompt (repeatable: one prompt each)")->group(group)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   generate.add_option("--prompt-file", flags.prompt_files, "a file whose whole text is one prompt (repeatable)")
@@ -357,10 +372,6 @@ void add_generate_flags(CLI::App& generate, GenerateFlags& flags) {
   generate.add_option("--top-k", flags.top_k, "sample among the k likeliest tokens; 0 = all (default)")->group(group);
   generate.add_option("--top-p", flags.top_p, "sample among the likeliest tokens holding this probability; 1 = all "
                       "(default)")->group(group);
-  generate.add_option("--tokenizer", flags.tokenizer, "tokenizer.json, a folder with one (or vocab.json + merges.txt), or "
-                      "'bytes'; default: the model folder's own, or bytes for a model trained on text")->group(group);
-  generate.add_option("--dtype", flags.dtype, "weights and cache: auto (bf16 on a GPU, fp32 on the CPU), bf16, fp16, fp32")
-      ->group(group);
   generate.add_option("--stop-token", flags.stop_tokens, "a token id that ends a row (repeatable); default: the "
                       "model's end-of-sequence tokens")->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   generate.add_flag("--ignore-eos", flags.ignore_eos, "draw --max-new-tokens tokens whatever they are")->group(group);
@@ -493,7 +504,11 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
                       "(instead of --load or the preset's random weights)")->group("Serving benchmark (bench --serve)");
     }
     if (command.name == "generate") add_generate_flags(*sub, result.generate);
-    if (command.name == "bench" || command.name == "generate") add_serving_flags(*sub, result.serving);
+    if (command.name == "serve") {
+      add_model_flags(*sub, result.generate, "Model");
+      add_server_flags(*sub, result.server);
+    }
+    if (command.name != "train" && command.name != "check-config") add_serving_flags(*sub, result.serving);
   }
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   try {

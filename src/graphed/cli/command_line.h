@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graphed/cli/server_flags.h"
 #include "graphed/cli/serving_flags.h"
 #include "graphed/config/settings.h"
 
@@ -58,8 +59,10 @@ struct CommandLine {
   std::vector<std::string> decode_scopes{"none", "layer", "block"};  ///< --decode-scopes
   int64_t decode_prompt_tokens = 32;        ///< --decode-prompt-tokens: random prompt length
   int64_t decode_new_tokens = 128;          ///< --decode-new-tokens: tokens drawn per prompt
-  // generate only (hf_folder also for bench --serve).
+  // generate (hf_folder also for bench --serve; hf_folder, tokenizer and dtype also for serve).
   GenerateFlags generate;
+  // serve only.
+  ServerFlags server;
   // generate and bench --serve.
   ServingFlags serving;
   ServeBenchFlags serve_bench;

@@ -10,6 +10,7 @@
 #include "graphed/cli/command_line.h"
 #include "graphed/cli/generate_command.h"
 #include "graphed/cli/report_command.h"
+#include "graphed/cli/serve_command.h"
 #include "graphed/cli/tokenize_command.h"
 #include "graphed/cli/train_command.h"
 #include "graphed/util/compat.h"
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
     if (command_line.command == "train") return graphed::cli::run_train(command_line, std::cout);
     if (command_line.command == "bench") return graphed::cli::run_bench(command_line, std::cout);
     if (command_line.command == "generate") return graphed::cli::run_generate(command_line, std::cout);
+    if (command_line.command == "serve") return graphed::cli::run_serve(command_line, std::cout);
     if (command_line.command == "report") return graphed::cli::run_report(command_line, std::cout);
     if (command_line.command == "tokenize") return graphed::cli::run_tokenize(command_line, std::cout);
     std::cerr << "error: command '" << command_line.command << "' is not implemented\n";

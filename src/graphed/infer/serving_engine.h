@@ -112,9 +112,13 @@ class ServingEngine {
   const ServingOptions& options() const { return options_; }
   int64_t cache_bytes() const { return cache_->bytes(); }
   const PagedCache& cache() const { return *cache_; }
+  /// The most positions a request may hold (prompt and drawn tokens).
+  int64_t max_sequence() const { return sizes_.max_sequence; }
+  /// Why add_request would refuse this request, or nullopt when it would take it. Reads only what is
+  /// fixed at construction, so any thread may ask while another steps the engine.
+  std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;
 
  private:
-  std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;
   void ensure_captured(const StepKey& key);
   /// Schedules, runs and absorbs one step into `result` (nothing when no request waits or runs).
   void run_step(StepResult& result);

@@ -3,8 +3,12 @@
 // only on that thread; the lock guards the queue, the active map and the snapshot, never a step.
 #include "graphed/serve/engine_loop.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
+
+#include "graphed/util/logging.h"
+#include "graphed/util/text.h"
 
 namespace graphed::serve {
 
@@ -43,7 +47,9 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int64_t> prompt, i
   auto stream = std::make_shared<RequestStream>();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!accepting_ || static_cast<int64_t>(queue_.size()) >= max_queued_) return nullptr;
+    // Waiting requests are those beyond what the engine runs at once, queued here or in the engine.
+    const auto held = static_cast<int64_t>(queue_.size() + active_.size());
+    if (!accepting_ || held >= max_queued_ + engine_.options().max_requests) return nullptr;
     queue_.push_back({std::move(prompt), std::move(options), stream});
   }
   wake_.notify_all();
@@ -65,8 +71,9 @@ void EngineLoop::shutdown(std::chrono::milliseconds grace) {
 LoopSnapshot EngineLoop::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   LoopSnapshot snapshot = last_;
-  snapshot.queued = static_cast<int64_t>(queue_.size());
-  snapshot.active = static_cast<int64_t>(active_.size());
+  const auto held = static_cast<int64_t>(queue_.size() + active_.size());
+  snapshot.active = std::min(held, engine_.options().max_requests);
+  snapshot.queued = held - snapshot.active;
   snapshot.accepting = accepting_;
   snapshot.failure = failure_;
   return snapshot;
@@ -118,18 +125,18 @@ void EngineLoop::run() {
 }
 
 void EngineLoop::fail_all(const std::string& what) {
+  const std::string cause = without_library_tag(what);
+  log_warn(std::string(kEngineFailure) + ": " + cause.substr(0, cause.find('\n')));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     accepting_ = false;
     failure_ = what;
     for (const auto& [id, stream] : active_) {
-      stream->push({std::nullopt, infer::FinishedRequest{id, infer::FinishReason::kRejected,
-                                                         "the engine stopped: " + what, {}}});
+      stream->push({std::nullopt, infer::FinishedRequest{id, infer::FinishReason::kRejected, kEngineFailure, {}}});
     }
     active_.clear();
     for (auto& submission : queue_) {
-      submission.stream->push({std::nullopt, infer::FinishedRequest{0, infer::FinishReason::kRejected,
-                                                                    "the engine stopped: " + what, {}}});
+      submission.stream->push({std::nullopt, infer::FinishedRequest{0, infer::FinishReason::kRejected, kEngineFailure, {}}});
     }
     queue_.clear();
   }

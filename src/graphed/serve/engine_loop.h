@@ -48,8 +48,8 @@ class RequestStream {
 
 /// What the loop has at a moment (for /metrics and /health).
 struct LoopSnapshot {
-  int64_t queued = 0;   ///< submitted, not yet handed to the engine
-  int64_t active = 0;   ///< handed to the engine, not finished
+  int64_t queued = 0;   ///< submitted and waiting: beyond what the engine runs at once
+  int64_t active = 0;   ///< running (at most the engine's max requests)
   int64_t blocks_in_use = 0;
   infer::EngineStats stats;
   bool accepting = true;
@@ -58,18 +58,29 @@ struct LoopSnapshot {
 
 class EngineLoop {
  public:
+  /// The message of every request ended by an engine failure.
+  static constexpr const char* kEngineFailure = "the engine stopped after an internal error";
+
   /// Starts the thread. The engine must outlive the loop and be used by nothing else meanwhile.
+  /// `max_queued`: how many requests may wait beyond the engine's max requests before submit refuses.
   EngineLoop(infer::ServingEngine& engine, int64_t max_queued);
   ~EngineLoop();
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
 
-  /// Queues a request; null when the queue is full or the loop no longer takes requests.
+  /// Queues a request; null when max_queued requests already wait or the loop no longer takes requests.
   std::shared_ptr<RequestStream> submit(std::vector<int64_t> prompt, infer::RequestOptions options);
   /// Stops taking requests, waits up to `grace` for the running and queued ones to finish, cancels
   /// what is left, and stops the thread. Idempotent.
   void shutdown(std::chrono::milliseconds grace);
   LoopSnapshot snapshot() const;
+  /// Why the engine would refuse this request (too long for the context or the cache, an id outside the
+  /// vocabulary), or nullopt; any thread may ask, so a server can answer 400 before it queues anything.
+  std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const infer::RequestOptions& options) const {
+    return engine_.rejection(prompt, options);
+  }
+  /// The most positions one request may hold.
+  int64_t max_sequence() const { return engine_.max_sequence(); }
 
  private:
   struct Submission {
@@ -81,7 +92,8 @@ class EngineLoop {
   /// Hands queued requests to the engine and passes cancellations on (under the lock).
   void admit_and_cancel();
   void deliver(const infer::StepResult& result);
-  /// A step threw: every request ends with the reason, and the loop stops taking requests.
+  /// A step threw: every request ends as rejected with kEngineFailure as its message (the exception's
+  /// text goes to the log, never to a client), and the loop stops taking requests.
   void fail_all(const std::string& what);
 
   infer::ServingEngine& engine_;

@@ -1,0 +1,154 @@
+// cli/serve_command.cpp — see cli/serve_command.h.
+#include "graphed/cli/serve_command.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "graphed/cli/engine_report.h"
+#include "graphed/cli/generate_setup.h"
+#include "graphed/cli/run_setup.h"
+#include "graphed/cli/serving_flags.h"
+#include "graphed/serve/chat_prompt.h"
+#include "graphed/serve/engine_loop.h"
+#include "graphed/serve/http_server.h"
+#include "graphed/util/error.h"
+#include "graphed/util/stop_signals.h"
+#include "graphed/util/text.h"
+
+namespace graphed::cli {
+namespace {
+
+void check_flags(const ServerFlags& flags) {
+  std::vector<std::string> problems;
+  if (flags.port < 0 || flags.port > 65535) {
+    problems.push_back("--port is " + std::to_string(flags.port) + "; fix: give a port from 1 to 65535, or 0 for any free one");
+  }
+  if (flags.max_queued < 1) {
+    problems.push_back("--max-queued-requests is " + std::to_string(flags.max_queued) + "; fix: give 1 or more");
+  }
+  if (!(flags.shutdown_grace >= 0)) {
+    problems.push_back("--shutdown-grace-seconds is " + format_number(flags.shutdown_grace) + "; fix: give 0 or more");
+  }
+  if (flags.http_threads < 0) {
+    problems.push_back("--http-threads is " + std::to_string(flags.http_threads) + "; fix: give 1 or more, or 0 for the default");
+  }
+  if (!problems.empty()) fail_with(problems);
+}
+
+/// The last part of a folder's path: what clients call the model unless --served-model-name says.
+std::string folder_name(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::optional<serve::ChatPrompt> chat_prompt(const CommandLine& command_line) {
+  const std::string& folder = command_line.generate.hf_folder;
+  if (!command_line.server.chat_template.empty()) return serve::ChatPrompt::from_file(command_line.server.chat_template, folder);
+  if (!folder.empty()) return serve::ChatPrompt::from_folder(folder);
+  return std::nullopt;
+}
+
+infer::ServingOptions engine_options(const CommandLine& command_line, const config::CudaGraphConfig& graphs,
+                                     const GenerationModel& model) {
+  infer::ServingOptions options = serving_options(command_line.serving, graphs, /*default_max_requests=*/64);
+  if (!command_line.serving.max_sequence) options.max_sequence = model.context;
+  options.vocabulary = model.tokenizer->vocab_size();
+  return options;
+}
+
+serve::ServerOptions server_options(const ServerFlags& flags, int64_t max_requests) {
+  serve::ServerOptions options;
+  options.host = flags.host;
+  options.port = flags.port;
+  options.api_key = flags.api_key;
+  if (options.api_key.empty()) {
+    if (const char* key = std::getenv("GRAPHED_API_KEY")) options.api_key = key;
+  }
+  options.threads = static_cast<int>(flags.http_threads > 0 ? flags.http_threads : max_requests + 32);
+  return options;
+}
+
+void print_ready(const CommandLine& command_line, const serve::ServedModel& served, const GenerationModel& model,
+                 const infer::ServingEngine& engine, int port, bool chat, std::ostream& out) {
+  const std::string address = "http://" + command_line.server.host + ":" + std::to_string(port) + "/v1";
+  if (command_line.json_output) {
+    out << nlohmann::json{{"event", "ready"}, {"address", address}, {"host", command_line.server.host}, {"port", port},
+                          {"model", served.id}, {"description", model.description}, {"chat", chat},
+                          {"context", served.context}, {"engine", engine_json(engine, engine.stats())}}
+               .dump()
+        << std::endl;
+    return;
+  }
+  out << "model: " << model.description << "; tokenizer: " << model.tokenizer->description() << "\n";
+  print_engine_line(engine, engine.stats(), out);
+  out << "serving '" << served.id << "' at " << address << " (completions" << (chat ? ", chat completions" : "")
+      << ", models; /health, /metrics); SIGTERM or Ctrl-C stops it" << std::endl;
+}
+
+}  // namespace
+
+int run_serve(const CommandLine& command_line, std::ostream& out) {
+  refuse_multi_process_launch("serve");
+  check_flags(command_line.server);
+  const at::Device device = choose_device(command_line.settings.train.device, "serving eagerly in fp32");
+  const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
+  GenerationModel model = load_generation_model(command_line, device, std::cerr);
+  if (!model.tokenizer) {
+    throw ConfigError("the model has no tokenizer, and a server takes text; fix: give one with --tokenizer (tokenizer.json "
+                      "or 'bytes')");
+  }
+  const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
+  infer::ServingEngine engine(model.model, device, engine_options(command_line, graphs, model));
+  engine.capture_graphs();
+  serve::EngineLoop loop(engine, command_line.server.max_queued);
+
+  serve::ServedModel served;
+  served.id = !command_line.server.served_model_name.empty() ? command_line.server.served_model_name
+              : !command_line.generate.hf_folder.empty()    ? folder_name(command_line.generate.hf_folder)
+                                                             : folder_name(*command_line.settings.train.load);
+  served.tokenizer = model.tokenizer.get();
+  served.chat = chat ? &*chat : nullptr;
+  served.end_tokens = model.end_tokens;
+  served.context = engine.max_sequence();
+  served.max_requests = engine.options().max_requests;
+  served.blocks_total = engine.blocks_total();
+  served.created = static_cast<int64_t>(std::time(nullptr));
+
+  serve::HttpServer server(loop, served, server_options(command_line.server, served.max_requests));
+  server.bind();
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hung up must not end the server
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(command_line.server.shutdown_grace * 1000));
+  StopSignals signals(true, "stopping: no new requests; running ones may finish within " +
+                                format_number(command_line.server.shutdown_grace) + " s (a second signal stops at once)");
+  print_ready(command_line, served, model, engine, server.bound_port(), chat.has_value(), out);
+  std::thread http([&server] { server.run(); });
+  while (!signals.requested() && loop.snapshot().failure.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const bool failed = !loop.snapshot().failure.empty();
+  // Drain: new requests get 503 while the running ones finish (or are cancelled after the grace) and
+  // their last events are written; only then does the listening socket close (httplib's stop() also cuts
+  // the streams still open).
+  server.refuse_new_requests();
+  loop.shutdown(grace);
+  for (int waited = 0; server.open_requests() > 0 && waited < 100; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  server.stop();
+  http.join();
+  const infer::EngineStats& stats = engine.stats();
+  std::cerr << "stopped: " << counted(static_cast<std::size_t>(stats.output_tokens), "token") << " served in "
+            << counted(static_cast<std::size_t>(stats.steps), "step") << std::endl;
+  if (!failed) return 0;
+  std::cerr << "error: the engine stopped after an internal error (above); fix: please report it with the command line "
+               "and the request that caused it" << std::endl;
+  return 1;
+}
+
+}  // namespace graphed::cli

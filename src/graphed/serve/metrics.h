@@ -1,0 +1,57 @@
+// serve/metrics.h — what GET /metrics reports, in Prometheus's text format: requests by outcome, tokens
+// in and out, time to first token, time per output token and request duration as histograms (counted by
+// the HTTP threads), and the engine's queue, running requests, KV blocks and graph / eager steps (read
+// from the engine loop's snapshot when scraped).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graphed/serve/engine_loop.h"
+
+namespace graphed::serve {
+
+/// A cumulative histogram over fixed upper bounds (seconds), as Prometheus defines one.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  /// The _bucket, _sum and _count lines of metric `name`.
+  void render(const std::string& name, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<int64_t> counts_;  // per bound, not cumulative; the last is +Inf
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
+
+/// How a request ended, for graphed_requests_total{outcome=...}.
+enum class Outcome { kCompleted, kCancelled, kInvalid, kRefused, kFailed };
+/// The outcome of a request answered with an error status: 429 refused, 5xx failed, else invalid.
+Outcome outcome_of_status(int status);
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+  void count(Outcome outcome);
+  /// A request that produced tokens: its token counts and timings (seconds).
+  void record(int64_t prompt_tokens, int64_t completion_tokens, double first_token, double per_output_token,
+              double duration);
+  /// The whole page; `blocks_total` and `max_requests` are the engine's sizes.
+  std::string render(const LoopSnapshot& snapshot, int64_t blocks_total, int64_t max_requests) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Outcome, int64_t> outcomes_;
+  int64_t prompt_tokens_ = 0;
+  int64_t completion_tokens_ = 0;
+  Histogram first_token_;
+  Histogram per_output_token_;
+  Histogram duration_;
+};
+
+}  // namespace graphed::serve

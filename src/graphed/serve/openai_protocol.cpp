@@ -1,0 +1,344 @@
+// serve/openai_protocol.cpp — see serve/openai_protocol.h. Each field is read by one small reader that
+// knows its type and range; the first bad field ends the request with a message that names it, says what
+// came, and what to send instead.
+#include "graphed/serve/openai_protocol.h"
+
+#include <limits>
+
+#include "graphed/serve/api_error.h"
+#include "graphed/util/text.h"
+
+namespace graphed::serve {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string kind_of(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "something else";
+  }
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const json& value, const std::string& wanted) {
+  throw invalid_request("'" + field + "' is " + kind_of(value) + "; send " + wanted, field);
+}
+
+/// The field, or nullptr when it is absent or null (OpenAI's clients send null for "not given").
+const json* field_of(const json& body, const std::string& name) {
+  const auto found = body.find(name);
+  if (found == body.end() || found->is_null()) return nullptr;
+  return &*found;
+}
+
+double number_in(const json& body, const std::string& name, double fallback, double low, double high) {
+  const json* value = field_of(body, name);
+  if (value == nullptr) return fallback;
+  const std::string range = "a number from " + format_number(low) + " to " + format_number(high);
+  if (!value->is_number()) wrong_type(name, *value, range);
+  const double number = value->get<double>();
+  if (!(number >= low && number <= high)) {
+    throw invalid_request("'" + name + "' is " + format_number(number) + "; send " + range, name);
+  }
+  return number;
+}
+
+std::optional<int64_t> integer_in(const json& body, const std::string& name, int64_t low, int64_t high) {
+  const json* value = field_of(body, name);
+  if (value == nullptr) return std::nullopt;
+  const std::string range = "an integer from " + std::to_string(low) + " to " + std::to_string(high);
+  if (!value->is_number_integer()) wrong_type(name, *value, range);
+  if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(high)) {
+    throw invalid_request("'" + name + "' is " + value->dump() + "; send " + range, name);
+  }
+  const int64_t number = value->get<int64_t>();
+  if (number < low || number > high) throw invalid_request("'" + name + "' is " + std::to_string(number) + "; send " + range, name);
+  return number;
+}
+
+bool boolean_in(const json& body, const std::string& name, bool fallback) {
+  const json* value = field_of(body, name);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) wrong_type(name, *value, "true or false");
+  return value->get<bool>();
+}
+
+/// Fields graphed does not have: refused unless they hold their no-op value.
+void refuse_unsupported(const json& body) {
+  if (const auto n = integer_in(body, "n", 1, 128); n && *n != 1) {
+    throw invalid_request("'n' is " + std::to_string(*n) + "; graphed returns one choice per request: send n = 1 "
+                          "(or leave it out) and send several requests", "n");
+  }
+  if (const auto best = integer_in(body, "best_of", 1, 128); best && *best != 1) {
+    throw invalid_request("'best_of' is not supported; leave it out", "best_of");
+  }
+  const json* logprobs = field_of(body, "logprobs");
+  if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
+    throw invalid_request("'logprobs' is not supported yet; leave it out", "logprobs");
+  }
+  if (field_of(body, "top_logprobs") != nullptr) throw invalid_request("'top_logprobs' is not supported yet; leave it out", "top_logprobs");
+  if (boolean_in(body, "echo", false)) throw invalid_request("'echo' is not supported; leave it out and prepend the prompt yourself", "echo");
+  const json* suffix = field_of(body, "suffix");
+  if (suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
+    throw invalid_request("'suffix' (insertion) is not supported; leave it out", "suffix");
+  }
+  const json* bias = field_of(body, "logit_bias");
+  if (bias != nullptr && !(bias->is_object() && bias->empty())) {
+    throw invalid_request("'logit_bias' is not supported; leave it out", "logit_bias");
+  }
+  for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
+    if (number_in(body, penalty, 0.0, -2.0, 2.0) != 0.0) {
+      throw invalid_request(std::string("'") + penalty + "' is not supported yet; send 0 or leave it out", penalty);
+    }
+  }
+  if (const json* format = field_of(body, "response_format"); format != nullptr) {
+    if (!format->is_object() || format->value("type", "") != "text") {
+      throw invalid_request("'response_format' other than {\"type\": \"text\"} is not supported; leave it out",
+                            "response_format");
+    }
+  }
+}
+
+void read_stop(const json& body, GenerationFields& fields) {
+  const json* stop = field_of(body, "stop");
+  if (stop != nullptr) {
+    const std::string wanted = "a string, or an array of up to 16 strings (or token ids)";
+    if (stop->is_string()) {
+      fields.stop_strings.push_back(stop->get<std::string>());
+    } else if (stop->is_array() && stop->size() <= 16) {
+      for (const auto& item : *stop) {
+        if (item.is_string()) {
+          fields.stop_strings.push_back(item.get<std::string>());
+        } else if (item.is_number_integer() && item.get<int64_t>() >= 0) {
+          fields.stop_ids.push_back(item.get<int64_t>());
+        } else {
+          wrong_type("stop", item, wanted);
+        }
+      }
+    } else {
+      wrong_type("stop", *stop, wanted);
+    }
+    for (const auto& text : fields.stop_strings) {
+      if (text.empty()) throw invalid_request("'stop' holds an empty string; send non-empty stop strings", "stop");
+    }
+  }
+  if (const json* ids = field_of(body, "stop_token_ids"); ids != nullptr) {
+    if (!ids->is_array()) wrong_type("stop_token_ids", *ids, "an array of token ids");
+    for (const auto& id : *ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0) wrong_type("stop_token_ids", id, "an array of token ids (integers >= 0)");
+      fields.stop_ids.push_back(id.get<int64_t>());
+    }
+  }
+}
+
+GenerationFields read_generation(const json& body, const std::string& max_tokens_name) {
+  refuse_unsupported(body);
+  GenerationFields fields;
+  constexpr int64_t kLargest = std::numeric_limits<int32_t>::max();
+  fields.max_tokens = integer_in(body, max_tokens_name, 1, kLargest);
+  if (!fields.max_tokens) fields.max_tokens = integer_in(body, "max_tokens", 1, kLargest);
+  fields.temperature = number_in(body, "temperature", 1.0, 0.0, 2.0);
+  fields.top_p = number_in(body, "top_p", 1.0, 0.0, 1.0);
+  if (fields.top_p == 0.0) throw invalid_request("'top_p' is 0; send a number above 0 and up to 1", "top_p");
+  const auto top_k = integer_in(body, "top_k", -1, kLargest);
+  fields.top_k = top_k && *top_k > 0 ? *top_k : 0;
+  if (const json* seed = field_of(body, "seed"); seed != nullptr) {
+    if (!seed->is_number_integer()) wrong_type("seed", *seed, "an integer");
+    fields.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  read_stop(body, fields);
+  fields.ignore_eos = boolean_in(body, "ignore_eos", false);
+  fields.stream = boolean_in(body, "stream", false);
+  if (const json* options = field_of(body, "stream_options"); options != nullptr) {
+    if (!options->is_object()) wrong_type("stream_options", *options, "an object such as {\"include_usage\": true}");
+    fields.include_usage = boolean_in(*options, "include_usage", false);
+  }
+  return fields;
+}
+
+std::string model_of(const json& body) {
+  const json* model = field_of(body, "model");
+  if (model == nullptr) return "";
+  if (!model->is_string()) wrong_type("model", *model, "the model's id as a string (GET /v1/models lists it)");
+  return model->get<std::string>();
+}
+
+/// One prompt: a string, or token ids; an array of one of either is that one.
+void read_prompt(const json& body, CompletionRequest& request) {
+  const json* prompt = field_of(body, "prompt");
+  const std::string wanted = "a string or an array of token ids";
+  if (prompt == nullptr) throw invalid_request("'prompt' is missing; send the text to continue as a string", "prompt");
+  const json* one = prompt;
+  if (prompt->is_array() && prompt->size() == 1 && (prompt->front().is_string() || prompt->front().is_array())) {
+    one = &prompt->front();
+  }
+  if (one->is_string()) {
+    request.prompt_text = one->get<std::string>();
+    return;
+  }
+  if (!one->is_array()) wrong_type("prompt", *prompt, wanted);
+  for (const auto& item : *one) {
+    if (item.is_string() || item.is_array()) {
+      throw invalid_request("'prompt' holds several prompts; send one prompt per request", "prompt");
+    }
+    if (!item.is_number_integer()) wrong_type("prompt", item, wanted);
+    request.prompt_ids.push_back(item.get<int64_t>());
+  }
+}
+
+/// A message's content as one string: text parts are joined; other parts are refused.
+json content_of(const json& message, std::size_t index) {
+  const std::string field = "messages[" + std::to_string(index) + "].content";
+  const auto found = message.find("content");
+  if (found == message.end() || found->is_null()) return nullptr;
+  if (found->is_string()) return *found;
+  if (!found->is_array()) wrong_type(field, *found, "a string or an array of {\"type\": \"text\", \"text\": ...} parts");
+  std::string text;
+  for (const auto& part : *found) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+      throw invalid_request("'" + field + "' holds a part that is not text; graphed serves text models: send "
+                            "{\"type\": \"text\", \"text\": ...} parts only", field);
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+json checked_messages(const json& body) {
+  const json* messages = field_of(body, "messages");
+  if (messages == nullptr) throw invalid_request("'messages' is missing; send an array of {\"role\", \"content\"} objects", "messages");
+  if (!messages->is_array() || messages->empty()) {
+    wrong_type("messages", *messages, "a non-empty array of {\"role\", \"content\"} objects");
+  }
+  json result = json::array();
+  for (std::size_t i = 0; i < messages->size(); ++i) {
+    const json& message = (*messages)[i];
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    if (!message.is_object()) wrong_type(field, message, "an object with \"role\" and \"content\"");
+    const std::string role = message.contains("role") && message["role"].is_string() ? message["role"].get<std::string>() : "";
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer") {
+      throw invalid_request("'" + field + ".role' is " + (message.contains("role") ? message["role"].dump() : "missing") +
+                            "; send one of system, developer, user, assistant, tool", field + ".role");
+    }
+    json checked = message;
+    checked["content"] = content_of(message, i);
+    if (checked["content"].is_null() && role != "assistant") {
+      throw invalid_request("'" + field + ".content' is missing; send the " + role + " message's text", field + ".content");
+    }
+    result.push_back(std::move(checked));
+  }
+  return result;
+}
+
+json choice_base(const std::optional<std::string>& finish_reason) {
+  json choice{{"index", 0}};
+  choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
+  return choice;
+}
+
+json header_json(const ResponseHeader& header, const std::string& object) {
+  return {{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
+}
+
+}  // namespace
+
+json parse_body(const std::string& text) {
+  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    throw invalid_request("the request body is not valid JSON; send a JSON object (Content-Type: application/json)");
+  }
+  if (!body.is_object()) throw invalid_request("the request body is " + kind_of(body) + "; send a JSON object");
+  return body;
+}
+
+CompletionRequest parse_completion_request(const json& body) {
+  CompletionRequest request;
+  request.model = model_of(body);
+  read_prompt(body, request);
+  request.generation = read_generation(body, "max_tokens");
+  return request;
+}
+
+ChatRequest parse_chat_request(const json& body) {
+  ChatRequest request;
+  request.model = model_of(body);
+  request.messages = checked_messages(body);
+  if (const json* tools = field_of(body, "tools"); tools != nullptr) {
+    if (!tools->is_array()) wrong_type("tools", *tools, "an array of {\"type\": \"function\", \"function\": {...}} objects");
+    if (!tools->empty()) request.tools = *tools;
+  }
+  if (const json* choice = field_of(body, "tool_choice"); choice != nullptr) {
+    if (!(choice->is_string() && (*choice == "auto" || *choice == "none"))) {
+      throw invalid_request("'tool_choice' other than \"auto\" or \"none\" is not supported; the model's tool calls come "
+                            "back as its text", "tool_choice");
+    }
+  }
+  if (const json* kwargs = field_of(body, "chat_template_kwargs"); kwargs != nullptr) {
+    if (!kwargs->is_object()) wrong_type("chat_template_kwargs", *kwargs, "an object such as {\"enable_thinking\": false}");
+    request.template_kwargs = *kwargs;
+  }
+  request.add_generation_prompt = boolean_in(body, "add_generation_prompt", true);
+  request.generation = read_generation(body, "max_completion_tokens");
+  return request;
+}
+
+json Usage::to_json() const {
+  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+json completion_body(const ResponseHeader& header, const std::string& text, const std::string& finish_reason,
+                     const Usage& usage) {
+  json choice = choice_base(finish_reason);
+  choice["text"] = text;
+  choice["logprobs"] = nullptr;
+  json body = header_json(header, "text_completion");
+  body["choices"] = json::array({choice});
+  body["usage"] = usage.to_json();
+  return body;
+}
+
+json completion_chunk(const ResponseHeader& header, const std::string& text, const std::optional<std::string>& finish_reason) {
+  json choice = choice_base(finish_reason);
+  choice["text"] = text;
+  choice["logprobs"] = nullptr;
+  json body = header_json(header, "text_completion");
+  body["choices"] = json::array({choice});
+  return body;
+}
+
+json chat_body(const ResponseHeader& header, const std::string& content, const std::string& finish_reason,
+               const Usage& usage) {
+  json choice = choice_base(finish_reason);
+  choice["message"] = {{"role", "assistant"}, {"content", content}};
+  choice["logprobs"] = nullptr;
+  json body = header_json(header, "chat.completion");
+  body["choices"] = json::array({choice});
+  body["usage"] = usage.to_json();
+  return body;
+}
+
+json chat_chunk(const ResponseHeader& header, const json& delta, const std::optional<std::string>& finish_reason) {
+  json choice = choice_base(finish_reason);
+  choice["delta"] = delta;
+  choice["logprobs"] = nullptr;
+  json body = header_json(header, "chat.completion.chunk");
+  body["choices"] = json::array({choice});
+  return body;
+}
+
+json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage) {
+  json body = header_json(header, object);
+  body["choices"] = json::array();
+  body["usage"] = usage.to_json();
+  return body;
+}
+
+}  // namespace graphed::serve

@@ -1,0 +1,79 @@
+// serve/openai_protocol.h — OpenAI's completions and chat completions API as data: a request body read
+// into checked fields (a wrong type, a value out of range or a feature graphed does not have is an
+// ApiError naming the field and what to send), and the response bodies and stream chunks built back.
+// Bodies are ordered JSON: a request's objects keep their key order (a tool's schema reaches the chat
+// template as the client wrote it, as Python's dicts keep it), and responses list OpenAI's keys in order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace graphed::serve {
+
+/// The generation fields both endpoints share. Defaults are OpenAI's (temperature 1, top_p 1).
+struct GenerationFields {
+  std::optional<int64_t> max_tokens;     ///< max_tokens / max_completion_tokens; unset = the endpoint's default
+  double temperature = 1.0;              ///< 0 = greedy
+  double top_p = 1.0;
+  int64_t top_k = 0;                     ///< 0 (or -1) = all ids
+  std::optional<uint64_t> seed;          ///< unset = a fresh seed per request
+  std::vector<std::string> stop_strings; ///< stop: strings that end the text (not included in it)
+  std::vector<int64_t> stop_ids;         ///< stop's integers and stop_token_ids: ids that end it
+  bool ignore_eos = false;               ///< ignore_eos: the model's end tokens do not stop it
+  bool stream = false;
+  bool include_usage = false;            ///< stream_options.include_usage: a last chunk with the usage
+};
+
+struct CompletionRequest {
+  std::string model;
+  std::optional<std::string> prompt_text;  ///< prompt as text
+  std::vector<int64_t> prompt_ids;         ///< prompt as token ids (when prompt_text is unset)
+  GenerationFields generation;
+};
+
+struct ChatRequest {
+  std::string model;
+  nlohmann::ordered_json messages;          ///< checked: roles known, content a string (text parts joined) or null
+  nlohmann::ordered_json tools;             ///< null when none
+  nlohmann::ordered_json template_kwargs;   ///< chat_template_kwargs (e.g. enable_thinking), an object
+  bool add_generation_prompt = true;
+  GenerationFields generation;
+};
+
+/// Parses a request body; ApiError 400 when it is not JSON or not an object.
+nlohmann::ordered_json parse_body(const std::string& text);
+/// Throws ApiError (400) naming the first field at fault.
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  nlohmann::ordered_json to_json() const;
+};
+
+/// What one response or chunk is about.
+struct ResponseHeader {
+  std::string id;     ///< "cmpl-..." or "chatcmpl-..."
+  std::string model;
+  int64_t created = 0;  ///< Unix seconds
+};
+
+nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::string& text, const std::string& finish_reason,
+                               const Usage& usage);
+/// A text_completion chunk; finish_reason null while the text goes on.
+nlohmann::ordered_json completion_chunk(const ResponseHeader& header, const std::string& text,
+                                const std::optional<std::string>& finish_reason);
+nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::string& content, const std::string& finish_reason,
+                         const Usage& usage);
+/// A chat.completion.chunk whose delta is {"role": "assistant", "content": ""} first, then {"content": ...}.
+nlohmann::ordered_json chat_chunk(const ResponseHeader& header, const nlohmann::ordered_json& delta,
+                          const std::optional<std::string>& finish_reason);
+/// The last chunk of a stream with include_usage: no choices, the usage.
+nlohmann::ordered_json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage);
+
+}  // namespace graphed::serve

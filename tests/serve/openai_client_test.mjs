@@ -1,0 +1,125 @@
+// tests/serve/openai_client_test.mjs — `graphed serve` driven by OpenAI's own client (the `openai` npm
+// package): models, completions and chat completions, whole and streamed, seeds, stop strings, usage,
+// and the errors the client maps to its exception classes (wrong key, unknown model, too long).
+// Usage: node openai_client_test.mjs GRAPHED MODEL_DIR OPENAI_PACKAGE_DIR
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { check, startServer } from './server_process.mjs';
+
+const [graphed, modelDir, openaiDir] = process.argv.slice(2);
+const { default: OpenAI } = await import(pathToFileURL(path.join(openaiDir, 'index.mjs')).href);
+
+const server = await startServer(graphed, ['--hf', modelDir, '--device', 'cpu', '--inference-max-requests', '8',
+                                           '--api-key', 'test-key', '--served-model-name', 'tiny-llama']);
+const client = new OpenAI({ apiKey: 'test-key', baseURL: `${server.base}/v1`, maxRetries: 0, timeout: 120000 });
+const model = 'tiny-llama';
+let passed = 0;
+async function step(name, body) {
+  await body();
+  passed += 1;
+  console.log(`ok - ${name}`);
+}
+
+try {
+  await step('models.list names the served model', async () => {
+    const models = await client.models.list();
+    check(models.data.length === 1 && models.data[0].id === model, `models: ${JSON.stringify(models.data)}`);
+  });
+
+  let greedy;
+  await step('completions.create: greedy text, usage and a finish reason', async () => {
+    const completion = await client.completions.create({ model, prompt: 'The capital of France is', max_tokens: 8, temperature: 0 });
+    greedy = completion.choices[0].text;
+    check(completion.object === 'text_completion', `object ${completion.object}`);
+    check(typeof greedy === 'string' && greedy.length > 0, `text ${JSON.stringify(greedy)}`);
+    check(['length', 'stop'].includes(completion.choices[0].finish_reason), `finish ${completion.choices[0].finish_reason}`);
+    check(completion.usage.prompt_tokens === 5, `prompt tokens ${completion.usage.prompt_tokens} (GPT-2 BPE gives 5)`);
+    check(completion.usage.completion_tokens >= 1 && completion.usage.completion_tokens <= 8, JSON.stringify(completion.usage));
+    const again = await client.completions.create({ model, prompt: 'The capital of France is', max_tokens: 8, temperature: 0 });
+    check(again.choices[0].text === greedy, `greedy differs: ${JSON.stringify(greedy)} then ${JSON.stringify(again.choices[0].text)}`);
+  });
+
+  await step('completions.create with stream: the same text in chunks, then the usage', async () => {
+    const stream = await client.completions.create({ model, prompt: 'The capital of France is', max_tokens: 8, temperature: 0,
+                                                     stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let usage = null;
+    let finish = null;
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      for (const choice of chunk.choices) {
+        text += choice.text;
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+    }
+    check(text === greedy, `streamed ${JSON.stringify(text)}, whole ${JSON.stringify(greedy)}`);
+    check(finish !== null, 'no finish reason in the stream');
+    check(usage !== null && usage.prompt_tokens === 5, `usage ${JSON.stringify(usage)}`);
+  });
+
+  await step('a seed repeats a sampled completion', async () => {
+    const ask = (seed) => client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0.9,
+                                                      top_p: 0.95, seed });
+    const [first, second] = await Promise.all([ask(11), ask(11)]);
+    check(first.choices[0].text === second.choices[0].text, 'the same seed drew different texts');
+  });
+
+  await step('a stop string ends the text before it', async () => {
+    const long = await client.completions.create({ model, prompt: 'Hello', max_tokens: 16, temperature: 0, stop_token_ids: [] });
+    const text = long.choices[0].text;
+    check(text.length >= 4, `too short to pick a stop string: ${JSON.stringify(text)}`);
+    const stop = text.slice(2, 4);
+    const stopped = await client.completions.create({ model, prompt: 'Hello', max_tokens: 16, temperature: 0, stop: [stop] });
+    check(stopped.choices[0].text === text.slice(0, text.indexOf(stop)), `stopped at ${JSON.stringify(stop)}: ${JSON.stringify(stopped.choices[0].text)}`);
+    check(stopped.choices[0].finish_reason === 'stop', `finish ${stopped.choices[0].finish_reason}`);
+  });
+
+  let chatText;
+  await step('chat.completions.create renders the chat template and answers as the assistant', async () => {
+    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hi.' }];
+    const chat = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 0 });
+    check(chat.object === 'chat.completion', `object ${chat.object}`);
+    check(chat.choices[0].message.role === 'assistant', `role ${chat.choices[0].message.role}`);
+    chatText = chat.choices[0].message.content;
+    check(typeof chatText === 'string', `content ${JSON.stringify(chatText)}`);
+    // Qwen2.5's template around the two messages: GPT-2's BPE makes far more than the words alone.
+    check(chat.usage.prompt_tokens > 20, `prompt tokens ${chat.usage.prompt_tokens}`);
+  });
+
+  await step('chat.completions.create with stream: the role first, then the same content', async () => {
+    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hi.' }];
+    const stream = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 0, stream: true });
+    let content = '';
+    let role = null;
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta ?? {};
+      if (delta.role && role === null) role = delta.role;
+      content += delta.content ?? '';
+    }
+    check(role === 'assistant', `role ${role}`);
+    check(content === chatText, `streamed ${JSON.stringify(content)}, whole ${JSON.stringify(chatText)}`);
+  });
+
+  await step('errors come back as the client\'s exception classes with a message', async () => {
+    const wrongKey = new OpenAI({ apiKey: 'wrong', baseURL: `${server.base}/v1`, maxRetries: 0 });
+    try { await wrongKey.models.list(); check(false, 'a wrong key was accepted'); } catch (error) {
+      check(error instanceof OpenAI.AuthenticationError, `wrong key gave ${error}`);
+    }
+    try { await client.completions.create({ model: 'gpt-4', prompt: 'x', max_tokens: 2 }); check(false, 'unknown model accepted'); } catch (error) {
+      check(error instanceof OpenAI.NotFoundError && /not served here/.test(error.message), `unknown model gave ${error}`);
+    }
+    try { await client.completions.create({ model, prompt: 'x', max_tokens: 5000 }); check(false, 'too long accepted'); } catch (error) {
+      check(error instanceof OpenAI.BadRequestError && /context/.test(error.message), `too long gave ${error}`);
+    }
+    try { await client.completions.create({ model, prompt: 'x', n: 2 }); check(false, 'n = 2 accepted'); } catch (error) {
+      check(error instanceof OpenAI.BadRequestError && /one choice per request/.test(error.message), `n = 2 gave ${error}`);
+    }
+  });
+} catch (error) {
+  console.error(`FAILED after ${passed} checks: ${error.stack ?? error}\nserver stderr:\n${server.stderr()}`);
+  await server.stop().catch(() => {});
+  process.exit(1);
+}
+const code = await server.stop();
+check(code === 0, `graphed serve exited ${code} after SIGTERM:\n${server.stderr()}`);
+console.log(`ok - SIGTERM: exit 0\n${passed + 1} checks passed`);

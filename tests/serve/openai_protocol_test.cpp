@@ -1,0 +1,136 @@
+// tests/serve/openai_protocol_test.cpp — reading OpenAI request bodies (defaults, every field, and a
+// message naming the field for each kind of mistake) and the shapes of the bodies and chunks built back.
+#include <gtest/gtest.h>
+
+#include "graphed/serve/api_error.h"
+#include "graphed/serve/openai_protocol.h"
+
+namespace graphed::serve {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// The ApiError a body gives, as "status param: message".
+std::string completion_error(const json& body) {
+  try {
+    parse_completion_request(body);
+  } catch (const ApiError& error) {
+    return std::to_string(error.status()) + " " + error.param() + ": " + error.what();
+  }
+  return "no error";
+}
+
+std::string chat_error(const json& body) {
+  try {
+    parse_chat_request(body);
+  } catch (const ApiError& error) {
+    return std::to_string(error.status()) + " " + error.param() + ": " + error.what();
+  }
+  return "no error";
+}
+
+TEST(OpenAiProtocolTest, CompletionDefaultsAreOpenAis) {
+  const CompletionRequest request = parse_completion_request(json{{"model", "m"}, {"prompt", "Hi"}});
+  EXPECT_EQ(request.model, "m");
+  EXPECT_EQ(*request.prompt_text, "Hi");
+  EXPECT_FALSE(request.generation.max_tokens.has_value());
+  EXPECT_EQ(request.generation.temperature, 1.0);
+  EXPECT_EQ(request.generation.top_p, 1.0);
+  EXPECT_EQ(request.generation.top_k, 0);
+  EXPECT_FALSE(request.generation.seed.has_value());
+  EXPECT_FALSE(request.generation.stream);
+}
+
+TEST(OpenAiProtocolTest, ReadsEveryGenerationField) {
+  const CompletionRequest request = parse_completion_request(json::parse(R"({
+    "prompt": [[5, 6, 7]], "max_tokens": 9, "temperature": 0, "top_p": 0.5, "top_k": 40, "seed": 7,
+    "stop": ["END", 13], "stop_token_ids": [2], "ignore_eos": true, "stream": true,
+    "stream_options": {"include_usage": true}, "n": 1, "logprobs": null, "presence_penalty": 0})"));
+  EXPECT_EQ(request.prompt_ids, (std::vector<int64_t>{5, 6, 7}));
+  EXPECT_EQ(*request.generation.max_tokens, 9);
+  EXPECT_EQ(request.generation.temperature, 0.0);
+  EXPECT_EQ(request.generation.top_p, 0.5);
+  EXPECT_EQ(request.generation.top_k, 40);
+  EXPECT_EQ(*request.generation.seed, 7u);
+  EXPECT_EQ(request.generation.stop_strings, std::vector<std::string>{"END"});
+  EXPECT_EQ(request.generation.stop_ids, (std::vector<int64_t>{13, 2}));
+  EXPECT_TRUE(request.generation.ignore_eos);
+  EXPECT_TRUE(request.generation.stream);
+  EXPECT_TRUE(request.generation.include_usage);
+}
+
+TEST(OpenAiProtocolTest, EveryMistakeNamesItsFieldAndWhatToSend) {
+  EXPECT_EQ(completion_error(json::object()), "400 prompt: 'prompt' is missing; send the text to continue as a string");
+  EXPECT_EQ(completion_error({{"prompt", 5}}), "400 prompt: 'prompt' is an integer; send a string or an array of token ids");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"temperature", "hot"}}),
+            "400 temperature: 'temperature' is a string; send a number from 0 to 2");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"temperature", 3}}), "400 temperature: 'temperature' is 3; send a number from 0 to 2");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"max_tokens", 0}}),
+            "400 max_tokens: 'max_tokens' is 0; send an integer from 1 to 2147483647");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"max_tokens", 2.5}}),
+            "400 max_tokens: 'max_tokens' is a number; send an integer from 1 to 2147483647");
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"n", 2}}).find("400 n: 'n' is 2; graphed returns one choice"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"logprobs", 3}}).find("400 logprobs: 'logprobs' is not supported yet"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", {"a", "b"}}}).find("holds several prompts"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", {1.5}}}).find("400 stop: 'stop' is a number"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", ""}}).find("empty string"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"model", 3}}).find("400 model: 'model' is an integer"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"top_p", 0}}).find("400 top_p"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"stream", "yes"}}).find("'stream' is a string; send true or false"), std::string::npos);
+}
+
+TEST(OpenAiProtocolTest, BodiesThatAreNotJsonObjectsAreRefused) {
+  EXPECT_THROW(parse_body("{\"prompt\": "), ApiError);
+  EXPECT_THROW(parse_body("[1, 2]"), ApiError);
+  EXPECT_EQ(parse_body("{\"a\": 1}")["a"], 1);
+}
+
+TEST(OpenAiProtocolTest, ChatMessagesAreCheckedAndTextPartsJoined) {
+  const ChatRequest request = parse_chat_request(json::parse(R"({"messages": [
+      {"role": "system", "content": "Be brief."},
+      {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]},
+      {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}],
+    "max_completion_tokens": 4, "chat_template_kwargs": {"enable_thinking": false}})"));
+  EXPECT_EQ(request.messages[1]["content"], "Hi there");
+  EXPECT_TRUE(request.messages[2]["content"].is_null());
+  EXPECT_EQ(request.messages[2]["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_EQ(*request.generation.max_tokens, 4);
+  EXPECT_EQ(request.template_kwargs["enable_thinking"], false);
+  EXPECT_TRUE(request.add_generation_prompt);
+  EXPECT_EQ(chat_error(json::object()), "400 messages: 'messages' is missing; send an array of {\"role\", \"content\"} objects");
+  EXPECT_NE(chat_error({{"messages", json::array()}}).find("a non-empty array"), std::string::npos);
+  EXPECT_NE(chat_error({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}).find("400 messages[0].role"), std::string::npos);
+  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}}}}}).find("400 messages[0].content: 'messages[0].content' is missing"),
+            std::string::npos);
+  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}).find("not text"),
+            std::string::npos);
+  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tool_choice", "required"}}).find("400 tool_choice"),
+            std::string::npos);
+}
+
+TEST(OpenAiProtocolTest, ResponseShapesAreOpenAis) {
+  const ResponseHeader header{"cmpl-1", "m", 100};
+  const json body = completion_body(header, "text", "length", Usage{3, 2});
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["choices"][0]["text"], "text");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"], (json{{"prompt_tokens", 3}, {"completion_tokens", 2}, {"total_tokens", 5}}));
+  EXPECT_TRUE(completion_chunk(header, "t", std::nullopt)["choices"][0]["finish_reason"].is_null());
+  const json chat = chat_body(header, "hi", "stop", Usage{1, 1});
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["choices"][0]["message"], (json{{"role", "assistant"}, {"content", "hi"}}));
+  const json chunk = chat_chunk(header, {{"content", "h"}}, std::nullopt);
+  EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+  EXPECT_EQ(chunk["choices"][0]["delta"]["content"], "h");
+  const json usage = usage_chunk(header, "chat.completion.chunk", Usage{1, 2});
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["total_tokens"], 3);
+  const json error = invalid_request("bad", "prompt").body();
+  EXPECT_EQ(error["error"]["message"], "bad");
+  EXPECT_EQ(error["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(error["error"]["param"], "prompt");
+  EXPECT_EQ(error["error"]["code"], 400);
+}
+
+}  // namespace
+}  // namespace graphed::serve

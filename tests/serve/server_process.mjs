@@ -1,0 +1,95 @@
+// tests/serve/server_process.mjs — starts `graphed serve` for a test on a free port of 127.0.0.1 (--port 0
+// and the JSON ready line say which), and stops it with SIGTERM, returning its exit code.
+import { spawn } from 'node:child_process';
+import readline from 'node:readline';
+
+export function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+export async function startServer(graphed, args, { readyTimeoutMs = 180000 } = {}) {
+  const child = spawn(graphed, ['serve', ...args, '--host', '127.0.0.1', '--port', '0', '--json'],
+                      { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (data) => { stderr += data; });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const lines = readline.createInterface({ input: child.stdout });
+  const ready = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`graphed serve was not ready in ${readyTimeoutMs} ms:\n${stderr}`)),
+                             readyTimeoutMs);
+    lines.on('line', (line) => {
+      let event;
+      try { event = JSON.parse(line); } catch { return; }
+      if (event.event === 'ready') { clearTimeout(timer); resolve(event); }
+    });
+    exited.then(({ code }) => { clearTimeout(timer); reject(new Error(`graphed serve exited (${code}) before it was ready:\n${stderr}`)); });
+  });
+  return {
+    ready,
+    port: ready.port,
+    base: `http://127.0.0.1:${ready.port}`,
+    stderr: () => stderr,
+    /** SIGTERM, then the exit code (throws when it does not exit within timeoutMs). */
+    async stop(timeoutMs = 90000) {
+      child.kill('SIGTERM');
+      let timer;
+      const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), timeoutMs); });
+      const result = await Promise.race([exited, timeout]);
+      clearTimeout(timer);
+      if (result === null) {
+        child.kill('SIGKILL');
+        throw new Error(`graphed serve did not exit within ${timeoutMs} ms of SIGTERM:\n${stderr}`);
+      }
+      return result.code;
+    },
+  };
+}
+
+/** Reads a server-sent event stream from a fetch Response: the parsed data events, and whether [DONE] came. */
+export async function readEvents(response, { abortAfter = -1, controller = null } = {}) {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  const events = [];
+  let done = false;
+  for await (const piece of response.body) {
+    buffer += decoder.decode(piece, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      for (const line of block.split('\n')) {
+        if (!line.startsWith('data: ')) continue;
+        const data = line.slice(6);
+        if (data === '[DONE]') { done = true; continue; }
+        events.push(JSON.parse(data));
+      }
+    }
+    if (abortAfter >= 0 && events.length > abortAfter && controller) {
+      controller.abort();
+      return { events, done: false, aborted: true };
+    }
+  }
+  return { events, done, aborted: false };
+}
+
+export async function metric(base, name) {
+  const page = await (await fetch(`${base}/metrics`)).text();
+  const line = page.split('\n').find((text) => text.startsWith(name + ' '));
+  check(line !== undefined, `/metrics has no ${name}:\n${page}`);
+  return Number(line.split(' ')[1]);
+}
+
+/** Waits until the engine holds no request and no block (a cancelled one gives its blocks back). */
+export async function waitForIdle(base, timeoutMs = 60000) {
+  const start = Date.now();
+  for (;;) {
+    const blocks = await metric(base, 'graphed_kv_blocks_in_use');
+    const running = await metric(base, 'graphed_running_requests');
+    const queued = await metric(base, 'graphed_queued_requests');
+    if (blocks === 0 && running === 0 && queued === 0) return;
+    if (Date.now() - start > timeoutMs) {
+      throw new Error(`the server did not come back to idle: ${blocks} blocks, ${running} running, ${queued} queued`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
