@@ -166,11 +166,32 @@ TEST(CommandLineTest, EveryProblemIsListed) {
   EXPECT_EQ(problems[0], "unknown flag '--bogus'; fix: see graphed check-config --help for its flags");
 }
 
+TEST(CommandLineTest, ServeTakesTheModelsServerAndEngineFlags) {
+  const CommandLine line = parse_command_line({"serve", "--hf", "models/qwen", "--port", "8080", "--host", "0.0.0.0",
+                                               "--api-key", "secret", "--served-model-name", "qwen", "--max-queued-requests",
+                                               "5", "--inference-max-requests", "32", "--dtype", "bf16"});
+  EXPECT_EQ(line.command, "serve");
+  EXPECT_EQ(line.generate.hf_folder, "models/qwen");
+  EXPECT_EQ(line.generate.dtype, "bf16");
+  EXPECT_EQ(line.server.port, 8080);
+  EXPECT_EQ(line.server.host, "0.0.0.0");
+  EXPECT_EQ(line.server.api_key, "secret");
+  EXPECT_EQ(line.server.served_model_name, "qwen");
+  EXPECT_EQ(line.server.max_queued, 5);
+  EXPECT_EQ(*line.serving.max_requests, 32);
+  EXPECT_NE(problem_of({"serve", "--hf", "x", "--num-layers", "4"})
+                .find("fix: leave it out: serve takes the model and its settings from --load or --hf"),
+            std::string::npos);
+  EXPECT_NE(problem_of({"serve", "--hf", "x", "--prompt", "hi"}).find("'--prompt' is not a flag of graphed serve"),
+            std::string::npos);
+  EXPECT_NE(problem_of({"serve", "--hf", "x", "--seed", "3"}).find("--seed"), std::string::npos);
+}
+
 TEST(CommandLineTest, UnknownPresetAndCommand) {
   EXPECT_EQ(problem_of({"check-config", "--preset", "tinyy"}),
             "unknown --preset 'tinyy' (did you mean tiny?); fix: use one of tiny, small, gpt-125m, moe-small, llama-1b, hybrid-small");
   EXPECT_EQ(problem_of({"chek-config"}),
-            "unknown command 'chek-config' (did you mean check-config?); fix: use one of train, bench, check-config, generate, report, tokenize");
+            "unknown command 'chek-config' (did you mean check-config?); fix: use one of train, bench, check-config, generate, serve, report, tokenize");
 }
 
 TEST(CommandLineTest, MissingValueIsReported) {

@@ -64,6 +64,22 @@ status=$(request GET /v1/completions); expect 405 'use POST' "wrong method: 405 
 status=$(request POST /v1/completions '{"prompt": '); expect 400 'not valid JSON' "malformed body: 400 JSON"
 status=$(request GET /metrics); expect 200 'graphed_requests_total{outcome="completed"} 2' "GET /metrics counts the requests"
 
+# Mistakes at start: each one line saying what and the fix, exit 1.
+refused() {  # WHAT PATTERN ARGS...: graphed serve ARGS exits 1 with PATTERN on stderr
+  local what=$1 pattern=$2
+  shift 2
+  local code=0
+  "$graphed" serve "$@" > "$work/refused.out" 2> "$work/refused.err" || code=$?
+  [ $code -eq 1 ] || fail "$what: exit $code, wanted 1: $(cat "$work/refused.err")"
+  grep -q -- "$pattern" "$work/refused.err" || fail "$what: stderr lacks '$pattern': $(cat "$work/refused.err")"
+  echo "ok - refused at start: $what"
+}
+refused "the port in use" "cannot listen on 127.0.0.1:$port" --load "$work/run" --device cpu --port "$port"
+refused "a port out of range" "--port is 70000" --load "$work/run" --device cpu --port 70000
+refused "no model" "--load\|--hf" --device cpu
+refused "a chat template file that is missing" "--chat-template $work/missing.jinja cannot be read" --load "$work/run" \
+  --device cpu --chat-template "$work/missing.jinja"
+
 kill -TERM $server
 code=0
 wait $server || code=$?

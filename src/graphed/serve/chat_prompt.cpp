@@ -87,7 +87,8 @@ ChatPrompt::ChatPrompt(const std::string& source, std::string origin, std::strin
   try {
     template_ = std::make_unique<jinja::Template>(source);
   } catch (const jinja::TemplateError& error) {
-    throw DataError("the chat template of " + origin_ + " does not parse: " + error.what() +
+    throw DataError("the chat template of " + origin_ + " does not parse at line " + std::to_string(error.line()) +
+                    ", column " + std::to_string(error.column()) + ": " + error.problem() +
                     "; fix: correct it, or give another with --chat-template FILE");
   }
 }
@@ -110,8 +111,9 @@ std::string ChatPrompt::render(const nlohmann::ordered_json& messages, const nlo
     if (error.raised_by_template()) {
       throw invalid_request("the model's chat template refused the messages: " + error.problem(), "messages");
     }
-    throw invalid_request("the model's chat template could not render these messages (" + std::string(error.what()) +
-                          "); check the messages' fields against what the model expects", "messages");
+    throw invalid_request("the model's chat template could not render these messages (line " +
+                          std::to_string(error.line()) + " of the template: " + error.problem() +
+                          "); send the fields the model's template expects", "messages");
   }
 }
 

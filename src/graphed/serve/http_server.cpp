@@ -77,6 +77,12 @@ HttpServer::HttpServer(EngineLoop& loop, const ServedModel& model, ServerOptions
   server_->set_keep_alive_timeout(2);  // an idle connection holds a thread, and stop() waits for it
   server_->set_write_timeout(30, 0);
   server_->set_tcp_nodelay(true);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on a port already
+  // in use binds too, and the kernel deals the connections between them.
+  server_->set_socket_options([](socket_t socket) {
+    int yes = 1;
+    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   add_routes();
 }
 
