@@ -10,24 +10,19 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-/// The ApiError a body gives, as "status param: message".
-std::string completion_error(const json& body) {
+/// The ApiError a parser gives for a body, as "status param: message".
+template <typename Parse>
+std::string error_of(Parse parse, const json& body) {
   try {
-    parse_completion_request(body);
+    parse(body);
   } catch (const ApiError& error) {
     return std::to_string(error.status()) + " " + error.param() + ": " + error.what();
   }
   return "no error";
 }
 
-std::string chat_error(const json& body) {
-  try {
-    parse_chat_request(body);
-  } catch (const ApiError& error) {
-    return std::to_string(error.status()) + " " + error.param() + ": " + error.what();
-  }
-  return "no error";
-}
+std::string completion_error(const json& body) { return error_of(parse_completion_request, body); }
+std::string chat_error(const json& body) { return error_of(parse_chat_request, body); }
 
 TEST(OpenAiProtocolTest, CompletionDefaultsAreOpenAis) {
   const CompletionRequest request = parse_completion_request(json{{"model", "m"}, {"prompt", "Hi"}});

@@ -345,12 +345,7 @@ Node Parser::parse_macro(const Token& start) {
   node.name = expect_name("for the macro");
   node.parameters = parse_parameters();
   expect_block_end("macro");
-  const int saved_loop_depth = loop_depth_;
-  loop_depth_ = 0;  // a macro body is a function: break and continue cannot reach an outer loop
-  std::string end_name;
-  node.body = parse_body(OpenBlock{"macro", start.location, {"endmacro"}}, &end_name);
-  loop_depth_ = saved_loop_depth;
-  expect_block_end(end_name);
+  node.body = parse_function_body("macro", start);
   return node;
 }
 
@@ -365,13 +360,18 @@ Node Parser::parse_call_block(const Token& start) {
          node.expression->location);
   }
   expect_block_end("call");
+  node.body = parse_function_body("call", start);
+  return node;
+}
+
+NodeList Parser::parse_function_body(const std::string& block, const Token& start) {
   const int saved_loop_depth = loop_depth_;
   loop_depth_ = 0;
   std::string end_name;
-  node.body = parse_body(OpenBlock{"call", start.location, {"endcall"}}, &end_name);
+  NodeList body = parse_body(OpenBlock{block, start.location, {"end" + block}}, &end_name);
   loop_depth_ = saved_loop_depth;
   expect_block_end(end_name);
-  return node;
+  return body;
 }
 
 Node Parser::parse_filter_block(const Token& start) {

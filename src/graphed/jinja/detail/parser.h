@@ -37,6 +37,9 @@ class Parser {
   Node parse_set(const Token& start);
   Node parse_macro(const Token& start);
   Node parse_call_block(const Token& start);
+  /// The body of a macro or call block up to its end tag: a function's body, so break and continue
+  /// inside it cannot reach a loop around it.
+  NodeList parse_function_body(const std::string& block, const Token& start);
   Node parse_filter_block(const Token& start);
   std::vector<std::string> parse_assign_targets(const char* stop_name);
   std::vector<Parameter> parse_parameters();
