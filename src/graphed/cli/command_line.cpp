@@ -124,7 +124,8 @@ void add_setting_flags(CLI::App& app, FlagSet& flags, const std::string& command
     // "--num-layers,--num_layers"; a one-word key has one spelling ("--seed").
     const std::string names = spec.flag() + (spec.flag() == spec.underscore_flag() ? "" : "," + spec.underscore_flag());
     // generate takes the checkpoint, device and seed from the training settings: its own group there.
-    const std::string group = generate && spec.section != "cuda_graph" ? "Model, device and seed" : group_of(spec);
+    const std::string own_group = command == "serve" ? "Model and device" : "Model, device and seed";
+    const std::string group = generate && spec.section != "cuda_graph" ? own_group : group_of(spec);
     if (spec.kind == config::SettingKind::kBool) {
       entry.option = app.add_flag(names)->description(help_text(spec, command))->group(group);
       const std::string negative = "--no-" + spec.flag().substr(2) + ",--no_" + spec.key;
@@ -505,7 +506,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     }
     if (command.name == "generate") add_generate_flags(*sub, result.generate);
     if (command.name == "serve") {
-      add_model_flags(*sub, result.generate, "Model");
+      add_model_flags(*sub, result.generate, "Model and device");
       add_server_flags(*sub, result.server);
     }
     if (command.name != "train" && command.name != "check-config") add_serving_flags(*sub, result.serving);

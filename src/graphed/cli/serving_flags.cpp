@@ -13,7 +13,7 @@ namespace graphed::cli {
 void add_serving_flags(CLI::App& command, ServingFlags& flags) {
   const std::string group = "Serving engine (Megatron-LM's names)";
   command.add_option("--inference-max-requests", flags.max_requests,
-                     "requests in flight at once; more wait their turn (default: generate every prompt up to 64, bench --serve 64)")
+                     "requests in flight at once; more wait their turn (default: generate every prompt up to 64, bench --serve and serve 64)")
       ->group(group);
   command.add_option("--inference-max-seq-length", flags.max_sequence,
                      "the most positions one request (prompt + new tokens) may hold (default: the model's context)")
