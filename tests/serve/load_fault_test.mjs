@@ -7,7 +7,7 @@
 // told of, and exits 0.
 // Usage: node load_fault_test.mjs GRAPHED MODEL_DIR
 import net from 'node:net';
-import { check, readEvents, startServer, waitForIdle } from './server_process.mjs';
+import { check, metric, readEvents, startServer, waitForIdle } from './server_process.mjs';
 
 const [graphed, modelDir] = process.argv.slice(2);
 let seed = 12345;
@@ -126,6 +126,32 @@ async function fullQueue() {
   }
 }
 
+/** A whole (not streamed) answer whose client hangs up while it waits: the server notices at its next
+ * heartbeat (a space before the JSON body) and cancels it. One request runs at a time, so the hung-up one
+ * waits behind long ones. */
+async function wholeAnswerHangUp() {
+  const server = await startServer(graphed, ['--hf', modelDir, '--device', 'cpu', '--inference-max-requests', '1']);
+  try {
+    const long = Array.from({ length: 20 }, (_, i) => post(server.base, '/v1/completions',
+      { prompt: `Long ${i}`, max_tokens: 480, temperature: 0, ignore_eos: true }).then((response) => response.json()));
+    const controller = new AbortController();
+    const leaving = post(server.base, '/v1/completions', { prompt: 'I will leave', max_tokens: 8 }, { signal: controller.signal })
+      .then((response) => response.text()).catch((error) => error.name);
+    setTimeout(() => controller.abort(), 2500);
+    const outcome = await leaving;
+    check(outcome === 'AbortError', `the hung-up client got ${outcome}`);
+    for (const body of await Promise.all(long)) check(body.usage?.completion_tokens === 480, JSON.stringify(body).slice(0, 300));
+    await waitForIdle(server.base);
+    check(await metric(server.base, 'graphed_requests_total{outcome="cancelled"}') === 1, 'the hung-up request was not counted cancelled');
+    console.log('ok - a whole answer\'s client hung up while it waited: cancelled at the next heartbeat; the others finished');
+    check(await server.stop() === 0, 'exit after the hang-up test');
+  } catch (error) {
+    console.error(`server stderr:\n${server.stderr()}`);
+    await server.stop().catch(() => {});
+    throw error;
+  }
+}
+
 /** SIGTERM with a stream running: with a grace of 0 the stream is cancelled at once, its client told so
  * with an error event and [DONE], and the server exits 0. */
 async function shutdownCancelsARunningStream() {
@@ -149,6 +175,7 @@ async function shutdownCancelsARunningStream() {
 try {
   await loadAndFaults();
   await fullQueue();
+  await wholeAnswerHangUp();
   await shutdownCancelsARunningStream();
 } catch (error) {
   console.error(`FAILED: ${error.stack ?? error}`);
