@@ -183,6 +183,21 @@ Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload
   return timings;
 }
 
+/// --profile-iterations N with --serve: one more request after the timed run (the first prompt), whose
+/// decode steps 9 to 8 + N run inside a profiler range (ncu --profile-from-start off), the step loop and
+/// its host work included.
+void profile_decode_steps(infer::ServingEngine& engine, const std::vector<int64_t>& prompt, int64_t steps,
+                          const at::Device& device) {
+  constexpr int64_t kWarmSteps = 8;
+  engine.add_request(prompt, greedy_request(kWarmSteps + steps + 1));
+  for (int64_t i = 0; i < kWarmSteps + 1 && engine.has_work(); ++i) engine.step();  // the prompt, then 8 decode steps
+  {
+    capture::ProfilerRange range(device);
+    for (int64_t i = 0; i < steps && engine.has_work(); ++i) engine.step();
+  }
+  while (engine.has_work()) engine.step();
+}
+
 nlohmann::json model_shape(const config::ModelConfig& config, int64_t context) {
   return {{"hidden_size", config.hidden_size}, {"ffn_hidden_size", config.ffn_hidden_size.value_or(4 * config.hidden_size)},
           {"num_layers", config.num_layers}, {"num_attention_heads", config.num_attention_heads},
@@ -242,6 +257,12 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   const infer::EngineStats before = engine.stats();
   const Timings timings = run_workload(engine, workload, vocabulary, seed);
   const infer::EngineStats stats = stats_since(engine.stats(), before);
+  if (command_line.profile_iterations > 0) {
+    std::mt19937_64 random(seed);
+    const int64_t length = std::min(workload.prompt_lengths.front(), options.max_sequence - command_line.profile_iterations - 10);
+    profile_decode_steps(engine, random_prompt(std::max<int64_t>(1, length), vocabulary, random),
+                         command_line.profile_iterations, device);
+  }
   nlohmann::json result{
       {"device", capture::device_name(device)}, {"model", served.description},
       {"model_shape", model_shape(served.model->config(), served.context)},
