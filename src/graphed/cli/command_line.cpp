@@ -475,6 +475,29 @@ bool parse_own_flags(CLI::App& app, const std::vector<std::string>& arguments, C
   return true;
 }
 
+namespace {
+
+/// A command's flags: the settings flags it takes, then its own. report and tokenize parse their own
+/// flags (parse_report_command, parse_tokenize_command), so they get none here.
+void add_command_flags(CLI::App& sub, const std::string& name, FlagSet& flags, CommandLine& result) {
+  if (name == "report" || name == "tokenize") return;
+  add_setting_flags(sub, flags, name);
+  if (name == "bench") {
+    add_bench_flags(sub, flags);
+    add_serve_bench_flags(sub, result.serve_bench);
+    sub.add_option("--hf", result.generate.hf_folder, "bench --serve: a Hugging Face model folder to serve "
+                   "(instead of --load or the preset's random weights)")->group("Serving benchmark (bench --serve)");
+  }
+  if (name == "generate") add_generate_flags(sub, result.generate);
+  if (name == "serve") {
+    add_model_flags(sub, result.generate, "Model and device");
+    add_server_flags(sub, result.server);
+  }
+  if (name != "train" && name != "check-config") add_serving_flags(sub, result.serving);
+}
+
+}  // namespace
+
 const std::vector<std::string>& command_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> list;
@@ -497,20 +520,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
     sub->allow_extras();
     subcommands[command.name] = sub;
-    if (command.name == "report" || command.name == "tokenize") continue;  // parsed on their own, above
-    add_setting_flags(*sub, flag_sets[command.name], command.name);
-    if (command.name == "bench") {
-      add_bench_flags(*sub, flag_sets[command.name]);
-      add_serve_bench_flags(*sub, result.serve_bench);
-      sub->add_option("--hf", result.generate.hf_folder, "bench --serve: a Hugging Face model folder to serve "
-                      "(instead of --load or the preset's random weights)")->group("Serving benchmark (bench --serve)");
-    }
-    if (command.name == "generate") add_generate_flags(*sub, result.generate);
-    if (command.name == "serve") {
-      add_model_flags(*sub, result.generate, "Model and device");
-      add_server_flags(*sub, result.server);
-    }
-    if (command.name != "train" && command.name != "check-config") add_serving_flags(*sub, result.serving);
+    add_command_flags(*sub, command.name, flag_sets[command.name], result);
   }
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   try {

@@ -237,14 +237,17 @@ json checked_messages(const json& body) {
   return result;
 }
 
-json choice_base(const std::optional<std::string>& finish_reason) {
+/// A body of `object` with one choice: index, finish_reason (null while the text goes on), then `field`
+/// (text, message or delta) and logprobs (null).
+json one_choice(const ResponseHeader& header, const std::string& object, const std::optional<std::string>& finish_reason,
+                const std::string& field, json value) {
   json choice{{"index", 0}};
   choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
-  return choice;
-}
-
-json header_json(const ResponseHeader& header, const std::string& object) {
-  return {{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
+  choice[field] = std::move(value);
+  choice["logprobs"] = nullptr;
+  json body{{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
+  body["choices"] = json::array({std::move(choice)});
+  return body;
 }
 
 }  // namespace
@@ -296,46 +299,28 @@ json Usage::to_json() const {
 
 json completion_body(const ResponseHeader& header, const std::string& text, const std::string& finish_reason,
                      const Usage& usage) {
-  json choice = choice_base(finish_reason);
-  choice["text"] = text;
-  choice["logprobs"] = nullptr;
-  json body = header_json(header, "text_completion");
-  body["choices"] = json::array({choice});
+  json body = one_choice(header, "text_completion", finish_reason, "text", text);
   body["usage"] = usage.to_json();
   return body;
 }
 
 json completion_chunk(const ResponseHeader& header, const std::string& text, const std::optional<std::string>& finish_reason) {
-  json choice = choice_base(finish_reason);
-  choice["text"] = text;
-  choice["logprobs"] = nullptr;
-  json body = header_json(header, "text_completion");
-  body["choices"] = json::array({choice});
-  return body;
+  return one_choice(header, "text_completion", finish_reason, "text", text);
 }
 
 json chat_body(const ResponseHeader& header, const std::string& content, const std::string& finish_reason,
                const Usage& usage) {
-  json choice = choice_base(finish_reason);
-  choice["message"] = {{"role", "assistant"}, {"content", content}};
-  choice["logprobs"] = nullptr;
-  json body = header_json(header, "chat.completion");
-  body["choices"] = json::array({choice});
+  json body = one_choice(header, "chat.completion", finish_reason, "message", {{"role", "assistant"}, {"content", content}});
   body["usage"] = usage.to_json();
   return body;
 }
 
 json chat_chunk(const ResponseHeader& header, const json& delta, const std::optional<std::string>& finish_reason) {
-  json choice = choice_base(finish_reason);
-  choice["delta"] = delta;
-  choice["logprobs"] = nullptr;
-  json body = header_json(header, "chat.completion.chunk");
-  body["choices"] = json::array({choice});
-  return body;
+  return one_choice(header, "chat.completion.chunk", finish_reason, "delta", delta);
 }
 
 json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage) {
-  json body = header_json(header, object);
+  json body{{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
   body["choices"] = json::array();
   body["usage"] = usage.to_json();
   return body;
