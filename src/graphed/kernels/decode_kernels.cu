@@ -139,16 +139,7 @@ __global__ void decode_attention_kernel(const __nv_bfloat16* query, const __nv_b
     scores[j] = dot * scale;
   }
   __syncthreads();
-  float largest = -INFINITY;
-  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) largest = fmaxf(largest, scores[j]);
-  largest = block_reduce<true>(largest, scratch);
-  float total = 0.0f;
-  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
-    const float weight = __expf(scores[j] - largest);
-    scores[j] = weight;
-    total += weight;
-  }
-  total = block_reduce<false>(total, scratch);  // its leading __syncthreads also publishes the weights
+  const float total = detail::block_exponentiate(scores, count, scratch).y;
   const int lanes = blockDim.x / vectors;       // slots summed side by side
   const int lane = threadIdx.x / vectors;
   const int slice = threadIdx.x % vectors;

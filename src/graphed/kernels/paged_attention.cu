@@ -76,22 +76,6 @@ __device__ void score_keys(const Scalar* key_cache, const CacheRows& rows, const
   }
 }
 
-/// Turns one head's scores into exp(score - max) in place; returns (max, sum of the weights). Every
-/// thread gets both, and the weights are published to the block.
-__device__ float2 exponentiate(float* scores, int64_t length, float* scratch) {
-  float largest = -INFINITY;
-  for (int j = threadIdx.x; j < length; j += blockDim.x) largest = fmaxf(largest, scores[j]);
-  largest = block_reduce<true>(largest, scratch);
-  float total = 0.0f;
-  for (int j = threadIdx.x; j < length; j += blockDim.x) {
-    const float weight = __expf(scores[j] - largest);
-    scores[j] = weight;
-    total += weight;
-  }
-  total = block_reduce<false>(total, scratch);  // its leading __syncthreads also publishes the weights
-  return make_float2(largest, total);
-}
-
 template <typename Scalar>
 __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                              const int64_t* block_tables, const int64_t* token_request,
@@ -128,7 +112,7 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   const int lane = threadIdx.x / vectors;
   const int slice = threadIdx.x % vectors;
   for (int h = 0; h < ratio; ++h) {
-    const float2 softmax = exponentiate(scores[h], length, scratch);
+    const float2 softmax = detail::block_exponentiate(scores[h], length, scratch);
     const float largest = softmax.x;
     const float total = softmax.y;
     float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
