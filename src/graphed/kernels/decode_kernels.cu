@@ -10,6 +10,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/programmatic_launch.cuh"
 
 namespace graphed::kernels {
 namespace {
@@ -17,7 +18,6 @@ namespace {
 using detail::block_reduce;
 using detail::load_eight;
 using detail::store_eight;
-using detail::warp_sum;
 
 constexpr int kThreads = 256;
 constexpr int kAttentionThreads = 128;
@@ -69,11 +69,15 @@ __global__ void rms_norm_kernel(const __nv_bfloat16* input, const __nv_bfloat16*
   }
 }
 
-/// One block per (row, head slot): slots [0, heads) are queries, then keys, then values.
-__global__ void rope_into_cache_kernel(const __nv_bfloat16* qkv, const int64_t* positions, const __nv_bfloat16* cos,
-                                       const __nv_bfloat16* sin, __nv_bfloat16* query, __nv_bfloat16* key_cache,
-                                       __nv_bfloat16* value_cache, int heads, int groups, int head_dim,
-                                       int64_t cache_length) {
+/// One block per (row, head slot): slots [0, heads) are queries, then keys, then values. cache_rows null:
+/// caches [rows, groups, cache_length, head_dim]; else paged caches [cache rows, groups, head_dim], row
+/// cache_rows[row].
+__global__ void rope_into_cache_kernel(const __nv_bfloat16* qkv, const int64_t* positions, const int64_t* cache_rows,
+                                       const __nv_bfloat16* cos, const __nv_bfloat16* sin, __nv_bfloat16* query,
+                                       __nv_bfloat16* key_cache, __nv_bfloat16* value_cache, int heads, int groups,
+                                       int head_dim, int64_t cache_length) {
+  detail::wait_for_previous_kernel();
+  detail::let_next_kernel_start();
   const int slots = heads + 2 * groups;
   const int row = blockIdx.x / slots;
   const int slot = blockIdx.x % slots;
@@ -87,7 +91,9 @@ __global__ void rope_into_cache_kernel(const __nv_bfloat16* qkv, const int64_t* 
     const bool is_key = slot < heads + groups;
     const int group = is_key ? slot - heads : slot - heads - groups;
     __nv_bfloat16* cache = is_key ? key_cache : value_cache;
-    target = cache + ((static_cast<int64_t>(row) * groups + group) * cache_length + position) * head_dim;
+    target = cache_rows != nullptr
+                 ? cache + (cache_rows[row] * groups + group) * head_dim
+                 : cache + ((static_cast<int64_t>(row) * groups + group) * cache_length + position) * head_dim;
   }
   const bool rotate = cos != nullptr && slot < heads + groups;
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
@@ -177,30 +183,6 @@ __global__ void silu_and_mul_kernel(const __nv_bfloat16* input, __nv_bfloat16* o
   }
 }
 
-/// One warp per output feature: the weight row streams through 16-byte loads (four in flight per lane)
-/// against the input row (small, read by every warp from L1/L2), fp32 sums reduced across the warp in a
-/// fixed order. One input row: with eight, the input loads made it slower than cuBLAS (H200, llama-1b:
-/// 1.77 against 1.11 ms per decode step).
-__global__ void vector_linear_kernel(const __nv_bfloat16* input, const __nv_bfloat16* weight,
-                                     const __nv_bfloat16* bias, __nv_bfloat16* output, int in_features,
-                                     int out_features) {
-  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  const int lane = threadIdx.x & 31;
-  if (warp >= out_features) return;
-  const __nv_bfloat16* row = weight + static_cast<int64_t>(warp) * in_features;
-  float sum = 0.0f;
-#pragma unroll 4
-  for (int k = lane * 8; k < in_features; k += 32 * 8) {
-    float w[8], x[8];
-    load_eight(row + k, w);
-    load_eight(input + k, x);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) sum += w[e] * x[e];
-  }
-  sum = warp_sum(sum);
-  if (lane == 0) output[warp] = __float2bfloat16(sum + (bias != nullptr ? __bfloat162float(bias[warp]) : 0.0f));
-}
-
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
@@ -212,16 +194,17 @@ void launch_rms_norm(const void* input, const void* weight, void* output, int64_
       static_cast<__nv_bfloat16*>(output), static_cast<int>(columns), epsilon);
 }
 
-void launch_rope_into_cache(const void* qkv, const int64_t* positions, const void* cos, const void* sin, void* query,
-                            void* key_cache, void* value_cache, int64_t rows, int64_t heads, int64_t groups,
-                            int64_t head_dim, int64_t cache_length, void* stream) {
+void launch_rope_into_cache(const void* qkv, const int64_t* positions, const int64_t* cache_rows, const void* cos,
+                            const void* sin, void* query, void* key_cache, void* value_cache, int64_t rows,
+                            int64_t heads, int64_t groups, int64_t head_dim, int64_t cache_length, void* stream) {
   const auto blocks = static_cast<unsigned>(rows * (heads + 2 * groups));
   const int threads = static_cast<int>(head_dim / 2 < 32 ? 32 : head_dim / 2);
-  rope_into_cache_kernel<<<blocks, threads, 0, as_stream(stream)>>>(
-      static_cast<const __nv_bfloat16*>(qkv), positions, static_cast<const __nv_bfloat16*>(cos),
-      static_cast<const __nv_bfloat16*>(sin), static_cast<__nv_bfloat16*>(query), static_cast<__nv_bfloat16*>(key_cache),
-      static_cast<__nv_bfloat16*>(value_cache), static_cast<int>(heads), static_cast<int>(groups),
-      static_cast<int>(head_dim), cache_length);
+  detail::launch_programmatic(rope_into_cache_kernel, dim3(blocks), dim3(threads), 0, as_stream(stream),
+                              static_cast<const __nv_bfloat16*>(qkv), positions, cache_rows,
+                              static_cast<const __nv_bfloat16*>(cos), static_cast<const __nv_bfloat16*>(sin),
+                              static_cast<__nv_bfloat16*>(query), static_cast<__nv_bfloat16*>(key_cache),
+                              static_cast<__nv_bfloat16*>(value_cache), static_cast<int>(heads),
+                              static_cast<int>(groups), static_cast<int>(head_dim), cache_length);
 }
 
 void launch_decode_attention(const void* query, const void* key_cache, const void* value_cache,
@@ -241,16 +224,6 @@ void launch_silu_and_mul(const void* input, void* output, int64_t rows, int64_t 
   const auto blocks = static_cast<unsigned>(total / kThreads + 1 < 1024 ? total / kThreads + 1 : 1024);
   silu_and_mul_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(static_cast<const __nv_bfloat16*>(input),
                                                                    static_cast<__nv_bfloat16*>(output), rows, width);
-}
-
-void launch_vector_linear(const void* input, const void* weight, const void* bias, void* output, int64_t in_features,
-                          int64_t out_features, void* stream) {
-  const int warps_per_block = kThreads / 32;
-  const auto blocks = static_cast<unsigned>((out_features + warps_per_block - 1) / warps_per_block);
-  vector_linear_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(
-      static_cast<const __nv_bfloat16*>(input), static_cast<const __nv_bfloat16*>(weight),
-      static_cast<const __nv_bfloat16*>(bias), static_cast<__nv_bfloat16*>(output), static_cast<int>(in_features),
-      static_cast<int>(out_features));
 }
 
 }  // namespace graphed::kernels

@@ -1,8 +1,8 @@
 // kernels/decode_kernels.h — fused CUDA kernels for one decode step of a bf16 model, free of ATen:
 // pointers, sizes and a stream, as llm.c writes them, so they compile wherever nvcc exists. Each does
 // in one launch what LibTorch does in several: RMSNorm, RoPE with the key/value cache write, attention
-// of one query token over the cache, SwiGLU. Tensors are contiguous, row-major, bf16 unless noted;
-// `stream` is a cudaStream_t. The ATen-facing wrappers are kernels/decode_ops.h.
+// of one query token over the cache, SwiGLU (the projections are kernels/row_linear.h). Tensors are
+// contiguous, row-major, bf16 unless noted; `stream` is a cudaStream_t. The ATen-facing wrappers are kernels/decode_ops.h.
 #pragma once
 
 #include <cstdint>
@@ -15,11 +15,13 @@ void launch_rms_norm(const void* input, const void* weight, void* output, int64_
 
 /// From qkv [rows, (heads + 2 groups) head_dim] (the QKV projection of one token per row): the queries,
 /// rotated at positions[r] (int64) by cos/sin [positions, head_dim / 2] (bf16; null for no rotary
-/// embedding), into query [rows, heads, head_dim]; the keys, rotated likewise, and the values into
-/// key_cache and value_cache [rows, groups, cache_length, head_dim] at slot positions[r].
-void launch_rope_into_cache(const void* qkv, const int64_t* positions, const void* cos, const void* sin, void* query,
-                            void* key_cache, void* value_cache, int64_t rows, int64_t heads, int64_t groups,
-                            int64_t head_dim, int64_t cache_length, void* stream);
+/// embedding), into query [rows, heads, head_dim]; the keys, rotated likewise, and the values into the
+/// caches. cache_rows null: caches [rows, groups, cache_length, head_dim], slot positions[r] of row r;
+/// else paged caches [cache rows, groups, head_dim] (cache_length unused), cache row cache_rows[r] (int64).
+/// A programmatic dependent launch (kernels/detail/programmatic_launch.cuh).
+void launch_rope_into_cache(const void* qkv, const int64_t* positions, const int64_t* cache_rows, const void* cos,
+                            const void* sin, void* query, void* key_cache, void* value_cache, int64_t rows,
+                            int64_t heads, int64_t groups, int64_t head_dim, int64_t cache_length, void* stream);
 
 /// output [rows, heads, head_dim] = softmax(scale q k^T) v of each query [rows, heads, head_dim] over
 /// the cache slots 0..positions[r] of its group (head h reads group h / (heads / groups)).
@@ -33,11 +35,5 @@ int64_t max_decode_attention_length();
 
 /// output [rows, width] = silu(input[:, :width]) * input[:, width:] for input [rows, 2 width].
 void launch_silu_and_mul(const void* input, void* output, int64_t rows, int64_t width, void* stream);
-
-/// output [out] = weight [out, in] input [in] (+ bias [out], may be null): one row of a batch-1 decode
-/// step (in a multiple of 8; all 16-byte aligned). Reads each weight once, close to the memory
-/// bandwidth, where a GEMM library's tiles for one row are mostly idle.
-void launch_vector_linear(const void* input, const void* weight, const void* bias, void* output, int64_t in_features,
-                          int64_t out_features, void* stream);
 
 }  // namespace graphed::kernels

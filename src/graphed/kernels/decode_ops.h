@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include "graphed/kernels/row_linear.h"
+
 namespace graphed::kernels {
 
 /// Whether the fused decode kernels run on tensors like `like` (CUDA build, CUDA device, bf16).
@@ -21,6 +23,13 @@ at::Tensor rope_into_cache(const at::Tensor& qkv, const at::Tensor& positions, c
                            const at::Tensor& sin, const at::Tensor& key_cache, const at::Tensor& value_cache,
                            int64_t heads, int64_t groups, int64_t head_dim);
 
+/// rope_into_cache for a serving step's flat batch: qkv [tokens, (heads + 2 groups) head_dim], positions and
+/// cache_rows [tokens] (int64: block x block size + offset), paged caches [blocks, block size, groups,
+/// head_dim]. Returns the queries [tokens, heads, head_dim].
+at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cache_rows,
+                                 const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& key_cache,
+                                 const at::Tensor& value_cache, int64_t heads, int64_t groups, int64_t head_dim);
+
 /// Attention of queries [rows, heads, head_dim] over cache slots 0..positions[r]: [rows, heads, head_dim].
 at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
                             const at::Tensor& positions, double scale);
@@ -28,9 +37,20 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache
 /// Whether decode_attention takes caches of this length and heads of this size.
 bool decode_attention_fits(int64_t cache_length, int64_t head_dim);
 
-/// input [..., in] weight [out, in]^T + bias: through the one-row kernel for a single row of a bf16 CUDA
-/// input (a batch-1 decode step), else at::linear.
-at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
+/// What decode_linear applies to its input first. kRmsNorm and kSwiglu only where
+/// decode_kernels_supported(input).
+struct LinearInput {
+  RowTransform transform = RowTransform::kNone;
+  at::Tensor norm_weight;  ///< kRmsNorm: [in]
+  double epsilon = 0.0;    ///< kRmsNorm
+};
+
+/// residual + (first(input) weight [out, in]^T + bias): input [..., in] ([..., 2 in] for kSwiglu),
+/// residual [..., out]; bias and residual may be undefined. One kernels/row_linear.h launch for a bf16 CUDA
+/// input of the rows and width it takes (a decode step's tokens); else the same steps unfused (rms_norm or
+/// silu_and_mul, at::linear, the add).
+at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const LinearInput& first = {}, const at::Tensor& residual = {});
 
 /// silu(first half) * second half of input [..., 2 width]: [..., width].
 at::Tensor silu_and_mul(const at::Tensor& input);

@@ -20,13 +20,20 @@ at::Tensor rope_into_cache(const at::Tensor&, const at::Tensor&, const at::Tenso
                            const at::Tensor&, int64_t, int64_t, int64_t) {
   unreachable("rope_into_cache");
 }
+at::Tensor rope_into_paged_cache(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                 const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t) {
+  unreachable("rope_into_paged_cache");
+}
 at::Tensor decode_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, double) {
   unreachable("decode_attention");
 }
 bool decode_attention_fits(int64_t, int64_t) { return false; }
 at::Tensor silu_and_mul(const at::Tensor&) { unreachable("silu_and_mul"); }
-at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  return at::linear(input, weight, bias);
+at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const LinearInput& first, const at::Tensor& residual) {
+  if (first.transform != RowTransform::kNone) unreachable("decode_linear's fused input transform");
+  const at::Tensor output = at::linear(input, weight, bias);
+  return residual.defined() ? residual + output : output;
 }
 
 }  // namespace graphed::kernels

@@ -16,6 +16,34 @@ void require(const at::Tensor& tensor, const char* name) {
                           name, " must be a contiguous CUDA bf16 tensor");
 }
 
+void require_rope_inputs(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cos,
+                         const at::Tensor& sin, const at::Tensor& key_cache, const at::Tensor& value_cache) {
+  require(qkv, "qkv");
+  require(key_cache, "key cache");
+  require(value_cache, "value cache");
+  GRAPHED_INTERNAL_ASSERT(positions.scalar_type() == at::kLong && positions.is_contiguous(), "positions must be int64");
+  if (cos.defined()) {
+    require(cos, "rotary cos");
+    require(sin, "rotary sin");
+  }
+}
+
+bool aligned(const at::Tensor& tensor) { return reinterpret_cast<uintptr_t>(tensor.data_ptr()) % 16 == 0; }
+
+bool bf16_rows(const at::Tensor& tensor) {
+  return tensor.is_cuda() && tensor.scalar_type() == at::kBFloat16 && tensor.is_contiguous() && aligned(tensor);
+}
+
+/// The unfused steps of decode_linear: the input transform, at::linear, the residual add.
+at::Tensor unfused_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                          const LinearInput& first, const at::Tensor& residual) {
+  at::Tensor x = input;
+  if (first.transform == RowTransform::kRmsNorm) x = rms_norm(input, first.norm_weight, first.epsilon);
+  if (first.transform == RowTransform::kSwiglu) x = silu_and_mul(input);
+  const at::Tensor output = at::linear(x, weight, bias);
+  return residual.defined() ? residual + output : output;
+}
+
 }  // namespace
 
 bool decode_kernels_supported(const at::Tensor& like) { return like.is_cuda() && like.scalar_type() == at::kBFloat16; }
@@ -35,21 +63,31 @@ at::Tensor rope_into_cache(const at::Tensor& qkv, const at::Tensor& positions, c
                            const at::Tensor& sin, const at::Tensor& key_cache, const at::Tensor& value_cache,
                            int64_t heads, int64_t groups, int64_t head_dim) {
   const at::Tensor x = qkv.contiguous();
-  require(x, "qkv");
-  require(key_cache, "key cache");
-  require(value_cache, "value cache");
-  GRAPHED_INTERNAL_ASSERT(positions.scalar_type() == at::kLong && positions.is_contiguous(), "positions must be int64");
+  require_rope_inputs(x, positions, cos, sin, key_cache, value_cache);
   const int64_t rows = key_cache.size(0);
   GRAPHED_INTERNAL_ASSERT(x.numel() == rows * (heads + 2 * groups) * head_dim && positions.numel() == rows,
                           "one token per row");
-  if (cos.defined()) {
-    require(cos, "rotary cos");
-    require(sin, "rotary sin");
-  }
   at::Tensor query = at::empty({rows, heads, head_dim}, x.options());
-  launch_rope_into_cache(x.data_ptr(), positions.data_ptr<int64_t>(), cos.defined() ? cos.data_ptr() : nullptr,
+  launch_rope_into_cache(x.data_ptr(), positions.data_ptr<int64_t>(), nullptr, cos.defined() ? cos.data_ptr() : nullptr,
                          sin.defined() ? sin.data_ptr() : nullptr, query.data_ptr(), key_cache.data_ptr(),
                          value_cache.data_ptr(), rows, heads, groups, head_dim, key_cache.size(2), current_stream());
+  return query;
+}
+
+at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cache_rows,
+                                 const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& key_cache,
+                                 const at::Tensor& value_cache, int64_t heads, int64_t groups, int64_t head_dim) {
+  const at::Tensor x = qkv.contiguous();
+  require_rope_inputs(x, positions, cos, sin, key_cache, value_cache);
+  const int64_t tokens = positions.numel();
+  GRAPHED_INTERNAL_ASSERT(cache_rows.scalar_type() == at::kLong && cache_rows.is_contiguous() &&
+                              cache_rows.numel() == tokens && x.numel() == tokens * (heads + 2 * groups) * head_dim,
+                          "one cache row per token");
+  at::Tensor query = at::empty({tokens, heads, head_dim}, x.options());
+  launch_rope_into_cache(x.data_ptr(), positions.data_ptr<int64_t>(), cache_rows.data_ptr<int64_t>(),
+                         cos.defined() ? cos.data_ptr() : nullptr, sin.defined() ? sin.data_ptr() : nullptr,
+                         query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), tokens, heads, groups,
+                         head_dim, 0, current_stream());
   return query;
 }
 
@@ -73,20 +111,33 @@ bool decode_attention_fits(int64_t cache_length, int64_t head_dim) {
   return cache_length <= max_decode_attention_length() && head_dim <= 256 && head_dim % 8 == 0;
 }
 
-at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const LinearInput& first, const at::Tensor& residual) {
   const int64_t in_features = weight.size(1);
-  const int64_t rows = input.numel() / in_features;
-  const auto aligned = [](const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
-  const bool fits = decode_kernels_supported(input) && weight.scalar_type() == at::kBFloat16 && weight.is_contiguous() &&
-                    input.is_contiguous() && rows == 1 && in_features % 8 == 0 &&
-                    aligned(input) && aligned(weight) &&
-                    (!bias.defined() || (bias.scalar_type() == at::kBFloat16 && bias.is_contiguous()));
-  if (!fits) return at::linear(input, weight, bias);
+  const int64_t rows = input.numel() / input.size(-1);
+  const bool fits = bf16_rows(input) && bf16_rows(weight) && row_linear_fits(rows, in_features) &&
+                    (!bias.defined() || bf16_rows(bias)) && (!residual.defined() || bf16_rows(residual)) &&
+                    (first.transform != RowTransform::kRmsNorm || bf16_rows(first.norm_weight));
+  if (!fits) return unfused_linear(input, weight, bias, first, residual);
+  const int64_t width = first.transform == RowTransform::kSwiglu ? 2 * in_features : in_features;
+  GRAPHED_INTERNAL_ASSERT(input.size(-1) == width && (!residual.defined() || residual.numel() == rows * weight.size(0)),
+                          "decode_linear: input [..., ", width, "] and residual [..., ", weight.size(0), "]");
   std::vector<int64_t> sizes = input.sizes().vec();
   sizes.back() = weight.size(0);
   at::Tensor output = at::empty(sizes, input.options());
-  launch_vector_linear(input.data_ptr(), weight.data_ptr(), bias.defined() ? bias.data_ptr() : nullptr,
-                       output.data_ptr(), in_features, weight.size(0), current_stream());
+  RowLinearArguments arguments;
+  arguments.input = input.data_ptr();
+  arguments.norm_weight = first.transform == RowTransform::kRmsNorm ? first.norm_weight.data_ptr() : nullptr;
+  arguments.epsilon = static_cast<float>(first.epsilon);
+  arguments.weight = weight.data_ptr();
+  arguments.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  arguments.residual = residual.defined() ? residual.data_ptr() : nullptr;
+  arguments.output = output.data_ptr();
+  arguments.rows = rows;
+  arguments.in_features = in_features;
+  arguments.out_features = weight.size(0);
+  arguments.transform = first.transform;
+  launch_row_linear(arguments, current_stream());
   return output;
 }
 

@@ -2,7 +2,8 @@
 // group, split) loads the group's queries (heads / groups of them) once, scores every key of its split
 // against all of them (one thread per key, 16-byte loads), then sums the values per head; it writes
 // each head's running maximum, exponent sum and unnormalised output. Pass two: a thread block per
-// (token, head) folds the splits together, in split order. fp32 arithmetic throughout.
+// (token, head) folds the splits that hold its positions together, in split order. fp32 arithmetic
+// throughout. Both are programmatic dependent launches.
 #include "graphed/kernels/paged_attention.h"
 
 #include <cuda_bf16.h>
@@ -12,6 +13,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/programmatic_launch.cuh"
 
 namespace graphed::kernels {
 namespace {
@@ -84,6 +86,8 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   __shared__ float scores[kMaxHeadsPerGroup][kSplit];
   __shared__ float partial[kThreads * 8];
   __shared__ float scratch[32];
+  detail::wait_for_previous_kernel();
+  detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
   const int group = blockIdx.y;
   const int split = blockIdx.z;
@@ -92,14 +96,7 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   const int64_t count = positions[token] + 1;
   const int64_t first = static_cast<int64_t>(split) * kSplit;
   const int64_t length = count - first < kSplit ? count - first : kSplit;
-  if (length <= 0) {  // past the token's context: an empty split
-    for (int h = threadIdx.x; h < ratio; h += blockDim.x) {
-      float* out = partial_of(workspace, layout, token, group * ratio + h, split);
-      out[head_dim] = -INFINITY;
-      out[head_dim + 1] = 0.0f;
-    }
-    return;
-  }
+  if (length <= 0) return;  // past the token's context: the combine reads only the splits before
   const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
   for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
   __syncthreads();
@@ -142,24 +139,29 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   }
 }
 
+/// Folds the splits that hold positions of the token (ceil((position + 1) / kSplit) of them).
 template <typename Scalar>
-__global__ void paged_attention_combine_kernel(const float* workspace, Scalar* output, Layout layout) {
+__global__ void paged_attention_combine_kernel(const int64_t* positions, const float* workspace, Scalar* output,
+                                               Layout layout) {
+  detail::wait_for_previous_kernel();
+  detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
   const int head = blockIdx.y;
   const int head_dim = layout.head_dim;
+  const int splits = min(static_cast<int>(positions[token] / kSplit) + 1, layout.splits);
   const float* first = partial_of(const_cast<float*>(workspace), layout, token, head, 0);
   const int stride = head_dim + 2;
   float largest = -INFINITY;
-  for (int s = 0; s < layout.splits; ++s) largest = fmaxf(largest, first[s * stride + head_dim]);
+  for (int s = 0; s < splits; ++s) largest = fmaxf(largest, first[s * stride + head_dim]);
   float total = 0.0f;
-  for (int s = 0; s < layout.splits; ++s) {
+  for (int s = 0; s < splits; ++s) {
     const float m = first[s * stride + head_dim];
     if (m != -INFINITY) total += first[s * stride + head_dim + 1] * __expf(m - largest);
   }
   Scalar* out = output + (token * layout.heads + head) * head_dim;
   for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float value = 0.0f;
-    for (int s = 0; s < layout.splits; ++s) {
+    for (int s = 0; s < splits; ++s) {
       const float m = first[s * stride + head_dim];
       if (m != -INFINITY) value += first[s * stride + i] * __expf(m - largest);
     }
@@ -176,11 +178,13 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
                 static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(layout.splits));
-  paged_attention_split_kernel<Scalar><<<split_grid, kThreads, 0, stream>>>(
-      static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache), static_cast<const Scalar*>(value_cache),
-      block_tables, token_request, positions, workspace, layout, scale);
+  detail::launch_programmatic(paged_attention_split_kernel<Scalar>, split_grid, dim3(kThreads), 0, stream,
+                              static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache),
+                              static_cast<const Scalar*>(value_cache), block_tables, token_request, positions,
+                              workspace, layout, scale);
   const dim3 combine_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.heads));
-  paged_attention_combine_kernel<Scalar><<<combine_grid, 64, 0, stream>>>(workspace, static_cast<Scalar*>(output), layout);
+  detail::launch_programmatic(paged_attention_combine_kernel<Scalar>, combine_grid, dim3(64), 0, stream, positions,
+                              static_cast<const float*>(workspace), static_cast<Scalar*>(output), layout);
 }
 
 }  // namespace

@@ -100,10 +100,17 @@ AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const 
   return projection;
 }
 
-at::Tensor AttentionImpl::output_projection(const at::Tensor& context) const {
+at::Tensor AttentionImpl::output_projection(const at::Tensor& context, const at::Tensor& residual) const {
   const int64_t batch = context.size(0);
   const int64_t seq = context.size(2);
-  return project_linear(context.transpose(1, 2).reshape({batch, seq, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
+  const at::Tensor flat = context.transpose(1, 2).reshape({batch, seq, shape_.num_heads * head_dim_});
+  if (residual.defined()) return kernels::decode_linear(flat, proj_weight_, proj_bias_, {}, residual);
+  return project_linear(flat, proj_weight_, proj_bias_);
+}
+
+bool AttentionImpl::decode_kernels_take(const at::Tensor& hidden) const {
+  return !shape_.qk_norm && kernels::decode_kernels_supported(hidden) &&
+         (!shape_.rope || rope_cos_.scalar_type() == hidden.scalar_type());
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& input) {
@@ -124,25 +131,24 @@ LayerCache AttentionImpl::allocate_cache(int64_t batch, int64_t max_sequence, co
   return cache;
 }
 
-at::Tensor AttentionImpl::forward_cached(const at::Tensor& input, const at::Tensor& positions,
+at::Tensor AttentionImpl::forward_cached(const at::Tensor& hidden, const NormImpl& norm, const at::Tensor& positions,
                                          const at::Tensor& blocked, const LayerCache& cache) const {
-  const int64_t batch = input.size(0);
-  const int64_t seq = input.size(1);
+  const int64_t batch = hidden.size(0);
+  const int64_t seq = hidden.size(1);
   const int64_t groups = shape_.num_query_groups;
   const int64_t ratio = shape_.num_heads / groups;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  const bool fused = seq == 1 && !shape_.qk_norm && kernels::decode_kernels_supported(input) &&
-                     kernels::decode_attention_fits(cache.key.size(2), head_dim_) &&
-                     (!shape_.rope || rope_cos_.scalar_type() == input.scalar_type());
-  if (fused) {  // one decode token per row: RoPE, the cache write and attention in two kernels
-    const at::Tensor qkv = kernels::decode_linear(input, qkv_weight_, qkv_bias_).view({batch, -1});
+  if (seq == 1 && decode_kernels_take(hidden) && kernels::decode_attention_fits(cache.key.size(2), head_dim_)) {
+    // One decode token per row: norm + QKV, RoPE + the cache write, attention, projection + residual.
+    const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({batch, -1});
     const at::Tensor rows = positions.view({batch});
     const at::Tensor query = kernels::rope_into_cache(qkv, rows, rope_cos_, rope_sin_, cache.key, cache.value,
                                                       shape_.num_heads, groups, head_dim_);
     const at::Tensor context = kernels::decode_attention(query, cache.key, cache.value, rows, scale);
-    return kernels::decode_linear(context.view({batch, 1, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_);
+    return kernels::decode_linear(context.view({batch, 1, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_, {},
+                                  hidden);
   }
-  const Projection projection = project(input, positions);
+  const Projection projection = project(norm.forward_inference(hidden), positions);
   const at::Tensor slots = positions.view({batch, 1, seq, 1}).expand({batch, groups, seq, head_dim_});
   cache.key.scatter_(2, slots, projection.key);
   cache.value.scatter_(2, slots, projection.value);
@@ -154,7 +160,7 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& input, const at::Tens
   const at::Tensor probabilities =
       at::softmax(scores, -1, at::promote_types(scores.scalar_type(), at::kFloat)).to(query.scalar_type());
   const at::Tensor context = at::matmul(probabilities.view({batch, groups, ratio * seq, -1}), cache.value);
-  return output_projection(context.view({batch, shape_.num_heads, seq, head_dim_}));
+  return output_projection(context.view({batch, shape_.num_heads, seq, head_dim_}), hidden);
 }
 
 }  // namespace graphed::model
@@ -191,13 +197,21 @@ at::Tensor AttentionImpl::prefill_attention(const at::Tensor& query, const Prefi
   return compat::masked_attention(q, keys, values, allowed)[0];
 }
 
-at::Tensor AttentionImpl::forward_paged(const at::Tensor& input, const PagedBatch& batch, const LayerCache& cache) const {
-  const int64_t tokens = input.size(1);
+at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl& norm, const PagedBatch& batch,
+                                        const LayerCache& cache) const {
+  const int64_t tokens = hidden.size(1);
   const int64_t groups = shape_.num_query_groups;
-  const Projection projection = project(input, batch.context.positions.view({1, tokens}));
-  cache.key.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.key[0].transpose(0, 1));
-  cache.value.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.value[0].transpose(0, 1));
-  const at::Tensor query = projection.query[0].transpose(0, 1).contiguous();  // [tokens, heads, d]
+  at::Tensor query;  // [tokens, heads, d]
+  if (decode_kernels_take(hidden)) {  // norm + QKV, then RoPE + the cache write
+    const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({tokens, -1});
+    query = kernels::rope_into_paged_cache(qkv, batch.context.positions, batch.slots, rope_cos_, rope_sin_, cache.key,
+                                           cache.value, shape_.num_heads, groups, head_dim_);
+  } else {
+    const Projection projection = project(norm.forward_inference(hidden), batch.context.positions.view({1, tokens}));
+    cache.key.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.key[0].transpose(0, 1));
+    cache.value.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.value[0].transpose(0, 1));
+    query = projection.query[0].transpose(0, 1).contiguous();
+  }
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   at::Tensor context;
   if (batch.segments.empty()) {
@@ -217,7 +231,8 @@ at::Tensor AttentionImpl::forward_paged(const at::Tensor& input, const PagedBatc
     }
     context = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
   }
-  return output_projection(context.transpose(0, 1).unsqueeze(0));  // [1, heads, tokens, d] -> [1, tokens, h]
+  // [tokens, heads, d] -> [1, heads, tokens, d] -> [1, tokens, h], plus the residual
+  return output_projection(context.transpose(0, 1).unsqueeze(0), hidden);
 }
 
 }  // namespace graphed::model

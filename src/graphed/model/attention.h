@@ -1,7 +1,8 @@
 // model/attention.h — causal self-attention: fused QKV projection (MHA or GQA), optional per-head
 // q/k norm (Qwen3), optional rotary position embedding (with Llama 3.1's frequency scaling), SDPA
-// through util/compat.h, output projection. Input and output [batch, seq, hidden]. No norm of the
-// input, dropout on the output or residual: the layer's attention unit adds those.
+// through util/compat.h, output projection. Input and output [batch, seq, hidden]. For training no norm of
+// the input, dropout on the output or residual: the layer's attention unit adds those. The decoding paths
+// take the layer's norm and add the residual themselves, so that their kernels fold both in.
 #pragma once
 
 #include <memory>
@@ -63,28 +64,33 @@ class AttentionImpl : public torch::nn::Module {
     at::Tensor query, key, value;
   };
   Projection project(const at::Tensor& input, const at::Tensor& positions = {}) const;
-  /// Attention of `input` [b, s, h] at `positions` [b, s] over the cache: writes this input's keys and
-  /// values into `cache` at those positions, then attends to every cache slot not `blocked`
-  /// ([b, 1, s, max sequence] bool, true = masked). Grouped queries share their group's keys without
-  /// copies. Same shapes in, same kernels: a captured call replays bitwise what an eager one computes.
-  at::Tensor forward_cached(const at::Tensor& input, const at::Tensor& positions, const at::Tensor& blocked,
-                            const LayerCache& cache) const;
-  /// Attention of a serving step's flat batch `input` [1, tokens, h] over a paged cache (key/value
+  /// Decoding: the residual stream after this attention, hidden + attention(norm(hidden)), for hidden
+  /// [b, s, h] at `positions` [b, s] over the cache: writes the new keys and values into `cache` at those
+  /// positions, then attends to every cache slot not `blocked` ([b, 1, s, max sequence] bool, true =
+  /// masked). Grouped queries share their group's keys without copies. Same shapes in, same kernels: a
+  /// captured call replays bitwise what an eager one computes.
+  at::Tensor forward_cached(const at::Tensor& hidden, const NormImpl& norm, const at::Tensor& positions,
+                            const at::Tensor& blocked, const LayerCache& cache) const;
+  /// The same for a serving step's flat batch hidden [1, tokens, h] over a paged cache (key/value
   /// [blocks, block size, groups, head dim]): writes each token's key and value into its slot, then
   /// attends per batch.segments (dense, per prefill run) and paged attention (every other token).
-  at::Tensor forward_paged(const at::Tensor& input, const PagedBatch& batch, const LayerCache& cache) const;
+  at::Tensor forward_paged(const at::Tensor& hidden, const NormImpl& norm, const PagedBatch& batch,
+                           const LayerCache& cache) const;
   /// Zero paged keys and values: [blocks, block_size, groups, head dim] each, in `options`.
   LayerCache allocate_paged_cache(int64_t blocks, int64_t block_size, const at::TensorOptions& options) const;
   /// Zero keys and values for `batch` rows of `max_sequence` positions, in `options`.
   LayerCache allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const;
-  /// The output projection of the attention context [b, heads, s, d] -> [b, s, h].
-  at::Tensor output_projection(const at::Tensor& context) const;
+  /// The output projection of the attention context [b, heads, s, d] -> [b, s, h], plus `residual`
+  /// [b, s, h] when defined (decoding: one kernel).
+  at::Tensor output_projection(const at::Tensor& context, const at::Tensor& residual = {}) const;
   /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
   void use_fused_path(std::shared_ptr<const FusedPath> fused);
   const AttentionShape& shape() const { return shape_; }
   int64_t head_dim() const { return head_dim_; }
 
  private:
+  /// Whether decoding `hidden` takes the fused kernels: QKV with the norm, RoPE with the cache write.
+  bool decode_kernels_take(const at::Tensor& hidden) const;
   at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions) const;  // [b, heads, s, d]
   /// Dense attention of one prefill run's queries [heads, length, d] over its request's cached context.
   at::Tensor prefill_attention(const at::Tensor& query, const PrefillSegment& segment, const PagedBatch& batch,

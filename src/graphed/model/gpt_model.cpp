@@ -88,9 +88,8 @@ at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
 }
 
 at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
-  const at::Tensor normed = final_norm_->forward_inference(hidden);
-  const at::Tensor& output = output_layer_weight();
-  return kernels::decode_linear(normed, output, {}).to(at::promote_types(normed.scalar_type(), at::kFloat));
+  const at::Tensor logits = final_norm_->then_linear(hidden, output_layer_weight(), {});
+  return logits.to(at::promote_types(logits.scalar_type(), at::kFloat));
 }
 
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {

@@ -87,7 +87,7 @@ class GptModelImpl : public torch::nn::Module {
 
   /// Inference pieces (eval mode, no dropout): the embeddings of `tokens` [b, s] at `positions` [b, s],
   /// and the float32 next-token logits of hidden states [..., h] (final norm, output layer; the norm
-  /// through Norm::forward_inference).
+  /// and the output layer through Norm::then_linear).
   at::Tensor embed_at(const at::Tensor& tokens, const at::Tensor& positions);
   at::Tensor decode_logits(const at::Tensor& hidden);
 

@@ -3,6 +3,7 @@
 
 #include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/training_ops.h"
+#include "graphed/model/norm.h"
 
 namespace graphed::model {
 
@@ -36,12 +37,15 @@ at::Tensor MlpImpl::fused_forward(const at::Tensor& input) const {
   return kernels::linear(hidden, fc2_weight_, fused.copy_of(fc2_weight_), fc2_bias_, fused.copy_of(fc2_bias_));
 }
 
-at::Tensor MlpImpl::forward_inference(const at::Tensor& input) {
-  const at::Tensor projected = kernels::decode_linear(input, fc1_weight_, fc1_bias_);
-  const at::Tensor hidden = shape_.swiglu && kernels::decode_kernels_supported(projected)
-                                ? kernels::silu_and_mul(projected)
-                                : mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
-  return kernels::decode_linear(hidden, fc2_weight_, fc2_bias_);
+at::Tensor MlpImpl::forward_inference(const at::Tensor& hidden, const NormImpl& norm) {
+  const at::Tensor projected = norm.then_linear(hidden, fc1_weight_, fc1_bias_);
+  if (shape_.swiglu && kernels::decode_kernels_supported(projected)) {
+    kernels::LinearInput first;
+    first.transform = kernels::RowTransform::kSwiglu;
+    return kernels::decode_linear(projected, fc2_weight_, fc2_bias_, first, hidden);
+  }
+  const at::Tensor activated = mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
+  return kernels::decode_linear(activated, fc2_weight_, fc2_bias_, {}, hidden);
 }
 
 }  // namespace graphed::model

@@ -1,5 +1,6 @@
 // model/mlp.h — the dense MLP (fc1 -> GELU or SwiGLU -> fc2), also used as the MoE shared expert.
-// No norm, dropout or residual here: the transformer layer's units add those.
+// For training no norm, dropout or residual here: the transformer layer's units add those; decoding takes
+// the norm and adds the residual, so that the kernels fold them in.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,8 @@
 #include "graphed/model/fused_path.h"
 
 namespace graphed::model {
+
+class NormImpl;
 
 struct MlpShape {
   int64_t hidden_size = 0;
@@ -25,9 +28,9 @@ class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const MlpShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [..., hidden] -> [..., hidden]
-  /// The same MLP for decoding: for a bf16 CUDA tensor, SwiGLU through one fused kernel and the linears of
-  /// one row through the one-row kernel (kernels/decode_ops.h).
-  at::Tensor forward_inference(const at::Tensor& input);
+  /// Decoding: the residual stream after this MLP, hidden + mlp(norm(hidden)). For a bf16 CUDA tensor of a
+  /// few rows, two kernels (kernels::decode_linear): RMSNorm + fc1, then SwiGLU + fc2 + the residual.
+  at::Tensor forward_inference(const at::Tensor& hidden, const NormImpl& norm);
   /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
   void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
 

@@ -22,11 +22,22 @@ at::Tensor NormImpl::forward(const at::Tensor& input) const {
   return kernels::reference::norm(input, weight_, bias_, epsilon_, input.scalar_type());  // bias_ only for LayerNorm
 }
 
+bool NormImpl::takes_decode_kernels(const at::Tensor& input) const {
+  return rms_ && kernels::decode_kernels_supported(input) && weight_.scalar_type() == input.scalar_type();
+}
+
 at::Tensor NormImpl::forward_inference(const at::Tensor& input) const {
-  if (rms_ && kernels::decode_kernels_supported(input) && weight_.scalar_type() == input.scalar_type()) {
-    return kernels::rms_norm(input, weight_, epsilon_);
-  }
+  if (takes_decode_kernels(input)) return kernels::rms_norm(input, weight_, epsilon_);
   return forward(input);
+}
+
+at::Tensor NormImpl::then_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  if (!takes_decode_kernels(input)) return kernels::decode_linear(forward_inference(input), weight, bias);
+  kernels::LinearInput first;
+  first.transform = kernels::RowTransform::kRmsNorm;
+  first.norm_weight = weight_;
+  first.epsilon = epsilon_;
+  return kernels::decode_linear(input, weight, bias, first);
 }
 
 }  // namespace graphed::model

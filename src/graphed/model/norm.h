@@ -20,10 +20,17 @@ class NormImpl : public torch::nn::Module {
   /// The same norm for decoding: RMSNorm of a bf16 CUDA tensor through one fused kernel
   /// (kernels/decode_ops.h), anything else through forward().
   at::Tensor forward_inference(const at::Tensor& input) const;
+  /// linear(norm(input)) with weight [out, hidden] and bias [out] (may be undefined), for decoding: RMSNorm
+  /// of a bf16 CUDA tensor folds into the linear's kernel (kernels::decode_linear), anything else runs
+  /// forward_inference first.
+  at::Tensor then_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const;
   /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
   void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
 
  private:
+  /// RMSNorm of a bf16 CUDA input with weights of its dtype: the decode kernels' case.
+  bool takes_decode_kernels(const at::Tensor& input) const;
+
   bool rms_;
   double epsilon_;
   at::Tensor weight_;

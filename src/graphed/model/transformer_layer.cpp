@@ -238,12 +238,10 @@ at::Tensor TransformerLayerImpl::forward_cached(const at::Tensor& hidden, const 
                                                 const at::Tensor& blocked, const LayerCache& cache,
                                                 const at::Tensor& valid) {
   at::Tensor mixed = hidden;
-  if (attention_) {
-    mixed = hidden + attention_->forward_cached(input_norm_->forward_inference(hidden), positions, blocked, cache);
-  }
+  if (attention_) mixed = attention_->forward_cached(hidden, *input_norm_, positions, blocked, cache);
   if (mamba_) mixed = hidden + mamba_->forward_cached(input_norm_->forward_inference(hidden), valid, cache);
   if (moe_) return moe_unit(mixed)[0];
-  if (mlp_) return mixed + mlp_->forward_inference(mlp_norm_->forward_inference(mixed));
+  if (mlp_) return mlp_->forward_inference(mixed, *mlp_norm_);
   return mixed;
 }
 
@@ -286,10 +284,10 @@ at::Tensor mamba_paged(const MambaMixer& mamba, const at::Tensor& normed, const 
 at::Tensor TransformerLayerImpl::forward_paged(const at::Tensor& hidden, const PagedBatch& batch,
                                                const LayerCache& cache) {
   at::Tensor mixed = hidden;
-  if (attention_) mixed = hidden + attention_->forward_paged(input_norm_->forward_inference(hidden), batch, cache);
+  if (attention_) mixed = attention_->forward_paged(hidden, *input_norm_, batch, cache);
   if (mamba_) mixed = hidden + mamba_paged(mamba_, input_norm_->forward_inference(hidden), batch, cache);
   if (moe_) return moe_unit(mixed)[0];
-  if (mlp_) return mixed + mlp_->forward_inference(mlp_norm_->forward_inference(mixed));
+  if (mlp_) return mlp_->forward_inference(mixed, *mlp_norm_);
   return mixed;
 }
 

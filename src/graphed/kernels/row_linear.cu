@@ -1,0 +1,221 @@
+// kernels/row_linear.cu — see kernels/row_linear.h. A grid of one block per multiprocessor (fewer for
+// small layers); each warp owns output features warp, warp + warps in grid, ... and streams their weight
+// rows through registers, eight 16-byte vectors per lane at a time with the next eight already in flight.
+// Each block stages the transformed input rows in shared memory once. Launched as a programmatic dependent
+// launch: the first weights load while the kernel before is still running; at most 128 registers a thread,
+// so the next kernel's block fits beside this one's.
+#include "graphed/kernels/row_linear.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "graphed/kernels/detail/bf16_vectors.cuh"
+#include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/programmatic_launch.cuh"
+
+namespace graphed::kernels {
+namespace {
+
+using detail::load_eight;
+using detail::store_eight;
+using detail::warp_sum;
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kGroup = 8;                      // 16-byte weight vectors a lane holds per step
+constexpr int kVectorsPerStep = 32 * kGroup;   // a warp's step covers 2,048 columns
+constexpr int64_t kMaxStagedBytes = 64 * 1024; // rows x in bf16 values in shared memory
+
+struct Parameters {
+  const __nv_bfloat16* input;
+  const __nv_bfloat16* norm_weight;
+  float epsilon;
+  const uint4* weight;
+  const __nv_bfloat16* bias;
+  const __nv_bfloat16* residual;
+  __nv_bfloat16* output;
+  int rows, in_features, out_features;
+};
+
+/// staged [rows, in] = transform(input): the whole block, ending with a barrier.
+template <RowTransform kTransform>
+__device__ void stage_input(const Parameters& p, __nv_bfloat16* staged) {
+  __shared__ float scales[kWarps];
+  const int in = p.in_features;
+  const int vectors = in / 8;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  if (kTransform == RowTransform::kRmsNorm) {  // warp r: row r's scale
+    if (warp < p.rows) {
+      float squares = 0.0f;
+      for (int v = lane; v < vectors; v += 32) {
+        float x[8];
+        load_eight(p.input + static_cast<int64_t>(warp) * in + v * 8, x);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) squares += x[e] * x[e];
+      }
+      squares = warp_sum(squares);
+      if (lane == 0) scales[warp] = rsqrtf(squares / static_cast<float>(in) + p.epsilon);
+    }
+    __syncthreads();
+  }
+  for (int index = threadIdx.x; index < p.rows * vectors; index += blockDim.x) {
+    const int row = index / vectors;
+    const int column = (index % vectors) * 8;
+    float x[8];
+    if (kTransform == RowTransform::kSwiglu) {
+      float up[8];
+      load_eight(p.input + static_cast<int64_t>(row) * 2 * in + column, x);
+      load_eight(p.input + static_cast<int64_t>(row) * 2 * in + in + column, up);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) x[e] = x[e] / (1.0f + __expf(-x[e])) * up[e];
+    } else {
+      load_eight(p.input + static_cast<int64_t>(row) * in + column, x);
+    }
+    if (kTransform == RowTransform::kRmsNorm) {
+      float w[8];
+      load_eight(p.norm_weight + column, w);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) x[e] = x[e] * scales[row] * w[e];
+    }
+    store_eight(staged + static_cast<int64_t>(row) * in + column, x);
+  }
+  __syncthreads();
+}
+
+/// Loads step `step` of weight row `feature`: vectors step x 256 + c x 32 + lane, zero past the row.
+__device__ __forceinline__ void load_step(const uint4* weight, int vectors, int feature, int step, int lane,
+                                          uint4 (&target)[kGroup]) {
+  const uint4* row = weight + static_cast<int64_t>(feature) * vectors;
+#pragma unroll
+  for (int c = 0; c < kGroup; ++c) {
+    const int v = step * kVectorsPerStep + c * 32 + lane;
+    target[c] = v < vectors ? __ldg(row + v) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+/// sums[r] += the step's weights . staged row r, in column order.
+template <int kRows>
+__device__ __forceinline__ void accumulate(const uint4 (&weights)[kGroup], const __nv_bfloat16* staged, int rows,
+                                           int in, int vectors, int step, int lane, float (&sums)[kRows]) {
+#pragma unroll
+  for (int c = 0; c < kGroup; ++c) {
+    const int v = step * kVectorsPerStep + c * 32 + lane;
+    if (v >= vectors) continue;
+    float w[8];
+    load_eight(reinterpret_cast<const __nv_bfloat16*>(&weights[c]), w);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= rows) break;
+      float x[8];
+      load_eight(staged + static_cast<int64_t>(r) * in + v * 8, x);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sums[r] += w[e] * x[e];
+    }
+  }
+}
+
+/// Reduces the warp's sums of one feature and writes each row's output (lane r writes row r).
+template <int kRows>
+__device__ __forceinline__ void write_feature(const Parameters& p, int feature, int lane, float (&sums)[kRows]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= p.rows) break;
+    const float total = warp_sum(sums[r]);
+    sums[r] = 0.0f;
+    if (lane != r) continue;
+    const float biased = total + (p.bias != nullptr ? __bfloat162float(p.bias[feature]) : 0.0f);
+    const int64_t at = static_cast<int64_t>(r) * p.out_features + feature;
+    __nv_bfloat16 value = __float2bfloat16(biased);
+    if (p.residual != nullptr) value = __float2bfloat16(__bfloat162float(value) + __bfloat162float(p.residual[at]));
+    p.output[at] = value;
+  }
+}
+
+template <int kRows, RowTransform kTransform>
+__global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
+  extern __shared__ uint4 shared_vectors[];
+  __nv_bfloat16* staged = reinterpret_cast<__nv_bfloat16*>(shared_vectors);
+  const int lane = threadIdx.x & 31;
+  const int first_feature = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  const int warp_count = gridDim.x * kWarps;
+  const int vectors = p.in_features / 8;
+  const int steps = (vectors + kVectorsPerStep - 1) / kVectorsPerStep;
+  const int features = p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
+  const int items = features * steps;  // (feature, step) pairs of this warp, feature-major
+
+  uint4 current[kGroup];
+  if (items > 0) load_step(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
+  detail::wait_for_previous_kernel();
+  stage_input<kTransform>(p, staged);
+  detail::let_next_kernel_start();
+
+  float sums[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) sums[r] = 0.0f;
+  for (int item = 0; item < items; ++item) {
+    const int feature = first_feature + (item / steps) * warp_count;
+    const int step = item % steps;
+    uint4 next[kGroup];
+    if (item + 1 < items) {
+      load_step(p.weight, vectors, first_feature + ((item + 1) / steps) * warp_count, (item + 1) % steps, lane, next);
+    }
+    accumulate<kRows>(current, staged, p.rows, p.in_features, vectors, step, lane, sums);
+    if (step == steps - 1) write_feature<kRows>(p, feature, lane, sums);
+#pragma unroll
+    for (int c = 0; c < kGroup; ++c) current[c] = next[c];
+  }
+}
+
+template <int kRows, RowTransform kTransform>
+void launch_with(const Parameters& p, cudaStream_t stream) {
+  const auto kernel = row_linear_kernel<kRows, kTransform>;
+  static const bool raised = [kernel] {  // once per instantiation: more than the default 48 KiB of staging
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxStagedBytes));
+    return true;
+  }();
+  (void)raised;
+  const int wanted = (p.out_features + kWarps - 1) / kWarps;
+  const int blocks = std::max(1, std::min(wanted, detail::multiprocessor_count()));
+  const auto shared = static_cast<size_t>(p.rows) * p.in_features * sizeof(__nv_bfloat16);
+  detail::launch_programmatic(kernel, dim3(blocks), dim3(kThreads), shared, stream, p);
+}
+
+template <RowTransform kTransform>
+void launch_rows(const Parameters& p, cudaStream_t stream) {
+  if (p.rows <= 1) return launch_with<1, kTransform>(p, stream);
+  if (p.rows <= 2) return launch_with<2, kTransform>(p, stream);
+  if (p.rows <= 4) return launch_with<4, kTransform>(p, stream);
+  launch_with<8, kTransform>(p, stream);
+}
+
+}  // namespace
+
+bool row_linear_fits(int64_t rows, int64_t in_features) {
+  return rows >= 1 && rows <= kRowLinearMaxRows && in_features % 8 == 0 && in_features > 0 &&
+         rows * in_features * static_cast<int64_t>(sizeof(__nv_bfloat16)) <= kMaxStagedBytes;
+}
+
+void launch_row_linear(const RowLinearArguments& arguments, void* stream) {
+  const Parameters p{static_cast<const __nv_bfloat16*>(arguments.input),
+                     static_cast<const __nv_bfloat16*>(arguments.norm_weight),
+                     arguments.epsilon,
+                     static_cast<const uint4*>(arguments.weight),
+                     static_cast<const __nv_bfloat16*>(arguments.bias),
+                     static_cast<const __nv_bfloat16*>(arguments.residual),
+                     static_cast<__nv_bfloat16*>(arguments.output),
+                     static_cast<int>(arguments.rows),
+                     static_cast<int>(arguments.in_features),
+                     static_cast<int>(arguments.out_features)};
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  switch (arguments.transform) {
+    case RowTransform::kNone: return launch_rows<RowTransform::kNone>(p, cuda_stream);
+    case RowTransform::kRmsNorm: return launch_rows<RowTransform::kRmsNorm>(p, cuda_stream);
+    case RowTransform::kSwiglu: return launch_rows<RowTransform::kSwiglu>(p, cuda_stream);
+  }
+}
+
+}  // namespace graphed::kernels
