@@ -1,6 +1,7 @@
 // kernels/paged_attention.cu — see kernels/paged_attention.h. Pass one: a thread block per (token,
-// group, split) loads the group's queries (heads / groups of them) once, scores every key of its split
-// against all of them (one thread per key, 16-byte loads), then sums the values per head; it writes
+// group, split) loads the group's queries (heads / groups of them) once; a warp per head scores the
+// split's keys (a lane per key, 16-byte loads, four in flight), takes the softmax step with warp
+// reductions and sums the values (lanes split the head into eight-value slices and positions); it writes
 // each head's running maximum, exponent sum and unnormalised output. Pass two: a thread block per
 // (token, head) folds the splits that hold its positions together, in split order. fp32 arithmetic
 // throughout. Both are programmatic dependent launches.
@@ -9,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
@@ -18,9 +20,8 @@
 namespace graphed::kernels {
 namespace {
 
-using detail::block_reduce;
 
-constexpr int kThreads = 128;
+constexpr int kWarps = 4;  // warps of a split block at most: heads of a group side by side
 constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
@@ -46,46 +47,108 @@ __device__ __forceinline__ float* partial_of(float* workspace, const Layout& lay
   return workspace + ((token * layout.heads + head) * layout.splits + split) * (layout.head_dim + 2);
 }
 
-/// Where a position's key (and value) of one KV group sits in the paged cache.
-struct CacheRows {
-  const int64_t* table;  // the request's block table
-  int block_size, groups, group, head_dim;
-  __device__ __forceinline__ int64_t row_of(int64_t position) const {
-    const int64_t block = table[position / block_size];
-    return ((block * block_size + position % block_size) * groups + group) * head_dim;
-  }
-};
-
-/// scores[h][j] = scale q_h . k_(first + j) for every head of the group: one thread per key, each key
-/// loaded once for all heads.
-template <typename Scalar>
-__device__ void score_keys(const Scalar* key_cache, const CacheRows& rows, const float* q, int ratio, int64_t first,
-                           int64_t length, float scale, float (*scores)[kSplit]) {
-  const int vectors = rows.head_dim / 8;
+/// Where the split's positions of one KV group sit in the paged cache: offsets[j] (in elements) of
+/// position first + j, filled by the whole block from the request's block table before any key is read.
+__device__ void find_rows(const int64_t* table, int block_size, int groups, int group, int head_dim, int64_t first,
+                          int length, int64_t* offsets) {
   for (int j = threadIdx.x; j < length; j += blockDim.x) {
-    const Scalar* key = key_cache + rows.row_of(first + j);
-    float dots[kMaxHeadsPerGroup];
-    for (int h = 0; h < ratio; ++h) dots[h] = 0.0f;
-    for (int v = 0; v < vectors; ++v) {
-      float k[8];
-      load_eight(key + v * 8, k);
-      for (int h = 0; h < ratio; ++h) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) dots[h] += q[h * rows.head_dim + v * 8 + e] * k[e];
-      }
-    }
-    for (int h = 0; h < ratio; ++h) scores[h][j] = dots[h] * scale;
+    const int64_t position = first + j;
+    const int64_t block = table[position / block_size];
+    offsets[j] = ((block * block_size + position % block_size) * groups + group) * head_dim;
   }
 }
 
+/// q . key over head_dim (vectors x 8 values), the key's vectors loaded eight at a time before use.
+template <typename Scalar>
+__device__ __forceinline__ float dot_with_key(const Scalar* key, const float* q, int vectors) {
+  float dot = 0.0f;
+  for (int first = 0; first < vectors; first += 8) {
+    float k[8][8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      if (first + c < vectors) load_eight(key + (first + c) * 8, k[c]);
+    }
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      if (first + c >= vectors) break;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dot += q[(first + c) * 8 + e] * k[c][e];
+    }
+  }
+  return dot;
+}
+
+/// One warp's head over the split: weights[j] = exp(scale q . k_j - max) for lane j, j + 32, ...;
+/// returns (max, sum of the weights), in every lane.
+template <typename Scalar>
+__device__ float2 exponentiate_scores(const Scalar* key_cache, const int64_t* offsets, int head_dim, const float* q,
+                                      int length, float scale, float* weights) {
+  const int lane = threadIdx.x & 31;
+  float largest = -INFINITY;
+  for (int j = lane; j < length; j += 32) {
+    weights[j] = dot_with_key(key_cache + offsets[j], q, head_dim / 8) * scale;
+    largest = fmaxf(largest, weights[j]);
+  }
+  largest = detail::warp_max(largest);
+  float total = 0.0f;
+  for (int j = lane; j < length; j += 32) {
+    weights[j] = __expf(weights[j] - largest);
+    total += weights[j];
+  }
+  __syncwarp();  // every lane reads every weight next
+  return make_float2(largest, detail::warp_sum(total));
+}
+
+/// One warp's weighted sum of the split's values: lane = part x slices + slice sums slice `slice` (eight
+/// values) of positions part, part + parts, ... in order, four loads in flight; the parts are then added
+/// in part order. Lanes [0, slices) return the head's sums; the others return zeros.
+template <typename Scalar>
+__device__ void sum_values(const Scalar* value_cache, const int64_t* offsets, int head_dim, int length,
+                           const float* weights, float (&result)[8]) {
+  constexpr int kInFlight = 4;
+  const int lane = threadIdx.x & 31;
+  const int slices = head_dim / 8;
+  const int parts = 32 / slices;
+  const int slice = lane % slices;
+  const int part = lane / slices;
+  float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (part < parts) {
+    for (int j = part; j < length; j += kInFlight * parts) {
+      float values[kInFlight][8];
+#pragma unroll
+      for (int c = 0; c < kInFlight; ++c) {
+        if (j + c * parts < length) load_eight(value_cache + offsets[j + c * parts] + slice * 8, values[c]);
+      }
+#pragma unroll
+      for (int c = 0; c < kInFlight; ++c) {
+        if (j + c * parts >= length) break;
+        const float weight = weights[j + c * parts];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sum[e] += weight * values[c][e];
+      }
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) result[e] = 0.0f;
+  for (int p = 0; p < parts; ++p) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) result[e] += __shfl_sync(0xffffffffu, sum[e], p * slices + slice);
+  }
+  if (lane >= slices) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) result[e] = 0.0f;
+  }
+}
+
+/// A block per (token, group, split): the group's queries in shared memory, then one warp per head
+/// (heads warp, warp + warps, ...): scores, softmax step and values without a block barrier.
 template <typename Scalar>
 __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                              const int64_t* block_tables, const int64_t* token_request,
                                              const int64_t* positions, float* workspace, Layout layout, float scale) {
-  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];  // 16 KiB; with the scores 36 KiB of static memory
-  __shared__ float scores[kMaxHeadsPerGroup][kSplit];
-  __shared__ float partial[kThreads * 8];
-  __shared__ float scratch[32];
+  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];  // 16 KiB
+  __shared__ float weights[kWarps][kSplit];               // 4 KiB
+  __shared__ int64_t offsets[kSplit];                     // 2 KiB
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
@@ -95,47 +158,29 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   const int head_dim = layout.head_dim;
   const int64_t count = positions[token] + 1;
   const int64_t first = static_cast<int64_t>(split) * kSplit;
-  const int64_t length = count - first < kSplit ? count - first : kSplit;
-  if (length <= 0) return;  // past the token's context: the combine reads only the splits before
+  if (count <= first) return;  // past the token's context: the combine reads only the splits before
+  const int length = static_cast<int>(count - first < kSplit ? count - first : kSplit);
   const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
   for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
+  find_rows(block_tables + token_request[token] * layout.table_width, layout.block_size, layout.groups, group,
+            head_dim, first, length, offsets);
   __syncthreads();
-  const CacheRows rows{block_tables + token_request[token] * layout.table_width, layout.block_size, layout.groups,
-                       group, head_dim};
-  score_keys(key_cache, rows, q, ratio, first, length, scale, scores);
-  __syncthreads();
-  const int vectors = head_dim / 8;
-  const int lanes = blockDim.x / vectors;  // positions summed side by side
-  const int lane = threadIdx.x / vectors;
-  const int slice = threadIdx.x % vectors;
-  for (int h = 0; h < ratio; ++h) {
-    const float2 softmax = detail::block_exponentiate(scores[h], length, scratch);
-    const float largest = softmax.x;
-    const float total = softmax.y;
-    float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (lane < lanes) {
-      for (int j = lane; j < length; j += lanes) {
-        float value[8];
-        load_eight(value_cache + rows.row_of(first + j) + slice * 8, value);
-        const float weight = scores[h][j];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) sum[e] += weight * value[e];
-      }
-#pragma unroll
-      for (int e = 0; e < 8; ++e) partial[lane * head_dim + slice * 8 + e] = sum[e];
-    }
-    __syncthreads();
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  for (int h = warp; h < ratio; h += blockDim.x >> 5) {
+    const float2 softmax = exponentiate_scores(key_cache, offsets, head_dim, q + h * head_dim, length, scale, weights[warp]);
+    float sums[8];
+    sum_values(value_cache, offsets, head_dim, length, weights[warp], sums);
     float* out = partial_of(workspace, layout, token, group * ratio + h, split);
-    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
-      float value = 0.0f;
-      for (int l = 0; l < lanes; ++l) value += partial[l * head_dim + i];
-      out[i] = value;
+    if (lane < head_dim / 8) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) out[lane * 8 + e] = sums[e];
     }
-    if (threadIdx.x == 0) {
-      out[head_dim] = largest;
-      out[head_dim + 1] = total;
+    if (lane == 0) {
+      out[head_dim] = softmax.x;
+      out[head_dim + 1] = softmax.y;
     }
-    __syncthreads();  // `partial` and `scratch` are reused by the next head
+    __syncwarp();  // the warp's weights are rewritten by its next head
   }
 }
 
@@ -178,7 +223,8 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
                 static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(layout.splits));
-  detail::launch_programmatic(paged_attention_split_kernel<Scalar>, split_grid, dim3(kThreads), 0, stream,
+  const int warps = static_cast<int>(std::min<int64_t>(shape.heads / shape.groups, kWarps));
+  detail::launch_programmatic(paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * warps), 0, stream,
                               static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache),
                               static_cast<const Scalar*>(value_cache), block_tables, token_request, positions,
                               workspace, layout, scale);

@@ -1,9 +1,9 @@
-// kernels/row_linear.cu — see kernels/row_linear.h. A grid of one block per multiprocessor (fewer for
+// kernels/row_linear.cu — see kernels/row_linear.h. As many blocks as fit on the GPU at once (fewer for
 // small layers); each warp owns output features warp, warp + warps in grid, ... and streams their weight
-// rows through registers, eight 16-byte vectors per lane at a time with the next eight already in flight.
-// Each block stages the transformed input rows in shared memory once. Launched as a programmatic dependent
-// launch: the first weights load while the kernel before is still running; at most 128 registers a thread,
-// so the next kernel's block fits beside this one's.
+// rows through registers, eight 16-byte vectors per lane at a time; at most 85 registers a thread, so three
+// blocks (24 warps) share a multiprocessor and keep enough loads in flight. Each block stages the
+// transformed input rows in shared memory once. Launched as a programmatic dependent launch: the first
+// weights load while the kernel before is still running.
 #include "graphed/kernels/row_linear.h"
 
 #include <cuda_bf16.h>
@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
@@ -40,48 +42,83 @@ struct Parameters {
   int rows, in_features, out_features;
 };
 
-/// staged [rows, in] = transform(input): the whole block, ending with a barrier.
-template <RowTransform kTransform>
-__device__ void stage_input(const Parameters& p, __nv_bfloat16* staged) {
-  __shared__ float scales[kWarps];
-  const int in = p.in_features;
-  const int vectors = in / 8;
+constexpr int kInFlight = 4;  // 16-byte loads a thread issues before it uses the first, while staging
+
+__device__ __forceinline__ uint4 load_vector(const __nv_bfloat16* source) {
+  return *reinterpret_cast<const uint4*>(source);
+}
+
+/// scales[r] = rsqrt(mean(input[r]^2) + epsilon): warp r sums row r, kInFlight vectors a lane at a time.
+__device__ void find_norm_scales(const Parameters& p, float* scales) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  if (kTransform == RowTransform::kRmsNorm) {  // warp r: row r's scale
-    if (warp < p.rows) {
-      float squares = 0.0f;
-      for (int v = lane; v < vectors; v += 32) {
-        float x[8];
-        load_eight(p.input + static_cast<int64_t>(warp) * in + v * 8, x);
+  const int vectors = p.in_features / 8;
+  if (warp >= p.rows) return;
+  const __nv_bfloat16* row = p.input + static_cast<int64_t>(warp) * p.in_features;
+  float squares = 0.0f;
+  for (int base = lane; base < vectors; base += kInFlight * 32) {
+    uint4 raw[kInFlight];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) squares += x[e] * x[e];
-      }
-      squares = warp_sum(squares);
-      if (lane == 0) scales[warp] = rsqrtf(squares / static_cast<float>(in) + p.epsilon);
+    for (int c = 0; c < kInFlight; ++c) {
+      if (base + c * 32 < vectors) raw[c] = load_vector(row + (base + c * 32) * 8);
     }
+#pragma unroll
+    for (int c = 0; c < kInFlight; ++c) {
+      if (base + c * 32 >= vectors) break;
+      float x[8];
+      load_eight(reinterpret_cast<const __nv_bfloat16*>(&raw[c]), x);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) squares += x[e] * x[e];
+    }
+  }
+  squares = warp_sum(squares);
+  if (lane == 0) scales[warp] = rsqrtf(squares / static_cast<float>(p.in_features) + p.epsilon);
+}
+
+/// staged [rows, in] = transform(input): the whole block, kStaging vectors a thread at a time (held as raw
+/// 16-byte words: the first weights are live in registers meanwhile), ending with a barrier.
+template <int kStaging, RowTransform kTransform>
+__device__ void stage_input(const Parameters& p, __nv_bfloat16* staged) {
+  __shared__ float scales[kWarps];
+  if (kTransform == RowTransform::kRmsNorm) {
+    find_norm_scales(p, scales);
     __syncthreads();
   }
-  for (int index = threadIdx.x; index < p.rows * vectors; index += blockDim.x) {
-    const int row = index / vectors;
-    const int column = (index % vectors) * 8;
-    float x[8];
-    if (kTransform == RowTransform::kSwiglu) {
-      float up[8];
-      load_eight(p.input + static_cast<int64_t>(row) * 2 * in + column, x);
-      load_eight(p.input + static_cast<int64_t>(row) * 2 * in + in + column, up);
+  const int in = p.in_features;
+  const int vectors = in / 8;
+  const int total = p.rows * vectors;
+  for (int base = threadIdx.x; base < total; base += kStaging * kThreads) {
+    uint4 first[kStaging], second[kStaging];  // x, and the norm weight or SwiGLU's up half
 #pragma unroll
-      for (int e = 0; e < 8; ++e) x[e] = x[e] / (1.0f + __expf(-x[e])) * up[e];
-    } else {
-      load_eight(p.input + static_cast<int64_t>(row) * in + column, x);
+    for (int c = 0; c < kStaging; ++c) {
+      const int index = base + c * kThreads;
+      if (index >= total) break;
+      const int64_t row = index / vectors;
+      const int column = (index % vectors) * 8;
+      const int64_t width = kTransform == RowTransform::kSwiglu ? 2 * in : in;
+      first[c] = load_vector(p.input + row * width + column);
+      if (kTransform == RowTransform::kSwiglu) second[c] = load_vector(p.input + row * width + in + column);
+      if (kTransform == RowTransform::kRmsNorm) second[c] = load_vector(p.norm_weight + column);
     }
-    if (kTransform == RowTransform::kRmsNorm) {
-      float w[8];
-      load_eight(p.norm_weight + column, w);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) x[e] = x[e] * scales[row] * w[e];
+    for (int c = 0; c < kStaging; ++c) {
+      const int index = base + c * kThreads;
+      if (index >= total) break;
+      const int row = index / vectors;
+      const int column = (index % vectors) * 8;
+      float x[8], y[8];
+      load_eight(reinterpret_cast<const __nv_bfloat16*>(&first[c]), x);
+      if (kTransform != RowTransform::kNone) load_eight(reinterpret_cast<const __nv_bfloat16*>(&second[c]), y);
+      if (kTransform == RowTransform::kSwiglu) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x[e] = x[e] / (1.0f + __expf(-x[e])) * y[e];
+      }
+      if (kTransform == RowTransform::kRmsNorm) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x[e] = x[e] * scales[row] * y[e];
+      }
+      store_eight(staged + static_cast<int64_t>(row) * in + column, x);
     }
-    store_eight(staged + static_cast<int64_t>(row) * in + column, x);
   }
   __syncthreads();
 }
@@ -136,7 +173,7 @@ __device__ __forceinline__ void write_feature(const Parameters& p, int feature, 
 }
 
 template <int kRows, RowTransform kTransform>
-__global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
+__global__ void __launch_bounds__(kThreads, 3) row_linear_kernel(Parameters p) {
   extern __shared__ uint4 shared_vectors[];
   __nv_bfloat16* staged = reinterpret_cast<__nv_bfloat16*>(shared_vectors);
   const int lane = threadIdx.x & 31;
@@ -144,30 +181,40 @@ __global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
   const int warp_count = gridDim.x * kWarps;
   const int vectors = p.in_features / 8;
   const int steps = (vectors + kVectorsPerStep - 1) / kVectorsPerStep;
-  const int features = p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
-  const int items = features * steps;  // (feature, step) pairs of this warp, feature-major
 
-  uint4 current[kGroup];
-  if (items > 0) load_step(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
+  uint4 weights[kGroup];
+  if (first_feature < p.out_features) load_step(p.weight, vectors, first_feature, 0, lane, weights);  // no earlier output
   detail::wait_for_previous_kernel();
-  stage_input<kTransform>(p, staged);
+  // Fewer vectors in flight where more sums or both SwiGLU halves are live: no spills under 80 registers.
+  stage_input<kRows <= 2 && kTransform != RowTransform::kSwiglu ? kInFlight : 2, kTransform>(p, staged);
   detail::let_next_kernel_start();
 
   float sums[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) sums[r] = 0.0f;
-  for (int item = 0; item < items; ++item) {
-    const int feature = first_feature + (item / steps) * warp_count;
-    const int step = item % steps;
-    uint4 next[kGroup];
-    if (item + 1 < items) {
-      load_step(p.weight, vectors, first_feature + ((item + 1) / steps) * warp_count, (item + 1) % steps, lane, next);
+  bool loaded = true;  // the first step of the first feature came before the wait
+  for (int feature = first_feature; feature < p.out_features; feature += warp_count) {
+    for (int step = 0; step < steps; ++step) {
+      if (!loaded) load_step(p.weight, vectors, feature, step, lane, weights);
+      loaded = false;
+      accumulate<kRows>(weights, staged, p.rows, p.in_features, vectors, step, lane, sums);
     }
-    accumulate<kRows>(current, staged, p.rows, p.in_features, vectors, step, lane, sums);
-    if (step == steps - 1) write_feature<kRows>(p, feature, lane, sums);
-#pragma unroll
-    for (int c = 0; c < kGroup; ++c) current[c] = next[c];
+    write_feature<kRows>(p, feature, lane, sums);
   }
+}
+
+/// Blocks of the kernel that fit on one multiprocessor with this much staging, asked once per size.
+template <int kRows, RowTransform kTransform>
+int resident_blocks(size_t shared_bytes) {
+  static std::mutex mutex;
+  static std::map<size_t, int> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(shared_bytes);
+  if (found != known.end()) return found->second;
+  int blocks = 1;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, row_linear_kernel<kRows, kTransform>, kThreads, shared_bytes);
+  known.emplace(shared_bytes, std::max(blocks, 1));
+  return std::max(blocks, 1);
 }
 
 template <int kRows, RowTransform kTransform>
@@ -178,10 +225,12 @@ void launch_with(const Parameters& p, cudaStream_t stream) {
     return true;
   }();
   (void)raised;
-  const int wanted = (p.out_features + kWarps - 1) / kWarps;
-  const int blocks = std::max(1, std::min(wanted, detail::multiprocessor_count()));
   const auto shared = static_cast<size_t>(p.rows) * p.in_features * sizeof(__nv_bfloat16);
-  detail::launch_programmatic(kernel, dim3(blocks), dim3(kThreads), shared, stream, p);
+  const int wanted = (p.out_features + kWarps - 1) / kWarps;
+  // Two blocks a multiprocessor at most, where three fit: room for the next kernel's first block to load
+  // its weights while this one finishes.
+  const int resident = std::min(resident_blocks<kRows, kTransform>(shared), 2) * detail::multiprocessor_count();
+  detail::launch_programmatic(kernel, dim3(std::max(1, std::min(wanted, resident))), dim3(kThreads), shared, stream, p);
 }
 
 template <RowTransform kTransform>
