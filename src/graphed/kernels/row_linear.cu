@@ -1,9 +1,8 @@
-// kernels/row_linear.cu — see kernels/row_linear.h. As many blocks as fit on the GPU at once (fewer for
-// small layers); each warp owns output features warp, warp + warps in grid, ... and streams their weight
-// rows through registers, eight 16-byte vectors per lane at a time; at most 85 registers a thread, so three
-// blocks (24 warps) share a multiprocessor and keep enough loads in flight. Each block stages the
-// transformed input rows in shared memory once. Launched as a programmatic dependent launch: the first
-// weights load while the kernel before is still running.
+// kernels/row_linear.cu — see kernels/row_linear.h. As many blocks as fit on the GPU at once (two a
+// multiprocessor; fewer for small layers); each warp owns output features warp, warp + warps in grid, ...
+// and streams their weight rows through registers, eight 16-byte vectors per lane at a time with the next
+// eight already in flight. Each block stages the transformed input rows in shared memory once. Launched as
+// a programmatic dependent launch: the first weights load while the kernel before is still running.
 #include "graphed/kernels/row_linear.h"
 
 #include <cuda_bf16.h>
@@ -173,7 +172,7 @@ __device__ __forceinline__ void write_feature(const Parameters& p, int feature, 
 }
 
 template <int kRows, RowTransform kTransform>
-__global__ void __launch_bounds__(kThreads, 3) row_linear_kernel(Parameters p) {
+__global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
   extern __shared__ uint4 shared_vectors[];
   __nv_bfloat16* staged = reinterpret_cast<__nv_bfloat16*>(shared_vectors);
   const int lane = threadIdx.x & 31;
@@ -181,25 +180,29 @@ __global__ void __launch_bounds__(kThreads, 3) row_linear_kernel(Parameters p) {
   const int warp_count = gridDim.x * kWarps;
   const int vectors = p.in_features / 8;
   const int steps = (vectors + kVectorsPerStep - 1) / kVectorsPerStep;
+  const int features = p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
+  const int items = features * steps;  // (feature, step) pairs of this warp, feature-major
 
-  uint4 weights[kGroup];
-  if (first_feature < p.out_features) load_step(p.weight, vectors, first_feature, 0, lane, weights);  // no earlier output
+  uint4 current[kGroup];
+  if (items > 0) load_step(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
   detail::wait_for_previous_kernel();
-  // Fewer vectors in flight where more sums or both SwiGLU halves are live: no spills under 80 registers.
+  // Fewer vectors in flight where more sums or both SwiGLU halves are live: no spills.
   stage_input<kRows <= 2 && kTransform != RowTransform::kSwiglu ? kInFlight : 2, kTransform>(p, staged);
   detail::let_next_kernel_start();
 
   float sums[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) sums[r] = 0.0f;
-  bool loaded = true;  // the first step of the first feature came before the wait
-  for (int feature = first_feature; feature < p.out_features; feature += warp_count) {
-    for (int step = 0; step < steps; ++step) {
-      if (!loaded) load_step(p.weight, vectors, feature, step, lane, weights);
-      loaded = false;
-      accumulate<kRows>(weights, staged, p.rows, p.in_features, vectors, step, lane, sums);
+  for (int item = 0; item < items; ++item) {  // the next item's weights load while this one's are summed
+    uint4 next[kGroup];
+    if (item + 1 < items) {
+      load_step(p.weight, vectors, first_feature + ((item + 1) / steps) * warp_count, (item + 1) % steps, lane, next);
     }
-    write_feature<kRows>(p, feature, lane, sums);
+    const int step = item % steps;
+    accumulate<kRows>(current, staged, p.rows, p.in_features, vectors, step, lane, sums);
+    if (step == steps - 1) write_feature<kRows>(p, first_feature + (item / steps) * warp_count, lane, sums);
+#pragma unroll
+    for (int c = 0; c < kGroup; ++c) current[c] = next[c];
   }
 }
 
@@ -227,9 +230,7 @@ void launch_with(const Parameters& p, cudaStream_t stream) {
   (void)raised;
   const auto shared = static_cast<size_t>(p.rows) * p.in_features * sizeof(__nv_bfloat16);
   const int wanted = (p.out_features + kWarps - 1) / kWarps;
-  // Two blocks a multiprocessor at most, where three fit: room for the next kernel's first block to load
-  // its weights while this one finishes.
-  const int resident = std::min(resident_blocks<kRows, kTransform>(shared), 2) * detail::multiprocessor_count();
+  const int resident = resident_blocks<kRows, kTransform>(shared) * detail::multiprocessor_count();
   detail::launch_programmatic(kernel, dim3(std::max(1, std::min(wanted, resident))), dim3(kThreads), shared, stream, p);
 }
 
