@@ -123,6 +123,8 @@ __global__ void decode_attention_kernel(const __nv_bfloat16* query, const __nv_b
   __shared__ float scratch[32];
   __shared__ float q[256];
   __shared__ float partial[kAttentionThreads * 8];
+  detail::wait_for_previous_kernel();
+  detail::let_next_kernel_start();
   const int row = blockIdx.x / heads;
   const int head = blockIdx.x % heads;
   const int group = head / (heads / groups);
@@ -135,14 +137,7 @@ __global__ void decode_attention_kernel(const __nv_bfloat16* query, const __nv_b
   __syncthreads();
   const int vectors = head_dim / 8;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
-    float dot = 0.0f;
-    for (int v = 0; v < vectors; ++v) {
-      float key[8];
-      load_eight(keys + j * head_dim + v * 8, key);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) dot += q[v * 8 + e] * key[e];
-    }
-    scores[j] = dot * scale;
+    scores[j] = detail::dot_eight_at_a_time(keys + j * head_dim, q, vectors) * scale;
   }
   __syncthreads();
   const float total = detail::block_exponentiate(scores, count, scratch).y;
@@ -150,13 +145,21 @@ __global__ void decode_attention_kernel(const __nv_bfloat16* query, const __nv_b
   const int lane = threadIdx.x / vectors;
   const int slice = threadIdx.x % vectors;
   if (lane < lanes) {
+    constexpr int kInFlight = 4;  // value rows loaded before the first is used
     float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t j = lane; j < count; j += lanes) {
-      float value[8];
-      load_eight(values + j * head_dim + slice * 8, value);
-      const float weight = scores[j];
+    for (int64_t j = lane; j < count; j += kInFlight * lanes) {
+      float value[kInFlight][8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) sum[e] += weight * value[e];
+      for (int c = 0; c < kInFlight; ++c) {
+        if (j + c * lanes < count) load_eight(values + (j + c * lanes) * head_dim + slice * 8, value[c]);
+      }
+#pragma unroll
+      for (int c = 0; c < kInFlight; ++c) {
+        if (j + c * lanes >= count) break;
+        const float weight = scores[j + c * lanes];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sum[e] += weight * value[c][e];
+      }
     }
 #pragma unroll
     for (int e = 0; e < 8; ++e) partial[lane * head_dim + slice * 8 + e] = sum[e];
@@ -211,10 +214,12 @@ void launch_decode_attention(const void* query, const void* key_cache, const voi
                              const int64_t* positions, void* output, int64_t rows, int64_t heads, int64_t groups,
                              int64_t head_dim, int64_t cache_length, float scale, void* stream) {
   const auto shared = static_cast<size_t>(cache_length) * sizeof(float);
-  decode_attention_kernel<<<static_cast<unsigned>(rows * heads), kAttentionThreads, shared, as_stream(stream)>>>(
-      static_cast<const __nv_bfloat16*>(query), static_cast<const __nv_bfloat16*>(key_cache),
-      static_cast<const __nv_bfloat16*>(value_cache), positions, static_cast<__nv_bfloat16*>(output),
-      static_cast<int>(heads), static_cast<int>(groups), static_cast<int>(head_dim), cache_length, scale);
+  detail::launch_programmatic(decode_attention_kernel, dim3(static_cast<unsigned>(rows * heads)),
+                              dim3(kAttentionThreads), shared, as_stream(stream),
+                              static_cast<const __nv_bfloat16*>(query), static_cast<const __nv_bfloat16*>(key_cache),
+                              static_cast<const __nv_bfloat16*>(value_cache), positions,
+                              static_cast<__nv_bfloat16*>(output), static_cast<int>(heads), static_cast<int>(groups),
+                              static_cast<int>(head_dim), cache_length, scale);
 }
 
 int64_t max_decode_attention_length() { return kMaxAttentionLength; }

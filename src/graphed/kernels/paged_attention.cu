@@ -26,13 +26,7 @@ constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
 
-__device__ __forceinline__ void load_eight(const __nv_bfloat16* source, float* values) { detail::load_eight(source, values); }
-__device__ __forceinline__ void load_eight(const float* source, float* values) {
-  const float4 first = *reinterpret_cast<const float4*>(source);
-  const float4 second = *reinterpret_cast<const float4*>(source + 4);
-  values[0] = first.x, values[1] = first.y, values[2] = first.z, values[3] = first.w;
-  values[4] = second.x, values[5] = second.y, values[6] = second.z, values[7] = second.w;
-}
+using detail::load_eight;
 __device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
 __device__ __forceinline__ float to_float(float value) { return value; }
 __device__ __forceinline__ void store(__nv_bfloat16* target, float value) { *target = __float2bfloat16(value); }
@@ -58,26 +52,6 @@ __device__ void find_rows(const int64_t* table, int block_size, int groups, int 
   }
 }
 
-/// q . key over head_dim (vectors x 8 values), the key's vectors loaded eight at a time before use.
-template <typename Scalar>
-__device__ __forceinline__ float dot_with_key(const Scalar* key, const float* q, int vectors) {
-  float dot = 0.0f;
-  for (int first = 0; first < vectors; first += 8) {
-    float k[8][8];
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      if (first + c < vectors) load_eight(key + (first + c) * 8, k[c]);
-    }
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      if (first + c >= vectors) break;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) dot += q[(first + c) * 8 + e] * k[c][e];
-    }
-  }
-  return dot;
-}
-
 /// One warp's head over the split: weights[j] = exp(scale q . k_j - max) for lane j, j + 32, ...;
 /// returns (max, sum of the weights), in every lane.
 template <typename Scalar>
@@ -86,7 +60,7 @@ __device__ float2 exponentiate_scores(const Scalar* key_cache, const int64_t* of
   const int lane = threadIdx.x & 31;
   float largest = -INFINITY;
   for (int j = lane; j < length; j += 32) {
-    weights[j] = dot_with_key(key_cache + offsets[j], q, head_dim / 8) * scale;
+    weights[j] = detail::dot_eight_at_a_time(key_cache + offsets[j], q, head_dim / 8) * scale;
     largest = fmaxf(largest, weights[j]);
   }
   largest = detail::warp_max(largest);
