@@ -30,12 +30,15 @@ at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const at::Tensor& positi
                                  const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& key_cache,
                                  const at::Tensor& value_cache, int64_t heads, int64_t groups, int64_t head_dim);
 
-/// Attention of queries [rows, heads, head_dim] over cache slots 0..positions[r]: [rows, heads, head_dim].
+/// Attention of queries [rows, heads, head_dim] over the contiguous caches [rows, groups, L, head_dim], slots
+/// 0..positions[r] of row r: [rows, heads, head_dim]. Through kernels/paged_attention.h's kernels (splits of
+/// 256 positions side by side, then their combination), so long caches keep the GPU busy.
 at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
                             const at::Tensor& positions, double scale);
 
-/// Whether decode_attention takes caches of this length and heads of this size.
-bool decode_attention_fits(int64_t cache_length, int64_t head_dim);
+/// Whether decode_attention takes heads of this size and this many query heads per KV group (head_dim a
+/// multiple of 8 up to 256, at most 16 heads a group).
+bool decode_attention_fits(int64_t heads, int64_t groups, int64_t head_dim);
 
 /// What decode_linear applies to its input first. kRmsNorm and kSwiglu only where
 /// decode_kernels_supported(input).

@@ -27,7 +27,7 @@ at::Tensor rope_into_paged_cache(const at::Tensor&, const at::Tensor&, const at:
 at::Tensor decode_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, double) {
   unreachable("decode_attention");
 }
-bool decode_attention_fits(int64_t, int64_t) { return false; }
+bool decode_attention_fits(int64_t, int64_t, int64_t) { return false; }
 at::Tensor silu_and_mul(const at::Tensor&) { unreachable("silu_and_mul"); }
 at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          const LinearInput& first, const at::Tensor& residual) {

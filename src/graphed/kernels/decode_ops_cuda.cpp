@@ -4,6 +4,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "graphed/kernels/decode_kernels.h"
+#include "graphed/kernels/paged_attention.h"
 #include "graphed/util/error.h"
 
 namespace graphed::kernels {
@@ -96,19 +97,26 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache
   require(query, "query");
   require(key_cache, "key cache");
   require(value_cache, "value cache");
-  const int64_t rows = query.size(0);
-  const int64_t heads = query.size(1);
-  const int64_t head_dim = query.size(2);
-  GRAPHED_INTERNAL_ASSERT(decode_attention_fits(key_cache.size(2), head_dim), "cache too long for decode_attention");
+  PagedAttentionShape shape;
+  shape.tokens = query.size(0);
+  shape.heads = query.size(1);
+  shape.head_dim = query.size(2);
+  shape.groups = key_cache.size(1);
+  shape.max_context = key_cache.size(2);
+  shape.contiguous_length = key_cache.size(2);
+  GRAPHED_INTERNAL_ASSERT(decode_attention_fits(shape.heads, shape.groups, shape.head_dim) &&
+                              positions.scalar_type() == at::kLong && positions.is_contiguous(),
+                          "decode_attention: heads ", shape.heads, ", groups ", shape.groups, ", head dim ", shape.head_dim);
   at::Tensor output = at::empty_like(query);
-  launch_decode_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), positions.data_ptr<int64_t>(),
-                          output.data_ptr(), rows, heads, key_cache.size(1), head_dim, key_cache.size(2),
-                          static_cast<float>(scale), current_stream());
+  at::Tensor workspace = at::empty({paged_attention_workspace(shape)}, query.options().dtype(at::kFloat));
+  launch_paged_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), nullptr, nullptr,
+                         positions.data_ptr<int64_t>(), output.data_ptr(), workspace.data_ptr<float>(), shape,
+                         static_cast<float>(scale), false, current_stream());
   return output;
 }
 
-bool decode_attention_fits(int64_t cache_length, int64_t head_dim) {
-  return cache_length <= max_decode_attention_length() && head_dim <= 256 && head_dim % 8 == 0;
+bool decode_attention_fits(int64_t heads, int64_t groups, int64_t head_dim) {
+  return head_dim % 8 == 0 && head_dim <= 256 && groups > 0 && heads % groups == 0 && heads / groups <= 16;
 }
 
 at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,

@@ -34,6 +34,7 @@ __device__ __forceinline__ void store(float* target, float value) { *target = va
 
 struct Layout {
   int heads, groups, head_dim, block_size, table_width, splits;
+  int64_t contiguous_length;  // > 0: a contiguous cache [tokens, groups, length, head_dim]
 };
 
 /// Workspace of (token, head, split): [head_dim] output, then max, then sum.
@@ -41,14 +42,22 @@ __device__ __forceinline__ float* partial_of(float* workspace, const Layout& lay
   return workspace + ((token * layout.heads + head) * layout.splits + split) * (layout.head_dim + 2);
 }
 
-/// Where the split's positions of one KV group sit in the paged cache: offsets[j] (in elements) of
-/// position first + j, filled by the whole block from the request's block table before any key is read.
-__device__ void find_rows(const int64_t* table, int block_size, int groups, int group, int head_dim, int64_t first,
-                          int length, int64_t* offsets) {
+/// Where the split's positions of one KV group sit in the cache: offsets[j] (in elements) of position
+/// first + j, filled by the whole block (from the request's block table, or the token's contiguous row)
+/// before any key is read.
+__device__ void find_rows(const int64_t* block_tables, const int64_t* token_request, const Layout& layout,
+                          int64_t token, int group, int64_t first, int length, int64_t* offsets) {
+  const int64_t groups = layout.groups;
+  if (layout.contiguous_length > 0) {
+    const int64_t row = (token * groups + group) * layout.contiguous_length;
+    for (int j = threadIdx.x; j < length; j += blockDim.x) offsets[j] = (row + first + j) * layout.head_dim;
+    return;
+  }
+  const int64_t* table = block_tables + token_request[token] * layout.table_width;
   for (int j = threadIdx.x; j < length; j += blockDim.x) {
     const int64_t position = first + j;
-    const int64_t block = table[position / block_size];
-    offsets[j] = ((block * block_size + position % block_size) * groups + group) * head_dim;
+    const int64_t block = table[position / layout.block_size];
+    offsets[j] = ((block * layout.block_size + position % layout.block_size) * groups + group) * layout.head_dim;
   }
 }
 
@@ -136,8 +145,7 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   const int length = static_cast<int>(count - first < kSplit ? count - first : kSplit);
   const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
   for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
-  find_rows(block_tables + token_request[token] * layout.table_width, layout.block_size, layout.groups, group,
-            head_dim, first, length, offsets);
+  find_rows(block_tables, token_request, layout, token, group, first, length, offsets);
   __syncthreads();
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
@@ -192,9 +200,13 @@ template <typename Scalar>
 void launch(const void* query, const void* key_cache, const void* value_cache, const int64_t* block_tables,
             const int64_t* token_request, const int64_t* positions, void* output, float* workspace,
             const PagedAttentionShape& shape, float scale, cudaStream_t stream) {
-  Layout layout{static_cast<int>(shape.heads), static_cast<int>(shape.groups), static_cast<int>(shape.head_dim),
-                static_cast<int>(shape.block_size), static_cast<int>(shape.table_width),
-                static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
+  Layout layout{static_cast<int>(shape.heads),
+                static_cast<int>(shape.groups),
+                static_cast<int>(shape.head_dim),
+                static_cast<int>(shape.block_size),
+                static_cast<int>(shape.table_width),
+                static_cast<int>((shape.max_context + kSplit - 1) / kSplit),
+                shape.contiguous_length};
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(layout.splits));
   const int warps = static_cast<int>(std::min<int64_t>(shape.heads / shape.groups, kWarps));

@@ -78,7 +78,7 @@ __device__ void find_norm_scales(const Parameters& p, float* scales) {
 /// 16-byte words: the first weights are live in registers meanwhile), ending with a barrier.
 template <int kStaging, RowTransform kTransform>
 __device__ void stage_input(const Parameters& p, __nv_bfloat16* staged) {
-  __shared__ float scales[kWarps];
+  __shared__ float scales[kRowLinearMaxRows];
   if (kTransform == RowTransform::kRmsNorm) {
     find_norm_scales(p, scales);
     __syncthreads();
@@ -238,8 +238,7 @@ template <RowTransform kTransform>
 void launch_rows(const Parameters& p, cudaStream_t stream) {
   if (p.rows <= 1) return launch_with<1, kTransform>(p, stream);
   if (p.rows <= 2) return launch_with<2, kTransform>(p, stream);
-  if (p.rows <= 4) return launch_with<4, kTransform>(p, stream);
-  launch_with<8, kTransform>(p, stream);
+  launch_with<4, kTransform>(p, stream);
 }
 
 }  // namespace

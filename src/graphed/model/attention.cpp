@@ -138,7 +138,7 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& hidden, const NormImp
   const int64_t groups = shape_.num_query_groups;
   const int64_t ratio = shape_.num_heads / groups;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  if (seq == 1 && decode_kernels_take(hidden) && kernels::decode_attention_fits(cache.key.size(2), head_dim_)) {
+  if (seq == 1 && decode_kernels_take(hidden) && kernels::decode_attention_fits(shape_.num_heads, groups, head_dim_)) {
     // One decode token per row: norm + QKV, RoPE + the cache write, attention, projection + residual.
     const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({batch, -1});
     const at::Tensor rows = positions.view({batch});
