@@ -21,7 +21,10 @@ namespace graphed::kernels {
 namespace {
 
 
-constexpr int kWarps = 4;  // warps of a split block at most: heads of a group side by side
+constexpr int kMaxWarps = 8;  // warps of a split block at most
+
+/// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
+__host__ __device__ __forceinline__ int warps_per_head(int ratio) { return ratio * 2 <= kMaxWarps ? kMaxWarps / ratio : 1; }
 constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
@@ -83,12 +86,12 @@ __device__ float2 exponentiate_scores(const Scalar* key_cache, const int64_t* of
 }
 
 /// One warp's weighted sum of the split's values: lane = part x slices + slice sums slice `slice` (eight
-/// values) of positions part, part + parts, ... in order, four loads in flight; the parts are then added
+/// values) of positions part, part + parts, ... in order, eight loads in flight; the parts are then added
 /// in part order. Lanes [0, slices) return the head's sums; the others return zeros.
 template <typename Scalar>
 __device__ void sum_values(const Scalar* value_cache, const int64_t* offsets, int head_dim, int length,
                            const float* weights, float (&result)[8]) {
-  constexpr int kInFlight = 4;
+  constexpr int kInFlight = 8;
   const int lane = threadIdx.x & 31;
   const int slices = head_dim / 8;
   const int parts = 32 / slices;
@@ -123,15 +126,70 @@ __device__ void sum_values(const Scalar* value_cache, const int64_t* offsets, in
   }
 }
 
-/// A block per (token, group, split): the group's queries in shared memory, then one warp per head
-/// (heads warp, warp + warps, ...): scores, softmax step and values without a block barrier.
+/// Several warps per head (heads x warps per head <= kMaxWarps): warp part of head h takes a contiguous
+/// chunk of the split's positions; the parts' (max, sum, output) are folded in part order.
 template <typename Scalar>
-__global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
-                                             const int64_t* block_tables, const int64_t* token_request,
-                                             const int64_t* positions, float* workspace, Layout layout, float scale) {
-  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];  // 16 KiB
-  __shared__ float weights[kWarps][kSplit];               // 4 KiB
-  __shared__ int64_t offsets[kSplit];                     // 2 KiB
+__device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets,
+                                         const float* q, int length, float scale, int ratio, int per_head,
+                                         float* pool, float* out_of_head0, int64_t out_stride, int head_dim) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int head = warp / per_head;
+  const int part = warp % per_head;
+  const int chunk = (length + per_head - 1) / per_head;
+  const int start = part * chunk;
+  const int size = head < ratio ? max(0, min(chunk, length - start)) : 0;
+  float2 softmax = make_float2(-INFINITY, 0.0f);
+  float sums[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (head < ratio) {
+    float* weights = pool + head * kSplit + start;  // [ratio][kSplit]: each part writes its own chunk
+    softmax = exponentiate_scores(key_cache, offsets + start, head_dim, q + head * head_dim, size, scale, weights);
+    sum_values(value_cache, offsets + start, head_dim, size, weights, sums);
+  }
+  __syncthreads();  // the weights are done with: the pool now holds each warp's part
+  const int stride = head_dim + 2;
+  float* mine = pool + warp * stride;
+  if (lane < head_dim / 8) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) mine[lane * 8 + e] = sums[e];
+  }
+  if (lane == 0) {
+    mine[head_dim] = softmax.x;
+    mine[head_dim + 1] = softmax.y;
+  }
+  __syncthreads();
+  for (int index = threadIdx.x; index < ratio * (head_dim + 1); index += blockDim.x) {
+    const int h = index / (head_dim + 1);
+    const int i = index % (head_dim + 1);  // i == head_dim: the max and the sum
+    const float* parts = pool + h * per_head * stride;
+    float largest = -INFINITY;
+    for (int p = 0; p < per_head; ++p) largest = fmaxf(largest, parts[p * stride + head_dim]);
+    float folded = 0.0f;
+    for (int p = 0; p < per_head; ++p) {
+      const float m = parts[p * stride + head_dim];
+      if (m != -INFINITY) folded += parts[p * stride + (i < head_dim ? i : head_dim + 1)] * __expf(m - largest);
+    }
+    float* out = out_of_head0 + h * out_stride;
+    if (i < head_dim) {
+      out[i] = folded;
+    } else {
+      out[head_dim] = largest;
+      out[head_dim + 1] = folded;
+    }
+  }
+}
+
+/// A block per (token, group, split): the group's queries and the split's cache rows in shared memory,
+/// then warps per head (split_heads_across_warps) when the group has at most kMaxWarps / 2 heads, else a
+/// warp per head (heads warp, warp + warps, ...) with no block barrier.
+template <typename Scalar>
+__global__ void __launch_bounds__(kMaxWarps * 32) paged_attention_split_kernel(
+    const Scalar* query, const Scalar* key_cache, const Scalar* value_cache, const int64_t* block_tables,
+    const int64_t* token_request, const int64_t* positions, float* workspace, Layout layout, float scale) {
+  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];        // 16 KiB
+  __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];       // 8 KiB: weights, then the warps' parts
+  __shared__ int64_t offsets[kSplit];                          // 2 KiB
+  static_assert(kMaxWarps * kSplit <= kMaxWarps * (kMaxHeadDim + 2), "the pool holds a split of weights per warp");
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
@@ -147,13 +205,22 @@ __global__ void paged_attention_split_kernel(const Scalar* query, const Scalar* 
   for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
   find_rows(block_tables, token_request, layout, token, group, first, length, offsets);
   __syncthreads();
+  float* out_of_head0 = partial_of(workspace, layout, token, group * ratio, split);
+  const int64_t out_stride = static_cast<int64_t>(layout.splits) * (head_dim + 2);
+  const int per_head = warps_per_head(ratio);
+  if (per_head > 1) {
+    split_heads_across_warps(key_cache, value_cache, offsets, q, length, scale, ratio, per_head, pool, out_of_head0,
+                             out_stride, head_dim);
+    return;
+  }
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   for (int h = warp; h < ratio; h += blockDim.x >> 5) {
-    const float2 softmax = exponentiate_scores(key_cache, offsets, head_dim, q + h * head_dim, length, scale, weights[warp]);
+    float* weights = pool + warp * kSplit;
+    const float2 softmax = exponentiate_scores(key_cache, offsets, head_dim, q + h * head_dim, length, scale, weights);
     float sums[8];
-    sum_values(value_cache, offsets, head_dim, length, weights[warp], sums);
-    float* out = partial_of(workspace, layout, token, group * ratio + h, split);
+    sum_values(value_cache, offsets, head_dim, length, weights, sums);
+    float* out = out_of_head0 + h * out_stride;
     if (lane < head_dim / 8) {
 #pragma unroll
       for (int e = 0; e < 8; ++e) out[lane * 8 + e] = sums[e];
@@ -209,7 +276,8 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
                 shape.contiguous_length};
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(layout.splits));
-  const int warps = static_cast<int>(std::min<int64_t>(shape.heads / shape.groups, kWarps));
+  const int ratio = static_cast<int>(shape.heads / shape.groups);
+  const int warps = warps_per_head(ratio) > 1 ? ratio * warps_per_head(ratio) : std::min(ratio, kMaxWarps);
   detail::launch_programmatic(paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * warps), 0, stream,
                               static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache),
                               static_cast<const Scalar*>(value_cache), block_tables, token_request, positions,
