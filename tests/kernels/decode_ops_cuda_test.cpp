@@ -1,6 +1,7 @@
 // tests/kernels/decode_ops_cuda_test.cpp — the fused decode kernels against LibTorch's float32 ops on
 // the same bf16 inputs (tolerance: a few bf16 roundings, 2e-2 relative to the largest value), with
-// odd sizes (1 and 3 rows, 1,001 output features, GQA 6 heads / 2 groups, head dim 64 and 128, norm rows of 1,000 to 8,200 columns); the
+// odd sizes (1 and 3 rows, 1,001 output features, GQA 6 heads / 2 groups, head dim 64 and 128, caches of 40
+// and 1,301 positions, norm rows of 1,000 to 8,200 columns); the
 // same bits on every run; and captured in a CUDA graph, the same bits as eager.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -65,10 +66,11 @@ TEST_F(DecodeOpsCudaTest, SiluAndMulMatchesFloat32) {
   expect_close(silu_and_mul(input), want, "silu_and_mul");
 }
 
-/// RoPE + cache write + attention against a float32 reference, for one head size.
-void check_attention(int64_t head_dim, bool rope) {
-  const int64_t rows = 3, heads = 6, groups = 2, length = 40;
-  const std::vector<int64_t> where{0, 17, 39};
+/// RoPE + cache write + attention against a float32 reference, for one head size and cache length (up to
+/// 1,024 positions one block a head, beyond it the split kernels over the contiguous cache).
+void check_attention(int64_t head_dim, bool rope, int64_t length = 40) {
+  const int64_t rows = 3, heads = 6, groups = 2;
+  const std::vector<int64_t> where{0, length * 3 / 7, length - 1};
   const at::Tensor positions = at::tensor(where, at::kLong).to(at::kCUDA);
   at::Tensor key_cache = at::randn({rows, groups, length, head_dim}, kBf16);
   at::Tensor value_cache = at::randn({rows, groups, length, head_dim}, kBf16);
@@ -119,6 +121,8 @@ TEST_F(DecodeOpsCudaTest, RopeCacheAndAttentionMatchFloat32) {
   check_attention(64, true);
   check_attention(128, true);
   check_attention(64, false);
+  check_attention(64, true, 1301);  // past the one-block kernel's length: splits of 256 positions
+  check_attention(128, false, 1301);
 }
 
 TEST_F(DecodeOpsCudaTest, CapturedInAGraphGiveTheSameBits) {

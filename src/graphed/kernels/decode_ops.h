@@ -31,8 +31,9 @@ at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const at::Tensor& positi
                                  const at::Tensor& value_cache, int64_t heads, int64_t groups, int64_t head_dim);
 
 /// Attention of queries [rows, heads, head_dim] over the contiguous caches [rows, groups, L, head_dim], slots
-/// 0..positions[r] of row r: [rows, heads, head_dim]. Through kernels/paged_attention.h's kernels (splits of
-/// 256 positions side by side, then their combination), so long caches keep the GPU busy.
+/// 0..positions[r] of row r: [rows, heads, head_dim]. Caches of up to max_decode_attention_length() positions
+/// take one block a head (one launch); longer ones kernels/paged_attention.h's kernels (splits of 256
+/// positions side by side, then their combination), so long caches keep the GPU busy.
 at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
                             const at::Tensor& positions, double scale);
 

@@ -108,6 +108,12 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache
                               positions.scalar_type() == at::kLong && positions.is_contiguous(),
                           "decode_attention: heads ", shape.heads, ", groups ", shape.groups, ", head dim ", shape.head_dim);
   at::Tensor output = at::empty_like(query);
+  if (shape.contiguous_length <= max_decode_attention_length()) {  // one block a head, one launch
+    launch_decode_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), positions.data_ptr<int64_t>(),
+                            output.data_ptr(), shape.tokens, shape.heads, shape.groups, shape.head_dim,
+                            shape.contiguous_length, static_cast<float>(scale), current_stream());
+    return output;
+  }
   at::Tensor workspace = at::empty({paged_attention_workspace(shape)}, query.options().dtype(at::kFloat));
   launch_paged_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), nullptr, nullptr,
                          positions.data_ptr<int64_t>(), output.data_ptr(), workspace.data_ptr<float>(), shape,
