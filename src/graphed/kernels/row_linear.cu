@@ -237,8 +237,7 @@ void launch_with(const Parameters& p, cudaStream_t stream) {
 template <RowTransform kTransform>
 void launch_rows(const Parameters& p, cudaStream_t stream) {
   if (p.rows <= 1) return launch_with<1, kTransform>(p, stream);
-  if (p.rows <= 2) return launch_with<2, kTransform>(p, stream);
-  launch_with<4, kTransform>(p, stream);
+  launch_with<2, kTransform>(p, stream);
 }
 
 }  // namespace

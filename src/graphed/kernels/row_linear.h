@@ -33,7 +33,7 @@ struct RowLinearArguments {
 };
 
 /// The most rows one launch takes.
-constexpr int64_t kRowLinearMaxRows = 4;
+constexpr int64_t kRowLinearMaxRows = 2;
 
 /// Whether launch_row_linear takes this many rows of this width (rows x in bf16 values are staged in
 /// shared memory).
