@@ -95,7 +95,7 @@ TEST_F(RowLinearCudaTest, TakesTheRowsAndWidthsItStagesAndLeavesTheRestToTheUnfu
   EXPECT_TRUE(row_linear_fits(1, 8192));
   EXPECT_TRUE(row_linear_fits(2, 8192));
   EXPECT_FALSE(row_linear_fits(3, 64));  // more rows than the kernel sums
-  EXPECT_FALSE(row_linear_fits(1, 40000));  // 80 KiB of staged input
+  EXPECT_FALSE(row_linear_fits(2, 16384));  // 64 KiB of staged input
   EXPECT_FALSE(row_linear_fits(1, 2044));  // not a multiple of 8
   // A misaligned input (a view 2 bytes in) takes the unfused ops and gives the same values.
   const at::Tensor weight = at::randn({300, 64}, kBf16);
@@ -105,15 +105,25 @@ TEST_F(RowLinearCudaTest, TakesTheRowsAndWidthsItStagesAndLeavesTheRestToTheUnfu
   expect_close(decode_linear(misaligned, weight, {}), reference(values, weight, {}, {}, {}), "misaligned view");
 }
 
-/// Norm + QKV-sized projection, then SwiGLU + down projection + residual, then the output layer: each
-/// launch reads the one before.
-at::Tensor chain(const at::Tensor& hidden, const std::vector<at::Tensor>& weights, const at::Tensor& norm_weight) {
+LinearInput rms_norm_input(const at::Tensor& norm_weight) {
   LinearInput norm;
   norm.transform = RowTransform::kRmsNorm;
   norm.norm_weight = norm_weight;
   norm.epsilon = 1e-6;
+  return norm;
+}
+
+LinearInput swiglu_input() {
   LinearInput swiglu;
   swiglu.transform = RowTransform::kSwiglu;
+  return swiglu;
+}
+
+/// Norm + QKV-sized projection, then SwiGLU + down projection + residual, then the output layer: each
+/// launch reads the one before.
+at::Tensor chain(const at::Tensor& hidden, const std::vector<at::Tensor>& weights, const at::Tensor& norm_weight) {
+  const LinearInput norm = rms_norm_input(norm_weight);
+  const LinearInput swiglu = swiglu_input();
   const at::Tensor up = decode_linear(hidden, weights[0], {}, norm);
   const at::Tensor down = decode_linear(up, weights[1], {}, swiglu, hidden);
   return decode_linear(down, weights[2], {}, norm);
@@ -128,12 +138,8 @@ TEST_F(RowLinearCudaTest, DependentLaunchesMatchSynchronisedOnesAndReplayInAGrap
   const at::Tensor hidden = at::randn({rows, 1, hidden_size}, kBf16);
   const at::Tensor chained = chain(hidden, weights, norm_weight);
   // The same three launches, each waiting for the one before on the host.
-  LinearInput norm;
-  norm.transform = RowTransform::kRmsNorm;
-  norm.norm_weight = norm_weight;
-  norm.epsilon = 1e-6;
-  LinearInput swiglu;
-  swiglu.transform = RowTransform::kSwiglu;
+  const LinearInput norm = rms_norm_input(norm_weight);
+  const LinearInput swiglu = swiglu_input();
   const at::Tensor up = decode_linear(hidden, weights[0], {}, norm);
   torch::cuda::synchronize();
   const at::Tensor down = decode_linear(up, weights[1], {}, swiglu, hidden);

@@ -28,7 +28,7 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kGroup = 8;                      // 16-byte weight vectors a lane holds per step
 constexpr int kVectorsPerStep = 32 * kGroup;   // a warp's step covers 2,048 columns
-constexpr int64_t kMaxStagedBytes = 64 * 1024; // rows x in bf16 values in shared memory
+constexpr int64_t kMaxStagedBytes = 48 * 1024; // rows x in bf16 values in shared memory: the default limit
 
 struct Parameters {
   const __nv_bfloat16* input;
@@ -186,8 +186,8 @@ __global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
   uint4 current[kGroup];
   if (items > 0) load_step(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
   detail::wait_for_previous_kernel();
-  // Fewer vectors in flight where more sums or both SwiGLU halves are live: no spills.
-  stage_input<kRows <= 2 && kTransform != RowTransform::kSwiglu ? kInFlight : 2, kTransform>(p, staged);
+  // Fewer vectors in flight where both SwiGLU halves are live: no spills.
+  stage_input<kTransform == RowTransform::kSwiglu ? 2 : kInFlight, kTransform>(p, staged);
   detail::let_next_kernel_start();
 
   float sums[kRows];
@@ -223,11 +223,6 @@ int resident_blocks(size_t shared_bytes) {
 template <int kRows, RowTransform kTransform>
 void launch_with(const Parameters& p, cudaStream_t stream) {
   const auto kernel = row_linear_kernel<kRows, kTransform>;
-  static const bool raised = [kernel] {  // once per instantiation: more than the default 48 KiB of staging
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxStagedBytes));
-    return true;
-  }();
-  (void)raised;
   const auto shared = static_cast<size_t>(p.rows) * p.in_features * sizeof(__nv_bfloat16);
   const int wanted = (p.out_features + kWarps - 1) / kWarps;
   const int resident = resident_blocks<kRows, kTransform>(shared) * detail::multiprocessor_count();
