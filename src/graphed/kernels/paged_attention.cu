@@ -1,8 +1,9 @@
 // kernels/paged_attention.cu — see kernels/paged_attention.h. Pass one: a thread block per (token,
-// group, split) loads the group's queries (heads / groups of them) once; a warp per head scores the
-// split's keys (a lane per key, 16-byte loads, four in flight), takes the softmax step with warp
-// reductions and sums the values (lanes split the head into eight-value slices and positions); it writes
-// each head's running maximum, exponent sum and unnormalised output. Pass two: a thread block per
+// group, split) loads the group's queries (heads / groups of them) and finds the split's cache rows once;
+// warps score the keys (a lane per key, 16-byte loads, eight in flight), take the softmax step with warp
+// reductions and sum the values (lanes split the head into eight-value slices and positions), a head to a
+// warp or, for groups of up to four heads, a head to several warps whose chunks are folded in order; it
+// writes each head's running maximum, exponent sum and unnormalised output. Pass two: a thread block per
 // (token, head) folds the splits that hold its positions together, in split order. fp32 arithmetic
 // throughout. Both are programmatic dependent launches.
 #include "graphed/kernels/paged_attention.h"
@@ -20,14 +21,13 @@
 namespace graphed::kernels {
 namespace {
 
-
 constexpr int kMaxWarps = 8;  // warps of a split block at most
-
-/// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
-__host__ __device__ __forceinline__ int warps_per_head(int ratio) { return ratio * 2 <= kMaxWarps ? kMaxWarps / ratio : 1; }
 constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
+
+/// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
+__host__ __device__ __forceinline__ int warps_per_head(int ratio) { return ratio * 2 <= kMaxWarps ? kMaxWarps / ratio : 1; }
 
 using detail::load_eight;
 __device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
