@@ -1,6 +1,6 @@
-// tests/dist/parallel_layout_test.cpp — each rank's place in the data x pipeline grid (Megatron's
-// order: data-parallel groups are consecutive ranks) and the layers of each model chunk, interleaved
-// virtual stages included.
+// tests/dist/parallel_layout_test.cpp — each rank's place in the tensor x data x pipeline grid
+// (Megatron's order: tensor ranks fastest, then data, then pipeline) and the layers of each model chunk,
+// interleaved virtual stages included.
 #include "graphed/dist/parallel_layout.h"
 
 #include <vector>
@@ -86,6 +86,30 @@ TEST(ParallelLayoutTest, VirtualStagesInterleaveTheChunksOverThePipelineRanks) {
   const ParallelLayout second = make_parallel_layout(config, 1);
   EXPECT_EQ(second.chunk(1).first_layer, 6);
   EXPECT_TRUE(second.chunk(1).last_stage);
+}
+
+TEST(ParallelLayoutTest, TensorRanksAreFastestThenDataThenPipeline) {
+  // Megatron's order for tensor 2 x data 2 x pipeline 2 on 8 ranks (configurations refuse tensor sizes
+  // above 1 for now, so the layout is built by hand).
+  ParallelLayout layout;
+  layout.world_size = 8;
+  layout.tensor_size = 2;
+  layout.data_size = 2;
+  layout.pipeline_size = 2;
+  layout.num_layers = 4;
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    layout.rank = rank;
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(layout.tensor_rank(), rank % 2);
+    EXPECT_EQ(layout.data_rank(), rank / 2 % 2);
+    EXPECT_EQ(layout.pipeline_rank(), rank / 4);
+    EXPECT_EQ(layout.rank_at(layout.pipeline_rank(), layout.data_rank(), layout.tensor_rank()), rank);
+    const int64_t tensor_start = rank - rank % 2;
+    EXPECT_EQ(layout.tensor_group(), (std::vector<int64_t>{tensor_start, tensor_start + 1}));
+    const int64_t data_start = rank / 4 * 4 + rank % 2;
+    EXPECT_EQ(layout.data_group(), (std::vector<int64_t>{data_start, data_start + 2}));
+    EXPECT_EQ(layout.pipeline_group(), (std::vector<int64_t>{rank % 4, rank % 4 + 4}));
+  }
 }
 
 }  // namespace

@@ -7,13 +7,19 @@ namespace graphed::dist {
 
 std::vector<int64_t> ParallelLayout::data_group() const {
   std::vector<int64_t> ranks;
-  for (int64_t d = 0; d < data_size; ++d) ranks.push_back(rank_at(pipeline_rank(), d));
+  for (int64_t d = 0; d < data_size; ++d) ranks.push_back(rank_at(pipeline_rank(), d, tensor_rank()));
   return ranks;
 }
 
 std::vector<int64_t> ParallelLayout::pipeline_group() const {
   std::vector<int64_t> ranks;
-  for (int64_t p = 0; p < pipeline_size; ++p) ranks.push_back(rank_at(p, data_rank()));
+  for (int64_t p = 0; p < pipeline_size; ++p) ranks.push_back(rank_at(p, data_rank(), tensor_rank()));
+  return ranks;
+}
+
+std::vector<int64_t> ParallelLayout::tensor_group() const {
+  std::vector<int64_t> ranks;
+  for (int64_t t = 0; t < tensor_size; ++t) ranks.push_back(rank_at(pipeline_rank(), data_rank(), t));
   return ranks;
 }
 
@@ -34,14 +40,17 @@ ParallelLayout make_parallel_layout(const config::RunConfig& config, int64_t ran
   ParallelLayout layout;
   layout.world_size = t.world_size;
   layout.rank = rank;
+  layout.tensor_size = t.tensor_model_parallel_size;
   layout.pipeline_size = t.pipeline_model_parallel_size;
   layout.data_size = t.data_parallel_size.value_or(1);
   layout.num_layers = config.model.num_layers;
   const int64_t per_stage = layout.num_layers / layout.pipeline_size;
   if (t.num_layers_per_virtual_pipeline_stage) layout.chunks = per_stage / *t.num_layers_per_virtual_pipeline_stage;
-  GRAPHED_INTERNAL_ASSERT(layout.pipeline_size * layout.data_size == layout.world_size && rank < layout.world_size &&
+  GRAPHED_INTERNAL_ASSERT(layout.tensor_size * layout.pipeline_size * layout.data_size == layout.world_size &&
+                              rank < layout.world_size &&
                               layout.num_layers % (layout.pipeline_size * layout.chunks) == 0,
-                          "unvalidated layout: world ", layout.world_size, " pipeline ", layout.pipeline_size, " data ",
+                          "unvalidated layout: world ", layout.world_size, " tensor ", layout.tensor_size, " pipeline ",
+                          layout.pipeline_size, " data ",
                           layout.data_size, " layers ", layout.num_layers);
   return layout;
 }

@@ -1,7 +1,8 @@
-// dist/parallel_layout.h — where each rank sits in the data x pipeline grid and which layers it holds
-// (Megatron's order with tensor size 1: rank = pipeline rank x data-parallel size + data-parallel
-// rank, so a data-parallel group is consecutive ranks). With virtual stages, model chunk c of pipeline
-// rank r is virtual stage c x stages + r (Megatron's interleaved assignment). Pure integers.
+// dist/parallel_layout.h — where each rank sits in the tensor x data x pipeline grid and which layers it
+// holds. Megatron's order, tensor ranks fastest and pipeline ranks slowest: rank = (pipeline rank x
+// data-parallel size + data-parallel rank) x tensor size + tensor rank, so a tensor-parallel group is
+// consecutive ranks (one node's GPUs). With virtual stages, model chunk c of pipeline rank r is virtual
+// stage c x stages + r (Megatron's interleaved assignment). Pure integers.
 #pragma once
 
 #include <cstdint>
@@ -23,18 +24,25 @@ struct ModelChunk {
 struct ParallelLayout {
   int64_t world_size = 1;
   int64_t rank = 0;
+  int64_t tensor_size = 1;
   int64_t pipeline_size = 1;
   int64_t data_size = 1;
   int64_t chunks = 1;  ///< model chunks per pipeline rank (virtual stages); 1 = 1F1B
   int64_t num_layers = 0;
 
-  int64_t pipeline_rank() const { return rank / data_size; }
-  int64_t data_rank() const { return rank % data_size; }
-  int64_t rank_at(int64_t pipeline_rank, int64_t data_rank) const { return pipeline_rank * data_size + data_rank; }
-  /// Ranks with this rank's pipeline rank (they all-reduce gradients), in data-rank order.
+  int64_t tensor_rank() const { return rank % tensor_size; }
+  int64_t data_rank() const { return rank / tensor_size % data_size; }
+  int64_t pipeline_rank() const { return rank / (tensor_size * data_size); }
+  /// The rank at these coordinates (tensor rank 0 unless given).
+  int64_t rank_at(int64_t pipeline_rank, int64_t data_rank, int64_t tensor_rank = 0) const {
+    return (pipeline_rank * data_size + data_rank) * tensor_size + tensor_rank;
+  }
+  /// Ranks with this rank's pipeline and tensor ranks (they all-reduce gradients), in data-rank order.
   std::vector<int64_t> data_group() const;
-  /// Ranks with this rank's data rank (one pipeline), in stage order.
+  /// Ranks with this rank's data and tensor ranks (one pipeline), in stage order.
   std::vector<int64_t> pipeline_group() const;
+  /// Ranks with this rank's pipeline and data ranks (they share each layer's weights), in tensor-rank order.
+  std::vector<int64_t> tensor_group() const;
   /// Chunk c (0-based) of pipeline rank r.
   ModelChunk chunk(int64_t pipeline_rank, int64_t c) const;
   ModelChunk chunk(int64_t c) const { return chunk(pipeline_rank(), c); }

@@ -43,6 +43,12 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment,
   return c10::make_intrusive<c10d::PrefixStore>("graphed", store);
 }
 
+/// Group names tell groups of one kind apart by the coordinates their members share: with tensor
+/// parallelism, the tensor rank too.
+std::string tensor_suffix(const ParallelLayout& layout) {
+  return layout.tensor_size > 1 ? "/tensor-" + std::to_string(layout.tensor_rank()) : "";
+}
+
 }  // namespace
 
 ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const ParallelLayout& layout, const at::Device& device,
@@ -52,11 +58,12 @@ ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const Paralle
   std::vector<int64_t> everyone;
   for (int64_t r = 0; r < layout_.world_size; ++r) everyone.push_back(r);
   world_ = make_group("world", everyone);
-  data_ = make_group("data-parallel/" + std::to_string(layout_.pipeline_rank()), layout_.data_group());
-  pipeline_ = make_group("pipeline/" + std::to_string(layout_.data_rank()), layout_.pipeline_group());
+  const std::string tensor = tensor_suffix(layout_);
+  data_ = make_group("data-parallel/" + std::to_string(layout_.pipeline_rank()) + tensor, layout_.data_group());
+  pipeline_ = make_group("pipeline/" + std::to_string(layout_.data_rank()) + tensor, layout_.pipeline_group());
   if (layout_.is_pipelined() && (layout_.holds_embedding() || layout_.holds_loss())) {
     const auto group = layout_.pipeline_group();
-    embedding_ = make_group("embedding/" + std::to_string(layout_.data_rank()), {group.front(), group.back()});
+    embedding_ = make_group("embedding/" + std::to_string(layout_.data_rank()) + tensor, {group.front(), group.back()});
   }
   // Every link now, in one order on every rank: a Gloo group connects in its constructor, and two ranks
   // building their links in different orders would wait for each other.
@@ -92,8 +99,9 @@ Communicator& ProcessGroups::link(int64_t boundary, LinkDirection direction) {
   const auto group = layout_.pipeline_group();
   const std::vector<int64_t> ends{group.at(static_cast<std::size_t>(boundary % stages)),
                                   group.at(static_cast<std::size_t>((boundary + 1) % stages))};
-  const std::string name = "pipeline-link/" + std::to_string(layout_.data_rank()) + "/" + std::to_string(boundary) +
-                           (direction == LinkDirection::kForward ? "/forward" : "/backward");
+  const std::string tensor = tensor_suffix(layout_);
+  const std::string name = "pipeline-link/" + std::to_string(layout_.data_rank()) + tensor + "/" +
+                           std::to_string(boundary) + (direction == LinkDirection::kForward ? "/forward" : "/backward");
   return *links_.emplace(key, make_group(name, ends)).first->second;
 }
 

@@ -31,7 +31,7 @@ namespace {
 int64_t owner_of(const std::string& name, const dist::ParallelLayout& layout, bool tied_output) {
   for (int64_t stage = 0; stage < layout.pipeline_size; ++stage) {
     dist::ParallelLayout other = layout;
-    other.rank = layout.rank_at(stage, layout.data_rank());
+    other.rank = layout.rank_at(stage, layout.data_rank(), layout.tensor_rank());
     if (stage_trains_parameter(name, other, tied_output)) return stage;
   }
   GRAPHED_INTERNAL_ASSERT(false, "no pipeline stage trains ", name);

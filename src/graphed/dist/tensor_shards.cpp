@@ -1,0 +1,83 @@
+// dist/tensor_shards.cpp — see dist/tensor_shards.h. Shards are contiguous copies; joins concatenate in
+// rank order.
+#include "graphed/dist/tensor_shards.h"
+
+#include "graphed/util/error.h"
+
+namespace graphed::dist {
+namespace {
+
+/// Part `shard.rank` of `size` equal parts of dimension `dim`.
+at::Tensor part_of(const at::Tensor& tensor, int64_t dim, TensorShard shard) {
+  const int64_t length = tensor.size(dim);
+  GRAPHED_INTERNAL_ASSERT(shard.size >= 1 && shard.rank >= 0 && shard.rank < shard.size && length % shard.size == 0,
+                          "a dimension of ", length, " split ", shard.size, " ways (rank ", shard.rank, ")");
+  const int64_t part = length / shard.size;
+  return tensor.narrow(dim, shard.rank * part, part);
+}
+
+/// The three sections of a fused QKV tensor (or one rank's shard of it) along dimension 0.
+std::vector<at::Tensor> qkv_sections(const at::Tensor& weight, int64_t heads, int64_t groups, int64_t head_dim) {
+  GRAPHED_INTERNAL_ASSERT(weight.size(0) == (heads + 2 * groups) * head_dim, "a QKV tensor of ", weight.size(0),
+                          " rows for ", heads, " heads, ", groups, " groups of ", head_dim);
+  return weight.split({heads * head_dim, groups * head_dim, groups * head_dim}, 0);
+}
+
+}  // namespace
+
+at::Tensor column_shard(const at::Tensor& weight, TensorShard shard) { return part_of(weight, 0, shard).contiguous(); }
+
+at::Tensor row_shard(const at::Tensor& weight, TensorShard shard) {
+  return part_of(weight, weight.dim() - 1, shard).contiguous();
+}
+
+at::Tensor qkv_shard(const at::Tensor& weight, int64_t heads, int64_t groups, int64_t head_dim, TensorShard shard) {
+  GRAPHED_INTERNAL_ASSERT(heads % shard.size == 0 && groups % shard.size == 0, heads, " heads and ", groups,
+                          " groups over ", shard.size, " tensor-parallel ranks");
+  std::vector<at::Tensor> parts;
+  for (const at::Tensor& section : qkv_sections(weight, heads, groups, head_dim)) parts.push_back(part_of(section, 0, shard));
+  return at::cat(parts, 0);
+}
+
+at::Tensor swiglu_shard(const at::Tensor& weight, TensorShard shard) {
+  const auto halves = weight.chunk(2, 0);
+  return at::cat({part_of(halves[0], 0, shard), part_of(halves[1], 0, shard)}, 0);
+}
+
+at::Tensor join_column_shards(const std::vector<at::Tensor>& shards) { return at::cat(shards, 0); }
+
+at::Tensor join_row_shards(const std::vector<at::Tensor>& shards) {
+  GRAPHED_INTERNAL_ASSERT(!shards.empty(), "no shards to join");
+  return at::cat(shards, shards.front().dim() - 1);
+}
+
+at::Tensor join_qkv_shards(const std::vector<at::Tensor>& shards, int64_t heads, int64_t groups, int64_t head_dim) {
+  const auto size = static_cast<int64_t>(shards.size());
+  std::vector<at::Tensor> queries, keys, values;
+  for (const at::Tensor& shard : shards) {
+    const auto sections = qkv_sections(shard, heads / size, groups / size, head_dim);
+    queries.push_back(sections[0]);
+    keys.push_back(sections[1]);
+    values.push_back(sections[2]);
+  }
+  return at::cat({at::cat(queries, 0), at::cat(keys, 0), at::cat(values, 0)}, 0);
+}
+
+at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards) {
+  std::vector<at::Tensor> gates, ups;
+  for (const at::Tensor& shard : shards) {
+    const auto halves = shard.chunk(2, 0);
+    gates.push_back(halves[0]);
+    ups.push_back(halves[1]);
+  }
+  return at::cat({at::cat(gates, 0), at::cat(ups, 0)}, 0);
+}
+
+int64_t padded_vocabulary(int64_t vocabulary, int64_t divisible_by, int64_t tensor_size) {
+  GRAPHED_INTERNAL_ASSERT(vocabulary >= 1 && divisible_by >= 1 && tensor_size >= 1, "vocabulary ", vocabulary,
+                          " padded to a multiple of ", divisible_by, " x ", tensor_size);
+  const int64_t multiple = divisible_by * tensor_size;
+  return (vocabulary + multiple - 1) / multiple * multiple;
+}
+
+}  // namespace graphed::dist

@@ -1,0 +1,119 @@
+// tests/dist/tensor_shards_test.cpp — Megatron's tensor-parallel splits on the CPU in float64: every
+// shard joins back to the whole tensor bit for bit; column shards give the rank's output features of the
+// whole layer, row shards' partial products add up to it, a QKV shard holds exactly its ranks' heads and
+// groups (GQA), a SwiGLU shard's activation is the rank's part of the whole activation; Megatron's
+// vocabulary padding.
+#include "graphed/dist/tensor_shards.h"
+
+#include <functional>
+
+#include <gtest/gtest.h>
+
+namespace graphed::dist {
+namespace {
+
+const auto kDouble = at::TensorOptions().dtype(at::kDouble);
+
+std::vector<at::Tensor> shards_of(const at::Tensor& whole, int64_t size,
+                                  const std::function<at::Tensor(const at::Tensor&, TensorShard)>& split) {
+  std::vector<at::Tensor> shards;
+  for (int64_t rank = 0; rank < size; ++rank) shards.push_back(split(whole, TensorShard{size, rank}));
+  return shards;
+}
+
+TEST(TensorShardsTest, ColumnShardsGiveEachRankItsOutputFeaturesAndJoinBack) {
+  at::manual_seed(1);
+  const at::Tensor weight = at::randn({12, 5}, kDouble);
+  const at::Tensor bias = at::randn({12}, kDouble);
+  const at::Tensor input = at::randn({3, 5}, kDouble);
+  const at::Tensor whole = at::linear(input, weight, bias);
+  for (const int64_t size : {1, 2, 3, 4}) {
+    const auto weights = shards_of(weight, size, column_shard);
+    const auto biases = shards_of(bias, size, column_shard);
+    for (int64_t rank = 0; rank < size; ++rank) {
+      const at::Tensor mine = at::linear(input, weights[rank], biases[rank]);
+      EXPECT_TRUE(at::equal(mine, whole.narrow(1, rank * 12 / size, 12 / size))) << size << " ranks, rank " << rank;
+      EXPECT_TRUE(weights[rank].is_contiguous());
+    }
+    EXPECT_TRUE(at::equal(join_column_shards(weights), weight));
+    EXPECT_TRUE(at::equal(join_column_shards(biases), bias));
+  }
+}
+
+TEST(TensorShardsTest, RowShardsPartialProductsAddUpToTheWholeLayer) {
+  at::manual_seed(2);
+  const at::Tensor weight = at::randn({7, 12}, kDouble);
+  const at::Tensor input = at::randn({3, 12}, kDouble);
+  const at::Tensor whole = at::linear(input, weight);
+  for (const int64_t size : {2, 3, 4}) {
+    const auto weights = shards_of(weight, size, row_shard);
+    at::Tensor sum = at::zeros_like(whole);
+    for (int64_t rank = 0; rank < size; ++rank) {
+      sum = sum + at::linear(input.narrow(1, rank * 12 / size, 12 / size), weights[rank]);  // the all-reduce
+    }
+    EXPECT_TRUE(at::allclose(sum, whole, 1e-12, 1e-12)) << size << " ranks";
+    EXPECT_TRUE(at::equal(join_row_shards(weights), weight));
+  }
+}
+
+TEST(TensorShardsTest, QkvShardsHoldTheirRanksHeadsAndGroups) {
+  // 8 query heads in 4 groups of head dim 3, over 2 and 4 ranks.
+  const int64_t heads = 8, groups = 4, head_dim = 3, hidden = 5;
+  const at::Tensor weight = at::arange((heads + 2 * groups) * head_dim * hidden, kDouble).view({-1, hidden});
+  const at::Tensor bias = at::arange((heads + 2 * groups) * head_dim, kDouble);
+  const auto query_rows = [&](int64_t head) { return weight.narrow(0, head * head_dim, head_dim); };
+  const auto key_rows = [&](int64_t group) { return weight.narrow(0, (heads + group) * head_dim, head_dim); };
+  const auto value_rows = [&](int64_t group) { return weight.narrow(0, (heads + groups + group) * head_dim, head_dim); };
+  for (const int64_t size : {1, 2, 4}) {
+    std::vector<at::Tensor> shards, bias_shards;
+    for (int64_t rank = 0; rank < size; ++rank) {
+      SCOPED_TRACE(std::to_string(size) + " ranks, rank " + std::to_string(rank));
+      const at::Tensor shard = qkv_shard(weight, heads, groups, head_dim, TensorShard{size, rank});
+      const int64_t my_heads = heads / size, my_groups = groups / size;
+      ASSERT_EQ(shard.size(0), (my_heads + 2 * my_groups) * head_dim);
+      for (int64_t h = 0; h < my_heads; ++h) {
+        EXPECT_TRUE(at::equal(shard.narrow(0, h * head_dim, head_dim), query_rows(rank * my_heads + h)));
+      }
+      for (int64_t g = 0; g < my_groups; ++g) {
+        EXPECT_TRUE(at::equal(shard.narrow(0, (my_heads + g) * head_dim, head_dim), key_rows(rank * my_groups + g)));
+        EXPECT_TRUE(at::equal(shard.narrow(0, (my_heads + my_groups + g) * head_dim, head_dim),
+                              value_rows(rank * my_groups + g)));
+      }
+      shards.push_back(shard);
+      bias_shards.push_back(qkv_shard(bias, heads, groups, head_dim, TensorShard{size, rank}));
+    }
+    EXPECT_TRUE(at::equal(join_qkv_shards(shards, heads, groups, head_dim), weight));
+    EXPECT_TRUE(at::equal(join_qkv_shards(bias_shards, heads, groups, head_dim), bias));
+  }
+}
+
+TEST(TensorShardsTest, SwigluShardsActivationIsTheRanksPartOfTheWholeActivation) {
+  at::manual_seed(3);
+  const int64_t ffn = 6, hidden = 4;
+  const at::Tensor weight = at::randn({2 * ffn, hidden}, kDouble);
+  const at::Tensor input = at::randn({3, hidden}, kDouble);
+  const auto swiglu = [](const at::Tensor& projected) {
+    const auto halves = projected.chunk(2, -1);
+    return at::silu(halves[0]) * halves[1];
+  };
+  const at::Tensor whole = swiglu(at::linear(input, weight));
+  for (const int64_t size : {2, 3}) {
+    const auto shards = shards_of(weight, size, swiglu_shard);
+    for (int64_t rank = 0; rank < size; ++rank) {
+      EXPECT_TRUE(at::equal(swiglu(at::linear(input, shards[rank])), whole.narrow(1, rank * ffn / size, ffn / size)))
+          << size << " ranks, rank " << rank;
+    }
+    EXPECT_TRUE(at::equal(join_swiglu_shards(shards), weight));
+  }
+}
+
+TEST(TensorShardsTest, VocabularyIsPaddedToAMultipleOfDivisibleByTimesTensorSize) {
+  EXPECT_EQ(padded_vocabulary(50257, 128, 1), 50304);  // GPT-2's vocabulary, Megatron's default padding
+  EXPECT_EQ(padded_vocabulary(50257, 128, 2), 50432);
+  EXPECT_EQ(padded_vocabulary(32000, 128, 2), 32000);  // already a multiple of 256
+  EXPECT_EQ(padded_vocabulary(32001, 128, 4), 32256);
+  EXPECT_EQ(padded_vocabulary(1, 1, 1), 1);
+}
+
+}  // namespace
+}  // namespace graphed::dist
