@@ -11,8 +11,9 @@
 namespace graphed::kernels::detail {
 
 /// Blocks until the kernel before this one on the stream has finished and its writes are visible. Every
-/// kernel launched through launch_programmatic calls it before it reads or writes anything an earlier
-/// kernel reads or writes. A no-op for kernels launched plainly, and before Hopper.
+/// kernel launched through launch_programmatic calls it before it writes anything, and before it reads
+/// anything but what no kernel of the step writes (a layer's weights: the kernel just before may still be
+/// running). A no-op for kernels launched plainly, and before Hopper.
 __device__ __forceinline__ void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
