@@ -80,6 +80,14 @@ PendingWork Communicator::all_reduce_sum(at::Tensor& tensor) {
   });
 }
 
+PendingWork Communicator::all_gather(std::vector<at::Tensor>& parts, at::Tensor& tensor) {
+  return guarded("an all-gather", [&] {
+    std::vector<std::vector<at::Tensor>> outputs{parts};
+    std::vector<at::Tensor> inputs{tensor};
+    return erase(backend_->backend->allgather(outputs, inputs));
+  });
+}
+
 PendingWork Communicator::send(at::Tensor& tensor, int64_t peer, int64_t tag) {
   return guarded("a send to rank " + std::to_string(ranks_.at(static_cast<std::size_t>(peer))), [&] {
     std::vector<at::Tensor> tensors{tensor};

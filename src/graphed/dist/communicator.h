@@ -1,5 +1,5 @@
 // dist/communicator.h — one c10d process group (NCCL on GPUs, Gloo on CPUs) over a set of ranks, with
-// the few operations training needs: in-place sum, send, receive, broadcast and barrier. Every
+// the few operations training needs: in-place sum, all-gather, send, receive, broadcast and barrier. Every
 // failure (a timeout, a peer that closed its connection) becomes a DistributedError naming this
 // rank, the group and the operation; no library message reaches the user raw.
 #pragma once
@@ -47,6 +47,8 @@ class Communicator {
 
   /// tensor <- sum over the group, in place.
   PendingWork all_reduce_sum(at::Tensor& tensor);
+  /// parts[r] <- member r's `tensor` (parts: one tensor of tensor's shape per member, in group order).
+  PendingWork all_gather(std::vector<at::Tensor>& parts, at::Tensor& tensor);
   /// Point to point with `peer` (a rank within the group); tag tells transfers apart on Gloo.
   PendingWork send(at::Tensor& tensor, int64_t peer, int64_t tag);
   PendingWork receive(at::Tensor& tensor, int64_t peer, int64_t tag);
