@@ -6,13 +6,13 @@
 
 #include <chrono>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "graphed/dist/detail/backend.h"
+#include "ranks_on_threads.h"
 
 namespace graphed::dist {
 namespace {
@@ -22,24 +22,12 @@ const auto kDoubleOptions = at::TensorOptions().dtype(at::kDouble);
 /// Runs `body(collectives)` as 2 Gloo ranks on threads; rethrows the first failure.
 void on_two_ranks(const std::function<void(model::TensorCollectives&)>& body) {
   const auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> failures(2);
-  for (int64_t rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        auto backend = detail::make_gloo_backend(store, rank, 2, std::chrono::seconds(30), "127.0.0.1");
-        Communicator group(backend, "tensor-parallel", {0, 1}, rank);
-        GroupTensorCollectives collectives(group);
-        body(collectives);
-      } catch (...) {
-        failures[static_cast<std::size_t>(rank)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
-  }
+  testing::run_ranks_on_threads(2, [&](int64_t rank) {
+    auto backend = detail::make_gloo_backend(store, rank, 2, std::chrono::seconds(30), "127.0.0.1");
+    Communicator group(backend, "tensor-parallel", {0, 1}, rank);
+    GroupTensorCollectives collectives(group);
+    body(collectives);
+  });
 }
 
 class TensorCollectivesTest : public ::testing::Test {

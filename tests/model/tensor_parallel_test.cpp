@@ -10,10 +10,11 @@
 #include <functional>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "ranks_on_threads.h"
 
 namespace graphed::model {
 namespace {
@@ -76,22 +77,10 @@ class ThreadCollectives final : public TensorCollectives {
 /// Runs `body(collectives)` on `size` threads, one rank each; rethrows the first failure.
 void on_ranks(int64_t size, const std::function<void(TensorCollectives&)>& body) {
   Rendezvous rendezvous(size);
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(size));
-  for (int64_t rank = 0; rank < size; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        ThreadCollectives collectives(rendezvous, size, rank);
-        body(collectives);
-      } catch (...) {
-        failures[static_cast<std::size_t>(rank)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
-  }
+  testing::run_ranks_on_threads(size, [&](int64_t rank) {
+    ThreadCollectives collectives(rendezvous, size, rank);
+    body(collectives);
+  });
 }
 
 at::Tensor part(const at::Tensor& tensor, int64_t dim, int64_t size, int64_t rank) {
