@@ -9,6 +9,7 @@
 #include "graphed/jinja/operators.h"
 #include "graphed/jinja/python_text.h"
 #include "graphed/jinja/template.h"
+#include "error_text.h"
 
 namespace graphed::jinja {
 namespace {
@@ -18,12 +19,7 @@ std::string render_value(const std::string& source) {
 }
 
 std::string evaluation_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const EvaluationError& error) {
-    return error.what();
-  }
-  return "(no error)";
+  return testing::error_text<EvaluationError>(action);
 }
 
 TEST(ValueTest, PrintsLikePythonStr) {
