@@ -440,9 +440,22 @@ TEST_P(ParallelRuleFiresTest, WithItsValuesAndFix) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, ParallelRuleFiresTest,
     ::testing::Values(
-        LaunchCase{"PL1TensorParallel", {{"tensor_model_parallel_size", 2}}, 2, "PL-1", Severity::kError,
-                   "--tensor-model-parallel-size 2: tensor parallelism is not implemented in this version; fix: pass "
-                   "1 and use data or pipeline parallelism (--pipeline-model-parallel-size)"},
+        LaunchCase{"PL7HeadsDoNotSplit", {{"tensor_model_parallel_size", 2}, {"num_attention_heads", 3},
+                                          {"hidden_size", 48}}, 2, "PL-7", Severity::kError,
+                   "--num-attention-heads 3 does not split over --tensor-model-parallel-size 2 (each rank takes an "
+                   "equal part); fix: pass a tensor size that divides 3, or more heads"},
+        LaunchCase{"PL7VocabularyDoesNotSplit", {{"tensor_model_parallel_size", 2}, {"vocab_size", 1001}}, 2, "PL-7",
+                   Severity::kError,
+                   "--vocab-size 1001 does not split over --tensor-model-parallel-size 2 (each rank takes an equal "
+                   "part); fix: pass --vocab-size 1002 (padded, as Megatron pads with --make-vocab-size-divisible-by)"},
+        LaunchCase{"PL8TensorWithMoe", {{"tensor_model_parallel_size", 2}, {"num_experts", 4}}, 2, "PL-8",
+                   Severity::kError,
+                   "--tensor-model-parallel-size 2 with MoE layers (--num-experts) is not implemented in this version; "
+                   "fix: use --tensor-model-parallel-size 1 with data parallelism"},
+        LaunchCase{"PL8TensorWithPipeline", {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}},
+                   4, "PL-8", Severity::kError,
+                   "--tensor-model-parallel-size 2 with --pipeline-model-parallel-size 2 is not implemented in this "
+                   "version; fix: use one of the two, with data parallelism for the other ranks"},
         LaunchCase{"PL1PipelineZero", {{"pipeline_model_parallel_size", 0}}, 1, "PL-1", Severity::kError,
                    "--pipeline-model-parallel-size must be >= 1, got 0; fix: pass a positive value"},
         LaunchCase{"PL1TimeoutZero", {{"distributed_timeout_minutes", 0}}, 1, "PL-1", Severity::kError,

@@ -1,87 +1,22 @@
 // tests/model/tensor_parallel_test.cpp — Megatron's region mappings over 2 and 4 ranks simulated by
-// threads in one process (ThreadCollectives: each collective waits for every rank, then combines in rank
-// order), in float64: a column-parallel then row-parallel MLP gives the one-process output, input gradient
-// and weight gradients (each rank's the slice of the whole); gather and scatter are each other's
-// inverses, forward and backward.
+// threads in one process (model/thread_collectives.h), in float64: a column-parallel then row-parallel MLP
+// gives the one-process output, input gradient and weight gradients (each rank's the slice of the whole);
+// gather and scatter are each other's inverses, forward and backward; the vocab-parallel embedding and
+// cross-entropy equal the whole vocabulary's.
 #include "graphed/model/tensor_parallel.h"
 
-#include <chrono>
-#include <condition_variable>
-#include <functional>
-#include <mutex>
-#include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "ranks_on_threads.h"
+#include "model/thread_collectives.h"
 
 namespace graphed::model {
 namespace {
 
+using testing::on_ranks;
+
 const auto kDouble = at::TensorOptions().dtype(at::kDouble);
-
-/// The ranks' shared meeting point: a collective deposits every rank's tensor, then each rank combines
-/// them in rank order. Waits at most 20 s, so a mismatched collective fails instead of hanging.
-class Rendezvous {
- public:
-  explicit Rendezvous(int64_t size) : size_(size), deposits_(static_cast<std::size_t>(size)) {}
-
-  std::vector<at::Tensor> exchange(int64_t rank, const at::Tensor& tensor) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const int64_t round = round_;
-    deposits_[static_cast<std::size_t>(rank)] = tensor.clone();
-    if (++arrived_ == size_) {
-      arrived_ = 0;
-      taken_ = 0;
-      result_ = deposits_;
-      ++round_;
-      changed_.notify_all();
-    } else if (!changed_.wait_for(lock, std::chrono::seconds(20), [&] { return round_ != round; })) {
-      throw std::runtime_error("a collective waited 20 s for the other ranks");
-    }
-    std::vector<at::Tensor> all = result_;
-    if (++taken_ == size_) result_.clear();
-    return all;
-  }
-
- private:
-  int64_t size_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<at::Tensor> deposits_, result_;
-  int64_t arrived_ = 0, taken_ = 0, round_ = 0;
-};
-
-class ThreadCollectives final : public TensorCollectives {
- public:
-  ThreadCollectives(Rendezvous& rendezvous, int64_t size, int64_t rank)
-      : rendezvous_(rendezvous), size_(size), rank_(rank) {}
-  int64_t size() const override { return size_; }
-  int64_t rank() const override { return rank_; }
-  at::Tensor all_reduce_sum(const at::Tensor& tensor) override {
-    const auto all = rendezvous_.exchange(rank_, tensor);
-    at::Tensor sum = all[0].clone();
-    for (std::size_t r = 1; r < all.size(); ++r) sum = sum + all[r];
-    return sum;
-  }
-  at::Tensor all_gather(const at::Tensor& tensor, int64_t dim) override {
-    return at::cat(rendezvous_.exchange(rank_, tensor), dim);
-  }
-
- private:
-  Rendezvous& rendezvous_;
-  int64_t size_, rank_;
-};
-
-/// Runs `body(collectives)` on `size` threads, one rank each; rethrows the first failure.
-void on_ranks(int64_t size, const std::function<void(TensorCollectives&)>& body) {
-  Rendezvous rendezvous(size);
-  testing::run_ranks_on_threads(size, [&](int64_t rank) {
-    ThreadCollectives collectives(rendezvous, size, rank);
-    body(collectives);
-  });
-}
 
 at::Tensor part(const at::Tensor& tensor, int64_t dim, int64_t size, int64_t rank) {
   const int64_t length = tensor.size(dim) / size;
@@ -138,6 +73,47 @@ TEST(TensorParallelTest, GatherAndScatterAreInversesForwardAndBackward) {
     gathered.backward(gradient);
     EXPECT_TRUE(at::equal(piece.grad(), part(gradient, 2, 2, rank))) << "rank " << rank;
   });
+}
+
+/// The group as a TensorParallel, not owning it (on_ranks owns it).
+TensorParallel borrowed(TensorCollectives& collectives) {
+  return TensorParallel(std::shared_ptr<TensorCollectives>(&collectives, [](TensorCollectives*) {}));
+}
+
+TEST(TensorParallelTest, VocabParallelEmbeddingEqualsTheWholeTable) {
+  at::manual_seed(7);
+  const at::Tensor table = at::randn({10, 3}, kDouble);
+  const at::Tensor tokens = at::tensor({0L, 4L, 5L, 9L, 3L, 5L}, at::kLong).view({2, 3});
+  const at::Tensor gradient = at::randn({2, 3, 3}, kDouble);
+  const at::Tensor whole = table.clone().requires_grad_(true);
+  at::embedding(whole, tokens).backward(gradient);
+  on_ranks(2, [&](TensorCollectives& collectives) {
+    const int64_t rank = collectives.rank();
+    const at::Tensor mine = part(table, 0, 2, rank).clone().requires_grad_(true);
+    const at::Tensor rows = borrowed(collectives).embedding(mine, tokens);
+    EXPECT_TRUE(at::equal(rows, at::embedding(table, tokens))) << "rank " << rank;
+    rows.backward(gradient);
+    EXPECT_TRUE(at::allclose(mine.grad(), part(whole.grad(), 0, 2, rank))) << "rank " << rank;
+  });
+}
+
+TEST(TensorParallelTest, VocabParallelCrossEntropyEqualsTheWholeVocabulary) {
+  at::manual_seed(8);
+  const at::Tensor logits = at::randn({5, 12}, kDouble) * 4;
+  const at::Tensor labels = at::tensor({0L, 11L, 6L, 5L, 2L}, at::kLong);
+  const at::Tensor whole = logits.clone().requires_grad_(true);
+  const at::Tensor expected = at::cross_entropy_loss(whole, labels);
+  expected.backward();
+  for (const int64_t size : {2, 3}) {
+    on_ranks(size, [&](TensorCollectives& collectives) {
+      const int64_t rank = collectives.rank();
+      const at::Tensor mine = part(logits, 1, size, rank).clone().requires_grad_(true);
+      const at::Tensor loss = borrowed(collectives).cross_entropy(mine, labels);
+      EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-12) << size << " ranks, rank " << rank;
+      loss.backward();
+      EXPECT_TRUE(at::allclose(mine.grad(), part(whole.grad(), 1, size, rank), 1e-12, 1e-12)) << "rank " << rank;
+    });
+  }
 }
 
 }  // namespace

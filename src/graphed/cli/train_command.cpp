@@ -177,10 +177,12 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   log.print("launch",
             {{"ranks", environment.world_size}, {"data_parallel_size", *config.train.data_parallel_size},
              {"pipeline_model_parallel_size", config.train.pipeline_model_parallel_size},
+             {"tensor_model_parallel_size", config.train.tensor_model_parallel_size},
              {"backend", device.is_cuda() ? "NCCL" : "Gloo"}},
             "launch: " + std::to_string(environment.world_size) + " ranks (data-parallel " +
                 std::to_string(*config.train.data_parallel_size) + " x pipeline " +
-                std::to_string(config.train.pipeline_model_parallel_size) + "), " + (device.is_cuda() ? "NCCL" : "Gloo") +
+                std::to_string(config.train.pipeline_model_parallel_size) + " x tensor " +
+                std::to_string(config.train.tensor_model_parallel_size) + "), " + (device.is_cuda() ? "NCCL" : "Gloo") +
                 "; rank 0 prints and writes");
   try {
     const int status = train_rank(config, device, &distributed.groups(), log, stop);

@@ -218,7 +218,7 @@ std::vector<SettingSpec> train_specs() {
       train(&T::sample_tokens, "sample_tokens", "tokens per sample, at each evaluation and at the end; 0 = none"),
       train(&T::sample_temperature, "sample_temperature", "sampling temperature; 0 = greedy"),
       train(&T::sample_top_k, "sample_top_k", "sample among the k likeliest tokens; 0 = all"),
-      train(&T::tensor_model_parallel_size, "tensor_model_parallel_size", "tensor-parallel ranks (1 only, for now)"),
+      train(&T::tensor_model_parallel_size, "tensor_model_parallel_size", "tensor-parallel ranks (Megatron's layout: heads, ffn and vocabulary split)"),
       train(&T::pipeline_model_parallel_size, "pipeline_model_parallel_size", "pipeline stages (launch with torchrun)"),
       train(&T::num_layers_per_virtual_pipeline_stage, "num_layers_per_virtual_pipeline_stage",
             "layers per virtual stage: the interleaved pipeline schedule; unset = 1F1B"),

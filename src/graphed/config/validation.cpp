@@ -360,16 +360,45 @@ void validate_pipeline_split(const RunConfig& config, IssueList& issues) {
   }
 }
 
+/// Tensor parallelism splits heads, query groups, the ffn and the vocabulary over the ranks (PL-7); the
+/// layers and layouts it has no form for yet are refused (PL-8).
+void validate_tensor_split(const RunConfig& config, IssueList& issues) {
+  const int64_t size = config.train.tensor_model_parallel_size;
+  if (size <= 1) return;
+  const ModelConfig& m = config.model;
+  const std::string tp = "--tensor-model-parallel-size " + num(size);
+  const auto require_divides = [&](const std::string& what, int64_t value, const std::string& fix) {
+    if (value % size == 0) return;
+    issues.error("PL-7", what + " " + num(value) + " does not split over " + tp + " (each rank takes an equal part); fix: " +
+                             fix);
+  };
+  require_divides("--num-attention-heads", m.num_attention_heads, "pass a tensor size that divides " +
+                                                                      num(m.num_attention_heads) + ", or more heads");
+  const int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
+  require_divides("--num-query-groups", groups, "pass a tensor size that divides " + num(groups) + " (Megatron splits "
+                                                "attention by query groups)");
+  if (m.ffn_hidden_size) {
+    require_divides("--ffn-hidden-size", *m.ffn_hidden_size, "pass a multiple of " + num(size));
+  }
+  const int64_t padded = (m.vocab_size + size - 1) / size * size;
+  require_divides("--vocab-size", m.vocab_size, "pass --vocab-size " + num(padded) +
+                                                    " (padded, as Megatron pads with --make-vocab-size-divisible-by)");
+  const auto refuse = [&](const std::string& what, const std::string& fix) {
+    issues.error("PL-8", tp + " with " + what + " is not implemented in this version; fix: " + fix);
+  };
+  if (m.is_moe()) refuse("MoE layers (--num-experts)", "use --tensor-model-parallel-size 1 with data parallelism");
+  if (m.has_mamba_layers()) refuse("Mamba layers", "use --tensor-model-parallel-size 1 with data parallelism");
+  if (config.train.pipeline_model_parallel_size > 1) {
+    refuse("--pipeline-model-parallel-size " + num(config.train.pipeline_model_parallel_size),
+           "use one of the two, with data parallelism for the other ranks");
+  }
+}
+
 void validate_parallel(const RunConfig& config, IssueList& issues) {
   const TrainConfig& t = config.train;
   require_positive(issues, "PL-1", "--tensor-model-parallel-size", t.tensor_model_parallel_size);
   require_positive(issues, "PL-1", "--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
   require_positive(issues, "PL-1", "--distributed-timeout-minutes", t.distributed_timeout_minutes);
-  if (t.tensor_model_parallel_size > 1) {
-    issues.error("PL-1", "--tensor-model-parallel-size " + num(t.tensor_model_parallel_size) +
-                             ": tensor parallelism is not implemented in this version; fix: pass 1 and use data or "
-                             "pipeline parallelism (--pipeline-model-parallel-size)");
-  }
   const int64_t model_parallel = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
   if (model_parallel < 1) return;
   if (t.world_size % model_parallel != 0 || t.world_size < model_parallel) {
@@ -385,6 +414,7 @@ void validate_parallel(const RunConfig& config, IssueList& issues) {
                              num(*t.data_parallel_size * model_parallel) + " processes");
   }
   validate_pipeline_split(config, issues);
+  validate_tensor_split(config, issues);
   if (t.pipeline_model_parallel_size > 1 && config.cuda_graph.impl == CudaGraphImpl::kFullIteration) {
     issues.error("PL-6", "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size " +
                              num(t.pipeline_model_parallel_size) + " is not supported in this version (the pipeline's "
@@ -515,12 +545,14 @@ const std::vector<RuleInfo>& all_rules() {
       {"TR-7", "--split format"},
       {"TR-8", "AdamW settings in range"},
       {"TR-9", "sampling settings >= 0, a prompt to continue"},
-      {"PL-1", "parallel sizes and the timeout positive; tensor parallelism 1 (not implemented)"},
+      {"PL-1", "parallel sizes and the timeout positive"},
       {"PL-2", "the launch's process count a multiple of tensor x pipeline size, equal to x data-parallel size"},
       {"PL-3", "layers divisible by pipeline stages"},
       {"PL-4", "virtual pipeline stages need 2 or more pipeline stages"},
       {"PL-5", "layers per virtual stage divide the layers of a stage"},
       {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
+      {"PL-7", "tensor parallelism: heads, query groups, ffn size and vocabulary divide by the tensor size"},
+      {"PL-8", "tensor parallelism with MoE, Mamba or pipeline parallelism (not implemented)"},
   };
   return rules;
 }

@@ -61,6 +61,10 @@ ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const Paralle
   const std::string tensor = tensor_suffix(layout_);
   data_ = make_group("data-parallel/" + std::to_string(layout_.pipeline_rank()) + tensor, layout_.data_group());
   pipeline_ = make_group("pipeline/" + std::to_string(layout_.data_rank()) + tensor, layout_.pipeline_group());
+  if (layout_.tensor_size > 1) {
+    tensor_ = make_group("tensor/" + std::to_string(layout_.pipeline_rank()) + "/" + std::to_string(layout_.data_rank()),
+                         layout_.tensor_group());
+  }
   if (layout_.is_pipelined() && (layout_.holds_embedding() || layout_.holds_loss())) {
     const auto group = layout_.pipeline_group();
     embedding_ = make_group("embedding/" + std::to_string(layout_.data_rank()) + tensor, {group.front(), group.back()});
@@ -89,6 +93,11 @@ std::unique_ptr<Communicator> ProcessGroups::make_group(const std::string& name,
   auto backend = device_.is_cuda() ? detail::make_nccl_backend(store, rank, size, timeout_, device_)
                                    : detail::make_gloo_backend(store, rank, size, timeout_, environment_.master_address);
   return std::make_unique<Communicator>(std::move(backend), name, ranks, layout_.rank);
+}
+
+Communicator& ProcessGroups::tensor() {
+  GRAPHED_INTERNAL_ASSERT(tensor_ != nullptr, "a tensor-parallel group asked of a run with tensor size 1");
+  return *tensor_;
 }
 
 Communicator& ProcessGroups::link(int64_t boundary, LinkDirection direction) {

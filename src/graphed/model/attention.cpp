@@ -11,6 +11,7 @@
 #include "graphed/kernels/paged_attention_ops.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/util/compat.h"
+#include "graphed/util/error.h"
 
 namespace graphed::model {
 
@@ -36,7 +37,8 @@ at::Tensor rope_inverse_frequencies(const AttentionShape& shape, int64_t head_di
 }
 
 AttentionImpl::AttentionImpl(const AttentionShape& shape)
-    : shape_(shape), head_dim_(shape.head_dim > 0 ? shape.head_dim : shape.hidden_size / shape.num_heads) {
+    : shape_(shape), head_dim_(shape.head_dim > 0 ? shape.head_dim : shape.hidden_size / shape.num_heads),
+      heads_(shape.num_heads), groups_(shape.num_query_groups) {
   const int64_t qkv_out = (shape.num_heads + 2 * shape.num_query_groups) * head_dim_;
   const int64_t context = shape.num_heads * head_dim_;
   qkv_weight_ = register_parameter("qkv_weight", at::randn({qkv_out, shape.hidden_size}) * shape.init_std);
@@ -61,6 +63,27 @@ void AttentionImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
   if (k_norm_) k_norm_->use_fused_path(fused_);
 }
 
+void AttentionImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an attention split twice");
+  tensor_ = tensor;
+  const TensorShard shard = tensor.shard();
+  for (const auto& [name, split] : tensor_splits()) {
+    at::Tensor parameter = named_parameters(/*recurse=*/false)[name];
+    parameter.set_data(take_shard(parameter.detach(), split, shard).contiguous());
+  }
+  heads_ = shape_.num_heads / shard.size;
+  groups_ = shape_.num_query_groups / shard.size;
+}
+
+std::vector<std::pair<std::string, ParameterSplit>> AttentionImpl::tensor_splits() const {
+  ParameterSplit qkv{TensorSplit::kQkv, shape_.num_heads, shape_.num_query_groups, head_dim_};
+  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"qkv_weight", qkv},
+                                                                {"proj_weight", {TensorSplit::kRow}}};
+  if (qkv_bias_.defined()) splits.emplace_back("qkv_bias", qkv);
+  if (proj_bias_.defined()) splits.emplace_back("proj_bias", ParameterSplit{TensorSplit::kFirstRank});
+  return splits;
+}
+
 at::Tensor AttentionImpl::project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
   // Inference: a single row (a batch-1 decode step) through the one-row kernel where it applies.
   if (!fused_ && !at::GradMode::is_enabled()) return kernels::decode_linear(input, weight, bias);
@@ -81,9 +104,9 @@ at::Tensor AttentionImpl::apply_rope(const at::Tensor& x, const at::Tensor& posi
 AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const at::Tensor& positions) const {
   const int64_t batch = input.size(0);
   const int64_t seq = input.size(1);
-  const int64_t heads = shape_.num_heads;
-  const int64_t groups = shape_.num_query_groups;
-  const at::Tensor qkv = project_linear(input, qkv_weight_, qkv_bias_);  // [b, s, (heads + 2 groups) d]
+  const int64_t heads = heads_;
+  const int64_t groups = groups_;
+  const at::Tensor qkv = project_linear(tensor_.enter(input), qkv_weight_, qkv_bias_);  // [b, s, (heads + 2 groups) d]
   const auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
   Projection projection;
   projection.query = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);
@@ -103,9 +126,13 @@ AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const 
 at::Tensor AttentionImpl::output_projection(const at::Tensor& context, const at::Tensor& residual) const {
   const int64_t batch = context.size(0);
   const int64_t seq = context.size(2);
-  const at::Tensor flat = context.transpose(1, 2).reshape({batch, seq, shape_.num_heads * head_dim_});
-  if (residual.defined()) return kernels::decode_linear(flat, proj_weight_, proj_bias_, {}, residual);
-  return project_linear(flat, proj_weight_, proj_bias_);
+  const at::Tensor flat = context.transpose(1, 2).reshape({batch, seq, heads_ * head_dim_});
+  // Row-parallel: the bias (and the residual) go in once, on the first rank, before the ranks' sum.
+  const at::Tensor bias = tensor_.on_first_rank(proj_bias_);
+  if (residual.defined()) {
+    return tensor_.leave(kernels::decode_linear(flat, proj_weight_, bias, {}, tensor_.on_first_rank(residual)));
+  }
+  return tensor_.leave(project_linear(flat, proj_weight_, bias));
 }
 
 bool AttentionImpl::decode_kernels_take(const at::Tensor& hidden) const {
@@ -115,7 +142,7 @@ bool AttentionImpl::decode_kernels_take(const at::Tensor& hidden) const {
 
 at::Tensor AttentionImpl::forward(const at::Tensor& input) {
   Projection projection = project(input);
-  const int64_t ratio = shape_.num_heads / shape_.num_query_groups;
+  const int64_t ratio = heads_ / groups_;
   if (ratio != 1) {
     projection.key = projection.key.repeat_interleave(ratio, 1);
     projection.value = projection.value.repeat_interleave(ratio, 1);
@@ -126,7 +153,7 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input) {
 
 LayerCache AttentionImpl::allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const {
   LayerCache cache;
-  cache.key = at::zeros({batch, shape_.num_query_groups, max_sequence, head_dim_}, options);
+  cache.key = at::zeros({batch, groups_, max_sequence, head_dim_}, options);
   cache.value = at::zeros_like(cache.key);
   return cache;
 }
@@ -135,18 +162,17 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& hidden, const NormImp
                                          const at::Tensor& blocked, const LayerCache& cache) const {
   const int64_t batch = hidden.size(0);
   const int64_t seq = hidden.size(1);
-  const int64_t groups = shape_.num_query_groups;
-  const int64_t ratio = shape_.num_heads / groups;
+  const int64_t groups = groups_;
+  const int64_t ratio = heads_ / groups;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  if (seq == 1 && decode_kernels_take(hidden) && kernels::decode_attention_fits(shape_.num_heads, groups, head_dim_)) {
+  if (seq == 1 && decode_kernels_take(hidden) && kernels::decode_attention_fits(heads_, groups, head_dim_)) {
     // One decode token per row: norm + QKV, RoPE + the cache write, attention, projection + residual.
     const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({batch, -1});
     const at::Tensor rows = positions.view({batch});
     const at::Tensor query = kernels::rope_into_cache(qkv, rows, rope_cos_, rope_sin_, cache.key, cache.value,
-                                                      shape_.num_heads, groups, head_dim_);
+                                                      heads_, groups, head_dim_);
     const at::Tensor context = kernels::decode_attention(query, cache.key, cache.value, rows, scale);
-    return kernels::decode_linear(context.view({batch, 1, shape_.num_heads * head_dim_}), proj_weight_, proj_bias_, {},
-                                  hidden);
+    return output_projection(context.view({batch, 1, heads_, head_dim_}).transpose(1, 2), hidden);
   }
   const Projection projection = project(norm.forward_inference(hidden), positions);
   const at::Tensor slots = positions.view({batch, 1, seq, 1}).expand({batch, groups, seq, head_dim_});
@@ -160,7 +186,7 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& hidden, const NormImp
   const at::Tensor probabilities =
       at::softmax(scores, -1, at::promote_types(scores.scalar_type(), at::kFloat)).to(query.scalar_type());
   const at::Tensor context = at::matmul(probabilities.view({batch, groups, ratio * seq, -1}), cache.value);
-  return output_projection(context.view({batch, shape_.num_heads, seq, head_dim_}), hidden);
+  return output_projection(context.view({batch, heads_, seq, head_dim_}), hidden);
 }
 
 }  // namespace graphed::model
@@ -169,15 +195,15 @@ namespace graphed::model {
 
 LayerCache AttentionImpl::allocate_paged_cache(int64_t blocks, int64_t block_size, const at::TensorOptions& options) const {
   LayerCache cache;
-  cache.key = at::zeros({blocks, block_size, shape_.num_query_groups, head_dim_}, options);
+  cache.key = at::zeros({blocks, block_size, groups_, head_dim_}, options);
   cache.value = at::zeros_like(cache.key);
   return cache;
 }
 
 at::Tensor AttentionImpl::prefill_attention(const at::Tensor& query, const PrefillSegment& segment,
                                             const PagedBatch& batch, const LayerCache& cache) const {
-  const int64_t groups = shape_.num_query_groups;
-  const int64_t ratio = shape_.num_heads / groups;
+  const int64_t groups = groups_;
+  const int64_t ratio = heads_ / groups;
   const int64_t context = segment.first_position + segment.length;
   const int64_t blocks = (context + batch.block_size - 1) / batch.block_size;
   const at::Tensor block_ids = batch.context.block_tables[segment.request].narrow(0, 0, blocks);
@@ -200,12 +226,12 @@ at::Tensor AttentionImpl::prefill_attention(const at::Tensor& query, const Prefi
 at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl& norm, const PagedBatch& batch,
                                         const LayerCache& cache) const {
   const int64_t tokens = hidden.size(1);
-  const int64_t groups = shape_.num_query_groups;
+  const int64_t groups = groups_;
   at::Tensor query;  // [tokens, heads, d]
   if (decode_kernels_take(hidden)) {  // norm + QKV, then RoPE + the cache write
     const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({tokens, -1});
     query = kernels::rope_into_paged_cache(qkv, batch.context.positions, batch.slots, rope_cos_, rope_sin_, cache.key,
-                                           cache.value, shape_.num_heads, groups, head_dim_);
+                                           cache.value, heads_, groups, head_dim_);
   } else {
     const Projection projection = project(norm.forward_inference(hidden), batch.context.positions.view({1, tokens}));
     cache.key.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.key[0].transpose(0, 1));

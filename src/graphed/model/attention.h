@@ -14,6 +14,7 @@
 #include "graphed/model/layer_cache.h"
 #include "graphed/model/paged_batch.h"
 #include "graphed/model/norm.h"
+#include "graphed/model/tensor_parallel.h"
 
 namespace graphed::model {
 
@@ -85,6 +86,12 @@ class AttentionImpl : public torch::nn::Module {
   at::Tensor output_projection(const at::Tensor& context, const at::Tensor& residual = {}) const;
   /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
   void use_fused_path(std::shared_ptr<const FusedPath> fused);
+  /// Keeps this rank's heads of `tensor`'s group (Megatron: QKV column-parallel by query groups, the output
+  /// projection row-parallel with its bias on the first rank): every path then runs on them. Once, before
+  /// training or decoding; the whole shape's heads and groups must divide by the group's size.
+  void split_for_tensor_parallel(const TensorParallel& tensor);
+  /// How each parameter (by its name in this module) lies over the tensor-parallel ranks.
+  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
   const AttentionShape& shape() const { return shape_; }
   int64_t head_dim() const { return head_dim_; }
 
@@ -100,6 +107,8 @@ class AttentionImpl : public torch::nn::Module {
 
   AttentionShape shape_;
   int64_t head_dim_;
+  int64_t heads_, groups_;  // this rank's query heads and key/value groups (the shape's with one rank)
+  TensorParallel tensor_;
   at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;  // qkv [(heads + 2 groups) d, h], proj [h, heads d]
   Norm q_norm_{nullptr}, k_norm_{nullptr};  // over head_dim, shared by the heads (qk_norm only)
   std::shared_ptr<const FusedPath> fused_;

@@ -66,7 +66,7 @@ GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<
 }
 
 at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {
-  at::Tensor hidden = at::embedding(word_embeddings_, tokens);  // [b, s, h]
+  at::Tensor hidden = tensor_.embedding(word_embeddings_, tokens);  // [b, s, h]
   if (position_embeddings_.defined()) {
     hidden = hidden + position_embeddings_.narrow(0, 0, tokens.size(1));
   }
@@ -75,32 +75,34 @@ at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {
 }
 
 at::Tensor GptModelImpl::embed_at(const at::Tensor& tokens, const at::Tensor& positions) {
-  const at::Tensor hidden = at::embedding(word_embeddings_, tokens);  // [b, s, h]
+  const at::Tensor hidden = tensor_.embedding(word_embeddings_, tokens);  // [b, s, h]
   if (!position_embeddings_.defined()) return hidden;
   return hidden + at::embedding(position_embeddings_, positions);
 }
 
-at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) {
-  const at::Tensor normed = final_norm_->forward(hidden);
+at::Tensor GptModelImpl::output_logits_part(const at::Tensor& hidden) {
+  const at::Tensor normed = tensor_.enter(final_norm_->forward(hidden));  // the output layer is column-parallel
   const at::Tensor& output = output_layer_weight();
   if (fused_) return kernels::linear(normed, output, fused_->copy_of(output), {}, {}).to(at::kFloat);
   return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
 }
 
+at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) { return tensor_.gather(output_logits_part(hidden)); }
+
 at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
   const at::Tensor logits = final_norm_->then_linear(hidden, output_layer_weight(), {});
-  return logits.to(at::promote_types(logits.scalar_type(), at::kFloat));
+  return tensor_.gather(logits.to(at::promote_types(logits.scalar_type(), at::kFloat)));
 }
 
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {
-  if (fused_) {  // the output layer and the loss in one, never holding fp32 logits
+  if (fused_ && tensor_.size() == 1) {  // the output layer and the loss in one, never holding fp32 logits
     const at::Tensor normed = final_norm_->forward(hidden);
     const at::Tensor& output = output_layer_weight();
     return kernels::linear_cross_entropy(normed.reshape({-1, normed.size(-1)}), output, fused_->copy_of(output),
                                          labels.reshape({-1}));
   }
-  const at::Tensor logits = output_logits(hidden);
-  return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));
+  const at::Tensor logits = output_logits_part(hidden);  // the whole logits with one rank
+  return tensor_.cross_entropy(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));
 }
 
 at::Tensor GptModelImpl::logits(const at::Tensor& tokens) {
@@ -170,6 +172,30 @@ void GptModelImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
   fused_ = std::move(fused);
   for (auto& layer : layers_) layer->use_fused_path(fused_);
   final_norm_->use_fused_path(fused_);
+}
+
+void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives) {
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && collectives != nullptr, "a model split twice");
+  tensor_ = TensorParallel(std::move(collectives));
+  for (auto& layer : layers_) layer->split_for_tensor_parallel(tensor_);
+  const auto splits = tensor_splits();
+  for (const auto& item : named_parameters(/*recurse=*/false)) {
+    const auto split = splits.find(item.key());
+    if (split == splits.end()) continue;
+    at::Tensor parameter = item.value();
+    parameter.set_data(take_shard(parameter.detach(), split->second, tensor_.shard()).contiguous());
+  }
+}
+
+std::map<std::string, ParameterSplit> GptModelImpl::tensor_splits() const {
+  std::map<std::string, ParameterSplit> splits = {{"word_embeddings", {TensorSplit::kColumn}}};
+  if (output_weight_.defined()) splits.emplace("output_weight", ParameterSplit{TensorSplit::kColumn});
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (const auto& [name, split] : layers_[i]->tensor_splits()) {
+      splits.emplace("layers." + std::to_string(i) + "." + name, split);
+    }
+  }
+  return splits;
 }
 
 void GptModelImpl::use_eager_stage_runner(StageUnit which) {

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -19,6 +21,7 @@
 #include "graphed/capture/unit_runner.h"
 #include "graphed/config/model_config.h"
 #include "graphed/model/norm.h"
+#include "graphed/model/tensor_parallel.h"
 #include "graphed/model/transformer_layer.h"
 
 namespace graphed::model {
@@ -104,9 +107,21 @@ class GptModelImpl : public torch::nn::Module {
   /// copies of the weights); null: the ATen path under autocast.
   void use_fused_path(std::shared_ptr<const FusedPath> fused);
 
+  /// Tensor parallelism (Megatron's layout): keeps this rank's part of every layer's attention and MLP and
+  /// of the vocabulary (the embedding and the output layer, vocab-parallel, the loss computed without
+  /// gathering the logits); norms and position embeddings stay whole. Once, right after construction (the
+  /// whole model, built from the seed, is what every rank splits). The sizes must divide (config rule PL-7).
+  void split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives);
+  /// The split of every parameter that is not whole on every rank, by its name in named_parameters().
+  std::map<std::string, ParameterSplit> tensor_splits() const;
+  const TensorParallel& tensor_parallel() const { return tensor_; }
+
  private:
   at::Tensor embed(const at::Tensor& tokens);
+  /// Logits [..., vocab] (float32) of hidden states, gathered over the tensor-parallel ranks.
   at::Tensor output_logits(const at::Tensor& hidden);
+  /// This rank's part of the logits [..., vocab / tensor size] (float32) of hidden states.
+  at::Tensor output_logits_part(const at::Tensor& hidden);
   /// The output layer's weight: its own when untied, else the word embeddings.
   const at::Tensor& output_layer_weight() const { return output_weight_.defined() ? output_weight_ : word_embeddings_; }
   at::Tensor lm_loss(const at::Tensor& hidden, const at::Tensor& labels);
@@ -120,6 +135,7 @@ class GptModelImpl : public torch::nn::Module {
   Norm final_norm_{nullptr};
   std::array<std::shared_ptr<capture::UnitRunner>, 2> stage_runners_;
   std::shared_ptr<const FusedPath> fused_;
+  TensorParallel tensor_;
 };
 TORCH_MODULE(GptModel);
 

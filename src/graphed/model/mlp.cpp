@@ -4,6 +4,7 @@
 #include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/model/norm.h"
+#include "graphed/util/error.h"
 
 namespace graphed::model {
 
@@ -23,29 +24,53 @@ MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {
   }
 }
 
+void MlpImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an MLP split twice");
+  tensor_ = tensor;
+  for (const auto& [name, split] : tensor_splits()) {
+    at::Tensor parameter = named_parameters(/*recurse=*/false)[name];
+    parameter.set_data(take_shard(parameter.detach(), split, tensor.shard()).contiguous());
+  }
+}
+
+std::vector<std::pair<std::string, ParameterSplit>> MlpImpl::tensor_splits() const {
+  const ParameterSplit fc1{shape_.swiglu ? TensorSplit::kSwiglu : TensorSplit::kColumn};
+  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"fc1_weight", fc1}, {"fc2_weight", {TensorSplit::kRow}}};
+  if (fc1_bias_.defined()) {
+    splits.emplace_back("fc1_bias", fc1);
+    splits.emplace_back("fc2_bias", ParameterSplit{TensorSplit::kFirstRank});
+  }
+  return splits;
+}
+
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
   if (fused_) return fused_forward(input);
-  const at::Tensor hidden = mlp_activation(at::linear(input, fc1_weight_, fc1_bias_), shape_.swiglu, shape_.openai_gelu);
-  return at::linear(hidden, fc2_weight_, fc2_bias_);
+  const at::Tensor projected = at::linear(tensor_.enter(input), fc1_weight_, fc1_bias_);
+  const at::Tensor hidden = mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
+  return tensor_.leave(at::linear(hidden, fc2_weight_, tensor_.on_first_rank(fc2_bias_)));
 }
 
 at::Tensor MlpImpl::fused_forward(const at::Tensor& input) const {
   const FusedPath& fused = *fused_;
-  const at::Tensor projected =
-      kernels::linear(input, fc1_weight_, fused.copy_of(fc1_weight_), fc1_bias_, fused.copy_of(fc1_bias_));
+  const at::Tensor projected = kernels::linear(tensor_.enter(input), fc1_weight_, fused.copy_of(fc1_weight_), fc1_bias_,
+                                               fused.copy_of(fc1_bias_));
   const at::Tensor hidden = shape_.swiglu ? kernels::swiglu(projected) : mlp_activation(projected, false, shape_.openai_gelu);
-  return kernels::linear(hidden, fc2_weight_, fused.copy_of(fc2_weight_), fc2_bias_, fused.copy_of(fc2_bias_));
+  const at::Tensor bias = tensor_.on_first_rank(fc2_bias_);
+  return tensor_.leave(kernels::linear(hidden, fc2_weight_, fused.copy_of(fc2_weight_), bias, fused.copy_of(bias)));
 }
 
 at::Tensor MlpImpl::forward_inference(const at::Tensor& hidden, const NormImpl& norm) {
   const at::Tensor projected = norm.then_linear(hidden, fc1_weight_, fc1_bias_);
+  // Row-parallel fc2: the bias and the residual go in once, on the first rank, before the ranks' sum.
+  const at::Tensor bias = tensor_.on_first_rank(fc2_bias_);
+  const at::Tensor residual = tensor_.on_first_rank(hidden);
   if (shape_.swiglu && kernels::decode_kernels_supported(projected)) {
     kernels::LinearInput first;
     first.transform = kernels::RowTransform::kSwiglu;
-    return kernels::decode_linear(projected, fc2_weight_, fc2_bias_, first, hidden);
+    return tensor_.leave(kernels::decode_linear(projected, fc2_weight_, bias, first, residual));
   }
   const at::Tensor activated = mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
-  return kernels::decode_linear(activated, fc2_weight_, fc2_bias_, {}, hidden);
+  return tensor_.leave(kernels::decode_linear(activated, fc2_weight_, bias, {}, residual));
 }
 
 }  // namespace graphed::model

@@ -9,6 +9,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "graphed/model/fused_path.h"
+#include "graphed/model/tensor_parallel.h"
 
 namespace graphed::model {
 
@@ -33,9 +34,15 @@ class MlpImpl : public torch::nn::Module {
   at::Tensor forward_inference(const at::Tensor& hidden, const NormImpl& norm);
   /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
   void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
+  /// Keeps this rank's part of `tensor`'s group (Megatron: fc1 column-parallel, SwiGLU's halves split
+  /// alike; fc2 row-parallel with its bias on the first rank). Once; the ffn size must divide by the size.
+  void split_for_tensor_parallel(const TensorParallel& tensor);
+  /// How each parameter (by its name in this module) lies over the tensor-parallel ranks.
+  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
 
  private:
   MlpShape shape_;
+  TensorParallel tensor_;
   at::Tensor fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
   std::shared_ptr<const FusedPath> fused_;
 

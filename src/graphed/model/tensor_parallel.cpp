@@ -65,6 +65,35 @@ struct ScatterToRegion : torch::autograd::Function<ScatterToRegion> {
 
 int64_t address(TensorCollectives& collectives) { return reinterpret_cast<int64_t>(&collectives); }
 
+/// Megatron's _VocabParallelCrossEntropy: the softmax's maximum and denominator and the label's logit
+/// combined over the ranks (each rank's logits part stays where it is); per-token losses, the same on every rank.
+struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
+  static at::Tensor forward(AutogradContext* context, const at::Tensor& logits, const at::Tensor& labels,
+                            int64_t collectives) {
+    TensorCollectives& group = *reinterpret_cast<TensorCollectives*>(collectives);
+    const int64_t part = logits.size(1);
+    const at::Tensor local_maximum = std::get<0>(logits.max(1, /*keepdim=*/true));       // [tokens, 1]
+    const at::Tensor maximum = group.all_gather(local_maximum, 1).amax(1, /*keepdim=*/true);
+    const at::Tensor shifted = logits - maximum;
+    const at::Tensor exponentials = shifted.exp();
+    const at::Tensor denominator = group.all_reduce_sum(exponentials.sum(1));               // [tokens]
+    const at::Tensor local = labels - group.rank() * part;
+    const at::Tensor outside = (local < 0).logical_or(local >= part);
+    const at::Tensor index = local.masked_fill(outside, 0);
+    const at::Tensor picked = group.all_reduce_sum(shifted.gather(1, index.unsqueeze(1)).squeeze(1).masked_fill(outside, 0));
+    context->save_for_backward({exponentials / denominator.unsqueeze(1), index, outside});
+    return denominator.log() - picked;
+  }
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    const auto saved = context->get_saved_variables();
+    const at::Tensor& index = saved[1];
+    // softmax - one_hot(label) on the rank holding the label, softmax elsewhere.
+    const at::Tensor one_hot = saved[2].logical_not().to(saved[0].scalar_type()).unsqueeze(1);
+    at::Tensor grad = saved[0].scatter_add(1, index.unsqueeze(1), -one_hot);
+    return {grad * grads[0].unsqueeze(1), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
 
 at::Tensor copy_to_tensor_region(const at::Tensor& input, TensorCollectives& collectives) {
@@ -81,6 +110,32 @@ at::Tensor gather_from_tensor_region(const at::Tensor& input, TensorCollectives&
 
 at::Tensor scatter_to_tensor_region(const at::Tensor& input, TensorCollectives& collectives) {
   return ScatterToRegion::apply(input, address(collectives));
+}
+
+at::Tensor TensorParallel::enter(const at::Tensor& input) const {
+  return collectives_ ? copy_to_tensor_region(input, *collectives_) : input;
+}
+
+at::Tensor TensorParallel::leave(const at::Tensor& partial) const {
+  return collectives_ ? reduce_from_tensor_region(partial, *collectives_) : partial;
+}
+
+at::Tensor TensorParallel::gather(const at::Tensor& part) const {
+  return collectives_ ? gather_from_tensor_region(part, *collectives_) : part;
+}
+
+at::Tensor TensorParallel::embedding(const at::Tensor& table, const at::Tensor& tokens) const {
+  if (!collectives_) return at::embedding(table, tokens);
+  const int64_t part = table.size(0);
+  const at::Tensor local = tokens - rank() * part;
+  const at::Tensor outside = (local < 0).logical_or(local >= part);
+  const at::Tensor rows = at::embedding(table, local.masked_fill(outside, 0)).masked_fill(outside.unsqueeze(-1), 0);
+  return leave(rows);
+}
+
+at::Tensor TensorParallel::cross_entropy(const at::Tensor& logits, const at::Tensor& labels) const {
+  if (!collectives_) return at::cross_entropy_loss(logits, labels);
+  return VocabParallelCrossEntropy::apply(logits, labels, address(*collectives_)).mean();
 }
 
 }  // namespace graphed::model

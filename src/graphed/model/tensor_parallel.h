@@ -2,12 +2,16 @@
 // tensor-parallel group (dist/ implements them; the model only calls them), and Megatron's four region
 // mappings (mappings.py) as autograd functions. A column-parallel layer enters its region through
 // copy_to_tensor_region and a row-parallel one leaves through reduce_from_tensor_region, so the forward
-// has one all-reduce per pair and the backward one too.
+// has one all-reduce per pair and the backward one too. TensorParallel is what a layer holds: its group, or
+// one rank, where every mapping is the identity; the model is split once (GptModel::split_for_tensor_parallel).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <ATen/ATen.h>
+
+#include "graphed/model/tensor_shards.h"
 
 namespace graphed::model {
 
@@ -32,5 +36,37 @@ at::Tensor reduce_from_tensor_region(const at::Tensor& input, TensorCollectives&
 at::Tensor gather_from_tensor_region(const at::Tensor& input, TensorCollectives& collectives);
 /// Forward: this rank's part of the last dimension; backward: every rank's gradient part gathered.
 at::Tensor scatter_to_tensor_region(const at::Tensor& input, TensorCollectives& collectives);
+
+/// A layer's tensor-parallel group, chosen once when the model is split. With one rank (the default) every
+/// call returns its input: the layers run as they always did.
+class TensorParallel {
+ public:
+  TensorParallel() = default;
+  /// collectives: the group (outlives the model's steps); null means one rank.
+  explicit TensorParallel(std::shared_ptr<TensorCollectives> collectives) : collectives_(std::move(collectives)) {}
+
+  int64_t size() const { return collectives_ ? collectives_->size() : 1; }
+  int64_t rank() const { return collectives_ ? collectives_->rank() : 0; }
+  TensorShard shard() const { return {size(), rank()}; }
+  /// Into a column-parallel layer (copy_to_tensor_region).
+  at::Tensor enter(const at::Tensor& input) const;
+  /// Out of a row-parallel layer: the ranks' partial results summed (reduce_from_tensor_region).
+  at::Tensor leave(const at::Tensor& partial) const;
+  /// A column-parallel output whole again: every rank's last-dimension part (gather_from_tensor_region).
+  at::Tensor gather(const at::Tensor& part) const;
+  /// `tensor` on the first rank, undefined on the others: what a row-parallel layer adds once before its
+  /// sum (its bias, in decoding the residual stream).
+  at::Tensor on_first_rank(const at::Tensor& tensor) const { return rank() == 0 ? tensor : at::Tensor(); }
+
+  /// Megatron's vocab-parallel embedding: rows of `tokens` [...] from this rank's part `table` of the
+  /// vocabulary (rows [rank x part, (rank + 1) x part)), zero for tokens outside it, summed over the ranks.
+  at::Tensor embedding(const at::Tensor& table, const at::Tensor& tokens) const;
+  /// Megatron's vocab-parallel cross-entropy: the mean over tokens of -log softmax(logits)[label] for
+  /// this rank's part `logits` [tokens, vocabulary / size] (float32) of the logits, which are never gathered.
+  at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& labels) const;
+
+ private:
+  std::shared_ptr<TensorCollectives> collectives_;
+};
 
 }  // namespace graphed::model

@@ -370,6 +370,23 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
   runners_[slot(which)] = std::move(runner);
 }
 
+void TransformerLayerImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
+  GRAPHED_INTERNAL_ASSERT(!mamba_ && !moe_, "layer ", layer_number_, " has Mamba or MoE, which have no tensor-parallel form");
+  if (attention_) attention_->split_for_tensor_parallel(tensor);
+  if (mlp_) mlp_->split_for_tensor_parallel(tensor);
+}
+
+std::vector<std::pair<std::string, ParameterSplit>> TransformerLayerImpl::tensor_splits() const {
+  std::vector<std::pair<std::string, ParameterSplit>> splits;
+  if (attention_) {
+    for (auto [name, split] : attention_->tensor_splits()) splits.emplace_back("attention." + name, split);
+  }
+  if (mlp_) {
+    for (auto [name, split] : mlp_->tensor_splits()) splits.emplace_back("mlp." + name, split);
+  }
+  return splits;
+}
+
 void TransformerLayerImpl::use_fused_path(const std::shared_ptr<const FusedPath>& fused) {
   fused_residual_ = fused != nullptr;
   if (input_norm_) input_norm_->use_fused_path(fused);

@@ -342,6 +342,14 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir) {
 
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
                         const config::RunConfig& config, const at::Device& device, bool own_stage) {
+  NamedTensors model_parameters;
+  for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());
+  return load_checkpoint_tensors(load_dir, model_parameters, optimizer.state(), config, device, own_stage);
+}
+
+int64_t load_checkpoint_tensors(const std::string& load_dir, const NamedTensors& model_parameters,
+                                const NamedTensors& optimizer_state, const config::RunConfig& config,
+                                const at::Device& device, bool own_stage) {
   const CheckpointInfo info = read_checkpoint_info(load_dir);
   check_architecture(info, config);
   const std::string model_file = join_path(info.folder, "model.safetensors");
@@ -349,9 +357,6 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
   const SavedTensors parameters = read_safetensors(model_file, checkpoint_wording());
   const SavedTensors state = read_safetensors(optimizer_file, checkpoint_wording());
 
-  NamedTensors model_parameters;
-  for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());
-  const NamedTensors optimizer_state = optimizer.state();
   NamedTensors rng_states;
   for (auto& [name, tensor] : capture::rng_states(device)) rng_states.emplace_back("rng." + name, tensor);
 

@@ -57,6 +57,12 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir);
 /// stages' parameters (the model's own) is then skipped rather than refused.
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
                         const config::RunConfig& config, const at::Device& device, bool own_stage = false);
+/// load_checkpoint into (name, tensor) lists of the whole shapes, which the caller then spreads (a
+/// tensor-parallel rank takes its shards of them): the same checks and the same RNG restore.
+int64_t load_checkpoint_tensors(const std::string& load_dir,
+                                const std::vector<std::pair<std::string, at::Tensor>>& model_parameters,
+                                const std::vector<std::pair<std::string, at::Tensor>>& optimizer_state,
+                                const config::RunConfig& config, const at::Device& device, bool own_stage);
 
 /// Loads only the model weights of the checkpoint `load_dir` names (for inference): the same checks
 /// as load_checkpoint on model.safetensors; the optimizer file is not read. Returns its iteration count.

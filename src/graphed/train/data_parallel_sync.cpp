@@ -4,8 +4,10 @@
 namespace graphed::train {
 
 DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap,
-                                   at::Tensor shared_embedding)
+                                   at::Tensor shared_embedding, std::vector<at::Tensor> tensor_duplicates)
     : groups_(groups), shared_embedding_(std::move(shared_embedding)) {
+  // Megatron's rule: a parameter whole on every tensor-parallel rank counts once, on the first.
+  if (groups.layout().tensor_rank() != 0) uncounted_ = std::move(tensor_duplicates);
   dist::GradientReducerOptions options;
   options.overlap_with_backward = overlap;
   reducer_ = std::make_unique<dist::GradientReducer>(groups.data(), optimizer.parameters(), optimizer.gradients(),
@@ -24,14 +26,19 @@ void DataParallelSync::after_backward() {
 }
 
 at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
-  if (!groups_.layout().is_pipelined()) return optimizer.gradient_norm();  // equal on every data-parallel rank
-  // Each stage's sum of squares, the shared embedding counted by the first stage only.
+  const dist::ParallelLayout& layout = groups_.layout();
+  // Equal on every data-parallel rank: with one stage and one tensor rank, this rank's norm is the norm.
+  if (!layout.is_pipelined() && layout.tensor_size == 1) return optimizer.gradient_norm();
+  // Each rank's sum of squares, the shared embedding counted by the first stage only and a parameter whole
+  // on every tensor rank by the first tensor rank only.
   at::Tensor squares = optimizer.gradient_norm().square();
   if (shared_embedding_.defined() && !counts_shared_embedding_) {
     squares = squares - shared_embedding_.grad().to(at::kFloat).square().sum();
   }
+  for (const at::Tensor& parameter : uncounted_) squares = squares - parameter.grad().to(at::kFloat).square().sum();
   squares = squares.reshape({1}).contiguous();
-  groups_.pipeline().all_reduce_sum(squares).wait();
+  if (layout.tensor_size > 1) groups_.tensor().all_reduce_sum(squares).wait();
+  if (layout.is_pipelined()) groups_.pipeline().all_reduce_sum(squares).wait();
   return squares.clamp_min(0.0).sqrt().reshape({});
 }
 

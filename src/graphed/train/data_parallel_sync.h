@@ -1,7 +1,8 @@
 // train/data_parallel_sync.h — GradientSync for several ranks: gradients averaged over the
 // data-parallel group in buckets (overlapped with the backward when `overlap`), the tied embedding's
 // gradient summed over the pipeline's first and last stage, the gradient norm and the losses reduced
-// over the pipeline (the loss lives on the last stage) and averaged over the data-parallel ranks.
+// over the pipeline (the loss lives on the last stage) and averaged over the data-parallel ranks; under
+// tensor parallelism the norm also sums the tensor ranks' parts.
 #pragma once
 
 #include <memory>
@@ -16,8 +17,10 @@ namespace graphed::train {
 class DataParallelSync final : public GradientSync {
  public:
   /// groups: outlive this. shared_embedding: the word embedding when the first and last pipeline stage
-  /// both hold it (tied embeddings under pipeline parallelism), else undefined.
-  DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding);
+  /// both hold it (tied embeddings under pipeline parallelism), else undefined. tensor_duplicates: the
+  /// parameters whole on every tensor-parallel rank (norms), counted in the norm by the first tensor rank.
+  DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding,
+                   std::vector<at::Tensor> tensor_duplicates = {});
 
   void before_last_backward() override;
   void after_backward() override;
@@ -28,6 +31,7 @@ class DataParallelSync final : public GradientSync {
   dist::ProcessGroups& groups_;
   std::unique_ptr<dist::GradientReducer> reducer_;
   at::Tensor shared_embedding_;
+  std::vector<at::Tensor> uncounted_;  ///< the tensor duplicates, on tensor ranks other than the first
   bool counts_shared_embedding_ = true;  ///< false on the last stage: the first stage counts it in the norm
 };
 

@@ -13,6 +13,7 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/device.h"
+#include "graphed/dist/tensor_collectives.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/data_parallel_sync.h"
@@ -21,6 +22,7 @@
 #include "graphed/train/output_paths.h"
 #include "graphed/train/pipeline_checkpoint.h"
 #include "graphed/train/progress.h"
+#include "graphed/train/tensor_parallel_checkpoint.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
@@ -43,6 +45,9 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
       layout_(groups != nullptr ? groups->layout() : dist::make_parallel_layout(config, 0)), groups_(groups) {
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = model::GptModel(config.model, config.moe_layers);
+  if (layout_.tensor_size > 1) {  // each tensor rank keeps its part of the whole model it built
+    model_->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(groups->tensor()));
+  }
   model_->to(device_);
   // Every rank builds the whole model from the same seed (the weights of one process); it trains and
   // updates its own stages' parameters.
@@ -73,7 +78,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     model_->use_fused_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, !overlap));
   }
   if (groups != nullptr) {
-    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding);
+    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor_duplicates());
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
@@ -170,8 +175,32 @@ void Trainer::write_metrics(const nlohmann::json& record) {
   if (metrics_) *metrics_ << record.dump() << '\n' << std::flush;
 }
 
+std::vector<at::Tensor> Trainer::tensor_duplicates() {
+  std::vector<at::Tensor> duplicates;
+  if (layout_.tensor_size == 1) return duplicates;
+  const auto splits = model_->tensor_splits();
+  for (const auto& item : model_->named_parameters()) {
+    if (splits.count(item.key()) == 0) duplicates.push_back(item.value());
+  }
+  return duplicates;
+}
+
 void Trainer::load(const std::string& dir) {
-  start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, /*own_stage=*/layout_.is_pipelined());
+  const bool own_stage = layout_.is_pipelined();
+  if (layout_.tensor_size == 1) {
+    start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage);
+  } else {  // the whole tensors are read, then each rank keeps its part
+    NamedTensorList parameters;
+    for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
+    const NamedTensorList state = optimizer_->state();
+    const TensorSplits splits = model_->tensor_splits();
+    const NamedTensorList whole_parameters = whole_tensors_for(parameters, splits, layout_.tensor_size);
+    const NamedTensorList whole_state = whole_tensors_for(state, splits, layout_.tensor_size);
+    start_iteration_ = load_checkpoint_tensors(dir, whole_parameters, whole_state, config_, device_, own_stage);
+    const model::TensorShard shard{layout_.tensor_size, layout_.tensor_rank()};
+    keep_own_parts(whole_parameters, parameters, splits, shard);
+    keep_own_parts(whole_state, state, splits, shard);
+  }
   optimizer_->refresh_working_copies();
 }
 
@@ -182,6 +211,16 @@ std::string Trainer::save(int64_t iterations) {
         gather_pipeline_state(model_, *optimizer_, *groups_, !config_.model.untie_embeddings_and_output_weights);
     if (!is_main_rank()) return checkpoint_folder(folder, iterations);
     return save_checkpoint_tensors(folder, iterations, state.parameters, state.optimizer_state, config_, device_);
+  }
+  if (layout_.tensor_size > 1) {  // the first data-parallel rank's tensor group joins the parts; rank 0 writes
+    if (layout_.data_rank() != 0) return checkpoint_folder(folder, iterations);
+    const TensorSplits splits = model_->tensor_splits();
+    NamedTensorList parameters;
+    for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
+    const NamedTensorList whole_parameters = join_over_group(parameters, splits, groups_->tensor());
+    const NamedTensorList whole_state = join_over_group(optimizer_->state(), splits, groups_->tensor());
+    if (!is_main_rank()) return checkpoint_folder(folder, iterations);
+    return save_checkpoint_tensors(folder, iterations, whole_parameters, whole_state, config_, device_);
   }
   // Every data-parallel rank holds the same state after the step: rank 0 writes it.
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
@@ -266,8 +305,10 @@ void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary
 
 std::optional<std::string> Trainer::sample(int64_t iteration) {
   const auto& t = config_.train;
-  // Rank 0 draws it; under pipeline parallelism no rank holds every layer's trained weights.
-  if (t.sample_tokens == 0 || !data_.is_byte_level() || !is_main_rank() || layout_.is_pipelined()) return std::nullopt;
+  // Rank 0 draws it, with the other ranks of its tensor-parallel group (the model's collectives need them
+  // all); under pipeline parallelism no rank holds every layer's trained weights.
+  const bool draws = layout_.data_rank() == 0 && !layout_.is_pipelined();
+  if (t.sample_tokens == 0 || !data_.is_byte_level() || !draws) return std::nullopt;
   capture::EagerScope eager;  // one row at a time through every graphed unit, eagerly
   compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());  // the precision training runs in
   model::Sampling sampling;
@@ -276,6 +317,7 @@ std::optional<std::string> Trainer::sample(int64_t iteration) {
   sampling.seed = static_cast<uint64_t>(t.seed) + static_cast<uint64_t>(iteration);
   sampling.vocabulary = TokenDataset::kByteVocabulary;  // --vocab-size may pad the table past the bytes
   const auto tokens = model_->generate(TokenDataset::encode_bytes(t.sample_prompt), t.sample_tokens, sampling);
+  if (!is_main_rank()) return std::nullopt;
   return to_valid_utf8_lossy(TokenDataset::decode_bytes(tokens));
 }
 

@@ -105,6 +105,8 @@ class Trainer {
   void delete_cuda_graphs();
 
  private:
+  /// The parameters whole on every tensor-parallel rank (none without tensor parallelism).
+  std::vector<at::Tensor> tensor_duplicates();
   /// This rank's microbatches of global batch `index` of the split (its data-parallel shard).
   std::vector<Batch> host_batches(Split split, int64_t index) const;
   struct Interval;

@@ -1,10 +1,10 @@
-// dist/tensor_shards.cpp — see dist/tensor_shards.h. Shards are contiguous copies; joins concatenate in
+// model/tensor_shards.cpp — see model/tensor_shards.h. Shards are contiguous copies; joins concatenate in
 // rank order.
-#include "graphed/dist/tensor_shards.h"
+#include "graphed/model/tensor_shards.h"
 
 #include "graphed/util/error.h"
 
-namespace graphed::dist {
+namespace graphed::model {
 namespace {
 
 /// Part `shard.rank` of `size` equal parts of dimension `dim`.
@@ -73,6 +73,41 @@ at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards) {
   return at::cat({at::cat(gates, 0), at::cat(ups, 0)}, 0);
 }
 
+at::Tensor take_shard(const at::Tensor& whole, const ParameterSplit& split, TensorShard shard) {
+  switch (split.split) {
+    case TensorSplit::kReplicated:
+    case TensorSplit::kFirstRank: return whole;
+    case TensorSplit::kColumn: return column_shard(whole, shard);
+    case TensorSplit::kRow: return row_shard(whole, shard);
+    case TensorSplit::kQkv: return qkv_shard(whole, split.heads, split.groups, split.head_dim, shard);
+    case TensorSplit::kSwiglu: return swiglu_shard(whole, shard);
+  }
+  GRAPHED_INTERNAL_ASSERT(false, "an unknown tensor split");
+  return whole;
+}
+
+at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSplit& split) {
+  GRAPHED_INTERNAL_ASSERT(!shards.empty(), "no shards to join");
+  switch (split.split) {
+    case TensorSplit::kReplicated:
+    case TensorSplit::kFirstRank: return shards.front();
+    case TensorSplit::kColumn: return join_column_shards(shards);
+    case TensorSplit::kRow: return join_row_shards(shards);
+    case TensorSplit::kQkv: return join_qkv_shards(shards, split.heads, split.groups, split.head_dim);
+    case TensorSplit::kSwiglu: return join_swiglu_shards(shards);
+  }
+  GRAPHED_INTERNAL_ASSERT(false, "an unknown tensor split");
+  return shards.front();
+}
+
+std::vector<int64_t> whole_sizes(const at::Tensor& shard, const ParameterSplit& split, int64_t size) {
+  std::vector<int64_t> sizes = shard.sizes().vec();
+  if (!split.is_sharded() || sizes.empty()) return sizes;
+  const std::size_t dim = split.split == TensorSplit::kRow ? sizes.size() - 1 : 0;
+  sizes[dim] *= size;
+  return sizes;
+}
+
 int64_t padded_vocabulary(int64_t vocabulary, int64_t divisible_by, int64_t tensor_size) {
   GRAPHED_INTERNAL_ASSERT(vocabulary >= 1 && divisible_by >= 1 && tensor_size >= 1, "vocabulary ", vocabulary,
                           " padded to a multiple of ", divisible_by, " x ", tensor_size);
@@ -80,4 +115,4 @@ int64_t padded_vocabulary(int64_t vocabulary, int64_t divisible_by, int64_t tens
   return (vocabulary + multiple - 1) / multiple * multiple;
 }
 
-}  // namespace graphed::dist
+}  // namespace graphed::model

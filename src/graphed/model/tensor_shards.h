@@ -1,8 +1,7 @@
-// dist/tensor_shards.h — what one tensor-parallel rank holds of a whole weight, and how the shards join
+// model/tensor_shards.h — what one tensor-parallel rank holds of a whole weight, and how the shards join
 // again, by Megatron's splits: column-parallel layers split their output features (QKV by query groups,
-// SwiGLU's fc1 half by half), row-parallel layers their input features, and the vocabulary is padded so
-// that it divides. Pure tensor functions, no communication: checkpoints stay whole, and a rank takes its
-// shard on load.
+// SwiGLU's fc1 half by half), row-parallel layers their input features, the vocabulary splits like a
+// column. Pure tensor functions, no communication: checkpoints stay whole, and a rank takes its shard.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +9,7 @@
 
 #include <ATen/ATen.h>
 
-namespace graphed::dist {
+namespace graphed::model {
 
 /// A rank's place among `size` tensor-parallel ranks.
 struct TensorShard {
@@ -37,8 +36,32 @@ at::Tensor join_row_shards(const std::vector<at::Tensor>& shards);
 at::Tensor join_qkv_shards(const std::vector<at::Tensor>& shards, int64_t heads, int64_t groups, int64_t head_dim);
 at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards);
 
+/// How a parameter lies over the tensor-parallel ranks.
+enum class TensorSplit {
+  kReplicated,  ///< whole on every rank, with equal gradients (norms, position embeddings)
+  kColumn,      ///< split along dimension 0 (column-parallel weights and biases, the vocabulary)
+  kRow,         ///< split along the last dimension (row-parallel weights)
+  kQkv,         ///< the fused QKV weight or bias, by query groups
+  kSwiglu,      ///< SwiGLU's fc1 weight or bias, each half split
+  kFirstRank,   ///< whole on every rank but used by the first only (a row-parallel bias, added once)
+};
+
+struct ParameterSplit {
+  TensorSplit split = TensorSplit::kReplicated;
+  int64_t heads = 0, groups = 0, head_dim = 0;  ///< kQkv only: the whole layer's counts
+  /// Whether each rank holds a different part (its gradient's square counts on every rank in the norm).
+  bool is_sharded() const { return split != TensorSplit::kReplicated && split != TensorSplit::kFirstRank; }
+};
+
+/// This rank's part of `whole` (a copy for the sharded splits; `whole` itself for the others).
+at::Tensor take_shard(const at::Tensor& whole, const ParameterSplit& split, TensorShard shard);
+/// The whole tensor from every rank's part, in rank order (the first rank's for kReplicated and kFirstRank).
+at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSplit& split);
+/// The whole tensor's sizes, from one rank's part among `size`.
+std::vector<int64_t> whole_sizes(const at::Tensor& shard, const ParameterSplit& split, int64_t size);
+
 /// Megatron's padded vocabulary (_vocab_size_with_padding): the smallest multiple of divisible_by x
 /// tensor_size that is at least `vocabulary`.
 int64_t padded_vocabulary(int64_t vocabulary, int64_t divisible_by, int64_t tensor_size);
 
-}  // namespace graphed::dist
+}  // namespace graphed::model

@@ -1,18 +1,18 @@
-// tests/dist/tensor_shards_test.cpp — Megatron's tensor-parallel splits on the CPU in float64: every
+// tests/model/tensor_shards_test.cpp — Megatron's tensor-parallel splits on the CPU in float64: every
 // shard joins back to the whole tensor bit for bit; column shards give the rank's output features of the
 // whole layer, row shards' partial products add up to it, a QKV shard holds exactly its ranks' heads and
 // groups (GQA), a SwiGLU shard's activation is the rank's part of the whole activation; Megatron's
 // vocabulary padding.
-#include "graphed/dist/tensor_shards.h"
+#include "graphed/model/tensor_shards.h"
 
 #include <functional>
 
 #include <gtest/gtest.h>
 
-namespace graphed::dist {
+namespace graphed::model {
 namespace {
 
-const auto kDouble = at::TensorOptions().dtype(at::kDouble);
+const auto kFloat64 = at::TensorOptions().dtype(at::kDouble);
 
 std::vector<at::Tensor> shards_of(const at::Tensor& whole, int64_t size,
                                   const std::function<at::Tensor(const at::Tensor&, TensorShard)>& split) {
@@ -23,9 +23,9 @@ std::vector<at::Tensor> shards_of(const at::Tensor& whole, int64_t size,
 
 TEST(TensorShardsTest, ColumnShardsGiveEachRankItsOutputFeaturesAndJoinBack) {
   at::manual_seed(1);
-  const at::Tensor weight = at::randn({12, 5}, kDouble);
-  const at::Tensor bias = at::randn({12}, kDouble);
-  const at::Tensor input = at::randn({3, 5}, kDouble);
+  const at::Tensor weight = at::randn({12, 5}, kFloat64);
+  const at::Tensor bias = at::randn({12}, kFloat64);
+  const at::Tensor input = at::randn({3, 5}, kFloat64);
   const at::Tensor whole = at::linear(input, weight, bias);
   for (const int64_t size : {1, 2, 3, 4}) {
     const auto weights = shards_of(weight, size, column_shard);
@@ -42,8 +42,8 @@ TEST(TensorShardsTest, ColumnShardsGiveEachRankItsOutputFeaturesAndJoinBack) {
 
 TEST(TensorShardsTest, RowShardsPartialProductsAddUpToTheWholeLayer) {
   at::manual_seed(2);
-  const at::Tensor weight = at::randn({7, 12}, kDouble);
-  const at::Tensor input = at::randn({3, 12}, kDouble);
+  const at::Tensor weight = at::randn({7, 12}, kFloat64);
+  const at::Tensor input = at::randn({3, 12}, kFloat64);
   const at::Tensor whole = at::linear(input, weight);
   for (const int64_t size : {2, 3, 4}) {
     const auto weights = shards_of(weight, size, row_shard);
@@ -59,8 +59,8 @@ TEST(TensorShardsTest, RowShardsPartialProductsAddUpToTheWholeLayer) {
 TEST(TensorShardsTest, QkvShardsHoldTheirRanksHeadsAndGroups) {
   // 8 query heads in 4 groups of head dim 3, over 2 and 4 ranks.
   const int64_t heads = 8, groups = 4, head_dim = 3, hidden = 5;
-  const at::Tensor weight = at::arange((heads + 2 * groups) * head_dim * hidden, kDouble).view({-1, hidden});
-  const at::Tensor bias = at::arange((heads + 2 * groups) * head_dim, kDouble);
+  const at::Tensor weight = at::arange((heads + 2 * groups) * head_dim * hidden, kFloat64).view({-1, hidden});
+  const at::Tensor bias = at::arange((heads + 2 * groups) * head_dim, kFloat64);
   const auto query_rows = [&](int64_t head) { return weight.narrow(0, head * head_dim, head_dim); };
   const auto key_rows = [&](int64_t group) { return weight.narrow(0, (heads + group) * head_dim, head_dim); };
   const auto value_rows = [&](int64_t group) { return weight.narrow(0, (heads + groups + group) * head_dim, head_dim); };
@@ -90,8 +90,8 @@ TEST(TensorShardsTest, QkvShardsHoldTheirRanksHeadsAndGroups) {
 TEST(TensorShardsTest, SwigluShardsActivationIsTheRanksPartOfTheWholeActivation) {
   at::manual_seed(3);
   const int64_t ffn = 6, hidden = 4;
-  const at::Tensor weight = at::randn({2 * ffn, hidden}, kDouble);
-  const at::Tensor input = at::randn({3, hidden}, kDouble);
+  const at::Tensor weight = at::randn({2 * ffn, hidden}, kFloat64);
+  const at::Tensor input = at::randn({3, hidden}, kFloat64);
   const auto swiglu = [](const at::Tensor& projected) {
     const auto halves = projected.chunk(2, -1);
     return at::silu(halves[0]) * halves[1];
@@ -116,4 +116,4 @@ TEST(TensorShardsTest, VocabularyIsPaddedToAMultipleOfDivisibleByTimesTensorSize
 }
 
 }  // namespace
-}  // namespace graphed::dist
+}  // namespace graphed::model

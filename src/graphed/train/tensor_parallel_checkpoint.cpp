@@ -1,0 +1,59 @@
+// train/tensor_parallel_checkpoint.cpp — see train/tensor_parallel_checkpoint.h.
+#include "graphed/train/tensor_parallel_checkpoint.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include "graphed/util/error.h"
+
+namespace graphed::train {
+
+model::ParameterSplit split_of(const std::string& name, const TensorSplits& splits) {
+  const auto whole = splits.find(name);
+  if (whole != splits.end()) return whole->second;
+  for (const char* state : {".exp_avg", ".exp_avg_sq"}) {
+    const std::string suffix = state;
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const auto parameter = splits.find(name.substr(0, name.size() - suffix.size()));
+    if (parameter != splits.end()) return parameter->second;
+  }
+  return {};
+}
+
+NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group) {
+  at::NoGradGuard no_grad;
+  NamedTensorList whole;
+  for (const auto& [name, part] : parts) {
+    const model::ParameterSplit split = split_of(name, splits);
+    if (!split.is_sharded()) {  // whole on every rank; a first-rank bias is the first rank's
+      whole.emplace_back(name, part);
+      continue;
+    }
+    at::Tensor input = part.detach().contiguous();
+    std::vector<at::Tensor> gathered;
+    for (int64_t r = 0; r < group.size(); ++r) gathered.push_back(at::empty_like(input));
+    group.all_gather(gathered, input).wait();
+    whole.emplace_back(name, model::join_shards(gathered, split));
+  }
+  return whole;
+}
+
+NamedTensorList whole_tensors_for(const NamedTensorList& parts, const TensorSplits& splits, int64_t size) {
+  NamedTensorList whole;
+  for (const auto& [name, part] : parts) {
+    const model::ParameterSplit split = split_of(name, splits);
+    whole.emplace_back(name, split.is_sharded() ? at::empty(model::whole_sizes(part, split, size), part.options()) : part);
+  }
+  return whole;
+}
+
+void keep_own_parts(const NamedTensorList& whole, const NamedTensorList& parts, const TensorSplits& splits,
+                    model::TensorShard shard) {
+  GRAPHED_INTERNAL_ASSERT(whole.size() == parts.size(), whole.size(), " whole tensors for ", parts.size(), " parts");
+  at::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const model::ParameterSplit split = split_of(parts[i].first, splits);
+    if (split.is_sharded()) parts[i].second.copy_(model::take_shard(whole[i].second, split, shard));
+  }
+}
+
+}  // namespace graphed::train

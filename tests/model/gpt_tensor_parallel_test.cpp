@@ -1,0 +1,123 @@
+// tests/model/gpt_tensor_parallel_test.cpp — a GPT model split over 2 ranks (threads, model/thread_collectives.h)
+// computes what the whole model computes, in float64: the training loss and every gradient (each rank's part
+// of the whole gradient; a row-parallel bias's on the first rank), and the decoding path over a key/value
+// cache. For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a GPT-2-style one (learned
+// positions, LayerNorm, GELU, biases, tied embeddings).
+#include <gtest/gtest.h>
+
+#include <ATen/core/grad_mode.h>
+
+#include "graphed/model/gpt_model.h"
+#include "model/thread_collectives.h"
+#include "run_config_for_test.h"
+
+namespace graphed::model {
+namespace {
+
+struct Case {
+  const char* name;
+  nlohmann::json settings;
+};
+
+std::vector<Case> cases() {
+  const nlohmann::json common = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
+                                 {"vocab_size", 50}, {"seq_length", 16}, {"attention_dropout", 0.0},
+                                 {"hidden_dropout", 0.0}};
+  nlohmann::json llama = common;
+  llama.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
+                {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false},
+                {"untie_embeddings_and_output_weights", true}});
+  return {{"llama_style", llama}, {"gpt2_style", common}};
+}
+
+class GptTensorParallel : public ::testing::TestWithParam<Case> {};
+
+constexpr int64_t kRanks = 2;
+
+GptModel whole_model(const config::RunConfig& config) {
+  at::manual_seed(11);
+  GptModel model(config.model, config.moe_layers);
+  model->to(at::kDouble);
+  return model;
+}
+
+/// Logits at every position of `tokens` [1, n], one token at a time through a key/value cache.
+at::Tensor decoded_logits(GptModel& model, const at::Tensor& tokens) {
+  at::NoGradGuard no_grad;
+  std::vector<LayerCache> cache;
+  for (auto& layer : model->layers()) cache.push_back(layer->allocate_cache(1, tokens.size(1), at::kDouble));
+  std::vector<at::Tensor> logits;
+  for (int64_t position = 0; position < tokens.size(1); ++position) {
+    const at::Tensor positions = at::full({1, 1}, position, at::kLong);
+    const at::Tensor blocked = at::arange(tokens.size(1), at::kLong).view({1, 1, 1, -1}) > position;
+    at::Tensor hidden = model->embed_at(tokens.narrow(1, position, 1), positions);
+    for (std::size_t i = 0; i < model->layers().size(); ++i) {
+      hidden = model->layers()[i]->forward_cached(hidden, positions, blocked, cache[i]);
+    }
+    logits.push_back(model->decode_logits(hidden));
+  }
+  return at::cat(logits, 1);
+}
+
+TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
+  const auto config = testing::run_config(GetParam().settings);
+  const at::Tensor tokens = at::randint(0, 50, {2, 16}, at::kLong);
+  const at::Tensor labels = at::randint(0, 50, {2, 16}, at::kLong);
+  GptModel whole = whole_model(config);
+  const at::Tensor loss = whole->forward(tokens, labels, 0).loss;
+  loss.backward();
+  const at::Tensor logits = decoded_logits(whole, tokens.narrow(0, 0, 1));
+  std::map<std::string, at::Tensor> gradients;
+  for (const auto& item : whole->named_parameters()) gradients[item.key()] = item.value().grad();
+
+  testing::Rendezvous rendezvous(kRanks);
+  std::vector<std::shared_ptr<TensorCollectives>> groups;
+  std::vector<GptModel> models;
+  for (int64_t rank = 0; rank < kRanks; ++rank) {  // built here: the seed is process-wide
+    groups.push_back(std::make_shared<testing::ThreadCollectives>(rendezvous, kRanks, rank));
+    models.push_back(whole_model(config));
+    models.back()->split_for_tensor_parallel(groups.back());
+  }
+  const auto splits = models[0]->tensor_splits();
+  testing::run_ranks_on_threads(kRanks, [&](int64_t rank) {
+    GptModel& model = models[static_cast<std::size_t>(rank)];
+    const at::Tensor part_loss = model->forward(tokens, labels, 0).loss;
+    EXPECT_NEAR(part_loss.item<double>(), loss.item<double>(), 1e-10) << "rank " << rank;
+    part_loss.backward();
+    for (const auto& item : model->named_parameters()) {
+      const auto split = splits.find(item.key());
+      at::Tensor expected = gradients.at(item.key());
+      if (split != splits.end()) {
+        expected = split->second.split == TensorSplit::kFirstRank && rank != 0
+                       ? at::zeros_like(expected)
+                       : take_shard(expected, split->second, TensorShard{kRanks, rank});
+      }
+      const at::Tensor got = item.value().grad().defined() ? item.value().grad() : at::zeros_like(item.value());
+      ASSERT_EQ(got.sizes(), expected.sizes()) << item.key();
+      EXPECT_TRUE(at::allclose(got, expected, 1e-9, 1e-10)) << item.key() << " on rank " << rank;
+    }
+    const at::Tensor part_logits = decoded_logits(model, tokens.narrow(0, 0, 1));
+    EXPECT_TRUE(at::allclose(part_logits, logits, 1e-9, 1e-10))
+        << "rank " << rank << ": max difference " << (part_logits - logits).abs().max().item<double>();
+  });
+}
+
+TEST(GptTensorParallelSplits, NameEveryShardedParameterOfTheModel) {
+  const auto config = testing::run_config(cases()[0].settings);
+  GptModel model = whole_model(config);
+  const auto splits = model->tensor_splits();
+  std::set<std::string> names;
+  for (const auto& item : model->named_parameters()) names.insert(item.key());
+  for (const auto& [name, split] : splits) EXPECT_EQ(names.count(name), 1U) << name << " is no parameter";
+  EXPECT_EQ(splits.at("layers.1.attention.qkv_weight").split, TensorSplit::kQkv);
+  EXPECT_EQ(splits.at("layers.0.mlp.fc1_weight").split, TensorSplit::kSwiglu);
+  EXPECT_EQ(splits.at("layers.0.mlp.fc2_weight").split, TensorSplit::kRow);
+  EXPECT_EQ(splits.at("output_weight").split, TensorSplit::kColumn);
+  EXPECT_EQ(splits.count("layers.0.input_norm.weight"), 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GptTensorParallel, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace graphed::model
