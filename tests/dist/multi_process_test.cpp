@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_processes.h"
+#include "dist/rank_launch.h"
 #include "graphed/util/file_system.h"
 #include "graphed/util/safetensors.h"
 
@@ -30,47 +31,13 @@ using testing::ProcessResult;
 using testing::ProcessSpec;
 using testing::read_text;
 using testing::run_processes;
+using testing::describe;
+using testing::launch;
+using testing::losses_of;
+using testing::pick_port;
+using testing::plus;
+using testing::rank_environment;
 using Clock = std::chrono::steady_clock;
-
-/// A port of its own for each test (index) and each test process (ctest runs them apart, maybe at once).
-int pick_port(int index) { return 29600 + static_cast<int>(::getpid() % 200) * 8 + index; }
-
-/// The environment torchrun gives rank `rank` of `world` on this machine.
-std::vector<std::string> rank_environment(int world, int rank, int port) {
-  return {"WORLD_SIZE=" + std::to_string(world), "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
-          "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
-}
-
-/// `world` ranks of `graphed train arguments`, rank r working in folder/rank<r>.
-std::vector<ProcessResult> launch(int world, int port, const std::vector<std::string>& arguments,
-                                  const std::string& folder, const std::vector<std::string>& unset = {}) {
-  std::vector<ProcessSpec> specs;
-  for (int rank = 0; rank < world; ++rank) {
-    specs.push_back({arguments, rank_environment(world, rank, port), unset,
-                     join_path(folder, "rank" + std::to_string(rank))});
-  }
-  return run_processes(specs);
-}
-
-std::string describe(const std::vector<ProcessResult>& results) {
-  std::ostringstream text;
-  for (size_t i = 0; i < results.size(); ++i) {
-    text << "--- process " << i << " exited " << results[i].exit_code << "\nstdout:\n"
-         << results[i].out << "stderr:\n" << results[i].err;
-  }
-  return text.str();
-}
-
-/// The training losses of a --metrics-file, by iteration.
-std::map<int64_t, double> losses_of(const std::string& metrics_file) {
-  std::map<int64_t, double> losses;
-  std::istringstream lines(read_text(metrics_file));
-  for (std::string line; std::getline(lines, line);) {
-    const auto record = nlohmann::json::parse(line);
-    if (record.contains("loss")) losses[record.at("iteration").get<int64_t>()] = record.at("loss").get<double>();
-  }
-  return losses;
-}
 
 int count(const std::string& text, const std::string& part) {
   int found = 0;
@@ -83,10 +50,6 @@ const std::vector<std::string> kTrain = {"train", "--preset", "tiny", "--mock-da
 /// Relative paths: each process writes in its own folder, so what a rank wrote shows where.
 const std::vector<std::string> kOutputs = {"--metrics-file", "metrics.jsonl", "--save", "checkpoints"};
 
-std::vector<std::string> plus(std::vector<std::string> arguments, const std::vector<std::string>& more) {
-  arguments.insert(arguments.end(), more.begin(), more.end());
-  return arguments;
-}
 
 /// Each test's processes work in a new temporary folder, removed when the test passes (kept to look
 /// into when it fails).
@@ -160,7 +123,7 @@ TEST_F(MultiProcessTest, OnlyRankZeroPrintsAndWrites) {
       folder_);
   ASSERT_EQ(results[0].exit_code, 0) << describe(results);
   ASSERT_EQ(results[1].exit_code, 0) << describe(results);
-  EXPECT_NE(results[0].out.find("launch: 2 ranks (data-parallel 2 x pipeline 1), Gloo; rank 0 prints and writes"),
+  EXPECT_NE(results[0].out.find("launch: 2 ranks (data-parallel 2 x pipeline 1 x tensor 1), Gloo; rank 0 prints and writes"),
             std::string::npos)
       << results[0].out;
   EXPECT_NE(results[0].out.find("done: 2 iterations"), std::string::npos) << results[0].out;
@@ -285,7 +248,7 @@ TEST_F(MultiProcessTest, PipelineStagesTrainAsOneProcess) {
       EXPECT_NEAR(staged.at(iteration), loss, 1e-5 * std::abs(loss)) << run << " iteration " << iteration;
     }
   }
-  EXPECT_NE(results[1].out.find("launch: 2 ranks (data-parallel 1 x pipeline 2), Gloo"), std::string::npos)
+  EXPECT_NE(results[1].out.find("launch: 2 ranks (data-parallel 1 x pipeline 2 x tensor 1), Gloo"), std::string::npos)
       << results[1].out;
   // Rank 0 gathers every stage's parameters and optimizer state: the checkpoint is one process's, within
   // rounding (the key-bias slice aside, as in TwoDataParallelRanksTrainAsOneProcess: 1e-4).

@@ -23,8 +23,20 @@ namespace {
 
 void print_model_line(const config::RunConfig& config, train::Trainer& trainer, const at::Device& device,
                       train::EventLog& log) {
+  // The whole model's parameters, also where each tensor-parallel rank holds a part.
+  const int64_t tensor_size = config.train.tensor_model_parallel_size;
+  const auto splits = trainer.model()->tensor_splits();
   int64_t parameters = 0;
-  for (const auto& parameter : trainer.model()->parameters()) parameters += parameter.numel();
+  for (const auto& item : trainer.model()->named_parameters()) {
+    const auto split = splits.find(item.key());
+    if (tensor_size == 1 || split == splits.end()) {
+      parameters += item.value().numel();
+      continue;
+    }
+    int64_t whole = 1;
+    for (const int64_t size : model::whole_sizes(item.value(), split->second, tensor_size)) whole *= size;
+    parameters += whole;
+  }
   const bool autocast = config.model.bf16 && device.is_cuda();
   std::ostringstream line;
   line << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
@@ -38,6 +50,7 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
     line << " and rank (global batch " << *config.train.global_batch_size << " over " << data_parallel
          << " data-parallel ranks)";
   }
+  if (tensor_size > 1) line << "; each of " << tensor_size << " tensor-parallel ranks holds its part of every layer";
   nlohmann::json fields{{"layers", config.model.num_layers}, {"hidden_size", config.model.hidden_size},
                         {"parameters", parameters}, {"device", capture::device_name(device)},
                         {"precision", autocast ? "bf16 autocast" : "fp32"},

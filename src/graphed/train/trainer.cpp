@@ -271,7 +271,8 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
        << record.tflops << " TFLOP/s";
   write_metrics(fields);
   if (peak_) {
-    const double mfu = 100.0 * record.tflops * 1e12 / peak_->flops_per_second;
+    // Every rank's device counts: the run's FLOPs over the peak of all its devices.
+    const double mfu = 100.0 * record.tflops * 1e12 / (peak_->flops_per_second * static_cast<double>(layout_.world_size));
     line << " | MFU " << std::fixed << std::setprecision(2) << mfu << "%";
     fields["mfu_percent"] = mfu;
   }

@@ -1,0 +1,65 @@
+// tests/dist/rank_launch.h — launching `graphed train` as several ranks on the CPU the way torchrun does
+// (WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; rank 0 hosts the store, Gloo), and reading what
+// the ranks wrote: the multi-process tests' shared helpers.
+#pragma once
+
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "child_processes.h"
+#include "graphed/util/file_system.h"
+
+namespace graphed::testing {
+
+/// A port of its own for each test (index) and each test process (ctest runs them apart, maybe at once).
+inline int pick_port(int index) { return 29600 + static_cast<int>(::getpid() % 200) * 16 + index; }
+
+/// The environment torchrun gives rank `rank` of `world` on this machine.
+inline std::vector<std::string> rank_environment(int world, int rank, int port) {
+  return {"WORLD_SIZE=" + std::to_string(world), "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
+          "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+}
+
+/// `world` ranks of `graphed train arguments`, rank r working in folder/rank<r>.
+inline std::vector<ProcessResult> launch(int world, int port, const std::vector<std::string>& arguments,
+                                  const std::string& folder, const std::vector<std::string>& unset = {}) {
+  std::vector<ProcessSpec> specs;
+  for (int rank = 0; rank < world; ++rank) {
+    specs.push_back({arguments, rank_environment(world, rank, port), unset,
+                     join_path(folder, "rank" + std::to_string(rank))});
+  }
+  return run_processes(specs);
+}
+
+inline std::string describe(const std::vector<ProcessResult>& results) {
+  std::ostringstream text;
+  for (size_t i = 0; i < results.size(); ++i) {
+    text << "--- process " << i << " exited " << results[i].exit_code << "\nstdout:\n"
+         << results[i].out << "stderr:\n" << results[i].err;
+  }
+  return text.str();
+}
+
+/// The training losses of a --metrics-file, by iteration.
+inline std::map<int64_t, double> losses_of(const std::string& metrics_file) {
+  std::map<int64_t, double> losses;
+  std::istringstream lines(read_text(metrics_file));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.contains("loss")) losses[record.at("iteration").get<int64_t>()] = record.at("loss").get<double>();
+  }
+  return losses;
+}
+
+inline std::vector<std::string> plus(std::vector<std::string> arguments, const std::vector<std::string>& more) {
+  arguments.insert(arguments.end(), more.begin(), more.end());
+  return arguments;
+}
+
+}  // namespace graphed::testing

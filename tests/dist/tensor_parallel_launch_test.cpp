@@ -1,0 +1,144 @@
+// tests/dist/tensor_parallel_launch_test.cpp — `graphed train --tensor-model-parallel-size 2` as 2 ranks on
+// the CPU (Gloo, tests/dist/rank_launch.h): a GPT-2-style and a Llama-style model (RoPE, GQA, RMSNorm,
+// SwiGLU, no biases, untied output) follow one process over 20 iterations, and the checkpoint they save is
+// the whole model; a checkpoint crosses layouts both ways (TP=2 resumes one process's, one process TP=2's).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dist/rank_launch.h"
+#include "graphed/util/file_system.h"
+#include "graphed/util/safetensors.h"
+
+namespace graphed {
+namespace {
+
+using testing::describe;
+using testing::launch;
+using testing::losses_of;
+using testing::pick_port;
+using testing::plus;
+using testing::ProcessResult;
+using testing::run_processes;
+
+const std::vector<std::string> kTensorTrain = {"train", "--preset", "tiny", "--mock-data", "--device", "cpu",
+                                         "--eval-iters", "0", "--sample-tokens", "0", "--hidden-dropout", "0",
+                                         "--attention-dropout", "0", "--global-batch-size", "8",
+                                         "--micro-batch-size", "4", "--log-interval", "1",
+                                         "--metrics-file", "metrics.jsonl"};
+const std::vector<std::string> kTensorParallel = {"--tensor-model-parallel-size", "2"};
+
+struct ModelCase {
+  const char* name;
+  std::vector<std::string> flags;
+};
+
+const std::vector<ModelCase>& model_cases() {
+  static const std::vector<ModelCase> cases = {
+      {"gpt2_style", {}},
+      {"llama_style",
+       {"--num-attention-heads", "4", "--group-query-attention", "--num-query-groups", "2", "--position-embedding-type",
+        "rope", "--normalization", "RMSNorm", "--swiglu", "--disable-bias-linear",
+        "--untie-embeddings-and-output-weights"}}};
+  return cases;
+}
+
+class TensorParallelLaunchTest : public ::testing::TestWithParam<ModelCase> {
+ protected:
+  void SetUp() override { ASSERT_FALSE(folder_.empty()) << "cannot create a temporary folder"; }
+  void TearDown() override {
+    if (!HasFailure()) remove_all(folder_);
+  }
+  std::string folder_ = make_temporary_directory("graphed-tensor-parallel");
+};
+
+/// Every loss of `got` within `tolerance` (relative) of `expected`'s, at the same iterations.
+void expect_losses_near(const std::map<int64_t, double>& got, const std::map<int64_t, double>& expected,
+                        std::size_t count, double tolerance, const std::string& what) {
+  ASSERT_EQ(expected.size(), count) << what;
+  ASSERT_EQ(got.size(), count) << what;
+  for (const auto& [iteration, loss] : expected) {
+    ASSERT_TRUE(got.count(iteration)) << what << " iteration " << iteration;
+    EXPECT_NEAR(got.at(iteration), loss, tolerance * std::abs(loss)) << what << " iteration " << iteration;
+  }
+}
+
+TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeModel) {
+  const std::vector<std::string> arguments =
+      plus(plus(kTensorTrain, GetParam().flags), {"--train-iters", "20", "--save", "checkpoints"});
+  const int port = pick_port(8);
+  const std::vector<ProcessResult> results = run_processes(
+      {{arguments, {}, {}, join_path(folder_, "one")},
+       {plus(arguments, kTensorParallel), testing::rank_environment(2, 0, port), {}, join_path(folder_, "rank0")},
+       {plus(arguments, kTensorParallel), testing::rank_environment(2, 1, port), {}, join_path(folder_, "rank1")}});
+  for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
+  EXPECT_NE(results[1].out.find("(data-parallel 1 x pipeline 1 x tensor 2)"), std::string::npos) << results[1].out;
+
+  // The row-parallel layers add the ranks' partial sums (fp32, another order): rounding apart, 1e-5.
+  expect_losses_near(losses_of(join_path(folder_, "rank0/metrics.jsonl")),
+                     losses_of(join_path(folder_, "one/metrics.jsonl")), 20, 1e-5, GetParam().name);
+
+  // The checkpoint holds the whole model: the one process's names and shapes, the same values up to what
+  // 20 AdamW steps make of that rounding, 1e-4 of each tensor's norm (the GPT model's key bias moves by
+  // rounding noise alone, see MultiProcessTest.TwoDataParallelRanksTrainAsOneProcess: 1e-4 in value).
+  const auto reference = read_safetensors(join_path(folder_, "one/checkpoints/iter_0000020/model.safetensors"));
+  const auto trained = read_safetensors(join_path(folder_, "rank0/checkpoints/iter_0000020/model.safetensors"));
+  ASSERT_FALSE(reference.empty());
+  ASSERT_EQ(trained.size(), reference.size());
+  for (const auto& [name, tensor] : reference) {
+    ASSERT_TRUE(trained.count(name)) << name;
+    ASSERT_EQ(trained.at(name).sizes(), tensor.sizes()) << name;
+    const at::Tensor difference = trained.at(name).to(at::kDouble) - tensor.to(at::kDouble);
+    const double relative = (difference.norm() / tensor.to(at::kDouble).norm().clamp_min(1e-12)).item<double>();
+    const bool qkv_bias = name.size() >= 8 && name.compare(name.size() - 8, 8, "qkv_bias") == 0;
+    if (qkv_bias) {  // its key third is rounding noise: small in value, large relative to its tiny norm
+      EXPECT_LE(difference.abs().max().item<double>(), 1e-4) << name;
+    } else {  // seen: up to 2e-5
+      EXPECT_LE(relative, 1e-4) << name;
+    }
+  }
+  EXPECT_FALSE(path_exists(join_path(folder_, "rank1/checkpoints")));
+}
+
+TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
+  // The learning rate decays over 20 iterations in every run, also in the one that stops at 10.
+  const std::vector<std::string> arguments = plus(plus(kTensorTrain, GetParam().flags), {"--lr-decay-iters", "20"});
+  const std::string one_saves = join_path(folder_, "one-saves");
+  const std::string tensor_saves = join_path(folder_, "tensor-saves");
+  // First: one process trains 20 iterations (saving at 10), and two tensor ranks train 10 and save.
+  const int port = pick_port(9);
+  const auto first = run_processes(
+      {{plus(arguments, {"--train-iters", "20", "--save", one_saves, "--save-interval", "10"}), {}, {},
+        join_path(folder_, "one")},
+       {plus(plus(arguments, kTensorParallel), {"--train-iters", "10", "--save", tensor_saves}),
+        testing::rank_environment(2, 0, port), {}, join_path(folder_, "saved0")},
+       {plus(plus(arguments, kTensorParallel), {"--train-iters", "10", "--save", tensor_saves}),
+        testing::rank_environment(2, 1, port), {}, join_path(folder_, "saved1")}});
+  for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
+  // Then each layout resumes the other's checkpoint for iterations 11 to 20.
+  const int resume_port = pick_port(10);
+  const std::vector<std::string> resume_tensor =
+      plus(plus(arguments, kTensorParallel), {"--train-iters", "20", "--load", join_path(one_saves, "iter_0000010")});
+  const auto second = run_processes(
+      {{plus(arguments, {"--train-iters", "20", "--load", tensor_saves}), {}, {}, join_path(folder_, "resumed-one")},
+       {resume_tensor, testing::rank_environment(2, 0, resume_port), {}, join_path(folder_, "resumed0")},
+       {resume_tensor, testing::rank_environment(2, 1, resume_port), {}, join_path(folder_, "resumed1")}});
+  for (const auto& result : second) ASSERT_EQ(result.exit_code, 0) << describe(second);
+
+  std::map<int64_t, double> later;
+  for (const auto& [iteration, loss] : losses_of(join_path(folder_, "one/metrics.jsonl"))) {
+    if (iteration > 10) later[iteration] = loss;
+  }
+  expect_losses_near(losses_of(join_path(folder_, "resumed-one/metrics.jsonl")), later, 10, 1e-5,
+                     "one process from the tensor ranks' checkpoint");
+  expect_losses_near(losses_of(join_path(folder_, "resumed0/metrics.jsonl")), later, 10, 1e-5,
+                     "tensor ranks from one process's checkpoint");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TensorParallelLaunchTest, ::testing::ValuesIn(model_cases()),
+                         [](const ::testing::TestParamInfo<ModelCase>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace graphed
