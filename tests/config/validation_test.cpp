@@ -448,10 +448,25 @@ INSTANTIATE_TEST_SUITE_P(
                    Severity::kError,
                    "--vocab-size 1001 does not split over --tensor-model-parallel-size 2 (each rank takes an equal "
                    "part); fix: pass --vocab-size 1002 (padded, as Megatron pads with --make-vocab-size-divisible-by)"},
-        LaunchCase{"PL8TensorWithMoe", {{"tensor_model_parallel_size", 2}, {"num_experts", 4}}, 2, "PL-8",
+        LaunchCase{"PL7SequenceDoesNotSplit",
+                   {{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"seq_length", 63}}, 2, "PL-7",
                    Severity::kError,
-                   "--tensor-model-parallel-size 2 with MoE layers (--num-experts) is not implemented in this version; "
-                   "fix: use --tensor-model-parallel-size 1 with data parallelism"},
+                   "--seq-length 63 does not split over --tensor-model-parallel-size 2 (each rank takes an equal part); "
+                   "fix: pass a multiple of 2 (--sequence-parallel gives each rank an equal part of the sequence), or "
+                   "drop --sequence-parallel"},
+        LaunchCase{"PL9SequenceParallelAlone", {{"sequence_parallel", true}}, 1, "PL-9", Severity::kNote,
+                   "--sequence-parallel has no effect with --tensor-model-parallel-size 1 (it splits the sequence over "
+                   "the tensor-parallel ranks); it is ignored"},
+        LaunchCase{"PL8SequenceParallelMoe",
+                   {{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"num_experts", 4}}, 2, "PL-8",
+                   Severity::kError,
+                   "--tensor-model-parallel-size 2 with --sequence-parallel and MoE layers is not implemented in this "
+                   "version; fix: drop --sequence-parallel (MoE layers split by tensor parallelism without it)"},
+        LaunchCase{"PL7ExpertFfnDoesNotSplit",
+                   {{"tensor_model_parallel_size", 2}, {"num_experts", 4}, {"moe_ffn_hidden_size", 129}}, 2, "PL-7",
+                   Severity::kError,
+                   "--moe-ffn-hidden-size 129 does not split over --tensor-model-parallel-size 2 (each rank takes an "
+                   "equal part); fix: pass a multiple of 2"},
         LaunchCase{"PL8TensorWithPipeline", {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}},
                    4, "PL-8", Severity::kError,
                    "--tensor-model-parallel-size 2 with --pipeline-model-parallel-size 2 is not implemented in this "

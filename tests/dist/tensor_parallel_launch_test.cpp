@@ -1,7 +1,9 @@
 // tests/dist/tensor_parallel_launch_test.cpp — `graphed train --tensor-model-parallel-size 2` as 2 ranks on
-// the CPU (Gloo, tests/dist/rank_launch.h): a GPT-2-style and a Llama-style model (RoPE, GQA, RMSNorm,
-// SwiGLU, no biases, untied output) follow one process over 20 iterations, and the checkpoint they save is
-// the whole model; a checkpoint crosses layouts both ways (TP=2 resumes one process's, one process TP=2's).
+// the CPU (Gloo, tests/dist/rank_launch.h), with and without --sequence-parallel: a GPT-2-style and a
+// Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, no biases, untied output), and moe-small's MoE layers
+// (drop-and-pad, experts split by the tensor ranks) follow one process over 20
+// iterations, and the checkpoint they save is the whole model; a checkpoint crosses layouts both ways
+// (TP=2 resumes one process's, one process TP=2's).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -28,20 +30,27 @@ const std::vector<std::string> kTensorTrain = {"train", "--preset", "tiny", "--m
                                          "--attention-dropout", "0", "--global-batch-size", "8",
                                          "--micro-batch-size", "4", "--log-interval", "1",
                                          "--metrics-file", "metrics.jsonl"};
-const std::vector<std::string> kTensorParallel = {"--tensor-model-parallel-size", "2"};
 
 struct ModelCase {
   const char* name;
   std::vector<std::string> flags;
+  std::vector<std::string> tensor_flags;  ///< the tensor-parallel runs' own
 };
 
 const std::vector<ModelCase>& model_cases() {
-  static const std::vector<ModelCase> cases = {
-      {"gpt2_style", {}},
-      {"llama_style",
-       {"--num-attention-heads", "4", "--group-query-attention", "--num-query-groups", "2", "--position-embedding-type",
-        "rope", "--normalization", "RMSNorm", "--swiglu", "--disable-bias-linear",
-        "--untie-embeddings-and-output-weights"}}};
+  const std::vector<std::string> llama = {
+      "--num-attention-heads", "4", "--group-query-attention", "--num-query-groups", "2", "--position-embedding-type",
+      "rope", "--normalization", "RMSNorm", "--swiglu", "--disable-bias-linear", "--untie-embeddings-and-output-weights"};
+  const std::vector<std::string> moe = {"--num-experts", "4", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "256",
+                                        "--moe-expert-capacity-factor", "1.0", "--moe-pad-expert-input-to-capacity",
+                                        "--moe-aux-loss-coeff", "0.01"};  // moe-small's MoE on tiny
+  const std::vector<std::string> tensor = {"--tensor-model-parallel-size", "2"};
+  const std::vector<std::string> sequence = {"--tensor-model-parallel-size", "2", "--sequence-parallel"};
+  static const std::vector<ModelCase> cases = {{"gpt2_style", {}, tensor},
+                                               {"llama_style", llama, tensor},
+                                               {"gpt2_style_sequence_parallel", {}, sequence},
+                                               {"llama_style_sequence_parallel", llama, sequence},
+                                               {"moe", moe, tensor}};
   return cases;
 }
 
@@ -71,8 +80,8 @@ TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeM
   const int port = pick_port(8);
   const std::vector<ProcessResult> results = run_processes(
       {{arguments, {}, {}, join_path(folder_, "one")},
-       {plus(arguments, kTensorParallel), testing::rank_environment(2, 0, port), {}, join_path(folder_, "rank0")},
-       {plus(arguments, kTensorParallel), testing::rank_environment(2, 1, port), {}, join_path(folder_, "rank1")}});
+       {plus(arguments, GetParam().tensor_flags), testing::rank_environment(2, 0, port), {}, join_path(folder_, "rank0")},
+       {plus(arguments, GetParam().tensor_flags), testing::rank_environment(2, 1, port), {}, join_path(folder_, "rank1")}});
   for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
   EXPECT_NE(results[1].out.find("(data-parallel 1 x pipeline 1 x tensor 2)"), std::string::npos) << results[1].out;
 
@@ -112,15 +121,15 @@ TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
   const auto first = run_processes(
       {{plus(arguments, {"--train-iters", "20", "--save", one_saves, "--save-interval", "10"}), {}, {},
         join_path(folder_, "one")},
-       {plus(plus(arguments, kTensorParallel), {"--train-iters", "10", "--save", tensor_saves}),
+       {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
         testing::rank_environment(2, 0, port), {}, join_path(folder_, "saved0")},
-       {plus(plus(arguments, kTensorParallel), {"--train-iters", "10", "--save", tensor_saves}),
+       {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
         testing::rank_environment(2, 1, port), {}, join_path(folder_, "saved1")}});
   for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
   // Then each layout resumes the other's checkpoint for iterations 11 to 20.
   const int resume_port = pick_port(10);
   const std::vector<std::string> resume_tensor =
-      plus(plus(arguments, kTensorParallel), {"--train-iters", "20", "--load", join_path(one_saves, "iter_0000010")});
+      plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "20", "--load", join_path(one_saves, "iter_0000010")});
   const auto second = run_processes(
       {{plus(arguments, {"--train-iters", "20", "--load", tensor_saves}), {}, {}, join_path(folder_, "resumed-one")},
        {resume_tensor, testing::rank_environment(2, 0, resume_port), {}, join_path(folder_, "resumed0")},

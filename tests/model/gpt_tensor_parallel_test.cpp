@@ -2,7 +2,8 @@
 // computes what the whole model computes, in float64: the training loss and every gradient (each rank's part
 // of the whole gradient; a row-parallel bias's on the first rank), and the decoding path over a key/value
 // cache. For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a GPT-2-style one (learned
-// positions, LayerNorm, GELU, biases, tied embeddings).
+// positions, LayerNorm, GELU, biases, tied embeddings), each also with sequence parallelism (training only:
+// the norms' and position embeddings' gradients are then the ranks' parts of the whole).
 #include <gtest/gtest.h>
 
 #include <ATen/core/grad_mode.h>
@@ -17,6 +18,7 @@ namespace {
 struct Case {
   const char* name;
   nlohmann::json settings;
+  bool sequence_parallel = false;
 };
 
 std::vector<Case> cases() {
@@ -27,7 +29,14 @@ std::vector<Case> cases() {
   llama.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
                 {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false},
                 {"untie_embeddings_and_output_weights", true}});
-  return {{"llama_style", llama}, {"gpt2_style", common}};
+  nlohmann::json moe = llama;  // every layer MoE, with a shared expert; drop-and-pad and dropless
+  moe.update({{"num_experts", 4}, {"moe_router_topk", 2}, {"moe_ffn_hidden_size", 24},
+              {"moe_shared_expert_intermediate_size", 16}, {"moe_aux_loss_coeff", 0.01}});
+  nlohmann::json padded_moe = moe;
+  padded_moe.update({{"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true},
+                     {"add_bias_linear", true}, {"swiglu", false}});
+  return {{"llama_style", llama}, {"gpt2_style", common}, {"llama_style_sequence_parallel", llama, true},
+          {"gpt2_style_sequence_parallel", common, true}, {"moe_dropless", moe}, {"moe_drop_and_pad", padded_moe}};
 }
 
 class GptTensorParallel : public ::testing::TestWithParam<Case> {};
@@ -76,9 +85,10 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
   for (int64_t rank = 0; rank < kRanks; ++rank) {  // built here: the seed is process-wide
     groups.push_back(std::make_shared<testing::ThreadCollectives>(rendezvous, kRanks, rank));
     models.push_back(whole_model(config));
-    models.back()->split_for_tensor_parallel(groups.back());
+    models.back()->split_for_tensor_parallel(groups.back(), GetParam().sequence_parallel);
   }
   const auto splits = models[0]->tensor_splits();
+  std::vector<std::map<std::string, at::Tensor>> whole_on_every_rank(kRanks);  // gradients of the unsplit
   testing::run_ranks_on_threads(kRanks, [&](int64_t rank) {
     GptModel& model = models[static_cast<std::size_t>(rank)];
     const at::Tensor part_loss = model->forward(tokens, labels, 0).loss;
@@ -94,12 +104,21 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
       }
       const at::Tensor got = item.value().grad().defined() ? item.value().grad() : at::zeros_like(item.value());
       ASSERT_EQ(got.sizes(), expected.sizes()) << item.key();
+      if (split == splits.end() && GetParam().sequence_parallel) {  // this rank's sequence part's share
+        whole_on_every_rank[static_cast<std::size_t>(rank)][item.key()] = got;
+        continue;
+      }
       EXPECT_TRUE(at::allclose(got, expected, 1e-9, 1e-10)) << item.key() << " on rank " << rank;
     }
+    if (GetParam().sequence_parallel) return;  // decoding takes whole sequences
     const at::Tensor part_logits = decoded_logits(model, tokens.narrow(0, 0, 1));
     EXPECT_TRUE(at::allclose(part_logits, logits, 1e-9, 1e-10))
         << "rank " << rank << ": max difference " << (part_logits - logits).abs().max().item<double>();
   });
+  for (const auto& [name, share] : whole_on_every_rank[0]) {
+    const at::Tensor sum = share + whole_on_every_rank[1].at(name);
+    EXPECT_TRUE(at::allclose(sum, gradients.at(name), 1e-9, 1e-10)) << name << ": the ranks' shares add up";
+  }
 }
 
 TEST(GptTensorParallelSplits, NameEveryShardedParameterOfTheModel) {

@@ -98,13 +98,28 @@ TEST(TensorShardsTest, SwigluShardsActivationIsTheRanksPartOfTheWholeActivation)
   };
   const at::Tensor whole = swiglu(at::linear(input, weight));
   for (const int64_t size : {2, 3}) {
-    const auto shards = shards_of(weight, size, swiglu_shard);
+    const auto shards = shards_of(weight, size, [](const at::Tensor& w, TensorShard shard) { return swiglu_shard(w, shard); });
     for (int64_t rank = 0; rank < size; ++rank) {
       EXPECT_TRUE(at::equal(swiglu(at::linear(input, shards[rank])), whole.narrow(1, rank * ffn / size, ffn / size)))
           << size << " ranks, rank " << rank;
     }
     EXPECT_TRUE(at::equal(join_swiglu_shards(shards), weight));
   }
+}
+
+TEST(TensorShardsTest, ParameterSplitsJoinWhatTheyTookAlongTheirDimension) {
+  at::manual_seed(9);
+  const at::Tensor experts = at::randn({3, 4, 12}, kFloat64);  // [E, h, 2 ffn]: halves along dimension 2
+  const std::vector<ParameterSplit> splits = {{TensorSplit::kColumn, 1}, {TensorSplit::kSwiglu, 2},
+                                              {TensorSplit::kRow}};
+  for (const ParameterSplit& split : splits) {
+    std::vector<at::Tensor> shards;
+    for (int64_t rank = 0; rank < 2; ++rank) shards.push_back(take_shard(experts, split, TensorShard{2, rank}));
+    EXPECT_EQ(whole_sizes(shards[0], split, 2), experts.sizes().vec());
+    EXPECT_TRUE(at::equal(join_shards(shards, split), experts));
+  }
+  const at::Tensor gate_part = take_shard(experts, {TensorSplit::kSwiglu, 2}, TensorShard{2, 1}).narrow(2, 0, 3);
+  EXPECT_TRUE(at::equal(gate_part, experts.narrow(2, 3, 3)));  // rank 1 holds the second half of the gates
 }
 
 TEST(TensorShardsTest, VocabularyIsPaddedToAMultipleOfDivisibleByTimesTensorSize) {

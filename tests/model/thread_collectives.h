@@ -59,6 +59,11 @@ class ThreadCollectives final : public model::TensorCollectives {
     for (std::size_t r = 1; r < all.size(); ++r) sum = sum + all[r];
     return sum;
   }
+  at::Tensor reduce_scatter_sum(const at::Tensor& tensor, int64_t dim) override {
+    const at::Tensor sum = all_reduce_sum(tensor);
+    const int64_t part = sum.size(dim) / size_;
+    return sum.narrow(dim, rank_ * part, part).contiguous();
+  }
   at::Tensor all_gather(const at::Tensor& tensor, int64_t dim) override {
     return at::cat(rendezvous_.exchange(rank_, tensor), dim);
   }

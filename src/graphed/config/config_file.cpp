@@ -48,7 +48,7 @@ nlohmann::json saved_run_settings(const nlohmann::json& resolved) {
     settings.erase(key);
   }
   // The parallel layout belongs to the launch, not to the run: a checkpoint loads under another one.
-  for (const char* key : {"tensor_model_parallel_size", "pipeline_model_parallel_size",
+  for (const char* key : {"tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
                           "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "distributed_timeout_minutes"}) {
     settings.erase(key);
   }

@@ -219,6 +219,8 @@ std::vector<SettingSpec> train_specs() {
       train(&T::sample_temperature, "sample_temperature", "sampling temperature; 0 = greedy"),
       train(&T::sample_top_k, "sample_top_k", "sample among the k likeliest tokens; 0 = all"),
       train(&T::tensor_model_parallel_size, "tensor_model_parallel_size", "tensor-parallel ranks (Megatron's layout: heads, ffn and vocabulary split)"),
+      train(&T::sequence_parallel, "sequence_parallel",
+            "with tensor parallelism: norms, dropout and residuals on sequence shards (reduce-scatter and all-gather)"),
       train(&T::pipeline_model_parallel_size, "pipeline_model_parallel_size", "pipeline stages (launch with torchrun)"),
       train(&T::num_layers_per_virtual_pipeline_stage, "num_layers_per_virtual_pipeline_stage",
             "layers per virtual stage: the interleaved pipeline schedule; unset = 1F1B"),

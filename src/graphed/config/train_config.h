@@ -44,7 +44,8 @@ struct TrainConfig {
   int64_t sample_top_k = 40;                   ///< --sample-top-k; 0 = the whole vocabulary
   // Parallel layout (Megatron's names). Ranks are ordered data-parallel first: rank = pipeline rank x
   // data-parallel size + data-parallel rank.
-  int64_t tensor_model_parallel_size = 1;      ///< --tensor-model-parallel-size (1 only, for now)
+  int64_t tensor_model_parallel_size = 1;      ///< --tensor-model-parallel-size
+  bool sequence_parallel = false;              ///< --sequence-parallel: norms and dropout on sequence shards
   int64_t pipeline_model_parallel_size = 1;    ///< --pipeline-model-parallel-size, pipeline stages
   std::optional<int64_t> num_layers_per_virtual_pipeline_stage;  ///< --num-layers-per-virtual-pipeline-stage
   std::optional<int64_t> data_parallel_size;   ///< --data-parallel-size; unset = world / (tensor x pipeline)

@@ -364,6 +364,10 @@ void validate_pipeline_split(const RunConfig& config, IssueList& issues) {
 /// layers and layouts it has no form for yet are refused (PL-8).
 void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   const int64_t size = config.train.tensor_model_parallel_size;
+  if (config.train.sequence_parallel && size <= 1) {
+    issues.note("PL-9", "--sequence-parallel has no effect with --tensor-model-parallel-size 1 (it splits the "
+                        "sequence over the tensor-parallel ranks); it is ignored");
+  }
   if (size <= 1) return;
   const ModelConfig& m = config.model;
   const std::string tp = "--tensor-model-parallel-size " + num(size);
@@ -380,13 +384,29 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   if (m.ffn_hidden_size) {
     require_divides("--ffn-hidden-size", *m.ffn_hidden_size, "pass a multiple of " + num(size));
   }
+  if (config.train.sequence_parallel) {
+    require_divides("--seq-length", m.seq_length, "pass a multiple of " + num(size) + " (--sequence-parallel gives "
+                                                  "each rank an equal part of the sequence), or drop --sequence-parallel");
+  }
   const int64_t padded = (m.vocab_size + size - 1) / size * size;
   require_divides("--vocab-size", m.vocab_size, "pass --vocab-size " + num(padded) +
                                                     " (padded, as Megatron pads with --make-vocab-size-divisible-by)");
   const auto refuse = [&](const std::string& what, const std::string& fix) {
     issues.error("PL-8", tp + " with " + what + " is not implemented in this version; fix: " + fix);
   };
-  if (m.is_moe()) refuse("MoE layers (--num-experts)", "use --tensor-model-parallel-size 1 with data parallelism");
+  if (m.is_moe()) {
+    if (m.moe_ffn_hidden_size) {
+      require_divides("--moe-ffn-hidden-size", *m.moe_ffn_hidden_size, "pass a multiple of " + num(size));
+    }
+    if (m.moe_shared_expert_intermediate_size) {
+      require_divides("--moe-shared-expert-intermediate-size", *m.moe_shared_expert_intermediate_size,
+                      "pass a multiple of " + num(size));
+    }
+    if (config.train.sequence_parallel) {
+      refuse("--sequence-parallel and MoE layers", "drop --sequence-parallel (MoE layers split by tensor "
+                                                   "parallelism without it)");
+    }
+  }
   if (m.has_mamba_layers()) refuse("Mamba layers", "use --tensor-model-parallel-size 1 with data parallelism");
   if (config.train.pipeline_model_parallel_size > 1) {
     refuse("--pipeline-model-parallel-size " + num(config.train.pipeline_model_parallel_size),
@@ -552,7 +572,8 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-5", "layers per virtual stage divide the layers of a stage"},
       {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
       {"PL-7", "tensor parallelism: heads, query groups, ffn size and vocabulary divide by the tensor size"},
-      {"PL-8", "tensor parallelism with MoE, Mamba or pipeline parallelism (not implemented)"},
+      {"PL-8", "tensor parallelism with Mamba or pipeline parallelism, sequence parallelism with MoE (not implemented)"},
+      {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
   };
   return rules;
 }

@@ -88,6 +88,20 @@ PendingWork Communicator::all_gather(std::vector<at::Tensor>& parts, at::Tensor&
   });
 }
 
+PendingWork Communicator::reduce_scatter_sum(at::Tensor& output, at::Tensor& input) {
+  if (!input.is_cuda()) {
+    at::Tensor sum = input.clone();
+    all_reduce_sum(sum).wait();
+    output.copy_(sum.narrow(0, rank_ * output.size(0), output.size(0)));
+    return {};
+  }
+  return guarded("a reduce-scatter", [&] {
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return erase(backend_->backend->_reduce_scatter_base(output, input, options));
+  });
+}
+
 PendingWork Communicator::send(at::Tensor& tensor, int64_t peer, int64_t tag) {
   return guarded("a send to rank " + std::to_string(ranks_.at(static_cast<std::size_t>(peer))), [&] {
     std::vector<at::Tensor> tensors{tensor};

@@ -49,6 +49,9 @@ class Communicator {
   PendingWork all_reduce_sum(at::Tensor& tensor);
   /// parts[r] <- member r's `tensor` (parts: one tensor of tensor's shape per member, in group order).
   PendingWork all_gather(std::vector<at::Tensor>& parts, at::Tensor& tensor);
+  /// output <- this member's part (dimension 0 split into equal parts in group order) of the sum of every
+  /// member's `input` over the group. Gloo, which has no reduce-scatter in LibTorch 1.13, sums whole and slices.
+  PendingWork reduce_scatter_sum(at::Tensor& output, at::Tensor& input);
   /// Point to point with `peer` (a rank within the group); tag tells transfers apart on Gloo.
   PendingWork send(at::Tensor& tensor, int64_t peer, int64_t tag);
   PendingWork receive(at::Tensor& tensor, int64_t peer, int64_t tag);

@@ -20,4 +20,14 @@ at::Tensor GroupTensorCollectives::all_gather(const at::Tensor& tensor, int64_t 
   return at::cat(parts, dim);
 }
 
+at::Tensor GroupTensorCollectives::reduce_scatter_sum(const at::Tensor& tensor, int64_t dim) {
+  // The communicator scatters dimension 0: `dim` goes first and comes back after.
+  at::Tensor input = tensor.movedim(dim, 0).contiguous();
+  std::vector<int64_t> sizes = input.sizes().vec();
+  sizes[0] /= size();
+  at::Tensor part = at::empty(sizes, input.options());
+  group_.reduce_scatter_sum(part, input).wait();
+  return part.movedim(0, dim);
+}
+
 }  // namespace graphed::dist

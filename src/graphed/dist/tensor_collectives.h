@@ -16,6 +16,7 @@ class GroupTensorCollectives final : public model::TensorCollectives {
   int64_t rank() const override { return group_.rank(); }
   at::Tensor all_reduce_sum(const at::Tensor& tensor) override;
   at::Tensor all_gather(const at::Tensor& tensor, int64_t dim) override;
+  at::Tensor reduce_scatter_sum(const at::Tensor& tensor, int64_t dim) override;
 
  private:
   Communicator& group_;

@@ -76,7 +76,10 @@ void AttentionImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
 }
 
 std::vector<std::pair<std::string, ParameterSplit>> AttentionImpl::tensor_splits() const {
-  ParameterSplit qkv{TensorSplit::kQkv, shape_.num_heads, shape_.num_query_groups, head_dim_};
+  ParameterSplit qkv{TensorSplit::kQkv};
+  qkv.heads = shape_.num_heads;
+  qkv.groups = shape_.num_query_groups;
+  qkv.head_dim = head_dim_;
   std::vector<std::pair<std::string, ParameterSplit>> splits = {{"qkv_weight", qkv},
                                                                 {"proj_weight", {TensorSplit::kRow}}};
   if (qkv_bias_.defined()) splits.emplace_back("qkv_bias", qkv);
@@ -102,11 +105,12 @@ at::Tensor AttentionImpl::apply_rope(const at::Tensor& x, const at::Tensor& posi
 }
 
 AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const at::Tensor& positions) const {
-  const int64_t batch = input.size(0);
-  const int64_t seq = input.size(1);
   const int64_t heads = heads_;
   const int64_t groups = groups_;
-  const at::Tensor qkv = project_linear(tensor_.enter(input), qkv_weight_, qkv_bias_);  // [b, s, (heads + 2 groups) d]
+  // [b, s, (heads + 2 groups) d]; the whole sequence also where the input is a sequence part
+  const at::Tensor qkv = project_linear(tensor_.enter(input), qkv_weight_, qkv_bias_);
+  const int64_t batch = qkv.size(0);
+  const int64_t seq = qkv.size(1);
   const auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
   Projection projection;
   projection.query = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);

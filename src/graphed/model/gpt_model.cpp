@@ -66,9 +66,10 @@ GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<
 }
 
 at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {
-  at::Tensor hidden = tensor_.embedding(word_embeddings_, tokens);  // [b, s, h]
+  // [b, s, h]; with sequence parallelism this rank's part of the sequence
+  at::Tensor hidden = tensor_.embedding(word_embeddings_, tokens);
   if (position_embeddings_.defined()) {
-    hidden = hidden + position_embeddings_.narrow(0, 0, tokens.size(1));
+    hidden = hidden + tensor_.sequence_part(position_embeddings_.narrow(0, 0, tokens.size(1)), 0);
   }
   if (config_.hidden_dropout > 0.0 && is_training()) hidden = at::dropout(hidden, config_.hidden_dropout, true);
   return hidden;
@@ -174,9 +175,9 @@ void GptModelImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
   final_norm_->use_fused_path(fused_);
 }
 
-void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives) {
+void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && collectives != nullptr, "a model split twice");
-  tensor_ = TensorParallel(std::move(collectives));
+  tensor_ = TensorParallel(std::move(collectives), sequence_parallel);
   for (auto& layer : layers_) layer->split_for_tensor_parallel(tensor_);
   const auto splits = tensor_splits();
   for (const auto& item : named_parameters(/*recurse=*/false)) {

@@ -111,7 +111,10 @@ class GptModelImpl : public torch::nn::Module {
   /// of the vocabulary (the embedding and the output layer, vocab-parallel, the loss computed without
   /// gathering the logits); norms and position embeddings stay whole. Once, right after construction (the
   /// whole model, built from the seed, is what every rank splits). The sizes must divide (config rule PL-7).
-  void split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives);
+  /// sequence_parallel: Megatron's --sequence-parallel for training (model/tensor_parallel.h): the
+  /// layers' inputs and outputs are sequence parts, and the norms' and position embeddings' gradients
+  /// are each rank's part of the sum (the trainer adds them up). Decoding then needs whole sequences split.
+  void split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false);
   /// The split of every parameter that is not whole on every rank, by its name in named_parameters().
   std::map<std::string, ParameterSplit> tensor_splits() const;
   const TensorParallel& tensor_parallel() const { return tensor_; }

@@ -74,21 +74,57 @@ DispatchPlan MoeImpl::plan(const at::Tensor& indices, const at::Tensor& weights)
   return plan;
 }
 
+void MoeImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an MoE split twice");
+  tensor_ = tensor;
+  const auto own = named_parameters(/*recurse=*/false);
+  for (const auto& [name, split] : tensor_splits()) {
+    if (!own.contains(name)) continue;  // the shared expert's, which it splits itself
+    at::Tensor parameter = own[name];
+    parameter.set_data(take_shard(parameter.detach(), split, tensor.shard()).contiguous());
+  }
+  if (shared_) shared_->split_for_tensor_parallel(tensor);
+}
+
+std::vector<std::pair<std::string, ParameterSplit>> MoeImpl::tensor_splits() const {
+  // w1 [E, h, f1] and b1 [E, 1, f1] split their ffn (last) dimension, w2 [E, f, h] its dimension 1.
+  ParameterSplit fc1{shape_.swiglu ? TensorSplit::kSwiglu : TensorSplit::kColumn};
+  fc1.dim = 2;
+  ParameterSplit fc2{TensorSplit::kColumn};
+  fc2.dim = 1;
+  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"experts_w1", fc1}, {"experts_w2", fc2}};
+  if (b1_.defined()) {
+    splits.emplace_back("experts_b1", fc1);
+    splits.emplace_back("experts_b2", ParameterSplit{TensorSplit::kFirstRank});
+  }
+  if (shared_) {
+    for (const auto& [name, split] : shared_->tensor_splits()) splits.emplace_back("shared_expert." + name, split);
+  }
+  return splits;
+}
+
 at::Tensor MoeImpl::expert_mlp(const at::Tensor& input, int64_t expert) {
   at::Tensor hidden = at::matmul(input, w1_[expert]);
   if (b1_.defined()) hidden = hidden + b1_[expert];
   hidden = at::matmul(mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu), w2_[expert]);
-  return b2_.defined() ? hidden + b2_[expert] : hidden;
+  const at::Tensor bias = tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
+  return bias.defined() ? hidden + bias[expert] : hidden;
 }
 
 at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
   at::Tensor hidden = at::bmm(input, w1_);
   if (b1_.defined()) hidden = hidden + b1_;
   hidden = at::bmm(mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu), w2_);
-  return b2_.defined() ? hidden + b2_ : hidden;
+  const at::Tensor bias = tensor_.on_first_rank(b2_);
+  return bias.defined() ? hidden + bias : hidden;
 }
 
-at::Tensor MoeImpl::run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan) {
+at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,
+                                const DispatchPlan& plan) {
+  // Under tensor parallelism each rank's experts give partial outputs: the tokens' and routing weights'
+  // gradients from them are summed over the ranks (the router's own are the same on every rank).
+  const at::Tensor tokens = tensor_.sum_gradient(routed_tokens);
+  const at::Tensor weights = tensor_.sum_gradient(routing_weights);
   const int64_t t = tokens.size(0);
   const int64_t h = tokens.size(1);
   const int64_t k = shape_.top_k;
@@ -122,7 +158,7 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& tokens, const at::Tensor& weig
     output = at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
   }
   const at::Tensor weighted = output * weights.reshape({assignments, 1}).to(output.scalar_type());
-  return weighted.view({t, k, h}).sum(1);
+  return tensor_.leave(weighted.view({t, k, h}).sum(1));
 }
 
 at::Tensor MoeImpl::shared_expert(const at::Tensor& tokens) {

@@ -69,6 +69,13 @@ class MoeImpl : public torch::nn::Module {
   }
   /// Everything above: tokens [T, h] -> (output [T, h], aux loss).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& tokens);
+  /// Tensor parallelism as Megatron splits experts without expert parallelism (its expert tensor size is
+  /// the tensor size): every rank routes every token alike and holds every expert's part of the ffn (fc1
+  /// column-parallel, SwiGLU's halves split alike; fc2 row-parallel with its bias on the first rank); the
+  /// experts' partial outputs, weighted, are summed over the ranks, and the shared expert splits as an MLP.
+  void split_for_tensor_parallel(const TensorParallel& tensor);
+  /// How each parameter (by its name in this module) lies over the tensor-parallel ranks.
+  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
 
   bool is_drop_and_pad() const { return shape_.capacity_factor.has_value() && shape_.pad_to_capacity; }
   /// Slots per expert for this many tokens (drop-and-pad).
@@ -83,6 +90,7 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor router_weight_;                // [E, h]
   at::Tensor w1_, b1_, w2_, b2_;            // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};
+  TensorParallel tensor_;
 };
 TORCH_MODULE(Moe);
 

@@ -63,6 +63,26 @@ struct ScatterToRegion : torch::autograd::Function<ScatterToRegion> {
   }
 };
 
+struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
+  static at::Tensor forward(AutogradContext* context, const at::Tensor& input, int64_t collectives) {
+    context->saved_data["collectives"] = collectives;
+    return reinterpret_cast<TensorCollectives*>(collectives)->all_gather(input, 1);
+  }
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    return {kept(context).reduce_scatter_sum(grads[0].contiguous(), 1), at::Tensor()};
+  }
+};
+
+struct ReduceScatterToSequence : torch::autograd::Function<ReduceScatterToSequence> {
+  static at::Tensor forward(AutogradContext* context, const at::Tensor& input, int64_t collectives) {
+    context->saved_data["collectives"] = collectives;
+    return reinterpret_cast<TensorCollectives*>(collectives)->reduce_scatter_sum(input, 1);
+  }
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    return {kept(context).all_gather(grads[0].contiguous(), 1), at::Tensor()};
+  }
+};
+
 int64_t address(TensorCollectives& collectives) { return reinterpret_cast<int64_t>(&collectives); }
 
 /// Megatron's _VocabParallelCrossEntropy: the softmax's maximum and denominator and the label's logit
@@ -112,12 +132,29 @@ at::Tensor scatter_to_tensor_region(const at::Tensor& input, TensorCollectives& 
   return ScatterToRegion::apply(input, address(collectives));
 }
 
+at::Tensor gather_from_sequence_region(const at::Tensor& input, TensorCollectives& collectives) {
+  return GatherFromSequence::apply(input, address(collectives));
+}
+
+at::Tensor reduce_scatter_to_sequence_region(const at::Tensor& input, TensorCollectives& collectives) {
+  return ReduceScatterToSequence::apply(input, address(collectives));
+}
+
 at::Tensor TensorParallel::enter(const at::Tensor& input) const {
-  return collectives_ ? copy_to_tensor_region(input, *collectives_) : input;
+  if (!collectives_) return input;
+  return sequence_parallel_ ? gather_from_sequence_region(input, *collectives_) : copy_to_tensor_region(input, *collectives_);
 }
 
 at::Tensor TensorParallel::leave(const at::Tensor& partial) const {
-  return collectives_ ? reduce_from_tensor_region(partial, *collectives_) : partial;
+  if (!collectives_) return partial;
+  return sequence_parallel_ ? reduce_scatter_to_sequence_region(partial, *collectives_)
+                            : reduce_from_tensor_region(partial, *collectives_);
+}
+
+at::Tensor TensorParallel::sequence_part(const at::Tensor& tensor, int64_t dim) const {
+  if (!sequence_parallel_) return tensor;
+  const int64_t part = tensor.size(dim) / size();
+  return tensor.narrow(dim, rank() * part, part);
 }
 
 at::Tensor TensorParallel::gather(const at::Tensor& part) const {

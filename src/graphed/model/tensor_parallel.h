@@ -24,6 +24,8 @@ class TensorCollectives {
   virtual at::Tensor all_reduce_sum(const at::Tensor& tensor) = 0;
   /// Every rank's `tensor` (the same shape on each), concatenated along `dim` in rank order.
   virtual at::Tensor all_gather(const at::Tensor& tensor, int64_t dim) = 0;
+  /// This rank's part of `dim` (which divides by the ranks) of the sum over the ranks.
+  virtual at::Tensor reduce_scatter_sum(const at::Tensor& tensor, int64_t dim) = 0;
 };
 
 /// Forward: the input as is; backward: the gradient summed over the ranks (the input of a column-parallel
@@ -36,22 +38,41 @@ at::Tensor reduce_from_tensor_region(const at::Tensor& input, TensorCollectives&
 at::Tensor gather_from_tensor_region(const at::Tensor& input, TensorCollectives& collectives);
 /// Forward: this rank's part of the last dimension; backward: every rank's gradient part gathered.
 at::Tensor scatter_to_tensor_region(const at::Tensor& input, TensorCollectives& collectives);
+/// Sequence parallelism (Megatron's gather_from_sequence_parallel_region): forward, every rank's part of
+/// dimension 1 (the sequence of [batch, sequence, ...]) gathered; backward, the gradient reduce-scattered.
+at::Tensor gather_from_sequence_region(const at::Tensor& input, TensorCollectives& collectives);
+/// Forward: the ranks' partial results summed, this rank's part of dimension 1 kept (reduce-scatter);
+/// backward: the gradient parts gathered (Megatron's reduce_scatter_to_sequence_parallel_region).
+at::Tensor reduce_scatter_to_sequence_region(const at::Tensor& input, TensorCollectives& collectives);
 
 /// A layer's tensor-parallel group, chosen once when the model is split. With one rank (the default) every
-/// call returns its input: the layers run as they always did.
+/// call returns its input: the layers run as they always did. With sequence parallelism (Megatron's
+/// --sequence-parallel) the activations between the parallel layers are each rank's part of the sequence:
+/// entering gathers the sequence, leaving reduce-scatters it, in place of the all-reduce.
 class TensorParallel {
  public:
   TensorParallel() = default;
   /// collectives: the group (outlives the model's steps); null means one rank.
-  explicit TensorParallel(std::shared_ptr<TensorCollectives> collectives) : collectives_(std::move(collectives)) {}
+  explicit TensorParallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false)
+      : collectives_(std::move(collectives)), sequence_parallel_(collectives_ != nullptr && sequence_parallel) {}
 
   int64_t size() const { return collectives_ ? collectives_->size() : 1; }
   int64_t rank() const { return collectives_ ? collectives_->rank() : 0; }
   TensorShard shard() const { return {size(), rank()}; }
-  /// Into a column-parallel layer (copy_to_tensor_region).
+  bool sequence_parallel() const { return sequence_parallel_; }
+  /// Into a column-parallel layer (copy_to_tensor_region; gather_from_sequence_region with sequence parallelism).
   at::Tensor enter(const at::Tensor& input) const;
-  /// Out of a row-parallel layer: the ranks' partial results summed (reduce_from_tensor_region).
+  /// Out of a row-parallel layer: the ranks' partial results summed (reduce_from_tensor_region;
+  /// reduce_scatter_to_sequence_region with sequence parallelism).
   at::Tensor leave(const at::Tensor& partial) const;
+  /// A whole tensor that feeds partial results (forward as is, backward the gradient summed over the ranks:
+  /// copy_to_tensor_region, also with sequence parallelism).
+  at::Tensor sum_gradient(const at::Tensor& input) const {
+    return collectives_ ? copy_to_tensor_region(input, *collectives_) : input;
+  }
+  /// This rank's part of dimension `dim` of `tensor` with sequence parallelism (a plain slice: its gradient
+  /// is this rank's part), else `tensor`.
+  at::Tensor sequence_part(const at::Tensor& tensor, int64_t dim) const;
   /// A column-parallel output whole again: every rank's last-dimension part (gather_from_tensor_region).
   at::Tensor gather(const at::Tensor& part) const;
   /// `tensor` on the first rank, undefined on the others: what a row-parallel layer adds once before its
@@ -67,6 +88,7 @@ class TensorParallel {
 
  private:
   std::shared_ptr<TensorCollectives> collectives_;
+  bool sequence_parallel_ = false;
 };
 
 }  // namespace graphed::model

@@ -39,9 +39,9 @@ at::Tensor qkv_shard(const at::Tensor& weight, int64_t heads, int64_t groups, in
   return at::cat(parts, 0);
 }
 
-at::Tensor swiglu_shard(const at::Tensor& weight, TensorShard shard) {
-  const auto halves = weight.chunk(2, 0);
-  return at::cat({part_of(halves[0], 0, shard), part_of(halves[1], 0, shard)}, 0);
+at::Tensor swiglu_shard(const at::Tensor& weight, TensorShard shard, int64_t dim) {
+  const auto halves = weight.chunk(2, dim);
+  return at::cat({part_of(halves[0], dim, shard), part_of(halves[1], dim, shard)}, dim);
 }
 
 at::Tensor join_column_shards(const std::vector<at::Tensor>& shards) { return at::cat(shards, 0); }
@@ -63,24 +63,24 @@ at::Tensor join_qkv_shards(const std::vector<at::Tensor>& shards, int64_t heads,
   return at::cat({at::cat(queries, 0), at::cat(keys, 0), at::cat(values, 0)}, 0);
 }
 
-at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards) {
+at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards, int64_t dim) {
   std::vector<at::Tensor> gates, ups;
   for (const at::Tensor& shard : shards) {
-    const auto halves = shard.chunk(2, 0);
+    const auto halves = shard.chunk(2, dim);
     gates.push_back(halves[0]);
     ups.push_back(halves[1]);
   }
-  return at::cat({at::cat(gates, 0), at::cat(ups, 0)}, 0);
+  return at::cat({at::cat(gates, dim), at::cat(ups, dim)}, dim);
 }
 
 at::Tensor take_shard(const at::Tensor& whole, const ParameterSplit& split, TensorShard shard) {
   switch (split.split) {
     case TensorSplit::kReplicated:
     case TensorSplit::kFirstRank: return whole;
-    case TensorSplit::kColumn: return column_shard(whole, shard);
+    case TensorSplit::kColumn: return part_of(whole, split.dim, shard).contiguous();
     case TensorSplit::kRow: return row_shard(whole, shard);
     case TensorSplit::kQkv: return qkv_shard(whole, split.heads, split.groups, split.head_dim, shard);
-    case TensorSplit::kSwiglu: return swiglu_shard(whole, shard);
+    case TensorSplit::kSwiglu: return swiglu_shard(whole, shard, split.dim);
   }
   GRAPHED_INTERNAL_ASSERT(false, "an unknown tensor split");
   return whole;
@@ -91,10 +91,10 @@ at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSpl
   switch (split.split) {
     case TensorSplit::kReplicated:
     case TensorSplit::kFirstRank: return shards.front();
-    case TensorSplit::kColumn: return join_column_shards(shards);
+    case TensorSplit::kColumn: return at::cat(shards, split.dim);
     case TensorSplit::kRow: return join_row_shards(shards);
     case TensorSplit::kQkv: return join_qkv_shards(shards, split.heads, split.groups, split.head_dim);
-    case TensorSplit::kSwiglu: return join_swiglu_shards(shards);
+    case TensorSplit::kSwiglu: return join_swiglu_shards(shards, split.dim);
   }
   GRAPHED_INTERNAL_ASSERT(false, "an unknown tensor split");
   return shards.front();
@@ -103,7 +103,7 @@ at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSpl
 std::vector<int64_t> whole_sizes(const at::Tensor& shard, const ParameterSplit& split, int64_t size) {
   std::vector<int64_t> sizes = shard.sizes().vec();
   if (!split.is_sharded() || sizes.empty()) return sizes;
-  const std::size_t dim = split.split == TensorSplit::kRow ? sizes.size() - 1 : 0;
+  const auto dim = static_cast<std::size_t>(split.split == TensorSplit::kRow ? sizes.size() - 1 : split.dim);
   sizes[dim] *= size;
   return sizes;
 }

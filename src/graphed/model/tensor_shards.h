@@ -27,27 +27,28 @@ at::Tensor row_shard(const at::Tensor& weight, TensorShard shard);
 /// so a rank attends with its own heads alone (GQA needs groups to divide by size).
 at::Tensor qkv_shard(const at::Tensor& weight, int64_t heads, int64_t groups, int64_t head_dim, TensorShard shard);
 /// SwiGLU's fc1 weight [2 ffn, in] or bias: the rank's part of each half, [gate part; up part], so the
-/// rank's activation is its part of the whole activation.
-at::Tensor swiglu_shard(const at::Tensor& weight, TensorShard shard);
+/// rank's activation is its part of the whole activation. `dim`: where the halves lie (0 for a linear's weight).
+at::Tensor swiglu_shard(const at::Tensor& weight, TensorShard shard, int64_t dim = 0);
 
 /// The whole tensor from every rank's shard, in rank order (the inverses of the above).
 at::Tensor join_column_shards(const std::vector<at::Tensor>& shards);
 at::Tensor join_row_shards(const std::vector<at::Tensor>& shards);
 at::Tensor join_qkv_shards(const std::vector<at::Tensor>& shards, int64_t heads, int64_t groups, int64_t head_dim);
-at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards);
+at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards, int64_t dim = 0);
 
 /// How a parameter lies over the tensor-parallel ranks.
 enum class TensorSplit {
   kReplicated,  ///< whole on every rank, with equal gradients (norms, position embeddings)
-  kColumn,      ///< split along dimension 0 (column-parallel weights and biases, the vocabulary)
-  kRow,         ///< split along the last dimension (row-parallel weights)
+  kColumn,      ///< equal parts along `dim`: 0 for column-parallel weights and biases and the vocabulary
+  kRow,         ///< equal parts along the last dimension (row-parallel weights)
   kQkv,         ///< the fused QKV weight or bias, by query groups
-  kSwiglu,      ///< SwiGLU's fc1 weight or bias, each half split
+  kSwiglu,      ///< SwiGLU's fc1 weight or bias, each half (along `dim`) split
   kFirstRank,   ///< whole on every rank but used by the first only (a row-parallel bias, added once)
 };
 
 struct ParameterSplit {
   TensorSplit split = TensorSplit::kReplicated;
+  int64_t dim = 0;                              ///< kColumn and kSwiglu: the split dimension
   int64_t heads = 0, groups = 0, head_dim = 0;  ///< kQkv only: the whole layer's counts
   /// Whether each rank holds a different part (its gradient's square counts on every rank in the norm).
   bool is_sharded() const { return split != TensorSplit::kReplicated && split != TensorSplit::kFirstRank; }

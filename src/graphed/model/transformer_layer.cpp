@@ -371,9 +371,10 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
 }
 
 void TransformerLayerImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
-  GRAPHED_INTERNAL_ASSERT(!mamba_ && !moe_, "layer ", layer_number_, " has Mamba or MoE, which have no tensor-parallel form");
+  GRAPHED_INTERNAL_ASSERT(!mamba_, "layer ", layer_number_, " has Mamba, which has no tensor-parallel form");
   if (attention_) attention_->split_for_tensor_parallel(tensor);
   if (mlp_) mlp_->split_for_tensor_parallel(tensor);
+  if (moe_) moe_->split_for_tensor_parallel(tensor);
 }
 
 std::vector<std::pair<std::string, ParameterSplit>> TransformerLayerImpl::tensor_splits() const {
@@ -383,6 +384,9 @@ std::vector<std::pair<std::string, ParameterSplit>> TransformerLayerImpl::tensor
   }
   if (mlp_) {
     for (auto [name, split] : mlp_->tensor_splits()) splits.emplace_back("mlp." + name, split);
+  }
+  if (moe_) {
+    for (auto [name, split] : moe_->tensor_splits()) splits.emplace_back("moe." + name, split);
   }
   return splits;
 }

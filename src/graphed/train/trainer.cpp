@@ -46,7 +46,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = model::GptModel(config.model, config.moe_layers);
   if (layout_.tensor_size > 1) {  // each tensor rank keeps its part of the whole model it built
-    model_->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(groups->tensor()));
+    model_->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(groups->tensor()),
+                                      config.train.sequence_parallel);
   }
   model_->to(device_);
   // Every rank builds the whole model from the same seed (the weights of one process); it trains and
@@ -78,7 +79,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     model_->use_fused_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, !overlap));
   }
   if (groups != nullptr) {
-    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor_duplicates());
+    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor_duplicates(),
+                                               config.train.sequence_parallel);
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
@@ -307,8 +309,10 @@ void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary
 std::optional<std::string> Trainer::sample(int64_t iteration) {
   const auto& t = config_.train;
   // Rank 0 draws it, with the other ranks of its tensor-parallel group (the model's collectives need them
-  // all); under pipeline parallelism no rank holds every layer's trained weights.
-  const bool draws = layout_.data_rank() == 0 && !layout_.is_pipelined();
+  // all); under pipeline parallelism no rank holds every layer's trained weights, and under sequence
+  // parallelism the model takes only sequences that split over the ranks.
+  const bool sequence_parallel = layout_.tensor_size > 1 && config_.train.sequence_parallel;
+  const bool draws = layout_.data_rank() == 0 && !layout_.is_pipelined() && !sequence_parallel;
   if (t.sample_tokens == 0 || !data_.is_byte_level() || !draws) return std::nullopt;
   capture::EagerScope eager;  // one row at a time through every graphed unit, eagerly
   compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());  // the precision training runs in
