@@ -146,6 +146,29 @@ TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
                      "tensor ranks from one process's checkpoint");
 }
 
+TEST(TensorParallelBenchTest, DecodeRunsOnTheTensorRanksAndRefusesOtherLayouts) {
+  const std::string folder = make_temporary_directory("graphed-tensor-parallel-bench");
+  ASSERT_FALSE(folder.empty());
+  const std::vector<std::string> bench = {"bench", "--decode", "--preset", "tiny", "--device", "cpu",
+                                          "--decode-scopes", "none", "--decode-batches", "1",
+                                          "--decode-prompt-tokens", "8", "--decode-new-tokens", "8"};
+  const auto decoded = launch(2, pick_port(11), plus(bench, {"--tensor-model-parallel-size", "2"}), folder);
+  ASSERT_EQ(decoded[0].exit_code, 0) << describe(decoded);
+  ASSERT_EQ(decoded[1].exit_code, 0) << describe(decoded);
+  EXPECT_NE(decoded[0].out.find("cpu x 2 (tensor parallel; roofline per GPU)"), std::string::npos) << decoded[0].out;
+  EXPECT_NE(decoded[0].out.find("| none | 1 | 1 |"), std::string::npos) << decoded[0].out;
+  EXPECT_EQ(decoded[1].out, "");
+  // Two processes without tensor parallelism would each decode alone: refused, with the fix.
+  const auto refused = launch(2, pick_port(12), bench, folder);
+  for (const auto& result : refused) EXPECT_EQ(result.exit_code, 1) << describe(refused);
+  EXPECT_NE(refused[0].err.find("runs several only as one tensor-parallel group (--tensor-model-parallel-size 1); "
+                                "fix: launch as many processes as --tensor-model-parallel-size, or run it without a "
+                                "launcher"),
+            std::string::npos)
+      << refused[0].err;  // rank 0 speaks for all
+  remove_all(folder);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, TensorParallelLaunchTest, ::testing::ValuesIn(model_cases()),
                          [](const ::testing::TestParamInfo<ModelCase>& info) { return std::string(info.param.name); });
 

@@ -13,7 +13,9 @@
 
 #include "graphed/capture/device.h"
 #include "graphed/capture/peak_throughput.h"
+#include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
+#include "graphed/dist/tensor_collectives.h"
 #include "graphed/infer/decode_engine.h"
 #include "graphed/infer/decode_roofline.h"
 #include "graphed/util/build_info.h"
@@ -119,9 +121,11 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
 void print_table(const CommandLine& command_line, const config::RunConfig& config, const at::Device& device,
                  at::ScalarType dtype, const std::vector<DecodeRow>& rows, std::ostream& out) {
   const auto bandwidth = capture::peak_memory_bandwidth(device);
+  const int64_t tensor_size = config.train.tensor_model_parallel_size;
   out << "bench --decode: preset " << command_line.preset.value_or("(none)") << " (" << config.model.num_layers
       << " layers, hidden " << config.model.hidden_size << ", vocab " << config.model.vocab_size << "), random "
-      << (dtype == at::kBFloat16 ? "bf16" : "fp32") << " weights, " << capture::device_name(device) << ", "
+      << (dtype == at::kBFloat16 ? "bf16" : "fp32") << " weights, " << capture::device_name(device)
+      << (tensor_size > 1 ? " x " + std::to_string(tensor_size) + " (tensor parallel; roofline per GPU)" : "") << ", "
       << build_summary() << "; prompt " << command_line.decode_prompt_tokens << " tokens, "
       << command_line.decode_new_tokens << " new tokens, greedy; median of 3 runs after 1 warmup; roofline: "
       << (bandwidth ? bandwidth->basis : std::string("unknown bandwidth")) << "\n";
@@ -159,16 +163,31 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
   out << array.dump(2) << "\n";
 }
 
+
+/// Every rank of a tensor-parallel launch decodes the same batch with its part of the model (each its own
+/// GPU, the collectives inside the decode graphs); a launch of any other layout is refused.
+void require_tensor_parallel_launch(const config::RunConfig& config, const dist::LaunchEnvironment& environment) {
+  if (!environment.is_distributed() || config.train.tensor_model_parallel_size == environment.world_size) return;
+  const std::string message =
+      "WORLD_SIZE=" + std::to_string(environment.world_size) + " asks for " + std::to_string(environment.world_size) +
+      " processes, but `graphed bench --decode` runs several only as one tensor-parallel group (--tensor-model-parallel-size " +
+      std::to_string(config.train.tensor_model_parallel_size) + "); fix: launch as many processes as " +
+      "--tensor-model-parallel-size, or run it without a launcher";
+  throw ConfigError(message, {message});
+}
+
 }  // namespace
 
 int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
-  refuse_multi_process_launch("bench");
+  const dist::LaunchEnvironment environment = launch_environment();
   config::Settings settings = command_line.settings;
   settings.model.attention_dropout = 0.0;
   settings.model.hidden_dropout = 0.0;
   settings.train.mock_data = true;
+  settings.train.world_size = environment.is_distributed() ? environment.world_size : 1;
   const config::RunConfig config = resolve_settings(settings);
-  const at::Device device = choose_device(config.train.device, "decoding eagerly in fp32");
+  require_tensor_parallel_launch(config, environment);
+  const at::Device device = device_for_rank(choose_device(config.train.device, "decoding eagerly in fp32"), environment);
   const int64_t context = config.model.max_position_embeddings.value_or(config.model.seq_length);
   if (command_line.decode_prompt_tokens + command_line.decode_new_tokens > context) {
     throw ConfigError("--decode-prompt-tokens " + std::to_string(command_line.decode_prompt_tokens) +
@@ -177,6 +196,13 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
   }
   at::manual_seed(config.train.seed);
   model::GptModel model(config.model, config.moe_layers);
+  std::optional<DistributedRun> distributed;
+  if (environment.is_distributed()) {  // each rank keeps its part of the model every rank built
+    distributed.emplace(config, environment, device);
+    model->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(distributed->groups().tensor()));
+    distributed->groups().tensor().barrier();  // the group's first collective, outside any graph capture
+  }
+  std::ostream& print = environment.rank == 0 ? out : null_stream();
   const at::ScalarType dtype = device.is_cuda() ? at::kBFloat16 : at::kFloat;
   model->to(device, dtype);
   model->eval();
@@ -187,10 +213,11 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
     for (auto& row : bench_scope(command_line, model, config, scope, device)) rows.push_back(row);
   }
   if (command_line.json_output) {
-    print_json(command_line, device, rows, out);
+    print_json(command_line, device, rows, print);
   } else {
-    print_table(command_line, config, device, dtype, rows, out);
+    print_table(command_line, config, device, dtype, rows, print);
   }
+  if (distributed) distributed->finish();
   return 0;
 }
 
