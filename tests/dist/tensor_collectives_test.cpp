@@ -1,6 +1,6 @@
 // tests/dist/tensor_collectives_test.cpp — the model's tensor-parallel collectives over a real Gloo group:
-// two ranks as threads of this process, meeting through one in-memory store. The sum and the gather in rank
-// order, the caller's tensor untouched, and Megatron's copy/reduce regions carried by them (a column- then
+// two ranks as threads of this process, meeting through one in-memory store. The sum, the gather in rank
+// order and the reduce-scatter, the caller's tensor untouched, and Megatron's copy/reduce regions carried by them (a column- then
 // row-parallel linear pair equals one process, forward and backward). Skipped where this build has no Gloo.
 #include "graphed/dist/tensor_collectives.h"
 
@@ -46,6 +46,17 @@ TEST_F(TensorCollectivesTest, SumsAndGathersInRankOrderWithoutTouchingTheInput) 
     EXPECT_TRUE(at::equal(mine, at::full({2, 3}, static_cast<double>(rank + 1), kDoubleOptions))) << "the input is untouched";
     const at::Tensor gathered = collectives.all_gather(mine, 1);
     EXPECT_TRUE(at::equal(gathered, at::cat({at::full({2, 3}, 1.0, kDoubleOptions), at::full({2, 3}, 2.0, kDoubleOptions)}, 1)));
+  });
+}
+
+TEST_F(TensorCollectivesTest, ReduceScatterKeepsEachRanksPartOfTheSumAlongAnyDimension) {
+  on_two_ranks([](model::TensorCollectives& collectives) {
+    const int64_t rank = collectives.rank();
+    // rank r holds (r + 1) x [0, 1, ..., 23] as [2, 4, 3]; the sum is 3 x that.
+    const at::Tensor mine = at::arange(24, kDoubleOptions).view({2, 4, 3}) * static_cast<double>(rank + 1);
+    const at::Tensor sum = at::arange(24, kDoubleOptions).view({2, 4, 3}) * 3.0;
+    EXPECT_TRUE(at::equal(collectives.reduce_scatter_sum(mine, 1), sum.narrow(1, rank * 2, 2))) << "rank " << rank;
+    EXPECT_TRUE(at::equal(collectives.reduce_scatter_sum(mine, 0), sum.narrow(0, rank, 1))) << "rank " << rank;
   });
 }
 

@@ -1,5 +1,6 @@
 // tests/train/memory_estimate_test.cpp — a micro batch far too large for the machine is refused before
-// the run with the estimate and a size that fits; one close to the limit is warned about.
+// the run with the estimate and a size that fits; one close to the limit is warned about; a tensor-parallel
+// rank is estimated at its share.
 #include "graphed/train/memory_estimate.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,16 @@ TEST(MemoryEstimateTest, Bf16AutocastHalvesTheLayersButNotTheLogits) {
   const MemoryEstimate fp32 = estimate_training_memory(tiny(1), false);
   const MemoryEstimate bf16 = estimate_training_memory(tiny(1), true);
   EXPECT_EQ(fp32.activation_bytes_per_sample - bf16.activation_bytes_per_sample, 2 * 2 * (64 * (10 * 128 + 2 * 512) + 2 * 2 * 64 * 64));
+}
+
+TEST(MemoryEstimateTest, EachTensorParallelRankHoldsItsShare) {
+  const config::RunConfig whole = tiny(8);
+  config::RunConfig split = whole;
+  split.train.tensor_model_parallel_size = 2;
+  const MemoryEstimate one = estimate_training_memory(whole, true);
+  const MemoryEstimate half = estimate_training_memory(split, true);
+  EXPECT_EQ(half.state_bytes, one.state_bytes / 2);
+  EXPECT_EQ(half.activation_bytes_per_sample, one.activation_bytes_per_sample / 2);
 }
 
 TEST(MemoryEstimateTest, AMicroBatchFarTooLargeIsRefusedWithAFittingSize) {

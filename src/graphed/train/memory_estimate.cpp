@@ -52,11 +52,14 @@ MemoryEstimate estimate_training_memory(const config::RunConfig& config, bool au
   const double topk = m.is_moe() ? static_cast<double>(m.moe_router_topk) : 1.0;
   const double per_layer = s * (10.0 * h + 2.0 * ffn * topk) + 2.0 * static_cast<double>(m.num_attention_heads) * s * s;
   const double logits = 3.0 * s * static_cast<double>(m.vocab_size);
+  // Each tensor-parallel rank holds about 1/T of the weights, the split activations and the logits
+  // (the norms and the hidden-size activations it holds whole are left out of this estimate).
+  const double tensor = static_cast<double>(std::max<int64_t>(1, config.train.tensor_model_parallel_size));
   MemoryEstimate estimate;
-  estimate.state_bytes = static_cast<int64_t>(16.0 * parameter_count(config));
+  estimate.state_bytes = static_cast<int64_t>(16.0 * parameter_count(config) / tensor);
   const double element_bytes = autocast ? 2.0 : 4.0;
   estimate.activation_bytes_per_sample =
-      static_cast<int64_t>(element_bytes * static_cast<double>(m.num_layers) * per_layer + 4.0 * logits);
+      static_cast<int64_t>((element_bytes * static_cast<double>(m.num_layers) * per_layer + 4.0 * logits) / tensor);
   estimate.micro_batch_size = config.train.micro_batch_size;
   return estimate;
 }
