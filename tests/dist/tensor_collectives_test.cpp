@@ -1,7 +1,8 @@
 // tests/dist/tensor_collectives_test.cpp — the model's tensor-parallel collectives over a real Gloo group:
 // two ranks as threads of this process, meeting through one in-memory store. The sum, the gather in rank
-// order and the reduce-scatter, the caller's tensor untouched, and Megatron's copy/reduce regions carried by them (a column- then
-// row-parallel linear pair equals one process, forward and backward). Skipped where this build has no Gloo.
+// order and the reduce-scatter, the caller's tensor untouched, and Megatron's copy/reduce regions carried
+// by them (a column- then row-parallel linear pair equals one process, forward and backward). Skipped where
+// this build has no Gloo.
 #include "graphed/dist/tensor_collectives.h"
 
 #include <chrono>

@@ -66,13 +66,9 @@ void AttentionImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
 void AttentionImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an attention split twice");
   tensor_ = tensor;
-  const TensorShard shard = tensor.shard();
-  for (const auto& [name, split] : tensor_splits()) {
-    at::Tensor parameter = named_parameters(/*recurse=*/false)[name];
-    parameter.set_data(take_shard(parameter.detach(), split, shard).contiguous());
-  }
-  heads_ = shape_.num_heads / shard.size;
-  groups_ = shape_.num_query_groups / shard.size;
+  keep_own_shards(*this, tensor_splits(), tensor.shard());
+  heads_ = shape_.num_heads / tensor.size();
+  groups_ = shape_.num_query_groups / tensor.size();
 }
 
 std::vector<std::pair<std::string, ParameterSplit>> AttentionImpl::tensor_splits() const {

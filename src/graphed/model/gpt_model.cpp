@@ -179,13 +179,8 @@ void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> 
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && collectives != nullptr, "a model split twice");
   tensor_ = TensorParallel(std::move(collectives), sequence_parallel);
   for (auto& layer : layers_) layer->split_for_tensor_parallel(tensor_);
-  const auto splits = tensor_splits();
-  for (const auto& item : named_parameters(/*recurse=*/false)) {
-    const auto split = splits.find(item.key());
-    if (split == splits.end()) continue;
-    at::Tensor parameter = item.value();
-    parameter.set_data(take_shard(parameter.detach(), split->second, tensor_.shard()).contiguous());
-  }
+  const auto splits = tensor_splits();  // the layers' names too: keep_own_shards takes only the model's own
+  keep_own_shards(*this, {splits.begin(), splits.end()}, tensor_.shard());
 }
 
 std::map<std::string, ParameterSplit> GptModelImpl::tensor_splits() const {

@@ -27,10 +27,7 @@ MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {
 void MlpImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an MLP split twice");
   tensor_ = tensor;
-  for (const auto& [name, split] : tensor_splits()) {
-    at::Tensor parameter = named_parameters(/*recurse=*/false)[name];
-    parameter.set_data(take_shard(parameter.detach(), split, tensor.shard()).contiguous());
-  }
+  keep_own_shards(*this, tensor_splits(), tensor.shard());
 }
 
 std::vector<std::pair<std::string, ParameterSplit>> MlpImpl::tensor_splits() const {

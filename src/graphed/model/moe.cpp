@@ -77,12 +77,7 @@ DispatchPlan MoeImpl::plan(const at::Tensor& indices, const at::Tensor& weights)
 void MoeImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an MoE split twice");
   tensor_ = tensor;
-  const auto own = named_parameters(/*recurse=*/false);
-  for (const auto& [name, split] : tensor_splits()) {
-    if (!own.contains(name)) continue;  // the shared expert's, which it splits itself
-    at::Tensor parameter = own[name];
-    parameter.set_data(take_shard(parameter.detach(), split, tensor.shard()).contiguous());
-  }
+  keep_own_shards(*this, tensor_splits(), tensor.shard());
   if (shared_) shared_->split_for_tensor_parallel(tensor);
 }
 

@@ -100,7 +100,8 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
     const at::Tensor local = labels - group.rank() * part;
     const at::Tensor outside = (local < 0).logical_or(local >= part);
     const at::Tensor index = local.masked_fill(outside, 0);
-    const at::Tensor picked = group.all_reduce_sum(shifted.gather(1, index.unsqueeze(1)).squeeze(1).masked_fill(outside, 0));
+    const at::Tensor own_label_logit = shifted.gather(1, index.unsqueeze(1)).squeeze(1).masked_fill(outside, 0);
+    const at::Tensor picked = group.all_reduce_sum(own_label_logit);  // the label's logit, from the rank holding it
     context->save_for_backward({exponentials / denominator.unsqueeze(1), index, outside});
     return denominator.log() - picked;
   }
@@ -140,9 +141,20 @@ at::Tensor reduce_scatter_to_sequence_region(const at::Tensor& input, TensorColl
   return ReduceScatterToSequence::apply(input, address(collectives));
 }
 
+void keep_own_shards(torch::nn::Module& module, const std::vector<std::pair<std::string, ParameterSplit>>& splits,
+                     TensorShard shard) {
+  const auto own = module.named_parameters(/*recurse=*/false);
+  for (const auto& [name, split] : splits) {
+    if (!own.contains(name)) continue;  // a child's, which the child splits itself
+    at::Tensor parameter = own[name];
+    parameter.set_data(take_shard(parameter.detach(), split, shard).contiguous());
+  }
+}
+
 at::Tensor TensorParallel::enter(const at::Tensor& input) const {
   if (!collectives_) return input;
-  return sequence_parallel_ ? gather_from_sequence_region(input, *collectives_) : copy_to_tensor_region(input, *collectives_);
+  return sequence_parallel_ ? gather_from_sequence_region(input, *collectives_)
+                            : copy_to_tensor_region(input, *collectives_);
 }
 
 at::Tensor TensorParallel::leave(const at::Tensor& partial) const {

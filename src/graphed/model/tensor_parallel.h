@@ -9,7 +9,12 @@
 #include <cstdint>
 #include <memory>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <ATen/ATen.h>
+#include <torch/nn/module.h>
 
 #include "graphed/model/tensor_shards.h"
 
@@ -44,6 +49,10 @@ at::Tensor gather_from_sequence_region(const at::Tensor& input, TensorCollective
 /// Forward: the ranks' partial results summed, this rank's part of dimension 1 kept (reduce-scatter);
 /// backward: the gradient parts gathered (Megatron's reduce_scatter_to_sequence_parallel_region).
 at::Tensor reduce_scatter_to_sequence_region(const at::Tensor& input, TensorCollectives& collectives);
+
+/// Replaces each of `module`'s own parameters named in `splits` (not its children's) by this rank's shard of it.
+void keep_own_shards(torch::nn::Module& module, const std::vector<std::pair<std::string, ParameterSplit>>& splits,
+                     TensorShard shard);
 
 /// A layer's tensor-parallel group, chosen once when the model is split. With one rank (the default) every
 /// call returns its input: the layers run as they always did. With sequence parallelism (Megatron's

@@ -33,8 +33,8 @@ class DataParallelSync final : public GradientSync {
   dist::ProcessGroups& groups_;
   std::unique_ptr<dist::GradientReducer> reducer_;
   at::Tensor shared_embedding_;
-  std::vector<at::Tensor> uncounted_;
-  std::vector<at::Tensor> sequence_shared_;  ///< gradients summed over the tensor group (sequence parallelism)  ///< the tensor duplicates, on tensor ranks other than the first
+  std::vector<at::Tensor> uncounted_;        ///< the tensor duplicates, on tensor ranks other than the first
+  std::vector<at::Tensor> sequence_shared_;  ///< gradients summed over the tensor group (sequence parallelism)
   bool counts_shared_embedding_ = true;  ///< false on the last stage: the first stage counts it in the norm
 };
 

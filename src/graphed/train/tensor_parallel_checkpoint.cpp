@@ -41,7 +41,11 @@ NamedTensorList whole_tensors_for(const NamedTensorList& parts, const TensorSpli
   NamedTensorList whole;
   for (const auto& [name, part] : parts) {
     const model::ParameterSplit split = split_of(name, splits);
-    whole.emplace_back(name, split.is_sharded() ? at::empty(model::whole_sizes(part, split, size), part.options()) : part);
+    if (!split.is_sharded()) {  // loaded straight into the live tensor
+      whole.emplace_back(name, part);
+      continue;
+    }
+    whole.emplace_back(name, at::empty(model::whole_sizes(part, split, size), part.options()));
   }
   return whole;
 }

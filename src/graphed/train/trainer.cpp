@@ -274,7 +274,8 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
   write_metrics(fields);
   if (peak_) {
     // Every rank's device counts: the run's FLOPs over the peak of all its devices.
-    const double mfu = 100.0 * record.tflops * 1e12 / (peak_->flops_per_second * static_cast<double>(layout_.world_size));
+    const double devices = static_cast<double>(layout_.world_size);
+    const double mfu = 100.0 * record.tflops * 1e12 / (peak_->flops_per_second * devices);
     line << " | MFU " << std::fixed << std::setprecision(2) << mfu << "%";
     fields["mfu_percent"] = mfu;
   }
