@@ -447,7 +447,13 @@ INSTANTIATE_TEST_SUITE_P(
         LaunchCase{"PL7VocabularyDoesNotSplit", {{"tensor_model_parallel_size", 2}, {"vocab_size", 1001}}, 2, "PL-7",
                    Severity::kError,
                    "--vocab-size 1001 does not split over --tensor-model-parallel-size 2 (each rank takes an equal "
-                   "part); fix: pass --vocab-size 1002 (padded, as Megatron pads with --make-vocab-size-divisible-by)"},
+                   "part); fix: pass --vocab-size 1002 (padded, as Megatron pads the vocabulary; a checkpoint of the "
+                   "unpadded model then no longer loads)"},
+        LaunchCase{"PL10DropoutUnderTensorParallelism", {{"tensor_model_parallel_size", 2}, {"hidden_dropout", 0.1},
+                                                         {"attention_dropout", 0.0}}, 2, "PL-10", Severity::kNote,
+                   "--tensor-model-parallel-size 2 with dropout (--attention-dropout 0, --hidden-dropout 0.1): every "
+                   "tensor rank draws the same masks (Megatron's model-parallel random states are not implemented), "
+                   "so attention dropout repeats over the ranks' heads"},
         LaunchCase{"PL7SequenceDoesNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"seq_length", 63}}, 2, "PL-7",
                    Severity::kError,

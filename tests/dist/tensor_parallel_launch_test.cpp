@@ -1,7 +1,7 @@
 // tests/dist/tensor_parallel_launch_test.cpp — `graphed train --tensor-model-parallel-size 2` as 2 ranks on
 // the CPU (Gloo, tests/dist/rank_launch.h), with and without --sequence-parallel: a GPT-2-style and a
 // Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, no biases, untied output), and moe-small's MoE layers
-// (drop-and-pad, experts split by the tensor ranks) follow one process over 20
+// (drop-and-pad, experts split by the tensor ranks), and a Qwen3-style model (q/k norms) follow one process over 20
 // iterations, and the checkpoint they save is the whole model; a checkpoint crosses layouts both ways
 // (TP=2 resumes one process's, one process TP=2's).
 #include <cmath>
@@ -35,6 +35,10 @@ struct ModelCase {
   const char* name;
   std::vector<std::string> flags;
   std::vector<std::string> tensor_flags;  ///< the tensor-parallel runs' own
+  /// The parameters' difference after 20 steps, relative to their norm. The Qwen3-style model amplifies
+  /// rounding more: one process alone, with 4 microbatches of 2 instead of 2 of 4, moves its weights by up
+  /// to 4.5e-4 (the word embeddings), and TP=2 by 4.8e-4.
+  double parameter_tolerance = 1e-4;
 };
 
 const std::vector<ModelCase>& model_cases() {
@@ -44,13 +48,16 @@ const std::vector<ModelCase>& model_cases() {
   const std::vector<std::string> moe = {"--num-experts", "4", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "256",
                                         "--moe-expert-capacity-factor", "1.0", "--moe-pad-expert-input-to-capacity",
                                         "--moe-aux-loss-coeff", "0.01"};  // moe-small's MoE on tiny
+  std::vector<std::string> qwen3 = llama;  // q/k norms shared by heads the ranks split: gradients summed
+  qwen3.push_back("--qk-layernorm");
   const std::vector<std::string> tensor = {"--tensor-model-parallel-size", "2"};
   const std::vector<std::string> sequence = {"--tensor-model-parallel-size", "2", "--sequence-parallel"};
   static const std::vector<ModelCase> cases = {{"gpt2_style", {}, tensor},
                                                {"llama_style", llama, tensor},
                                                {"gpt2_style_sequence_parallel", {}, sequence},
                                                {"llama_style_sequence_parallel", llama, sequence},
-                                               {"moe", moe, tensor}};
+                                               {"moe", moe, tensor},
+                                               {"qwen3_style", qwen3, tensor, 1e-3}};
   return cases;
 }
 
@@ -104,8 +111,8 @@ TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeM
     const bool qkv_bias = name.size() >= 8 && name.compare(name.size() - 8, 8, "qkv_bias") == 0;
     if (qkv_bias) {  // its key third is rounding noise: small in value, large relative to its tiny norm
       EXPECT_LE(difference.abs().max().item<double>(), 1e-4) << name;
-    } else {  // seen: up to 2e-5
-      EXPECT_LE(relative, 1e-4) << name;
+    } else {  // seen: up to 2e-5 (Qwen3-style: see parameter_tolerance)
+      EXPECT_LE(relative, GetParam().parameter_tolerance) << name;
     }
   }
   EXPECT_FALSE(path_exists(join_path(folder_, "rank1/checkpoints")));

@@ -3,7 +3,8 @@
 // of the whole gradient; a row-parallel bias's on the first rank), and the decoding path over a key/value
 // cache. For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a GPT-2-style one (learned
 // positions, LayerNorm, GELU, biases, tied embeddings), each also with sequence parallelism (training only:
-// the norms' and position embeddings' gradients are then the ranks' parts of the whole).
+// the norms' and position embeddings' gradients are then the ranks' parts of the whole, as the shared q/k
+// norms' always are: checked for a Qwen3-style model).
 #include <gtest/gtest.h>
 
 #include <ATen/core/grad_mode.h>
@@ -35,7 +36,10 @@ std::vector<Case> cases() {
   nlohmann::json padded_moe = moe;
   padded_moe.update({{"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true},
                      {"add_bias_linear", true}, {"swiglu", false}});
-  return {{"llama_style", llama}, {"gpt2_style", common}, {"llama_style_sequence_parallel", llama, true},
+  nlohmann::json qwen3 = llama;  // one q/k norm shared by the heads the ranks split
+  qwen3["qk_layernorm"] = true;
+  return {{"llama_style", llama}, {"gpt2_style", common}, {"qwen3_style", qwen3},
+          {"llama_style_sequence_parallel", llama, true},
           {"gpt2_style_sequence_parallel", common, true}, {"moe_dropless", moe}, {"moe_drop_and_pad", padded_moe}};
 }
 
@@ -96,15 +100,16 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
     part_loss.backward();
     for (const auto& item : model->named_parameters()) {
       const auto split = splits.find(item.key());
+      const bool summed = split != splits.end() && split->second.split == TensorSplit::kSummed;
       at::Tensor expected = gradients.at(item.key());
-      if (split != splits.end()) {
+      if (split != splits.end() && !summed) {
         expected = split->second.split == TensorSplit::kFirstRank && rank != 0
                        ? at::zeros_like(expected)
                        : take_shard(expected, split->second, TensorShard{kRanks, rank});
       }
       const at::Tensor got = item.value().grad().defined() ? item.value().grad() : at::zeros_like(item.value());
       ASSERT_EQ(got.sizes(), expected.sizes()) << item.key();
-      if (split == splits.end() && GetParam().sequence_parallel) {  // this rank's sequence part's share
+      if (summed || (split == splits.end() && GetParam().sequence_parallel)) {  // this rank's share of the whole
         whole_on_every_rank[static_cast<std::size_t>(rank)][item.key()] = got;
         continue;
       }

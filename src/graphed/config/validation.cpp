@@ -379,8 +379,10 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   require_divides("--num-attention-heads", m.num_attention_heads, "pass a tensor size that divides " +
                                                                       num(m.num_attention_heads) + ", or more heads");
   const int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
-  require_divides("--num-query-groups", groups, "pass a tensor size that divides " + num(groups) + " (Megatron splits "
-                                                "attention by query groups)");
+  if (groups != m.num_attention_heads) {  // without grouped-query attention the heads' rule says it all
+    require_divides("--num-query-groups", groups, "pass a tensor size that divides " + num(groups) +
+                                                      " (Megatron splits attention by query groups)");
+  }
   if (m.ffn_hidden_size) {
     require_divides("--ffn-hidden-size", *m.ffn_hidden_size, "pass a multiple of " + num(size));
   }
@@ -389,8 +391,9 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
                                                   "each rank an equal part of the sequence), or drop --sequence-parallel");
   }
   const int64_t padded = (m.vocab_size + size - 1) / size * size;
-  require_divides("--vocab-size", m.vocab_size, "pass --vocab-size " + num(padded) +
-                                                    " (padded, as Megatron pads with --make-vocab-size-divisible-by)");
+  require_divides("--vocab-size", m.vocab_size, "pass --vocab-size " + num(padded) + " (padded, as Megatron pads "
+                                                    "the vocabulary; a checkpoint of the unpadded model then no "
+                                                    "longer loads)");
   const auto refuse = [&](const std::string& what, const std::string& fix) {
     issues.error("PL-8", tp + " with " + what + " is not implemented in this version; fix: " + fix);
   };
@@ -406,6 +409,18 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
       refuse("--sequence-parallel and MoE layers", "drop --sequence-parallel (MoE layers split by tensor "
                                                    "parallelism without it)");
     }
+  }
+  if (m.attention_dropout > 0.0 || m.hidden_dropout > 0.0) {
+    issues.note("PL-10", tp + " with dropout (--attention-dropout " + num(m.attention_dropout) +
+                             ", --hidden-dropout " + num(m.hidden_dropout) + "): every tensor rank draws the "
+                             "same masks (Megatron's model-parallel random states are not implemented), so "
+                             "attention dropout repeats over the ranks' heads" +
+                             (config.train.sequence_parallel ? " and dropout over the sequence parts" : ""));
+  }
+  if (config.train.sequence_parallel && config.train.sample_tokens > 0) {
+    issues.note("PL-11", "--sequence-parallel draws no samples during training (its model takes only sequences "
+                         "that split over the ranks); --sample-tokens " + num(config.train.sample_tokens) +
+                         " is ignored");
   }
   if (m.has_mamba_layers()) refuse("Mamba layers", "use --tensor-model-parallel-size 1 with data parallelism");
   if (config.train.pipeline_model_parallel_size > 1) {
@@ -574,6 +589,8 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-7", "tensor parallelism: heads, query groups, ffn size and vocabulary divide by the tensor size"},
       {"PL-8", "tensor parallelism with Mamba or pipeline parallelism, sequence parallelism with MoE (not implemented)"},
       {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
+      {"PL-10", "dropout under tensor parallelism repeats its masks over the ranks (note)"},
+      {"PL-11", "no training samples under --sequence-parallel (note)"},
   };
   return rules;
 }

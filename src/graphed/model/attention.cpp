@@ -80,6 +80,14 @@ std::vector<std::pair<std::string, ParameterSplit>> AttentionImpl::tensor_splits
                                                                 {"proj_weight", {TensorSplit::kRow}}};
   if (qkv_bias_.defined()) splits.emplace_back("qkv_bias", qkv);
   if (proj_bias_.defined()) splits.emplace_back("proj_bias", ParameterSplit{TensorSplit::kFirstRank});
+  if (shape_.qk_norm) {  // one norm for every head: each rank's gradient covers its heads only
+    for (const char* norm : {"q_norm", "k_norm"}) {
+      const Norm& module = std::string(norm) == "q_norm" ? q_norm_ : k_norm_;
+      for (const auto& item : module->named_parameters()) {
+        splits.emplace_back(std::string(norm) + "." + item.key(), ParameterSplit{TensorSplit::kSummed});
+      }
+    }
+  }
   return splits;
 }
 

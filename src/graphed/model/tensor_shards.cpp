@@ -76,7 +76,8 @@ at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards, int64_t dim
 at::Tensor take_shard(const at::Tensor& whole, const ParameterSplit& split, TensorShard shard) {
   switch (split.split) {
     case TensorSplit::kReplicated:
-    case TensorSplit::kFirstRank: return whole;
+    case TensorSplit::kFirstRank:
+    case TensorSplit::kSummed: return whole;
     case TensorSplit::kColumn: return part_of(whole, split.dim, shard).contiguous();
     case TensorSplit::kRow: return row_shard(whole, shard);
     case TensorSplit::kQkv: return qkv_shard(whole, split.heads, split.groups, split.head_dim, shard);
@@ -90,7 +91,8 @@ at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSpl
   GRAPHED_INTERNAL_ASSERT(!shards.empty(), "no shards to join");
   switch (split.split) {
     case TensorSplit::kReplicated:
-    case TensorSplit::kFirstRank: return shards.front();
+    case TensorSplit::kFirstRank:
+    case TensorSplit::kSummed: return shards.front();
     case TensorSplit::kColumn: return at::cat(shards, split.dim);
     case TensorSplit::kRow: return join_row_shards(shards);
     case TensorSplit::kQkv: return join_qkv_shards(shards, split.heads, split.groups, split.head_dim);

@@ -44,6 +44,7 @@ enum class TensorSplit {
   kQkv,         ///< the fused QKV weight or bias, by query groups
   kSwiglu,      ///< SwiGLU's fc1 weight or bias, each half (along `dim`) split
   kFirstRank,   ///< whole on every rank but used by the first only (a row-parallel bias, added once)
+  kSummed,      ///< whole on every rank, each rank's gradient its share (the q/k norms, shared by all heads)
 };
 
 struct ParameterSplit {
@@ -51,7 +52,9 @@ struct ParameterSplit {
   int64_t dim = 0;                              ///< kColumn and kSwiglu: the split dimension
   int64_t heads = 0, groups = 0, head_dim = 0;  ///< kQkv only: the whole layer's counts
   /// Whether each rank holds a different part (its gradient's square counts on every rank in the norm).
-  bool is_sharded() const { return split != TensorSplit::kReplicated && split != TensorSplit::kFirstRank; }
+  bool is_sharded() const {
+    return split != TensorSplit::kReplicated && split != TensorSplit::kFirstRank && split != TensorSplit::kSummed;
+  }
 };
 
 /// This rank's part of `whole` (a copy for the sharded splits; `whole` itself for the others).

@@ -5,11 +5,9 @@ namespace graphed::train {
 
 DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap,
                                    at::Tensor shared_embedding, std::vector<at::Tensor> tensor_duplicates,
-                                   bool sequence_parallel)
+                                   const std::vector<at::Tensor>& tensor_summed)
     : groups_(groups), shared_embedding_(std::move(shared_embedding)) {
-  if (sequence_parallel && groups.layout().tensor_size > 1) {
-    for (const at::Tensor& parameter : tensor_duplicates) sequence_shared_.push_back(parameter.grad());
-  }
+  for (const at::Tensor& parameter : tensor_summed) summed_gradients_.push_back(parameter.grad());
   // Megatron's rule: a parameter whole on every tensor-parallel rank counts once, on the first.
   if (groups.layout().tensor_rank() != 0) uncounted_ = std::move(tensor_duplicates);
   dist::GradientReducerOptions options;
@@ -23,13 +21,13 @@ void DataParallelSync::before_last_backward() { reducer_->arm(); }
 
 void DataParallelSync::after_backward() {
   reducer_->finish();
-  if (!sequence_shared_.empty()) {  // one all-reduce over the tensor group for all of them
+  if (!summed_gradients_.empty()) {  // one all-reduce over the tensor group for all of them
     std::vector<at::Tensor> flat;
-    for (const at::Tensor& gradient : sequence_shared_) flat.push_back(gradient.reshape({-1}));
+    for (const at::Tensor& gradient : summed_gradients_) flat.push_back(gradient.reshape({-1}));
     at::Tensor sum = at::cat(flat);
     groups_.tensor().all_reduce_sum(sum).wait();
     int64_t offset = 0;
-    for (at::Tensor gradient : sequence_shared_) {
+    for (at::Tensor gradient : summed_gradients_) {
       gradient.copy_(sum.narrow(0, offset, gradient.numel()).view_as(gradient));
       offset += gradient.numel();
     }

@@ -19,10 +19,10 @@ class DataParallelSync final : public GradientSync {
   /// groups: outlive this. shared_embedding: the word embedding when the first and last pipeline stage
   /// both hold it (tied embeddings under pipeline parallelism), else undefined. tensor_duplicates: the
   /// parameters whole on every tensor-parallel rank (norms), counted in the norm by the first tensor rank.
-  /// sequence_parallel: each tensor rank holds its sequence part's share of the duplicates' gradients, which
-  /// after_backward sums over the tensor group (Megatron's all-reduce of the layernorm gradients).
+  /// tensor_summed: parameters whose gradient each tensor rank holds a share of, which after_backward sums
+  /// over the tensor group (Megatron's all-reduce of the layernorm gradients).
   DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding,
-                   std::vector<at::Tensor> tensor_duplicates = {}, bool sequence_parallel = false);
+                   std::vector<at::Tensor> tensor_duplicates = {}, const std::vector<at::Tensor>& tensor_summed = {});
 
   void before_last_backward() override;
   void after_backward() override;
@@ -34,7 +34,7 @@ class DataParallelSync final : public GradientSync {
   std::unique_ptr<dist::GradientReducer> reducer_;
   at::Tensor shared_embedding_;
   std::vector<at::Tensor> uncounted_;        ///< the tensor duplicates, on tensor ranks other than the first
-  std::vector<at::Tensor> sequence_shared_;  ///< gradients summed over the tensor group (sequence parallelism)
+  std::vector<at::Tensor> summed_gradients_;  ///< summed over the tensor group after the backward
   bool counts_shared_embedding_ = true;  ///< false on the last stage: the first stage counts it in the norm
 };
 

@@ -19,20 +19,21 @@ model::ParameterSplit split_of(const std::string& name, const TensorSplits& spli
   return {};
 }
 
-NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group) {
+NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group,
+                                bool keeps) {
   at::NoGradGuard no_grad;
   NamedTensorList whole;
   for (const auto& [name, part] : parts) {
     const model::ParameterSplit split = split_of(name, splits);
     if (!split.is_sharded()) {  // whole on every rank; a first-rank bias is the first rank's
-      whole.emplace_back(name, part);
+      if (keeps) whole.emplace_back(name, part);
       continue;
     }
     at::Tensor input = part.detach().contiguous();
     std::vector<at::Tensor> gathered;
     for (int64_t r = 0; r < group.size(); ++r) gathered.push_back(at::empty_like(input));
     group.all_gather(gathered, input).wait();
-    whole.emplace_back(name, model::join_shards(gathered, split));
+    if (keeps) whole.emplace_back(name, model::join_shards(gathered, split).to(at::kCPU));
   }
   return whole;
 }
@@ -45,7 +46,7 @@ NamedTensorList whole_tensors_for(const NamedTensorList& parts, const TensorSpli
       whole.emplace_back(name, part);
       continue;
     }
-    whole.emplace_back(name, at::empty(model::whole_sizes(part, split, size), part.options()));
+    whole.emplace_back(name, at::empty(model::whole_sizes(part, split, size), part.options().device(at::kCPU)));
   }
   return whole;
 }

@@ -22,10 +22,13 @@ using TensorSplits = std::map<std::string, model::ParameterSplit>;
 model::ParameterSplit split_of(const std::string& name, const TensorSplits& splits);
 
 /// Collective over `group` (every member calls it with the same names in the same order): the whole
-/// tensors, on every member, from each member's parts.
-NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group);
+/// tensors from each member's parts, on the host, one at a time (a device never holds more than one whole
+/// tensor). Only the member that `keeps` them gets them; the others get an empty list.
+NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group,
+                                bool keeps);
 
-/// Tensors of the whole shapes (uninitialized) for `parts`, held by `size` ranks: what a load fills.
+/// Tensors of the whole shapes (uninitialized, on the host) for `parts`, held by `size` ranks: what a load
+/// fills; a whole part is its own live tensor.
 NamedTensorList whole_tensors_for(const NamedTensorList& parts, const TensorSplits& splits, int64_t size);
 /// Copies this rank's part of each whole tensor into its live tensor (the same names, in the same order).
 void keep_own_parts(const NamedTensorList& whole, const NamedTensorList& parts, const TensorSplits& splits,

@@ -79,8 +79,9 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     model_->use_fused_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, !overlap));
   }
   if (groups != nullptr) {
-    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor_duplicates(),
-                                               config.train.sequence_parallel);
+    const TensorParameters tensor = tensor_parameters();
+    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor.duplicates,
+                                               tensor.summed);
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
@@ -177,14 +178,19 @@ void Trainer::write_metrics(const nlohmann::json& record) {
   if (metrics_) *metrics_ << record.dump() << '\n' << std::flush;
 }
 
-std::vector<at::Tensor> Trainer::tensor_duplicates() {
-  std::vector<at::Tensor> duplicates;
-  if (layout_.tensor_size == 1) return duplicates;
+Trainer::TensorParameters Trainer::tensor_parameters() {
+  TensorParameters tensor;
+  if (layout_.tensor_size == 1) return tensor;
   const auto splits = model_->tensor_splits();
   for (const auto& item : model_->named_parameters()) {
-    if (splits.count(item.key()) == 0) duplicates.push_back(item.value());
+    const auto split = splits.find(item.key());
+    const bool summed = split != splits.end() && split->second.split == model::TensorSplit::kSummed;
+    if (split != splits.end() && !summed) continue;  // sharded, or used by the first rank only
+    tensor.duplicates.push_back(item.value());
+    // Under sequence parallelism every whole parameter sees only this rank's part of the sequence.
+    if (summed || config_.train.sequence_parallel) tensor.summed.push_back(item.value());
   }
-  return duplicates;
+  return tensor;
 }
 
 void Trainer::load(const std::string& dir) {
@@ -219,8 +225,8 @@ std::string Trainer::save(int64_t iterations) {
     const TensorSplits splits = model_->tensor_splits();
     NamedTensorList parameters;
     for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
-    const NamedTensorList whole_parameters = join_over_group(parameters, splits, groups_->tensor());
-    const NamedTensorList whole_state = join_over_group(optimizer_->state(), splits, groups_->tensor());
+    const NamedTensorList whole_parameters = join_over_group(parameters, splits, groups_->tensor(), is_main_rank());
+    const NamedTensorList whole_state = join_over_group(optimizer_->state(), splits, groups_->tensor(), is_main_rank());
     if (!is_main_rank()) return checkpoint_folder(folder, iterations);
     return save_checkpoint_tensors(folder, iterations, whole_parameters, whole_state, config_, device_);
   }

@@ -105,8 +105,13 @@ class Trainer {
   void delete_cuda_graphs();
 
  private:
-  /// The parameters whole on every tensor-parallel rank (none without tensor parallelism).
-  std::vector<at::Tensor> tensor_duplicates();
+  /// Under tensor parallelism: the parameters whole on every rank (counted once in the gradient norm), and
+  /// those of them whose gradient is each rank's share, summed over the tensor group after the backward (the
+  /// q/k norms; every one under --sequence-parallel). Both empty without tensor parallelism.
+  struct TensorParameters {
+    std::vector<at::Tensor> duplicates, summed;
+  };
+  TensorParameters tensor_parameters();
   /// This rank's microbatches of global batch `index` of the split (its data-parallel shard).
   std::vector<Batch> host_batches(Split split, int64_t index) const;
   struct Interval;
