@@ -1,5 +1,6 @@
 // tests/serve/server_process.mjs — starts `graphed serve` for a test on a free port of 127.0.0.1 (--port 0
-// and the JSON ready line say which), and stops it with SIGTERM, returning its exit code.
+// and the JSON ready line say which; `env`: its environment, a launcher's for a rank), and stops it with
+// SIGTERM, returning its exit code.
 import { spawn } from 'node:child_process';
 import readline from 'node:readline';
 
@@ -7,9 +8,9 @@ export function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
-export async function startServer(graphed, args, { readyTimeoutMs = 180000 } = {}) {
+export async function startServer(graphed, args, { readyTimeoutMs = 180000, env = process.env } = {}) {
   const child = spawn(graphed, ['serve', ...args, '--host', '127.0.0.1', '--port', '0', '--json'],
-                      { stdio: ['ignore', 'pipe', 'pipe'] });
+                      { stdio: ['ignore', 'pipe', 'pipe'], env });
   let stderr = '';
   child.stderr.on('data', (data) => { stderr += data; });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));

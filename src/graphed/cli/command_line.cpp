@@ -117,7 +117,9 @@ bool is_generate_setting(const config::SettingSpec& spec) {
 void add_setting_flags(CLI::App& app, FlagSet& flags, const std::string& command) {
   const bool generate = runs_a_model(command);
   for (const auto& spec : config::setting_specs()) {
-    if (generate && !is_generate_setting(spec)) continue;
+    // serve also runs as a tensor-parallel group (launched with torchrun)
+    const bool served_layout = command == "serve" && spec.key == "tensor_model_parallel_size";
+    if (generate && !is_generate_setting(spec) && !served_layout) continue;
     if (command == "serve" && spec.key == "seed") continue;  // each request brings its own seed
     SettingOptions entry;
     entry.spec = &spec;

@@ -47,6 +47,8 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   config::Settings settings = run.settings;
   settings.model.attention_dropout = 0.0;
   settings.model.hidden_dropout = 0.0;
+  settings.train.tensor_model_parallel_size = 1;  // loaded whole: a tensor-parallel server splits it afterwards
+  settings.train.sequence_parallel = false;
   const config::RunConfig config = resolve_settings(settings);
   GenerationModel result;
   result.model = model::GptModel(config.model, config.moe_layers);

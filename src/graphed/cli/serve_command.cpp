@@ -12,6 +12,7 @@
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"
+#include "graphed/cli/serve_tensor_parallel.h"
 #include "graphed/cli/serving_flags.h"
 #include "graphed/serve/chat_prompt.h"
 #include "graphed/serve/engine_loop.h"
@@ -91,22 +92,46 @@ void print_ready(const CommandLine& command_line, const serve::ServedModel& serv
       << ", models; /health, /metrics); SIGTERM or Ctrl-C stops it" << std::endl;
 }
 
+/// A rank other than the first of a tensor-parallel group: makes the first rank's engine calls until it
+/// stops. Signals are the first rank's to act on: this rank ends when it says so.
+int follow_first_rank(infer::ServingEngine& engine, ServingGroup& group) {
+  StopSignals ignored(false, "");
+  serve::follow_engine(engine, group.channel());
+  group.finish();
+  return 0;
+}
+
 }  // namespace
 
 int run_serve(const CommandLine& command_line, std::ostream& out) {
-  refuse_multi_process_launch("serve");
+  const dist::LaunchEnvironment environment = launch_environment();
+  const int64_t tensor_size = command_line.settings.train.tensor_model_parallel_size;
+  require_serving_launch(environment, tensor_size);
   check_flags(command_line.server);
-  const at::Device device = choose_device(command_line.settings.train.device, "serving eagerly in fp32");
-  const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
-  GenerationModel model = load_generation_model(command_line, device, std::cerr);
+  const at::Device device =
+      device_for_rank(choose_device(command_line.settings.train.device, "serving eagerly in fp32"), environment);
+  std::ostream& notes = environment.rank == 0 ? std::cerr : null_stream();  // the first rank speaks for all
+  const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, notes);
+  GenerationModel model = load_generation_model(command_line, device, notes);
   if (!model.tokenizer) {
     throw ConfigError("the model has no tokenizer, and a server takes text; fix: give one with --tokenizer (tokenizer.json "
                       "or 'bytes')");
   }
   const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
-  infer::ServingEngine engine(model.model, device, engine_options(command_line, graphs, model));
+  std::unique_ptr<ServingGroup> group;  // tensor parallelism: each rank its part, the same engine everywhere
+  if (tensor_size > 1) group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model);
+  infer::ServingOptions options = engine_options(command_line, graphs, model);
+  if (group) options.cache_blocks = group->agree_on_blocks(infer::ServingEngine::blocks_that_fit(model.model, device, options));
+  infer::ServingEngine engine(model.model, device, options);
   engine.capture_graphs();
-  serve::EngineLoop loop(engine, command_line.server.max_queued);
+  if (group && !group->is_first()) return follow_first_rank(engine, *group);
+  std::unique_ptr<serve::EngineCalls> calls;
+  if (group) {
+    calls = std::make_unique<serve::MirroredEngineCalls>(engine, group->channel());
+  } else {
+    calls = std::make_unique<serve::LocalEngineCalls>(engine);
+  }
+  serve::EngineLoop loop(engine, *calls, command_line.server.max_queued);
 
   serve::ServedModel served;
   served.id = !command_line.server.served_model_name.empty() ? command_line.server.served_model_name
@@ -142,6 +167,8 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
   }
   server.stop();
   http.join();
+  calls->finish();  // the other ranks of a tensor-parallel group stop following
+  if (group) group->finish();
   const infer::EngineStats& stats = engine.stats();
   std::cerr << "stopped: " << counted(static_cast<std::size_t>(stats.output_tokens), "token") << " served in "
             << counted(static_cast<std::size_t>(stats.steps), "step") << std::endl;

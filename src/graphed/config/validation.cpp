@@ -493,6 +493,8 @@ void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
 
 }  // namespace
 
+void validate_tensor_parallel_model(const RunConfig& config, IssueList& issues) { validate_tensor_split(config, issues); }
+
 void validate_run_config(const RunConfig& config, IssueList& issues) {
   if (!validate_finite(config, issues)) return;  // the range rules would repeat FL-1 in other words
   validate_model(config, issues);

@@ -16,6 +16,10 @@ struct RunConfig;
 /// Appends every violated rule to issues. Reads the config; changes nothing.
 void validate_run_config(const RunConfig& config, IssueList& issues);
 
+/// Only the tensor-parallel rules (PL-7 to PL-11) for config.train.tensor_model_parallel_size: for a model
+/// loaded whole and split afterwards (a tensor-parallel server).
+void validate_tensor_parallel_model(const RunConfig& config, IssueList& issues);
+
 /// A rule's id and a one-line summary, for docs and tests.
 struct RuleInfo {
   std::string id;

@@ -82,6 +82,10 @@ ServingEngine::Sizes ServingEngine::size_engine(model::GptModel& model, const at
     sizes.blocks = enough;
     return sizes;
   }
+  if (options.cache_blocks > 0) {
+    sizes.blocks = std::min(enough, options.cache_blocks);
+    return sizes;
+  }
   int64_t budget = static_cast<int64_t>(options.buffer_size_gb * kGigabyte);
   if (options.buffer_size_gb == 0) {
     const int64_t element = static_cast<int64_t>(tensor_options.dtype().itemsize());
@@ -97,6 +101,10 @@ ServingEngine::Sizes ServingEngine::size_engine(model::GptModel& model, const at
                 " positions, and it needs at least 2; fix: free device memory, give a larger buffer size, or "
                 "smaller blocks");
   return sizes;
+}
+
+int64_t ServingEngine::blocks_that_fit(model::GptModel& model, const at::Device& device, const ServingOptions& options) {
+  return size_engine(model, device, checked(options, model)).blocks;
 }
 
 ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, ServingOptions options)

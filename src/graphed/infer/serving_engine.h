@@ -37,6 +37,9 @@ struct ServingOptions {
   int64_t max_sequence = 0;          ///< inference_max_seq_length: a request's prompt + new tokens; 0 = the model's context
   int64_t block_size = 256;          ///< inference_dynamic_batching_block_size: positions per cache block
   double buffer_size_gb = 0;         ///< inference_dynamic_batching_buffer_size_gb: KV cache memory; 0 = what fits
+  /// The cache's blocks when the caller decided them (tensor-parallel ranks agree on the fewest that fit
+  /// any of them, so that they schedule alike); 0 = from the buffer size.
+  int64_t cache_blocks = 0;
   int64_t num_cuda_graphs = 16;      ///< inference_dynamic_batching_num_cuda_graphs (-1 = automatic)
   int64_t cuda_graph_max_tokens = 512;     ///< inference_cuda_graph_max_tokens
   int64_t mixed_prefill_count = 16;        ///< ..._cuda_graph_mixed_prefill_count (hybrid models: decode-only)
@@ -114,6 +117,9 @@ class ServingEngine {
   const PagedCache& cache() const { return *cache_; }
   /// The most positions a request may hold (prompt and drawn tokens).
   int64_t max_sequence() const { return sizes_.max_sequence; }
+  /// The cache blocks an engine of `model` on `device` with `options` would get (what fits, or
+  /// options.cache_blocks). Throws ConfigError as the constructor does when fewer than 2 fit.
+  static int64_t blocks_that_fit(model::GptModel& model, const at::Device& device, const ServingOptions& options);
   /// Why add_request would refuse this request, or nullopt when it would take it. Reads only what is
   /// fixed at construction, so any thread may ask while another steps the engine.
   std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;

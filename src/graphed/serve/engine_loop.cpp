@@ -39,7 +39,11 @@ void RequestStream::push(StreamEvent event) {
 }
 
 EngineLoop::EngineLoop(infer::ServingEngine& engine, int64_t max_queued)
-    : engine_(engine), max_queued_(max_queued), thread_([this] { run(); }) {}
+    : engine_(engine), own_calls_(std::make_unique<LocalEngineCalls>(engine)), calls_(*own_calls_),
+      max_queued_(max_queued), thread_([this] { run(); }) {}
+
+EngineLoop::EngineLoop(infer::ServingEngine& engine, EngineCalls& calls, int64_t max_queued)
+    : engine_(engine), calls_(calls), max_queued_(max_queued), thread_([this] { run(); }) {}
 
 EngineLoop::~EngineLoop() { shutdown(std::chrono::milliseconds(0)); }
 
@@ -82,11 +86,11 @@ LoopSnapshot EngineLoop::snapshot() const {
 void EngineLoop::admit_and_cancel() {
   for (; !queue_.empty(); queue_.pop_front()) {
     Submission& submission = queue_.front();
-    const int64_t id = engine_.add_request(std::move(submission.prompt), std::move(submission.options));
+    const int64_t id = calls_.add_request(std::move(submission.prompt), std::move(submission.options));
     active_[id] = submission.stream;
   }
   for (const auto& [id, stream] : active_) {
-    if (cancel_all_ || stream->cancel_requested()) engine_.cancel(id);
+    if (cancel_all_ || stream->cancel_requested()) calls_.cancel(id);
   }
 }
 
@@ -115,7 +119,7 @@ void EngineLoop::run() {
       admit_and_cancel();
     }
     try {
-      deliver(engine_.step());
+      deliver(calls_.step());
     } catch (const std::exception& error) {
       fail_all(error.what());
       return;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "graphed/infer/serving_engine.h"
+#include "graphed/serve/engine_calls.h"
 
 namespace graphed::serve {
 
@@ -64,6 +65,9 @@ class EngineLoop {
   /// Starts the thread. The engine must outlive the loop and be used by nothing else meanwhile.
   /// `max_queued`: how many requests may wait beyond the engine's max requests before submit refuses.
   EngineLoop(infer::ServingEngine& engine, int64_t max_queued);
+  /// The same, with the engine's requests, cancellations and steps made through `calls` (which outlives the
+  /// loop): a tensor-parallel group's first rank tells the others (serve/mirrored_engine.h).
+  EngineLoop(infer::ServingEngine& engine, EngineCalls& calls, int64_t max_queued);
   ~EngineLoop();
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
@@ -97,6 +101,8 @@ class EngineLoop {
   void fail_all(const std::string& what);
 
   infer::ServingEngine& engine_;
+  std::unique_ptr<EngineCalls> own_calls_;  // LocalEngineCalls, unless the builder gave calls
+  EngineCalls& calls_;
   int64_t max_queued_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

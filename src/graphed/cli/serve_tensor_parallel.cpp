@@ -1,0 +1,82 @@
+// cli/serve_tensor_parallel.cpp — see cli/serve_tensor_parallel.h.
+#include "graphed/cli/serve_tensor_parallel.h"
+
+#include <string>
+#include <vector>
+
+#include "graphed/config/validation.h"
+#include "graphed/dist/tensor_collectives.h"
+#include "graphed/util/error.h"
+#include "graphed/util/text.h"
+
+namespace graphed::cli {
+namespace {
+
+/// The layout of a serving group: `tensor_size` tensor ranks, nothing else.
+config::RunConfig serving_layout(const config::ModelConfig& model, int64_t tensor_size, int64_t world_size) {
+  config::RunConfig run;
+  run.model = model;
+  run.train.tensor_model_parallel_size = tensor_size;
+  run.train.world_size = world_size;
+  run.train.data_parallel_size = 1;
+  run.train.sample_tokens = 0;
+  return run;
+}
+
+void require_split(const config::RunConfig& run) {
+  const int64_t size = run.train.tensor_model_parallel_size;
+  const int64_t vocabulary = run.model.vocab_size;
+  if (vocabulary % size != 0) {  // PL-7 would name --vocab-size, which a served model does not take
+    const std::string message = "the model's vocabulary of " + std::to_string(vocabulary) + " ids does not split over "
+                                "--tensor-model-parallel-size " + std::to_string(size) + " (each rank takes an equal "
+                                "part; padding it for serving is not implemented); fix: a tensor size that divides " +
+                                std::to_string(vocabulary) + ", or serve it from one process";
+    throw ConfigError(message, {message});
+  }
+  config::IssueList issues;
+  config::validate_tensor_parallel_model(run, issues);
+  if (!issues.has_errors()) return;
+  const std::vector<std::string> errors = issues.formatted(config::Severity::kError);
+  throw ConfigError(join(errors, "\n"), errors);
+}
+
+}  // namespace
+
+void require_serving_launch(const dist::LaunchEnvironment& environment, int64_t tensor_size) {
+  const int64_t processes = environment.is_distributed() ? environment.world_size : 1;
+  if (processes == tensor_size) return;
+  const std::string message =
+      processes == 1
+          ? "--tensor-model-parallel-size " + std::to_string(tensor_size) + " needs one process per rank, and this "
+            "is one process; fix: launch it with torchrun --nproc-per-node " + std::to_string(tensor_size) +
+            " --no-python graphed serve ..., or drop --tensor-model-parallel-size"
+          : "WORLD_SIZE=" + std::to_string(processes) + " asks for " + std::to_string(processes) + " processes, but "
+            "`graphed serve` runs several only as one tensor-parallel group (--tensor-model-parallel-size " +
+            std::to_string(tensor_size) + "); fix: launch as many processes as --tensor-model-parallel-size, or run "
+            "it without a launcher";
+  throw ConfigError(message, {message});
+}
+
+ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t tensor_size, const at::Device& device,
+                           model::GptModel& model)
+    : rank_(environment.rank), device_(device) {
+  const config::RunConfig layout = serving_layout(model->config(), tensor_size, environment.world_size);
+  require_split(layout);
+  run_ = std::make_unique<DistributedRun>(layout, environment, device);
+  model->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(run_->groups().tensor()));
+  run_->groups().tensor().barrier();  // the group's first collective, outside any graph capture
+  channel_ = std::make_unique<serve::CommandChannel>(run_->groups().connect_store(), environment.rank, tensor_size);
+}
+
+ServingGroup::~ServingGroup() = default;
+
+int64_t ServingGroup::agree_on_blocks(int64_t blocks) {
+  dist::Communicator& world = run_->groups().world();
+  at::Tensor mine = at::full({1}, blocks, at::TensorOptions().dtype(at::kLong).device(device_));
+  std::vector<at::Tensor> all;
+  for (int64_t r = 0; r < world.size(); ++r) all.push_back(at::empty_like(mine));
+  world.all_gather(all, mine).wait();
+  return at::cat(all).min().item<int64_t>();
+}
+
+}  // namespace graphed::cli

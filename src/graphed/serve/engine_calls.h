@@ -1,0 +1,36 @@
+// serve/engine_calls.h — what the engine loop asks of the serving engine, chosen once by whoever builds the
+// loop: the engine itself (LocalEngineCalls), or the engine with every call also told to the other ranks of
+// a tensor-parallel group, which run the same engine in lockstep (serve/mirrored_engine.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graphed/infer/serving_engine.h"
+
+namespace graphed::serve {
+
+class EngineCalls {
+ public:
+  virtual ~EngineCalls() = default;
+  virtual int64_t add_request(std::vector<int64_t> prompt, infer::RequestOptions options) = 0;
+  virtual void cancel(int64_t id) = 0;
+  virtual infer::StepResult step() = 0;
+  /// After the loop's last step (the mirrored calls let the other ranks go).
+  virtual void finish() {}
+};
+
+class LocalEngineCalls final : public EngineCalls {
+ public:
+  explicit LocalEngineCalls(infer::ServingEngine& engine) : engine_(engine) {}
+  int64_t add_request(std::vector<int64_t> prompt, infer::RequestOptions options) override {
+    return engine_.add_request(std::move(prompt), std::move(options));
+  }
+  void cancel(int64_t id) override { engine_.cancel(id); }
+  infer::StepResult step() override { return engine_.step(); }
+
+ private:
+  infer::ServingEngine& engine_;
+};
+
+}  // namespace graphed::serve

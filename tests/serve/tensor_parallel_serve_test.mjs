@@ -1,0 +1,80 @@
+// tests/serve/tensor_parallel_serve_test.mjs — `graphed serve --tensor-model-parallel-size 2` as two ranks on
+// the CPU (Gloo over 127.0.0.1, launched as torchrun would): rank 0 answers on HTTP, rank 1 follows its
+// engine calls, and their greedy completions equal one process's for the same checkpoint. SIGTERM to rank 0
+// stops both, each with exit code 0. A launch of two processes without tensor parallelism is refused.
+// Usage: node tensor_parallel_serve_test.mjs GRAPHED WORK_DIR
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { check, startServer } from './server_process.mjs';
+
+const [graphed, work] = process.argv.slice(2);
+fs.rmSync(work, { recursive: true, force: true });
+fs.mkdirSync(work, { recursive: true });
+
+// A small byte-level model trained on one repeated sentence: its greedy continuations are far from ties.
+fs.writeFileSync(path.join(work, 'text.txt'), 'The quick brown fox jumps over the lazy dog. '.repeat(80));
+const checkpoint = path.join(work, 'run');
+const trained = spawnSync(graphed, ['train', '--data-path', path.join(work, 'text.txt'), '--device', 'cpu',
+  '--num-layers', '2', '--hidden-size', '64', '--num-attention-heads', '4', '--seq-length', '64', '--vocab-size', '256',
+  '--train-iters', '150', '--lr', '3e-3', '--eval-iters', '0', '--sample-tokens', '0', '--save', checkpoint],
+  { encoding: 'utf8' });
+check(trained.status === 0, `training the test model failed:\n${trained.stdout}\n${trained.stderr}`);
+
+const prompts = ['The quick', 'over the', 'jumps', 'lazy dog. The'];
+async function completions(base) {
+  const texts = [];
+  for (const prompt of prompts) {
+    const response = await fetch(`${base}/v1/completions`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'run', prompt, max_tokens: 20, temperature: 0 }),
+    });
+    const body = await response.text();
+    check(response.status === 200, `completion of '${prompt}': status ${response.status}: ${body}`);
+    texts.push(JSON.parse(body).choices[0].text);
+  }
+  return texts;
+}
+
+const args = ['--load', checkpoint, '--device', 'cpu'];
+const one = await startServer(graphed, args);
+const expected = await completions(one.base);
+check((await one.stop()) === 0, `the one-process server did not exit 0:\n${one.stderr()}`);
+console.log(`ok - one process: ${JSON.stringify(expected)}`);
+
+const port = 30000 + Math.floor(Math.random() * 20000);
+const rankEnv = (rank) => ({ ...process.env, WORLD_SIZE: '2', RANK: String(rank), LOCAL_RANK: String(rank),
+                             MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) });
+const tensor = [...args, '--tensor-model-parallel-size', '2'];
+const follower = spawn(graphed, ['serve', ...tensor, '--host', '127.0.0.1', '--port', '0', '--json'],
+                       { stdio: ['ignore', 'pipe', 'pipe'], env: rankEnv(1) });
+let followerOutput = '';
+follower.stdout.on('data', (data) => { followerOutput += data; });
+follower.stderr.on('data', (data) => { followerOutput += data; });
+const followerExit = new Promise((resolve) => follower.on('exit', (code) => resolve(code)));
+try {
+  const first = await startServer(graphed, tensor, { env: rankEnv(0) });
+  const got = await completions(first.base);
+  for (let i = 0; i < prompts.length; ++i) {
+    check(got[i] === expected[i], `'${prompts[i]}': two tensor ranks wrote ${JSON.stringify(got[i])}, one process ` +
+                                  `${JSON.stringify(expected[i])}`);
+  }
+  console.log('ok - two tensor-parallel ranks complete as one process');
+  check((await first.stop()) === 0, `rank 0 did not exit 0:\n${first.stderr()}`);
+  let timer;
+  const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), 60000); });
+  const code = await Promise.race([followerExit, timeout]);
+  clearTimeout(timer);
+  check(code === 0, `rank 1 did not exit 0 after rank 0 stopped (${code}):\n${followerOutput}`);
+  check(followerOutput === '', `rank 1 printed (rank 0 speaks for all):\n${followerOutput}`);
+  console.log('ok - SIGTERM to rank 0 stops both ranks');
+} finally {
+  follower.kill('SIGKILL');
+}
+
+// Two processes that are not one tensor-parallel group would each serve alone: refused with the fix.
+const refused = spawnSync(graphed, ['serve', ...args, '--port', '0'], { encoding: 'utf8', env: rankEnv(0), timeout: 60000 });
+check(refused.status === 1 && refused.stderr.includes('runs several only as one tensor-parallel group'),
+      `a 2-process launch without tensor parallelism: status ${refused.status}:\n${refused.stderr}`);
+console.log('ok - two processes without tensor parallelism are refused');
+fs.rmSync(work, { recursive: true, force: true });
