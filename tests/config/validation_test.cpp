@@ -473,10 +473,12 @@ INSTANTIATE_TEST_SUITE_P(
                    Severity::kError,
                    "--moe-ffn-hidden-size 129 does not split over --tensor-model-parallel-size 2 (each rank takes an "
                    "equal part); fix: pass a multiple of 2"},
-        LaunchCase{"PL8TensorWithPipeline", {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}},
-                   4, "PL-8", Severity::kError,
-                   "--tensor-model-parallel-size 2 with --pipeline-model-parallel-size 2 is not implemented in this "
-                   "version; fix: use one of the two, with data parallelism for the other ranks"},
+        LaunchCase{"PL8TensorWithMamba",
+                   {{"tensor_model_parallel_size", 2}, {"is_hybrid_model", true}, {"hybrid_override_pattern", "M*"},
+                    {"num_layers", 2}},
+                   2, "PL-8", Severity::kError,
+                   "--tensor-model-parallel-size 2 with Mamba layers is not implemented in this version; fix: use "
+                   "--tensor-model-parallel-size 1 with data parallelism"},
         LaunchCase{"PL1PipelineZero", {{"pipeline_model_parallel_size", 0}}, 1, "PL-1", Severity::kError,
                    "--pipeline-model-parallel-size must be >= 1, got 0; fix: pass a positive value"},
         LaunchCase{"PL1TimeoutZero", {{"distributed_timeout_minutes", 0}}, 1, "PL-1", Severity::kError,

@@ -423,10 +423,6 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
                          " is ignored");
   }
   if (m.has_mamba_layers()) refuse("Mamba layers", "use --tensor-model-parallel-size 1 with data parallelism");
-  if (config.train.pipeline_model_parallel_size > 1) {
-    refuse("--pipeline-model-parallel-size " + num(config.train.pipeline_model_parallel_size),
-           "use one of the two, with data parallelism for the other ranks");
-  }
 }
 
 void validate_parallel(const RunConfig& config, IssueList& issues) {
@@ -589,7 +585,7 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-5", "layers per virtual stage divide the layers of a stage"},
       {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
       {"PL-7", "tensor parallelism: heads, query groups, ffn size and vocabulary divide by the tensor size"},
-      {"PL-8", "tensor parallelism with Mamba or pipeline parallelism, sequence parallelism with MoE (not implemented)"},
+      {"PL-8", "tensor parallelism with Mamba layers, sequence parallelism with MoE (not implemented)"},
       {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
       {"PL-10", "dropout under tensor parallelism repeats its masks over the ranks (note)"},
       {"PL-11", "no training samples under --sequence-parallel (note)"},

@@ -18,7 +18,9 @@ PipelineSchedule::PipelineSchedule(TrainingStep& step, dist::ProcessGroups& grou
     chunks_.push_back({chunk.first_layer, chunk.end_layer(), chunk.first_stage, chunk.last_stage});
   }
   const auto& config = step.config();
-  activation_shape_ = {config.train.micro_batch_size, config.model.seq_length, config.model.hidden_size};
+  // With sequence parallelism a stage sends its tensor rank's part of the sequence.
+  const int64_t sequence_parts = config.train.sequence_parallel ? layout.tensor_size : 1;
+  activation_shape_ = {config.train.micro_batch_size, config.model.seq_length / sequence_parts, config.model.hidden_size};
 }
 
 std::vector<int64_t> PipelineSchedule::order(int64_t microbatches) const {

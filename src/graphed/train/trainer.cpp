@@ -182,7 +182,9 @@ Trainer::TensorParameters Trainer::tensor_parameters() {
   TensorParameters tensor;
   if (layout_.tensor_size == 1) return tensor;
   const auto splits = model_->tensor_splits();
+  const bool tied_output = !config_.model.untie_embeddings_and_output_weights;
   for (const auto& item : model_->named_parameters()) {
+    if (!stage_trains_parameter(item.key(), layout_, tied_output)) continue;  // another pipeline stage's
     const auto split = splits.find(item.key());
     const bool summed = split != splits.end() && split->second.split == model::TensorSplit::kSummed;
     if (split != splits.end() && !summed) continue;  // sharded, or used by the first rank only
@@ -214,25 +216,30 @@ void Trainer::load(const std::string& dir) {
 
 std::string Trainer::save(int64_t iterations) {
   const std::string& folder = *config_.train.save;
-  if (layout_.is_pipelined()) {  // rank 0 gathers every stage's share, then writes what one process would
-    const GatheredState state =
+  // The first data-parallel rank's shares: gathered from every pipeline stage to the first (each tensor
+  // rank its own part), then joined over the first stage's tensor group; rank 0 writes what one process would.
+  if (layout_.data_rank() != 0) return checkpoint_folder(folder, iterations);
+  NamedTensorList parameters, state;
+  if (layout_.is_pipelined()) {
+    GatheredState gathered =
         gather_pipeline_state(model_, *optimizer_, *groups_, !config_.model.untie_embeddings_and_output_weights);
-    if (!is_main_rank()) return checkpoint_folder(folder, iterations);
-    return save_checkpoint_tensors(folder, iterations, state.parameters, state.optimizer_state, config_, device_);
-  }
-  if (layout_.tensor_size > 1) {  // the first data-parallel rank's tensor group joins the parts; rank 0 writes
-    if (layout_.data_rank() != 0) return checkpoint_folder(folder, iterations);
-    const TensorSplits splits = model_->tensor_splits();
-    NamedTensorList parameters;
+    parameters = std::move(gathered.parameters);
+    state = std::move(gathered.optimizer_state);
+    if (layout_.pipeline_rank() != 0) return checkpoint_folder(folder, iterations);
+  } else {
     for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
-    const NamedTensorList whole_parameters = join_over_group(parameters, splits, groups_->tensor(), is_main_rank());
-    const NamedTensorList whole_state = join_over_group(optimizer_->state(), splits, groups_->tensor(), is_main_rank());
-    if (!is_main_rank()) return checkpoint_folder(folder, iterations);
-    return save_checkpoint_tensors(folder, iterations, whole_parameters, whole_state, config_, device_);
+    state = optimizer_->state();
   }
-  // Every data-parallel rank holds the same state after the step: rank 0 writes it.
+  if (layout_.tensor_size > 1) {
+    const TensorSplits splits = model_->tensor_splits();
+    parameters = join_over_group(parameters, splits, groups_->tensor(), is_main_rank());
+    state = join_over_group(state, splits, groups_->tensor(), is_main_rank());
+  }
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
-  return save_checkpoint(folder, iterations, model_, *optimizer_, config_, device_);
+  if (!layout_.is_pipelined() && layout_.tensor_size == 1) {  // every data-parallel rank holds the whole state
+    return save_checkpoint(folder, iterations, model_, *optimizer_, config_, device_);
+  }
+  return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_);
 }
 
 void Trainer::report_capture(Progress& progress, int64_t iteration) {
