@@ -140,6 +140,21 @@ TEST(GptTensorParallelSplits, NameEveryShardedParameterOfTheModel) {
   EXPECT_EQ(splits.count("layers.0.input_norm.weight"), 0U);
 }
 
+TEST(GptTensorParallelSplits, APaddedVocabularyKeepsEveryRealIdsLogits) {
+  const auto config = testing::run_config(cases()[0].settings);  // vocabulary 50
+  GptModel model = whole_model(config);
+  model->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor tokens = at::randint(0, 50, {1, 8}, at::kLong);
+  const at::Tensor before = model->logits(tokens);
+  model->pad_vocabulary(64);
+  const at::Tensor after = model->logits(tokens);
+  ASSERT_EQ(after.size(-1), 64);
+  EXPECT_EQ(model->config().vocab_size, 64);
+  EXPECT_TRUE(at::equal(after.narrow(-1, 0, 50), before));
+  EXPECT_TRUE(at::equal(after.narrow(-1, 50, 14), at::zeros_like(after.narrow(-1, 50, 14))));  // zero rows
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GptTensorParallel, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 

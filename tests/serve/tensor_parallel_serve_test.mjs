@@ -1,14 +1,15 @@
 // tests/serve/tensor_parallel_serve_test.mjs — `graphed serve --tensor-model-parallel-size 2` as two ranks on
 // the CPU (Gloo over 127.0.0.1, launched as torchrun would): rank 0 answers on HTTP, rank 1 follows its
-// engine calls, and their greedy completions equal one process's for the same checkpoint. SIGTERM to rank 0
-// stops both, each with exit code 0. A launch of two processes without tensor parallelism is refused.
-// Usage: node tensor_parallel_serve_test.mjs GRAPHED WORK_DIR
+// engine calls, and their greedy completions equal one process's, for a graphed checkpoint and for a Hugging
+// Face folder whose vocabulary (GPT-2's 50257 ids) the ranks pad to split. SIGTERM to rank 0 stops both,
+// each with exit code 0. A launch of two processes without tensor parallelism is refused.
+// Usage: node tensor_parallel_serve_test.mjs GRAPHED WORK_DIR [HF_FOLDER]
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { check, startServer } from './server_process.mjs';
 
-const [graphed, work] = process.argv.slice(2);
+const [graphed, work, hfFolder] = process.argv.slice(2);
 fs.rmSync(work, { recursive: true, force: true });
 fs.mkdirSync(work, { recursive: true });
 
@@ -21,13 +22,12 @@ const trained = spawnSync(graphed, ['train', '--data-path', path.join(work, 'tex
   { encoding: 'utf8' });
 check(trained.status === 0, `training the test model failed:\n${trained.stdout}\n${trained.stderr}`);
 
-const prompts = ['The quick', 'over the', 'jumps', 'lazy dog. The'];
-async function completions(base) {
+async function completions(base, model, prompts) {
   const texts = [];
   for (const prompt of prompts) {
     const response = await fetch(`${base}/v1/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ model: 'run', prompt, max_tokens: 20, temperature: 0 }),
+      body: JSON.stringify({ model, prompt, max_tokens: 20, temperature: 0 }),
     });
     const body = await response.text();
     check(response.status === 200, `completion of '${prompt}': status ${response.status}: ${body}`);
@@ -36,44 +36,54 @@ async function completions(base) {
   return texts;
 }
 
-const args = ['--load', checkpoint, '--device', 'cpu'];
-const one = await startServer(graphed, args);
-const expected = await completions(one.base);
-check((await one.stop()) === 0, `the one-process server did not exit 0:\n${one.stderr()}`);
-console.log(`ok - one process: ${JSON.stringify(expected)}`);
+let nextPort = 30000 + Math.floor(Math.random() * 20000);
+const rankEnv = (rank, port) => ({ ...process.env, WORLD_SIZE: '2', RANK: String(rank), LOCAL_RANK: String(rank),
+                                   MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) });
 
-const port = 30000 + Math.floor(Math.random() * 20000);
-const rankEnv = (rank) => ({ ...process.env, WORLD_SIZE: '2', RANK: String(rank), LOCAL_RANK: String(rank),
-                             MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) });
-const tensor = [...args, '--tensor-model-parallel-size', '2'];
-const follower = spawn(graphed, ['serve', ...tensor, '--host', '127.0.0.1', '--port', '0', '--json'],
-                       { stdio: ['ignore', 'pipe', 'pipe'], env: rankEnv(1) });
-let followerOutput = '';
-follower.stdout.on('data', (data) => { followerOutput += data; });
-follower.stderr.on('data', (data) => { followerOutput += data; });
-const followerExit = new Promise((resolve) => follower.on('exit', (code) => resolve(code)));
-try {
-  const first = await startServer(graphed, tensor, { env: rankEnv(0) });
-  const got = await completions(first.base);
-  for (let i = 0; i < prompts.length; ++i) {
-    check(got[i] === expected[i], `'${prompts[i]}': two tensor ranks wrote ${JSON.stringify(got[i])}, one process ` +
-                                  `${JSON.stringify(expected[i])}`);
+/** One process, then two tensor-parallel ranks, serving `args`: the same greedy completions, a clean stop. */
+async function compareServers(what, args, model, prompts) {
+  const one = await startServer(graphed, args);
+  const expected = await completions(one.base, model, prompts);
+  check((await one.stop()) === 0, `${what}: the one-process server did not exit 0:\n${one.stderr()}`);
+  const port = nextPort++;
+  const tensor = [...args, '--tensor-model-parallel-size', '2'];
+  const follower = spawn(graphed, ['serve', ...tensor, '--host', '127.0.0.1', '--port', '0', '--json'],
+                         { stdio: ['ignore', 'pipe', 'pipe'], env: rankEnv(1, port) });
+  let followerOutput = '';
+  follower.stdout.on('data', (data) => { followerOutput += data; });
+  follower.stderr.on('data', (data) => { followerOutput += data; });
+  const followerExit = new Promise((resolve) => follower.on('exit', (code) => resolve(code)));
+  try {
+    const first = await startServer(graphed, tensor, { env: rankEnv(0, port) });
+    const got = await completions(first.base, model, prompts);
+    for (let i = 0; i < prompts.length; ++i) {
+      check(got[i] === expected[i], `${what}, '${prompts[i]}': two tensor ranks wrote ${JSON.stringify(got[i])}, ` +
+                                    `one process ${JSON.stringify(expected[i])}`);
+    }
+    console.log(`ok - ${what}: two tensor-parallel ranks complete as one process: ${JSON.stringify(expected)}`);
+    check((await first.stop()) === 0, `${what}: rank 0 did not exit 0:\n${first.stderr()}`);
+    let timer;
+    const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), 60000); });
+    const code = await Promise.race([followerExit, timeout]);
+    clearTimeout(timer);
+    check(code === 0, `${what}: rank 1 did not exit 0 after rank 0 stopped (${code}):\n${followerOutput}`);
+    check(followerOutput === '', `${what}: rank 1 printed (rank 0 speaks for all):\n${followerOutput}`);
+    console.log(`ok - ${what}: SIGTERM to rank 0 stops both ranks`);
+  } finally {
+    follower.kill('SIGKILL');
   }
-  console.log('ok - two tensor-parallel ranks complete as one process');
-  check((await first.stop()) === 0, `rank 0 did not exit 0:\n${first.stderr()}`);
-  let timer;
-  const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), 60000); });
-  const code = await Promise.race([followerExit, timeout]);
-  clearTimeout(timer);
-  check(code === 0, `rank 1 did not exit 0 after rank 0 stopped (${code}):\n${followerOutput}`);
-  check(followerOutput === '', `rank 1 printed (rank 0 speaks for all):\n${followerOutput}`);
-  console.log('ok - SIGTERM to rank 0 stops both ranks');
-} finally {
-  follower.kill('SIGKILL');
+}
+
+const args = ['--load', checkpoint, '--device', 'cpu'];
+await compareServers('a graphed checkpoint', args, 'run', ['The quick', 'over the', 'jumps', 'lazy dog. The']);
+if (hfFolder) {  // GPT-2's vocabulary of 50257 ids does not split: the ranks pad it
+  await compareServers('a Hugging Face folder', ['--hf', hfFolder, '--device', 'cpu'], path.basename(hfFolder),
+                       ['The quick brown', 'Once upon a time', 'Hello']);
 }
 
 // Two processes that are not one tensor-parallel group would each serve alone: refused with the fix.
-const refused = spawnSync(graphed, ['serve', ...args, '--port', '0'], { encoding: 'utf8', env: rankEnv(0), timeout: 60000 });
+const refused = spawnSync(graphed, ['serve', ...args, '--port', '0'],
+                          { encoding: 'utf8', env: rankEnv(0, nextPort++), timeout: 60000 });
 check(refused.status === 1 && refused.stderr.includes('runs several only as one tensor-parallel group'),
       `a 2-process launch without tensor parallelism: status ${refused.status}:\n${refused.stderr}`);
 console.log('ok - two processes without tensor parallelism are refused');

@@ -24,15 +24,6 @@ config::RunConfig serving_layout(const config::ModelConfig& model, int64_t tenso
 }
 
 void require_split(const config::RunConfig& run) {
-  const int64_t size = run.train.tensor_model_parallel_size;
-  const int64_t vocabulary = run.model.vocab_size;
-  if (vocabulary % size != 0) {  // PL-7 would name --vocab-size, which a served model does not take
-    const std::string message = "the model's vocabulary of " + std::to_string(vocabulary) + " ids does not split over "
-                                "--tensor-model-parallel-size " + std::to_string(size) + " (each rank takes an equal "
-                                "part; padding it for serving is not implemented); fix: a tensor size that divides " +
-                                std::to_string(vocabulary) + ", or serve it from one process";
-    throw ConfigError(message, {message});
-  }
   config::IssueList issues;
   config::validate_tensor_parallel_model(run, issues);
   if (!issues.has_errors()) return;
@@ -60,6 +51,9 @@ void require_serving_launch(const dist::LaunchEnvironment& environment, int64_t 
 ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t tensor_size, const at::Device& device,
                            model::GptModel& model)
     : rank_(environment.rank), device_(device) {
+  // A vocabulary that does not split is padded as Megatron pads it (the server never draws the new ids).
+  const int64_t vocabulary = model->config().vocab_size;
+  if (vocabulary % tensor_size != 0) model->pad_vocabulary(model::padded_vocabulary(vocabulary, 128, tensor_size));
   const config::RunConfig layout = serving_layout(model->config(), tensor_size, environment.world_size);
   require_split(layout);
   run_ = std::make_unique<DistributedRun>(layout, environment, device);

@@ -183,6 +183,19 @@ void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> 
   keep_own_shards(*this, {splits.begin(), splits.end()}, tensor_.shard());
 }
 
+void GptModelImpl::pad_vocabulary(int64_t vocabulary) {
+  GRAPHED_INTERNAL_ASSERT(vocabulary >= config_.vocab_size, "a vocabulary of ", config_.vocab_size, " padded to ",
+                          vocabulary);
+  const int64_t extra = vocabulary - config_.vocab_size;
+  const auto pad = [extra](at::Tensor table) {  // zero rows after the real ones
+    if (!table.defined()) return;
+    table.set_data(at::cat({table.detach(), at::zeros({extra, table.size(1)}, table.options())}));
+  };
+  pad(word_embeddings_);
+  pad(output_weight_);
+  config_.vocab_size = vocabulary;
+}
+
 std::map<std::string, ParameterSplit> GptModelImpl::tensor_splits() const {
   std::map<std::string, ParameterSplit> splits = {{"word_embeddings", {TensorSplit::kColumn}}};
   if (output_weight_.defined()) splits.emplace("output_weight", ParameterSplit{TensorSplit::kColumn});

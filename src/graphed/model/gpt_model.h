@@ -115,6 +115,10 @@ class GptModelImpl : public torch::nn::Module {
   /// layers' inputs and outputs are sequence parts, and the norms' and position embeddings' gradients
   /// are each rank's part of the sum (the trainer adds them up). Decoding then needs whole sequences split.
   void split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false);
+  /// Pads the vocabulary to `vocabulary` ids (Megatron's padding, so that it splits): the embedding and the
+  /// output layer get zero rows, whose ids a server never draws (it draws below the tokenizer's size). For
+  /// inference, before split_for_tensor_parallel.
+  void pad_vocabulary(int64_t vocabulary);
   /// The split of every parameter that is not whole on every rank, by its name in named_parameters().
   std::map<std::string, ParameterSplit> tensor_splits() const;
   const TensorParallel& tensor_parallel() const { return tensor_; }
