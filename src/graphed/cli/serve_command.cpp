@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/capture/device.h"
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"
@@ -96,42 +97,23 @@ void print_ready(const CommandLine& command_line, const serve::ServedModel& serv
 /// stops. Signals are the first rank's to act on: this rank ends when it says so.
 int follow_first_rank(infer::ServingEngine& engine, ServingGroup& group) {
   StopSignals ignored(false, "");
-  serve::follow_engine(engine, group.channel());
+  bool stopped = false;
+  try {
+    stopped = serve::follow_engine(engine, group.channel());
+  } catch (const std::exception& error) {
+    group.report_failure(error.what());  // the first rank must not wait in a collective for this one
+    throw;
+  }
+  if (!stopped) return 1;  // the first rank failed and said why
   group.finish();
   return 0;
 }
 
-}  // namespace
-
-int run_serve(const CommandLine& command_line, std::ostream& out) {
-  const dist::LaunchEnvironment environment = launch_environment();
-  const int64_t tensor_size = command_line.settings.train.tensor_model_parallel_size;
-  require_serving_launch(environment, tensor_size);
-  check_flags(command_line.server);
-  const at::Device device =
-      device_for_rank(choose_device(command_line.settings.train.device, "serving eagerly in fp32"), environment);
-  std::ostream& notes = environment.rank == 0 ? std::cerr : null_stream();  // the first rank speaks for all
-  const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, notes);
-  GenerationModel model = load_generation_model(command_line, device, notes);
-  if (!model.tokenizer) {
-    throw ConfigError("the model has no tokenizer, and a server takes text; fix: give one with --tokenizer (tokenizer.json "
-                      "or 'bytes')");
-  }
-  const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
-  std::unique_ptr<ServingGroup> group;  // tensor parallelism: each rank its part, the same engine everywhere
-  if (tensor_size > 1) group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model);
-  infer::ServingOptions options = engine_options(command_line, graphs, model);
-  if (group) options.cache_blocks = group->agree_on_blocks(infer::ServingEngine::blocks_that_fit(model.model, device, options));
-  infer::ServingEngine engine(model.model, device, options);
-  engine.capture_graphs();
-  if (group && !group->is_first()) return follow_first_rank(engine, *group);
-  std::unique_ptr<serve::EngineCalls> calls;
-  if (group) {
-    calls = std::make_unique<serve::MirroredEngineCalls>(engine, group->channel());
-  } else {
-    calls = std::make_unique<serve::LocalEngineCalls>(engine);
-  }
-  serve::EngineLoop loop(engine, *calls, command_line.server.max_queued);
+/// The first rank (or the only process): the engine loop behind the HTTP server, until a signal or an engine
+/// failure; 0, or 1 after a failure.
+int serve_http(const CommandLine& command_line, GenerationModel& model, const std::optional<serve::ChatPrompt>& chat,
+               infer::ServingEngine& engine, serve::EngineCalls& calls, ServingGroup* group, std::ostream& out) {
+  serve::EngineLoop loop(engine, calls, command_line.server.max_queued);
 
   serve::ServedModel served;
   served.id = !command_line.server.served_model_name.empty() ? command_line.server.served_model_name
@@ -167,8 +149,12 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
   }
   server.stop();
   http.join();
-  calls->finish();  // the other ranks of a tensor-parallel group stop following
-  if (group) group->finish();
+  if (!failed) {
+    calls.finish();  // the other ranks of a tensor-parallel group stop following
+    if (group) group->finish();
+  } else {
+    calls.abort();
+  }
   const infer::EngineStats& stats = engine.stats();
   std::cerr << "stopped: " << counted(static_cast<std::size_t>(stats.output_tokens), "token") << " served in "
             << counted(static_cast<std::size_t>(stats.steps), "step") << std::endl;
@@ -176,6 +162,48 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
   std::cerr << "error: the engine stopped after an internal error (above); fix: please report it with the command line "
                "and the request that caused it" << std::endl;
   return 1;
+}
+
+}  // namespace
+
+int run_serve(const CommandLine& command_line, std::ostream& out) {
+  const dist::LaunchEnvironment environment = launch_environment();
+  const int64_t tensor_size = command_line.settings.train.tensor_model_parallel_size;
+  require_serving_launch(environment, tensor_size);
+  check_flags(command_line.server);
+  const at::Device device =
+      device_for_rank(choose_device(command_line.settings.train.device, "serving eagerly in fp32"), environment);
+  std::ostream& notes = environment.rank == 0 ? std::cerr : null_stream();  // the first rank speaks for all
+  const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, notes);
+  GenerationModel model = load_generation_model(command_line, device, notes);
+  if (!model.tokenizer) {
+    throw ConfigError("the model has no tokenizer, and a server takes text; fix: give one with --tokenizer (tokenizer.json "
+                      "or 'bytes')");
+  }
+  const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
+  std::unique_ptr<ServingGroup> group;  // tensor parallelism: each rank its part, the same engine everywhere
+  if (tensor_size > 1) group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model);
+  infer::ServingOptions options = engine_options(command_line, graphs, model);
+  if (group) {
+    capture::empty_cache(device);  // the whole weights' memory, freed by the split, counts for the cache
+    options.cache_blocks = group->agree_on_blocks(infer::ServingEngine::blocks_that_fit(model.model, device, options));
+    options.prompt_vocabulary = group->prompt_vocabulary();
+  }
+  infer::ServingEngine engine(model.model, device, options);
+  engine.capture_graphs();
+  if (group && !group->is_first()) return follow_first_rank(engine, *group);
+  std::unique_ptr<serve::EngineCalls> calls;
+  if (group) {
+    calls = std::make_unique<serve::MirroredEngineCalls>(engine, group->channel());
+  } else {
+    calls = std::make_unique<serve::LocalEngineCalls>(engine);
+  }
+  try {
+    return serve_http(command_line, model, chat, engine, *calls, group.get(), out);
+  } catch (...) {
+    calls->abort();  // the other ranks of a tensor-parallel group stop following instead of waiting
+    throw;
+  }
 }
 
 }  // namespace graphed::cli

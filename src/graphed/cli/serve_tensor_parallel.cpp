@@ -34,6 +34,11 @@ void require_split(const config::RunConfig& run) {
 }  // namespace
 
 void require_serving_launch(const dist::LaunchEnvironment& environment, int64_t tensor_size) {
+  if (tensor_size < 1) {
+    const std::string message = "--tensor-model-parallel-size must be >= 1, got " + std::to_string(tensor_size) +
+                                "; fix: pass a positive value (1: one process)";
+    throw ConfigError(message, {message});
+  }
   const int64_t processes = environment.is_distributed() ? environment.world_size : 1;
   if (processes == tensor_size) return;
   const std::string message =
@@ -53,6 +58,7 @@ ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t t
     : rank_(environment.rank), device_(device) {
   // A vocabulary that does not split is padded as Megatron pads it (the server never draws the new ids).
   const int64_t vocabulary = model->config().vocab_size;
+  prompt_vocabulary_ = vocabulary;
   if (vocabulary % tensor_size != 0) model->pad_vocabulary(model::padded_vocabulary(vocabulary, 128, tensor_size));
   const config::RunConfig layout = serving_layout(model->config(), tensor_size, environment.world_size);
   require_split(layout);

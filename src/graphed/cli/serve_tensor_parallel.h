@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <ATen/ATen.h>
 
@@ -23,6 +24,10 @@ class ServingGroup {
   ~ServingGroup();
 
   bool is_first() const { return rank_ == 0; }
+  /// The vocabulary before any padding for the split: prompt ids must stay below it.
+  int64_t prompt_vocabulary() const { return prompt_vocabulary_; }
+  /// Tells the other ranks this one failed (their rank monitors stop them).
+  void report_failure(const std::string& message) { run_->report_failure(message); }
   /// The fewest of every rank's `blocks` (each rank's cache must hold the same blocks to schedule alike).
   int64_t agree_on_blocks(int64_t blocks);
   serve::CommandChannel& channel() { return *channel_; }
@@ -31,6 +36,7 @@ class ServingGroup {
 
  private:
   int64_t rank_ = 0;
+  int64_t prompt_vocabulary_ = 0;
   at::Device device_;
   std::unique_ptr<DistributedRun> run_;
   std::unique_ptr<serve::CommandChannel> channel_;

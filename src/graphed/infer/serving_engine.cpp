@@ -150,7 +150,7 @@ std::optional<std::string> ServingEngine::rejection(const std::vector<int64_t>& 
   if (options.max_new_tokens < 1) {
     return "max new tokens is " + std::to_string(options.max_new_tokens) + "; ask for at least 1";
   }
-  const int64_t vocab = model_->config().vocab_size;
+  const int64_t vocab = options_.prompt_vocabulary > 0 ? options_.prompt_vocabulary : model_->config().vocab_size;
   for (const int64_t id : prompt) {
     if (id < 0 || id >= vocab) {
       return "the prompt holds token id " + std::to_string(id) + ", outside the model's vocabulary of " +

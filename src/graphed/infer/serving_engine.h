@@ -48,6 +48,9 @@ struct ServingOptions {
   bool prefix_sharing = false;             ///< requests share the blocks of identical prompt prefixes (not for Mamba)
   BucketDistribution distribution = BucketDistribution::kExponential;
   int64_t vocabulary = 0;            ///< draw only ids below it (the tokenizer's size); 0 = all
+  /// Prompt ids must be below it; 0 = the model's vocabulary. A model padded for tensor parallelism gives
+  /// its size before padding, so that its servers accept what one process accepts.
+  int64_t prompt_vocabulary = 0;
 };
 
 struct TokenEvent {

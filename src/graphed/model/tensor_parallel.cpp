@@ -147,7 +147,8 @@ void keep_own_shards(torch::nn::Module& module, const std::vector<std::pair<std:
   for (const auto& [name, split] : splits) {
     if (!own.contains(name)) continue;  // a child's, which the child splits itself
     at::Tensor parameter = own[name];
-    parameter.set_data(take_shard(parameter.detach(), split, shard).contiguous());
+    // A copy of its own: a slice would keep the whole tensor's memory alive.
+    parameter.set_data(take_shard(parameter.detach(), split, shard).clone());
   }
 }
 

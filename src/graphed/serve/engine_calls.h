@@ -18,6 +18,8 @@ class EngineCalls {
   virtual infer::StepResult step() = 0;
   /// After the loop's last step (the mirrored calls let the other ranks go).
   virtual void finish() {}
+  /// Instead of finish(), when this rank failed (the mirrored calls tell the other ranks not to wait for it).
+  virtual void abort() {}
 };
 
 class LocalEngineCalls final : public EngineCalls {

@@ -2,8 +2,10 @@
 // request's options field by field.
 #include "graphed/serve/mirrored_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -65,13 +67,12 @@ void CommandChannel::publish(const std::vector<EngineCommand>& commands) {
 
 std::vector<EngineCommand> CommandChannel::receive() {
   const std::string key = key_of(sequence_++, rank_);
-  // Waits in short rounds: an idle server may send nothing for longer than any one timeout.
-  for (;;) {
-    try {
-      store_->wait({key}, std::chrono::milliseconds(1000));
-      break;
-    } catch (const c10::Error&) {  // the round's timeout
-    }
+  // Polls rather than waits: an idle server may send nothing for longer than any store timeout, and a
+  // timed-out wait stays registered on LibTorch 1.13's store. A lost store throws out of check().
+  auto pause = std::chrono::microseconds(20);
+  while (!store_->check({key})) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
   }
   const std::vector<uint8_t> bytes = store_->get(key);
   store_->deleteKey(key);
@@ -104,6 +105,14 @@ infer::StepResult MirroredEngineCalls::step() {
   return engine_.step();
 }
 
+void MirroredEngineCalls::abort() {
+  EngineCommand command;
+  command.kind = EngineCommand::Kind::kAbort;
+  pending_.push_back(command);
+  channel_.publish(pending_);
+  pending_.clear();
+}
+
 void MirroredEngineCalls::finish() {
   EngineCommand command;
   command.kind = EngineCommand::Kind::kStop;
@@ -112,14 +121,15 @@ void MirroredEngineCalls::finish() {
   pending_.clear();
 }
 
-void follow_engine(infer::ServingEngine& engine, CommandChannel& channel) {
+bool follow_engine(infer::ServingEngine& engine, CommandChannel& channel) {
   for (;;) {
     for (EngineCommand& command : channel.receive()) {
       switch (command.kind) {
         case EngineCommand::Kind::kAdd: engine.add_request(std::move(command.prompt), std::move(command.options)); break;
         case EngineCommand::Kind::kCancel: engine.cancel(command.id); break;
         case EngineCommand::Kind::kStep: engine.step(); break;
-        case EngineCommand::Kind::kStop: return;
+        case EngineCommand::Kind::kStop: return true;
+        case EngineCommand::Kind::kAbort: return false;
       }
     }
   }

@@ -16,7 +16,7 @@ namespace graphed::serve {
 
 /// One call on the engine, as the first rank made it.
 struct EngineCommand {
-  enum class Kind { kAdd, kCancel, kStep, kStop };
+  enum class Kind { kAdd, kCancel, kStep, kStop, kAbort };  ///< kAbort: the first rank failed
   Kind kind = Kind::kStep;
   std::vector<int64_t> prompt;    ///< kAdd
   infer::RequestOptions options;  ///< kAdd
@@ -32,7 +32,7 @@ class CommandChannel {
   /// The first rank: the next batch to every other rank.
   void publish(const std::vector<EngineCommand>& commands);
   /// Another rank: the next batch, waiting as long as it takes (the rank monitor ends a group whose first
-  /// rank died).
+  /// rank died). Polls the store, backing off to 10 ms while the server is idle.
   std::vector<EngineCommand> receive();
 
  private:
@@ -51,6 +51,8 @@ class MirroredEngineCalls final : public EngineCalls {
   infer::StepResult step() override;
   /// Tells the other ranks to stop following.
   void finish() override;
+  /// Tells the other ranks that this one failed: they stop following and leave without waiting for it.
+  void abort() override;
 
  private:
   infer::ServingEngine& engine_;
@@ -58,7 +60,8 @@ class MirroredEngineCalls final : public EngineCalls {
   std::vector<EngineCommand> pending_;  // the calls since the last step
 };
 
-/// Another rank: makes the first rank's calls on `engine`, in order, until it says stop.
-void follow_engine(infer::ServingEngine& engine, CommandChannel& channel);
+/// Another rank: makes the first rank's calls on `engine`, in order, until it says stop (true) or that it
+/// failed (false).
+bool follow_engine(infer::ServingEngine& engine, CommandChannel& channel);
 
 }  // namespace graphed::serve
