@@ -99,27 +99,21 @@ void MirroredEngineCalls::cancel(int64_t id) {
 }
 
 infer::StepResult MirroredEngineCalls::step() {
-  pending_.push_back(EngineCommand{});  // kStep
-  channel_.publish(pending_);
-  pending_.clear();
+  publish_with(EngineCommand::Kind::kStep);
   return engine_.step();
 }
 
-void MirroredEngineCalls::abort() {
+void MirroredEngineCalls::publish_with(EngineCommand::Kind last) {
   EngineCommand command;
-  command.kind = EngineCommand::Kind::kAbort;
+  command.kind = last;
   pending_.push_back(command);
   channel_.publish(pending_);
   pending_.clear();
 }
 
-void MirroredEngineCalls::finish() {
-  EngineCommand command;
-  command.kind = EngineCommand::Kind::kStop;
-  pending_.push_back(command);
-  channel_.publish(pending_);
-  pending_.clear();
-}
+void MirroredEngineCalls::abort() { publish_with(EngineCommand::Kind::kAbort); }
+
+void MirroredEngineCalls::finish() { publish_with(EngineCommand::Kind::kStop); }
 
 bool follow_engine(infer::ServingEngine& engine, CommandChannel& channel) {
   for (;;) {

@@ -55,6 +55,9 @@ class MirroredEngineCalls final : public EngineCalls {
   void abort() override;
 
  private:
+  /// Sends the calls since the last batch, then `last`, to the other ranks.
+  void publish_with(EngineCommand::Kind last);
+
   infer::ServingEngine& engine_;
   CommandChannel& channel_;
   std::vector<EngineCommand> pending_;  // the calls since the last step
