@@ -89,16 +89,14 @@ TEST(ParallelLayoutTest, VirtualStagesInterleaveTheChunksOverThePipelineRanks) {
 }
 
 TEST(ParallelLayoutTest, TensorRanksAreFastestThenDataThenPipeline) {
-  // Megatron's order for tensor 2 x data 2 x pipeline 2 on 8 ranks (configurations refuse tensor sizes
-  // above 1 for now, so the layout is built by hand).
-  ParallelLayout layout;
-  layout.world_size = 8;
-  layout.tensor_size = 2;
-  layout.data_size = 2;
-  layout.pipeline_size = 2;
-  layout.num_layers = 4;
+  // Megatron's order for tensor 2 x data 2 x pipeline 2 on 8 ranks (the data size follows from the launch).
+  const config::RunConfig config =
+      launched({{"num_layers", 4}, {"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2},
+                {"global_batch_size", 2}, {"micro_batch_size", 1}},
+               8);
   for (int64_t rank = 0; rank < 8; ++rank) {
-    layout.rank = rank;
+    const ParallelLayout layout = make_parallel_layout(config, rank);
+    EXPECT_EQ(layout.data_size, 2);
     SCOPED_TRACE("rank " + std::to_string(rank));
     EXPECT_EQ(layout.tensor_rank(), rank % 2);
     EXPECT_EQ(layout.data_rank(), rank / 2 % 2);

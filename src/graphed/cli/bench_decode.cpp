@@ -163,19 +163,6 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
   out << array.dump(2) << "\n";
 }
 
-
-/// Every rank of a tensor-parallel launch decodes the same batch with its part of the model (each its own
-/// GPU, the collectives inside the decode graphs); a launch of any other layout is refused.
-void require_tensor_parallel_launch(const config::RunConfig& config, const dist::LaunchEnvironment& environment) {
-  if (!environment.is_distributed() || config.train.tensor_model_parallel_size == environment.world_size) return;
-  const std::string message =
-      "WORLD_SIZE=" + std::to_string(environment.world_size) + " asks for " + std::to_string(environment.world_size) +
-      " processes, but `graphed bench --decode` runs several only as one tensor-parallel group (--tensor-model-parallel-size " +
-      std::to_string(config.train.tensor_model_parallel_size) + "); fix: launch as many processes as " +
-      "--tensor-model-parallel-size, or run it without a launcher";
-  throw ConfigError(message, {message});
-}
-
 }  // namespace
 
 int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
@@ -186,7 +173,8 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
   settings.train.mock_data = true;
   settings.train.world_size = environment.is_distributed() ? environment.world_size : 1;
   const config::RunConfig config = resolve_settings(settings);
-  require_tensor_parallel_launch(config, environment);
+  // Every rank of a tensor-parallel launch decodes the same batch with its part of the model.
+  require_one_tensor_group(environment, config.train.tensor_model_parallel_size, "graphed bench --decode");
   const at::Device device = device_for_rank(choose_device(config.train.device, "decoding eagerly in fp32"), environment);
   const int64_t context = config.model.max_position_embeddings.value_or(config.model.seq_length);
   if (command_line.decode_prompt_tokens + command_line.decode_new_tokens > context) {

@@ -55,6 +55,17 @@ at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironme
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(environment.local_rank));
 }
 
+void require_one_tensor_group(const dist::LaunchEnvironment& environment, int64_t tensor_size,
+                              const std::string& command) {
+  if (!environment.is_distributed() || tensor_size == environment.world_size) return;
+  const std::string message =
+      "WORLD_SIZE=" + std::to_string(environment.world_size) + " asks for " + std::to_string(environment.world_size) +
+      " processes, but `" + command + "` runs several only as one tensor-parallel group (--tensor-model-parallel-size " +
+      std::to_string(tensor_size) + "); fix: launch as many processes as --tensor-model-parallel-size, or run it "
+      "without a launcher";
+  throw ConfigError(message, {message});
+}
+
 std::ostream& null_stream() {
   static std::ostream stream(nullptr);  // no buffer: every write is dropped
   return stream;

@@ -42,6 +42,11 @@ dist::LaunchEnvironment launch_environment();
 /// when there are more ranks on this node than GPUs.
 at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironment& environment);
 
+/// Refuses a launch of several processes that are not exactly one tensor-parallel group of `tensor_size`
+/// ranks (`command`, e.g. "graphed serve", runs several only so), naming the fix.
+void require_one_tensor_group(const dist::LaunchEnvironment& environment, int64_t tensor_size,
+                              const std::string& command);
+
 /// A stream that drops everything (the output of ranks other than 0).
 std::ostream& null_stream();
 

@@ -39,17 +39,12 @@ void require_serving_launch(const dist::LaunchEnvironment& environment, int64_t 
                                 "; fix: pass a positive value (1: one process)";
     throw ConfigError(message, {message});
   }
-  const int64_t processes = environment.is_distributed() ? environment.world_size : 1;
-  if (processes == tensor_size) return;
-  const std::string message =
-      processes == 1
-          ? "--tensor-model-parallel-size " + std::to_string(tensor_size) + " needs one process per rank, and this "
-            "is one process; fix: launch it with torchrun --nproc-per-node " + std::to_string(tensor_size) +
-            " --no-python graphed serve ..., or drop --tensor-model-parallel-size"
-          : "WORLD_SIZE=" + std::to_string(processes) + " asks for " + std::to_string(processes) + " processes, but "
-            "`graphed serve` runs several only as one tensor-parallel group (--tensor-model-parallel-size " +
-            std::to_string(tensor_size) + "); fix: launch as many processes as --tensor-model-parallel-size, or run "
-            "it without a launcher";
+  require_one_tensor_group(environment, tensor_size, "graphed serve");
+  if (environment.is_distributed() || tensor_size == 1) return;
+  const std::string message = "--tensor-model-parallel-size " + std::to_string(tensor_size) + " needs one process "
+                              "per rank, and this is one process; fix: launch it with torchrun --nproc-per-node " +
+                              std::to_string(tensor_size) + " --no-python graphed serve ..., or drop "
+                              "--tensor-model-parallel-size";
   throw ConfigError(message, {message});
 }
 
