@@ -5,6 +5,8 @@
 // this build has no Gloo.
 #include "graphed/dist/tensor_collectives.h"
 
+#include "graphed/dist/peer_collectives.h"
+
 #include <chrono>
 #include <functional>
 #include <vector>
@@ -47,6 +49,19 @@ TEST_F(TensorCollectivesTest, SumsAndGathersInRankOrderWithoutTouchingTheInput) 
     EXPECT_TRUE(at::equal(mine, at::full({2, 3}, static_cast<double>(rank + 1), kDoubleOptions))) << "the input is untouched";
     const at::Tensor gathered = collectives.all_gather(mine, 1);
     EXPECT_TRUE(at::equal(gathered, at::cat({at::full({2, 3}, 1.0, kDoubleOptions), at::full({2, 3}, 2.0, kDoubleOptions)}, 1)));
+  });
+}
+
+TEST_F(TensorCollectivesTest, InferenceCollectivesOnTheCpuAreTheGroupsOwn) {
+  // No peer memory on a CPU device (or a CPU build): the engine's sums take the group's all-reduce.
+  const auto store = c10::make_intrusive<c10d::HashStore>();
+  testing::run_ranks_on_threads(2, [&](int64_t rank) {
+    Communicator group(detail::make_gloo_backend(store, rank, 2, std::chrono::seconds(30), "127.0.0.1"),
+                       "tensor-parallel", {0, 1}, rank);
+    const auto collectives = make_inference_collectives(group, at::Device(at::kCPU), /*use_peer_memory=*/true);
+    EXPECT_NE(std::dynamic_pointer_cast<GroupTensorCollectives>(collectives), nullptr) << "rank " << rank;
+    const at::Tensor mine = at::full({4}, static_cast<double>(rank + 1), kDoubleOptions);
+    EXPECT_TRUE(at::equal(collectives->all_reduce_sum(mine), at::full({4}, 3.0, kDoubleOptions))) << "rank " << rank;
   });
 }
 

@@ -15,7 +15,7 @@
 #include "graphed/capture/peak_throughput.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
-#include "graphed/dist/tensor_collectives.h"
+#include "graphed/dist/peer_collectives.h"
 #include "graphed/infer/decode_engine.h"
 #include "graphed/infer/decode_roofline.h"
 #include "graphed/util/build_info.h"
@@ -187,7 +187,8 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
   std::optional<DistributedRun> distributed;
   if (environment.is_distributed()) {  // each rank keeps its part of the model every rank built
     distributed.emplace(config, environment, device);
-    model->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(distributed->groups().tensor()));
+    model->split_for_tensor_parallel(dist::make_inference_collectives(distributed->groups().tensor(), device,
+                                                                       !command_line.disable_custom_all_reduce));
     distributed->groups().tensor().barrier();  // the group's first collective, outside any graph capture
   }
   std::ostream& print = environment.rank == 0 ? out : null_stream();

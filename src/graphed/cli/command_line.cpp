@@ -495,6 +495,10 @@ void add_command_flags(CLI::App& sub, const std::string& name, FlagSet& flags, C
     add_model_flags(sub, result.generate, "Model and device");
     add_server_flags(sub, result.server);
   }
+  if (name == "bench" || name == "serve") {
+    sub.add_flag("--disable-custom-all-reduce", result.disable_custom_all_reduce, "tensor-parallel decoding: sum "
+                 "through NCCL instead of the one-shot peer-memory all-reduce (vLLM's name)");
+  }
   if (name != "train" && name != "check-config") add_serving_flags(sub, result.serving);
 }
 

@@ -59,6 +59,8 @@ struct CommandLine {
   std::vector<std::string> decode_scopes{"none", "layer", "block"};  ///< --decode-scopes
   int64_t decode_prompt_tokens = 32;        ///< --decode-prompt-tokens: random prompt length
   int64_t decode_new_tokens = 128;          ///< --decode-new-tokens: tokens drawn per prompt
+  // bench --decode and serve with tensor parallelism.
+  bool disable_custom_all_reduce = false;   ///< --disable-custom-all-reduce: NCCL sums in place of peer memory
   // generate (hf_folder also for bench --serve; hf_folder, tokenizer and dtype also for serve).
   GenerateFlags generate;
   // serve only.

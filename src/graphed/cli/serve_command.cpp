@@ -182,7 +182,8 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
   }
   const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
   std::unique_ptr<ServingGroup> group;  // tensor parallelism: each rank its part, the same engine everywhere
-  if (tensor_size > 1) group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model);
+  if (tensor_size > 1) group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model,
+                                                             !command_line.disable_custom_all_reduce);
   infer::ServingOptions options = engine_options(command_line, graphs, model);
   if (group) {
     capture::empty_cache(device);  // the whole weights' memory, freed by the split, counts for the cache

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "graphed/config/validation.h"
-#include "graphed/dist/tensor_collectives.h"
+#include "graphed/dist/peer_collectives.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
 
@@ -49,7 +49,7 @@ void require_serving_launch(const dist::LaunchEnvironment& environment, int64_t 
 }
 
 ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t tensor_size, const at::Device& device,
-                           model::GptModel& model)
+                           model::GptModel& model, bool peer_all_reduce)
     : rank_(environment.rank), device_(device) {
   // A vocabulary that does not split is padded as Megatron pads it (the server never draws the new ids).
   const int64_t vocabulary = model->config().vocab_size;
@@ -58,7 +58,8 @@ ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t t
   const config::RunConfig layout = serving_layout(model->config(), tensor_size, environment.world_size);
   require_split(layout);
   run_ = std::make_unique<DistributedRun>(layout, environment, device);
-  model->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(run_->groups().tensor()));
+  model->split_for_tensor_parallel(
+      dist::make_inference_collectives(run_->groups().tensor(), device, peer_all_reduce));
   run_->groups().tensor().barrier();  // the group's first collective, outside any graph capture
   channel_ = std::make_unique<serve::CommandChannel>(run_->groups().connect_store(), environment.rank, tensor_size);
 }

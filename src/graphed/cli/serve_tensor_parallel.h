@@ -17,10 +17,11 @@ namespace graphed::cli {
 
 class ServingGroup {
  public:
-  /// Connects the launch's ranks (there must be exactly `tensor_size`) and splits `model` over them. Throws
-  /// ConfigError when the launch or the model does not fit tensor parallelism, naming the fix.
+  /// Connects the launch's ranks (there must be exactly `tensor_size`) and splits `model` over them; with
+  /// peer_all_reduce, the decode steps' sums take peer memory where the GPUs allow it (dist/peer_collectives.h).
+  /// Throws ConfigError when the launch or the model does not fit tensor parallelism, naming the fix.
   ServingGroup(const dist::LaunchEnvironment& environment, int64_t tensor_size, const at::Device& device,
-               model::GptModel& model);
+               model::GptModel& model, bool peer_all_reduce);
   ~ServingGroup();
 
   bool is_first() const { return rank_ == 0; }
