@@ -1,5 +1,6 @@
 // kernels/peer_all_reduce.cu — kernels/peer_all_reduce.h: the one-shot all-reduce (vLLM's custom
-// all-reduce and TensorRT-LLM's one-shot reduce follow the same protocol) and the areas it works in.
+// all-reduce and TensorRT-LLM's one-shot reduce follow the same protocol) and the areas it works in. It is a
+// programmatic dependent launch (kernels/detail/programmatic_launch.cuh), like the decode kernels around it.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -7,6 +8,7 @@
 #include <cstring>
 
 #include "graphed/kernels/peer_all_reduce.h"
+#include "graphed/kernels/detail/programmatic_launch.cuh"
 
 namespace graphed::kernels {
 namespace {
@@ -81,6 +83,10 @@ __global__ void __launch_bounds__(kThreads) peer_all_reduce_kernel(PeerAreas are
   const int block = blockIdx.x;
   const int rank = areas.rank;
   void* own = areas.areas[rank];
+  // Launched programmatically: the kernel before (which wrote `input`) may still be running. Once every block
+  // is here, the next kernel may start and load its weights while this one waits on the peers.
+  detail::wait_for_previous_kernel();
+  detail::let_next_kernel_start();
   if (threadIdx.x == 0) {
     call = counters_of(own)[block] + 1;
     counters_of(own)[block] = call;
@@ -127,9 +133,9 @@ cudaError_t launch_for(const PeerAreas& areas, const void* input, void* output, 
   auto* out = static_cast<uint4*>(output);
   const dim3 grid(static_cast<unsigned>(blocks));
   switch (areas.ranks) {
-    case 2: peer_all_reduce_kernel<Element, 2><<<grid, kThreads, 0, stream>>>(areas, in, out, vectors); break;
-    case 4: peer_all_reduce_kernel<Element, 4><<<grid, kThreads, 0, stream>>>(areas, in, out, vectors); break;
-    case 8: peer_all_reduce_kernel<Element, 8><<<grid, kThreads, 0, stream>>>(areas, in, out, vectors); break;
+    case 2: detail::launch_programmatic(peer_all_reduce_kernel<Element, 2>, grid, kThreads, 0, stream, areas, in, out, vectors); break;
+    case 4: detail::launch_programmatic(peer_all_reduce_kernel<Element, 4>, grid, kThreads, 0, stream, areas, in, out, vectors); break;
+    case 8: detail::launch_programmatic(peer_all_reduce_kernel<Element, 8>, grid, kThreads, 0, stream, areas, in, out, vectors); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
