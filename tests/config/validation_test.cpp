@@ -473,12 +473,27 @@ INSTANTIATE_TEST_SUITE_P(
                    Severity::kError,
                    "--moe-ffn-hidden-size 129 does not split over --tensor-model-parallel-size 2 (each rank takes an "
                    "equal part); fix: pass a multiple of 2"},
-        LaunchCase{"PL8TensorWithMamba",
+        LaunchCase{"PL7MambaHeadsDoNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"is_hybrid_model", true}, {"hybrid_override_pattern", "M*"},
-                    {"num_layers", 2}},
-                   2, "PL-8", Severity::kError,
-                   "--tensor-model-parallel-size 2 with Mamba layers is not implemented in this version; fix: use "
-                   "--tensor-model-parallel-size 1 with data parallelism"},
+                    {"num_layers", 2}, {"hidden_size", 96}, {"mamba_head_dim", 64}, {"mamba_num_groups", 1}},
+                   2, "PL-7", Severity::kError,
+                   "the 3 Mamba heads (2 x --hidden-size 96 / --mamba-head-dim 64) do not split over "
+                   "--tensor-model-parallel-size 2 (each rank takes an equal part of the Mamba heads and groups); "
+                   "fix: pass a tensor size that divides 3, or set --mamba-num-heads to a multiple of 2"},
+        LaunchCase{"PL7MambaNumHeadsDoNotSplit",
+                   {{"tensor_model_parallel_size", 2}, {"is_hybrid_model", true}, {"hybrid_override_pattern", "M*"},
+                    {"num_layers", 2}, {"mamba_num_heads", 5}, {"mamba_num_groups", 1}},
+                   2, "PL-7", Severity::kError,
+                   "--mamba-num-heads 5 does not split over --tensor-model-parallel-size 2 (each rank takes an equal "
+                   "part of the Mamba heads and groups); fix: pass a tensor size that divides 5, or a multiple of 2 "
+                   "heads"},
+        LaunchCase{"PL7MambaGroupsDoNotSplit",
+                   {{"tensor_model_parallel_size", 2}, {"is_hybrid_model", true}, {"hybrid_override_pattern", "M*"},
+                    {"num_layers", 2}, {"mamba_head_dim", 32}, {"mamba_num_groups", 1}},
+                   2, "PL-7", Severity::kError,
+                   "--mamba-num-groups 1 does not split over --tensor-model-parallel-size 2 (each rank takes an equal "
+                   "part of the Mamba heads and groups); fix: pass a group count that is a multiple of 2 and divides "
+                   "the 8 heads, or a tensor size that divides 1"},
         LaunchCase{"PL1PipelineZero", {{"pipeline_model_parallel_size", 0}}, 1, "PL-1", Severity::kError,
                    "--pipeline-model-parallel-size must be >= 1, got 0; fix: pass a positive value"},
         LaunchCase{"PL1TimeoutZero", {{"distributed_timeout_minutes", 0}}, 1, "PL-1", Severity::kError,
@@ -536,7 +551,12 @@ TEST(ValidationTest, AValidParallelLaunchHasNoParallelIssue) {
            {merged(kTwoStagesOfFour, {{"num_layers_per_virtual_pipeline_stage", 2}}), 2},
            {{{"pipeline_model_parallel_size", 2}, {"num_layers", 4}, {"data_parallel_size", 2}}, 4},
            {{{"pipeline_model_parallel_size", 2}, {"cuda_graph_impl", "local"}}, 2},
-           {{{"save", "checkpoints"}, {"load", "checkpoints"}}, 2}}) {
+           {{{"save", "checkpoints"}, {"load", "checkpoints"}}, 2},
+           // Mamba layers split by their heads and groups, also with --sequence-parallel.
+           {{{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"is_hybrid_model", true},
+             {"hybrid_override_pattern", "M*"}, {"num_layers", 2}, {"mamba_head_dim", 32}, {"mamba_num_groups", 2},
+             {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}, {"sample_tokens", 0}},  // no PL-10 and PL-11 notes
+            2}}) {
     const Resolution resolution = resolve_launched(settings, world_size);
     for (const auto& issue : resolution.issues.all()) {
       EXPECT_NE(issue.rule.rfind("PL-", 0), 0u)

@@ -1,8 +1,8 @@
 // tests/dist/tensor_parallel_launch_test.cpp — `graphed train --tensor-model-parallel-size 2` as 2 ranks on
 // the CPU (Gloo, tests/dist/rank_launch.h), with and without --sequence-parallel: a GPT-2-style and a
 // Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, no biases, untied output), and moe-small's MoE layers
-// (drop-and-pad, experts split by the tensor ranks), and a Qwen3-style model (q/k norms) follow one process over 20
-// iterations, and the checkpoint they save is the whole model; a checkpoint crosses layouts both ways
+// (drop-and-pad, experts split by the tensor ranks), a Qwen3-style model (q/k norms) and a Mamba-hybrid tiny (M*:
+// the mixer split by heads and groups; also with --sequence-parallel) follow one process over 20 iterations, and the checkpoint they save is the whole model; a checkpoint crosses layouts both ways
 // (TP=2 resumes one process's, one process TP=2's); TP=2 x PP=2 (4 ranks) trains, saves and resumes as one
 // process does; `bench --decode` runs on the tensor ranks.
 #include <cmath>
@@ -51,6 +51,9 @@ const std::vector<ModelCase>& model_cases() {
                                         "--moe-aux-loss-coeff", "0.01"};  // moe-small's MoE on tiny
   std::vector<std::string> qwen3 = llama;  // q/k norms shared by heads the ranks split: gradients summed
   qwen3.push_back("--qk-layernorm");
+  const std::vector<std::string> hybrid = {"--hybrid-override-pattern", "M*", "--mamba-state-dim", "16",
+                                           "--mamba-head-dim", "32", "--mamba-num-groups", "2",
+                                           "--mamba-chunk-size", "16"};  // 8 heads, 4 a rank
   const std::vector<std::string> tensor = {"--tensor-model-parallel-size", "2"};
   const std::vector<std::string> sequence = {"--tensor-model-parallel-size", "2", "--sequence-parallel"};
   static const std::vector<ModelCase> cases = {{"gpt2_style", {}, tensor},
@@ -58,7 +61,9 @@ const std::vector<ModelCase>& model_cases() {
                                                {"gpt2_style_sequence_parallel", {}, sequence},
                                                {"llama_style_sequence_parallel", llama, sequence},
                                                {"moe", moe, tensor},
-                                               {"qwen3_style", qwen3, tensor, 1e-3}};
+                                               {"qwen3_style", qwen3, tensor, 1e-3},
+                                               {"hybrid_mamba", hybrid, tensor},
+                                               {"hybrid_mamba_sequence_parallel", hybrid, sequence}};
   return cases;
 }
 

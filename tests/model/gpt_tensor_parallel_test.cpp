@@ -4,7 +4,9 @@
 // cache. For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a GPT-2-style one (learned
 // positions, LayerNorm, GELU, biases, tied embeddings), each also with sequence parallelism (training only:
 // the norms' and position embeddings' gradients are then the ranks' parts of the whole, as the shared q/k
-// norms' always are: checked for a Qwen3-style model).
+// norms' always are: checked for a Qwen3-style model), and a Mamba-hybrid one (M*M-: Megatron's MambaMixer
+// split by heads and groups), with and without sequence parallelism. Every sharded gradient also joins
+// back to the whole one (join_shards, as checkpoints join), and decoding continues from a prefill.
 #include <gtest/gtest.h>
 
 #include <ATen/core/grad_mode.h>
@@ -21,6 +23,17 @@ struct Case {
   nlohmann::json settings;
   bool sequence_parallel = false;
 };
+
+/// A Llama-style Mamba-hybrid model: 8 Mamba heads of 8 channels in 4 groups (2 heads and 2 groups a
+/// rank), chunks of 4 positions.
+nlohmann::json hybrid_settings() {
+  return {{"num_layers", 4}, {"hidden_size", 32}, {"num_attention_heads", 4}, {"vocab_size", 50},
+          {"seq_length", 16}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0},
+          {"hybrid_override_pattern", "M*M-"}, {"mamba_state_dim", 8}, {"mamba_head_dim", 8},
+          {"mamba_num_groups", 4}, {"mamba_chunk_size", 4}, {"position_embedding_type", "rope"},
+          {"normalization", "RMSNorm"}, {"swiglu", true}, {"add_bias_linear", false},
+          {"untie_embeddings_and_output_weights", true}};
+}
 
 std::vector<Case> cases() {
   const nlohmann::json common = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
@@ -40,7 +53,8 @@ std::vector<Case> cases() {
   qwen3["qk_layernorm"] = true;
   return {{"llama_style", llama}, {"gpt2_style", common}, {"qwen3_style", qwen3},
           {"llama_style_sequence_parallel", llama, true},
-          {"gpt2_style_sequence_parallel", common, true}, {"moe_dropless", moe}, {"moe_drop_and_pad", padded_moe}};
+          {"gpt2_style_sequence_parallel", common, true}, {"moe_dropless", moe}, {"moe_drop_and_pad", padded_moe},
+          {"hybrid_mamba", hybrid_settings()}, {"hybrid_mamba_sequence_parallel", hybrid_settings(), true}};
 }
 
 class GptTensorParallel : public ::testing::TestWithParam<Case> {};
@@ -54,22 +68,42 @@ GptModel whole_model(const config::RunConfig& config) {
   return model;
 }
 
-/// Logits at every position of `tokens` [1, n], one token at a time through a key/value cache.
+constexpr int64_t kPrefill = 6;  ///< the prompt's tokens, in one piece; then one token a step
+
+/// Logits at every position of `tokens` [1, n] through the layers' caches (keys and values, Mamba's conv
+/// and SSM states): the first kPrefill tokens as a prefill, then one token at a time.
 at::Tensor decoded_logits(GptModel& model, const at::Tensor& tokens) {
   at::NoGradGuard no_grad;
+  const int64_t length = tokens.size(1);
   std::vector<LayerCache> cache;
-  for (auto& layer : model->layers()) cache.push_back(layer->allocate_cache(1, tokens.size(1), at::kDouble));
+  for (auto& layer : model->layers()) cache.push_back(layer->allocate_cache(1, length, at::kDouble));
   std::vector<at::Tensor> logits;
-  for (int64_t position = 0; position < tokens.size(1); ++position) {
-    const at::Tensor positions = at::full({1, 1}, position, at::kLong);
-    const at::Tensor blocked = at::arange(tokens.size(1), at::kLong).view({1, 1, 1, -1}) > position;
-    at::Tensor hidden = model->embed_at(tokens.narrow(1, position, 1), positions);
+  for (int64_t start = 0; start < length;) {
+    const int64_t piece = start == 0 ? kPrefill : 1;
+    const at::Tensor positions = at::arange(start, start + piece, at::kLong).view({1, piece});
+    const at::Tensor blocked = at::arange(length, at::kLong).view({1, 1, 1, -1}) > positions.view({1, 1, piece, 1});
+    const at::Tensor valid = piece > 1 ? at::ones({1, piece}, at::kBool) : at::Tensor();  // a prefill's prompt
+    at::Tensor hidden = model->embed_at(tokens.narrow(1, start, piece), positions);
     for (std::size_t i = 0; i < model->layers().size(); ++i) {
-      hidden = model->layers()[i]->forward_cached(hidden, positions, blocked, cache[i]);
+      hidden = model->layers()[i]->forward_cached(hidden, positions, blocked, cache[i], valid);
     }
     logits.push_back(model->decode_logits(hidden));
+    start += piece;
   }
   return at::cat(logits, 1);
+}
+
+/// Every rank's gradient of each sharded parameter joined (join_shards, as a checkpoint joins) equals the
+/// whole model's gradient.
+void expect_joined_gradients(const std::vector<std::map<std::string, at::Tensor>>& parts,
+                             const std::map<std::string, ParameterSplit>& splits,
+                             const std::map<std::string, at::Tensor>& gradients) {
+  for (const auto& [name, split] : splits) {
+    if (!split.is_sharded()) continue;
+    std::vector<at::Tensor> shards;
+    for (const auto& rank_parts : parts) shards.push_back(rank_parts.at(name));
+    EXPECT_TRUE(at::allclose(join_shards(shards, split), gradients.at(name), 1e-9, 1e-10)) << name << " joined";
+  }
 }
 
 TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
@@ -93,6 +127,7 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
   }
   const auto splits = models[0]->tensor_splits();
   std::vector<std::map<std::string, at::Tensor>> whole_on_every_rank(kRanks);  // gradients of the unsplit
+  std::vector<std::map<std::string, at::Tensor>> parts(kRanks);  // each rank's gradient of the split ones
   testing::run_ranks_on_threads(kRanks, [&](int64_t rank) {
     GptModel& model = models[static_cast<std::size_t>(rank)];
     const at::Tensor part_loss = model->forward(tokens, labels, 0).loss;
@@ -109,6 +144,7 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
       }
       const at::Tensor got = item.value().grad().defined() ? item.value().grad() : at::zeros_like(item.value());
       ASSERT_EQ(got.sizes(), expected.sizes()) << item.key();
+      if (split != splits.end()) parts[static_cast<std::size_t>(rank)][item.key()] = got;
       if (summed || (split == splits.end() && GetParam().sequence_parallel)) {  // this rank's share of the whole
         whole_on_every_rank[static_cast<std::size_t>(rank)][item.key()] = got;
         continue;
@@ -124,6 +160,7 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
     const at::Tensor sum = share + whole_on_every_rank[1].at(name);
     EXPECT_TRUE(at::allclose(sum, gradients.at(name), 1e-9, 1e-10)) << name << ": the ranks' shares add up";
   }
+  expect_joined_gradients(parts, splits, gradients);
 }
 
 TEST(GptTensorParallelSplits, NameEveryShardedParameterOfTheModel) {
@@ -138,6 +175,44 @@ TEST(GptTensorParallelSplits, NameEveryShardedParameterOfTheModel) {
   EXPECT_EQ(splits.at("layers.0.mlp.fc2_weight").split, TensorSplit::kRow);
   EXPECT_EQ(splits.at("output_weight").split, TensorSplit::kColumn);
   EXPECT_EQ(splits.count("layers.0.input_norm.weight"), 0U);
+}
+
+TEST(GptTensorParallelSplits, AHybridModelsShardsJoinBackToEveryWholeParameter) {
+  const auto config = testing::run_config(hybrid_settings());
+  GptModel whole = whole_model(config);
+  testing::Rendezvous rendezvous(kRanks);  // splitting communicates nothing
+  std::vector<GptModel> models;
+  for (int64_t rank = 0; rank < kRanks; ++rank) {
+    models.push_back(whole_model(config));
+    models.back()->split_for_tensor_parallel(std::make_shared<testing::ThreadCollectives>(rendezvous, kRanks, rank));
+  }
+  const auto splits = models[0]->tensor_splits();  // the checkpoint's table: whole sizes after the split too
+  EXPECT_EQ(splits.size(), whole->tensor_splits().size());
+  EXPECT_EQ(splits.at("layers.0.mamba.in_proj_weight").split, TensorSplit::kSegments);
+  EXPECT_EQ(splits.at("layers.2.mamba.conv_weight").segments, (std::vector<int64_t>{64, 32, 32}));
+  EXPECT_EQ(splits.at("layers.0.mamba.out_proj_weight").split, TensorSplit::kRow);
+  int64_t mamba_parameters = 0;
+  for (const auto& item : whole->named_parameters()) {
+    const auto split = splits.find(item.key());
+    const bool mamba = item.key().find(".mamba.") != std::string::npos;
+    mamba_parameters += mamba ? 1 : 0;
+    EXPECT_TRUE(!mamba || (split != splits.end() && split->second.is_sharded())) << item.key() << " is not split";
+    std::vector<at::Tensor> shards;
+    for (auto& model : models) shards.push_back(model->named_parameters()[item.key()].detach());
+    const at::Tensor joined = split == splits.end() ? shards[0] : join_shards(shards, split->second);
+    EXPECT_TRUE(at::equal(joined, item.value())) << item.key();
+    if (split != splits.end()) {
+      EXPECT_EQ(whole_sizes(shards[1], split->second, kRanks), item.value().sizes().vec()) << item.key();
+    }
+  }
+  EXPECT_EQ(mamba_parameters, 2 * 8);  // two Mamba layers of 8 parameters each
+  // The rank computes with its own heads and groups, and its caches hold its channels and heads.
+  const MambaShape& own = models[1]->layers()[0]->named_children()["mamba"]->as<MambaMixerImpl>()->shape();
+  EXPECT_EQ(own.num_heads(), 4);
+  EXPECT_EQ(own.num_groups, 2);
+  const LayerCache cache = models[1]->layers()[0]->allocate_cache(3, 16, at::kDouble);
+  EXPECT_EQ(cache.conv_state.sizes().vec(), (std::vector<int64_t>{3, 3, 32 + 2 * 2 * 8}));
+  EXPECT_EQ(cache.ssm_state.sizes().vec(), (std::vector<int64_t>{3, 4, 8, 8}));
 }
 
 TEST(GptTensorParallelSplits, APaddedVocabularyKeepsEveryRealIdsLogits) {

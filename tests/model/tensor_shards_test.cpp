@@ -1,7 +1,8 @@
 // tests/model/tensor_shards_test.cpp — Megatron's tensor-parallel splits on the CPU in float64: every
 // shard joins back to the whole tensor bit for bit; column shards give the rank's output features of the
 // whole layer, row shards' partial products add up to it, a QKV shard holds exactly its ranks' heads and
-// groups (GQA), a SwiGLU shard's activation is the rank's part of the whole activation; Megatron's
+// groups (GQA), a SwiGLU shard's activation is the rank's part of the whole activation, a segmented shard
+// (Mamba's in projection [z | x | B | C | dt]) holds the rank's part of each segment; Megatron's
 // vocabulary padding.
 #include "graphed/model/tensor_shards.h"
 
@@ -107,11 +108,43 @@ TEST(TensorShardsTest, SwigluShardsActivationIsTheRanksPartOfTheWholeActivation)
   }
 }
 
+TEST(TensorShardsTest, SegmentShardsHoldTheRanksPartOfEachSegment) {
+  // Mamba's in projection with inner 4, groups x state 2 and 2 heads: [z 4 | x 4 | B 2 | C 2 | dt 2] rows.
+  const std::vector<int64_t> segments = {4, 4, 2, 2, 2};
+  const at::Tensor weight = at::arange(14 * 3, kFloat64).view({14, 3});
+  const std::vector<at::Tensor> whole_segments = weight.split_with_sizes(segments, 0);
+  for (const int64_t size : {1, 2}) {
+    std::vector<at::Tensor> shards;
+    for (int64_t rank = 0; rank < size; ++rank) {
+      SCOPED_TRACE(std::to_string(size) + " ranks, rank " + std::to_string(rank));
+      const at::Tensor shard = segments_shard(weight, segments, TensorShard{size, rank});
+      ASSERT_EQ(shard.size(0), 14 / size);
+      int64_t row = 0;
+      for (const at::Tensor& segment : whole_segments) {  // the rank's rows of each segment, in order
+        const int64_t part = segment.size(0) / size;
+        EXPECT_TRUE(at::equal(shard.narrow(0, row, part), segment.narrow(0, rank * part, part)));
+        row += part;
+      }
+      shards.push_back(shard);
+    }
+    EXPECT_TRUE(at::equal(join_segments_shards(shards, segments), weight));
+  }
+  // Along another dimension, through ParameterSplit: the convolution's channels [x 4 | B 2 | C 2] as columns.
+  ParameterSplit channels{TensorSplit::kSegments, 1};
+  channels.segments = {4, 2, 2};
+  const at::Tensor columns = at::randn({3, 8}, kFloat64);
+  const at::Tensor second = take_shard(columns, channels, TensorShard{2, 1});
+  EXPECT_TRUE(at::equal(second, at::cat({columns.narrow(1, 2, 2), columns.narrow(1, 5, 1), columns.narrow(1, 7, 1)}, 1)));
+  EXPECT_TRUE(channels.is_sharded());
+}
+
 TEST(TensorShardsTest, ParameterSplitsJoinWhatTheyTookAlongTheirDimension) {
   at::manual_seed(9);
   const at::Tensor experts = at::randn({3, 4, 12}, kFloat64);  // [E, h, 2 ffn]: halves along dimension 2
+  ParameterSplit segments{TensorSplit::kSegments, 2};
+  segments.segments = {6, 4, 2};
   const std::vector<ParameterSplit> splits = {{TensorSplit::kColumn, 1}, {TensorSplit::kSwiglu, 2},
-                                              {TensorSplit::kRow}};
+                                              {TensorSplit::kRow}, segments};
   for (const ParameterSplit& split : splits) {
     std::vector<at::Tensor> shards;
     for (int64_t rank = 0; rank < 2; ++rank) shards.push_back(take_shard(experts, split, TensorShard{2, rank}));

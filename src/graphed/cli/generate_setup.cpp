@@ -157,7 +157,8 @@ std::optional<at::ScalarType> choose_dtype(const std::string& flag, const at::De
   throw ConfigError("--dtype '" + flag + "' is not a dtype graphed decodes in; fix: use auto, bf16, fp16 or fp32");
 }
 
-GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, std::ostream& notes) {
+GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, std::ostream& notes,
+                                      bool on_host) {
   const bool from_checkpoint = command_line.settings.train.load.has_value();
   const bool from_hf = !command_line.generate.hf_folder.empty();
   if (from_checkpoint == from_hf) {
@@ -165,7 +166,8 @@ GenerationModel load_generation_model(const CommandLine& command_line, const at:
                       "; fix: pass --load DIR (a graphed checkpoint) or --hf DIR (a Hugging Face model folder), one of them");
   }
   const std::optional<at::ScalarType> dtype = choose_dtype(command_line.generate.dtype, device, from_hf);
-  return from_hf ? load_hf_folder(command_line, device, dtype) : load_checkpoint_model(command_line, device, *dtype, notes);
+  const at::Device target = on_host ? at::Device(at::kCPU) : device;
+  return from_hf ? load_hf_folder(command_line, target, dtype) : load_checkpoint_model(command_line, target, *dtype, notes);
 }
 
 std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const tokenizer::Tokenizer* tokenizer) {

@@ -39,10 +39,12 @@ struct GenerationModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  ///< null when none is known (then only --prompt-ids)
 };
 
-/// Loads --load's checkpoint or --hf's folder (exactly one must be given) onto the device in the dtype
-/// choose_dtype gives, in eval mode, with its tokenizer (--tokenizer overrides). Throws ConfigError / DataError /
+/// Loads --load's checkpoint or --hf's folder (exactly one must be given) in the dtype choose_dtype gives for
+/// `device`, in eval mode, with its tokenizer (--tokenizer overrides): onto `device`, or into host memory with
+/// on_host (a tensor-parallel rank splits it there, then moves its part). Throws ConfigError / DataError /
 /// CheckpointError naming the flag, file and fix.
-GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, std::ostream& notes);
+GenerationModel load_generation_model(const CommandLine& command_line, const at::Device& device, std::ostream& notes,
+                                      bool on_host = false);
 
 /// The prompts as token ids, in the order --prompt, --prompt-file, --prompt-ids. Throws ConfigError
 /// when there is none, or a text prompt without a tokenizer; DataError for an unreadable file or a bad id list.

@@ -175,7 +175,8 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
       device_for_rank(choose_device(command_line.settings.train.device, "serving eagerly in fp32"), environment);
   std::ostream& notes = environment.rank == 0 ? std::cerr : null_stream();  // the first rank speaks for all
   const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, notes);
-  GenerationModel model = load_generation_model(command_line, device, notes);
+  // A tensor-parallel rank loads the whole model into host memory and moves only its part to the GPU.
+  GenerationModel model = load_generation_model(command_line, device, notes, /*on_host=*/tensor_size > 1);
   if (!model.tokenizer) {
     throw ConfigError("the model has no tokenizer, and a server takes text; fix: give one with --tokenizer (tokenizer.json "
                       "or 'bytes')");
@@ -186,7 +187,7 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
                                                              !command_line.disable_custom_all_reduce);
   infer::ServingOptions options = engine_options(command_line, graphs, model);
   if (group) {
-    capture::empty_cache(device);  // the whole weights' memory, freed by the split, counts for the cache
+    model.model->to(device);
     options.cache_blocks = group->agree_on_blocks(infer::ServingEngine::blocks_that_fit(model.model, device, options));
     options.prompt_vocabulary = group->prompt_vocabulary();
   }

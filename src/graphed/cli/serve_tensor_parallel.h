@@ -1,5 +1,6 @@
 // cli/serve_tensor_parallel.h — `graphed serve` as one tensor-parallel group under torchrun: every rank loads
-// the whole model, keeps its part (model::GptModel::split_for_tensor_parallel), and runs the same engine;
+// the whole model into host memory, keeps its part (model::GptModel::split_for_tensor_parallel) and moves only
+// that to its GPU, and runs the same engine;
 // the first rank answers clients and tells the others each engine call (serve/mirrored_engine.h).
 #pragma once
 

@@ -360,8 +360,33 @@ void validate_pipeline_split(const RunConfig& config, IssueList& issues) {
   }
 }
 
-/// Tensor parallelism splits heads, query groups, the ffn and the vocabulary over the ranks (PL-7); the
-/// layers and layouts it has no form for yet are refused (PL-8).
+/// PL-7 for Mamba layers: Megatron's MambaMixer splits its heads and its groups (B and C) over the tensor
+/// ranks. Shapes HY-4 refuses are left to it.
+void validate_mamba_tensor_split(const ModelConfig& m, int64_t size, IssueList& issues) {
+  if (m.mamba_head_dim < 1 || m.mamba_num_groups < 1 || m.mamba_num_heads.value_or(1) < 1) return;
+  if (!m.mamba_num_heads && (2 * m.hidden_size) % m.mamba_head_dim != 0) return;
+  const std::string tp = "--tensor-model-parallel-size " + num(size);
+  const std::string equal = " (each rank takes an equal part of the Mamba heads and groups); fix: ";
+  const int64_t heads = m.mamba_num_heads.value_or(2 * m.hidden_size / m.mamba_head_dim);
+  if (heads % size != 0 && m.mamba_num_heads) {
+    issues.error("PL-7", "--mamba-num-heads " + num(heads) + " does not split over " + tp + equal +
+                             "pass a tensor size that divides " + num(heads) + ", or a multiple of " + num(size) +
+                             " heads");
+  } else if (heads % size != 0) {
+    issues.error("PL-7", "the " + num(heads) + " Mamba heads (2 x --hidden-size " + num(m.hidden_size) +
+                             " / --mamba-head-dim " + num(m.mamba_head_dim) + ") do not split over " + tp + equal +
+                             "pass a tensor size that divides " + num(heads) + ", or set --mamba-num-heads to a "
+                             "multiple of " + num(size));
+  }
+  if (m.mamba_num_groups % size != 0) {
+    issues.error("PL-7", "--mamba-num-groups " + num(m.mamba_num_groups) + " does not split over " + tp + equal +
+                             "pass a group count that is a multiple of " + num(size) + " and divides the " +
+                             num(heads) + " heads, or a tensor size that divides " + num(m.mamba_num_groups));
+  }
+}
+
+/// Tensor parallelism splits heads, query groups, the ffn, Mamba's heads and groups and the vocabulary
+/// over the ranks (PL-7); the layouts it has no form for yet are refused (PL-8).
 void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   const int64_t size = config.train.tensor_model_parallel_size;
   if (config.train.sequence_parallel && size <= 1) {
@@ -422,7 +447,7 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
                          "that split over the ranks); --sample-tokens " + num(config.train.sample_tokens) +
                          " is ignored");
   }
-  if (m.has_mamba_layers()) refuse("Mamba layers", "use --tensor-model-parallel-size 1 with data parallelism");
+  if (m.has_mamba_layers()) validate_mamba_tensor_split(m, size, issues);
 }
 
 void validate_parallel(const RunConfig& config, IssueList& issues) {
@@ -584,8 +609,9 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-4", "virtual pipeline stages need 2 or more pipeline stages"},
       {"PL-5", "layers per virtual stage divide the layers of a stage"},
       {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
-      {"PL-7", "tensor parallelism: heads, query groups, ffn size and vocabulary divide by the tensor size"},
-      {"PL-8", "tensor parallelism with Mamba layers, sequence parallelism with MoE (not implemented)"},
+      {"PL-7", "tensor parallelism: heads, query groups, ffn size, Mamba heads and groups and vocabulary divide "
+               "by the tensor size"},
+      {"PL-8", "sequence parallelism with MoE (not implemented)"},
       {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
       {"PL-10", "dropout under tensor parallelism repeats its masks over the ranks (note)"},
       {"PL-11", "no training samples under --sequence-parallel (note)"},

@@ -17,7 +17,7 @@ at::Tensor as_type(const at::Tensor& tensor, at::ScalarType type) {
 
 }  // namespace
 
-MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : shape_(shape) {
+MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : whole_shape_(shape), shape_(shape) {
   GRAPHED_INTERNAL_ASSERT(shape.num_heads() >= 1 && shape.num_heads() % shape.num_groups == 0 &&
                               (shape.num_heads_override > 0 || shape.expand * shape.hidden_size % shape.head_dim == 0),
                           "Mamba shape: inner size ", shape.inner_size(), ", head dim ", shape.head_dim, ", groups ",
@@ -37,6 +37,31 @@ MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : shape_(shape) {
   norm_weight_ = register_parameter("norm_weight", at::ones({shape.inner_size()}));
   out_proj_weight_ =
       register_parameter("out_proj_weight", at::randn({shape.hidden_size, shape.inner_size()}) * shape.output_init_std);
+}
+
+void MambaMixerImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "a Mamba mixer split twice");
+  const int64_t size = tensor.size();
+  GRAPHED_INTERNAL_ASSERT(whole_shape_.num_heads() % size == 0 && whole_shape_.num_groups % size == 0, "Mamba's ",
+                          whole_shape_.num_heads(), " heads and ", whole_shape_.num_groups, " groups over ", size,
+                          " tensor-parallel ranks");
+  tensor_ = tensor;
+  keep_own_shards(*this, tensor_splits(), tensor.shard());
+  shape_.num_heads_override = whole_shape_.num_heads() / size;
+  shape_.num_groups = whole_shape_.num_groups / size;
+}
+
+std::vector<std::pair<std::string, ParameterSplit>> MambaMixerImpl::tensor_splits() const {
+  const int64_t inner = whole_shape_.inner_size();
+  const int64_t group_state = whole_shape_.num_groups * whole_shape_.state_size;
+  ParameterSplit in_proj{TensorSplit::kSegments};  // [z | x | B | C | dt]
+  in_proj.segments = {inner, inner, group_state, group_state, whole_shape_.num_heads()};
+  ParameterSplit channels{TensorSplit::kSegments};  // [x | B | C]
+  channels.segments = {inner, group_state, group_state};
+  const ParameterSplit column{TensorSplit::kColumn};  // by heads; the norm's weight by the heads' channels
+  return {{"in_proj_weight", in_proj}, {"conv_weight", channels}, {"conv_bias", channels},
+          {"dt_bias", column},         {"A_log", column},         {"D", column},
+          {"norm_weight", column},     {"out_proj_weight", {TensorSplit::kRow}}};
 }
 
 at::Tensor MambaMixerImpl::project(const at::Tensor& input, const at::Tensor& weight) const {
@@ -87,13 +112,13 @@ MambaMixerImpl::Pass MambaMixerImpl::run(const at::Tensor& input, const at::Tens
   // Back to the input's dtype for the output projection (what autocast does in training; in inference a
   // bf16 model has no autocast to do it).
   const at::Tensor normed = as_type(gated_norm(y.reshape({batch, seq, inner}), parts[0]), input.scalar_type());
-  pass.output = project(normed, out_proj_weight_);
+  pass.output = tensor_.leave(project(normed, out_proj_weight_));  // row-parallel: the ranks' parts summed
   pass.final_state = scanned.final_state;
   return pass;
 }
 
 at::Tensor MambaMixerImpl::forward(const at::Tensor& input) {
-  return run(input, at::Tensor(), at::Tensor(), at::Tensor(), /*recurrent=*/false).output;
+  return run(tensor_.enter(input), at::Tensor(), at::Tensor(), at::Tensor(), /*recurrent=*/false).output;
 }
 
 at::Tensor MambaMixerImpl::forward_cached(const at::Tensor& input, const at::Tensor& valid,

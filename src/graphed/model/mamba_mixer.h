@@ -5,6 +5,9 @@
 // model/transformer_layer.h add those). Initialised as Mamba-2: A_log = log(U[1, 16]), dt's bias the
 // inverse softplus of a log-uniform step in [dt_min, dt_max], D = 1. Inference continues from a
 // LayerCache's conv and SSM states: chunked over a prompt, one recurrence step per decode token.
+// Tensor parallelism as Megatron's MambaMixer: heads and groups split over the ranks (each segment of the
+// in projection and of the convolution's channels on its own), the gated norm stays local (it normalises
+// within a group), the out projection is row-parallel.
 #pragma once
 
 #include <memory>
@@ -14,6 +17,7 @@
 
 #include "graphed/model/fused_path.h"
 #include "graphed/model/layer_cache.h"
+#include "graphed/model/tensor_parallel.h"
 
 namespace graphed::model {
 
@@ -61,6 +65,13 @@ class MambaMixerImpl : public torch::nn::Module {
   /// Routes the training forward's projections through the fused path (model/fused_path.h: the bf16
   /// working copies, fp32 weight gradients); null: at::linear under autocast.
   void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
+  /// Keeps this rank's heads and groups of every parameter (tensor_splits) and makes shape() the rank's
+  /// own: heads / size and groups / size (both must divide, config rule PL-7). Once, before the caches are
+  /// allocated (they take the rank's sizes).
+  void split_for_tensor_parallel(const TensorParallel& tensor);
+  /// The split of each parameter over the tensor ranks, by its name, in the whole layer's sizes.
+  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
+  /// The shape this rank computes with: the whole layer's, or its part of the heads and groups once split.
   const MambaShape& shape() const { return shape_; }
 
  private:
@@ -70,8 +81,9 @@ class MambaMixerImpl : public torch::nn::Module {
     at::Tensor convolved;   ///< [b, width - 1 + s, conv channels]: the history, then the conv inputs
     at::Tensor final_state; ///< [b, heads, head dim, state]
   };
-  /// The mixer over `input` from a conv `history` [b, width - 1, channels] and an SSM `state` (zeros
-  /// when undefined); dt is masked by `valid` when defined; `recurrent`: the sequential scan.
+  /// The mixer over `input` (the whole sequence, already in the tensor region) from a conv `history`
+  /// [b, width - 1, channels] and an SSM `state` (zeros when undefined); dt is masked by `valid` when
+  /// defined; `recurrent`: the sequential scan. The output is summed over the tensor ranks.
   Pass run(const at::Tensor& input, const at::Tensor& history, const at::Tensor& state, const at::Tensor& valid,
            bool recurrent) const;
   /// A projection without bias: at::linear, or the fused linear over the working copy.
@@ -82,7 +94,9 @@ class MambaMixerImpl : public torch::nn::Module {
   /// RMSNorm per group of channels of y * silu(z), times the norm's weight.
   at::Tensor gated_norm(const at::Tensor& y, const at::Tensor& z) const;
 
-  MambaShape shape_;
+  MambaShape whole_shape_;  ///< as built: what the tensor splits and checkpoints are in
+  MambaShape shape_;        ///< this rank's: heads and groups / tensor size once split
+  TensorParallel tensor_;
   at::Tensor in_proj_weight_;   // [2 inner + 2 groups state + heads, hidden]
   at::Tensor conv_weight_;      // [conv channels, conv width]
   at::Tensor conv_bias_;        // [conv channels]

@@ -23,6 +23,22 @@ std::vector<at::Tensor> qkv_sections(const at::Tensor& weight, int64_t heads, in
   return weight.split({heads * head_dim, groups * head_dim, groups * head_dim}, 0);
 }
 
+/// The segments of `tensor` along `dim`, whose whole sizes are `segments`, in a tensor holding one of
+/// `size` parts of each (the whole tensor for size 1).
+std::vector<at::Tensor> segments_of(const at::Tensor& tensor, const std::vector<int64_t>& segments, int64_t size,
+                                    int64_t dim) {
+  std::vector<int64_t> parts;
+  int64_t total = 0;
+  for (const int64_t segment : segments) {
+    GRAPHED_INTERNAL_ASSERT(segment % size == 0, "a segment of ", segment, " split ", size, " ways");
+    parts.push_back(segment / size);
+    total += segment / size;
+  }
+  GRAPHED_INTERNAL_ASSERT(tensor.size(dim) == total, "a dimension of ", tensor.size(dim), " holding segments of ",
+                          total, " (one of ", size, " parts each)");
+  return tensor.split_with_sizes(parts, dim);
+}
+
 }  // namespace
 
 at::Tensor column_shard(const at::Tensor& weight, TensorShard shard) { return part_of(weight, 0, shard).contiguous(); }
@@ -42,6 +58,13 @@ at::Tensor qkv_shard(const at::Tensor& weight, int64_t heads, int64_t groups, in
 at::Tensor swiglu_shard(const at::Tensor& weight, TensorShard shard, int64_t dim) {
   const auto halves = weight.chunk(2, dim);
   return at::cat({part_of(halves[0], dim, shard), part_of(halves[1], dim, shard)}, dim);
+}
+
+at::Tensor segments_shard(const at::Tensor& weight, const std::vector<int64_t>& segments, TensorShard shard,
+                          int64_t dim) {
+  std::vector<at::Tensor> parts;
+  for (const at::Tensor& segment : segments_of(weight, segments, 1, dim)) parts.push_back(part_of(segment, dim, shard));
+  return at::cat(parts, dim);
 }
 
 at::Tensor join_column_shards(const std::vector<at::Tensor>& shards) { return at::cat(shards, 0); }
@@ -73,6 +96,19 @@ at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards, int64_t dim
   return at::cat({at::cat(gates, dim), at::cat(ups, dim)}, dim);
 }
 
+at::Tensor join_segments_shards(const std::vector<at::Tensor>& shards, const std::vector<int64_t>& segments,
+                                int64_t dim) {
+  const auto size = static_cast<int64_t>(shards.size());
+  std::vector<std::vector<at::Tensor>> by_segment(segments.size());  // every rank's part of each segment
+  for (const at::Tensor& shard : shards) {
+    const auto parts = segments_of(shard, segments, size, dim);
+    for (std::size_t i = 0; i < parts.size(); ++i) by_segment[i].push_back(parts[i]);
+  }
+  std::vector<at::Tensor> wholes;
+  for (const auto& parts : by_segment) wholes.push_back(at::cat(parts, dim));
+  return at::cat(wholes, dim);
+}
+
 at::Tensor take_shard(const at::Tensor& whole, const ParameterSplit& split, TensorShard shard) {
   switch (split.split) {
     case TensorSplit::kReplicated:
@@ -82,6 +118,7 @@ at::Tensor take_shard(const at::Tensor& whole, const ParameterSplit& split, Tens
     case TensorSplit::kRow: return row_shard(whole, shard);
     case TensorSplit::kQkv: return qkv_shard(whole, split.heads, split.groups, split.head_dim, shard);
     case TensorSplit::kSwiglu: return swiglu_shard(whole, shard, split.dim);
+    case TensorSplit::kSegments: return segments_shard(whole, split.segments, shard, split.dim);
   }
   GRAPHED_INTERNAL_ASSERT(false, "an unknown tensor split");
   return whole;
@@ -97,6 +134,7 @@ at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSpl
     case TensorSplit::kRow: return join_row_shards(shards);
     case TensorSplit::kQkv: return join_qkv_shards(shards, split.heads, split.groups, split.head_dim);
     case TensorSplit::kSwiglu: return join_swiglu_shards(shards, split.dim);
+    case TensorSplit::kSegments: return join_segments_shards(shards, split.segments, split.dim);
   }
   GRAPHED_INTERNAL_ASSERT(false, "an unknown tensor split");
   return shards.front();

@@ -1,7 +1,8 @@
 // model/tensor_shards.h — what one tensor-parallel rank holds of a whole weight, and how the shards join
 // again, by Megatron's splits: column-parallel layers split their output features (QKV by query groups,
-// SwiGLU's fc1 half by half), row-parallel layers their input features, the vocabulary splits like a
-// column. Pure tensor functions, no communication: checkpoints stay whole, and a rank takes its shard.
+// SwiGLU's fc1 half by half, Mamba's fused in projection segment by segment), row-parallel layers their
+// input features, the vocabulary splits like a column. Pure tensor functions, no communication:
+// checkpoints stay whole, and a rank takes its shard.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +30,20 @@ at::Tensor qkv_shard(const at::Tensor& weight, int64_t heads, int64_t groups, in
 /// SwiGLU's fc1 weight [2 ffn, in] or bias: the rank's part of each half, [gate part; up part], so the
 /// rank's activation is its part of the whole activation. `dim`: where the halves lie (0 for a linear's weight).
 at::Tensor swiglu_shard(const at::Tensor& weight, TensorShard shard, int64_t dim = 0);
+/// A tensor that concatenates `segments` (their whole sizes along `dim`, summing to its size there), each
+/// split on its own: the rank's part of every segment, in the same order. Mamba's in projection [z | x | B |
+/// C | dt] and its convolution's channels [x | B | C] (each segment must divide by size).
+at::Tensor segments_shard(const at::Tensor& weight, const std::vector<int64_t>& segments, TensorShard shard,
+                          int64_t dim = 0);
 
 /// The whole tensor from every rank's shard, in rank order (the inverses of the above).
 at::Tensor join_column_shards(const std::vector<at::Tensor>& shards);
 at::Tensor join_row_shards(const std::vector<at::Tensor>& shards);
 at::Tensor join_qkv_shards(const std::vector<at::Tensor>& shards, int64_t heads, int64_t groups, int64_t head_dim);
 at::Tensor join_swiglu_shards(const std::vector<at::Tensor>& shards, int64_t dim = 0);
+/// segments: the whole sizes, as segments_shard took them.
+at::Tensor join_segments_shards(const std::vector<at::Tensor>& shards, const std::vector<int64_t>& segments,
+                                int64_t dim = 0);
 
 /// How a parameter lies over the tensor-parallel ranks.
 enum class TensorSplit {
@@ -43,14 +52,16 @@ enum class TensorSplit {
   kRow,         ///< equal parts along the last dimension (row-parallel weights)
   kQkv,         ///< the fused QKV weight or bias, by query groups
   kSwiglu,      ///< SwiGLU's fc1 weight or bias, each half (along `dim`) split
+  kSegments,    ///< consecutive segments along `dim` (whole sizes in `segments`), each split (Mamba's in_proj)
   kFirstRank,   ///< whole on every rank but used by the first only (a row-parallel bias, added once)
   kSummed,      ///< whole on every rank, each rank's gradient its share (the q/k norms, shared by all heads)
 };
 
 struct ParameterSplit {
   TensorSplit split = TensorSplit::kReplicated;
-  int64_t dim = 0;                              ///< kColumn and kSwiglu: the split dimension
+  int64_t dim = 0;                              ///< kColumn, kSwiglu and kSegments: the split dimension
   int64_t heads = 0, groups = 0, head_dim = 0;  ///< kQkv only: the whole layer's counts
+  std::vector<int64_t> segments;                ///< kSegments only: the whole segments' sizes along `dim`
   /// Whether each rank holds a different part (its gradient's square counts on every rank in the norm).
   bool is_sharded() const {
     return split != TensorSplit::kReplicated && split != TensorSplit::kFirstRank && split != TensorSplit::kSummed;

@@ -371,8 +371,8 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
 }
 
 void TransformerLayerImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
-  GRAPHED_INTERNAL_ASSERT(!mamba_, "layer ", layer_number_, " has Mamba, which has no tensor-parallel form");
   if (attention_) attention_->split_for_tensor_parallel(tensor);
+  if (mamba_) mamba_->split_for_tensor_parallel(tensor);
   if (mlp_) mlp_->split_for_tensor_parallel(tensor);
   if (moe_) moe_->split_for_tensor_parallel(tensor);
 }
@@ -381,6 +381,9 @@ std::vector<std::pair<std::string, ParameterSplit>> TransformerLayerImpl::tensor
   std::vector<std::pair<std::string, ParameterSplit>> splits;
   if (attention_) {
     for (auto [name, split] : attention_->tensor_splits()) splits.emplace_back("attention." + name, split);
+  }
+  if (mamba_) {
+    for (auto [name, split] : mamba_->tensor_splits()) splits.emplace_back("mamba." + name, split);
   }
   if (mlp_) {
     for (auto [name, split] : mlp_->tensor_splits()) splits.emplace_back("mlp." + name, split);

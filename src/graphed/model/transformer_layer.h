@@ -94,8 +94,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   void use_eager_runner(LayerUnit unit);
   /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
   void use_fused_path(const std::shared_ptr<const FusedPath>& fused);
-  /// Keeps this rank's part of the attention, the dense MLP or the MoE (model/tensor_parallel.h); the norms
-  /// stay whole. Once; a Mamba layer has no tensor-parallel form yet (config rule PL-8 refuses it).
+  /// Keeps this rank's part of the attention, the Mamba mixer, the dense MLP or the MoE
+  /// (model/tensor_parallel.h); the norms stay whole. Once.
   void split_for_tensor_parallel(const TensorParallel& tensor);
   /// The split of each parameter that is not whole on every rank, by its name in this layer.
   std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
