@@ -159,6 +159,44 @@ TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
                      "tensor ranks from one process's checkpoint");
 }
 
+/// kTensorTrain with dropout 0.1 (attention's and the hidden states').
+std::vector<std::string> with_dropout(std::vector<std::string> arguments) {
+  for (std::size_t i = 0; i + 1 < arguments.size(); ++i) {
+    if (arguments[i] == "--hidden-dropout" || arguments[i] == "--attention-dropout") arguments[i + 1] = "0.1";
+  }
+  return arguments;
+}
+
+TEST(TensorParallelDropoutTest, TensorRanksWithDropoutResumeWhereTheyStopped) {
+  // Megatron's model-parallel RNG: attention's dropout (with --sequence-parallel every dropout) draws from
+  // seed + 2718 + tensor rank. The checkpoint keeps the stream's place, so a resumed run repeats the
+  // uninterrupted one exactly.
+  const std::string folder = make_temporary_directory("graphed-tensor-dropout");
+  ASSERT_FALSE(folder.empty());
+  for (const bool sequence : {false, true}) {
+    const std::string name = sequence ? "sequence" : "tensor";
+    std::vector<std::string> arguments =
+        plus(with_dropout(kTensorTrain), {"--lr-decay-iters", "10", "--tensor-model-parallel-size", "2"});
+    if (sequence) arguments.push_back("--sequence-parallel");
+    const std::string saves = join_path(folder, name + "-saves");
+    const int port = pick_port(sequence ? 13 : 11);
+    const auto first = launch(2, port, plus(arguments, {"--train-iters", "10"}), join_path(folder, name + "-whole"));
+    for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
+    const auto saved = launch(2, port + 1, plus(arguments, {"--train-iters", "5", "--save", saves}),
+                              join_path(folder, name + "-saved"));
+    for (const auto& result : saved) ASSERT_EQ(result.exit_code, 0) << describe(saved);
+    const auto resumed = launch(2, port + 2, plus(arguments, {"--train-iters", "10", "--load", saves}),
+                                join_path(folder, name + "-resumed"));
+    for (const auto& result : resumed) ASSERT_EQ(result.exit_code, 0) << describe(resumed);
+    const auto whole = losses_of(join_path(folder, name + "-whole/rank0/metrics.jsonl"));
+    const auto again = losses_of(join_path(folder, name + "-resumed/rank0/metrics.jsonl"));
+    ASSERT_EQ(whole.size(), 10u) << name;
+    ASSERT_EQ(again.size(), 5u) << name;
+    for (const auto& [iteration, loss] : again) EXPECT_EQ(loss, whole.at(iteration)) << name << " iteration " << iteration;
+  }
+  remove_all(folder);
+}
+
 /// `world` ranks of `arguments` in folder/<name><rank>, beside one process in folder/<name>-one (all at once).
 std::vector<ProcessResult> with_one_process(int world, int port, const std::vector<std::string>& one,
                                             const std::vector<std::string>& ranks, const std::string& folder,

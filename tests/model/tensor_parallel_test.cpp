@@ -23,6 +23,23 @@ at::Tensor part(const at::Tensor& tensor, int64_t dim, int64_t size, int64_t ran
   return tensor.narrow(dim, rank * length, length);
 }
 
+TEST(TensorParallelTest, DropoutInARegionDrawsFromTheRanksOwnStream) {
+  // Megatron's model-parallel RNG: with a stream, the work draws its numbers; the default generator stays put.
+  at::manual_seed(3);
+  const at::Tensor undisturbed = at::rand({5});
+  at::manual_seed(3);
+  const auto stream = std::make_shared<capture::RandomStream>(at::Device(at::kCPU), 2718 + 1, "model_parallel");
+  const TensorParallel with_stream(nullptr, false, stream);
+  const at::Tensor drawn = with_stream.with_rank_random([] { return at::rand({4}); });
+  at::Generator rank_one = at::detail::createCPUGenerator(2718 + 1);
+  EXPECT_TRUE(at::equal(drawn, at::rand({4}, rank_one)));
+  EXPECT_TRUE(at::equal(at::rand({5}), undisturbed));
+  at::manual_seed(3);
+  const TensorParallel without_stream;
+  EXPECT_TRUE(at::equal(without_stream.with_rank_random([] { return at::rand({5}); }), undisturbed))
+      << "without a stream the work draws from the default generator";
+}
+
 TEST(TensorParallelTest, ColumnThenRowParallelMlpEqualsOneProcess) {
   at::manual_seed(5);
   const int64_t hidden = 6, ffn = 8;

@@ -13,6 +13,7 @@
 
 #include "graphed/capture/capture_diagnostics.h"
 #include "graphed/capture/capture_state.h"
+#include "graphed/capture/random_stream.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/logging.h"
 
@@ -60,6 +61,10 @@ std::vector<at::Tensor> CudaGraph::capture(const Region& region, const GraphPool
   {
     CaptureScope capturing;
     GRAPHED_DEBUG("capture", "capturing " << what);
+    // Model-parallel random streams (capture/random_stream.h) advance on every replay, as the default does.
+    for (RandomStream* stream : random_streams(at::Device(at::kCUDA))) {
+      impl_->graph->register_generator_state(stream->generator());
+    }
     impl_->graph->capture_begin({pool.first(), pool.second()}, to_cuda(mode));
     try {
       outputs = region();

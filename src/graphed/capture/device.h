@@ -79,8 +79,8 @@ class MemoryMark {
 /// The states of the default CPU generator and, on a CUDA device, its default CUDA generator, by
 /// name ("cpu", "cuda"), as uint8 tensors for checkpoints.
 std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device);
-/// The default CUDA generator's Philox offset: it advances whenever work draws random numbers
-/// (0 on the CPU).
+/// The default CUDA generator's Philox offset plus every random stream's (capture/random_stream.h): it
+/// advances whenever work draws random numbers (0 on the CPU).
 uint64_t cuda_random_offset(const at::Device& device);
 /// Restores states saved by rng_states(); a missing name is left alone.
 void restore_rng_states(const at::Device& device, const std::map<std::string, at::Tensor>& states);

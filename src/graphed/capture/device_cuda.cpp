@@ -15,6 +15,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "graphed/capture/random_stream.h"
 #include "graphed/util/host_memory.h"
 
 namespace graphed::capture {
@@ -50,8 +51,13 @@ bool on_default_stream(const at::Device& device) {
 uint64_t cuda_random_offset(const at::Device& device) {
   if (!device.is_cuda()) return 0;
   at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index());
-  const std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.get<at::CUDAGeneratorImpl>()->philox_offset_per_thread();
+  uint64_t offset = 0;
+  {
+    const std::lock_guard<std::mutex> lock(generator.mutex());
+    offset = generator.get<at::CUDAGeneratorImpl>()->philox_offset_per_thread();
+  }
+  for (const RandomStream* stream : random_streams(device)) offset += stream->offset();  // model-parallel draws
+  return offset;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device) {

@@ -156,7 +156,10 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input) {
     projection.value = projection.value.repeat_interleave(ratio, 1);
   }
   const double dropout = is_training() ? shape_.attention_dropout : 0.0;
-  return output_projection(compat::causal_attention(projection.query, projection.key, projection.value, dropout));
+  if (dropout == 0.0) return output_projection(compat::causal_attention(projection.query, projection.key, projection.value, 0.0));
+  // This rank's heads draw their own masks (Megatron's model-parallel RNG rule).
+  return output_projection(tensor_.with_rank_random(
+      [&] { return compat::causal_attention(projection.query, projection.key, projection.value, dropout); }));
 }
 
 LayerCache AttentionImpl::allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const {

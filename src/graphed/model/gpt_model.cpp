@@ -71,7 +71,11 @@ at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {
   if (position_embeddings_.defined()) {
     hidden = hidden + tensor_.sequence_part(position_embeddings_.narrow(0, 0, tokens.size(1)), 0);
   }
-  if (config_.hidden_dropout > 0.0 && is_training()) hidden = at::dropout(hidden, config_.hidden_dropout, true);
+  if (config_.hidden_dropout > 0.0 && is_training()) {
+    // With sequence parallelism each rank holds its part of the sequence: its own mask (Megatron's rule).
+    const auto dropout = [&] { return at::dropout(hidden, config_.hidden_dropout, true); };
+    hidden = tensor_.sequence_parallel() ? tensor_.with_rank_random(dropout) : dropout();
+  }
   return hidden;
 }
 
@@ -175,9 +179,10 @@ void GptModelImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
   final_norm_->use_fused_path(fused_);
 }
 
-void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel) {
+void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel,
+                                             std::shared_ptr<capture::RandomStream> random) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && collectives != nullptr, "a model split twice");
-  tensor_ = TensorParallel(std::move(collectives), sequence_parallel);
+  tensor_ = TensorParallel(std::move(collectives), sequence_parallel, std::move(random));
   for (auto& layer : layers_) layer->split_for_tensor_parallel(tensor_);
   const auto splits = tensor_splits();  // the layers' names too: keep_own_shards takes only the model's own
   keep_own_shards(*this, {splits.begin(), splits.end()}, tensor_.shard());

@@ -114,7 +114,10 @@ class GptModelImpl : public torch::nn::Module {
   /// sequence_parallel: Megatron's --sequence-parallel for training (model/tensor_parallel.h): the
   /// layers' inputs and outputs are sequence parts, and the norms' and position embeddings' gradients
   /// are each rank's part of the sum (the trainer adds them up). Decoding then needs whole sequences split.
-  void split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false);
+  /// random: this rank's model-parallel stream, which attention's dropout (and with sequence parallelism every
+  /// dropout) draws from (TensorParallel::with_rank_random); null without dropout.
+  void split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false,
+                                 std::shared_ptr<capture::RandomStream> random = nullptr);
   /// Pads the vocabulary to `vocabulary` ids (Megatron's padding, so that it splits): the embedding and the
   /// output layer get zero rows, whose ids a server never draws (it draws below the tokenizer's size). For
   /// inference, before split_for_tensor_parallel.

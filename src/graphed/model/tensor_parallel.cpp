@@ -188,4 +188,10 @@ at::Tensor TensorParallel::cross_entropy(const at::Tensor& logits, const at::Ten
   return VocabParallelCrossEntropy::apply(logits, labels, address(*collectives_)).mean();
 }
 
+at::Tensor TensorParallel::with_rank_random(const std::function<at::Tensor()>& work) const {
+  if (!random_) return work();
+  const capture::RandomStream::Fork fork(*random_);
+  return work();
+}
+
 }  // namespace graphed::model

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <string>
@@ -16,6 +17,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include "graphed/capture/random_stream.h"
 #include "graphed/model/tensor_shards.h"
 
 namespace graphed::model {
@@ -61,9 +63,13 @@ void keep_own_shards(torch::nn::Module& module, const std::vector<std::pair<std:
 class TensorParallel {
  public:
   TensorParallel() = default;
-  /// collectives: the group (outlives the model's steps); null means one rank.
-  explicit TensorParallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false)
-      : collectives_(std::move(collectives)), sequence_parallel_(collectives_ != nullptr && sequence_parallel) {}
+  /// collectives: the group (outlives the model's steps); null means one rank. random: this rank's
+  /// model-parallel stream (Megatron: seed + 2718 + tensor rank), for dropout inside the tensor-parallel
+  /// regions; null where no such dropout runs.
+  explicit TensorParallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false,
+                          std::shared_ptr<capture::RandomStream> random = nullptr)
+      : collectives_(std::move(collectives)), sequence_parallel_(collectives_ != nullptr && sequence_parallel),
+        random_(std::move(random)) {}
 
   int64_t size() const { return collectives_ ? collectives_->size() : 1; }
   int64_t rank() const { return collectives_ ? collectives_->rank() : 0; }
@@ -87,6 +93,10 @@ class TensorParallel {
   /// `tensor` on the first rank, undefined on the others: what a row-parallel layer adds once before its
   /// sum (its bias, in decoding the residual stream).
   at::Tensor on_first_rank(const at::Tensor& tensor) const { return rank() == 0 ? tensor : at::Tensor(); }
+  /// Megatron's model-parallel RNG rule: `work` (a dropout inside a tensor-parallel region: attention's,
+  /// and with sequence parallelism every dropout on a sequence part) draws from this rank's own stream, so
+  /// the ranks' masks differ; the default generator stays where it was. Without a stream, `work` as is.
+  at::Tensor with_rank_random(const std::function<at::Tensor()>& work) const;
 
   /// Megatron's vocab-parallel embedding: rows of `tokens` [...] from this rank's part `table` of the
   /// vocabulary (rows [rank x part, (rank + 1) x part)), zero for tokens outside it, summed over the ranks.
@@ -98,6 +108,7 @@ class TensorParallel {
  private:
   std::shared_ptr<TensorCollectives> collectives_;
   bool sequence_parallel_ = false;
+  std::shared_ptr<capture::RandomStream> random_;
 };
 
 }  // namespace graphed::model

@@ -153,7 +153,8 @@ at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Te
   if (hidden_dropout_ == 0.0 || !is_training()) {  // no dropout kernel at p = 0
     return fused_residual_ ? kernels::residual_add(hidden, update) : hidden + update;
   }
-  return hidden + at::dropout(update, hidden_dropout_, /*train=*/true);
+  // With sequence parallelism `update` is this rank's part of the sequence: its own mask (Megatron's rule).
+  return hidden + tensor_.with_rank_random([&] { return at::dropout(update, hidden_dropout_, /*train=*/true); });
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::attention_unit(const at::Tensor& hidden) {
@@ -371,6 +372,7 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
 }
 
 void TransformerLayerImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
+  if (tensor.sequence_parallel()) tensor_ = tensor;  // for the residual's dropout on the sequence part
   if (attention_) attention_->split_for_tensor_parallel(tensor);
   if (mamba_) mamba_->split_for_tensor_parallel(tensor);
   if (mlp_) mlp_->split_for_tensor_parallel(tensor);

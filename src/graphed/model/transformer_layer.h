@@ -119,6 +119,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   int64_t layer_number_;
   LayerParts parts_;
   double hidden_dropout_;
+  TensorParallel tensor_;  ///< one rank, or with sequence parallelism the group (the residual's dropout)
   bool fused_residual_ = false;  ///< the fused path's residual add (kernels::residual_add)
   Norm input_norm_{nullptr};
   Attention attention_{nullptr};

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "graphed/capture/device.h"
+#include "graphed/capture/random_stream.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
@@ -93,6 +94,23 @@ void remove_leftover_temporaries(const std::string& root) {
   }
 }
 
+/// "rng.<stream>.offset": where each model-parallel random stream stood (capture/random_stream.h). Only the
+/// offset: each tensor rank's stream has its own seed, and all of them advance alike.
+bool is_stream_offset(const std::string& name) {
+  const std::string suffix = ".offset";
+  return name.rfind("rng.", 0) == 0 && name.size() > suffix.size() + 4 &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> stream_offsets(const at::Device& device) {
+  std::vector<std::pair<std::string, at::Tensor>> offsets;
+  for (const capture::RandomStream* stream : capture::random_streams(device)) {
+    offsets.emplace_back("rng." + stream->name() + ".offset",
+                         at::tensor(std::vector<int64_t>{static_cast<int64_t>(stream->offset())}, at::kLong));
+  }
+  return offsets;
+}
+
 }  // namespace
 
 std::string checkpoint_folder(const std::string& save_dir, int64_t iteration) {
@@ -119,6 +137,7 @@ std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iterati
     write_safetensors(join_path(temporary, "model.safetensors"), parameters, {{"format", "pt"}}, checkpoint_wording());
     auto state = std::move(optimizer_state);
     for (auto& [name, tensor] : capture::rng_states(device)) state.emplace_back("rng." + name, tensor);
+    for (auto& [name, offset] : stream_offsets(device)) state.emplace_back(name, offset);
     write_safetensors(join_path(temporary, "optimizer.safetensors"), state, {{"format", "pt"}}, checkpoint_wording());
     const nlohmann::json trainer{{"iteration", iteration},
                                  {"graphed_version", graphed_version()},
@@ -278,6 +297,14 @@ void check_no_extra(const std::string& file, const SavedTensors& saved, const st
   }
 }
 
+/// A stream the checkpoint has no offset for (it was saved without one) starts from its seed.
+void restore_stream_offsets(const SavedTensors& state, const at::Device& device) {
+  for (capture::RandomStream* stream : capture::random_streams(device)) {
+    const auto found = state.find("rng." + stream->name() + ".offset");
+    if (found != state.end()) stream->set_offset(static_cast<uint64_t>(found->second.item<int64_t>()));
+  }
+}
+
 /// The file holds the RNG state of every generator of this device (rng.<name>), with its dtype and
 /// shape, and no other: a resumed run repeats the uninterrupted one only with all of them.
 void check_rng_states(const std::string& file, const SavedTensors& saved, const NamedTensors& expected,
@@ -300,7 +327,7 @@ void check_rng_states(const std::string& file, const SavedTensors& saved, const 
     }
   }
   for (const auto& [name, state] : saved) {
-    if (name.rfind("rng.", 0) == 0 && known.count(name) == 0) {
+    if (name.rfind("rng.", 0) == 0 && known.count(name) == 0 && !is_stream_offset(name)) {
       throw CheckpointError("checkpoint file '" + file + "' has RNG state '" + name + "', which device " +
                             device.str() + " does not have, so the resumed run could not repeat the uninterrupted one" +
                             kDeviceFix);
@@ -373,6 +400,9 @@ int64_t load_checkpoint_tensors(const std::string& load_dir, const NamedTensors&
       for (const char* part : {".exp_avg", ".exp_avg_sq", ".step"}) known.insert(name + part);
     }
   }
+  for (const auto& [name, tensor] : state) {  // another layout's model-parallel stream: kept only where one runs
+    if (is_stream_offset(name)) known.insert(name);
+  }
   check_no_extra(optimizer_file, state, known, "the optimizer");
 
   copy_into(parameters, model_parameters);
@@ -380,6 +410,7 @@ int64_t load_checkpoint_tensors(const std::string& load_dir, const NamedTensors&
   std::map<std::string, at::Tensor> rng;
   for (const auto& [name, tensor] : rng_states) rng.emplace(name.substr(4), state.at(name));
   capture::restore_rng_states(device, rng);
+  restore_stream_offsets(state, device);
   return info.iteration;
 }
 

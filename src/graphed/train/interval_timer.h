@@ -12,7 +12,8 @@ class IntervalTimer {
  public:
   using Clock = std::chrono::steady_clock;
   /// now: the clock (tests pass their own).
-  explicit IntervalTimer(std::function<Clock::time_point()> now = Clock::now) : now_(std::move(now)), start_(now_()) {}
+  IntervalTimer() : IntervalTimer(Clock::now) {}
+  explicit IntervalTimer(std::function<Clock::time_point()> now) : now_(std::move(now)), start_(now_()) {}
 
   /// A new interval starts now.
   void restart() { start_ = now_(); }

@@ -6,6 +6,7 @@
 
 #include "graphed/capture/device.h"
 #include "graphed/capture/make_graphed_callables.h"
+#include "graphed/capture/random_stream.h"
 #include "graphed/capture/schedule_order.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
@@ -104,6 +105,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
   const capture::MemoryMark before(device);
   // The recording forward, warmup and capture must not shift the random stream of training.
   const auto random_states = capture::rng_states(device);
+  const auto stream_states = capture::random_stream_states(device);  // the model-parallel stream too
   try {
     // 1. Record each unit's real arguments (shapes, dtypes, requires-grad and plausible values).
     std::vector<std::shared_ptr<RecordingRunner>> recorders;
@@ -135,6 +137,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     throw;
   }
   capture::restore_rng_states(device, {random_states.begin(), random_states.end()});
+  capture::restore_random_stream_states(device, {stream_states.begin(), stream_states.end()});
   // 3. Route every unit to its slots: entry prefix x M + microbatch x units + unit of its chunk.
   const int64_t slots = options_.captured_microbatches;
   int64_t first = 0;

@@ -13,6 +13,7 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/device.h"
+#include "graphed/capture/random_stream.h"
 #include "graphed/dist/tensor_collectives.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/train/checkpoint.h"
@@ -37,6 +38,17 @@ std::string scientific(double value, int digits) {
   return out.str();
 }
 
+/// Megatron's model-parallel RNG (model_parallel_cuda_manual_seed): the dropout inside the tensor-parallel
+/// regions draws from seed + 2718 + tensor rank, so the ranks' masks differ. Null when no such dropout runs.
+std::shared_ptr<capture::RandomStream> model_parallel_random(const config::RunConfig& config,
+                                                             const dist::ParallelLayout& layout,
+                                                             const at::Device& device) {
+  const bool sequence_dropout = config.train.sequence_parallel && config.model.hidden_dropout > 0.0;
+  if (config.model.attention_dropout == 0.0 && !sequence_dropout) return nullptr;
+  const auto seed = static_cast<uint64_t>(config.train.seed + 2718 + layout.tensor_rank());
+  return std::make_shared<capture::RandomStream>(device, seed, "model_parallel");
+}
+
 }  // namespace
 
 Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device,
@@ -47,7 +59,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   model_ = model::GptModel(config.model, config.moe_layers);
   if (layout_.tensor_size > 1) {  // each tensor rank keeps its part of the whole model it built
     model_->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(groups->tensor()),
-                                      config.train.sequence_parallel);
+                                      config.train.sequence_parallel, model_parallel_random(config, layout_, device_));
   }
   model_->to(device_);
   // Every rank builds the whole model from the same seed (the weights of one process); it trains and
