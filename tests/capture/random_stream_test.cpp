@@ -39,6 +39,18 @@ TEST(RandomStreamTest, ForksAdvanceTheStreamAndAnOffsetPutsItBack) {
   EXPECT_TRUE(at::equal(fork_draws(stream, 3), second));
 }
 
+TEST(RandomStreamTest, ASnapshotPutsBackTheDefaultAndEveryStream) {
+  // What capture code does around its warm-ups: neither the default generator nor a stream may move.
+  at::manual_seed(4);
+  RandomStream stream(kCpu, 2718, "model_parallel");
+  const RandomStateSnapshot snapshot(kCpu);
+  const at::Tensor stream_draws = fork_draws(stream, 3);
+  const at::Tensor default_draws = at::rand({3});
+  snapshot.restore();
+  EXPECT_TRUE(at::equal(fork_draws(stream, 3), stream_draws));
+  EXPECT_TRUE(at::equal(at::rand({3}), default_draws));
+}
+
 TEST(RandomStreamTest, LiveStreamsAreListedAndTheirStatesPutBack) {
   EXPECT_TRUE(random_streams(kCpu).empty());
   {

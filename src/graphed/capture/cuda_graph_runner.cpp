@@ -12,6 +12,7 @@
 #include "graphed/capture/detail/unit_graphs.h"
 #include "graphed/capture/device.h"
 #include "graphed/capture/graph_registry.h"
+#include "graphed/capture/random_stream.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
@@ -252,10 +253,10 @@ std::vector<at::Tensor> CudaGraphRunner::capture_inline(const std::vector<at::Te
   }
   state.needs_grad.assign(state.static_inputs.size() + state.parameters.size(), false);
   autocast_ = compat::cuda_autocast_enabled();
-  const auto random_states = rng_states(device);
+  const RandomStateSnapshot random_states(device);
   warm_up(registry.options(), device);
   detail::capture_forward(state, registry.evaluation_pool(), registry.options().mode);
-  restore_rng_states(device, {random_states.begin(), random_states.end()});
+  random_states.restore();
   state.output_requires_grad.assign(state.static_outputs.size(), false);
   skip_backward();
   finish_capture();

@@ -9,6 +9,7 @@
 #include "graphed/capture/cuda_graph_manager.h"
 #include "graphed/capture/detail/unit_graphs.h"
 #include "graphed/capture/device.h"
+#include "graphed/capture/random_stream.h"
 #include "graphed/util/error.h"
 
 namespace graphed::capture {
@@ -179,7 +180,7 @@ LocalCreation GraphRegistry::create_cudagraphs() {
   synchronize(device_);
   empty_cache(device_);
   const MemoryMark before(device_);
-  const auto random_states = rng_states(device_);
+  const RandomStateSnapshot random_states(device_);  // the model-parallel stream's too
   try {
     capture_in_record_order(plan_local_buffers(record_));
   } catch (...) {
@@ -187,7 +188,7 @@ LocalCreation GraphRegistry::create_cudagraphs() {
     clear_record();
     throw;
   }
-  restore_rng_states(device_, {random_states.begin(), random_states.end()});
+  random_states.restore();
   synchronize(device_);
   LocalCreation creation;
   for (const auto& [id, runner] : recorded_) {

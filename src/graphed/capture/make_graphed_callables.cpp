@@ -18,6 +18,7 @@
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/detail/unit_graphs.h"
 #include "graphed/capture/device.h"
+#include "graphed/capture/random_stream.h"
 #include "graphed/capture/sample_buffer_plan.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
@@ -380,10 +381,10 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
   assign_static_inputs(states, sample_arguments, layout, options);
   // Warmup and capture run on the current stream, or a private one instead of the default stream.
   OffDefaultStream off_default_stream(device);
-  const auto random_states = rng_states(device);
+  const RandomStateSnapshot random_states(device);
   warm_up(states, layout, options, device);
   capture_all(states, layout, options, options.pool.is_shared() ? options.pool : GraphPool::create());
-  restore_rng_states(device, {random_states.begin(), random_states.end()});
+  random_states.restore();
   synchronize(device);
   std::vector<std::shared_ptr<GraphedCallable>> callables;
   callables.reserve(states.size());

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "graphed/capture/device.h"
+
 namespace graphed::capture {
 namespace detail {
 
@@ -51,6 +53,16 @@ void restore_random_stream_states(const at::Device& device, const std::map<std::
     const auto found = states.find(stream->name());
     if (found != states.end()) stream->restore(found->second);
   }
+}
+
+RandomStateSnapshot::RandomStateSnapshot(const at::Device& device) : device_(device) {
+  for (auto& [name, state] : rng_states(device)) defaults_.emplace(name, state);
+  for (auto& [name, state] : random_stream_states(device)) streams_.emplace(name, state);
+}
+
+void RandomStateSnapshot::restore() const {
+  restore_rng_states(device_, defaults_);
+  restore_random_stream_states(device_, streams_);
 }
 
 }  // namespace graphed::capture

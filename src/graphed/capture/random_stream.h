@@ -61,6 +61,19 @@ class RandomStream {
   at::Generator generator_;
 };
 
+/// Every random state that capture code puts back after its warm-ups and captures, so that they do not shift
+/// training's random numbers: the default generators' (rng_states in capture/device.h) and every stream's.
+class RandomStateSnapshot {
+ public:
+  explicit RandomStateSnapshot(const at::Device& device);
+  void restore() const;
+
+ private:
+  at::Device device_;
+  std::map<std::string, at::Tensor> defaults_;
+  std::map<std::string, at::Tensor> streams_;
+};
+
 /// Every live stream on `device`, oldest first.
 std::vector<RandomStream*> random_streams(const at::Device& device);
 /// Their states by name, and their restoration (names not given are left alone).

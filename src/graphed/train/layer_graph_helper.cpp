@@ -104,8 +104,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
   capture::empty_cache(device);
   const capture::MemoryMark before(device);
   // The recording forward, warmup and capture must not shift the random stream of training.
-  const auto random_states = capture::rng_states(device);
-  const auto stream_states = capture::random_stream_states(device);  // the model-parallel stream too
+  const capture::RandomStateSnapshot random_states(device);  // the model-parallel stream's too
   try {
     // 1. Record each unit's real arguments (shapes, dtypes, requires-grad and plausible values).
     std::vector<std::shared_ptr<RecordingRunner>> recorders;
@@ -136,8 +135,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     install_eager_runners();
     throw;
   }
-  capture::restore_rng_states(device, {random_states.begin(), random_states.end()});
-  capture::restore_random_stream_states(device, {stream_states.begin(), stream_states.end()});
+  random_states.restore();
   // 3. Route every unit to its slots: entry prefix x M + microbatch x units + unit of its chunk.
   const int64_t slots = options_.captured_microbatches;
   int64_t first = 0;
