@@ -451,9 +451,10 @@ INSTANTIATE_TEST_SUITE_P(
                    "unpadded model then no longer loads)"},
         LaunchCase{"PL10DropoutUnderTensorParallelism", {{"tensor_model_parallel_size", 2}, {"hidden_dropout", 0.1},
                                                          {"attention_dropout", 0.0}}, 2, "PL-10", Severity::kNote,
-                   "--tensor-model-parallel-size 2 with dropout (--attention-dropout 0, --hidden-dropout 0.1): every "
-                   "tensor rank draws the same masks (Megatron's model-parallel random states are not implemented), "
-                   "so attention dropout repeats over the ranks' heads"},
+                   "--tensor-model-parallel-size 2 with dropout (--attention-dropout 0, --hidden-dropout 0.1): as "
+                   "Megatron's model-parallel random states, attention's dropout (each rank holds its heads) draws "
+                   "from --seed + 2718 + the tensor rank, so the masks differ from one GPU's and the losses follow "
+                   "another curve"},
         LaunchCase{"PL7SequenceDoesNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"seq_length", 63}}, 2, "PL-7",
                    Severity::kError,

@@ -436,11 +436,12 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
     }
   }
   if (m.attention_dropout > 0.0 || m.hidden_dropout > 0.0) {
+    const std::string own = config.train.sequence_parallel ? "every dropout (each rank holds its part of the sequence)"
+                                                           : "attention's dropout (each rank holds its heads)";
     issues.note("PL-10", tp + " with dropout (--attention-dropout " + num(m.attention_dropout) +
-                             ", --hidden-dropout " + num(m.hidden_dropout) + "): every tensor rank draws the "
-                             "same masks (Megatron's model-parallel random states are not implemented), so "
-                             "attention dropout repeats over the ranks' heads" +
-                             (config.train.sequence_parallel ? " and dropout over the sequence parts" : ""));
+                             ", --hidden-dropout " + num(m.hidden_dropout) + "): as Megatron's model-parallel "
+                             "random states, " + own + " draws from --seed + 2718 + the tensor rank, so the masks "
+                             "differ from one GPU's and the losses follow another curve");
   }
   if (config.train.sequence_parallel && config.train.sample_tokens > 0) {
     issues.note("PL-11", "--sequence-parallel draws no samples during training (its model takes only sequences "
@@ -613,7 +614,7 @@ const std::vector<RuleInfo>& all_rules() {
                "by the tensor size"},
       {"PL-8", "sequence parallelism with MoE (not implemented)"},
       {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
-      {"PL-10", "dropout under tensor parallelism repeats its masks over the ranks (note)"},
+      {"PL-10", "dropout under tensor parallelism draws from the model-parallel random states (note)"},
       {"PL-11", "no training samples under --sequence-parallel (note)"},
   };
   return rules;
