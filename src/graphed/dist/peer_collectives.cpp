@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "graphed/kernels/peer_all_reduce.h"
+#include "graphed/util/error.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::dist {
@@ -40,10 +42,21 @@ at::Tensor PeerTensorCollectives::all_reduce_sum(const at::Tensor& tensor) {
 
 std::shared_ptr<model::TensorCollectives> make_inference_collectives(Communicator& group, const at::Device& device,
                                                                      bool use_peer_memory) {
+  if (!use_peer_memory || !kernels::peer_all_reduce_built() || !device.is_cuda()) {
+    return std::make_shared<GroupTensorCollectives>(group);  // alike on every rank: the flag, build and device
+  }
+  // A rank that cannot make its area still takes part in both all-gathers (the others would wait forever).
   std::unique_ptr<kernels::PeerAllReduce> peer;
-  if (use_peer_memory) peer = kernels::make_peer_all_reduce(group.rank(), group.size(), kPeerAllReduceCapacity, device);
-  if (!peer) return std::make_shared<GroupTensorCollectives>(group);  // alike on every rank: the build and device
-  const std::string failure = peer->connect(gather_bytes(group, peer->handle(), device));
+  std::string failure;
+  try {
+    peer = kernels::make_peer_all_reduce(group.rank(), group.size(), kPeerAllReduceCapacity, device);
+    if (!peer) failure = std::to_string(group.size()) + " ranks (it takes 2, 4 or 8)";
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  const std::vector<uint8_t> handle = peer ? peer->handle() : std::vector<uint8_t>(kernels::kPeerHandleBytes, 0);
+  const std::vector<std::vector<uint8_t>> handles = gather_bytes(group, handle, device);
+  if (peer) failure = peer->connect(handles);
   int failures = 0;
   for (const std::vector<uint8_t>& flag : gather_bytes(group, {static_cast<uint8_t>(failure.empty() ? 0 : 1)}, device)) {
     failures += flag[0];

@@ -38,8 +38,9 @@ class PeerTensorCollectives final : public model::TensorCollectives {
 };
 
 /// Collectives over `group` (which outlives them) for an engine on `device`. With use_peer_memory, every rank
-/// maps every other's peer area and all agree before it is used; where one cannot, each falls back to the
-/// group's collectives (and rank 0 warns why). Every rank of the group calls this together.
+/// maps every other's peer area and all agree before it is used; where one cannot (no peer access, no memory
+/// for its area, a rank count other than 2, 4 or 8), all fall back to the group's collectives and that rank
+/// warns why. Every rank of the group calls this together.
 std::shared_ptr<model::TensorCollectives> make_inference_collectives(Communicator& group, const at::Device& device,
                                                                      bool use_peer_memory);
 

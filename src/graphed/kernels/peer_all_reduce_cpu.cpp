@@ -4,6 +4,8 @@
 
 namespace graphed::kernels {
 
+bool peer_all_reduce_built() { return false; }
+
 std::unique_ptr<PeerAllReduce> make_peer_all_reduce(int64_t, int64_t, int64_t, const at::Device&) { return nullptr; }
 
 }  // namespace graphed::kernels

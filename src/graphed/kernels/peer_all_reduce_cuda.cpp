@@ -30,6 +30,7 @@ class DevicePeerAllReduce final : public PeerAllReduce {
 
   ~DevicePeerAllReduce() override {
     const c10::cuda::CUDAGuard guard(device_);
+    cudaDeviceSynchronize();  // no sum of this rank still reads or writes the areas
     for (int r = 0; r < areas_.ranks; ++r) {
       if (r != areas_.rank && areas_.areas[r] != nullptr) close_peer_area(areas_.areas[r]);
     }
@@ -49,16 +50,17 @@ class DevicePeerAllReduce final : public PeerAllReduce {
     return {};
   }
 
-  bool fits(const at::Tensor& tensor) const override {
-    if (!tensor.is_cuda() || !tensor.is_contiguous()) return false;
+  bool fits(const at::Tensor& tensor) const override {  // by shape and dtype only: alike on every rank
+    if (!tensor.is_cuda()) return false;
     if (tensor.scalar_type() != at::kBFloat16 && tensor.scalar_type() != at::kFloat) return false;
     const int64_t bytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
-    return bytes > 0 && bytes % 16 == 0 && bytes <= areas_.capacity &&
-           reinterpret_cast<uintptr_t>(tensor.data_ptr()) % 16 == 0;
+    return bytes > 0 && bytes % 16 == 0 && bytes <= areas_.capacity;
   }
 
-  at::Tensor sum(const at::Tensor& tensor) override {
-    GRAPHED_INTERNAL_ASSERT(fits(tensor), "the peer all-reduce takes this tensor");
+  at::Tensor sum(const at::Tensor& given) override {
+    GRAPHED_INTERNAL_ASSERT(fits(given), "the peer all-reduce takes this tensor");
+    const bool aligned = given.is_contiguous() && reinterpret_cast<uintptr_t>(given.data_ptr()) % 16 == 0;
+    const at::Tensor tensor = aligned ? given : given.clone(at::MemoryFormat::Contiguous);  // a fresh, aligned block
     at::Tensor output = at::empty_like(tensor);
     const PeerElement element = tensor.scalar_type() == at::kBFloat16 ? PeerElement::kBFloat16 : PeerElement::kFloat32;
     const int status = launch_peer_all_reduce(areas_, tensor.data_ptr(), output.data_ptr(), tensor.numel(), element,
@@ -74,6 +76,8 @@ class DevicePeerAllReduce final : public PeerAllReduce {
 };
 
 }  // namespace
+
+bool peer_all_reduce_built() { return true; }
 
 std::unique_ptr<PeerAllReduce> make_peer_all_reduce(int64_t rank, int64_t ranks, int64_t capacity_bytes,
                                                     const at::Device& device) {
