@@ -166,6 +166,14 @@ TEST(CommandLineTest, EveryProblemIsListed) {
   EXPECT_EQ(problems[0], "unknown flag '--bogus'; fix: see graphed check-config --help for its flags");
 }
 
+TEST(CommandLineTest, DecodingAndServingTakeVllmsCustomAllReduceSwitch) {
+  EXPECT_FALSE(parse({"serve", "--hf", "x"}).disable_custom_all_reduce);
+  EXPECT_TRUE(parse({"serve", "--hf", "x", "--disable-custom-all-reduce"}).disable_custom_all_reduce);
+  EXPECT_TRUE(parse({"bench", "--decode", "--disable-custom-all-reduce"}).disable_custom_all_reduce);
+  EXPECT_NE(problem_of({"train", "--disable-custom-all-reduce"}).find("--disable-custom-all-reduce"), std::string::npos)
+      << "training keeps NCCL's sums: the flag is not one of train's";
+}
+
 TEST(CommandLineTest, ServeTakesTheModelsServerAndEngineFlags) {
   const CommandLine line = parse_command_line({"serve", "--hf", "models/qwen", "--port", "8080", "--host", "0.0.0.0",
                                                "--api-key", "secret", "--served-model-name", "qwen", "--max-queued-requests",
