@@ -464,11 +464,6 @@ INSTANTIATE_TEST_SUITE_P(
         LaunchCase{"PL9SequenceParallelAlone", {{"sequence_parallel", true}}, 1, "PL-9", Severity::kNote,
                    "--sequence-parallel has no effect with --tensor-model-parallel-size 1 (it splits the sequence over "
                    "the tensor-parallel ranks); it is ignored"},
-        LaunchCase{"PL8SequenceParallelMoe",
-                   {{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"num_experts", 4}}, 2, "PL-8",
-                   Severity::kError,
-                   "--tensor-model-parallel-size 2 with --sequence-parallel and MoE layers is not implemented in this "
-                   "version; fix: drop --sequence-parallel (MoE layers split by tensor parallelism without it)"},
         LaunchCase{"PL7ExpertFfnDoesNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"num_experts", 4}, {"moe_ffn_hidden_size", 129}}, 2, "PL-7",
                    Severity::kError,

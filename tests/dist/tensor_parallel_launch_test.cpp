@@ -61,6 +61,7 @@ const std::vector<ModelCase>& model_cases() {
                                                {"gpt2_style_sequence_parallel", {}, sequence},
                                                {"llama_style_sequence_parallel", llama, sequence},
                                                {"moe", moe, tensor},
+                                               {"moe_sequence_parallel", moe, sequence},
                                                {"qwen3_style", qwen3, tensor, 1e-3},
                                                {"hybrid_mamba", hybrid, tensor},
                                                {"hybrid_mamba_sequence_parallel", hybrid, sequence}};

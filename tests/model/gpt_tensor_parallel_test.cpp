@@ -54,6 +54,7 @@ std::vector<Case> cases() {
   return {{"llama_style", llama}, {"gpt2_style", common}, {"qwen3_style", qwen3},
           {"llama_style_sequence_parallel", llama, true},
           {"gpt2_style_sequence_parallel", common, true}, {"moe_dropless", moe}, {"moe_drop_and_pad", padded_moe},
+          {"moe_dropless_sequence_parallel", moe, true}, {"moe_drop_and_pad_sequence_parallel", padded_moe, true},
           {"hybrid_mamba", hybrid_settings()}, {"hybrid_mamba_sequence_parallel", hybrid_settings(), true}};
 }
 

@@ -386,7 +386,7 @@ void validate_mamba_tensor_split(const ModelConfig& m, int64_t size, IssueList& 
 }
 
 /// Tensor parallelism splits heads, query groups, the ffn, Mamba's heads and groups and the vocabulary
-/// over the ranks (PL-7); the layouts it has no form for yet are refused (PL-8).
+/// over the ranks (PL-7).
 void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   const int64_t size = config.train.tensor_model_parallel_size;
   if (config.train.sequence_parallel && size <= 1) {
@@ -419,9 +419,6 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   require_divides("--vocab-size", m.vocab_size, "pass --vocab-size " + num(padded) + " (padded, as Megatron pads "
                                                     "the vocabulary; a checkpoint of the unpadded model then no "
                                                     "longer loads)");
-  const auto refuse = [&](const std::string& what, const std::string& fix) {
-    issues.error("PL-8", tp + " with " + what + " is not implemented in this version; fix: " + fix);
-  };
   if (m.is_moe()) {
     if (m.moe_ffn_hidden_size) {
       require_divides("--moe-ffn-hidden-size", *m.moe_ffn_hidden_size, "pass a multiple of " + num(size));
@@ -429,10 +426,6 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
     if (m.moe_shared_expert_intermediate_size) {
       require_divides("--moe-shared-expert-intermediate-size", *m.moe_shared_expert_intermediate_size,
                       "pass a multiple of " + num(size));
-    }
-    if (config.train.sequence_parallel) {
-      refuse("--sequence-parallel and MoE layers", "drop --sequence-parallel (MoE layers split by tensor "
-                                                   "parallelism without it)");
     }
   }
   if (m.attention_dropout > 0.0 || m.hidden_dropout > 0.0) {
@@ -612,7 +605,6 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
       {"PL-7", "tensor parallelism: heads, query groups, ffn size, Mamba heads and groups and vocabulary divide "
                "by the tensor size"},
-      {"PL-8", "sequence parallelism with MoE (not implemented)"},
       {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
       {"PL-10", "dropout under tensor parallelism draws from the model-parallel random states (note)"},
       {"PL-11", "no training samples under --sequence-parallel (note)"},

@@ -36,25 +36,35 @@ int64_t MoeImpl::capacity(int64_t num_tokens) const {
 }
 
 Routing MoeImpl::route(const at::Tensor& tokens) {
-  const int64_t t = tokens.size(0);
+  const at::Tensor flat = tokens.reshape({-1, tokens.size(-1)});
   const int64_t e = shape_.num_experts;
   const int64_t k = shape_.top_k;
-  const auto compute = at::promote_types(tokens.scalar_type(), at::kFloat);
-  const at::Tensor logits = at::linear(tokens.to(compute), router_weight_.to(compute));  // [T, E]
+  const auto compute = at::promote_types(flat.scalar_type(), at::kFloat);
+  const at::Tensor logits = at::linear(flat.to(compute), router_weight_.to(compute));  // [T, E]
   const auto top = logits.topk(k, -1);
+  std::vector<int64_t> routed_shape = tokens.sizes().vec();  // [..., k]: the tokens' own layout
+  routed_shape.back() = k;
   Routing routing;
-  routing.weights = at::softmax(std::get<0>(top), -1);
-  routing.indices = std::get<1>(top);
-  // Switch load balancing: E x coeff / (k T^2) x sum_e(probability mass_e x tokens_e).
+  routing.weights = at::softmax(std::get<0>(top), -1).view(routed_shape);
+  routing.indices = std::get<1>(top).view(routed_shape);
+  // Switch load balancing: E x coeff / (k T^2) x sum_e(probability mass_e x tokens_e), over every token: with
+  // sequence parallelism each rank routes its part, and the masses and counts are summed over the ranks.
   const at::Tensor probabilities = at::softmax(logits, -1);
   const at::Tensor tokens_per_expert =
-      at::zeros({t * k, e}, logits.options()).scatter_(1, routing.indices.reshape({-1, 1}), 1.0).sum(0);
+      at::zeros({flat.size(0) * k, e}, logits.options()).scatter_(1, std::get<1>(top).reshape({-1, 1}), 1.0).sum(0);
+  const at::Tensor mass = tensor_.sum_of_sequence_parts(probabilities.sum(0));
+  const at::Tensor counts = tensor_.sum_of_sequence_parts(tokens_per_expert);
+  const int64_t t = flat.size(0) * (tensor_.sequence_parallel() ? tensor_.size() : 1);
   const double scale = static_cast<double>(e) * shape_.aux_loss_coeff / static_cast<double>(k * t * t);
-  routing.aux_loss = (probabilities.sum(0) * tokens_per_expert).sum() * scale;
+  routing.aux_loss = (mass * counts).sum() * scale;
   return routing;
 }
 
-DispatchPlan MoeImpl::plan(const at::Tensor& indices, const at::Tensor& weights) const {
+DispatchPlan MoeImpl::plan(const at::Tensor& routed_indices, const at::Tensor& routed_weights) const {
+  // Every token's routing (gathered over the ranks' sequence parts with sequence parallelism), in one order.
+  const int64_t k = shape_.top_k;
+  const at::Tensor indices = tensor_.all_of_sequence(routed_indices).reshape({-1, k});
+  const at::Tensor weights = tensor_.all_of_sequence(routed_weights.detach()).reshape({-1, k});
   const int64_t assignments = indices.numel();
   const int64_t e = shape_.num_experts;
   const at::Tensor expert_of = indices.reshape({-1});
@@ -117,9 +127,13 @@ at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
 at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,
                                 const DispatchPlan& plan) {
   // Under tensor parallelism each rank's experts give partial outputs: the tokens' and routing weights'
-  // gradients from them are summed over the ranks (the router's own are the same on every rank).
-  const at::Tensor tokens = tensor_.sum_gradient(routed_tokens);
-  const at::Tensor weights = tensor_.sum_gradient(routing_weights);
+  // gradients from them are summed over the ranks (the router's own are the same on every rank). With
+  // sequence parallelism entering gathers every rank's part of the sequence, and the gradients are
+  // reduce-scattered back.
+  const at::Tensor entered = tensor_.enter(routed_tokens);
+  std::vector<int64_t> token_shape = entered.sizes().vec();
+  const at::Tensor tokens = entered.reshape({-1, entered.size(-1)});
+  const at::Tensor weights = tensor_.enter(routing_weights).reshape({-1, shape_.top_k});
   const int64_t t = tokens.size(0);
   const int64_t h = tokens.size(1);
   const int64_t k = shape_.top_k;
@@ -153,7 +167,8 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tenso
     output = at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
   }
   const at::Tensor weighted = output * weights.reshape({assignments, 1}).to(output.scalar_type());
-  return tensor_.leave(weighted.view({t, k, h}).sum(1));
+  // Leaving sums the ranks' partial outputs (with sequence parallelism reduce-scatters them to each rank's part).
+  return tensor_.leave(weighted.view({t, k, h}).sum(1).view(token_shape)).reshape({-1, h});
 }
 
 at::Tensor MoeImpl::shared_expert(const at::Tensor& tokens) {
@@ -164,7 +179,7 @@ std::pair<at::Tensor, at::Tensor> MoeImpl::forward(const at::Tensor& tokens) {
   const Routing routing = route(tokens);
   at::Tensor output = run_experts(tokens, routing.weights, plan(routing.indices, routing.weights));
   const at::Tensor shared = shared_expert(tokens);
-  if (shared.defined()) output = output + shared;
+  if (shared.defined()) output = output + shared.reshape_as(output);
   return {output, routing.aux_loss};
 }
 

@@ -85,6 +85,16 @@ class TensorParallel {
   at::Tensor sum_gradient(const at::Tensor& input) const {
     return collectives_ ? copy_to_tensor_region(input, *collectives_) : input;
   }
+  /// With sequence parallelism, every rank's part of dimension 1 gathered (gather_from_sequence_region: the
+  /// gradient reduce-scattered back); else `tensor`. What an MoE layer's dispatch sees: every token.
+  at::Tensor all_of_sequence(const at::Tensor& tensor) const {
+    return sequence_parallel_ ? gather_from_sequence_region(tensor, *collectives_) : tensor;
+  }
+  /// With sequence parallelism, the sum over the ranks of a quantity each computed from its part of the
+  /// sequence (reduce_from_tensor_region: the gradient as is); else `tensor`.
+  at::Tensor sum_of_sequence_parts(const at::Tensor& tensor) const {
+    return sequence_parallel_ ? reduce_from_tensor_region(tensor, *collectives_) : tensor;
+  }
   /// This rank's part of dimension `dim` of `tensor` with sequence parallelism (a plain slice: its gradient
   /// is this rank's part), else `tensor`.
   at::Tensor sequence_part(const at::Tensor& tensor, int64_t dim) const;

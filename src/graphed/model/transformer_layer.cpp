@@ -169,18 +169,23 @@ std::vector<at::Tensor> TransformerLayerImpl::mlp_unit(const at::Tensor& hidden)
   return {residual(hidden, mlp_->forward(mlp_norm_->forward(hidden)))};
 }
 
+at::Tensor TransformerLayerImpl::moe_tokens(const at::Tensor& hidden) {
+  const at::Tensor normed = mlp_norm_->forward(hidden);
+  // With sequence parallelism the MoE gathers the ranks' parts along the sequence: it takes [b, s / T, h].
+  return tensor_.sequence_parallel() ? normed : normed.reshape({-1, hidden.size(-1)});
+}
+
 std::vector<at::Tensor> TransformerLayerImpl::moe_unit(const at::Tensor& hidden) {
-  const at::Tensor tokens = mlp_norm_->forward(hidden).reshape({-1, hidden.size(-1)});
-  auto [output, aux_loss] = moe_->forward(tokens);
+  auto [output, aux_loss] = moe_->forward(moe_tokens(hidden));
   return {residual(hidden, output.view(hidden.sizes())), aux_loss};
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::router_unit(const at::Tensor& hidden) {
-  const at::Tensor tokens = mlp_norm_->forward(hidden).reshape({-1, hidden.size(-1)});
+  const at::Tensor tokens = moe_tokens(hidden);
   const Routing routing = moe_->route(tokens);
   std::vector<at::Tensor> outputs{tokens, routing.weights, routing.indices, routing.aux_loss};
   const at::Tensor shared = moe_->shared_expert(tokens);
-  if (shared.defined()) outputs.push_back(shared);
+  if (shared.defined()) outputs.push_back(shared.reshape({-1, hidden.size(-1)}));
   return outputs;
 }
 

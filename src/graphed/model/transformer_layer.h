@@ -108,6 +108,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// The feed-forward part after the mixer's output, through the runners ({hidden, aux loss}).
   std::pair<at::Tensor, at::Tensor> compose_feed_forward(const at::Tensor& hidden, int64_t microbatch);
   std::vector<at::Tensor> mlp_unit(const at::Tensor& hidden);
+  /// The MoE's input: the normed tokens [b s, h], or this rank's part [b, s / T, h] with sequence parallelism.
+  at::Tensor moe_tokens(const at::Tensor& hidden);
   std::vector<at::Tensor> moe_unit(const at::Tensor& hidden);
   std::vector<at::Tensor> router_unit(const at::Tensor& hidden);
   std::vector<at::Tensor> preprocess_unit(const at::Tensor& weights, const at::Tensor& indices);
@@ -119,7 +121,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   int64_t layer_number_;
   LayerParts parts_;
   double hidden_dropout_;
-  TensorParallel tensor_;  ///< one rank, or with sequence parallelism the group (the residual's dropout)
+  TensorParallel tensor_;  ///< one rank, or with sequence parallelism the group (dropout, the MoE's input)
   bool fused_residual_ = false;  ///< the fused path's residual add (kernels::residual_add)
   Norm input_norm_{nullptr};
   Attention attention_{nullptr};
