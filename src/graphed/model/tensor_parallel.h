@@ -80,11 +80,6 @@ class TensorParallel {
   /// Out of a row-parallel layer: the ranks' partial results summed (reduce_from_tensor_region;
   /// reduce_scatter_to_sequence_region with sequence parallelism).
   at::Tensor leave(const at::Tensor& partial) const;
-  /// A whole tensor that feeds partial results (forward as is, backward the gradient summed over the ranks:
-  /// copy_to_tensor_region, also with sequence parallelism).
-  at::Tensor sum_gradient(const at::Tensor& input) const {
-    return collectives_ ? copy_to_tensor_region(input, *collectives_) : input;
-  }
   /// With sequence parallelism, every rank's part of dimension 1 gathered (gather_from_sequence_region: the
   /// gradient reduce-scattered back); else `tensor`. What an MoE layer's dispatch sees: every token.
   at::Tensor all_of_sequence(const at::Tensor& tensor) const {
