@@ -377,7 +377,7 @@ void TransformerLayerImpl::set_runner(LayerUnit which, std::shared_ptr<capture::
 }
 
 void TransformerLayerImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
-  if (tensor.sequence_parallel()) tensor_ = tensor;  // for the residual's dropout on the sequence part
+  if (tensor.sequence_parallel()) tensor_ = tensor;  // the sequence part: the residual's dropout, the MoE's input
   if (attention_) attention_->split_for_tensor_parallel(tensor);
   if (mamba_) mamba_->split_for_tensor_parallel(tensor);
   if (mlp_) mlp_->split_for_tensor_parallel(tensor);
