@@ -9,7 +9,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::capture {
@@ -106,9 +106,9 @@ TEST_F(FullIterationGraphCudaTest, MemoryReturnsAfterResetAndRecaptureWorks) {
     SideStream::Use use(*stream_);
     at::matmul(x, w);  // the side stream's first matmul allocates its cuBLAS workspace, which is not graph memory
   }
-  synchronize(device_);
-  empty_cache(device_);
-  const int64_t before = allocated_memory_bytes(device_);
+  runtime::synchronize(device_);
+  runtime::empty_cache(device_);
+  const int64_t before = runtime::allocated_memory_bytes(device_);
   {
     SideStream::Use use(*stream_);
     FullIterationGraphOptions graph_options;
@@ -118,7 +118,7 @@ TEST_F(FullIterationGraphCudaTest, MemoryReturnsAfterResetAndRecaptureWorks) {
     graph.run(region);
     graph.run(region);  // capture
     EXPECT_TRUE(graph.is_captured());
-    EXPECT_GT(allocated_memory_bytes(device_), before);
+    EXPECT_GT(runtime::allocated_memory_bytes(device_), before);
     graph.reset();
     EXPECT_FALSE(graph.is_captured());
     EXPECT_EQ(graph.calls(), 0);
@@ -128,9 +128,9 @@ TEST_F(FullIterationGraphCudaTest, MemoryReturnsAfterResetAndRecaptureWorks) {
     EXPECT_TRUE(at::allclose(again[0], at::matmul(at::matmul(x, w), w)));
     graph.reset();
   }
-  synchronize(device_);
-  empty_cache(device_);
-  EXPECT_EQ(allocated_memory_bytes(device_), before) << "graph memory must be freed by reset";
+  runtime::synchronize(device_);
+  runtime::empty_cache(device_);
+  EXPECT_EQ(runtime::allocated_memory_bytes(device_), before) << "graph memory must be freed by reset";
 }
 
 TEST_F(FullIterationGraphCudaTest, PlantedItemYieldsTheDiagnosis) {
@@ -151,7 +151,7 @@ TEST_F(FullIterationGraphCudaTest, PlantedItemYieldsTheDiagnosis) {
   } catch (const CaptureError& error) {
     EXPECT_EQ(error.cause().rfind("capturing the planted step failed: a host synchronization inside the captured region", 0), 0u)
         << error.what();
-    EXPECT_NE(error.fix().find("--cuda-graph-impl none"), std::string::npos);
+    EXPECT_NE(error.fix().find("without CUDA graphs"), std::string::npos);
   }
   EXPECT_FALSE(graph.is_captured());
 }

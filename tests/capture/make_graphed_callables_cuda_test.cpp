@@ -12,7 +12,7 @@
 #include <set>
 
 #include "error_text.h"
-#include "graphed/capture/device.h"
+
 #include "capture/expect_equal_tensors.h"
 #include "capture/toy_units.h"
 

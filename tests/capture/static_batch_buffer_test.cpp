@@ -34,8 +34,8 @@ TEST(StaticBatchBufferTest, ChangedShapeIsRejected) {
     FAIL() << "no error";
   } catch (const Error& error) {
     EXPECT_STREQ(error.what(), "training batches: microbatch 0 input 0 is [4, 64] Long, but its static buffer is "
-                               "[8, 64] Long (fixed at capture); fix: keep shapes static with CUDA graphs, or train "
-                               "with --cuda-graph-impl none");
+                               "[8, 64] Long (fixed at capture); fix: keep shapes static with CUDA graphs, or run "
+                               "without them");
   }
 }
 
@@ -58,8 +58,8 @@ TEST(FullIterationGraphTest, WarmupCallsRunEagerlyOnAnyBuild) {
     FAIL() << "no error";
   } catch (const CaptureError& error) {
     EXPECT_STREQ(error.what(), "cannot capture the full iteration: this binary was built against a CPU-only LibTorch "
-                               "(GRAPHED_CUDA=0), which has no CUDA graphs; fix: train with --cuda-graph-impl none, "
-                               "or build on a GPU machine (scripts/gpu-check)");
+                               "(GRAPHED_CUDA=0), which has no CUDA graphs; fix: run it without CUDA graphs, or build "
+                               "on a GPU machine (scripts/gpu-check)");
   }
 #endif
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "graph_support_for_test.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
 
@@ -17,17 +18,12 @@ const std::vector<std::string> kSmallBench{"bench", "--device", "cpu", "--num-la
                                            "--num-attention-heads", "2", "--seq-length", "16", "--vocab-size", "64",
                                            "--bench-iters", "2", "--bench-warmup", "1", "--impls", "none,local"};
 
-std::string why_not_here() {
-  return built_with_cuda() ? "no CUDA device is visible"
-                           : "this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0";
-}
-
 TEST(BenchCommandTest, GpuOnlyRowsAreSkippedWithTheReasonAndTheRestIsTimed) {
   std::ostringstream out;
   EXPECT_EQ(run_bench(parse_command_line(kSmallBench), out), 0);
   const std::string table = out.str();
   EXPECT_NE(table.find("| none | "), std::string::npos) << table;
-  EXPECT_NE(table.find("| local | skipped: --cuda-graph-impl local needs a CUDA device, but this run is on the CPU"),
+  EXPECT_NE(table.find("| local | skipped: --cuda-graph-impl local needs CUDA graphs, but " + graphed::testing::why_no_graphs_on_cpu()),
             std::string::npos)
       << table;
 }
@@ -40,9 +36,8 @@ TEST(BenchCommandTest, SkippedRowsInJsonCarryTheReasonInsteadOfNumbers) {
   const nlohmann::json rows = nlohmann::json::parse(out.str());
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(rows[0].contains("ms_per_iter"));
-  EXPECT_EQ(rows[1]["skipped"], "--cuda-graph-impl local needs a CUDA device, but this run is on the CPU (" +
-                                    why_not_here() +
-                                    "); fix: --cuda-graph-impl none, or run on a GPU machine");
+  EXPECT_EQ(rows[1]["skipped"], "--cuda-graph-impl local needs CUDA graphs, but " +
+                                    graphed::testing::why_no_graphs_on_cpu() + "; fix: --cuda-graph-impl none, or run on a GPU machine");
   EXPECT_FALSE(rows[1].contains("ms_per_iter"));
 }
 

@@ -51,13 +51,6 @@ TEST(BenchServe, TheWorkloadIsSeededAndStaysInItsRanges) {
   EXPECT_THROW(make_workload(flags, 3), ConfigError);
 }
 
-TEST(BenchServe, PercentilesByNearestRank) {
-  EXPECT_EQ(percentile({}, 0.5), 0.0);
-  EXPECT_EQ(percentile({5.0, 1.0, 3.0, 2.0, 4.0}, 0.5), 3.0);
-  EXPECT_EQ(percentile({5.0, 1.0, 3.0, 2.0, 4.0}, 0.99), 5.0);
-  EXPECT_EQ(percentile({7.0}, 0.99), 7.0);
-}
-
 TEST(BenchServe, ASmallRunReportsWhatTheIssueAsksFor) {
   std::ostringstream out;
   const int status = run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu", "--requests",

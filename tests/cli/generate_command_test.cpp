@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_text.h"
+#include "graph_support_for_test.h"
 #include "graphed/cli/train_command.h"
 #include "graphed/util/file_system.h"
 
@@ -142,7 +143,8 @@ TEST(GenerateCommandTest, RefusesMistakesWithTheFlagAndTheFix) {
             std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--dtype", "int8"}).find("--dtype 'int8'"), std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--inference-cuda-graph-scope", "block"})
-                .find("needs a CUDA device, and this run decodes on the CPU"),
+                .find("--inference-cuda-graph-scope block needs CUDA graphs, but " +
+                      graphed::testing::why_no_graphs_on_cpu()),
             std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--cuda-graph-impl", "none", "--inference-cuda-graph-scope",
                             "layer"}).find("TC-5"),

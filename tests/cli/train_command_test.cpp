@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "graph_support_for_test.h"
 #include "graphed/train/trainer.h"
 
 #include "graphed/util/build_info.h"
@@ -152,29 +153,28 @@ TEST(TrainCommandTest, ASaveFolderThatIsAFileFailsBeforeTheFirstIteration) {
 }
 
 TEST(TrainCommandTest, FullIterationNeedsACudaDevice) {
-  const std::string why = built_with_cuda() ? "no CUDA device is visible" : "this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0";
+  const std::string why = graphed::testing::why_no_graphs_on_cpu();
   EXPECT_EQ(train_error({"--mock-data", "--cuda-graph-impl", "full_iteration", "--device", "cpu"}),
-            "--cuda-graph-impl full_iteration needs a CUDA device, but this run is on the CPU (" +
-                (built_with_cuda() ? std::string("no CUDA device is visible") : why) +
-                "); fix: --cuda-graph-impl none, or run on a GPU machine");
+            "--cuda-graph-impl full_iteration needs CUDA graphs, but " + why +
+                "; fix: --cuda-graph-impl none, or run on a GPU machine");
 }
 
 TEST(TrainCommandTest, TransformerEngineNeedsACudaDevice) {
-  const std::string why = built_with_cuda() ? "no CUDA device is visible" : "this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0";
+  const std::string why = graphed::testing::why_no_graphs_on_cpu();
   EXPECT_EQ(train_error({"--mock-data", "--cuda-graph-impl", "transformer_engine", "--device", "cpu"}),
-            "--cuda-graph-impl transformer_engine needs a CUDA device, but this run is on the CPU (" + why +
-                "); fix: --cuda-graph-impl none, or run on a GPU machine");
+            "--cuda-graph-impl transformer_engine needs CUDA graphs, but " + why +
+                "; fix: --cuda-graph-impl none, or run on a GPU machine");
 }
 
 TEST(TrainCommandTest, LocalNeedsACudaDevice) {
-  const std::string why = built_with_cuda() ? "no CUDA device is visible" : "this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0";
+  const std::string why = graphed::testing::why_no_graphs_on_cpu();
   EXPECT_EQ(train_error({"--mock-data", "--cuda-graph-impl", "local", "--device", "cpu"}),
-            "--cuda-graph-impl local needs a CUDA device, but this run is on the CPU (" + why +
-                "); fix: --cuda-graph-impl none, or run on a GPU machine");
+            "--cuda-graph-impl local needs CUDA graphs, but " + why +
+                "; fix: --cuda-graph-impl none, or run on a GPU machine");
   // The legacy flag migrates to the same impl, and so to the same message.
   EXPECT_EQ(train_error({"--mock-data", "--enable-cuda-graph", "--device", "cpu"}),
-            "--cuda-graph-impl local needs a CUDA device, but this run is on the CPU (" + why +
-                "); fix: --cuda-graph-impl none, or run on a GPU machine");
+            "--cuda-graph-impl local needs CUDA graphs, but " + why +
+                "; fix: --cuda-graph-impl none, or run on a GPU machine");
 }
 
 TEST(TrainCommandTest, InvalidConfigurationListsEveryError) {

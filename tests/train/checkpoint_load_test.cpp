@@ -16,7 +16,7 @@
 
 #include "train/checkpoint_for_test.h"
 
-#include "graphed/capture/device.h"
+#include "graphed/capture/random_states.h"
 #include "graphed/util/safetensors.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"

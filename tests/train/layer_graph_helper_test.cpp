@@ -10,6 +10,7 @@
 #include "graphed/capture/sample_buffer_plan.h"
 #include "graphed/capture/schedule_order.h"
 #include "graphed/train/trainer.h"
+#include "graph_support_for_test.h"
 #include "run_config_for_test.h"
 
 namespace graphed::train {
@@ -72,8 +73,8 @@ TEST(LayerGraphRoutingTest, TrainerOnTheCpuRefusesTheImpl) {
   EXPECT_EQ(graphed::testing::error_text<ConfigError>([&] {
               Trainer trainer(run, TokenDataset::open(run.train, run.model, "", 0), at::Device(at::kCPU));
             }),
-            "--cuda-graph-impl transformer_engine needs a CUDA device, but the trainer was given cpu; fix: "
-            "--cuda-graph-impl none, or train on a GPU");
+            "--cuda-graph-impl transformer_engine needs CUDA graphs, but " + graphed::testing::why_no_graphs_on_cpu() +
+                "; fix: --cuda-graph-impl none, or train on a GPU");
 }
 
 }  // namespace

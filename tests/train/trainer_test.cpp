@@ -12,6 +12,7 @@
 
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graph_support_for_test.h"
 #include "run_config_for_test.h"
 
 #ifndef GRAPHED_SOURCE_DIR
@@ -57,8 +58,9 @@ TEST(TrainerTest, FullIterationOnTheCpuIsRefused) {
     make_trainer(settings);
     FAIL() << "no error";
   } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(), "--cuda-graph-impl full_iteration needs a CUDA device, but the trainer was given cpu; "
-                               "fix: --cuda-graph-impl none, or train on a GPU");
+    EXPECT_EQ(std::string(error.what()), "--cuda-graph-impl full_iteration needs CUDA graphs, but " +
+                                             graphed::testing::why_no_graphs_on_cpu() +
+                                             "; fix: --cuda-graph-impl none, or train on a GPU");
   }
 }
 

@@ -19,8 +19,8 @@ const std::vector<Pattern>& patterns() {
         "cudaerrorstreamcaptureunsupported", "_local_scalar_dense"},
        "a host synchronization inside the captured region (.item(), .cpu(), printing a tensor, a blocking "
        "copy, or a CUDA call that waits for the device)",
-       "read device values outside the step (graphed reads losses at --log-interval), or keep this region "
-       "eager with --cuda-graph-impl none"},
+       "read device values outside the step (graphed reads losses only at its log lines), or run this region "
+       "without CUDA graphs"},
       {{"not joined", "unjoined", "cudaerrorstreamcaptureunjoined"},
        "work was forked to another stream inside the capture and never joined back",
        "make the capturing stream wait for every side stream (an event record + wait) before the region ends"},
@@ -37,7 +37,8 @@ const std::vector<Pattern>& patterns() {
       {{"invalidated", "cudaerrorstreamcaptureinvalidated", "previous error during capture"},
        "the capture was invalidated by an earlier illegal call in the region (often a host sync, another "
        "thread's CUDA call in global capture mode, or an autograd graph left over from warmup)",
-       "find the first illegal call (run with --debug capture), keep host reads out of the step, and drop "
+       "find the first illegal call (the debug channel 'capture' logs every capture), keep host reads out of the "
+       "step, and drop "
        "every tensor of the warmup iterations before capture"},
       {{"wrong thread", "cudaerrorstreamcapturewrongthread"},
        "the capture was ended on a different thread than the one that began it",
@@ -73,8 +74,7 @@ CaptureError diagnose_capture_failure(const std::string& region, const std::stri
   return CaptureError("capturing " + region + " failed: " + first_line(error_text) +
                           "; the process's CUDA RNG is unusable after a failed capture, so the run stops here "
                           "with no checkpoint written",
-                      "run with --cuda-graph-impl none to train eagerly, and report this error if the region "
-                      "should be capturable");
+                      "run without CUDA graphs, and report this error if the region should be capturable");
 }
 
 }  // namespace graphed::capture

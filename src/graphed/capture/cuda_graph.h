@@ -13,7 +13,7 @@
 
 #include <ATen/ATen.h>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 
 namespace graphed::capture {
 
@@ -99,7 +99,7 @@ class SideStream {
 class OffDefaultStream {
  public:
   explicit OffDefaultStream(const at::Device& device) {
-    if (!on_default_stream(device)) return;
+    if (!runtime::on_default_stream(device)) return;
     stream_.emplace(device);
     use_.emplace(*stream_);
   }

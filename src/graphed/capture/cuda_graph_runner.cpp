@@ -10,7 +10,7 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/detail/unit_graphs.h"
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/capture/graph_registry.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/util/compat.h"
@@ -145,7 +145,7 @@ void CudaGraphRunner::warm_up(const LocalGraphOptions& options, const at::Device
     detail::WarmupPass warm = detail::warm_up_forward(*state_, std::move(copies), pass == 0, device);
     if (with_backward) detail::warm_up_backward(*state_, std::move(warm), pass == 0, /*allow_unused_input=*/true, device);
   }
-  synchronize(device);
+  runtime::synchronize(device);
 }
 
 void CudaGraphRunner::capture_forward(StaticInputs inputs, std::vector<bool> accumulate_in_graph, const GraphPool& pool,

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "graphed/capture/capture_state.h"
-#include "graphed/capture/device.h"
+#include "graphed/capture/capture_memory.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::capture {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "graphed/capture/cuda_graph.h"
-#include "graphed/capture/device.h"
+#include "graphed/capture/capture_memory.h"
 
 namespace graphed::capture {
 

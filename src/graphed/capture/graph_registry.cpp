@@ -8,7 +8,8 @@
 
 #include "graphed/capture/cuda_graph_manager.h"
 #include "graphed/capture/detail/unit_graphs.h"
-#include "graphed/capture/device.h"
+#include "graphed/capture/capture_memory.h"
+#include "graphed/runtime/device.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/util/error.h"
 
@@ -177,8 +178,8 @@ LocalCreation GraphRegistry::create_cudagraphs() {
                 device_.str(), "; fix: run the units on a CUDA device, or eagerly (without local graphs) on the CPU");
   const auto start = std::chrono::steady_clock::now();
   OffDefaultStream off_default_stream(device_);
-  synchronize(device_);
-  empty_cache(device_);
+  runtime::synchronize(device_);
+  runtime::empty_cache(device_);
   const MemoryMark before(device_);
   const RandomStateSnapshot random_states(device_);  // the model-parallel stream's too
   try {
@@ -189,7 +190,7 @@ LocalCreation GraphRegistry::create_cudagraphs() {
     throw;
   }
   random_states.restore();
-  synchronize(device_);
+  runtime::synchronize(device_);
   LocalCreation creation;
   for (const auto& [id, runner] : recorded_) {
     ++creation.runners;
@@ -217,10 +218,10 @@ void GraphRegistry::clear_record() {
 void GraphRegistry::delete_cuda_graphs(GraphPool pool) {
   forget_runners();
   clear_record();
-  synchronize(device_);
+  runtime::synchronize(device_);
   pool_ = pool.is_shared() ? pool : GraphPool::create();
   if (!options_.shared_evaluation_pool) evaluation_pool_ = GraphPool::create();
-  empty_cache(device_);
+  runtime::empty_cache(device_);
   if (phase_ != LocalPhase::kEager) phase_ = LocalPhase::kRecording;
 }
 

@@ -16,7 +16,7 @@
 
 #include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/cuda_graph_runner.h"
-#include "graphed/capture/device.h"
+#include "graphed/capture/capture_memory.h"
 #include "graphed/capture/local_record.h"
 
 namespace graphed::capture {

@@ -17,7 +17,7 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/detail/unit_graphs.h"
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/capture/sample_buffer_plan.h"
 #include "graphed/util/compat.h"
@@ -217,7 +217,7 @@ void warm_up(States& states, const GraphedCallablesLayout& layout, const Graphed
                                    first, options.allow_unused_input, device);
         });
   }
-  synchronize(device);
+  runtime::synchronize(device);
 }  // every warmup output and autograd graph is gone before the first capture
 
 /// Chained entries: entry -> its predecessor (to), and predecessor -> entry (from).
@@ -385,7 +385,7 @@ std::vector<std::shared_ptr<GraphedCallable>> make_graphed_callables(const std::
   warm_up(states, layout, options, device);
   capture_all(states, layout, options, options.pool.is_shared() ? options.pool : GraphPool::create());
   random_states.restore();
-  synchronize(device);
+  runtime::synchronize(device);
   std::vector<std::shared_ptr<GraphedCallable>> callables;
   callables.reserve(states.size());
   for (auto& state : states) callables.push_back(std::make_shared<GraphedCallable>(std::move(state)));

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "graphed/capture/device.h"
+#include "graphed/capture/random_states.h"
 
 namespace graphed::capture {
 namespace detail {

@@ -62,7 +62,7 @@ class RandomStream {
 };
 
 /// Every random state that capture code puts back after its warm-ups and captures, so that they do not shift
-/// training's random numbers: the default generators' (rng_states in capture/device.h) and every stream's.
+/// training's random numbers: the default generators' (rng_states in capture/random_states.h) and every stream's.
 class RandomStateSnapshot {
  public:
   explicit RandomStateSnapshot(const at::Device& device);

@@ -28,7 +28,7 @@ void StaticBatchBuffer::fill_microbatch(int64_t microbatch, const std::vector<at
       message << name_ << ": microbatch " << microbatch << " input " << i << " is " << inputs[i].sizes() << " "
               << inputs[i].scalar_type() << ", but its static buffer is " << slot[i].sizes() << " "
               << slot[i].scalar_type() << " (fixed at capture); fix: keep shapes static with CUDA graphs, "
-              << "or train with --cuda-graph-impl none";
+              << "or run without them";
       throw Error(message.str());
     }
     slot[i].copy_(inputs[i], /*non_blocking=*/true);

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/capture/op_counter.h"
 #include "graphed/cli/bench_decode.h"
 #include "graphed/cli/bench_serve.h"
@@ -18,6 +18,7 @@
 #include "graphed/train/trainer.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
+#include "graphed/util/statistics.h"
 #include "graphed/util/logging.h"
 #include "graphed/util/text.h"
 
@@ -42,12 +43,6 @@ struct Row {
   int64_t graphs = 0;
   double loss = 0;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
@@ -79,7 +74,7 @@ void time_synchronized(train::Trainer& trainer, int64_t iterations, int64_t& ite
                        Row& row) {
   train::IterationStats last;
   std::vector<double> times, host_times;
-  capture::DeviceTimer timer(device);
+  runtime::DeviceTimer timer(device);
   for (int64_t i = 0; i < iterations; ++i, ++iteration) {
     const auto host_start = std::chrono::steady_clock::now();
     timer.start();
@@ -95,8 +90,8 @@ void time_synchronized(train::Trainer& trainer, int64_t iterations, int64_t& ite
 
 /// Pipelined iterations: enqueued back to back as training runs them; one event pair around all.
 void time_pipelined(train::Trainer& trainer, int64_t iterations, int64_t& iteration, const at::Device& device, Row& row) {
-  capture::synchronize(device);
-  capture::DeviceTimer timer(device);
+  runtime::synchronize(device);
+  runtime::DeviceTimer timer(device);
   timer.start();
   for (int64_t i = 0; i < iterations; ++i, ++iteration) trainer.train_step(iteration);
   timer.stop();
@@ -114,33 +109,33 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
     row.skipped = error.what();
     return row;
   }
-  capture::synchronize(device);
-  capture::empty_cache(device);  // the previous row's cached blocks must not count here
+  runtime::synchronize(device);
+  runtime::empty_cache(device);  // the previous row's cached blocks must not count here
   train::Trainer trainer(config, train::TokenDataset::open(config.train, config.model, "", 0), device);
   // Warm up past the capture, so that timing sees only replays.
   const int64_t warmup = std::max<int64_t>(command_line.bench_warmup, config.cuda_graph.warmup_steps + 2);
   int64_t iteration = 0;
   for (; iteration < warmup; ++iteration) trainer.train_step(iteration);
-  capture::synchronize(device);
-  capture::reset_peak_memory(device);
+  runtime::synchronize(device);
+  runtime::reset_peak_memory(device);
   Row row;
   row.impl = impl;
   time_synchronized(trainer, command_line.bench_iters, iteration, device, row);
   time_pipelined(trainer, command_line.bench_iters, iteration, device, row);
   row.ops_per_iteration = capture::count_dispatched_ops([&] { trainer.train_step(iteration++); });
   if (command_line.profile_iterations > 0) {
-    capture::synchronize(device);
-    capture::ProfilerRange range(device);
+    runtime::synchronize(device);
+    runtime::ProfilerRange range(device);
     for (int64_t i = 0; i < command_line.profile_iterations; ++i, ++iteration) trainer.train_step(iteration);
-    capture::synchronize(device);
+    runtime::synchronize(device);
   }
   const double tokens = trainer.tokens_per_iteration();
   row.tokens_per_second = tokens / (row.pipelined_ms_per_iteration / 1000.0);
   if (trainer.peak()) {
     row.mfu = trainer.flops_per_iteration() / (row.pipelined_ms_per_iteration / 1000.0) / trainer.peak()->flops_per_second;
   }
-  row.peak_mib = mib(capture::peak_memory_bytes(device));
-  row.reserved_mib = mib(capture::reserved_memory_bytes(device));
+  row.peak_mib = mib(runtime::peak_memory_bytes(device));
+  row.reserved_mib = mib(runtime::reserved_memory_bytes(device));
   row.graphs = trainer.runner().graph_count();
   if (const auto report = trainer.runner().capture_report()) {
     row.capture_seconds = report->seconds;
@@ -152,7 +147,7 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
 
 void print_table(const CommandLine& command_line, const config::RunConfig& config, const at::Device& device,
                  const std::vector<Row>& rows, std::ostream& out) {
-  out << "bench: preset " << command_line.preset.value_or("(none)") << ", " << capture::device_name(device) << ", "
+  out << "bench: preset " << command_line.preset.value_or("(none)") << ", " << runtime::device_name(device) << ", "
       << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
       << " synchronized (median) + " << command_line.bench_iters << " pipelined iterations, global batch "
       << config.train.global_batch_size.value_or(1) << " x seq " << config.model.seq_length
@@ -182,7 +177,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
   for (const auto& r : rows) {
     if (r.skipped) {
       array.push_back({{"impl", r.impl}, {"skipped", *r.skipped}, {"preset", command_line.preset.value_or("")},
-                       {"device", capture::device_name(device)}});
+                       {"device", runtime::device_name(device)}});
       continue;
     }
     array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration},
@@ -192,7 +187,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
                      {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)}, {"speedup_vs_none", r.speedup}, {"graphs", r.graphs},
                      {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib}, {"reserved_mib", r.reserved_mib},
                      {"graph_pool_mib", r.graph_pool_mib}, {"graph_mib", r.graph_mib}, {"loss", r.loss},
-                     {"preset", command_line.preset.value_or("")}, {"device", capture::device_name(device)},
+                     {"preset", command_line.preset.value_or("")}, {"device", runtime::device_name(device)},
                      {"iters", command_line.bench_iters}, {"warmup", command_line.bench_warmup}});
   }
   out << array.dump(2) << "\n";
@@ -215,7 +210,7 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
     if (!row.skipped) row.speedup = baseline != rows.end() ? baseline->ms_per_iteration / row.ms_per_iteration : 1.0;
   }
   const config::RunConfig config = config::resolve_run_config_or_throw(command_line.settings);
-  const at::Device device = config.train.device == "cpu" || !capture::cuda_available() ? at::Device(at::kCPU)
+  const at::Device device = config.train.device == "cpu" || !runtime::cuda_available() ? at::Device(at::kCPU)
                                                                                         : at::Device(at::kCUDA, 0);
   if (command_line.json_output) {
     print_json(command_line, device, rows, out);

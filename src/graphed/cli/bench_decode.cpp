@@ -11,8 +11,8 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
-#include "graphed/capture/device.h"
-#include "graphed/capture/peak_throughput.h"
+#include "graphed/runtime/device.h"
+#include "graphed/runtime/peak_throughput.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/dist/peer_collectives.h"
@@ -20,6 +20,7 @@
 #include "graphed/infer/decode_roofline.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
+#include "graphed/util/statistics.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
@@ -40,11 +41,6 @@ struct DecodeRow {
   double graph_pool_mib = 0;
   int64_t graphs = 0;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 std::vector<std::vector<int64_t>> random_prompts(int64_t batch, int64_t length, int64_t vocab) {
   const at::Tensor ids = at::randint(0, vocab, {batch, length}, at::kLong);
@@ -86,7 +82,7 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
     pool_mib += static_cast<double>(capture.memory.pool_bytes) / (1024.0 * 1024.0);
     graphs += capture.graphs;
   }
-  const auto bandwidth = capture::peak_memory_bandwidth(device);
+  const auto bandwidth = runtime::peak_memory_bandwidth(device);
   const int64_t context = command_line.decode_prompt_tokens + command_line.decode_new_tokens / 2;
   for (const int64_t batch : batches) {
     at::manual_seed(config.train.seed + batch);
@@ -120,11 +116,11 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
 
 void print_table(const CommandLine& command_line, const config::RunConfig& config, const at::Device& device,
                  at::ScalarType dtype, const std::vector<DecodeRow>& rows, std::ostream& out) {
-  const auto bandwidth = capture::peak_memory_bandwidth(device);
+  const auto bandwidth = runtime::peak_memory_bandwidth(device);
   const int64_t tensor_size = config.train.tensor_model_parallel_size;
   out << "bench --decode: preset " << command_line.preset.value_or("(none)") << " (" << config.model.num_layers
       << " layers, hidden " << config.model.hidden_size << ", vocab " << config.model.vocab_size << "), random "
-      << (dtype == at::kBFloat16 ? "bf16" : "fp32") << " weights, " << capture::device_name(device)
+      << (dtype == at::kBFloat16 ? "bf16" : "fp32") << " weights, " << runtime::device_name(device)
       << (tensor_size > 1 ? " x " + std::to_string(tensor_size) + " (tensor parallel; roofline per GPU)" : "") << ", "
       << build_summary() << "; prompt " << command_line.decode_prompt_tokens << " tokens, "
       << command_line.decode_new_tokens << " new tokens, greedy; median of 3 runs after 1 warmup; roofline: "
@@ -149,7 +145,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
   nlohmann::json array = nlohmann::json::array();
   for (const auto& r : rows) {
     nlohmann::json item{{"mode", "decode"}, {"scope", r.scope}, {"batch", r.batch},
-                        {"preset", command_line.preset.value_or("")}, {"device", capture::device_name(device)}};
+                        {"preset", command_line.preset.value_or("")}, {"device", runtime::device_name(device)}};
     if (r.skipped) {
       item["skipped"] = *r.skipped;
     } else {

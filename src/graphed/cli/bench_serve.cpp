@@ -14,12 +14,13 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/infer/serving_engine.h"
 #include "graphed/util/error.h"
+#include "graphed/util/statistics.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
@@ -69,13 +70,6 @@ ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed) {
     workload.arrival_seconds.push_back(clock);
   }
   return workload;
-}
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
-  return values[std::min(values.size(), std::max<std::size_t>(rank, 1)) - 1];
 }
 
 namespace {
@@ -192,7 +186,7 @@ void profile_decode_steps(infer::ServingEngine& engine, const std::vector<int64_
   engine.add_request(prompt, greedy_request(kWarmSteps + steps + 1));
   for (int64_t i = 0; i < kWarmSteps + 1 && engine.has_work(); ++i) engine.step();  // the prompt, then 8 decode steps
   {
-    capture::ProfilerRange range(device);
+    runtime::ProfilerRange range(device);
     for (int64_t i = 0; i < steps && engine.has_work(); ++i) engine.step();
   }
   while (engine.has_work()) engine.step();
@@ -264,7 +258,7 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
                          command_line.profile_iterations, device);
   }
   nlohmann::json result{
-      {"device", capture::device_name(device)}, {"model", served.description},
+      {"device", runtime::device_name(device)}, {"model", served.description},
       {"model_shape", model_shape(served.model->config(), served.context)},
       {"workload", {{"prompt_lengths", workload.prompt_lengths}, {"output_lengths", workload.output_lengths},
                     {"arrival_seconds", workload.arrival_seconds}, {"seed", seed},
@@ -283,7 +277,7 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   }
   out << "serving " << flags.requests << " requests (prompts " << flags.prompt_lengths << ", outputs " << flags.output_lengths
       << ", " << flags.distribution << ", " << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once")
-      << ") on " << served.description << ", " << capture::device_name(device) << "\n";
+      << ") on " << served.description << ", " << runtime::device_name(device) << "\n";
   out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | peak blocks |\n"
       << "|---|---|---|---|---|---|\n"
       << "| " << fixed_decimals(result["requests_per_second"], 2) << " | " << fixed_decimals(result["output_tokens_per_second"], 0) << " | "

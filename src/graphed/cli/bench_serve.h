@@ -28,9 +28,6 @@ struct ServeWorkload {
 };
 ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed);
 
-/// The value at rank ceil(p x n) of the sorted values (p in (0, 1]); 0 for none.
-double percentile(std::vector<double> values, double p);
-
 int run_bench_serve(const CommandLine& command_line, std::ostream& out);
 
 /// Throws ConfigError when a flag of bench --serve (its workload, the serving engine's flags, --hf) was

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
 
@@ -43,7 +43,7 @@ dist::LaunchEnvironment launch_environment() {
 
 at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironment& environment) {
   if (!chosen.is_cuda() || !environment.is_distributed()) return chosen;
-  const int64_t gpus = capture::cuda_device_count();
+  const int64_t gpus = runtime::cuda_device_count();
   if (environment.local_rank >= gpus) {
     const std::string message =
         "rank " + std::to_string(environment.rank) + " has LOCAL_RANK " + std::to_string(environment.local_rank) +

@@ -211,7 +211,7 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
   for (const auto& row : rows) longest = std::max(longest, row.size());
   const int64_t new_tokens = new_token_count(flags, static_cast<int64_t>(longest), model.context);
   if (!command_line.json_output) {
-    out << "model: " << model.description << " on " << capture::device_name(device) << ", " << dtype_name(dtype)
+    out << "model: " << model.description << " on " << runtime::device_name(device) << ", " << dtype_name(dtype)
         << (model.tokenizer ? "; tokenizer: " + model.tokenizer->description() : "") << std::endl;
   }
   infer::ServingEngine engine(model.model, device, engine_options(command_line, graphs, model, rows));

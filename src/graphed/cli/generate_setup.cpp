@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "graphed/cli/run_setup.h"
+#include "graphed/capture/graph_support.h"
 #include "graphed/config/config_issue.h"
 #include "graphed/hf/hf_model.h"
 #include "graphed/train/checkpoint.h"
@@ -134,9 +135,10 @@ config::CudaGraphConfig resolve_decode_graphs(const CommandLine& command_line, c
     const auto errors = issues.formatted(config::Severity::kError);
     throw ConfigError(errors.size() == 1 ? errors.front() : "invalid decode graph settings", errors);
   }
-  if (graphs.inference_scope != config::InferenceCudaGraphScope::kNone && !device.is_cuda()) {
+  const auto why_not = capture::why_graphs_cannot_run(device);
+  if (graphs.inference_scope != config::InferenceCudaGraphScope::kNone && why_not) {
     throw ConfigError("--inference-cuda-graph-scope " + config::to_string(graphs.inference_scope) +
-                      " needs a CUDA device, and this run decodes on the CPU; fix: pass --inference-cuda-graph-scope none "
+                      " needs CUDA graphs, but " + *why_not + "; fix: pass --inference-cuda-graph-scope none "
                       "(or leave the graph flags out), or run on a GPU build");
   }
   if (graphs.impl == config::CudaGraphImpl::kTransformerEngine || graphs.impl == config::CudaGraphImpl::kFullIteration) {

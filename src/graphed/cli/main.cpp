@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
   } catch (const graphed::DistributedError& error) {  // its message names the rank
     std::cerr << "error: " << error.what() << '\n';
     return 1;
+  } catch (const graphed::CaptureError& error) {  // capture speaks of graphs; the ways out by their flags
+    std::cerr << "error: " << rank_prefix() << error.what() << '\n'
+              << "  without CUDA graphs: --cuda-graph-impl none (training), --inference-cuda-graph-scope none "
+                 "(generate, serve); --debug capture logs every capture\n";
+    return 1;
   } catch (const graphed::Error& error) {
     std::cerr << "error: " << rank_prefix() << error.what() << '\n';
     return 1;

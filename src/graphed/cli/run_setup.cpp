@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "graphed/capture/device.h"
+#include "graphed/capture/graph_support.h"
+#include "graphed/runtime/device.h"
 #include "graphed/config/config_file.h"
 #include "graphed/config/presets.h"
 #include "graphed/train/checkpoint.h"
@@ -112,12 +113,10 @@ void refuse_multi_process_launch(const std::string& command) {
 void require_available_impl(const config::RunConfig& config, const at::Device& device) {
   const config::CudaGraphImpl impl = config.cuda_graph.impl;
   if (impl == config::CudaGraphImpl::kNone) return;
-  if (device.is_cuda()) return;
-  const std::string message =
-      "--cuda-graph-impl " + config::to_string(impl) + " needs a CUDA device, but this run is on the CPU (" +
-      (built_with_cuda() ? std::string("no CUDA device is visible")
-                         : std::string("this binary was built against a CPU-only LibTorch: GRAPHED_CUDA=0")) +
-      "); fix: --cuda-graph-impl none, or run on a GPU machine";
+  const auto why_not = capture::why_graphs_cannot_run(device);
+  if (!why_not) return;
+  const std::string message = "--cuda-graph-impl " + config::to_string(impl) + " needs CUDA graphs, but " +
+                              *why_not + "; fix: --cuda-graph-impl none, or run on a GPU machine";
   throw ConfigError(message, {message});
 }
 
@@ -125,7 +124,7 @@ namespace {
 
 /// The device --device asks for, without printing anything; throws ConfigError for an impossible one.
 at::Device decide_device(const std::string& requested) {
-  const bool cuda = capture::cuda_available();
+  const bool cuda = runtime::cuda_available();
   if (requested == "cpu") return at::Device(at::kCPU);
   if (requested == "cuda" && !cuda) {
     const std::string why = built_with_cuda() ? "no CUDA device is visible"
@@ -139,7 +138,7 @@ at::Device decide_device(const std::string& requested) {
 
 std::string machine_summary() {
   if (!built_with_cuda()) return "this build has no CUDA (GRAPHED_CUDA=0)";
-  return capture::cuda_available() ? "CUDA build, " + capture::device_name(at::Device(at::kCUDA, 0))
+  return runtime::cuda_available() ? "CUDA build, " + runtime::device_name(at::Device(at::kCUDA, 0))
                                    : "CUDA build, no CUDA device visible";
 }
 
@@ -168,7 +167,7 @@ Runnability runnability_here(const config::RunConfig& config) {
     require_available_impl(config, device);
     return {true, "this build and machine can run it: " + machine_summary() + "; --cuda-graph-impl " +
                       config::to_string(config.cuda_graph.impl) + " on " +
-                      (device.is_cuda() ? capture::device_name(device) : std::string("the CPU"))};
+                      (device.is_cuda() ? runtime::device_name(device) : std::string("the CPU"))};
   } catch (const ConfigError& error) {
     return {false, std::string("this build and machine cannot run it: ") + error.what()};
   }

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graphed/capture/device.h"
+
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"

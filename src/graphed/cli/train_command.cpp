@@ -7,7 +7,7 @@
 #include <optional>
 #include <sstream>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/train/memory_estimate.h"
@@ -42,7 +42,7 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
   line << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
        << group_thousands(static_cast<double>(parameters)) << " parameters" << (config.model.is_moe() ? " (MoE)" : "")
        << (config.model.is_hybrid_model ? ", hybrid layers " + config.model.hybrid_override_pattern.value_or("") : "")
-       << "; device: " << capture::device_name(device) << (autocast ? ", bf16 autocast" : ", fp32") << "; "
+       << "; device: " << runtime::device_name(device) << (autocast ? ", bf16 autocast" : ", fp32") << "; "
        << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size << " x "
        << config.model.seq_length << " tokens per iteration";
   const int64_t data_parallel = config.train.data_parallel_size.value_or(1);
@@ -52,7 +52,7 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
   }
   if (tensor_size > 1) line << "; each of " << tensor_size << " tensor-parallel ranks holds its part of every layer";
   nlohmann::json fields{{"layers", config.model.num_layers}, {"hidden_size", config.model.hidden_size},
-                        {"parameters", parameters}, {"device", capture::device_name(device)},
+                        {"parameters", parameters}, {"device", runtime::device_name(device)},
                         {"precision", autocast ? "bf16 autocast" : "fp32"},
                         {"microbatches", config.num_microbatches()},
                         {"micro_batch_size", config.train.micro_batch_size}, {"seq_length", config.model.seq_length},
@@ -110,9 +110,9 @@ void print_stop(const train::TrainSummary& summary, const config::RunConfig& con
 
 /// Refuses a run whose estimated memory exceeds what the device has free; warns above 80%.
 void check_memory(const config::RunConfig& config, const at::Device& device) {
-  const auto available = capture::available_memory_bytes(device);
+  const auto available = runtime::available_memory_bytes(device);
   if (!available) return;
-  const std::string where = device.is_cuda() ? capture::device_name(device) : "this machine (host memory)";
+  const std::string where = device.is_cuda() ? runtime::device_name(device) : "this machine (host memory)";
   const bool autocast = config.model.bf16 && device.is_cuda();
   if (const auto warning = train::check_memory_fits(config, autocast, *available, where)) log_warn(*warning);
 }

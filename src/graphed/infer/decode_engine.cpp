@@ -87,12 +87,12 @@ std::vector<BucketCapture> DecodeEngine::capture(const std::vector<int64_t>& row
     if (already) continue;
     DecodeState& state = state_for(count);
     state.reset();  // a state left at its last step would run the warmup past its buffers
-    capture::synchronize(device_);
+    runtime::synchronize(device_);
     const capture::MemoryMark mark(device_);
     const int64_t graphs_before = runner_->graph_count();
     const auto start = Clock::now();
     runner_->prepare(state);
-    capture::synchronize(device_);
+    runtime::synchronize(device_);
     BucketCapture result;
     result.rows = count;
     result.seconds = milliseconds_since(start) / 1000.0;
@@ -146,10 +146,10 @@ Generation DecodeEngine::generate(const std::vector<std::vector<int64_t>>& promp
 
   result.tokens.assign(prompts.size(), {});
   result.stopped.assign(prompts.size(), false);
-  std::array<at::Tensor, 2> host_tokens{capture::pinned_host_tensor({result.rows}, at::kLong, device_),
-                                        capture::pinned_host_tensor({result.rows}, at::kLong, device_)};
-  std::array<std::unique_ptr<capture::StreamEvent>, 2> ready{std::make_unique<capture::StreamEvent>(device_),
-                                                              std::make_unique<capture::StreamEvent>(device_)};
+  std::array<at::Tensor, 2> host_tokens{runtime::pinned_host_tensor({result.rows}, at::kLong, device_),
+                                        runtime::pinned_host_tensor({result.rows}, at::kLong, device_)};
+  std::array<std::unique_ptr<runtime::StreamEvent>, 2> ready{std::make_unique<runtime::StreamEvent>(device_),
+                                                              std::make_unique<runtime::StreamEvent>(device_)};
   const auto queue_read = [&](int64_t step) {
     host_tokens[step % 2].copy_(state.tokens.view({-1}), /*non_blocking=*/true);
     ready[step % 2]->record();
@@ -186,7 +186,7 @@ Generation DecodeEngine::generate(const std::vector<std::vector<int64_t>>& promp
     if (launched - 1 >= taken) take(taken++);  // the step before: long finished by now
   }
   while (taken <= launched) take(taken++);
-  capture::synchronize(device_);
+  runtime::synchronize(device_);
   result.decode_ms = milliseconds_since(decode_start);
   result.decode_steps = launched;
   return result;

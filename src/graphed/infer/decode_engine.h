@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "graphed/capture/cuda_graph.h"
-#include "graphed/capture/device.h"
+#include "graphed/capture/capture_memory.h"
 #include "graphed/config/cuda_graph_config.h"
 #include "graphed/infer/decode_step.h"
 #include "graphed/infer/kv_cache.h"

@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "graphed/capture/cuda_graph.h"
-#include "graphed/capture/device.h"
+#include "graphed/capture/graph_support.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {
@@ -127,9 +128,9 @@ class BlockGraphRunner final : public PagedStepRunner {
 std::unique_ptr<PagedStepRunner> make_paged_step_runner(config::InferenceCudaGraphScope scope, PagedStep& step,
                                                         const at::Device& device) {
   if (scope == config::InferenceCudaGraphScope::kNone) return std::make_unique<EagerRunner>(step);
-  GRAPHED_CHECK(device.is_cuda() && capture::cuda_available(), CaptureError,
-                "serving graphs need a CUDA device, and this engine runs on ", device.str(),
-                "; fix: use inference graph scope none here, or run on a GPU build");
+  if (const auto why_not = capture::why_graphs_cannot_run(device)) {
+    throw CaptureError("serving graphs cannot run: " + *why_not, "serve without graphs here, or on a GPU");
+  }
   if (scope == config::InferenceCudaGraphScope::kLayer) return std::make_unique<LayerGraphRunner>(step);
   return std::make_unique<BlockGraphRunner>(step);
 }

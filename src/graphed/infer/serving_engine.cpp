@@ -6,7 +6,7 @@
 
 #include <ATen/core/grad_mode.h>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {
@@ -90,7 +90,7 @@ ServingEngine::Sizes ServingEngine::size_engine(model::GptModel& model, const at
   if (options.buffer_size_gb == 0) {
     const int64_t element = static_cast<int64_t>(tensor_options.dtype().itemsize());
     const int64_t states = state_bytes(model, options.max_requests + 1, tensor_options);
-    const int64_t available = capture::available_memory_bytes(device).value_or(0);
+    const int64_t available = runtime::available_memory_bytes(device).value_or(0);
     const int64_t working = step_working_bytes(model->config(), options, element);
     budget = std::min<int64_t>(static_cast<int64_t>(0.9 * static_cast<double>(available - working - states)),
                                static_cast<int64_t>(kMegatronBufferGigabytes * kGigabyte));
@@ -135,7 +135,7 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
   buckets_ = generate_buckets(options_.num_cuda_graphs, limits);
   graph_runner_ = make_paged_step_runner(options_.scope, paged_step_, device_);
   eager_runner_ = make_paged_step_runner(config::InferenceCudaGraphScope::kNone, paged_step_, device_);
-  host_tokens_ = capture::pinned_host_tensor({options_.max_requests}, at::kLong, device_);
+  host_tokens_ = runtime::pinned_host_tensor({options_.max_requests}, at::kLong, device_);
   if (device_.is_cuda()) stream_.emplace(device_);
 }
 
@@ -221,7 +221,7 @@ void ServingEngine::ensure_captured(const StepKey& key) {
   StepViews views = inputs_.views(padding_only, key.dimensions.token_count, requests, true, sizes_.max_sequence);
   views.mode = key.mode;
   graph_runner_->capture(key, views);
-  capture::synchronize(device_);
+  runtime::synchronize(device_);
   stats_.capture_seconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -245,7 +245,7 @@ void ServingEngine::finish(Request& request, FinishReason reason, StepResult& re
 void ServingEngine::absorb(const Schedule& schedule, StepResult& result) {
   const auto count = static_cast<int64_t>(schedule.chunks.size());
   host_tokens_.narrow(0, 0, count).copy_(inputs_.next_tokens_view(count), /*non_blocking=*/true);
-  capture::synchronize(device_);
+  runtime::synchronize(device_);
   const int64_t* drawn = host_tokens_.data_ptr<int64_t>();
   for (int64_t index = 0; index < count; ++index) {
     const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {
@@ -23,7 +23,7 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
     : max_tokens_(max_tokens), max_requests_(max_requests), table_width_(table_width) {
   const auto device = hidden_options.device();
   const int64_t total = offset(kSectionCount);
-  host_ = capture::pinned_host_tensor({total}, at::kLong, device);
+  host_ = runtime::pinned_host_tensor({total}, at::kLong, device);
   host_.zero_();
   device_ = at::zeros({total}, hidden_options.dtype(at::kLong));
   hidden_ = at::zeros({1, max_tokens, hidden_size}, hidden_options);

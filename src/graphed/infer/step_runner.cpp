@@ -4,7 +4,8 @@
 #include <map>
 #include <vector>
 
-#include "graphed/capture/device.h"
+#include "graphed/capture/graph_support.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {
@@ -108,9 +109,9 @@ class BlockGraphRunner final : public StepRunner {
 std::unique_ptr<StepRunner> make_step_runner(config::InferenceCudaGraphScope scope, DecodeStep& decode,
                                              const at::Device& device) {
   if (scope == config::InferenceCudaGraphScope::kNone) return std::make_unique<EagerStepRunner>(decode);
-  GRAPHED_CHECK(device.is_cuda() && capture::cuda_available(), CaptureError,
-                "decode graphs need a CUDA device, and this run decodes on ", device.str(),
-                "; fix: decode with inference graph scope none here, or run on a GPU build");
+  if (const auto why_not = capture::why_graphs_cannot_run(device)) {
+    throw CaptureError("decode graphs cannot run: " + *why_not, "decode without graphs here, or on a GPU");
+  }
   if (scope == config::InferenceCudaGraphScope::kLayer) return std::make_unique<LayerGraphRunner>(decode);
   return std::make_unique<BlockGraphRunner>(decode);
 }

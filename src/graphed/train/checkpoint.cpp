@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "graphed/capture/device.h"
+#include "graphed/capture/random_states.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"

@@ -1,6 +1,7 @@
 // train/iteration_runner.cpp — the eager runner and the one place that picks a runner per impl.
 #include "graphed/train/iteration_runner.h"
 
+#include "graphed/capture/graph_support.h"
 #include "graphed/train/full_iteration_runner.h"
 #include "graphed/train/local_graph_runner.h"
 #include "graphed/train/transformer_engine_runner.h"
@@ -29,9 +30,10 @@ class EagerIterationRunner final : public IterationRunner {
 std::unique_ptr<IterationRunner> make_iteration_runner(TrainingStep& step) {
   const config::CudaGraphImpl impl = step.config().cuda_graph.impl;
   if (impl == config::CudaGraphImpl::kNone) return std::make_unique<EagerIterationRunner>(step);
-  GRAPHED_CHECK(step.device().is_cuda(), ConfigError, "--cuda-graph-impl ", config::to_string(impl),
-                " needs a CUDA device, but the trainer was given ", step.device().str(),
-                "; fix: --cuda-graph-impl none, or train on a GPU");
+  if (const auto why_not = capture::why_graphs_cannot_run(step.device())) {
+    throw ConfigError("--cuda-graph-impl " + config::to_string(impl) + " needs CUDA graphs, but " + *why_not +
+                      "; fix: --cuda-graph-impl none, or train on a GPU");
+  }
   switch (impl) {
     case config::CudaGraphImpl::kFullIteration: return std::make_unique<FullIterationRunner>(step);
     case config::CudaGraphImpl::kTransformerEngine: return std::make_unique<TransformerEngineRunner>(step);

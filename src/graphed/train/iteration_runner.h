@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "graphed/capture/cuda_graph.h"
-#include "graphed/capture/device.h"
+#include "graphed/capture/capture_memory.h"
 #include "graphed/train/training_step.h"
 
 namespace graphed::train {

@@ -4,7 +4,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "graphed/capture/device.h"
+#include "graphed/capture/capture_memory.h"
+#include "graphed/runtime/device.h"
 #include "graphed/capture/make_graphed_callables.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/capture/schedule_order.h"
@@ -100,8 +101,8 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
   GRAPHED_INTERNAL_ASSERT(!is_captured(), "capture() twice without reset()");
   if (targets_.empty()) return;  // no unit to graph: stays eager (TE warns likewise)
   const auto start = std::chrono::steady_clock::now();
-  capture::synchronize(device);
-  capture::empty_cache(device);
+  runtime::synchronize(device);
+  runtime::empty_cache(device);
   const capture::MemoryMark before(device);
   // The recording forward, warmup and capture must not shift the random stream of training.
   const capture::RandomStateSnapshot random_states(device);  // the model-parallel stream's too
@@ -150,7 +151,7 @@ void LayerGraphHelper::capture(const std::function<void()>& forward_once, const 
     }
     first += units;
   }
-  capture::synchronize(device);
+  runtime::synchronize(device);
   memory_ = before.taken_since();
   capture_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "graphed/capture/capture_state.h"
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/dist/tensor_collectives.h"
 #include "graphed/kernels/training_ops.h"
@@ -99,7 +99,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   }
   step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, *sync_, device_, groups);
   runner_ = make_iteration_runner(*step_);
-  peak_ = capture::peak_throughput(device_, config.model.bf16 && device_.is_cuda());
+  peak_ = runtime::peak_throughput(device_, config.model.bf16 && device_.is_cuda());
   if (is_main_rank()) check_output_paths(config.train);
   if (config.train.metrics_file && is_main_rank()) {
     metrics_.emplace(*config.train.metrics_file, std::ios::app);
@@ -139,8 +139,8 @@ IterationStats Trainer::train_step(int64_t iteration) {
 
 void Trainer::delete_cuda_graphs() {
   runner_->delete_cuda_graphs();
-  capture::synchronize(device_);
-  capture::empty_cache(device_);  // the freed pools go back to the device
+  runtime::synchronize(device_);
+  runtime::empty_cache(device_);  // the freed pools go back to the device
 }
 
 double Trainer::evaluate(int64_t round) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "graphed/capture/peak_throughput.h"
+#include "graphed/runtime/peak_throughput.h"
 #include "graphed/config/run_config.h"
 #include "graphed/dist/parallel_layout.h"
 #include "graphed/model/gpt_model.h"
@@ -79,7 +79,7 @@ class Trainer {
   /// byte-level data or with --sample-tokens 0. Graphed units run eagerly.
   std::optional<std::string> sample(int64_t iteration);
   /// The device's peak for MFU, when known.
-  const std::optional<capture::PeakThroughput>& peak() const { return peak_; }
+  const std::optional<runtime::PeakThroughput>& peak() const { return peak_; }
 
   /// Loads --load; the loop then continues after the checkpoint's iteration.
   void load(const std::string& dir);
@@ -137,7 +137,7 @@ class Trainer {
   std::unique_ptr<IterationRunner> runner_;
   int64_t start_iteration_ = 0;
   std::optional<std::ofstream> metrics_;
-  std::optional<capture::PeakThroughput> peak_;
+  std::optional<runtime::PeakThroughput> peak_;
 };
 
 }  // namespace graphed::train

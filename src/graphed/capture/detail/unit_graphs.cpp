@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <map>
 
-#include "graphed/capture/device.h"
+#include "graphed/capture/random_states.h"
 #include "graphed/util/error.h"
 
 namespace graphed::capture::detail {

@@ -1,9 +1,7 @@
-// capture/device_cuda.cpp — capture/device.h for CUDA builds. CPU devices fall back to the clock.
-#include "graphed/capture/device.h"
+// runtime/device_cuda.cpp — runtime/device.h for CUDA builds. CPU devices fall back to the clock.
+#include "graphed/runtime/device.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <cuda_profiler_api.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -13,12 +11,10 @@
 #include <torch/cuda.h>
 
 #include <chrono>
-#include <mutex>
 
-#include "graphed/capture/random_stream.h"
 #include "graphed/util/host_memory.h"
 
-namespace graphed::capture {
+namespace graphed::runtime {
 
 bool cuda_available() { return torch::cuda::is_available(); }
 int64_t cuda_device_count() { return static_cast<int64_t>(torch::cuda::device_count()); }
@@ -46,39 +42,6 @@ bool on_default_stream(const at::Device& device) {
   if (!device.is_cuda()) return false;
   const c10::DeviceIndex index = device.index() < 0 ? 0 : device.index();
   return c10::cuda::getCurrentCUDAStream(index) == c10::cuda::getDefaultCUDAStream(index);
-}
-
-uint64_t cuda_random_offset(const at::Device& device) {
-  if (!device.is_cuda()) return 0;
-  at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index());
-  uint64_t offset = 0;
-  {
-    const std::lock_guard<std::mutex> lock(generator.mutex());
-    offset = generator.get<at::CUDAGeneratorImpl>()->philox_offset_per_thread();
-  }
-  for (const RandomStream* stream : random_streams(device)) offset += stream->offset();  // model-parallel draws
-  return offset;
-}
-
-std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device) {
-  std::vector<std::pair<std::string, at::Tensor>> states{{"cpu", at::detail::getDefaultCPUGenerator().get_state()}};
-  if (device.is_cuda()) {
-    states.emplace_back("cuda", at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index()).get_state());
-  }
-  return states;
-}
-
-void restore_rng_states(const at::Device& device, const std::map<std::string, at::Tensor>& states) {
-  const auto cpu = states.find("cpu");
-  if (cpu != states.end()) {
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    generator.set_state(cpu->second);
-  }
-  const auto cuda = states.find("cuda");
-  if (device.is_cuda() && cuda != states.end()) {
-    at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index());
-    generator.set_state(cuda->second);
-  }
 }
 
 int64_t allocated_memory_bytes(const at::Device& device) {
@@ -179,4 +142,4 @@ ProfilerRange::~ProfilerRange() {
   if (cuda_) (void)cudaProfilerStop();  // a destructor must not throw; a failed stop only ends profiling late
 }
 
-}  // namespace graphed::capture
+}  // namespace graphed::runtime

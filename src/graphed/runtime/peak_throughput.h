@@ -1,4 +1,4 @@
-// capture/peak_throughput.h — the device's peak dense FLOP/s, the denominator of MFU (model FLOPs
+// runtime/peak_throughput.h — the device's peak dense FLOP/s, the denominator of MFU (model FLOPs
 // utilization). GPUs from a table of published figures; the CPU from its core count, clock and vector
 // width (an estimate, and said to be one).
 #pragma once
@@ -8,7 +8,7 @@
 
 #include <c10/core/Device.h>
 
-namespace graphed::capture {
+namespace graphed::runtime {
 
 struct PeakThroughput {
   double flops_per_second = 0;
@@ -31,4 +31,4 @@ std::optional<PeakBandwidth> peak_memory_bandwidth(const c10::Device& device);
 /// (two 256-bit FMA pipes), 16 with AVX only; nullopt when the clock is not listed.
 std::optional<PeakThroughput> cpu_peak_from_cpuinfo(const std::string& cpuinfo, int cores);
 
-}  // namespace graphed::capture
+}  // namespace graphed::runtime

@@ -1,18 +1,15 @@
-// capture/device.h — the few device facts the engine and the trainer need, with one CUDA
-// implementation (device_cuda.cpp, built when GRAPHED_CUDA) and one CPU implementation
-// (device_cpu.cpp): availability, synchronization, memory figures, random states, and an event timer.
+// runtime/device.h — the few device facts every layer above needs, with one CUDA implementation
+// (device_cuda.cpp, built when GRAPHED_CUDA) and one CPU implementation (device_cpu.cpp): availability,
+// synchronization, memory figures, pinned host memory, events, a timer and the profiler's range.
 #pragma once
 
 #include <ATen/ATen.h>
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
-namespace graphed::capture {
+namespace graphed::runtime {
 
 /// Whether this binary has CUDA code and a CUDA device is visible.
 bool cuda_available();
@@ -43,47 +40,6 @@ std::optional<int64_t> available_memory_bytes(const at::Device& device);
 void empty_cache(const at::Device& device);
 /// Whether the current stream of a CUDA device is its default (legacy) stream; false on the CPU.
 bool on_default_stream(const at::Device& device);
-
-/// What a capture took: the growth of the graph pools, and the device memory taken outside the caching
-/// allocator meanwhile (the instantiated graphs themselves).
-struct CaptureMemory {
-  int64_t pool_bytes = 0;
-  int64_t graph_bytes = 0;
-};
-inline CaptureMemory operator+(const CaptureMemory& a, const CaptureMemory& b) {
-  return {a.pool_bytes + b.pool_bytes, a.graph_bytes + b.graph_bytes};
-}
-
-/// Graph-pool, reserved and used memory at one moment, to measure a capture against.
-class MemoryMark {
- public:
-  explicit MemoryMark(const at::Device& device)
-      : device_(device),
-        pools_(graph_pool_bytes(device)),
-        reserved_(reserved_memory_bytes(device)),
-        used_(device_memory_used_bytes(device)) {}
-  /// What was taken since the mark (synchronize first, so that the capture has finished).
-  CaptureMemory taken_since() const {
-    const int64_t reserved_change = reserved_memory_bytes(device_) - reserved_;
-    const int64_t used_change = device_memory_used_bytes(device_) - used_;
-    return {graph_pool_bytes(device_) - pools_, used_change > reserved_change ? used_change - reserved_change : 0};
-  }
-
- private:
-  at::Device device_;
-  int64_t pools_;
-  int64_t reserved_;
-  int64_t used_;
-};
-
-/// The states of the default CPU generator and, on a CUDA device, its default CUDA generator, by
-/// name ("cpu", "cuda"), as uint8 tensors for checkpoints.
-std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device);
-/// The default CUDA generator's Philox offset plus every random stream's (capture/random_stream.h): it
-/// advances whenever work draws random numbers (0 on the CPU).
-uint64_t cuda_random_offset(const at::Device& device);
-/// Restores states saved by rng_states(); a missing name is left alone.
-void restore_rng_states(const at::Device& device, const std::map<std::string, at::Tensor>& states);
 
 /// A marker on the device's current stream that the host can wait for: reading a step's results one step
 /// behind keeps the GPU busy. On the CPU everything has finished already and both calls return at once.
@@ -137,4 +93,4 @@ class ProfilerRange {
   bool cuda_ = false;
 };
 
-}  // namespace graphed::capture
+}  // namespace graphed::runtime

@@ -1,14 +1,14 @@
-// capture/peak_throughput.cpp — see capture/peak_throughput.h.
-#include "graphed/capture/peak_throughput.h"
+// runtime/peak_throughput.cpp — see runtime/peak_throughput.h.
+#include "graphed/runtime/peak_throughput.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
-#include "graphed/capture/device.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/file_system.h"
 
-namespace graphed::capture {
+namespace graphed::runtime {
 namespace {
 
 struct GpuPeak {
@@ -73,4 +73,4 @@ std::optional<PeakBandwidth> peak_memory_bandwidth(const c10::Device& device) {
   return std::nullopt;
 }
 
-}  // namespace graphed::capture
+}  // namespace graphed::runtime

@@ -1,13 +1,11 @@
-// capture/device_cpu.cpp — capture/device.h for builds without CUDA (GRAPHED_CUDA=0).
-#include "graphed/capture/device.h"
-
-#include <ATen/CPUGeneratorImpl.h>
+// runtime/device_cpu.cpp — runtime/device.h for builds without CUDA (GRAPHED_CUDA=0).
+#include "graphed/runtime/device.h"
 
 #include <chrono>
 
 #include "graphed/util/host_memory.h"
 
-namespace graphed::capture {
+namespace graphed::runtime {
 
 bool cuda_available() { return false; }
 int64_t cuda_device_count() { return 0; }
@@ -22,19 +20,6 @@ int64_t graph_pool_bytes(const at::Device&) { return 0; }
 std::optional<int64_t> available_memory_bytes(const at::Device&) { return host_available_memory_bytes(); }
 void empty_cache(const at::Device&) {}
 bool on_default_stream(const at::Device&) { return false; }
-uint64_t cuda_random_offset(const at::Device&) { return 0; }
-
-std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device&) {
-  return {{"cpu", at::detail::getDefaultCPUGenerator().get_state()}};
-}
-
-void restore_rng_states(const at::Device&, const std::map<std::string, at::Tensor>& states) {
-  const auto cpu = states.find("cpu");
-  if (cpu != states.end()) {
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    generator.set_state(cpu->second);
-  }
-}
 
 struct DeviceTimer::Impl {
   std::chrono::steady_clock::time_point begin, end;
@@ -60,4 +45,4 @@ at::Tensor pinned_host_tensor(at::IntArrayRef sizes, at::ScalarType dtype, const
 ProfilerRange::ProfilerRange(const at::Device&) {}
 ProfilerRange::~ProfilerRange() = default;
 
-}  // namespace graphed::capture
+}  // namespace graphed::runtime
