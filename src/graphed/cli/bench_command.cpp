@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/runtime/device.h"
+#include "graphed/runtime/precision.h"
 #include "graphed/capture/op_counter.h"
 #include "graphed/cli/bench_decode.h"
 #include "graphed/cli/bench_serve.h"
@@ -151,7 +152,7 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
       << " synchronized (median) + " << command_line.bench_iters << " pipelined iterations, global batch "
       << config.train.global_batch_size.value_or(1) << " x seq " << config.model.seq_length
-      << (config.model.bf16 && device.is_cuda() ? ", bf16 autocast" : ", fp32") << "\n";
+      << ", " << runtime::describe(runtime::choose_precision(config.model.bf16, device)) << "\n";
   out << "| impl | ms/iter | pipelined ms/iter | host ms/iter | aten ops/iter | tokens/s | MFU | speedup vs none | graphs | "
          "capture s | peak MiB | reserved MiB | graph pool MiB | graphs MiB | loss |\n";
   out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "graphed/runtime/device.h"
+#include "graphed/runtime/precision.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/train/memory_estimate.h"
@@ -37,12 +38,11 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
     for (const int64_t size : model::whole_sizes(item.value(), split->second, tensor_size)) whole *= size;
     parameters += whole;
   }
-  const bool autocast = config.model.bf16 && device.is_cuda();
   std::ostringstream line;
   line << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
        << group_thousands(static_cast<double>(parameters)) << " parameters" << (config.model.is_moe() ? " (MoE)" : "")
        << (config.model.is_hybrid_model ? ", hybrid layers " + config.model.hybrid_override_pattern.value_or("") : "")
-       << "; device: " << runtime::device_name(device) << (autocast ? ", bf16 autocast" : ", fp32") << "; "
+       << "; device: " << runtime::device_name(device) << ", " << runtime::describe(trainer.precision()) << "; "
        << config.num_microbatches() << " microbatch(es) of " << config.train.micro_batch_size << " x "
        << config.model.seq_length << " tokens per iteration";
   const int64_t data_parallel = config.train.data_parallel_size.value_or(1);
@@ -53,7 +53,7 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
   if (tensor_size > 1) line << "; each of " << tensor_size << " tensor-parallel ranks holds its part of every layer";
   nlohmann::json fields{{"layers", config.model.num_layers}, {"hidden_size", config.model.hidden_size},
                         {"parameters", parameters}, {"device", runtime::device_name(device)},
-                        {"precision", autocast ? "bf16 autocast" : "fp32"},
+                        {"precision", runtime::describe(trainer.precision())},
                         {"microbatches", config.num_microbatches()},
                         {"micro_batch_size", config.train.micro_batch_size}, {"seq_length", config.model.seq_length},
                         {"global_batch_size", *config.train.global_batch_size}, {"data_parallel_size", data_parallel}};
@@ -113,8 +113,10 @@ void check_memory(const config::RunConfig& config, const at::Device& device) {
   const auto available = runtime::available_memory_bytes(device);
   if (!available) return;
   const std::string where = device.is_cuda() ? runtime::device_name(device) : "this machine (host memory)";
-  const bool autocast = config.model.bf16 && device.is_cuda();
-  if (const auto warning = train::check_memory_fits(config, autocast, *available, where)) log_warn(*warning);
+  const runtime::Precision precision = runtime::choose_precision(config.model.bf16, device);  // the trainer's
+  if (const auto warning = train::check_memory_fits(config, runtime::autocasts(precision), *available, where)) {
+    log_warn(*warning);
+  }
 }
 
 /// The stop request of --exit-signal-handler (on by default with --save): the first SIGINT or SIGTERM

@@ -77,9 +77,11 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   options.beta2 = config.train.adam_beta2;
   options.eps = config.train.adam_eps;
   options.weight_decay = config.train.weight_decay;
-  // The fused path (model/fused_path.h) with --bf16 and --fused-kernels where the kernels run (a CUDA
-  // build on a GPU): the optimizer keeps bf16 working copies of the weights for it.
-  const bool fused = config.model.bf16 && config.model.fused_kernels && !model_->parameters().empty() &&
+  // The fused path (model/fused_path.h) with bf16 autocast and --fused-kernels where the kernels run (a
+  // CUDA build on a GPU): the optimizer keeps bf16 working copies of the weights for it.
+  const runtime::Precision precision = runtime::choose_precision(config.model.bf16, device_);  // once, for the run
+  const bool fused = runtime::autocasts(precision) &&
+                     config.model.fused_kernels && !model_->parameters().empty() &&
                      kernels::training_kernels_supported(model_->parameters().front());
   if (fused) options.working_copies = at::kBFloat16;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
@@ -97,9 +99,9 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
-  step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, *sync_, device_, groups);
+  step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, *sync_, device_, precision, groups);
   runner_ = make_iteration_runner(*step_);
-  peak_ = runtime::peak_throughput(device_, config.model.bf16 && device_.is_cuda());
+  peak_ = runtime::peak_throughput(device_, runtime::autocasts(step_->precision()));
   if (is_main_rank()) check_output_paths(config.train);
   if (config.train.metrics_file && is_main_rank()) {
     metrics_.emplace(*config.train.metrics_file, std::ios::app);
@@ -111,6 +113,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
 }
 
 Trainer::~Trainer() = default;
+
+runtime::Precision Trainer::precision() const { return step_->precision(); }
 
 std::vector<Batch> Trainer::host_batches(Split split, int64_t index) const {
   // Global batch `index` covers samples [index x G, (index + 1) x G); data-parallel rank d reads its
@@ -341,7 +345,7 @@ std::optional<std::string> Trainer::sample(int64_t iteration) {
   const bool draws = layout_.data_rank() == 0 && !layout_.is_pipelined() && !sequence_parallel;
   if (t.sample_tokens == 0 || !data_.is_byte_level() || !draws) return std::nullopt;
   capture::EagerScope eager;  // one row at a time through every graphed unit, eagerly
-  compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());  // the precision training runs in
+  compat::AutocastScope autocast(runtime::autocasts(step_->precision()));  // the precision training runs in
   model::Sampling sampling;
   sampling.temperature = t.sample_temperature;
   sampling.top_k = t.sample_top_k;

@@ -80,6 +80,8 @@ class Trainer {
   std::optional<std::string> sample(int64_t iteration);
   /// The device's peak for MFU, when known.
   const std::optional<runtime::PeakThroughput>& peak() const { return peak_; }
+  /// The precision the run computes in (chosen once, by its training step).
+  runtime::Precision precision() const;
 
   /// Loads --load; the loop then continues after the checkpoint's iteration.
   void load(const std::string& dir);

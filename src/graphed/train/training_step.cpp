@@ -12,12 +12,14 @@
 namespace graphed::train {
 
 TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer,
-                           GradientSync& sync, const at::Device& device, dist::ProcessGroups* groups)
+                           GradientSync& sync, const at::Device& device, runtime::Precision precision,
+                           dist::ProcessGroups* groups)
     : config_(config),
       model_(std::move(model)),
       optimizer_(optimizer),
       sync_(sync),
       device_(device),
+      precision_(precision),
       zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {
   if (groups != nullptr && groups->layout().is_pipelined()) pipeline_ = std::make_unique<PipelineSchedule>(*this, *groups, sync);
 }
@@ -36,13 +38,13 @@ std::vector<Batch> TrainingStep::to_device(const std::vector<Batch>& host_batche
 }
 
 model::GptOutput TrainingStep::forward(const Batch& batch, int64_t microbatch) {
-  compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+  compat::AutocastScope autocast(runtime::autocasts(precision_));
   return model_->forward(batch.tokens, batch.labels, microbatch);
 }
 
 model::ChunkOutput TrainingStep::forward_chunk(const model::LayerRange& range, const at::Tensor& input,
                                                const at::Tensor& labels, int64_t microbatch) {
-  compat::AutocastScope autocast(config_.model.bf16 && device_.is_cuda());
+  compat::AutocastScope autocast(runtime::autocasts(precision_));
   return model_->forward_chunk(range, input, labels, microbatch);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graphed/config/run_config.h"
+#include "graphed/runtime/precision.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
 #include "graphed/train/gradient_sync.h"
@@ -36,18 +37,19 @@ class TrainingStep {
   /// when the run has several ranks; with pipeline stages, forward and backward follow the pipeline
   /// schedule (train/pipeline_schedule.h) over this rank's chunks.
   TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer, GradientSync& sync,
-               const at::Device& device, dist::ProcessGroups* groups = nullptr);
+               const at::Device& device, runtime::Precision precision, dist::ProcessGroups* groups = nullptr);
   ~TrainingStep();
 
   const config::RunConfig& config() const { return config_; }
   model::GptModel& model() { return model_; }
   AdamW& optimizer() { return optimizer_; }
   const at::Device& device() const { return device_; }
+  /// The precision of every forward of the run (runtime/precision.h), as the trainer chose it.
+  runtime::Precision precision() const { return precision_; }
 
   /// Host batches (pinned on CUDA) to the device without blocking the host.
   std::vector<Batch> to_device(const std::vector<Batch>& host_batches) const;
-  /// The model's forward of one microbatch (index `microbatch` of the iteration), under bf16 autocast
-  /// when the configuration asks for it on CUDA.
+  /// The model's forward of one microbatch (index `microbatch` of the iteration), in the run's precision.
   model::GptOutput forward(const Batch& batch, int64_t microbatch);
   /// One pipeline stage's forward (model::GptModelImpl::forward_chunk), under the same autocast.
   model::ChunkOutput forward_chunk(const model::LayerRange& range, const at::Tensor& input, const at::Tensor& labels,
@@ -74,8 +76,9 @@ class TrainingStep {
   AdamW& optimizer_;
   GradientSync& sync_;
   at::Device device_;
-  at::Tensor zero_aux_loss_;
-  std::unique_ptr<PipelineSchedule> pipeline_;  ///< the one place pipeline parallelism is chosen  ///< the aux loss of dense models: one zero, not one per microbatch
+  runtime::Precision precision_;
+  at::Tensor zero_aux_loss_;                    ///< the aux loss of dense models: one zero, not one per microbatch
+  std::unique_ptr<PipelineSchedule> pipeline_;  ///< the one place pipeline parallelism is chosen
 };
 
 }  // namespace graphed::train

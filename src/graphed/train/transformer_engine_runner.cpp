@@ -1,6 +1,7 @@
 // train/transformer_engine_runner.cpp — see train/transformer_engine_runner.h.
 #include "graphed/train/transformer_engine_runner.h"
 
+#include "graphed/runtime/precision.h"
 #include "graphed/train/pipeline_schedule.h"
 #include "graphed/util/logging.h"
 
@@ -11,7 +12,7 @@ LayerGraphOptions layer_options(const TrainingStep& step, const capture::GraphPo
   LayerGraphOptions options;
   options.runtime_microbatches = step.config().num_microbatches();
   options.warmup_steps = step.config().cuda_graph.warmup_steps;
-  options.autocast = step.config().model.bf16 && step.device().is_cuda();
+  options.autocast = runtime::autocasts(step.precision());
   options.retain_backward_graph = step.config().cuda_graph.retain_backward_graph;
   options.pool = pool;
   if (PipelineSchedule* pipeline = step.pipeline()) {
