@@ -62,7 +62,7 @@ std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann
   AdamWOptions options;
   if (fused) options.working_copies = at::kFloat;
   AdamW optimizer(parameters, options);
-  if (fused) model->use_fused_path(std::make_shared<model::FusedPath>(optimizer.working_copies(), at::kFloat));
+  if (fused) model->use_kernel_path(std::make_shared<model::FusedPath>(optimizer.working_copies(), at::kFloat));
   const at::Tensor tokens = at::randint(0, config.model.vocab_size, {2, config.model.seq_length + 1});
   std::vector<at::Tensor> losses;
   for (int step = 0; step < steps; ++step) {

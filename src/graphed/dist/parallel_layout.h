@@ -49,6 +49,8 @@ struct ParallelLayout {
   /// Virtual stage of chunk c of pipeline rank r (0 .. stages x chunks - 1).
   int64_t virtual_stage(int64_t pipeline_rank, int64_t c) const { return c * pipeline_size + pipeline_rank; }
   bool is_pipelined() const { return pipeline_size > 1; }
+  /// Whether this rank holds every parameter whole (one stage, one tensor rank): its state is the model's.
+  bool holds_whole_model() const { return pipeline_size == 1 && tensor_size == 1; }
   /// Whether this rank holds the embedding (first stage) or the loss (last stage).
   bool holds_embedding() const { return pipeline_rank() == 0; }
   bool holds_loss() const { return pipeline_rank() == pipeline_size - 1; }

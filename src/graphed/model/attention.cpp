@@ -57,10 +57,10 @@ AttentionImpl::AttentionImpl(const AttentionShape& shape)
   }
 }
 
-void AttentionImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
-  fused_ = std::move(fused);
-  if (q_norm_) q_norm_->use_fused_path(fused_);
-  if (k_norm_) k_norm_->use_fused_path(fused_);
+void AttentionImpl::use_kernel_path(std::shared_ptr<const KernelPath> path) {
+  path_ = std::move(path);
+  if (q_norm_) q_norm_->use_kernel_path(path_);
+  if (k_norm_) k_norm_->use_kernel_path(path_);
 }
 
 void AttentionImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
@@ -92,15 +92,14 @@ std::vector<std::pair<std::string, ParameterSplit>> AttentionImpl::tensor_splits
 }
 
 at::Tensor AttentionImpl::project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
-  // Inference: a single row (a batch-1 decode step) through the one-row kernel where it applies.
-  if (!fused_ && !at::GradMode::is_enabled()) return kernels::decode_linear(input, weight, bias);
-  if (!fused_) return at::linear(input, weight, bias);
-  return kernels::linear(input, weight, fused_->copy_of(weight), bias, fused_->copy_of(bias));
+  // Inference: a single row (a batch-1 decode step) through the one-row kernel where the path has it.
+  if (!at::GradMode::is_enabled()) return path_->inference_linear(input, weight, bias);
+  return path_->linear(input, weight, bias);
 }
 
 at::Tensor AttentionImpl::apply_rope(const at::Tensor& x, const at::Tensor& positions) const {
   if (!positions.defined()) {  // positions 0..s-1: training and prefill
-    return fused_ ? kernels::rope(x, rope_cos_, rope_sin_) : kernels::reference::rope(x, rope_cos_, rope_sin_);
+    return path_->rope(x, rope_cos_, rope_sin_);
   }
   // Each row's own positions [b, s] -> [b, 1, s, d/2].
   const at::Tensor cos = rope_cos_.index_select(0, positions.reshape({-1})).view({x.size(0), 1, x.size(2), -1});
@@ -138,13 +137,13 @@ at::Tensor AttentionImpl::output_projection(const at::Tensor& context, const at:
   // Row-parallel: the bias (and the residual) go in once, on the first rank, before the ranks' sum.
   const at::Tensor bias = tensor_.on_first_rank(proj_bias_);
   if (residual.defined()) {
-    return tensor_.leave(kernels::decode_linear(flat, proj_weight_, bias, {}, tensor_.on_first_rank(residual)));
+    return tensor_.leave(path_->decode_linear(flat, proj_weight_, bias, {}, tensor_.on_first_rank(residual)));
   }
   return tensor_.leave(project_linear(flat, proj_weight_, bias));
 }
 
 bool AttentionImpl::decode_kernels_take(const at::Tensor& hidden) const {
-  return !shape_.qk_norm && kernels::decode_kernels_supported(hidden) &&
+  return !shape_.qk_norm && path_->decode_kernels() && kernels::decode_kernels_supported(hidden) &&
          (!shape_.rope || rope_cos_.scalar_type() == hidden.scalar_type());
 }
 
@@ -252,7 +251,7 @@ at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   at::Tensor context;
   if (batch.segments.empty()) {
-    context = kernels::paged_attention(query, cache.key, cache.value, batch.context, scale);
+    context = path_->paged_attention(query, cache.key, cache.value, batch.context, scale);
   } else {
     std::vector<at::Tensor> parts;
     const int64_t decode = batch.decode_tokens;
@@ -260,7 +259,7 @@ at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl
       kernels::PagedContext decode_context = batch.context;
       decode_context.token_request = batch.context.token_request.narrow(0, 0, decode);
       decode_context.positions = batch.context.positions.narrow(0, 0, decode);
-      parts.push_back(kernels::paged_attention(query.narrow(0, 0, decode), cache.key, cache.value, decode_context, scale));
+      parts.push_back(path_->paged_attention(query.narrow(0, 0, decode), cache.key, cache.value, decode_context, scale));
     }
     for (const PrefillSegment& segment : batch.segments) {
       const at::Tensor segment_query = query.narrow(0, segment.first_token, segment.length).transpose(0, 1);

@@ -10,7 +10,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
-#include "graphed/model/fused_path.h"
+#include "graphed/model/kernel_path.h"
 #include "graphed/model/layer_cache.h"
 #include "graphed/model/paged_batch.h"
 #include "graphed/model/norm.h"
@@ -84,8 +84,8 @@ class AttentionImpl : public torch::nn::Module {
   /// The output projection of the attention context [b, heads, s, d] -> [b, s, h], plus `residual`
   /// [b, s, h] when defined (decoding: one kernel).
   at::Tensor output_projection(const at::Tensor& context, const at::Tensor& residual = {}) const;
-  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
-  void use_fused_path(std::shared_ptr<const FusedPath> fused);
+  /// The kernels every forward runs (model/kernel_path.h), the q/k norms' included.
+  void use_kernel_path(std::shared_ptr<const KernelPath> path);
   /// Keeps this rank's heads of `tensor`'s group (Megatron: QKV column-parallel by query groups, the output
   /// projection row-parallel with its bias on the first rank): every path then runs on them. Once, before
   /// training or decoding; the whole shape's heads and groups must divide by the group's size.
@@ -102,7 +102,7 @@ class AttentionImpl : public torch::nn::Module {
   /// Dense attention of one prefill run's queries [heads, length, d] over its request's cached context.
   at::Tensor prefill_attention(const at::Tensor& query, const PrefillSegment& segment, const PagedBatch& batch,
                                const LayerCache& cache) const;
-  /// at::linear, or the fused linear over the working copies on the fused path.
+  /// The path's linear, or without autograd its inference form.
   at::Tensor project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const;
 
   AttentionShape shape_;
@@ -111,7 +111,7 @@ class AttentionImpl : public torch::nn::Module {
   TensorParallel tensor_;
   at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;  // qkv [(heads + 2 groups) d, h], proj [h, heads d]
   Norm q_norm_{nullptr}, k_norm_{nullptr};  // over head_dim, shared by the heads (qk_norm only)
-  std::shared_ptr<const FusedPath> fused_;
+  std::shared_ptr<const KernelPath> path_ = aten_path();
   at::Tensor rope_cos_, rope_sin_;  // buffers [max_sequence, head_dim / 2]
 };
 TORCH_MODULE(Attention);

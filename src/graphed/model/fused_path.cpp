@@ -1,6 +1,9 @@
 // model/fused_path.cpp — see model/fused_path.h.
 #include "graphed/model/fused_path.h"
 
+#include "graphed/capture/capture_state.h"
+#include "graphed/kernels/training_ops.h"
+
 namespace graphed::model {
 
 FusedPath::FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type,
@@ -13,6 +16,42 @@ at::Tensor FusedPath::copy_of(const at::Tensor& master) const {
   if (!master.defined()) return {};
   const auto found = copies_.find(master.unsafeGetTensorImpl());
   return found == copies_.end() ? at::Tensor() : found->second;
+}
+
+at::Tensor FusedPath::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  return kernels::linear(input, weight, copy_of(weight), bias, copy_of(bias));
+}
+
+at::Tensor FusedPath::decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                    const kernels::LinearInput& first, const at::Tensor& residual) const {
+  return kernels::decode_linear(input, weight, bias, first, residual);
+}
+
+at::Tensor FusedPath::norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                           double epsilon) const {
+  // A graph's warmup runs the backward only to look at the gradients (autograd::grad), or as an ordinary
+  // iteration: either way autograd's own accumulation, whose bits in-place accumulation repeats.
+  const bool in_place = accumulate_in_place_ && !capture::is_graph_warmup();
+  return kernels::norm(input, weight, bias, epsilon, activation_type_, in_place);
+}
+
+at::Tensor FusedPath::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
+  return kernels::rope(x, cos, sin);
+}
+
+at::Tensor FusedPath::swiglu(const at::Tensor& x) const { return kernels::swiglu(x); }
+
+at::Tensor FusedPath::residual_add(const at::Tensor& hidden, const at::Tensor& update) const {
+  return kernels::residual_add(hidden, update);
+}
+
+at::Tensor FusedPath::logits(const at::Tensor& normed, const at::Tensor& weight) const {
+  return kernels::linear(normed, weight, copy_of(weight), {}, {}).to(at::kFloat);
+}
+
+at::Tensor FusedPath::linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,
+                                           const at::Tensor& labels) const {
+  return kernels::linear_cross_entropy(normed, weight, copy_of(weight), labels);
 }
 
 }  // namespace graphed::model

@@ -1,8 +1,7 @@
-// model/fused_path.h — the model's fused training path, turned on once by the trainer: norms, linears,
-// RoPE, SwiGLU and the output layer with its loss run through kernels/training_ops.h, reading working
-// copies of the weights (bf16 on a GPU) that the optimizer refreshes at every step, instead of autocast
-// casting every weight at every use. Modules hold a shared pointer to it; without one they take the
-// ATen path.
+// model/fused_path.h — the model's fused training path (model/kernel_path.h), turned on once by the trainer:
+// norms, linears, RoPE, SwiGLU, the residual add and the output layer with its loss run through
+// kernels/training_ops.h, reading working copies of the weights (bf16 on a GPU) that the optimizer refreshes
+// at every step, instead of autocast casting every weight at every use. Decoding keeps the decode kernels.
 #pragma once
 
 #include <unordered_map>
@@ -11,9 +10,11 @@
 
 #include <ATen/ATen.h>
 
+#include "graphed/model/kernel_path.h"
+
 namespace graphed::model {
 
-class FusedPath {
+class FusedPath final : public KernelPath {
  public:
   /// copies: (master parameter, its working copy of the same shape) pairs; activation_type: what the
   /// fused norms hand to the linears (bf16 on a GPU); accumulate_in_place: the norms add their
@@ -24,8 +25,23 @@ class FusedPath {
 
   /// The working copy of `master`, or an undefined tensor when it has none (or is undefined).
   at::Tensor copy_of(const at::Tensor& master) const;
-  at::ScalarType activation_type() const { return activation_type_; }
-  bool accumulates_in_place() const { return accumulate_in_place_; }
+
+  at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override;
+  at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override {
+    return linear(input, weight, bias);
+  }
+  at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                           const kernels::LinearInput& first, const at::Tensor& residual) const override;
+  bool decode_kernels() const override { return true; }
+  at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                  double epsilon) const override;
+  at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const override;
+  at::Tensor swiglu(const at::Tensor& x) const override;
+  at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const override;
+  at::Tensor logits(const at::Tensor& normed, const at::Tensor& weight) const override;
+  bool fuses_output_loss() const override { return true; }
+  at::Tensor linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,
+                                  const at::Tensor& labels) const override;
 
  private:
   std::unordered_map<const void*, at::Tensor> copies_;  ///< by the master's TensorImpl

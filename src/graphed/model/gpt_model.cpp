@@ -63,6 +63,7 @@ GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<
   }
   use_eager_stage_runner(StageUnit::kEmbedding);
   use_eager_stage_runner(StageUnit::kLoss);
+  use_kernel_path(aten_path(/*decode_kernels=*/config.fused_kernels));  // --no-fused-kernels: LibTorch's ops alone
 }
 
 at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {
@@ -88,8 +89,7 @@ at::Tensor GptModelImpl::embed_at(const at::Tensor& tokens, const at::Tensor& po
 at::Tensor GptModelImpl::output_logits_part(const at::Tensor& hidden) {
   const at::Tensor normed = tensor_.enter(final_norm_->forward(hidden));  // the output layer is column-parallel
   const at::Tensor& output = output_layer_weight();
-  if (fused_) return kernels::linear(normed, output, fused_->copy_of(output), {}, {}).to(at::kFloat);
-  return at::linear(normed, output).to(at::promote_types(normed.scalar_type(), at::kFloat));
+  return path_->logits(normed, output);
 }
 
 at::Tensor GptModelImpl::output_logits(const at::Tensor& hidden) { return tensor_.gather(output_logits_part(hidden)); }
@@ -100,11 +100,10 @@ at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
 }
 
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {
-  if (fused_ && tensor_.size() == 1) {  // the output layer and the loss in one, never holding fp32 logits
+  if (path_->fuses_output_loss() && tensor_.size() == 1) {  // the output layer and the loss in one, never holding fp32 logits
     const at::Tensor normed = final_norm_->forward(hidden);
     const at::Tensor& output = output_layer_weight();
-    return kernels::linear_cross_entropy(normed.reshape({-1, normed.size(-1)}), output, fused_->copy_of(output),
-                                         labels.reshape({-1}));
+    return path_->linear_cross_entropy(normed.reshape({-1, normed.size(-1)}), output, labels.reshape({-1}));
   }
   const at::Tensor logits = output_logits_part(hidden);  // the whole logits with one rank
   return tensor_.cross_entropy(logits.view({-1, logits.size(-1)}), labels.reshape({-1}));
@@ -173,10 +172,10 @@ void GptModelImpl::set_stage_runner(StageUnit which, std::shared_ptr<capture::Un
   stage_runners_[slot(which)] = std::move(runner);
 }
 
-void GptModelImpl::use_fused_path(std::shared_ptr<const FusedPath> fused) {
-  fused_ = std::move(fused);
-  for (auto& layer : layers_) layer->use_fused_path(fused_);
-  final_norm_->use_fused_path(fused_);
+void GptModelImpl::use_kernel_path(std::shared_ptr<const KernelPath> path) {
+  path_ = std::move(path);
+  for (auto& layer : layers_) layer->use_kernel_path(path_);
+  final_norm_->use_kernel_path(path_);
 }
 
 void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel,

@@ -103,9 +103,10 @@ class GptModelImpl : public torch::nn::Module {
   void set_stage_runner(StageUnit unit, std::shared_ptr<capture::UnitRunner> runner);
   void use_eager_stage_runner(StageUnit unit);
 
-  /// Routes the training forward through the fused path (model/fused_path.h: fused kernels over working
-  /// copies of the weights); null: the ATen path under autocast.
-  void use_fused_path(std::shared_ptr<const FusedPath> fused);
+  /// The kernels every layer runs (model/kernel_path.h), chosen once where the model is assembled: by
+  /// default the ATen path, with decode kernels unless the config turns fused kernels off; the trainer's
+  /// fused path (model/fused_path.h: fused kernels over working copies of the weights).
+  void use_kernel_path(std::shared_ptr<const KernelPath> path);
 
   /// Tensor parallelism (Megatron's layout): keeps this rank's part of every layer's attention and MLP and
   /// of the vocabulary (the embedding and the output layer, vocab-parallel, the loss computed without
@@ -144,7 +145,7 @@ class GptModelImpl : public torch::nn::Module {
   std::vector<TransformerLayer> layers_;
   Norm final_norm_{nullptr};
   std::array<std::shared_ptr<capture::UnitRunner>, 2> stage_runners_;
-  std::shared_ptr<const FusedPath> fused_;
+  std::shared_ptr<const KernelPath> path_ = aten_path();
   TensorParallel tensor_;
 };
 TORCH_MODULE(GptModel);

@@ -65,8 +65,7 @@ std::vector<std::pair<std::string, ParameterSplit>> MambaMixerImpl::tensor_split
 }
 
 at::Tensor MambaMixerImpl::project(const at::Tensor& input, const at::Tensor& weight) const {
-  if (!fused_) return at::linear(input, weight);
-  return kernels::linear(input, weight, fused_->copy_of(weight), at::Tensor(), at::Tensor());
+  return path_->linear(input, weight, at::Tensor());
 }
 
 at::Tensor MambaMixerImpl::convolve(const at::Tensor& inputs) const {

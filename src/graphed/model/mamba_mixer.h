@@ -15,7 +15,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
-#include "graphed/model/fused_path.h"
+#include "graphed/model/kernel_path.h"
 #include "graphed/model/layer_cache.h"
 #include "graphed/model/tensor_parallel.h"
 
@@ -62,9 +62,9 @@ class MambaMixerImpl : public torch::nn::Module {
   /// Zero conv and SSM states for `batch` rows, in the scan's precision: float32 for a float32, bf16 or
   /// fp16 model (model_options' dtype), float64 for a float64 one; on model_options' device.
   LayerCache allocate_cache(int64_t batch, const at::TensorOptions& model_options) const;
-  /// Routes the training forward's projections through the fused path (model/fused_path.h: the bf16
-  /// working copies, fp32 weight gradients); null: at::linear under autocast.
-  void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
+  /// The kernels of the mixer's projections (model/kernel_path.h; the fused path: the bf16 working copies,
+  /// fp32 weight gradients).
+  void use_kernel_path(std::shared_ptr<const KernelPath> path) { path_ = std::move(path); }
   /// Keeps this rank's heads and groups of every parameter (tensor_splits) and makes shape() the rank's
   /// own: heads / size and groups / size (both must divide, config rule PL-7). Once, before the caches are
   /// allocated (they take the rank's sizes).
@@ -86,7 +86,7 @@ class MambaMixerImpl : public torch::nn::Module {
   /// defined; `recurrent`: the sequential scan. The output is summed over the tensor ranks.
   Pass run(const at::Tensor& input, const at::Tensor& history, const at::Tensor& state, const at::Tensor& valid,
            bool recurrent) const;
-  /// A projection without bias: at::linear, or the fused linear over the working copy.
+  /// A projection without bias, through the path.
   at::Tensor project(const at::Tensor& input, const at::Tensor& weight) const;
   /// The causal depthwise convolution along s of `inputs` [b, width - 1 + s, channels] (the history
   /// first), over the windows of width positions: out_t = bias + sum_k weight_k inputs_{t+k}. Then SiLU.
@@ -103,7 +103,7 @@ class MambaMixerImpl : public torch::nn::Module {
   at::Tensor dt_bias_, a_log_, d_;  // [heads]
   at::Tensor norm_weight_;      // [inner]
   at::Tensor out_proj_weight_;  // [hidden, inner]
-  std::shared_ptr<const FusedPath> fused_;
+  std::shared_ptr<const KernelPath> path_ = aten_path();
 };
 TORCH_MODULE(MambaMixer);
 

@@ -41,19 +41,9 @@ std::vector<std::pair<std::string, ParameterSplit>> MlpImpl::tensor_splits() con
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
-  if (fused_) return fused_forward(input);
-  const at::Tensor projected = at::linear(tensor_.enter(input), fc1_weight_, fc1_bias_);
-  const at::Tensor hidden = mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
-  return tensor_.leave(at::linear(hidden, fc2_weight_, tensor_.on_first_rank(fc2_bias_)));
-}
-
-at::Tensor MlpImpl::fused_forward(const at::Tensor& input) const {
-  const FusedPath& fused = *fused_;
-  const at::Tensor projected = kernels::linear(tensor_.enter(input), fc1_weight_, fused.copy_of(fc1_weight_), fc1_bias_,
-                                               fused.copy_of(fc1_bias_));
-  const at::Tensor hidden = shape_.swiglu ? kernels::swiglu(projected) : mlp_activation(projected, false, shape_.openai_gelu);
-  const at::Tensor bias = tensor_.on_first_rank(fc2_bias_);
-  return tensor_.leave(kernels::linear(hidden, fc2_weight_, fused.copy_of(fc2_weight_), bias, fused.copy_of(bias)));
+  const at::Tensor projected = path_->linear(tensor_.enter(input), fc1_weight_, fc1_bias_);
+  const at::Tensor hidden = shape_.swiglu ? path_->swiglu(projected) : mlp_activation(projected, false, shape_.openai_gelu);
+  return tensor_.leave(path_->linear(hidden, fc2_weight_, tensor_.on_first_rank(fc2_bias_)));
 }
 
 at::Tensor MlpImpl::forward_inference(const at::Tensor& hidden, const NormImpl& norm) {
@@ -61,13 +51,13 @@ at::Tensor MlpImpl::forward_inference(const at::Tensor& hidden, const NormImpl& 
   // Row-parallel fc2: the bias and the residual go in once, on the first rank, before the ranks' sum.
   const at::Tensor bias = tensor_.on_first_rank(fc2_bias_);
   const at::Tensor residual = tensor_.on_first_rank(hidden);
-  if (shape_.swiglu && kernels::decode_kernels_supported(projected)) {
+  if (shape_.swiglu && path_->decode_kernels() && kernels::decode_kernels_supported(projected)) {
     kernels::LinearInput first;
     first.transform = kernels::RowTransform::kSwiglu;
-    return tensor_.leave(kernels::decode_linear(projected, fc2_weight_, bias, first, residual));
+    return tensor_.leave(path_->decode_linear(projected, fc2_weight_, bias, first, residual));
   }
   const at::Tensor activated = mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
-  return tensor_.leave(kernels::decode_linear(activated, fc2_weight_, bias, {}, residual));
+  return tensor_.leave(path_->decode_linear(activated, fc2_weight_, bias, {}, residual));
 }
 
 }  // namespace graphed::model

@@ -8,7 +8,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
-#include "graphed/model/fused_path.h"
+#include "graphed/model/kernel_path.h"
 #include "graphed/model/tensor_parallel.h"
 
 namespace graphed::model {
@@ -32,8 +32,8 @@ class MlpImpl : public torch::nn::Module {
   /// Decoding: the residual stream after this MLP, hidden + mlp(norm(hidden)). For a bf16 CUDA tensor of a
   /// few rows, two kernels (kernels::decode_linear): RMSNorm + fc1, then SwiGLU + fc2 + the residual.
   at::Tensor forward_inference(const at::Tensor& hidden, const NormImpl& norm);
-  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
-  void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
+  /// The kernels the MLP runs (model/kernel_path.h).
+  void use_kernel_path(std::shared_ptr<const KernelPath> path) { path_ = std::move(path); }
   /// Keeps this rank's part of `tensor`'s group (Megatron: fc1 column-parallel, SwiGLU's halves split
   /// alike; fc2 row-parallel with its bias on the first rank). Once; the ffn size must divide by the size.
   void split_for_tensor_parallel(const TensorParallel& tensor);
@@ -44,9 +44,7 @@ class MlpImpl : public torch::nn::Module {
   MlpShape shape_;
   TensorParallel tensor_;
   at::Tensor fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
-  std::shared_ptr<const FusedPath> fused_;
-
-  at::Tensor fused_forward(const at::Tensor& input) const;
+  std::shared_ptr<const KernelPath> path_ = aten_path();
 };
 TORCH_MODULE(Mlp);
 

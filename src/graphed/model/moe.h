@@ -63,9 +63,9 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan);
   /// The shared expert's output [T, h], or an undefined tensor when there is none.
   at::Tensor shared_expert(const at::Tensor& tokens);
-  /// The shared expert takes the fused path (model/fused_path.h); the experts stay on autocast.
-  void use_fused_path(const std::shared_ptr<const FusedPath>& fused) {
-    if (shared_) shared_->use_fused_path(fused);
+  /// The shared expert takes the path (model/kernel_path.h); the experts stay on ATen under autocast.
+  void use_kernel_path(const std::shared_ptr<const KernelPath>& path) {
+    if (shared_) shared_->use_kernel_path(path);
   }
   /// Everything above: tokens [T, h] -> (output [T, h], aux loss).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& tokens);

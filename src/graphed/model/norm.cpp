@@ -1,7 +1,6 @@
 // model/norm.cpp — see model/norm.h.
 #include "graphed/model/norm.h"
 
-#include "graphed/capture/capture_state.h"
 #include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/training_ops.h"
 
@@ -13,17 +12,12 @@ NormImpl::NormImpl(int64_t hidden_size, bool rms, double epsilon) : rms_(rms), e
 }
 
 at::Tensor NormImpl::forward(const at::Tensor& input) const {
-  if (fused_) {
-    // A graph's warmup runs the backward only to look at the gradients (autograd::grad), or as an ordinary
-    // iteration: either way autograd's own accumulation, whose bits in-place accumulation repeats.
-    const bool in_place = fused_->accumulates_in_place() && !capture::is_graph_warmup();
-    return kernels::norm(input, weight_, bias_, epsilon_, fused_->activation_type(), in_place);
-  }
-  return kernels::reference::norm(input, weight_, bias_, epsilon_, input.scalar_type());  // bias_ only for LayerNorm
+  return path_->norm(input, weight_, bias_, epsilon_);  // bias_ only for LayerNorm
 }
 
 bool NormImpl::takes_decode_kernels(const at::Tensor& input) const {
-  return rms_ && kernels::decode_kernels_supported(input) && weight_.scalar_type() == input.scalar_type();
+  return rms_ && path_->decode_kernels() && kernels::decode_kernels_supported(input) &&
+         weight_.scalar_type() == input.scalar_type();
 }
 
 at::Tensor NormImpl::forward_inference(const at::Tensor& input) const {
@@ -32,12 +26,12 @@ at::Tensor NormImpl::forward_inference(const at::Tensor& input) const {
 }
 
 at::Tensor NormImpl::then_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
-  if (!takes_decode_kernels(input)) return kernels::decode_linear(forward_inference(input), weight, bias);
+  if (!takes_decode_kernels(input)) return path_->decode_linear(forward_inference(input), weight, bias);
   kernels::LinearInput first;
   first.transform = kernels::RowTransform::kRmsNorm;
   first.norm_weight = weight_;
   first.epsilon = epsilon_;
-  return kernels::decode_linear(input, weight, bias, first);
+  return path_->decode_linear(input, weight, bias, first);
 }
 
 }  // namespace graphed::model

@@ -8,7 +8,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
-#include "graphed/model/fused_path.h"
+#include "graphed/model/kernel_path.h"
 
 namespace graphed::model {
 
@@ -24,18 +24,18 @@ class NormImpl : public torch::nn::Module {
   /// of a bf16 CUDA tensor folds into the linear's kernel (kernels::decode_linear), anything else runs
   /// forward_inference first.
   at::Tensor then_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const;
-  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
-  void use_fused_path(std::shared_ptr<const FusedPath> fused) { fused_ = std::move(fused); }
+  /// The kernels the norm runs (model/kernel_path.h).
+  void use_kernel_path(std::shared_ptr<const KernelPath> path) { path_ = std::move(path); }
 
  private:
-  /// RMSNorm of a bf16 CUDA input with weights of its dtype: the decode kernels' case.
+  /// RMSNorm of a bf16 CUDA input with weights of its dtype on a path with decode kernels.
   bool takes_decode_kernels(const at::Tensor& input) const;
 
   bool rms_;
   double epsilon_;
   at::Tensor weight_;
   at::Tensor bias_;
-  std::shared_ptr<const FusedPath> fused_;
+  std::shared_ptr<const KernelPath> path_ = aten_path();
 };
 TORCH_MODULE(Norm);
 

@@ -151,7 +151,7 @@ LayerUnit TransformerLayerImpl::mixer_unit() const {
 
 at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Tensor& update) {
   if (hidden_dropout_ == 0.0 || !is_training()) {  // no dropout kernel at p = 0
-    return fused_residual_ ? kernels::residual_add(hidden, update) : hidden + update;
+    return path_->residual_add(hidden, update);
   }
   // With sequence parallelism `update` is this rank's part of the sequence: its own mask (Megatron's rule).
   return hidden + tensor_.with_rank_random([&] { return at::dropout(update, hidden_dropout_, /*train=*/true); });
@@ -401,14 +401,14 @@ std::vector<std::pair<std::string, ParameterSplit>> TransformerLayerImpl::tensor
   return splits;
 }
 
-void TransformerLayerImpl::use_fused_path(const std::shared_ptr<const FusedPath>& fused) {
-  fused_residual_ = fused != nullptr;
-  if (input_norm_) input_norm_->use_fused_path(fused);
-  if (attention_) attention_->use_fused_path(fused);
-  if (mamba_) mamba_->use_fused_path(fused);
-  if (mlp_norm_) mlp_norm_->use_fused_path(fused);
-  if (mlp_) mlp_->use_fused_path(fused);
-  if (moe_) moe_->use_fused_path(fused);
+void TransformerLayerImpl::use_kernel_path(const std::shared_ptr<const KernelPath>& path) {
+  path_ = path;
+  if (input_norm_) input_norm_->use_kernel_path(path);
+  if (attention_) attention_->use_kernel_path(path);
+  if (mamba_) mamba_->use_kernel_path(path);
+  if (mlp_norm_) mlp_norm_->use_kernel_path(path);
+  if (mlp_) mlp_->use_kernel_path(path);
+  if (moe_) moe_->use_kernel_path(path);
 }
 
 void TransformerLayerImpl::use_eager_runner(LayerUnit which) {

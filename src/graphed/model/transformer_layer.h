@@ -92,8 +92,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// Puts the unit's default back: for kWholeLayer and kMoe the composition of the smaller units,
   /// for the others an eager runner.
   void use_eager_runner(LayerUnit unit);
-  /// Routes the training forward through the fused path (model/fused_path.h); null: the ATen path.
-  void use_fused_path(const std::shared_ptr<const FusedPath>& fused);
+  /// The kernels every part of the layer runs (model/kernel_path.h).
+  void use_kernel_path(const std::shared_ptr<const KernelPath>& path);
   /// Keeps this rank's part of the attention, the Mamba mixer, the dense MLP or the MoE
   /// (model/tensor_parallel.h); the norms stay whole. Once.
   void split_for_tensor_parallel(const TensorParallel& tensor);
@@ -122,7 +122,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   LayerParts parts_;
   double hidden_dropout_;
   TensorParallel tensor_;  ///< one rank, or with sequence parallelism the group (dropout, the MoE's input)
-  bool fused_residual_ = false;  ///< the fused path's residual add (kernels::residual_add)
+  std::shared_ptr<const KernelPath> path_ = aten_path();  ///< its residual add
   Norm input_norm_{nullptr};
   Attention attention_{nullptr};
   MambaMixer mamba_{nullptr};

@@ -41,7 +41,7 @@ void DataParallelSync::after_backward() {
 at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
   const dist::ParallelLayout& layout = groups_.layout();
   // Equal on every data-parallel rank: with one stage and one tensor rank, this rank's norm is the norm.
-  if (!layout.is_pipelined() && layout.tensor_size == 1) return optimizer.gradient_norm();
+  if (layout.holds_whole_model()) return optimizer.gradient_norm();
   // Each rank's sum of squares, the shared embedding counted by the first stage only and a parameter whole
   // on every tensor rank by the first tensor rank only.
   at::Tensor squares = optimizer.gradient_norm().square();

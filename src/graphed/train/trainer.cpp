@@ -16,6 +16,7 @@
 #include "graphed/capture/random_stream.h"
 #include "graphed/dist/tensor_collectives.h"
 #include "graphed/kernels/training_ops.h"
+#include "graphed/model/fused_path.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/data_parallel_sync.h"
 #include "graphed/train/interval_timer.h"
@@ -90,7 +91,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   // overlap watches AccumulateGrad, so the fused norms then leave accumulation to autograd.
   const bool overlap = groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
   if (fused) {
-    model_->use_fused_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, !overlap));
+    model_->use_kernel_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, !overlap));
   }
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();
@@ -252,7 +253,7 @@ std::string Trainer::save(int64_t iterations) {
     state = join_over_group(state, splits, groups_->tensor(), is_main_rank());
   }
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
-  if (!layout_.is_pipelined() && layout_.tensor_size == 1) {  // every data-parallel rank holds the whole state
+  if (layout_.holds_whole_model()) {  // every data-parallel rank holds the whole state
     return save_checkpoint(folder, iterations, model_, *optimizer_, config_, device_);
   }
   return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_);

@@ -1,0 +1,59 @@
+// model/kernel_path.h — which kernels the model's layers run, chosen once where the model is assembled and
+// handed to every layer: LibTorch's ops (aten_path, the default, with or without graphed's decode kernels:
+// --fused-kernels) or graphed's fused training kernels over working copies of the weights (FusedPath,
+// model/fused_path.h, set by the trainer). Layers call their path and never ask which one it is.
+#pragma once
+
+#include <memory>
+
+#include <ATen/ATen.h>
+
+#include "graphed/kernels/decode_ops.h"
+#include "graphed/kernels/paged_attention_ops.h"
+
+namespace graphed::model {
+
+class KernelPath {
+ public:
+  virtual ~KernelPath() = default;
+
+  /// input weight^T + bias (bias may be undefined), as training computes it.
+  virtual at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const = 0;
+  /// The same projection without autograd (evaluation, sampling): one-row decode kernels where they apply.
+  virtual at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
+                                      const at::Tensor& bias) const = 0;
+  /// Decoding's projection with its input transform and residual (kernels::decode_linear's contract).
+  virtual at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                   const kernels::LinearInput& first = {}, const at::Tensor& residual = {}) const = 0;
+  /// Whether decoding may take graphed's decode kernels (each still asks whether the tensors fit).
+  virtual bool decode_kernels() const = 0;
+  /// Serving's attention over paged caches (kernels::paged_attention's contract).
+  virtual at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
+                                     const kernels::PagedContext& context, double scale) const {
+    if (!decode_kernels()) return kernels::reference::paged_attention(query, key_cache, value_cache, context, scale);
+    return kernels::paged_attention(query, key_cache, value_cache, context, scale);
+  }
+
+  /// LayerNorm (bias defined) or RMSNorm over the last dimension.
+  virtual at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                          double epsilon) const = 0;
+  /// Rotary embedding at positions 0..s-1 by cos/sin.
+  virtual at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const = 0;
+  /// silu(first half) * second half.
+  virtual at::Tensor swiglu(const at::Tensor& x) const = 0;
+  /// hidden + update.
+  virtual at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const = 0;
+
+  /// The output layer's logits, in fp32 (fp64 for an fp64 model).
+  virtual at::Tensor logits(const at::Tensor& normed, const at::Tensor& weight) const = 0;
+  /// Whether the path has the output layer and the loss in one (never holding fp32 logits).
+  virtual bool fuses_output_loss() const = 0;
+  /// That fused loss: mean cross entropy of normed [tokens, hidden] x weight^T against labels [tokens].
+  virtual at::Tensor linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,
+                                          const at::Tensor& labels) const = 0;
+};
+
+/// LibTorch's ops; decoding takes graphed's decode kernels where they fit when `decode_kernels`.
+std::shared_ptr<const KernelPath> aten_path(bool decode_kernels = true);
+
+}  // namespace graphed::model
