@@ -48,6 +48,7 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   config::Settings settings = run.settings;
   settings.model.attention_dropout = 0.0;
   settings.model.hidden_dropout = 0.0;
+  settings.model.fused_kernels = true;  // training's --no-fused-kernels does not carry to decoding
   settings.train.tensor_model_parallel_size = 1;  // loaded whole: a tensor-parallel server splits it afterwards
   settings.train.sequence_parallel = false;
   const config::RunConfig config = resolve_settings(settings);
