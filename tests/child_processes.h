@@ -53,7 +53,7 @@ inline std::string read_text(const std::string& path) {
 /// The inherited environment without the launch variables (a test run under torchrun must not leak
 /// them), without `unset`, plus `extra`. One thread per rank on a 2-core machine: three processes at once.
 inline std::vector<std::string> child_environment(const std::vector<std::string>& extra,
-                                           const std::vector<std::string>& unset) {
+                                                  const std::vector<std::string>& unset) {
   static const std::vector<std::string> launch = {"WORLD_SIZE",  "RANK",        "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                                   "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "OMP_NUM_THREADS"};
   std::vector<std::string> result;

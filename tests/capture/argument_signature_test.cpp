@@ -22,7 +22,9 @@ std::vector<ArgumentSignature> captured() {
 }
 
 TEST(ArgumentSignatureTest, MatchingArgumentsPass) {
-  EXPECT_EQ(error_text([] { check_arguments("u", captured(), {at::ones({8, 128, 256}).requires_grad_(), at::ones({4}, at::kLong)}); }),
+  EXPECT_EQ(error_text([] {
+              check_arguments("u", captured(), {at::ones({8, 128, 256}).requires_grad_(), at::ones({4}, at::kLong)});
+            }),
             "(no error)");
 }
 
@@ -34,18 +36,22 @@ TEST(ArgumentSignatureTest, EveryMismatchIsNamed) {
             "unit layers.0.attention (microbatch 1) was called with 1 arguments but was captured with 2" + kFix);
   EXPECT_EQ(check({at::ones({4, 128, 256}).requires_grad_(), at::ones({4}, at::kLong)}),
             "unit layers.0.attention (microbatch 1): argument 'hidden' (argument 0) has shape [4, 128, 256], captured "
-            "with [8, 128, 256]" + kFix);
+            "with [8, 128, 256]" +
+                kFix);
   EXPECT_EQ(check({at::ones({8, 128, 256}, at::kDouble).requires_grad_(), at::ones({4}, at::kLong)}),
             "unit layers.0.attention (microbatch 1): argument 'hidden' (argument 0) has dtype Double, captured with "
-            "Float" + kFix);
+            "Float" +
+                kFix);
   EXPECT_EQ(check({at::ones({8, 128, 256}), at::ones({4}, at::kLong)}),
             "unit layers.0.attention (microbatch 1): argument 'hidden' (argument 0) has requires_grad false, captured "
-            "with true" + kFix);
+            "with true" +
+                kFix);
   EXPECT_EQ(check({at::ones({8, 128, 256}).requires_grad_(), at::ones({4}, at::kInt)}),
             "unit layers.0.attention (microbatch 1): argument 1 has dtype Int, captured with Long" + kFix);
   EXPECT_EQ(check({at::ones({8, 128, 256}).requires_grad_(), at::Tensor()}),
             "unit layers.0.attention (microbatch 1): argument 1 is an undefined tensor; captured with [4] Long on cpu, "
-            "no grad" + kFix);
+            "no grad" +
+                kFix);
 }
 
 TEST(ArgumentSignatureTest, UndefinedSampleIsNamed) {
@@ -55,7 +61,9 @@ TEST(ArgumentSignatureTest, UndefinedSampleIsNamed) {
 }
 
 TEST(ArgumentSignatureTest, KeysIgnoreNamesAndValuesButNotLayout) {
-  const auto key = [](const at::Tensor& t, const std::string& name) { return signature_key({signature_of("u", name, t)}); };
+  const auto key = [](const at::Tensor& t, const std::string& name) {
+    return signature_key({signature_of("u", name, t)});
+  };
   EXPECT_EQ(key(at::zeros({2, 3}), "a"), key(at::ones({2, 3}), "b"));
   EXPECT_NE(key(at::zeros({2, 3}), "a"), key(at::zeros({3, 2}), "a"));
   EXPECT_NE(key(at::zeros({2, 3}), "a"), key(at::zeros({2, 3}, at::kHalf), "a"));

@@ -19,8 +19,8 @@ TEST(CaptureDiagnosticsTest, EachFailureOfTheTableIsNamed) {
        "a host synchronization inside the captured region (.item(), .cpu()", "read device values outside the step"},
       {"Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned.",
        "a host synchronization", "only at its log lines"},
-      {"CUDA error: capture sequence contains a fork that was not joined to the primary stream",
-       "never joined back", "wait for every side stream"},
+      {"CUDA error: capture sequence contains a fork that was not joined to the primary stream", "never joined back",
+       "wait for every side stream"},
       {"CUDA error: operation would make the legacy stream depend on a capturing blocking stream",
        "the legacy default stream was used", "current (capturing) stream"},
       {"Offset increment outside graph capture encountered unexpectedly.", "random-number generator",
@@ -39,7 +39,8 @@ TEST(CaptureDiagnosticsTest, EachFailureOfTheTableIsNamed) {
 }
 
 TEST(CaptureDiagnosticsTest, ExactMessageForAHostSync) {
-  const CaptureError error = diagnose_capture_failure("the step", "CUDA error: operation not permitted when stream is capturing");
+  const CaptureError error =
+      diagnose_capture_failure("the step", "CUDA error: operation not permitted when stream is capturing");
   EXPECT_STREQ(error.what(),
                "capturing the step failed: a host synchronization inside the captured region (.item(), .cpu(), "
                "printing a tensor, a blocking copy, or a CUDA call that waits for the device) (CUDA/LibTorch said: "

@@ -14,8 +14,8 @@
 #include "capture/expect_equal_tensors.h"
 #include "capture/toy_units.h"
 #include "error_text.h"
-#include "graphed/runtime/device.h"
 #include "graphed/capture/graph_registry.h"
+#include "graphed/runtime/device.h"
 
 namespace graphed::capture {
 namespace {
@@ -90,7 +90,8 @@ class CudaGraphManagerCudaTest : public ::testing::Test {
     std::vector<std::unique_ptr<CudaGraphManager>> managers;
     at::Tensor forward(const at::Tensor& x) const {
       at::Tensor y = x;
-      for (std::size_t i = 0; i < units.size(); ++i) y = managers.empty() ? units[i].forward({y})[0] : managers[i]->run({y}, 0)[0];
+      for (std::size_t i = 0; i < units.size(); ++i)
+        y = managers.empty() ? units[i].forward({y})[0] : managers[i]->run({y}, 0)[0];
       return y;
     }
   };
@@ -121,7 +122,8 @@ class CudaGraphManagerCudaTest : public ::testing::Test {
   }
   /// One training step of two microbatches (loss sum(y^2)); returns the outputs, input grads, then
   /// parameter grads.
-  static std::vector<at::Tensor> step(const Chain& c, const Parameters& parameters, const std::vector<at::Tensor>& inputs) {
+  static std::vector<at::Tensor> step(const Chain& c, const Parameters& parameters,
+                                      const std::vector<at::Tensor>& inputs) {
     parameters.zero_grads();
     std::vector<at::Tensor> result;
     for (const at::Tensor& input : inputs) {
@@ -159,7 +161,8 @@ TEST_F(CudaGraphManagerCudaTest, RecordedThenReplayedStepsMatchEagerBitwise) {
   const CudaGraphRunner& b = t.graphed.managers[1]->training_runner(0);
   EXPECT_TRUE(a.is_captured() && b.is_captured());
   EXPECT_EQ(b.static_input(0).data_ptr(), a.static_output(0).data_ptr()) << "b reads a's output in place";
-  EXPECT_EQ(a.static_grad_output(0).data_ptr(), b.static_grad_input(0).data_ptr()) << "b's input grad is a's grad output";
+  EXPECT_EQ(a.static_grad_output(0).data_ptr(), b.static_grad_input(0).data_ptr())
+      << "b's input grad is a's grad output";
 }
 
 TEST_F(CudaGraphManagerCudaTest, ResidualChainMatchesEagerBitwise) {
@@ -292,8 +295,8 @@ TEST_F(CudaGraphManagerCudaTest, ReleasedBuffersGoBackToThePoolForLaterGraphs) {
     // The graphs that reuse each other's memory still compute what eager computes.
     const Parameters eager_parameters = parameters.copy();
     const std::vector<at::Tensor> inputs{input(512, 512), input(512, 512)};
-    expect_all_equal(step(graphed, parameters, inputs), step(chain(eager_parameters, nullptr), eager_parameters, inputs),
-                     release ? "released" : "kept");
+    expect_all_equal(step(graphed, parameters, inputs),
+                     step(chain(eager_parameters, nullptr), eager_parameters, inputs), release ? "released" : "kept");
     return held;
   };
   const int64_t kept = held_after_creation(false);

@@ -47,7 +47,8 @@ class CudaGraphManagerTest : public ::testing::Test {
 
 TEST_F(CudaGraphManagerTest, EagerPhaseRunsTheUnitsWithoutRunners) {
   const at::Tensor x = input();
-  const at::Tensor expected = linear_unit("b", weights_[1], biases_[1]).forward({linear_unit("a", weights_[0], biases_[0]).forward({x})[0]})[0];
+  const at::Tensor expected =
+      linear_unit("b", weights_[1], biases_[1]).forward({linear_unit("a", weights_[0], biases_[0]).forward({x})[0]})[0];
   EXPECT_TRUE(at::equal(forward(x), expected));
   EXPECT_EQ(a_->training_runner_count() + b_->training_runner_count(), 0);
   EXPECT_TRUE(registry_.record().empty());
@@ -56,7 +57,8 @@ TEST_F(CudaGraphManagerTest, EagerPhaseRunsTheUnitsWithoutRunners) {
 TEST_F(CudaGraphManagerTest, RecordsForwardsInCallOrderAndBackwardsInReverse) {
   registry_.start_recording();
   forward(input()).sum().backward();
-  EXPECT_EQ(entries(), (std::vector<std::pair<bool, std::string>>{{true, "a"}, {true, "b"}, {false, "b"}, {false, "a"}}));
+  EXPECT_EQ(entries(),
+            (std::vector<std::pair<bool, std::string>>{{true, "a"}, {true, "b"}, {false, "b"}, {false, "a"}}));
   EXPECT_TRUE(a_->training_runner(0).is_ready_for_forward()) << "its backward ran";
   // b's argument is a's output: one buffer for both graphs.
   const LocalBufferPlan plan = plan_local_buffers(registry_.record());

@@ -17,8 +17,8 @@ inline void expect_all_equal(const std::vector<at::Tensor>& got, const std::vect
   ASSERT_EQ(got.size(), expected.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i) {
     ASSERT_TRUE(got[i].defined() && expected[i].defined()) << what << " " << i;
-    EXPECT_TRUE(at::equal(got[i], expected[i])) << what << " " << i << " differs by "
-                                                << (got[i] - expected[i]).abs().max().item<double>();
+    EXPECT_TRUE(at::equal(got[i], expected[i]))
+        << what << " " << i << " differs by " << (got[i] - expected[i]).abs().max().item<double>();
   }
 }
 

@@ -4,9 +4,9 @@
 // reset, re-capture works, and a planted .item() yields the diagnosis instead of a crash or hang.
 #include "graphed/capture/full_iteration_graph.h"
 
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>
 
 #include "graphed/runtime/device.h"
@@ -149,7 +149,9 @@ TEST_F(FullIterationGraphCudaTest, PlantedItemYieldsTheDiagnosis) {
     graph.run(region);
     FAIL() << "capturing a host sync must fail";
   } catch (const CaptureError& error) {
-    EXPECT_EQ(error.cause().rfind("capturing the planted step failed: a host synchronization inside the captured region", 0), 0u)
+    EXPECT_EQ(
+        error.cause().rfind("capturing the planted step failed: a host synchronization inside the captured region", 0),
+        0u)
         << error.what();
     EXPECT_NE(error.fix().find("without CUDA graphs"), std::string::npos);
   }

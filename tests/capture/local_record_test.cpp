@@ -13,7 +13,8 @@ RecordedForward call(int64_t runner, std::vector<int64_t> inputs, std::vector<in
                      std::vector<bool> input_requires_grad = {}) {
   RecordedForward recorded;
   recorded.runner = runner;
-  recorded.input_requires_grad = input_requires_grad.empty() ? std::vector<bool>(inputs.size(), true) : input_requires_grad;
+  recorded.input_requires_grad =
+      input_requires_grad.empty() ? std::vector<bool>(inputs.size(), true) : input_requires_grad;
   recorded.inputs = std::move(inputs);
   recorded.outputs = std::move(outputs);
   recorded.output_requires_grad.assign(recorded.outputs.size(), true);

@@ -89,9 +89,10 @@ TEST_F(GraphedCallablesCudaTest, ChainedUnitsMatchEagerBitwise) {
 
 TEST_F(GraphedCallablesCudaTest, GradsAccumulateOverMicrobatchesWithoutAliasingGraphMemory) {
   SideStream::Use use(*stream_);
-  const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
-                                                        {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
-                                              {});
+  const auto graphed = make_graphed_callables(
+      units(),
+      {{{at::randn({8, 32}, options()).requires_grad_()}, {}}, {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
+      {});
   const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()).requires_grad_(),
                                        at::randn({8, 32}, options()).requires_grad_()};
   const auto accumulate = [&](bool use_graphs) {
@@ -125,9 +126,10 @@ TEST_F(GraphedCallablesCudaTest, ChainedUnitsShareBuffersAndMatchEager) {
   GraphedCallablesOptions graph_options;
   graph_options.accumulate_parameter_grads = true;
   graph_options.chained_inputs = {false, true};  // b's input is a's output
-  const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
-                                                        {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
-                                              graph_options);
+  const auto graphed = make_graphed_callables(
+      units(),
+      {{{at::randn({8, 32}, options()).requires_grad_()}, {}}, {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
+      graph_options);
   EXPECT_EQ(graphed[1]->static_input(0).data_ptr(), graphed[0]->static_output(0).data_ptr());
   EXPECT_EQ(graphed[0]->static_grad_output(0).data_ptr(), graphed[1]->static_grad_input(0).data_ptr());
   for (int step = 0; step < 3; ++step) {
@@ -142,9 +144,10 @@ TEST_F(GraphedCallablesCudaTest, InGraphAccumulationEqualsEagerAndGuardsTheGradA
   for (const auto& p : parameters()) p.mutable_grad() = at::zeros_like(p);
   GraphedCallablesOptions graph_options;
   graph_options.accumulate_parameter_grads = true;
-  const auto graphed = make_graphed_callables(units(), {{{at::randn({8, 32}, options()).requires_grad_()}, {}},
-                                                        {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
-                                              graph_options);
+  const auto graphed = make_graphed_callables(
+      units(),
+      {{{at::randn({8, 32}, options()).requires_grad_()}, {}}, {{at::randn({8, 32}, options()).requires_grad_()}, {}}},
+      graph_options);
   std::vector<const void*> addresses;
   for (const auto& p : parameters()) addresses.push_back(p.grad().data_ptr());
   const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()).requires_grad_(),
@@ -176,7 +179,8 @@ TEST_F(GraphedCallablesCudaTest, InGraphAccumulationEqualsEagerAndGuardsTheGradA
     message = error.what();
   }
   EXPECT_NE(message.find("unit b (microbatch 0): the grad of parameter 'b.weight' was replaced since the capture"),
-            std::string::npos) << message;
+            std::string::npos)
+      << message;
 }
 
 TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReusesBuffers) {
@@ -190,7 +194,8 @@ TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReuses
   const auto graphed = make_graphed_callables(units(), samples, graph_options);
   ASSERT_EQ(graphed.size(), 6u);  // entry = microbatch x 2 + unit
   std::set<const void*> first_unit_inputs;
-  for (int mb = 0; mb < 3; ++mb) first_unit_inputs.insert(graphed[static_cast<std::size_t>(2 * mb)]->static_input(0).data_ptr());
+  for (int mb = 0; mb < 3; ++mb)
+    first_unit_inputs.insert(graphed[static_cast<std::size_t>(2 * mb)]->static_input(0).data_ptr());
   EXPECT_EQ(first_unit_inputs.size(), 2u) << "microbatch 2 reuses microbatch 0's buffers (freed by B0)";
   const std::vector<at::Tensor> inputs{at::randn({8, 32}, options()), at::randn({8, 32}, options()),
                                        at::randn({8, 32}, options())};
@@ -200,8 +205,9 @@ TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReuses
     std::vector<at::Tensor> x(3), loss(3), result;
     const auto forward = [&](int mb) {
       x[static_cast<std::size_t>(mb)] = inputs[static_cast<std::size_t>(mb)].clone().requires_grad_();
-      at::Tensor y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb)]->run({x[static_cast<std::size_t>(mb)]}, 0)[0]
-                                : us[0].forward({x[static_cast<std::size_t>(mb)]})[0];
+      at::Tensor y = use_graphs
+                         ? graphed[static_cast<std::size_t>(2 * mb)]->run({x[static_cast<std::size_t>(mb)]}, 0)[0]
+                         : us[0].forward({x[static_cast<std::size_t>(mb)]})[0];
       y = use_graphs ? graphed[static_cast<std::size_t>(2 * mb + 1)]->run({y}, 0)[0] : us[1].forward({y})[0];
       loss[static_cast<std::size_t>(mb)] = (y * y).sum();
     };
@@ -223,18 +229,26 @@ TEST_F(GraphedCallablesCudaTest, PipelineOrderKeepsMicrobatchesInFlightAndReuses
 
 TEST_F(GraphedCallablesCudaTest, MismatchedArgumentsAreNamed) {
   SideStream::Use use(*stream_);
-  const auto graphed = make_graphed_callables({units()[0]}, {{{at::randn({8, 32}, options()).requires_grad_()}, {}}}, {});
+  const auto graphed =
+      make_graphed_callables({units()[0]}, {{{at::randn({8, 32}, options()).requires_grad_()}, {}}}, {});
   const std::string fix =
       "; fix: call a graphed unit with tensors of exactly the shapes, dtypes, devices and requires-grad flags it was "
       "captured with (a graph replays fixed kernels on fixed buffers), or delete the graphs and capture again for "
       "the new shapes";
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({4, 32}, options()).requires_grad_()}, 0); }),
+  EXPECT_EQ(error_text([&] {
+              graphed[0]->run({at::randn({4, 32}, options()).requires_grad_()}, 0);
+            }),
             "unit a (microbatch 0): argument 'x' (argument 0) has shape [4, 32], captured with [8, 32]" + fix);
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options().dtype(at::kHalf)).requires_grad_()}, 0); }),
+  EXPECT_EQ(error_text([&] {
+              graphed[0]->run({at::randn({8, 32}, options().dtype(at::kHalf)).requires_grad_()}, 0);
+            }),
             "unit a (microbatch 0): argument 'x' (argument 0) has dtype Half, captured with Float" + fix);
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options())}, 0); }),
+  EXPECT_EQ(error_text([&] {
+              graphed[0]->run({at::randn({8, 32}, options())}, 0);
+            }),
             "unit a (microbatch 0): argument 'x' (argument 0) has requires_grad false, captured with true" + fix);
-  EXPECT_EQ(error_text([&] { graphed[0]->run({}, 0); }), "unit a (microbatch 0) was called with 0 arguments but was captured with 1" + fix);
+  EXPECT_EQ(error_text([&] { graphed[0]->run({}, 0); }),
+            "unit a (microbatch 0) was called with 0 arguments but was captured with 1" + fix);
 }
 
 TEST_F(GraphedCallablesCudaTest, UnusedInputsAreNamedUnlessAllowedAndUnusedParametersDropped) {
@@ -245,9 +259,12 @@ TEST_F(GraphedCallablesCudaTest, UnusedInputsAreNamedUnlessAllowedAndUnusedParam
   unit.input_names = {"x", "y"};
   unit.parameters = {weights_[0], unused_weight};
   unit.parameter_names = {"used", "unused"};
-  unit.forward = [w = weights_[0]](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{at::matmul(in.at(0), w)}; };
+  unit.forward = [w = weights_[0]](const std::vector<at::Tensor>& in) {
+    return std::vector<at::Tensor>{at::matmul(in.at(0), w)};
+  };
   const auto sample = [&] {
-    return std::vector<UnitArguments>{{{at::randn({8, 32}, options()).requires_grad_(), at::randn({8, 32}, options()).requires_grad_()}, {}}};
+    return std::vector<UnitArguments>{
+        {{at::randn({8, 32}, options()).requires_grad_(), at::randn({8, 32}, options()).requires_grad_()}, {}}};
   };
   EXPECT_EQ(error_text([&] { make_graphed_callables({unit}, sample(), {}); }),
             "unit first_only (microbatch 0): argument 'y' requires grad but no output depends on it; fix: pass it "
@@ -280,7 +297,9 @@ TEST_F(GraphedCallablesCudaTest, KeywordArgumentsAreStaticInputsToo) {
   EXPECT_TRUE(at::equal(out, x.detach() * 3.0));
   out.sum().backward();
   EXPECT_TRUE(at::equal(x.grad(), scale));
-  EXPECT_EQ(error_text([&] { graphed[0]->call({{x}, {{"factor", scale}}}); }),
+  EXPECT_EQ(error_text([&] {
+              graphed[0]->call({{x}, {{"factor", scale}}});
+            }),
             "unit scaled (microbatch 0) was called with keyword arguments {factor} but was captured with {scale}; fix: "
             "pass exactly the keyword arguments of the capture");
   EXPECT_EQ(error_text([&] { graphed[0]->run({x}, 0); }),
@@ -292,7 +311,9 @@ TEST_F(GraphedCallablesCudaTest, DropoutMasksDifferPerReplayOnTheDefaultStream) 
   // No SideStream::Use: make_graphed_callables captures on a private stream, replays run here.
   GraphableUnit unit;
   unit.name = "dropout";
-  unit.forward = [](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{at::dropout(in.at(0), 0.5, true)}; };
+  unit.forward = [](const std::vector<at::Tensor>& in) {
+    return std::vector<at::Tensor>{at::dropout(in.at(0), 0.5, true)};
+  };
   const auto graphed = make_graphed_callables({unit}, {{{at::ones({4096}, options()).requires_grad_()}, {}}}, {});
   const at::Tensor x = at::ones({4096}, options()).requires_grad_();
   const at::Tensor first = graphed[0]->run({x}, 0)[0].clone();
@@ -305,11 +326,14 @@ TEST_F(GraphedCallablesCudaTest, DropoutMasksDifferPerReplayOnTheDefaultStream) 
 
 TEST_F(GraphedCallablesCudaTest, ResetGraphsRefuseCalls) {
   SideStream::Use use(*stream_);
-  const auto graphed = make_graphed_callables({units()[0]}, {{{at::randn({8, 32}, options()).requires_grad_()}, {}}}, {});
+  const auto graphed =
+      make_graphed_callables({units()[0]}, {{{at::randn({8, 32}, options()).requires_grad_()}, {}}}, {});
   const at::Tensor pending = graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}, 0)[0].sum();
   graphed[0]->reset();
   EXPECT_FALSE(graphed[0]->is_captured());
-  EXPECT_EQ(error_text([&] { graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}, 0); }),
+  EXPECT_EQ(error_text([&] {
+              graphed[0]->run({at::randn({8, 32}, options()).requires_grad_()}, 0);
+            }),
             "the graphs of unit a (microbatch 0) were deleted (reset) before this call; fix: capture again "
             "before calling it, and finish every backward pass before deleting the graphs");
   std::string message = "(no error)";

@@ -40,18 +40,32 @@ TEST(GraphedCallablesLayoutTest, EntriesAreChunkMajorThenMicrobatchThenLayer) {
 }
 
 TEST(GraphedCallablesLayoutTest, MalformedOrdersAreExplained) {
-  EXPECT_EQ(error_text([] { graphed_callables_layout(2, {1, 0, -1, -1}, {}); }), "order [1, 0, -1, -1] contains 0" + kOrderFix);
-  EXPECT_EQ(error_text([] { graphed_callables_layout(2, {1, -1, 1}, {}); }),
+  EXPECT_EQ(error_text([] {
+              graphed_callables_layout(2, {1, 0, -1, -1}, {});
+            }),
+            "order [1, 0, -1, -1] contains 0" + kOrderFix);
+  EXPECT_EQ(error_text([] {
+              graphed_callables_layout(2, {1, -1, 1}, {});
+            }),
             "order [1, -1, 1] has 3 entries, not a multiple of 2 x 1 chunks" + kOrderFix);
-  EXPECT_EQ(error_text([] { graphed_callables_layout(2, {-1, 1}, {}); }),
+  EXPECT_EQ(error_text([] {
+              graphed_callables_layout(2, {-1, 1}, {});
+            }),
             "order [-1, 1] runs a backward of chunk 1 before its forward" + kOrderFix);
-  EXPECT_EQ(error_text([] { graphed_callables_layout(2, {1, 1, 1, -1}, {}); }),
+  EXPECT_EQ(error_text([] {
+              graphed_callables_layout(2, {1, 1, 1, -1}, {});
+            }),
             "order [1, 1, 1, -1] runs chunk 1 forward more than 2 times" + kOrderFix);
-  EXPECT_EQ(error_text([] { graphed_callables_layout(3, {1, 2, -2, -1}, {}); }),
+  EXPECT_EQ(error_text([] {
+              graphed_callables_layout(3, {1, 2, -2, -1}, {});
+            }),
             "3 units cannot be split evenly over the 2 chunks of order [1, 2, -2, -1]; fix: pass layers_per_chunk");
-  EXPECT_EQ(error_text([] { graphed_callables_layout(3, {1, 2, -2, -1}, {1, 1}); }),
-            "layers_per_chunk has 2 chunks and 2 units, but the order has 2 chunks and there are 3 units; fix: give one "
-            "count per chunk of the order, summing to the number of units");
+  EXPECT_EQ(
+      error_text([] {
+        graphed_callables_layout(3, {1, 2, -2, -1}, {1, 1});
+      }),
+      "layers_per_chunk has 2 chunks and 2 units, but the order has 2 chunks and there are 3 units; fix: give one "
+      "count per chunk of the order, summing to the number of units");
 }
 
 GraphableUnit scale_unit(const at::Tensor& weight) {
@@ -68,14 +82,20 @@ TEST(MakeGraphedCallablesTest, BadSamplesAreNamed) {
   const at::Tensor weight = at::ones({4}).requires_grad_();
   const GraphableUnit unit = scale_unit(weight);
   GraphedCallablesOptions options;
-  EXPECT_EQ(error_text([&] { make_graphed_callables({unit}, {{{at::ones({4})}, {}}, {{at::ones({4})}, {}}}, options); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({unit}, {{{at::ones({4})}, {}}, {{at::ones({4})}, {}}}, options);
+            }),
             "make_graphed_callables got 2 sample argument sets for 1 units x 1 microbatches; fix: pass one per (unit, "
             "microbatch), chunk-major, then microbatch, then unit");
-  EXPECT_EQ(error_text([&] { make_graphed_callables({unit}, {{{at::ones({4})}, {}}}, options); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({unit}, {{{at::ones({4})}, {}}}, options);
+            }),
             "unit scale (microbatch 0): sample argument 'x' is on cpu; fix: CUDA graphs capture CUDA work only: pass "
             "samples on the GPU the unit runs on");
   options.warmup_iterations = 0;
-  EXPECT_EQ(error_text([&] { make_graphed_callables({unit}, {{{at::ones({4})}, {}}}, options); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({unit}, {{{at::ones({4})}, {}}}, options);
+            }),
             "make_graphed_callables needs warmup_iterations >= 1, got 0; fix: warm up at least once (autotuning and "
             "lazy initialization must not happen inside a capture)");
 }
@@ -83,7 +103,9 @@ TEST(MakeGraphedCallablesTest, BadSamplesAreNamed) {
 TEST(MakeGraphedCallablesTest, InGraphAccumulationNeedsAllocatedGrads) {
   GraphedCallablesOptions options;
   options.accumulate_parameter_grads = true;
-  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options);
+            }),
             "unit scale (microbatch 0): parameter 'scale.weight' has no grad tensor, but accumulate_parameter_grads "
             "accumulates into it inside the graph; fix: allocate every param.grad (zeros) before capturing, or turn "
             "accumulate_parameter_grads off");
@@ -92,24 +114,32 @@ TEST(MakeGraphedCallablesTest, InGraphAccumulationNeedsAllocatedGrads) {
 TEST(MakeGraphedCallablesTest, ChainingTheFirstUnitOfAChunkIsRefused) {
   GraphedCallablesOptions options;
   options.chained_inputs = {true};
-  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options);
+            }),
             "unit scale is chained to its predecessor but is the first unit of chunk 1; fix: chain only units that "
             "follow another unit of the same chunk");
   options.chained_inputs = {false, true};
-  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({scale_unit(at::ones({4}).requires_grad_())}, {{{at::ones({4})}, {}}}, options);
+            }),
             "chained_inputs has 2 entries for 1 units; fix: one flag per unit, or none");
 }
 
 TEST(MakeGraphedCallablesTest, HooksAtCaptureAreRejected) {
   const at::Tensor weight = at::ones({4}).requires_grad_();
   weight.register_hook([](const at::Tensor& grad) { return grad * 2; });
-  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(weight)}, {{{at::ones({4})}, {}}}, {}); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({scale_unit(weight)}, {{{at::ones({4})}, {}}}, {});
+            }),
             "unit scale (microbatch 0): parameter 'scale.weight' has a gradient hook; fix: remove it while capturing "
             "(register hooks after the capture)");
   const at::Tensor plain = at::ones({4}).requires_grad_();
   const at::Tensor x = at::ones({4}).requires_grad_();
   x.register_hook([](const at::Tensor& grad) { return grad; });
-  EXPECT_EQ(error_text([&] { make_graphed_callables({scale_unit(plain)}, {{{x}, {}}}, {}); }),
+  EXPECT_EQ(error_text([&] {
+              make_graphed_callables({scale_unit(plain)}, {{{x}, {}}}, {});
+            }),
             "unit scale (microbatch 0): sample argument 'x' has a gradient hook; fix: graphs replay captured work and "
             "would skip it: register hooks after the capture");
 }

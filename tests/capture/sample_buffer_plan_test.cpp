@@ -34,20 +34,22 @@ TEST(SampleBufferPlanTest, DifferentSignaturesNeverShare) {
 }
 
 TEST(SampleBufferPlanTest, UniqueBuffersDoNotGrowWithMicrobatches) {
-  for (const auto& [pipeline, chunks, group] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {2, 1, 1}, {4, 1, 1}, {2, 2, 2}, {4, 2, 4}}) {
+  for (const auto& [pipeline, chunks, group] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 1, 1}, {4, 1, 1}, {2, 2, 2}, {4, 2, 4}}) {
     for (int64_t rank = 0; rank < pipeline; ++rank) {
       int64_t first = -1;
       for (const int64_t microbatches : {16, 64, 256}) {
         const std::vector<int64_t> layers(static_cast<std::size_t>(chunks), 3);
-        const std::vector<std::vector<int64_t>> signatures(static_cast<std::size_t>(chunks), std::vector<int64_t>(3, 1));
-        const auto plan = plan_sample_buffers(order_for(microbatches, chunks, pipeline, rank, group), layers, microbatches, signatures);
+        const std::vector<std::vector<int64_t>> signatures(static_cast<std::size_t>(chunks),
+                                                           std::vector<int64_t>(3, 1));
+        const auto plan = plan_sample_buffers(order_for(microbatches, chunks, pipeline, rank, group), layers,
+                                              microbatches, signatures);
         const auto entries = static_cast<int64_t>(plan.buffer_of_entry.size());
         EXPECT_EQ(entries, 3 * chunks * microbatches);
         EXPECT_LT(plan.unique_buffers, entries) << "PP " << pipeline << " rank " << rank << ": some reuse";
         if (first < 0) first = plan.unique_buffers;
-        EXPECT_EQ(plan.unique_buffers, first) << "PP " << pipeline << " VPP " << chunks << " rank " << rank << " M "
-                                              << microbatches;
+        EXPECT_EQ(plan.unique_buffers, first)
+            << "PP " << pipeline << " VPP " << chunks << " rank " << rank << " M " << microbatches;
       }
     }
   }

@@ -26,7 +26,8 @@ TEST(ScheduleOrderTest, TwoStagesWithoutVirtualPipeline) {
 
 TEST(ScheduleOrderTest, InterleavedTwoChunksMatchesWorkedExample) {
   const auto table = schedule_table(5, 2, 3);
-  EXPECT_EQ(table, (std::vector<ScheduleEntry>{{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1}, {2, 1}, {3, 0}, {4, 0}, {3, 1}, {4, 1}}));
+  EXPECT_EQ(table, (std::vector<ScheduleEntry>{
+                       {0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1}, {2, 1}, {3, 0}, {4, 0}, {3, 1}, {4, 1}}));
   EXPECT_EQ(warmup_microbatches({5, 2, 2, 0, 3}), 5);
   EXPECT_EQ(warmup_microbatches({5, 2, 2, 1, 3}), 3);
   EXPECT_EQ(order_for(5, 2, 2, 0, 3),
@@ -65,7 +66,8 @@ TEST(ScheduleOrderTest, OverlapOrderWithoutPipeline) {
 }
 
 /// Megatron's invariants of an order over `chunks` chunks and M microbatches.
-void expect_valid_order(const std::vector<double>& order, int64_t chunks, int64_t microbatches, const std::string& what) {
+void expect_valid_order(const std::vector<double>& order, int64_t chunks, int64_t microbatches,
+                        const std::string& what) {
   ASSERT_EQ(static_cast<int64_t>(order.size()), 2 * microbatches * chunks) << what;
   EXPECT_EQ(*std::max_element(order.begin(), order.end()), static_cast<double>(chunks)) << what;
   std::map<int64_t, int64_t> outstanding;

@@ -33,9 +33,10 @@ TEST(StaticBatchBufferTest, ChangedShapeIsRejected) {
     buffer.fill_microbatch(0, {at::zeros({4, 64}, at::kLong)}, at::Device(at::kCPU));
     FAIL() << "no error";
   } catch (const Error& error) {
-    EXPECT_STREQ(error.what(), "training batches: microbatch 0 input 0 is [4, 64] Long, but its static buffer is "
-                               "[8, 64] Long (fixed at capture); fix: keep shapes static with CUDA graphs, or run "
-                               "without them");
+    EXPECT_STREQ(error.what(),
+                 "training batches: microbatch 0 input 0 is [4, 64] Long, but its static buffer is "
+                 "[8, 64] Long (fixed at capture); fix: keep shapes static with CUDA graphs, or run "
+                 "without them");
   }
 }
 
@@ -57,9 +58,10 @@ TEST(FullIterationGraphTest, WarmupCallsRunEagerlyOnAnyBuild) {
     graph.run(region);  // the third call captures: impossible without CUDA
     FAIL() << "no error";
   } catch (const CaptureError& error) {
-    EXPECT_STREQ(error.what(), "cannot capture the full iteration: this binary was built against a CPU-only LibTorch "
-                               "(GRAPHED_CUDA=0), which has no CUDA graphs; fix: run it without CUDA graphs, or build "
-                               "on a GPU machine (scripts/gpu-check)");
+    EXPECT_STREQ(error.what(),
+                 "cannot capture the full iteration: this binary was built against a CPU-only LibTorch "
+                 "(GRAPHED_CUDA=0), which has no CUDA graphs; fix: run it without CUDA graphs, or build "
+                 "on a GPU machine (scripts/gpu-check)");
   }
 #endif
 }

@@ -14,16 +14,18 @@
 namespace graphed::cli {
 namespace {
 
-const std::vector<std::string> kSmallBench{"bench", "--device", "cpu", "--num-layers", "1", "--hidden-size", "32",
-                                           "--num-attention-heads", "2", "--seq-length", "16", "--vocab-size", "64",
-                                           "--bench-iters", "2", "--bench-warmup", "1", "--impls", "none,local"};
+const std::vector<std::string> kSmallBench{
+    "bench", "--device",     "cpu",       "--num-layers", "1",  "--hidden-size", "32", "--num-attention-heads",
+    "2",     "--seq-length", "16",        "--vocab-size", "64", "--bench-iters", "2",  "--bench-warmup",
+    "1",     "--impls",      "none,local"};
 
 TEST(BenchCommandTest, GpuOnlyRowsAreSkippedWithTheReasonAndTheRestIsTimed) {
   std::ostringstream out;
   EXPECT_EQ(run_bench(parse_command_line(kSmallBench), out), 0);
   const std::string table = out.str();
   EXPECT_NE(table.find("| none | "), std::string::npos) << table;
-  EXPECT_NE(table.find("| local | skipped: --cuda-graph-impl local needs CUDA graphs, but " + graphed::testing::why_no_graphs_on_cpu()),
+  EXPECT_NE(table.find("| local | skipped: --cuda-graph-impl local needs CUDA graphs, but " +
+                       graphed::testing::why_no_graphs_on_cpu()),
             std::string::npos)
       << table;
 }
@@ -37,7 +39,8 @@ TEST(BenchCommandTest, SkippedRowsInJsonCarryTheReasonInsteadOfNumbers) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(rows[0].contains("ms_per_iter"));
   EXPECT_EQ(rows[1]["skipped"], "--cuda-graph-impl local needs CUDA graphs, but " +
-                                    graphed::testing::why_no_graphs_on_cpu() + "; fix: --cuda-graph-impl none, or run on a GPU machine");
+                                    graphed::testing::why_no_graphs_on_cpu() +
+                                    "; fix: --cuda-graph-impl none, or run on a GPU machine");
   EXPECT_FALSE(rows[1].contains("ms_per_iter"));
 }
 

@@ -43,7 +43,8 @@ TEST(BenchServe, TheWorkloadIsSeededAndStaysInItsRanges) {
   flags.distribution = "long-tail";
   flags.request_rate = 10;
   const ServeWorkload tail = make_workload(flags, 3);
-  const auto low = std::count_if(tail.prompt_lengths.begin(), tail.prompt_lengths.end(), [](int64_t l) { return l < 300; });
+  const auto low =
+      std::count_if(tail.prompt_lengths.begin(), tail.prompt_lengths.end(), [](int64_t l) { return l < 300; });
   EXPECT_GT(low, 300);  // an exponential of mean 100 above 100: about 86% below 300
   EXPECT_TRUE(std::is_sorted(tail.arrival_seconds.begin(), tail.arrival_seconds.end()));
   EXPECT_GT(tail.arrival_seconds.back(), 20.0);  // 400 requests at 10 per second: about 40 s
@@ -53,14 +54,14 @@ TEST(BenchServe, TheWorkloadIsSeededAndStaysInItsRanges) {
 
 TEST(BenchServe, ASmallRunReportsWhatTheIssueAsksFor) {
   std::ostringstream out;
-  const int status = run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu", "--requests",
-                                                   "6", "--prompt-lengths", "3..30", "--output-lengths", "2..9",
-                                                   "--inference-max-requests", "2", "--json"}),
+  const int status = run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu",
+                                                   "--requests", "6", "--prompt-lengths", "3..30", "--output-lengths",
+                                                   "2..9", "--inference-max-requests", "2", "--json"}),
                                out);
   EXPECT_EQ(status, 0);
   const auto result = nlohmann::json::parse(out.str());
-  for (const char* key : {"requests", "output_tokens_per_second", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99",
-                          "requests_per_second", "seconds", "model_shape", "workload", "engine"}) {
+  for (const char* key : {"requests", "output_tokens_per_second", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50",
+                          "tpot_ms_p99", "requests_per_second", "seconds", "model_shape", "workload", "engine"}) {
     EXPECT_TRUE(result.contains(key)) << key;
   }
   int64_t wanted = 0;
@@ -80,7 +81,8 @@ TEST(BenchServe, ItsFlagsWithoutServeAreRefused) {
       run_bench(parse_command_line(arguments), out);
       ADD_FAILURE() << arguments.back();
     } catch (const ConfigError& error) {
-      EXPECT_NE(std::string(error.what()).find("without --serve, where it does nothing; fix: add --serve"), std::string::npos)
+      EXPECT_NE(std::string(error.what()).find("without --serve, where it does nothing; fix: add --serve"),
+                std::string::npos)
           << error.what();
     }
   }

@@ -35,18 +35,22 @@ TEST(CheckConfigCommandTest, LegacyFlagsAreMigratedAndReported) {
   const CheckRun run = check({"--enable-cuda-graph", "--cuda-graph-scope", "full_iteration"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(has(run.output, "warning [M1]: --enable-cuda-graph is deprecated; using --cuda-graph-impl local"));
-  EXPECT_TRUE(has(run.output, "warning [M3]: --cuda-graph-scope is deprecated; using --cuda-graph-modules full_iteration"));
-  EXPECT_TRUE(has(run.output, "warning [M5]: --cuda-graph-scope full_iteration is deprecated; using --cuda-graph-impl "
-                              "full_iteration"));
+  EXPECT_TRUE(
+      has(run.output, "warning [M3]: --cuda-graph-scope is deprecated; using --cuda-graph-modules full_iteration"));
+  EXPECT_TRUE(has(run.output,
+                  "warning [M5]: --cuda-graph-scope full_iteration is deprecated; using --cuda-graph-impl "
+                  "full_iteration"));
   EXPECT_TRUE(has(run.output, "note [VA-6]")) << run.output;
   EXPECT_TRUE(has(run.output, "cuda_graph_impl ")) << run.output;
   EXPECT_TRUE(has(run.output, "= full_iteration  (normalized)")) << run.output;
 }
 
 TEST(CheckConfigCommandTest, InvalidConfigurationExitsOneWithEveryError) {
-  const CheckRun run = check({"--cuda-graph-impl", "full_iteration", "--cuda-graph-modules", "attn", "--cuda-graph-warmup-steps", "0"});
+  const CheckRun run =
+      check({"--cuda-graph-impl", "full_iteration", "--cuda-graph-modules", "attn", "--cuda-graph-warmup-steps", "0"});
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_TRUE(has(run.output, "error [TC-6]: --cuda-graph-modules must be empty with --cuda-graph-impl full_iteration"));
+  EXPECT_TRUE(
+      has(run.output, "error [TC-6]: --cuda-graph-modules must be empty with --cuda-graph-impl full_iteration"));
   EXPECT_TRUE(has(run.output, "error [G1]: cuda_graph_warmup_steps must be >= 1, got 0"));
   EXPECT_TRUE(has(run.output, "configuration is invalid: 2 errors")) << run.output;
 }
@@ -60,8 +64,8 @@ TEST(CheckConfigCommandTest, OriginsAreShown) {
 }
 
 TEST(CheckConfigCommandTest, JsonOutputIsMachineReadable) {
-  const CheckRun run = check({"--json", "--cuda-graph-impl", "local", "--cuda-graph-modules", "attn,moe_router",
-                         "--num-experts", "4"});
+  const CheckRun run =
+      check({"--json", "--cuda-graph-impl", "local", "--cuda-graph-modules", "attn,moe_router", "--num-experts", "4"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json parsed = nlohmann::json::parse(run.output);
   EXPECT_TRUE(parsed.at("valid").get<bool>());

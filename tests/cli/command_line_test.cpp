@@ -45,7 +45,8 @@ TEST(CommandLineTest, MegatronFlagsSetTheSettings) {
 }
 
 TEST(CommandLineTest, UnderscoreSpellingsAndEqualsSignsWork) {
-  const CommandLine cl = parse({"check-config", "--num_layers=3", "--cuda_graph_impl", "local", "--micro_batch_size=2"});
+  const CommandLine cl =
+      parse({"check-config", "--num_layers=3", "--cuda_graph_impl", "local", "--micro_batch_size=2"});
   EXPECT_EQ(cl.settings.model.num_layers, 3);
   EXPECT_EQ(cl.settings.cuda_graph.impl, "local");
   EXPECT_EQ(cl.settings.train.micro_batch_size, 2);
@@ -66,7 +67,8 @@ TEST(CommandLineTest, BooleansHaveNegationsAndAliases) {
   EXPECT_FALSE(parse({"check-config", "--disable-bias-linear"}).settings.model.add_bias_linear);
   EXPECT_TRUE(parse({"check-config", "--enable-cuda-graph"}).settings.cuda_graph.enable_cuda_graph);
   EXPECT_FALSE(parse({"check-config", "--bf16=false"}).settings.model.bf16);
-  EXPECT_EQ(problem_of({"check-config", "--bf16", "--no-bf16"}), "both --bf16 and --no-bf16 were given; fix: keep one of them");
+  EXPECT_EQ(problem_of({"check-config", "--bf16", "--no-bf16"}),
+            "both --bf16 and --no-bf16 were given; fix: keep one of them");
 }
 
 TEST(CommandLineTest, NegativeNumbersAreValues) {
@@ -80,9 +82,9 @@ TEST(CommandLineTest, PresetThenConfigFileThenFlags) {
   std::ofstream(path) << R"({"num_layers": 6, "hidden_size": 512, "cuda-graph-impl": "full_iteration"})";
   const CommandLine cl = parse({"check-config", "--preset", "small", "--config", path, "--num-layers", "2"});
   EXPECT_EQ(cl.preset, std::optional<std::string>("small"));
-  EXPECT_EQ(cl.settings.model.num_layers, 2);                 // flag beats file
-  EXPECT_EQ(cl.settings.model.hidden_size, 512);              // file beats preset
-  EXPECT_EQ(cl.settings.model.seq_length, 128);               // preset beats default
+  EXPECT_EQ(cl.settings.model.num_layers, 2);     // flag beats file
+  EXPECT_EQ(cl.settings.model.hidden_size, 512);  // file beats preset
+  EXPECT_EQ(cl.settings.model.seq_length, 128);   // preset beats default
   EXPECT_EQ(cl.settings.cuda_graph.impl, "full_iteration");
   EXPECT_EQ(cl.origins.at("num_layers"), "command line");
   EXPECT_EQ(cl.origins.at("hidden_size"), "--config " + path);
@@ -90,11 +92,13 @@ TEST(CommandLineTest, PresetThenConfigFileThenFlags) {
 }
 
 TEST(CommandLineTest, UnknownFlagNamesTheNearest) {
-  EXPECT_EQ(problem_of({"check-config", "--num-layer", "4"}),
-            "unknown flag '--num-layer' (did you mean --num-layers?); fix: see graphed check-config --help for its flags");
-  EXPECT_EQ(problem_of({"check-config", "--cuda_graph_modul=attn"}),
-            "unknown flag '--cuda_graph_modul' (did you mean --cuda-graph-modules?); fix: see graphed check-config --help "
-            "for its flags");
+  EXPECT_EQ(
+      problem_of({"check-config", "--num-layer", "4"}),
+      "unknown flag '--num-layer' (did you mean --num-layers?); fix: see graphed check-config --help for its flags");
+  EXPECT_EQ(
+      problem_of({"check-config", "--cuda_graph_modul=attn"}),
+      "unknown flag '--cuda_graph_modul' (did you mean --cuda-graph-modules?); fix: see graphed check-config --help "
+      "for its flags");
   EXPECT_EQ(problem_of({"check-config", "--frobnicate"}),
             "unknown flag '--frobnicate'; fix: see graphed check-config --help for its flags");
   EXPECT_EQ(problem_of({"--num-layer"}),
@@ -175,9 +179,10 @@ TEST(CommandLineTest, DecodingAndServingTakeVllmsCustomAllReduceSwitch) {
 }
 
 TEST(CommandLineTest, ServeTakesTheModelsServerAndEngineFlags) {
-  const CommandLine line = parse_command_line({"serve", "--hf", "models/qwen", "--port", "8080", "--host", "0.0.0.0",
-                                               "--api-key", "secret", "--served-model-name", "qwen", "--max-queued-requests",
-                                               "5", "--inference-max-requests", "32", "--dtype", "bf16"});
+  const CommandLine line =
+      parse_command_line({"serve", "--hf", "models/qwen", "--port", "8080", "--host", "0.0.0.0", "--api-key", "secret",
+                          "--served-model-name", "qwen", "--max-queued-requests", "5", "--inference-max-requests", "32",
+                          "--dtype", "bf16"});
   EXPECT_EQ(line.command, "serve");
   EXPECT_EQ(line.generate.hf_folder, "models/qwen");
   EXPECT_EQ(line.generate.dtype, "bf16");
@@ -197,9 +202,11 @@ TEST(CommandLineTest, ServeTakesTheModelsServerAndEngineFlags) {
 
 TEST(CommandLineTest, UnknownPresetAndCommand) {
   EXPECT_EQ(problem_of({"check-config", "--preset", "tinyy"}),
-            "unknown --preset 'tinyy' (did you mean tiny?); fix: use one of tiny, small, gpt-125m, moe-small, llama-1b, hybrid-small");
+            "unknown --preset 'tinyy' (did you mean tiny?); fix: use one of tiny, small, gpt-125m, moe-small, "
+            "llama-1b, hybrid-small");
   EXPECT_EQ(problem_of({"chek-config"}),
-            "unknown command 'chek-config' (did you mean check-config?); fix: use one of train, bench, check-config, generate, serve, report, tokenize");
+            "unknown command 'chek-config' (did you mean check-config?); fix: use one of train, bench, check-config, "
+            "generate, serve, report, tokenize");
 }
 
 TEST(CommandLineTest, MissingValueIsReported) {
@@ -225,8 +232,9 @@ TEST(CommandLineTest, HelpAndVersionAreText) {
 TEST(CommandLineTest, HelpWithAPresetListsItsValues) {
   const CommandLine help = parse({"train", "--preset", "tiny", "--help"});
   ASSERT_TRUE(help.early_output.has_value());
-  EXPECT_NE(help.early_output->find("\nPreset tiny sets (flags override each):\n  --num-layers 2\n  --hidden-size 128\n"),
-            std::string::npos)
+  EXPECT_NE(
+      help.early_output->find("\nPreset tiny sets (flags override each):\n  --num-layers 2\n  --hidden-size 128\n"),
+      std::string::npos)
       << *help.early_output;
   EXPECT_NE(help.early_output->find("  --micro-batch-size 8\n  --train-iters 1500\n  --lr 0.002\n"), std::string::npos);
   const CommandLine unknown = parse({"train", "--preset=tinyy", "--help"});

@@ -26,10 +26,13 @@ std::string train_checkpoint(const std::string& vocab_size, const std::string& i
   const std::string corpus = dir + "/text.txt";
   std::ofstream(corpus) << std::string(2000, 'a') + "The quick brown fox jumps over the lazy dog. ";
   std::ostringstream out;
-  run_train(parse_command_line({"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1", "--hidden-size",
-                                "32", "--num-attention-heads", "2", "--seq-length", "32", "--vocab-size", vocab_size,
-                                "--train-iters", iterations, "--log-interval", "2", "--eval-iters", "0",
-                                "--sample-tokens", "0", "--save", dir + "/run"}),
+  run_train(parse_command_line({"train",     "--data-path",           corpus,     "--device",
+                                "cpu",       "--num-layers",          "1",        "--hidden-size",
+                                "32",        "--num-attention-heads", "2",        "--seq-length",
+                                "32",        "--vocab-size",          vocab_size, "--train-iters",
+                                iterations,  "--log-interval",        "2",        "--eval-iters",
+                                "0",         "--sample-tokens",       "0",        "--save",
+                                dir + "/run"}),
             out);
   return dir + "/run";
 }
@@ -65,7 +68,8 @@ std::string generate_error(std::vector<std::string> arguments) {
 
 TEST(GenerateCommandTest, ContinuesATextPromptFromACheckpoint) {
   const std::string text = generate({"--load", checkpoint(), "--prompt", "The q", "--max-new-tokens", "6"});
-  EXPECT_NE(text.find("model: graphed checkpoint " + checkpoint() + " (iteration 4) on cpu, fp32; tokenizer: "), std::string::npos)
+  EXPECT_NE(text.find("model: graphed checkpoint " + checkpoint() + " (iteration 4) on cpu, fp32; tokenizer: "),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("--- 1 ---\nThe q"), std::string::npos) << text;
   EXPECT_NE(text.find("first token after "), std::string::npos) << text;
@@ -74,11 +78,12 @@ TEST(GenerateCommandTest, ContinuesATextPromptFromACheckpoint) {
 }
 
 TEST(GenerateCommandTest, JsonHasEveryCompletionAndTheTimings) {
-  const auto result = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt-ids", "84 104",
-                                                      "--batch-size", "3", "--max-new-tokens", "5", "--json"}));
+  const auto result =
+      nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt-ids", "84 104",
+                                      "--batch-size", "3", "--max-new-tokens", "5", "--json"}));
   ASSERT_EQ(result["completions"].size(), 3u);
   EXPECT_EQ(result["requests"], 3);
-  EXPECT_EQ(result["completions"][0]["prompt_ids"], (std::vector<int64_t>{84, 104, 101}));  // "The" in bytes
+  EXPECT_EQ(result["completions"][0]["prompt_ids"], (std::vector<int64_t>{84, 104, 101}));    // "The" in bytes
   EXPECT_EQ(result["completions"][2]["prompt_ids"], result["completions"][0]["prompt_ids"]);  // prompts repeat
   for (const auto& completion : result["completions"]) EXPECT_EQ(completion["ids"].size(), 5u);
   // Greedy: the same prompt gives the same continuation in any row.
@@ -88,9 +93,9 @@ TEST(GenerateCommandTest, JsonHasEveryCompletionAndTheTimings) {
 }
 
 TEST(GenerateCommandTest, MorePromptsThanTheEngineHoldsAreAllServed) {
-  const auto result = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt", "A b",
-                                                      "--prompt", "x", "--inference-max-requests", "2",
-                                                      "--max-new-tokens", "4", "--json"}));
+  const auto result =
+      nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt", "A b", "--prompt", "x",
+                                      "--inference-max-requests", "2", "--max-new-tokens", "4", "--json"}));
   ASSERT_EQ(result["completions"].size(), 3u);
   for (const auto& completion : result["completions"]) {
     EXPECT_EQ(completion["ids"].size(), 4u);
@@ -111,10 +116,11 @@ TEST(GenerateCommandTest, TheDefaultTokenCountFitsTheContext) {
 }
 
 TEST(GenerateCommandTest, StopTokensEndARow) {
-  const auto free_run = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--max-new-tokens", "6", "--json"}));
+  const auto free_run =
+      nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--max-new-tokens", "6", "--json"}));
   const int64_t second = free_run["completions"][0]["ids"][1];
-  const auto stopped = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--max-new-tokens", "6",
-                                                       "--stop-token", std::to_string(second), "--json"}));
+  const auto stopped = nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--max-new-tokens",
+                                                       "6", "--stop-token", std::to_string(second), "--json"}));
   const auto ids = stopped["completions"][0]["ids"].get<std::vector<int64_t>>();
   EXPECT_TRUE(stopped["completions"][0]["stopped"].get<bool>());
   EXPECT_EQ(ids.back(), second);
@@ -127,12 +133,13 @@ TEST(GenerateCommandTest, RefusesMistakesWithTheFlagAndTheFix) {
   EXPECT_NE(generate_error({"--load", load, "--hf", load, "--prompt", "x"}).find("both --load and --hf were given"),
             std::string::npos);
   EXPECT_NE(generate_error({"--load", load}).find("no prompt was given; fix: pass --prompt TEXT"), std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt-ids", "1 x"}).find("--prompt-ids '1 x' holds 'x'"), std::string::npos);
+  EXPECT_NE(generate_error({"--load", load, "--prompt-ids", "1 x"}).find("--prompt-ids '1 x' holds 'x'"),
+            std::string::npos);
   EXPECT_NE(refused({"--load", load, "--prompt-ids", "300", "--max-new-tokens", "4"})
                 .find("refused: the prompt holds token id 300, outside the model's vocabulary of 256"),
             std::string::npos);
-  const std::string too_long = refused({"--load", load, "--prompt", "x", "--prompt", "y y y y y y y y y y y y y y y y",
-                                        "--max-new-tokens", "20"});
+  const std::string too_long = refused(
+      {"--load", load, "--prompt", "x", "--prompt", "y y y y y y y y y y y y y y y y", "--max-new-tokens", "20"});
   EXPECT_NE(too_long.find("--- 1 ---\nx"), std::string::npos) << too_long;  // the other prompt goes on
   EXPECT_NE(too_long.find("past the context of 32"), std::string::npos) << too_long;
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--temperature", "-1"}).find("--temperature is -1"),
@@ -141,16 +148,19 @@ TEST(GenerateCommandTest, RefusesMistakesWithTheFlagAndTheFix) {
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--prompt", "y", "--batch-size", "1"})
                 .find("--batch-size 1 is smaller than the 2 prompts"),
             std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--dtype", "int8"}).find("--dtype 'int8'"), std::string::npos);
+  EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--dtype", "int8"}).find("--dtype 'int8'"),
+            std::string::npos);
   EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--inference-cuda-graph-scope", "block"})
                 .find("--inference-cuda-graph-scope block needs CUDA graphs, but " +
                       graphed::testing::why_no_graphs_on_cpu()),
             std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt", "x", "--cuda-graph-impl", "none", "--inference-cuda-graph-scope",
-                            "layer"}).find("TC-5"),
+  EXPECT_NE(generate_error(
+                {"--load", load, "--prompt", "x", "--cuda-graph-impl", "none", "--inference-cuda-graph-scope", "layer"})
+                .find("TC-5"),
             std::string::npos);
   EXPECT_NE(generate_error({"--load", "/nonexistent", "--prompt", "x"}).find("/nonexistent"), std::string::npos);
-  EXPECT_NE(generate_error({"--load", load, "--prompt-file", "/nonexistent.txt"}).find("--prompt-file '/nonexistent.txt' cannot be read"),
+  EXPECT_NE(generate_error({"--load", load, "--prompt-file", "/nonexistent.txt"})
+                .find("--prompt-file '/nonexistent.txt' cannot be read"),
             std::string::npos);
   EXPECT_EQ(generate_error({"--load", load, "--prompt", "x", "--num-layers", "2"}),
             "'--num-layers' is not a flag of graphed generate (it is one of graphed train, bench, check-config); fix: "
@@ -169,17 +179,19 @@ TEST(GenerateCommandTest, APaddedVocabularyNeverYieldsAnIdTheTokenizerCannotDeco
   // It once printed the prompt, then "error: token id 709 is outside the vocabulary (256 ids: 0..255)".
   for (const char* seed : {"1", "2", "3", "4", "5"}) {
     for (const char* temperature : {"1.0", "1.5"}) {
-      const auto result = nlohmann::json::parse(generate({"--load", padded_checkpoint(), "--prompt", "The Congress",
-                                                          "--temperature", temperature, "--seed", seed,
-                                                          "--max-new-tokens", "16", "--json"}));
+      const auto result =
+          nlohmann::json::parse(generate({"--load", padded_checkpoint(), "--prompt", "The Congress", "--temperature",
+                                          temperature, "--seed", seed, "--max-new-tokens", "16", "--json"}));
       for (const auto& id : result["completions"][0]["ids"]) {
         EXPECT_LT(id.get<int64_t>(), 256) << "seed " << seed << ", temperature " << temperature;
       }
     }
   }
-  EXPECT_EQ(nlohmann::json::parse(generate({"--load", padded_checkpoint(), "--prompt", "The", "--json"}))
-                ["completions"][0]["ids"].size(),
-            29u) << "greedy too";
+  EXPECT_EQ(nlohmann::json::parse(
+                generate({"--load", padded_checkpoint(), "--prompt", "The", "--json"}))["completions"][0]["ids"]
+                .size(),
+            29u)
+      << "greedy too";
 }
 
 TEST(GenerateCommandTest, ACorruptCheckpointGetsTheWordsTrainGives) {
@@ -198,7 +210,8 @@ TEST(GenerateCommandTest, ACorruptCheckpointGetsTheWordsTrainGives) {
     run_train(parse_command_line({"train", "--load", folder, "--device", "cpu", "--train-iters", "3"}), out);
   });
   EXPECT_EQ(from_generate, from_train);
-  EXPECT_EQ(from_generate.rfind("checkpoint file '" + folder + "/model.safetensors' is corrupt: ", 0), 0u) << from_generate;
+  EXPECT_EQ(from_generate.rfind("checkpoint file '" + folder + "/model.safetensors' is corrupt: ", 0), 0u)
+      << from_generate;
   EXPECT_NE(from_generate.find("; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save "
                                "folder, say)"),
             std::string::npos)

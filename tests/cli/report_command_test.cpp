@@ -60,8 +60,8 @@ class RunReportTest : public ::testing::Test {
 
 TEST_F(RunReportTest, WritesThePageAndOneSummaryLine) {
   const std::string output = directory_ + "/report.html";
-  const CommandLine line = parse_command_line({"report", kFixtures + "run-a", kFixtures + "run-b.jsonl",
-                                               kFixtures + "bench-tiny.json", "-o", output});
+  const CommandLine line = parse_command_line(
+      {"report", kFixtures + "run-a", kFixtures + "run-b.jsonl", kFixtures + "bench-tiny.json", "-o", output});
   std::ostringstream out;
   EXPECT_EQ(run_report(line, out), 0);
   EXPECT_EQ(out.str(), "report: wrote " + output + " (2 runs, 1 bench file, 6 charts)\n");
@@ -73,8 +73,9 @@ TEST_F(RunReportTest, UnwritableOutputIsReportedBeforeTheInputs) {
   const CommandLine line = parse_command_line({"report", directory_ + "/no-such-input.jsonl", "-o", output});
   std::ostringstream out;
   EXPECT_EQ(error_text<DataError>([&] { run_report(line, out); }),
-            "cannot write the report to '" + output + "': folder '" + directory_ + "/missing' does not exist; fix: "
-            "create it, or pass -o with a file in a writable folder, e.g. -o report.html");
+            "cannot write the report to '" + output + "': folder '" + directory_ +
+                "/missing' does not exist; fix: "
+                "create it, or pass -o with a file in a writable folder, e.g. -o report.html");
 }
 
 TEST_F(RunReportTest, BadInputWritesNothing) {
@@ -82,8 +83,10 @@ TEST_F(RunReportTest, BadInputWritesNothing) {
   const CommandLine line = parse_command_line({"report", kFixtures + "run-b.jsonl", directory_, "-o", output});
   std::ostringstream out;
   EXPECT_EQ(error_text<DataError>([&] { run_report(line, out); }),
-            "folder '" + directory_ + "' has no metrics.jsonl; fix: pass the metrics file itself, or train with "
-            "--metrics-file " + directory_ + "/metrics.jsonl");
+            "folder '" + directory_ +
+                "' has no metrics.jsonl; fix: pass the metrics file itself, or train with "
+                "--metrics-file " +
+                directory_ + "/metrics.jsonl");
   EXPECT_FALSE(path_exists(output));
 }
 

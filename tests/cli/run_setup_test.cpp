@@ -23,10 +23,32 @@ std::string saved_run() {
   static const std::string folder = [] {
     const std::string path = make_temporary_directory("graphed-run-setup");
     std::ostringstream out;
-    run_train(parse_command_line({"train", "--mock-data", "--device", "cpu", "--num-layers", "1", "--hidden-size", "32",
-                                  "--num-attention-heads", "2", "--seq-length", "16", "--vocab-size", "64",
-                                  "--train-iters", "4", "--lr", "0.002", "--hidden-dropout", "0", "--seed", "7",
-                                  "--eval-iters", "0", "--save", path}),
+    run_train(parse_command_line({"train",
+                                  "--mock-data",
+                                  "--device",
+                                  "cpu",
+                                  "--num-layers",
+                                  "1",
+                                  "--hidden-size",
+                                  "32",
+                                  "--num-attention-heads",
+                                  "2",
+                                  "--seq-length",
+                                  "16",
+                                  "--vocab-size",
+                                  "64",
+                                  "--train-iters",
+                                  "4",
+                                  "--lr",
+                                  "0.002",
+                                  "--hidden-dropout",
+                                  "0",
+                                  "--seed",
+                                  "7",
+                                  "--eval-iters",
+                                  "0",
+                                  "--save",
+                                  path}),
               out);
     return path;
   }();
@@ -76,8 +98,9 @@ TEST(RunSetupTest, TrainerJsonAndCheckConfigOutputFeedBackAsConfig) {
   EXPECT_TRUE(from_checkpoint.origins.count("num_query_groups") == 0);
 
   std::ostringstream json_output;
-  run_check_config(parse_command_line({"check-config", "--preset", "moe-small", "--cuda-graph-impl", "local", "--json"}),
-                   json_output);
+  run_check_config(
+      parse_command_line({"check-config", "--preset", "moe-small", "--cuda-graph-impl", "local", "--json"}),
+      json_output);
   const std::string path = make_temporary_directory("graphed-check-config") + "/out.json";
   std::ofstream(path) << json_output.str();
   const CommandLine fed_back = parse_command_line({"check-config", "--config", path});
@@ -92,8 +115,9 @@ TEST(RunSetupTest, APresetWarmupLongerThanTheRunIsScaledDownWithANote) {
   EXPECT_EQ(run.settings.train.lr_warmup_iters, 0);
   EXPECT_EQ(run.origins.at("lr_warmup_iters"), "preset tiny, fitted to the run");
   ASSERT_EQ(run.notes.size(), 1u);
-  EXPECT_EQ(run.notes[0], "preset tiny's --lr-warmup-iters 100 does not fit --train-iters 5: warming up for 0 "
-                          "iterations instead (a tenth of the run; pass --lr-warmup-iters to choose)");
+  EXPECT_EQ(run.notes[0],
+            "preset tiny's --lr-warmup-iters 100 does not fit --train-iters 5: warming up for 0 "
+            "iterations instead (a tenth of the run; pass --lr-warmup-iters to choose)");
   // A warmup the user gave is theirs: rule TR-4 refuses it, naming the rule once.
   try {
     std::ostringstream out;
@@ -101,8 +125,9 @@ TEST(RunSetupTest, APresetWarmupLongerThanTheRunIsScaledDownWithANote) {
                     out);
     FAIL() << "no error";
   } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(), "--lr-warmup-iters 100 must be between 0 and --lr-decay-iters 5 (unset = --train-iters); "
-                               "fix: shorten the warmup or lengthen the decay [TR-4]");
+    EXPECT_STREQ(error.what(),
+                 "--lr-warmup-iters 100 must be between 0 and --lr-decay-iters 5 (unset = --train-iters); "
+                 "fix: shorten the warmup or lengthen the decay [TR-4]");
   }
 }
 
@@ -115,9 +140,10 @@ TEST(RunSetupTest, AMultiProcessLaunchIsRefused) {
     message = error.what();
   }
   ::unsetenv("WORLD_SIZE");
-  EXPECT_EQ(message, "WORLD_SIZE=2 asks for 2 processes (torchrun or another launcher), but `graphed bench` runs as "
-                     "one process: each would do the same work alone; fix: run it without a launcher (unset "
-                     "WORLD_SIZE); `graphed train` is the command that runs on several");
+  EXPECT_EQ(message,
+            "WORLD_SIZE=2 asks for 2 processes (torchrun or another launcher), but `graphed bench` runs as "
+            "one process: each would do the same work alone; fix: run it without a launcher (unset "
+            "WORLD_SIZE); `graphed train` is the command that runs on several");
   ::setenv("WORLD_SIZE", "1", 1);
   EXPECT_NO_THROW(refuse_multi_process_launch("bench"));
   ::unsetenv("WORLD_SIZE");

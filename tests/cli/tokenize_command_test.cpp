@@ -34,7 +34,8 @@ std::string run(const std::vector<std::string>& arguments) {
 }
 
 TEST(TokenizeCommandTest, FlagsAreParsed) {
-  const CommandLine line = parse_command_line({"tokenize", "--tokenizer", "bytes", "--text", "hi there", "--json", "--no-special-tokens"});
+  const CommandLine line =
+      parse_command_line({"tokenize", "--tokenizer", "bytes", "--text", "hi there", "--json", "--no-special-tokens"});
   EXPECT_EQ(line.command, "tokenize");
   EXPECT_EQ(line.tokenizer_path, "bytes");
   EXPECT_EQ(line.input_text, std::optional<std::string>("hi there"));
@@ -59,25 +60,43 @@ TEST(TokenizeCommandTest, MissingOrConflictingFlagsAreOneLineErrors) {
 TEST(TokenizeCommandTest, PrintsIdsJsonAndDecodedText) {
   EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--text", "hi"}), "104 105\n");
   EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--text", "hi", "--json"}),
-            R"json({"ids":[104,105],"tokenizer":"byte tokenizer (id = byte value, 256 ids)","tokens":["h","i"]})json" "\n");
+            R"json({"ids":[104,105],"tokenizer":"byte tokenizer (id = byte value, 256 ids)","tokens":["h","i"]})json"
+            "\n");
   EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--decode", "--text", "[104, 105,\n33]"}), "hi!\n");
-  EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--decode", "--text", "104 10", "--json"}), R"({"text":"h\n"})" "\n");
+  EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--decode", "--text", "104 10", "--json"}), R"({"text":"h\n"})"
+                                                                                                 "\n");
   EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--text", ""}), "\n");
 }
 
 TEST(TokenizeCommandTest, BadInputsNameTheProblem) {
-  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "bytes", "--decode", "--text", "12 x3 4"}); }),
-            "--text: item 2 'x3' is not a token id; fix: with --decode, pass integer ids separated by spaces or commas");
-  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "bytes", "--decode", "--text", "104 999"}); }),
+  EXPECT_EQ(
+      error_text<DataError>([] {
+        run({"tokenize", "--tokenizer", "bytes", "--decode", "--text", "12 x3 4"});
+      }),
+      "--text: item 2 'x3' is not a token id; fix: with --decode, pass integer ids separated by spaces or commas");
+  EXPECT_EQ(error_text<DataError>([] {
+              run({"tokenize", "--tokenizer", "bytes", "--decode", "--text", "104 999"});
+            }),
             "token id 999 is outside the vocabulary (256 ids: 0..255); fix: pass ids this tokenizer produced");
-  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "bytes", "--file", "/no/such/input.txt"}); }),
-            "cannot read --file '/no/such/input.txt': no such file or directory; fix: check the path (or pass the text with --text)");
-  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", std::string(GRAPHED_SOURCE_DIR) + "/tests/tokenizer/data", "--text", "a\xFF"}); }),
-            "tokenizer folder '" + std::string(GRAPHED_SOURCE_DIR) + "/tests/tokenizer/data' holds no tokenizer.json, vocab.json + merges.txt, or "
-            "encoder.json + vocab.bpe; fix: pass a tokenizer.json file; a folder holding tokenizer.json, vocab.json + merges.txt, or "
-            "encoder.json + vocab.bpe; or the word bytes (graphed's byte tokenizer)");
-  EXPECT_EQ(error_text<DataError>([] { run({"tokenize", "--tokenizer", "/no/such/dir", "--text", "x"}); }),
-            "tokenizer '/no/such/dir' does not exist; fix: pass a tokenizer.json file; a folder holding tokenizer.json, vocab.json + "
+  EXPECT_EQ(error_text<DataError>([] {
+              run({"tokenize", "--tokenizer", "bytes", "--file", "/no/such/input.txt"});
+            }),
+            "cannot read --file '/no/such/input.txt': no such file or directory; fix: check the path (or pass the text "
+            "with --text)");
+  EXPECT_EQ(
+      error_text<DataError>([] {
+        run({"tokenize", "--tokenizer", std::string(GRAPHED_SOURCE_DIR) + "/tests/tokenizer/data", "--text", "a\xFF"});
+      }),
+      "tokenizer folder '" + std::string(GRAPHED_SOURCE_DIR) +
+          "/tests/tokenizer/data' holds no tokenizer.json, vocab.json + merges.txt, or "
+          "encoder.json + vocab.bpe; fix: pass a tokenizer.json file; a folder holding tokenizer.json, vocab.json + "
+          "merges.txt, or "
+          "encoder.json + vocab.bpe; or the word bytes (graphed's byte tokenizer)");
+  EXPECT_EQ(error_text<DataError>([] {
+              run({"tokenize", "--tokenizer", "/no/such/dir", "--text", "x"});
+            }),
+            "tokenizer '/no/such/dir' does not exist; fix: pass a tokenizer.json file; a folder holding "
+            "tokenizer.json, vocab.json + "
             "merges.txt, or encoder.json + vocab.bpe; or the word bytes (graphed's byte tokenizer)");
 }
 
@@ -92,8 +111,12 @@ TEST(TokenizeCommandTest, ReadsTheInputFile) {
   EXPECT_EQ(run({"tokenize", "--tokenizer", "bytes", "--file", latin1}), "99 97 102 233\n");  // bytes takes any bytes
   const std::string tokenizer = join_path(folder, "tokenizer.json");
   ASSERT_EQ(write_file_atomically(tokenizer, R"({"model": {"type": "BPE", "vocab": {"c": 0}, "merges": []}})"), 0);
-  EXPECT_EQ(error_text<DataError>([&] { run({"tokenize", "--tokenizer", tokenizer, "--file", latin1}); }),
-            "--file '" + latin1 + "' is not valid UTF-8: byte 0xE9 at byte offset 3; fix: convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+  EXPECT_EQ(error_text<DataError>([&] {
+              run({"tokenize", "--tokenizer", tokenizer, "--file", latin1});
+            }),
+            "--file '" + latin1 +
+                "' is not valid UTF-8: byte 0xE9 at byte offset 3; fix: convert the input to UTF-8 (e.g. iconv -f "
+                "latin1 -t utf-8)");
   remove_all(folder);
 }
 

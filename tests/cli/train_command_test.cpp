@@ -48,11 +48,13 @@ TEST(TrainCommandTest, ByteLevelRunSamplesAtEachEvaluationAndEndsWithTimeAndSpee
   const std::string corpus = make_temporary_directory("graphed-train-command") + "/text.txt";
   std::ofstream(corpus) << std::string(4000, 'a') + "The quick brown fox jumps over the lazy dog. ";
   std::ostringstream out;
-  run_train(parse_command_line({"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1",
-                                "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "16",
-                                "--vocab-size", "256", "--train-iters", "4", "--log-interval", "2", "--eval-interval",
-                                "2", "--eval-iters", "1", "--sample-tokens", "8", "--sample-prompt", "Th"}),
-            out);
+  run_train(
+      parse_command_line(
+          {"train", "--data-path",           corpus, "--device",        "cpu", "--num-layers", "1",   "--hidden-size",
+           "32",    "--num-attention-heads", "2",    "--seq-length",    "16",  "--vocab-size", "256", "--train-iters",
+           "4",     "--log-interval",        "2",    "--eval-interval", "2",   "--eval-iters", "1",   "--sample-tokens",
+           "8",     "--sample-prompt",       "Th"}),
+      out);
   const std::string text = out.str();
   EXPECT_NE(text.find("(format: text, byte-level tokenizer)"), std::string::npos) << text;
   EXPECT_NE(text.find("MFU is measured against CPU estimate: "), std::string::npos) << text;
@@ -72,9 +74,9 @@ std::string small_corpus() {
 
 /// `graphed train` of a 1-layer byte-level model on small_corpus(), with more flags.
 std::string train_small(const std::string& corpus, std::vector<std::string> flags) {
-  std::vector<std::string> arguments{"train", "--data-path", corpus, "--device", "cpu", "--num-layers", "1",
-                                     "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "16",
-                                     "--micro-batch-size", "4"};
+  std::vector<std::string> arguments{
+      "train", "--data-path",           corpus, "--device",     "cpu", "--num-layers",       "1", "--hidden-size",
+      "32",    "--num-attention-heads", "2",    "--seq-length", "16",  "--micro-batch-size", "4"};
   arguments.insert(arguments.end(), flags.begin(), flags.end());
   std::ostringstream out;
   run_train(parse_command_line(arguments), out);
@@ -85,9 +87,9 @@ TEST(TrainCommandTest, JsonPrintsOneObjectPerEventAndASummary) {
   const std::string corpus = small_corpus();
   const std::string save = make_temporary_directory("graphed-train-json") + "/run";
   ::testing::internal::CaptureStderr();
-  const std::string text = train_small(corpus, {"--train-iters", "4", "--log-interval", "2", "--eval-interval", "2",
-                                                "--eval-iters", "1", "--sample-tokens", "4", "--save", save, "--save-interval", "2",
-                                                "--json"});
+  const std::string text =
+      train_small(corpus, {"--train-iters", "4", "--log-interval", "2", "--eval-interval", "2", "--eval-iters", "1",
+                           "--sample-tokens", "4", "--save", save, "--save-interval", "2", "--json"});
   const std::string notes = ::testing::internal::GetCapturedStderr();
   std::istringstream lines(text);
   std::string line;
@@ -111,7 +113,8 @@ TEST(TrainCommandTest, JsonPrintsOneObjectPerEventAndASummary) {
   EXPECT_EQ(done.at("last_iteration"), 4);
   EXPECT_EQ(done.at("tokens"), 256.0);
   EXPECT_EQ(done.at("stopped"), false);
-  EXPECT_TRUE(done.contains("final_loss") && done.contains("final_valid_loss") && done.contains("tokens_per_s")) << done;
+  EXPECT_TRUE(done.contains("final_loss") && done.contains("final_valid_loss") && done.contains("tokens_per_s"))
+      << done;
   EXPECT_EQ(text.find("note:"), std::string::npos) << "notes go to stderr with --json";
   (void)notes;
 }
@@ -130,9 +133,9 @@ TEST(TrainCommandTest, AResumedRunCountsItsOwnWork) {
 
 TEST(TrainCommandTest, SamplesShowTheirTextAsUtf8) {
   const std::string corpus = small_corpus();
-  const std::string text = train_small(corpus, {"--train-iters", "2", "--log-interval", "2", "--eval-interval", "2",
-                                                "--eval-iters", "1", "--sample-tokens", "3", "--sample-prompt",
-                                                "Le pr\xC3\xA9sident \xE4\xB8\x96\xE7\x95\x8C "});
+  const std::string text =
+      train_small(corpus, {"--train-iters", "2", "--log-interval", "2", "--eval-interval", "2", "--eval-iters", "1",
+                           "--sample-tokens", "3", "--sample-prompt", "Le pr\xC3\xA9sident \xE4\xB8\x96\xE7\x95\x8C "});
   EXPECT_NE(text.find("sample at iteration 2: \"Le pr\xC3\xA9sident \xE4\xB8\x96\xE7\x95\x8C "), std::string::npos)
       << text;
 }
@@ -148,8 +151,9 @@ TEST(TrainCommandTest, ASaveFolderThatIsAFileFailsBeforeTheFirstIteration) {
   const std::string file = make_temporary_directory("graphed-train-command") + "/not-a-folder";
   std::ofstream(file) << "x";
   EXPECT_EQ(train_error({"--mock-data", "--device", "cpu", "--save", file, "--save-interval", "100"}),
-            "cannot write --save '" + file + "': it is a file, not a folder; fix: pass --save a folder you can write "
-            "to (it is created if missing)");
+            "cannot write --save '" + file +
+                "': it is a file, not a folder; fix: pass --save a folder you can write "
+                "to (it is created if missing)");
 }
 
 TEST(TrainCommandTest, FullIterationNeedsACudaDevice) {

@@ -23,7 +23,8 @@ class TrainSignalTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(folder_.empty()) << "cannot create a temporary folder";
-    std::ofstream(join_path(folder_, "text.txt")) << std::string(4000, 'a') + "The quick brown fox jumps over the dog. ";
+    std::ofstream(join_path(folder_, "text.txt"))
+        << std::string(4000, 'a') + "The quick brown fox jumps over the dog. ";
   }
   void TearDown() override {
     if (!HasFailure()) remove_all(folder_);
@@ -31,19 +32,22 @@ class TrainSignalTest : public ::testing::Test {
 
   /// graphed train on the CPU in folder_, with the flags; `signal` is sent once the first log line is out.
   ProcessResult train_until_signal(const std::vector<std::string>& flags, int signal) {
-    std::vector<std::string> arguments{"train",         "--data-path", "text.txt", "--device",   "cpu",
-                                       "--num-layers",  "1",           "--hidden-size", "32",    "--num-attention-heads",
-                                       "2",             "--seq-length", "16",      "--train-iters", "1000000",
-                                       "--log-interval", "1",          "--eval-iters", "0",       "--sample-tokens", "0"};
+    std::vector<std::string> arguments{"train", "--data-path",           "text.txt", "--device",
+                                       "cpu",   "--num-layers",          "1",        "--hidden-size",
+                                       "32",    "--num-attention-heads", "2",        "--seq-length",
+                                       "16",    "--train-iters",         "1000000",  "--log-interval",
+                                       "1",     "--eval-iters",          "0",        "--sample-tokens",
+                                       "0"};
     arguments.insert(arguments.end(), flags.begin(), flags.end());
     bool sent = false;
-    const auto results = run_processes(
-        {{arguments, {}, {}, folder_}}, std::chrono::seconds(120),
-        [&](const std::vector<pid_t>& pids, const std::vector<std::string>& out_paths) {
-          if (sent || read_text(out_paths[0]).find("iteration      1/1000000") == std::string::npos) return;
-          ::kill(pids[0], signal);
-          sent = true;
-        });
+    const auto results =
+        run_processes({{arguments, {}, {}, folder_}}, std::chrono::seconds(120),
+                      [&](const std::vector<pid_t>& pids, const std::vector<std::string>& out_paths) {
+                        if (sent || read_text(out_paths[0]).find("iteration      1/1000000") == std::string::npos)
+                          return;
+                        ::kill(pids[0], signal);
+                        sent = true;
+                      });
     EXPECT_TRUE(sent) << results[0].out << results[0].err;
     return results[0];
   }
@@ -70,19 +74,24 @@ TEST_F(TrainSignalTest, CtrlCWithSaveFinishesTheIterationSavesAndSaysHowToGoOn) 
   const int64_t iteration = stopped_at(result.out);
   ASSERT_GE(iteration, 1) << result.out;
   const std::string checkpoint = "run/" + iteration_folder(iteration);
-  EXPECT_NE(result.out.find("saved checkpoint " + checkpoint + "\nstopped by SIGINT after iteration " +
-                            std::to_string(iteration) + " of 1000000; saved checkpoint " + checkpoint +
-                            "; to go on: graphed train --load run\ndone: " + std::to_string(iteration) + " iterations in "),
-            std::string::npos)
+  EXPECT_NE(
+      result.out.find("saved checkpoint " + checkpoint + "\nstopped by SIGINT after iteration " +
+                      std::to_string(iteration) + " of 1000000; saved checkpoint " + checkpoint +
+                      "; to go on: graphed train --load run\ndone: " + std::to_string(iteration) + " iterations in "),
+      std::string::npos)
       << result.out;
-  EXPECT_NE(result.err.find("\nstopping after this iteration, then saving to run; press Ctrl-C again to exit at once\n"),
-            std::string::npos)
+  EXPECT_NE(
+      result.err.find("\nstopping after this iteration, then saving to run; press Ctrl-C again to exit at once\n"),
+      std::string::npos)
       << result.err;
   EXPECT_TRUE(path_exists(join_path(folder_, checkpoint + "/model.safetensors")));
 
   // --load goes on from there (the checkpoint's settings, --train-iters lowered to end soon).
-  const auto resumed = run_processes(
-      {{{"train", "--load", "run", "--device", "cpu", "--train-iters", std::to_string(iteration + 2)}, {}, {}, folder_}});
+  const auto resumed =
+      run_processes({{{"train", "--load", "run", "--device", "cpu", "--train-iters", std::to_string(iteration + 2)},
+                      {},
+                      {},
+                      folder_}});
   ASSERT_EQ(resumed[0].exit_code, 0) << resumed[0].out << resumed[0].err;
   EXPECT_NE(resumed[0].out.find("resumed from run at iteration " + std::to_string(iteration) + "\n"), std::string::npos)
       << resumed[0].out;
@@ -100,8 +109,9 @@ TEST_F(TrainSignalTest, SigtermWithTheHandlerAndNoSaveStopsAndSaysNothingWasSave
                             " of 1000000; nothing was saved (no --save)\n"),
             std::string::npos)
       << result.out;
-  EXPECT_NE(result.err.find("stopping after this iteration, without saving (no --save); press Ctrl-C again to exit at once"),
-            std::string::npos)
+  EXPECT_NE(
+      result.err.find("stopping after this iteration, without saving (no --save); press Ctrl-C again to exit at once"),
+      std::string::npos)
       << result.err;
 }
 

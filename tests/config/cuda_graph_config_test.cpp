@@ -19,7 +19,6 @@ Migrated migrate(const CudaGraphInputs& inputs) {
   return result;
 }
 
-
 ConfigIssue single(const Migrated& migrated) {
   if (migrated.issues.all().size() != 1) {
     std::string all;
@@ -103,7 +102,8 @@ TEST(CudaGraphConfigTest, FullMigratesToWholeLayer) {
   EXPECT_TRUE(m.config.modules.empty());
   const ConfigIssue issue = single(m);
   EXPECT_EQ(issue.rule, "M4");
-  EXPECT_EQ(issue.message, "--cuda-graph-modules full is deprecated; using an empty --cuda-graph-modules (the whole layer)");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules full is deprecated; using an empty --cuda-graph-modules (the whole layer)");
 }
 
 TEST(CudaGraphConfigTest, LocalWithFullIterationMigratesToFullIterationImpl) {
@@ -153,8 +153,9 @@ TEST(CudaGraphConfigTest, LocalWithFullIterationInferenceMigratesToBlockScope) {
   EXPECT_TRUE(m.config.modules.empty());
   const ConfigIssue issue = single(m);
   EXPECT_EQ(issue.rule, "M6");
-  EXPECT_EQ(issue.message, "--cuda-graph-modules full_iteration_inference is deprecated; using "
-                           "--inference-cuda-graph-scope block");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules full_iteration_inference is deprecated; using "
+            "--inference-cuda-graph-scope block");
 }
 
 TEST(CudaGraphConfigTest, LocalWithModulesAndFullIterationInferenceKeepsTheModules) {
@@ -167,8 +168,9 @@ TEST(CudaGraphConfigTest, LocalWithModulesAndFullIterationInferenceKeepsTheModul
             modules({CudaGraphModule::kAttn, CudaGraphModule::kMoeRouter, CudaGraphModule::kMoePreprocess}));
   EXPECT_EQ(m.config.inference_scope, InferenceCudaGraphScope::kBlock);
   ASSERT_EQ(m.issues.all().size(), 2u);
-  EXPECT_EQ(m.issues.all()[0].message, "--cuda-graph-scope is deprecated; using --cuda-graph-modules attn "
-                                       "moe_router moe_preprocess full_iteration_inference");
+  EXPECT_EQ(m.issues.all()[0].message,
+            "--cuda-graph-scope is deprecated; using --cuda-graph-modules attn "
+            "moe_router moe_preprocess full_iteration_inference");
   EXPECT_EQ(m.issues.all()[1].rule, "M6");
 }
 
@@ -181,8 +183,9 @@ TEST(CudaGraphConfigTest, NoneWithFullIterationInferenceIsANoOp) {
   const ConfigIssue issue = single(m);
   EXPECT_EQ(issue.rule, "M7");
   EXPECT_EQ(issue.severity, Severity::kWarning);
-  EXPECT_EQ(issue.message, "--cuda-graph-modules full_iteration_inference has no effect with --cuda-graph-impl "
-                           "none; ignored");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules full_iteration_inference has no effect with --cuda-graph-impl "
+            "none; ignored");
 }
 
 TEST(CudaGraphConfigTest, ExplicitBlockScopeWithFullIterationInferenceIsAccepted) {
@@ -204,8 +207,9 @@ TEST(CudaGraphConfigTest, EnableCudaGraphWithImplIsRejected) {
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "TC-1");
   EXPECT_EQ(issue.severity, Severity::kError);
-  EXPECT_EQ(issue.message, "--enable-cuda-graph cannot be combined with --cuda-graph-impl local; fix: drop "
-                           "--enable-cuda-graph, it is the deprecated spelling of --cuda-graph-impl local");
+  EXPECT_EQ(issue.message,
+            "--enable-cuda-graph cannot be combined with --cuda-graph-impl local; fix: drop "
+            "--enable-cuda-graph, it is the deprecated spelling of --cuda-graph-impl local");
 }
 
 TEST(CudaGraphConfigTest, ExternalCudaGraphWithImplIsRejected) {
@@ -214,9 +218,10 @@ TEST(CudaGraphConfigTest, ExternalCudaGraphWithImplIsRejected) {
   in.impl = "full_iteration";
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "TC-1");
-  EXPECT_EQ(issue.message, "--external-cuda-graph cannot be combined with --cuda-graph-impl full_iteration; fix: "
-                           "drop --external-cuda-graph, it is the deprecated spelling of --cuda-graph-impl "
-                           "transformer_engine");
+  EXPECT_EQ(issue.message,
+            "--external-cuda-graph cannot be combined with --cuda-graph-impl full_iteration; fix: "
+            "drop --external-cuda-graph, it is the deprecated spelling of --cuda-graph-impl "
+            "transformer_engine");
 }
 
 TEST(CudaGraphConfigTest, BothBooleanFlagsAreRejected) {
@@ -226,8 +231,9 @@ TEST(CudaGraphConfigTest, BothBooleanFlagsAreRejected) {
   const Migrated m = migrate(in);
   const ConfigIssue issue = single(m);
   EXPECT_EQ(issue.rule, "TC-2");
-  EXPECT_EQ(issue.message, "--enable-cuda-graph and --external-cuda-graph cannot both be set; fix: pass "
-                           "--cuda-graph-impl local or --cuda-graph-impl transformer_engine instead");
+  EXPECT_EQ(issue.message,
+            "--enable-cuda-graph and --external-cuda-graph cannot both be set; fix: pass "
+            "--cuda-graph-impl local or --cuda-graph-impl transformer_engine instead");
 }
 
 TEST(CudaGraphConfigTest, ScopeAndModulesTogetherAreRejected) {
@@ -237,9 +243,10 @@ TEST(CudaGraphConfigTest, ScopeAndModulesTogetherAreRejected) {
   in.modules = std::vector<std::string>{"mlp"};
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "TC-3");
-  EXPECT_EQ(issue.message, "--cuda-graph-scope and --cuda-graph-modules cannot be used together, got "
-                           "--cuda-graph-scope attn and --cuda-graph-modules mlp; fix: keep only "
-                           "--cuda-graph-modules");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-scope and --cuda-graph-modules cannot be used together, got "
+            "--cuda-graph-scope attn and --cuda-graph-modules mlp; fix: keep only "
+            "--cuda-graph-modules");
 }
 
 TEST(CudaGraphConfigTest, ScopeWithModulesFullOrEmptyCountsAsUnset) {
@@ -260,8 +267,9 @@ TEST(CudaGraphConfigTest, FullWithOtherModulesIsRejected) {
   in.modules = std::vector<std::string>{"full", "attn"};
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "N1");
-  EXPECT_EQ(issue.message, "full cannot be combined with other values in --cuda-graph-modules, got full attn; fix: "
-                           "omit --cuda-graph-modules to capture the whole layer, or list only the modules");
+  EXPECT_EQ(issue.message,
+            "full cannot be combined with other values in --cuda-graph-modules, got full attn; fix: "
+            "omit --cuda-graph-modules to capture the whole layer, or list only the modules");
 }
 
 TEST(CudaGraphConfigTest, BothDeprecatedValuesAreRejected) {
@@ -270,9 +278,10 @@ TEST(CudaGraphConfigTest, BothDeprecatedValuesAreRejected) {
   in.modules = std::vector<std::string>{"full_iteration", "full_iteration_inference"};
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "N2");
-  EXPECT_EQ(issue.message, "--cuda-graph-modules cannot contain both full_iteration and full_iteration_inference; "
-                           "fix: use --cuda-graph-impl full_iteration for training graphs or "
-                           "--inference-cuda-graph-scope block for inference graphs, not both");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules cannot contain both full_iteration and full_iteration_inference; "
+            "fix: use --cuda-graph-impl full_iteration for training graphs or "
+            "--inference-cuda-graph-scope block for inference graphs, not both");
 }
 
 TEST(CudaGraphConfigTest, FullIterationWithTransformerEngineIsRejected) {
@@ -293,8 +302,9 @@ TEST(CudaGraphConfigTest, FullIterationWithInferenceScopeIsRejected) {
   in.inference_scope = "layer";
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "N4");
-  EXPECT_EQ(issue.message, "--cuda-graph-modules full_iteration cannot be combined with --inference-cuda-graph-scope "
-                           "layer; fix: drop --inference-cuda-graph-scope (full_iteration makes no inference graphs)");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules full_iteration cannot be combined with --inference-cuda-graph-scope "
+            "layer; fix: drop --inference-cuda-graph-scope (full_iteration makes no inference graphs)");
 }
 
 TEST(CudaGraphConfigTest, FullIterationWithInferenceScopeNoneIsAccepted) {
@@ -313,8 +323,9 @@ TEST(CudaGraphConfigTest, FullIterationInferenceWithTransformerEngineIsRejected)
   in.modules = std::vector<std::string>{"full_iteration_inference"};
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "N5");
-  EXPECT_EQ(issue.message, "--cuda-graph-modules full_iteration_inference cannot be combined with --cuda-graph-impl "
-                           "transformer_engine; fix: use --cuda-graph-impl local --inference-cuda-graph-scope block");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules full_iteration_inference cannot be combined with --cuda-graph-impl "
+            "transformer_engine; fix: use --cuda-graph-impl local --inference-cuda-graph-scope block");
 }
 
 TEST(CudaGraphConfigTest, FullIterationInferenceWithLayerScopeIsRejected) {
@@ -324,9 +335,10 @@ TEST(CudaGraphConfigTest, FullIterationInferenceWithLayerScopeIsRejected) {
   in.inference_scope = "layer";
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "N6");
-  EXPECT_EQ(issue.message, "--cuda-graph-modules full_iteration_inference cannot be combined with "
-                           "--inference-cuda-graph-scope layer; fix: use --inference-cuda-graph-scope block and "
-                           "drop full_iteration_inference from --cuda-graph-modules");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules full_iteration_inference cannot be combined with "
+            "--inference-cuda-graph-scope layer; fix: use --inference-cuda-graph-scope block and "
+            "drop full_iteration_inference from --cuda-graph-modules");
 }
 
 TEST(CudaGraphConfigTest, UnknownModuleIsRejected) {
@@ -335,8 +347,9 @@ TEST(CudaGraphConfigTest, UnknownModuleIsRejected) {
   in.modules = std::vector<std::string>{"atn"};
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "N7");
-  EXPECT_EQ(issue.message, "unknown value 'atn' in --cuda-graph-modules; fix: use one of attn, mlp, moe, moe_router, "
-                           "moe_preprocess, mamba (or omit --cuda-graph-modules for the whole layer)");
+  EXPECT_EQ(issue.message,
+            "unknown value 'atn' in --cuda-graph-modules; fix: use one of attn, mlp, moe, moe_router, "
+            "moe_preprocess, mamba (or omit --cuda-graph-modules for the whole layer)");
 }
 
 TEST(CudaGraphConfigTest, UnknownImplIsRejected) {
@@ -344,8 +357,9 @@ TEST(CudaGraphConfigTest, UnknownImplIsRejected) {
   in.impl = "te";
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "TC-4");
-  EXPECT_EQ(issue.message, "unknown --cuda-graph-impl 'te'; fix: use one of none, local, transformer_engine, "
-                           "full_iteration");
+  EXPECT_EQ(issue.message,
+            "unknown --cuda-graph-impl 'te'; fix: use one of none, local, transformer_engine, "
+            "full_iteration");
 }
 
 TEST(CudaGraphConfigTest, InferenceScopeMustSuitTheImpl) {
@@ -354,11 +368,16 @@ TEST(CudaGraphConfigTest, InferenceScopeMustSuitTheImpl) {
     std::string scope;
     bool allowed;
   };
-  const std::vector<Case> cases{{"none", "none", true},          {"none", "layer", false},
-                                {"none", "block", false},        {"local", "none", false},
-                                {"local", "layer", true},        {"local", "block", true},
-                                {"transformer_engine", "none", true}, {"transformer_engine", "layer", false},
-                                {"full_iteration", "none", true}, {"full_iteration", "block", false}};
+  const std::vector<Case> cases{{"none", "none", true},
+                                {"none", "layer", false},
+                                {"none", "block", false},
+                                {"local", "none", false},
+                                {"local", "layer", true},
+                                {"local", "block", true},
+                                {"transformer_engine", "none", true},
+                                {"transformer_engine", "layer", false},
+                                {"full_iteration", "none", true},
+                                {"full_iteration", "block", false}};
   for (const auto& c : cases) {
     CudaGraphInputs in;
     in.impl = c.impl;
@@ -374,8 +393,9 @@ TEST(CudaGraphConfigTest, InferenceScopeMustSuitTheImpl) {
             "--inference-cuda-graph-scope (only --cuda-graph-impl local makes inference graphs)");
   in.impl = "local";
   in.inference_scope = "none";
-  EXPECT_EQ(single(migrate(in)).message, "--inference-cuda-graph-scope none is not supported with --cuda-graph-impl "
-                                         "local; fix: use layer (the default for local) or block");
+  EXPECT_EQ(single(migrate(in)).message,
+            "--inference-cuda-graph-scope none is not supported with --cuda-graph-impl "
+            "local; fix: use layer (the default for local) or block");
 }
 
 TEST(CudaGraphConfigTest, FullIterationWithModulesIsRejected) {
@@ -384,8 +404,9 @@ TEST(CudaGraphConfigTest, FullIterationWithModulesIsRejected) {
   in.modules = std::vector<std::string>{"attn", "mlp"};
   const ConfigIssue issue = single(migrate(in));
   EXPECT_EQ(issue.rule, "TC-6");
-  EXPECT_EQ(issue.message, "--cuda-graph-modules must be empty with --cuda-graph-impl full_iteration, got attn mlp; "
-                           "fix: drop --cuda-graph-modules (the whole iteration is one graph)");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules must be empty with --cuda-graph-impl full_iteration, got attn mlp; "
+            "fix: drop --cuda-graph-modules (the whole iteration is one graph)");
 }
 
 TEST(CudaGraphConfigTest, LegacyScopeWithModuleAndFullIterationHitsTheEmptyModulesRule) {
@@ -407,8 +428,9 @@ TEST(CudaGraphConfigTest, ModulesWithImplNoneAreKeptWithAWarning) {
   const ConfigIssue issue = single(m);
   EXPECT_EQ(issue.rule, "BR-1");
   EXPECT_EQ(issue.severity, Severity::kWarning);
-  EXPECT_EQ(issue.message, "--cuda-graph-modules attn mlp has no effect with --cuda-graph-impl none: nothing is "
-                           "graphed (the list is kept, as Megatron keeps it)");
+  EXPECT_EQ(issue.message,
+            "--cuda-graph-modules attn mlp has no effect with --cuda-graph-impl none: nothing is "
+            "graphed (the list is kept, as Megatron keeps it)");
 }
 
 TEST(CudaGraphConfigTest, DuplicateModulesAreMergedInOrder) {

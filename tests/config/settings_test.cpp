@@ -70,20 +70,27 @@ TEST(SettingsTest, UnknownChoicesListTheValidValuesAndTheNearest) {
   EXPECT_EQ(error_of([] { parse_setting_tokens(*find_setting("cuda_graph_impl"), {"locl"}, "--cuda-graph-impl"); }),
             "unknown value 'locl' for --cuda-graph-impl (did you mean local?); fix: use one of none, local, "
             "transformer_engine, full_iteration");
-  EXPECT_EQ(error_of([] { parse_setting_tokens(*find_setting("cuda_graph_modules"), {"attn,xyz"}, "--cuda-graph-modules"); }),
-            "unknown value 'xyz' for --cuda-graph-modules; fix: use one of attn, mlp, moe, moe_router, moe_preprocess, "
-            "mamba, full, full_iteration, full_iteration_inference");
+  EXPECT_EQ(
+      error_of([] { parse_setting_tokens(*find_setting("cuda_graph_modules"), {"attn,xyz"}, "--cuda-graph-modules"); }),
+      "unknown value 'xyz' for --cuda-graph-modules; fix: use one of attn, mlp, moe, moe_router, moe_preprocess, "
+      "mamba, full, full_iteration, full_iteration_inference");
   EXPECT_EQ(error_of([] { parse_setting_tokens(*find_setting("normalization"), {"RMSnorm"}, "--normalization"); }),
             "unknown value 'RMSnorm' for --normalization (did you mean RMSNorm?); fix: use one of LayerNorm, RMSNorm");
 }
 
 TEST(SettingsTest, JsonValuesAreTypeChecked) {
   Settings settings;
-  EXPECT_EQ(error_of([&] { apply_settings(settings, json{{"num_layers", "4"}}, "--config run.json"); }),
+  EXPECT_EQ(error_of([&] {
+              apply_settings(settings, json{{"num_layers", "4"}}, "--config run.json");
+            }),
             "num_layers in --config run.json expects an integer, got \"4\"");
-  EXPECT_EQ(error_of([&] { apply_settings(settings, json{{"bf16", 1}}, "--config run.json"); }),
+  EXPECT_EQ(error_of([&] {
+              apply_settings(settings, json{{"bf16", 1}}, "--config run.json");
+            }),
             "bf16 in --config run.json expects true or false, got 1");
-  EXPECT_EQ(error_of([&] { apply_settings(settings, json{{"num_layers", nullptr}}, "--config run.json"); }),
+  EXPECT_EQ(error_of([&] {
+              apply_settings(settings, json{{"num_layers", nullptr}}, "--config run.json");
+            }),
             "num_layers in --config run.json cannot be null (it has no unset state); fix: give a value or leave "
             "the key out");
   EXPECT_EQ(error_of([&] { apply_settings(settings, json::array(), "--config run.json"); }),
@@ -111,8 +118,9 @@ TEST(SettingsTest, UnknownKeysSuggestTheNearestAndNothingIsApplied) {
     ASSERT_EQ(error.details().size(), 2u);
     // Keys are visited in JSON object (sorted) order.
     EXPECT_EQ(error.details()[0], "lr in --config run.json expects a number, got \"x\"");
-    EXPECT_EQ(error.details()[1], "unknown setting 'num_layer' in --config run.json (did you mean num_layers?); "
-                                  "fix: see `graphed check-config --help` for the valid settings");
+    EXPECT_EQ(error.details()[1],
+              "unknown setting 'num_layer' in --config run.json (did you mean num_layers?); "
+              "fix: see `graphed check-config --help` for the valid settings");
     EXPECT_STREQ(error.what(), "2 problems in --config run.json");
   }
   EXPECT_EQ(settings.model.hidden_size, 128) << "a failed apply must change nothing";
@@ -162,16 +170,19 @@ TEST_F(ConfigFileTest, MissingFileIsNamed) {
 TEST_F(ConfigFileTest, InvalidJsonIsNamed) {
   const std::string path = write("bad.json", "{\"num_layers\": 3,");
   const std::string message = error_of([&] { read_config_file(path); });
-  EXPECT_EQ(message, "--config file '" + path + "' is not valid JSON: parse error at line 1, column 18: syntax error "
-                     "while parsing object key - unexpected end of input; expected string literal; fix: write a JSON "
-                     "object of finite numbers, strings and lists, such as {\"num_layers\": 4}");
+  EXPECT_EQ(message,
+            "--config file '" + path +
+                "' is not valid JSON: parse error at line 1, column 18: syntax error "
+                "while parsing object key - unexpected end of input; expected string literal; fix: write a JSON "
+                "object of finite numbers, strings and lists, such as {\"num_layers\": 4}");
 }
 
 TEST_F(ConfigFileTest, NumberBeyondADoubleIsNamedWithoutTheLibraryTag) {
   const std::string path = write("huge.json", R"({"lr": 1e999})");
   EXPECT_EQ(error_of([&] { read_config_file(path); }),
-            "--config file '" + path + "' is not valid JSON: number overflow parsing '1e999'; fix: write a JSON "
-            "object of finite numbers, strings and lists, such as {\"num_layers\": 4}");
+            "--config file '" + path +
+                "' is not valid JSON: number overflow parsing '1e999'; fix: write a JSON "
+                "object of finite numbers, strings and lists, such as {\"num_layers\": 4}");
 }
 
 TEST(SettingsJsonTest, MoeLayerFreqTakesAnIntegerOrAListAsMegatronDoes) {
@@ -182,15 +193,18 @@ TEST(SettingsJsonTest, MoeLayerFreqTakesAnIntegerOrAListAsMegatronDoes) {
   EXPECT_EQ(settings.model.moe_layer_freq, "1,0,1,0");
   apply_settings(settings, json{{"moe_layer_freq", "1,1"}}, "--config run.json");
   EXPECT_EQ(settings.model.moe_layer_freq, "1,1");
-  EXPECT_EQ(error_of([&] { apply_settings(settings, json{{"moe_layer_freq", 1.5}}, "--config run.json"); }),
+  EXPECT_EQ(error_of([&] {
+              apply_settings(settings, json{{"moe_layer_freq", 1.5}}, "--config run.json");
+            }),
             "moe_layer_freq in --config run.json expects a string, got 1.5");
 }
 
 TEST_F(ConfigFileTest, NonObjectIsRejected) {
   const std::string path = write("list.json", "[1, 2]");
   EXPECT_EQ(error_of([&] { read_config_file(path); }),
-            "--config file '" + path + "' must hold a JSON object of settings, got array; fix: write "
-            "{\"num_layers\": 4, ...}");
+            "--config file '" + path +
+                "' must hold a JSON object of settings, got array; fix: write "
+                "{\"num_layers\": 4, ...}");
 }
 
 }  // namespace

@@ -34,9 +34,9 @@ std::string parse_error(const Variables& variables) {
   return "(no error)";
 }
 
-const Variables kTwoRanks = {{"WORLD_SIZE", "2"},         {"RANK", "1"},       {"LOCAL_RANK", "1"},
-                             {"LOCAL_WORLD_SIZE", "2"},   {"MASTER_ADDR", "127.0.0.1"},
-                             {"MASTER_PORT", "29500"}};
+const Variables kTwoRanks = {{"WORLD_SIZE", "2"},          {"RANK", "1"},
+                             {"LOCAL_RANK", "1"},          {"LOCAL_WORLD_SIZE", "2"},
+                             {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
 
 Variables without(Variables variables, const std::string& name) {
   variables.erase(name);
@@ -128,14 +128,15 @@ TEST(LaunchEnvironmentTest, ARankOutOfRangeIsRefused) {
             std::string::npos);
   EXPECT_NE(parse_error(with(kTwoRanks, "LOCAL_RANK", "5")).find("LOCAL_RANK='5' is not an integer between 0 and 1"),
             std::string::npos);
-  EXPECT_NE(parse_error(with(kTwoRanks, "MASTER_PORT", "70000")).find("MASTER_PORT='70000' is not an integer "
-                                                                      "between 1 and 65535; fix: "),
+  EXPECT_NE(parse_error(with(kTwoRanks, "MASTER_PORT", "70000"))
+                .find("MASTER_PORT='70000' is not an integer "
+                      "between 1 and 65535; fix: "),
             std::string::npos);
 }
 
 TEST(LaunchEnvironmentTest, MalformedIntegersAreRefusedWithTheirValue) {
   const std::vector<std::pair<std::string, std::string>> malformed = {
-      {"WORLD_SIZE", "two"}, {"WORLD_SIZE", "0"},      {"RANK", "1x"},
+      {"WORLD_SIZE", "two"}, {"WORLD_SIZE", "0"},     {"RANK", "1x"},
       {"RANK", ""},          {"MASTER_PORT", "port"}, {"TORCHELASTIC_RESTART_COUNT", "1.5"}};
   for (const auto& [name, value] : malformed) {
     const std::string message = parse_error(with(kTwoRanks, name, value));

@@ -27,16 +27,16 @@
 namespace graphed {
 namespace {
 
-using testing::ProcessResult;
-using testing::ProcessSpec;
-using testing::read_text;
-using testing::run_processes;
 using testing::describe;
 using testing::launch;
 using testing::losses_of;
 using testing::pick_port;
 using testing::plus;
+using testing::ProcessResult;
+using testing::ProcessSpec;
 using testing::rank_environment;
+using testing::read_text;
+using testing::run_processes;
 using Clock = std::chrono::steady_clock;
 
 int count(const std::string& text, const std::string& part) {
@@ -45,11 +45,10 @@ int count(const std::string& text, const std::string& part) {
   return found;
 }
 
-const std::vector<std::string> kTrain = {"train", "--preset", "tiny", "--mock-data", "--device", "cpu",
-                                         "--eval-iters", "0", "--sample-tokens", "0"};
+const std::vector<std::string> kTrain = {"train", "--preset",     "tiny", "--mock-data",     "--device",
+                                         "cpu",   "--eval-iters", "0",    "--sample-tokens", "0"};
 /// Relative paths: each process writes in its own folder, so what a rank wrote shows where.
 const std::vector<std::string> kOutputs = {"--metrics-file", "metrics.jsonl", "--save", "checkpoints"};
-
 
 /// Each test's processes work in a new temporary folder, removed when the test passes (kept to look
 /// into when it fails).
@@ -116,15 +115,16 @@ TEST_F(MultiProcessTest, TwoDataParallelRanksTrainAsOneProcess) {
 }
 
 TEST_F(MultiProcessTest, OnlyRankZeroPrintsAndWrites) {
-  const std::vector<ProcessResult> results = launch(
-      2, pick_port(1),
-      plus(plus(kTrain, kOutputs),
-           {"--train-iters", "2", "--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "1"}),
-      folder_);
+  const std::vector<ProcessResult> results =
+      launch(2, pick_port(1),
+             plus(plus(kTrain, kOutputs),
+                  {"--train-iters", "2", "--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "1"}),
+             folder_);
   ASSERT_EQ(results[0].exit_code, 0) << describe(results);
   ASSERT_EQ(results[1].exit_code, 0) << describe(results);
-  EXPECT_NE(results[0].out.find("launch: 2 ranks (data-parallel 2 x pipeline 1 x tensor 1), Gloo; rank 0 prints and writes"),
-            std::string::npos)
+  EXPECT_NE(
+      results[0].out.find("launch: 2 ranks (data-parallel 2 x pipeline 1 x tensor 1), Gloo; rank 0 prints and writes"),
+      std::string::npos)
       << results[0].out;
   EXPECT_NE(results[0].out.find("done: 2 iterations"), std::string::npos) << results[0].out;
   EXPECT_EQ(results[1].out, "");
@@ -143,7 +143,8 @@ TEST_F(MultiProcessTest, CtrlCStopsEveryRankAtTheSameLogLineAndSaves) {
       plus(plus(kTrain, kOutputs),
            {"--train-iters", "100000", "--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "3"});
   for (int rank = 0; rank < 2; ++rank) {
-    specs.push_back({arguments, rank_environment(2, rank, port), {}, join_path(folder_, "rank" + std::to_string(rank))});
+    specs.push_back(
+        {arguments, rank_environment(2, rank, port), {}, join_path(folder_, "rank" + std::to_string(rank))});
   }
   bool signalled = false;
   const std::vector<ProcessResult> results = run_processes(
@@ -160,10 +161,10 @@ TEST_F(MultiProcessTest, CtrlCStopsEveryRankAtTheSameLogLineAndSaves) {
   ASSERT_NE(at, std::string::npos) << out;
   const int64_t iteration = std::stoll(out.substr(at + 34));
   EXPECT_EQ(iteration % 3, 0) << "the ranks agree at log lines: " << out;
-  const std::string checkpoint = "checkpoints/iter_" + std::string(7 - std::to_string(iteration).size(), '0') +
-                                 std::to_string(iteration);
-  EXPECT_NE(out.find("stopped by SIGINT after iteration " + std::to_string(iteration) + " of 100000; saved checkpoint " +
-                     checkpoint + "; to go on: graphed train --load checkpoints\n"),
+  const std::string checkpoint =
+      "checkpoints/iter_" + std::string(7 - std::to_string(iteration).size(), '0') + std::to_string(iteration);
+  EXPECT_NE(out.find("stopped by SIGINT after iteration " + std::to_string(iteration) +
+                     " of 100000; saved checkpoint " + checkpoint + "; to go on: graphed train --load checkpoints\n"),
             std::string::npos)
       << out;
   EXPECT_TRUE(path_exists(join_path(folder_, "rank0/" + checkpoint + "/model.safetensors")));
@@ -190,12 +191,14 @@ TEST_F(MultiProcessTest, ARankThatFailsStopsTheOthersWithItsError) {
   // Rank 1 fails after the rendezvous (its data cannot be opened) while rank 0 trains: rank 0 must stop
   // at once, naming rank 1's error, instead of waiting in its first all-reduce for the timeout.
   const int port = pick_port(4);
-  const std::vector<std::string> arguments = {"train", "--preset", "tiny", "--device", "cpu", "--train-iters", "5",
-                                              "--eval-iters", "0"};
+  const std::vector<std::string> arguments = {"train",         "--preset", "tiny",         "--device", "cpu",
+                                              "--train-iters", "5",        "--eval-iters", "0"};
   const auto started = Clock::now();
   const std::vector<ProcessResult> results =
       run_processes({{plus(arguments, {"--mock-data"}), rank_environment(2, 0, port), {}, join_path(folder_, "rank0")},
-                     {plus(arguments, {"--data-path", "/nonexistent/tokens.bin"}), rank_environment(2, 1, port), {},
+                     {plus(arguments, {"--data-path", "/nonexistent/tokens.bin"}),
+                      rank_environment(2, 1, port),
+                      {},
                       join_path(folder_, "rank1")}},
                     std::chrono::seconds(60));
   EXPECT_LT(Clock::now() - started, std::chrono::seconds(30)) << describe(results);
@@ -232,12 +235,12 @@ TEST_F(MultiProcessTest, PipelineStagesTrainAsOneProcess) {
   const std::vector<std::string> interleaved = {"--pipeline-model-parallel-size", "2",
                                                 "--num-layers-per-virtual-pipeline-stage", "1"};
   const int port = pick_port(5);
-  const std::vector<ProcessResult> results = run_processes(
-      {{arguments, {}, {}, join_path(folder_, "one")},
-       {plus(arguments, pipeline), rank_environment(2, 0, port), {}, join_path(folder_, "a0")},
-       {plus(arguments, pipeline), rank_environment(2, 1, port), {}, join_path(folder_, "a1")},
-       {plus(arguments, interleaved), rank_environment(2, 0, port + 1), {}, join_path(folder_, "b0")},
-       {plus(arguments, interleaved), rank_environment(2, 1, port + 1), {}, join_path(folder_, "b1")}});
+  const std::vector<ProcessResult> results =
+      run_processes({{arguments, {}, {}, join_path(folder_, "one")},
+                     {plus(arguments, pipeline), rank_environment(2, 0, port), {}, join_path(folder_, "a0")},
+                     {plus(arguments, pipeline), rank_environment(2, 1, port), {}, join_path(folder_, "a1")},
+                     {plus(arguments, interleaved), rank_environment(2, 0, port + 1), {}, join_path(folder_, "b0")},
+                     {plus(arguments, interleaved), rank_environment(2, 1, port + 1), {}, join_path(folder_, "b1")}});
   for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
   const auto one = losses_of(join_path(folder_, "one/metrics.jsonl"));
   ASSERT_EQ(one.size(), 4u) << describe(results);
@@ -272,11 +275,28 @@ TEST_F(MultiProcessTest, PipelineStagesTrainAsOneProcess) {
 TEST_F(MultiProcessTest, AHybridModelTrainsOnStagesAndRanksAsOneProcess) {
   // A Mamba-hybrid model (M*M-) split into the stages M* and M-, and over two data-parallel ranks: the
   // losses of one process within rounding (1e-5 relative), as for the GPT model above.
-  const std::vector<std::string> arguments =
-      plus(kTrain, {"--num-layers", "4", "--hybrid-override-pattern", "M*M-", "--mamba-state-dim", "16",
-                    "--mamba-head-dim", "32", "--mamba-num-groups", "2", "--mamba-chunk-size", "16", "--train-iters",
-                    "9", "--global-batch-size", "8", "--micro-batch-size", "2", "--log-interval", "3",
-                    "--metrics-file", "metrics.jsonl"});
+  const std::vector<std::string> arguments = plus(kTrain, {"--num-layers",
+                                                           "4",
+                                                           "--hybrid-override-pattern",
+                                                           "M*M-",
+                                                           "--mamba-state-dim",
+                                                           "16",
+                                                           "--mamba-head-dim",
+                                                           "32",
+                                                           "--mamba-num-groups",
+                                                           "2",
+                                                           "--mamba-chunk-size",
+                                                           "16",
+                                                           "--train-iters",
+                                                           "9",
+                                                           "--global-batch-size",
+                                                           "8",
+                                                           "--micro-batch-size",
+                                                           "2",
+                                                           "--log-interval",
+                                                           "3",
+                                                           "--metrics-file",
+                                                           "metrics.jsonl"});
   const std::vector<std::string> pipeline = {"--pipeline-model-parallel-size", "2"};
   const int port = pick_port(7);  // the stages first, then the ranks on the same port
   const std::vector<ProcessResult> staged =
@@ -305,16 +325,16 @@ TEST_F(MultiProcessTest, APipelineCheckpointResumesInOneProcessAndOnStages) {
       plus(kTrain, {"--num-layers", "4", "--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "2",
                     "--save", checkpoints});
   const std::vector<std::string> pipeline = {"--pipeline-model-parallel-size", "2"};
-  const auto saved = launch(2, pick_port(0) + 3, plus(plus(arguments, pipeline), {"--train-iters", "4"}),
-                            join_path(folder_, "saved"));
+  const auto saved =
+      launch(2, pick_port(0) + 3, plus(plus(arguments, pipeline), {"--train-iters", "4"}), join_path(folder_, "saved"));
   ASSERT_EQ(saved[0].exit_code, 0) << describe(saved);
-  const auto one = run_processes({{plus(arguments, {"--load", checkpoints, "--train-iters", "6"}), {}, {},
-                                   join_path(folder_, "one")}});
+  const auto one = run_processes(
+      {{plus(arguments, {"--load", checkpoints, "--train-iters", "6"}), {}, {}, join_path(folder_, "one")}});
   ASSERT_EQ(one[0].exit_code, 0) << describe(one);
   EXPECT_NE(one[0].out.find("at iteration 4"), std::string::npos) << one[0].out;
-  const auto staged = launch(2, pick_port(0) + 5, plus(plus(arguments, pipeline), {"--load", checkpoints,
-                                                                                  "--train-iters", "8"}),
-                             join_path(folder_, "staged"));
+  const auto staged =
+      launch(2, pick_port(0) + 5, plus(plus(arguments, pipeline), {"--load", checkpoints, "--train-iters", "8"}),
+             join_path(folder_, "staged"));
   ASSERT_EQ(staged[0].exit_code, 0) << describe(staged);
   ASSERT_EQ(staged[1].exit_code, 0) << describe(staged);
   EXPECT_NE(staged[0].out.find("at iteration 6"), std::string::npos) << staged[0].out;
@@ -325,12 +345,12 @@ TEST_F(MultiProcessTest, ACheckpointOfTwoRanksLoadsInOneProcessAndBack) {
   // Data-parallel ranks all hold the whole state, so a checkpoint of 2 ranks resumes in 1 process, and one
   // process's checkpoint resumes on 2 ranks (the layout is the launch's, not the checkpoint's).
   const std::string checkpoints = join_path(folder_, "checkpoints");
-  const std::vector<std::string> arguments = plus(kTrain, {"--global-batch-size", "4", "--micro-batch-size", "2",
-                                                           "--log-interval", "2", "--save", checkpoints});
+  const std::vector<std::string> arguments = plus(
+      kTrain, {"--global-batch-size", "4", "--micro-batch-size", "2", "--log-interval", "2", "--save", checkpoints});
   const auto saved = launch(2, pick_port(6), plus(arguments, {"--train-iters", "4"}), join_path(folder_, "saved"));
   ASSERT_EQ(saved[0].exit_code, 0) << describe(saved);
-  const auto one = run_processes({{plus(arguments, {"--load", checkpoints, "--train-iters", "6"}), {}, {},
-                                   join_path(folder_, "one")}});
+  const auto one = run_processes(
+      {{plus(arguments, {"--load", checkpoints, "--train-iters", "6"}), {}, {}, join_path(folder_, "one")}});
   ASSERT_EQ(one[0].exit_code, 0) << describe(one);
   EXPECT_NE(one[0].out.find("at iteration 4"), std::string::npos) << one[0].out;
   EXPECT_NE(one[0].out.find("done: 2 iterations (5 to 6)"), std::string::npos) << one[0].out;

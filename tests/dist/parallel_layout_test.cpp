@@ -90,10 +90,12 @@ TEST(ParallelLayoutTest, VirtualStagesInterleaveTheChunksOverThePipelineRanks) {
 
 TEST(ParallelLayoutTest, TensorRanksAreFastestThenDataThenPipeline) {
   // Megatron's order for tensor 2 x data 2 x pipeline 2 on 8 ranks (the data size follows from the launch).
-  const config::RunConfig config =
-      launched({{"num_layers", 4}, {"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2},
-                {"global_batch_size", 2}, {"micro_batch_size", 1}},
-               8);
+  const config::RunConfig config = launched({{"num_layers", 4},
+                                             {"tensor_model_parallel_size", 2},
+                                             {"pipeline_model_parallel_size", 2},
+                                             {"global_batch_size", 2},
+                                             {"micro_batch_size", 1}},
+                                            8);
   for (int64_t rank = 0; rank < 8; ++rank) {
     const ParallelLayout layout = make_parallel_layout(config, rank);
     EXPECT_EQ(layout.data_size, 2);

@@ -41,8 +41,9 @@ at::Tensor expected_sum(int64_t call, int64_t elements, at::ScalarType type) {
 
 void require_equal(const at::Tensor& got, const at::Tensor& expected, const std::string& what) {
   if (!at::equal(got.cpu(), expected)) {
-    throw std::runtime_error(what + ": not bitwise equal; largest difference " +
-                             std::to_string((got.cpu().to(at::kFloat) - expected.to(at::kFloat)).abs().max().item<float>()));
+    throw std::runtime_error(
+        what + ": not bitwise equal; largest difference " +
+        std::to_string((got.cpu().to(at::kFloat) - expected.to(at::kFloat)).abs().max().item<float>()));
   }
 }
 
@@ -52,8 +53,8 @@ void check_sizes(model::TensorCollectives& collectives, int64_t rank, const at::
   for (const at::ScalarType type : {at::kBFloat16, at::kFloat}) {
     const int64_t per_element = type == at::kBFloat16 ? 2 : 4;
     const int64_t capacity = kPeerAllReduceCapacity / per_element;
-    for (const int64_t elements : {int64_t{16} / per_element, int64_t{2048}, int64_t{8 * 2048}, int64_t{1001},
-                                   capacity, capacity + 2048}) {
+    for (const int64_t elements :
+         {int64_t{16} / per_element, int64_t{2048}, int64_t{8 * 2048}, int64_t{1001}, capacity, capacity + 2048}) {
       ++call;
       const at::Tensor got = collectives.all_reduce_sum(input_of(rank, call, elements, type).to(device));
       require_equal(got, expected_sum(call, elements, type),
@@ -79,15 +80,17 @@ void check_graph(model::TensorCollectives& collectives, int64_t rank, const at::
     const at::Tensor between = collectives.all_reduce_sum(input_of(rank, call, 2048, at::kBFloat16).to(device));
     const at::Tensor sum = expected_sum(call, elements, at::kBFloat16);
     require_equal(first, sum, "replay " + std::to_string(replay) + "'s first sum");
-    require_equal(second, (sum.to(at::kFloat) * 2).to(at::kBFloat16), "replay " + std::to_string(replay) + "'s second sum");
-    require_equal(between, expected_sum(call, 2048, at::kBFloat16), "the eager sum after replay " + std::to_string(replay));
+    require_equal(second, (sum.to(at::kFloat) * 2).to(at::kBFloat16),
+                  "replay " + std::to_string(replay) + "'s second sum");
+    require_equal(between, expected_sum(call, 2048, at::kBFloat16),
+                  "the eager sum after replay " + std::to_string(replay));
   }
 }
 
 /// 2,000 sums in a row, each of the last one's result: rank r adds its own input once and every later step doubles.
 void check_back_to_back(model::TensorCollectives& collectives, int64_t rank, const at::Device& device) {
-  at::Tensor value = at::full({8192}, static_cast<float>(rank + 1) / 1024.0f,
-                              at::TensorOptions().dtype(at::kFloat).device(device));
+  at::Tensor value =
+      at::full({8192}, static_cast<float>(rank + 1) / 1024.0f, at::TensorOptions().dtype(at::kFloat).device(device));
   for (int call = 0; call < 2000; ++call) value = collectives.all_reduce_sum(value) * 0.5;
   // (1 + 2) / 1024 x 0.5 after the first call, then (x + x) x 0.5 = x: exact in fp32.
   require_equal(value, at::full({8192}, 1.5f / 1024.0f, at::kFloat), "2,000 sums in a row");
@@ -118,8 +121,8 @@ int run(int64_t rank, const std::string& store_path) {
   const c10::cuda::CUDAGuard device_guard(device);
   const c10::cuda::CUDAStreamGuard stream_guard(c10::cuda::getStreamFromPool(false, device.index()));
   const auto store = c10::make_intrusive<c10d::FileStore>(store_path, kRanks);
-  Communicator group(detail::make_nccl_backend(store, rank, kRanks, std::chrono::seconds(60), device), "tensor-parallel",
-                     {0, 1}, rank);
+  Communicator group(detail::make_nccl_backend(store, rank, kRanks, std::chrono::seconds(60), device),
+                     "tensor-parallel", {0, 1}, rank);
   const std::shared_ptr<model::TensorCollectives> collectives = make_inference_collectives(group, device, true);
   if (std::dynamic_pointer_cast<PeerTensorCollectives>(collectives) == nullptr) {
     throw std::runtime_error("the GPUs could not map each other's memory: the peer all-reduce is off");

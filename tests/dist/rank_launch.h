@@ -28,11 +28,11 @@ inline std::vector<std::string> rank_environment(int world, int rank, int port) 
 
 /// `world` ranks of `graphed train arguments`, rank r working in folder/rank<r>.
 inline std::vector<ProcessResult> launch(int world, int port, const std::vector<std::string>& arguments,
-                                  const std::string& folder, const std::vector<std::string>& unset = {}) {
+                                         const std::string& folder, const std::vector<std::string>& unset = {}) {
   std::vector<ProcessSpec> specs;
   for (int rank = 0; rank < world; ++rank) {
-    specs.push_back({arguments, rank_environment(world, rank, port), unset,
-                     join_path(folder, "rank" + std::to_string(rank))});
+    specs.push_back(
+        {arguments, rank_environment(world, rank, port), unset, join_path(folder, "rank" + std::to_string(rank))});
   }
   return run_processes(specs);
 }
@@ -41,7 +41,8 @@ inline std::string describe(const std::vector<ProcessResult>& results) {
   std::ostringstream text;
   for (size_t i = 0; i < results.size(); ++i) {
     text << "--- process " << i << " exited " << results[i].exit_code << "\nstdout:\n"
-         << results[i].out << "stderr:\n" << results[i].err;
+         << results[i].out << "stderr:\n"
+         << results[i].err;
   }
   return text.str();
 }

@@ -46,9 +46,11 @@ TEST_F(TensorCollectivesTest, SumsAndGathersInRankOrderWithoutTouchingTheInput) 
     EXPECT_EQ(collectives.size(), 2);
     const at::Tensor mine = at::full({2, 3}, static_cast<double>(rank + 1), kDoubleOptions);
     EXPECT_TRUE(at::equal(collectives.all_reduce_sum(mine), at::full({2, 3}, 3.0, kDoubleOptions)));
-    EXPECT_TRUE(at::equal(mine, at::full({2, 3}, static_cast<double>(rank + 1), kDoubleOptions))) << "the input is untouched";
+    EXPECT_TRUE(at::equal(mine, at::full({2, 3}, static_cast<double>(rank + 1), kDoubleOptions)))
+        << "the input is untouched";
     const at::Tensor gathered = collectives.all_gather(mine, 1);
-    EXPECT_TRUE(at::equal(gathered, at::cat({at::full({2, 3}, 1.0, kDoubleOptions), at::full({2, 3}, 2.0, kDoubleOptions)}, 1)));
+    EXPECT_TRUE(at::equal(gathered,
+                          at::cat({at::full({2, 3}, 1.0, kDoubleOptions), at::full({2, 3}, 2.0, kDoubleOptions)}, 1)));
   });
 }
 
@@ -86,7 +88,7 @@ TEST_F(TensorCollectivesTest, CarryTheTensorParallelRegionsOfALinearPair) {
   on_two_ranks([&](model::TensorCollectives& collectives) {
     const int64_t rank = collectives.rank();
     const at::Tensor my_x = input.clone().requires_grad_(true);
-    const at::Tensor my_first = first.narrow(0, rank * 4, 4);   // column-parallel: output features
+    const at::Tensor my_first = first.narrow(0, rank * 4, 4);    // column-parallel: output features
     const at::Tensor my_second = second.narrow(1, rank * 4, 4);  // row-parallel: input features
     const at::Tensor hidden = at::tanh(at::linear(model::copy_to_tensor_region(my_x, collectives), my_first));
     const at::Tensor output = model::reduce_from_tensor_region(at::linear(hidden, my_second), collectives);

@@ -2,9 +2,10 @@
 // the CPU (Gloo, tests/dist/rank_launch.h), with and without --sequence-parallel: a GPT-2-style and a
 // Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, no biases, untied output), and moe-small's MoE layers
 // (drop-and-pad, experts split by the tensor ranks), a Qwen3-style model (q/k norms) and a Mamba-hybrid tiny (M*:
-// the mixer split by heads and groups; also with --sequence-parallel) follow one process over 20 iterations, and the checkpoint they save is the whole model; a checkpoint crosses layouts both ways
-// (TP=2 resumes one process's, one process TP=2's); TP=2 x PP=2 (4 ranks) trains, saves and resumes as one
-// process does; `bench --decode` runs on the tensor ranks.
+// the mixer split by heads and groups; also with --sequence-parallel) follow one process over 20 iterations, and the
+// checkpoint they save is the whole model; a checkpoint crosses layouts both ways (TP=2 resumes one process's, one
+// process TP=2's); TP=2 x PP=2 (4 ranks) trains, saves and resumes as one process does; `bench --decode` runs on the
+// tensor ranks.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -26,11 +27,28 @@ using testing::plus;
 using testing::ProcessResult;
 using testing::run_processes;
 
-const std::vector<std::string> kTensorTrain = {"train", "--preset", "tiny", "--mock-data", "--device", "cpu",
-                                         "--eval-iters", "0", "--sample-tokens", "0", "--hidden-dropout", "0",
-                                         "--attention-dropout", "0", "--global-batch-size", "8",
-                                         "--micro-batch-size", "4", "--log-interval", "1",
-                                         "--metrics-file", "metrics.jsonl"};
+const std::vector<std::string> kTensorTrain = {"train",
+                                               "--preset",
+                                               "tiny",
+                                               "--mock-data",
+                                               "--device",
+                                               "cpu",
+                                               "--eval-iters",
+                                               "0",
+                                               "--sample-tokens",
+                                               "0",
+                                               "--hidden-dropout",
+                                               "0",
+                                               "--attention-dropout",
+                                               "0",
+                                               "--global-batch-size",
+                                               "8",
+                                               "--micro-batch-size",
+                                               "4",
+                                               "--log-interval",
+                                               "1",
+                                               "--metrics-file",
+                                               "metrics.jsonl"};
 
 struct ModelCase {
   const char* name;
@@ -43,17 +61,34 @@ struct ModelCase {
 };
 
 const std::vector<ModelCase>& model_cases() {
-  const std::vector<std::string> llama = {
-      "--num-attention-heads", "4", "--group-query-attention", "--num-query-groups", "2", "--position-embedding-type",
-      "rope", "--normalization", "RMSNorm", "--swiglu", "--disable-bias-linear", "--untie-embeddings-and-output-weights"};
-  const std::vector<std::string> moe = {"--num-experts", "4", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "256",
-                                        "--moe-expert-capacity-factor", "1.0", "--moe-pad-expert-input-to-capacity",
-                                        "--moe-aux-loss-coeff", "0.01"};  // moe-small's MoE on tiny
-  std::vector<std::string> qwen3 = llama;  // q/k norms shared by heads the ranks split: gradients summed
+  const std::vector<std::string> llama = {"--num-attention-heads",
+                                          "4",
+                                          "--group-query-attention",
+                                          "--num-query-groups",
+                                          "2",
+                                          "--position-embedding-type",
+                                          "rope",
+                                          "--normalization",
+                                          "RMSNorm",
+                                          "--swiglu",
+                                          "--disable-bias-linear",
+                                          "--untie-embeddings-and-output-weights"};
+  const std::vector<std::string> moe = {"--num-experts",
+                                        "4",
+                                        "--moe-router-topk",
+                                        "2",
+                                        "--moe-ffn-hidden-size",
+                                        "256",
+                                        "--moe-expert-capacity-factor",
+                                        "1.0",
+                                        "--moe-pad-expert-input-to-capacity",
+                                        "--moe-aux-loss-coeff",
+                                        "0.01"};  // moe-small's MoE on tiny
+  std::vector<std::string> qwen3 = llama;         // q/k norms shared by heads the ranks split: gradients summed
   qwen3.push_back("--qk-layernorm");
-  const std::vector<std::string> hybrid = {"--hybrid-override-pattern", "M*", "--mamba-state-dim", "16",
-                                           "--mamba-head-dim", "32", "--mamba-num-groups", "2",
-                                           "--mamba-chunk-size", "16"};  // 8 heads, 4 a rank
+  const std::vector<std::string> hybrid = {"--hybrid-override-pattern", "M*", "--mamba-state-dim",  "16",
+                                           "--mamba-head-dim",          "32", "--mamba-num-groups", "2",
+                                           "--mamba-chunk-size",        "16"};  // 8 heads, 4 a rank
   const std::vector<std::string> tensor = {"--tensor-model-parallel-size", "2"};
   const std::vector<std::string> sequence = {"--tensor-model-parallel-size", "2", "--sequence-parallel"};
   static const std::vector<ModelCase> cases = {{"gpt2_style", {}, tensor},
@@ -92,10 +127,15 @@ TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeM
   const std::vector<std::string> arguments =
       plus(plus(kTensorTrain, GetParam().flags), {"--train-iters", "20", "--save", "checkpoints"});
   const int port = pick_port(8);
-  const std::vector<ProcessResult> results = run_processes(
-      {{arguments, {}, {}, join_path(folder_, "one")},
-       {plus(arguments, GetParam().tensor_flags), testing::rank_environment(2, 0, port), {}, join_path(folder_, "rank0")},
-       {plus(arguments, GetParam().tensor_flags), testing::rank_environment(2, 1, port), {}, join_path(folder_, "rank1")}});
+  const std::vector<ProcessResult> results = run_processes({{arguments, {}, {}, join_path(folder_, "one")},
+                                                            {plus(arguments, GetParam().tensor_flags),
+                                                             testing::rank_environment(2, 0, port),
+                                                             {},
+                                                             join_path(folder_, "rank0")},
+                                                            {plus(arguments, GetParam().tensor_flags),
+                                                             testing::rank_environment(2, 1, port),
+                                                             {},
+                                                             join_path(folder_, "rank1")}});
   for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
   EXPECT_NE(results[1].out.find("(data-parallel 1 x pipeline 1 x tensor 2)"), std::string::npos) << results[1].out;
 
@@ -132,18 +172,25 @@ TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
   const std::string tensor_saves = join_path(folder_, "tensor-saves");
   // First: one process trains 20 iterations (saving at 10), and two tensor ranks train 10 and save.
   const int port = pick_port(9);
-  const auto first = run_processes(
-      {{plus(arguments, {"--train-iters", "20", "--save", one_saves, "--save-interval", "10"}), {}, {},
-        join_path(folder_, "one")},
-       {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
-        testing::rank_environment(2, 0, port), {}, join_path(folder_, "saved0")},
-       {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
-        testing::rank_environment(2, 1, port), {}, join_path(folder_, "saved1")}});
+  const auto first =
+      run_processes({{plus(arguments, {"--train-iters", "20", "--save", one_saves, "--save-interval", "10"}),
+                      {},
+                      {},
+                      join_path(folder_, "one")},
+                     {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
+                      testing::rank_environment(2, 0, port),
+                      {},
+                      join_path(folder_, "saved0")},
+                     {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
+                      testing::rank_environment(2, 1, port),
+                      {},
+                      join_path(folder_, "saved1")}});
   for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
   // Then each layout resumes the other's checkpoint for iterations 11 to 20.
   const int resume_port = pick_port(10);
   const std::vector<std::string> resume_tensor =
-      plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "20", "--load", join_path(one_saves, "iter_0000010")});
+      plus(plus(arguments, GetParam().tensor_flags),
+           {"--train-iters", "20", "--load", join_path(one_saves, "iter_0000010")});
   const auto second = run_processes(
       {{plus(arguments, {"--train-iters", "20", "--load", tensor_saves}), {}, {}, join_path(folder_, "resumed-one")},
        {resume_tensor, testing::rank_environment(2, 0, resume_port), {}, join_path(folder_, "resumed0")},
@@ -193,7 +240,8 @@ TEST(TensorParallelDropoutTest, TensorRanksWithDropoutResumeWhereTheyStopped) {
     const auto again = losses_of(join_path(folder, name + "-resumed/rank0/metrics.jsonl"));
     ASSERT_EQ(whole.size(), 10u) << name;
     ASSERT_EQ(again.size(), 5u) << name;
-    for (const auto& [iteration, loss] : again) EXPECT_EQ(loss, whole.at(iteration)) << name << " iteration " << iteration;
+    for (const auto& [iteration, loss] : again)
+      EXPECT_EQ(loss, whole.at(iteration)) << name << " iteration " << iteration;
   }
   remove_all(folder);
 }
@@ -204,7 +252,8 @@ std::vector<ProcessResult> with_one_process(int world, int port, const std::vect
                                             const std::string& name) {
   std::vector<testing::ProcessSpec> specs = {{one, {}, {}, join_path(folder, name + "-one")}};
   for (int rank = 0; rank < world; ++rank) {
-    specs.push_back({ranks, testing::rank_environment(world, rank, port), {}, join_path(folder, name + std::to_string(rank))});
+    specs.push_back(
+        {ranks, testing::rank_environment(world, rank, port), {}, join_path(folder, name + std::to_string(rank))});
   }
   return run_processes(specs);
 }
@@ -216,8 +265,9 @@ TEST(TensorParallelPipelineTest, TwoTensorRanksTimesTwoStagesTrainAsOneProcessAn
   const std::vector<std::string> arguments =
       plus(kTensorTrain, {"--micro-batch-size", "2", "--lr-decay-iters", "12", "--save", "checkpoints"});
   const std::vector<std::string> layout = {"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"};
-  const auto first = with_one_process(4, pick_port(13), plus(arguments, {"--train-iters", "12", "--save-interval", "10"}),
-                                      plus(plus(arguments, layout), {"--train-iters", "10"}), folder, "first");
+  const auto first =
+      with_one_process(4, pick_port(13), plus(arguments, {"--train-iters", "12", "--save-interval", "10"}),
+                       plus(plus(arguments, layout), {"--train-iters", "10"}), folder, "first");
   for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
   EXPECT_NE(first[1].out.find("(data-parallel 1 x pipeline 2 x tensor 2)"), std::string::npos) << first[1].out;
   std::map<int64_t, double> early;
@@ -250,9 +300,20 @@ TEST(TensorParallelPipelineTest, TwoTensorRanksTimesTwoStagesTrainAsOneProcessAn
 TEST(TensorParallelBenchTest, DecodeRunsOnTheTensorRanksAndRefusesOtherLayouts) {
   const std::string folder = make_temporary_directory("graphed-tensor-parallel-bench");
   ASSERT_FALSE(folder.empty());
-  const std::vector<std::string> bench = {"bench", "--decode", "--preset", "tiny", "--device", "cpu",
-                                          "--decode-scopes", "none", "--decode-batches", "1",
-                                          "--decode-prompt-tokens", "8", "--decode-new-tokens", "8"};
+  const std::vector<std::string> bench = {"bench",
+                                          "--decode",
+                                          "--preset",
+                                          "tiny",
+                                          "--device",
+                                          "cpu",
+                                          "--decode-scopes",
+                                          "none",
+                                          "--decode-batches",
+                                          "1",
+                                          "--decode-prompt-tokens",
+                                          "8",
+                                          "--decode-new-tokens",
+                                          "8"};
   const auto decoded = launch(2, pick_port(11), plus(bench, {"--tensor-model-parallel-size", "2"}), folder);
   ASSERT_EQ(decoded[0].exit_code, 0) << describe(decoded);
   ASSERT_EQ(decoded[1].exit_code, 0) << describe(decoded);

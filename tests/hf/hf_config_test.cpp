@@ -37,7 +37,10 @@ class HfConfigTest : public ::testing::Test {
   static json llama() { return graphed::testing::llama_folder(graphed::testing::LlamaSpec{}).config; }
   static json with(json config, const json& changes) {
     for (const auto& [key, value] : changes.items()) {
-      if (value.is_null()) config.erase(key); else config[key] = value;
+      if (value.is_null())
+        config.erase(key);
+      else
+        config[key] = value;
     }
     return config;
   }
@@ -83,10 +86,17 @@ TEST_F(HfConfigTest, LlamaMapsToARopeSwigluRmsNormModel) {
 }
 
 TEST_F(HfConfigTest, MissingFieldsTakeTheClassDefaults) {
-  const json bare = with(llama(), {{"num_key_value_heads", nullptr}, {"head_dim", nullptr}, {"rms_norm_eps", nullptr},
-                                   {"rope_theta", nullptr}, {"rope_scaling", nullptr}, {"tie_word_embeddings", nullptr},
-                                   {"max_position_embeddings", nullptr}, {"torch_dtype", nullptr},
-                                   {"eos_token_id", nullptr}, {"bos_token_id", nullptr}, {"hidden_act", nullptr}});
+  const json bare = with(llama(), {{"num_key_value_heads", nullptr},
+                                   {"head_dim", nullptr},
+                                   {"rms_norm_eps", nullptr},
+                                   {"rope_theta", nullptr},
+                                   {"rope_scaling", nullptr},
+                                   {"tie_word_embeddings", nullptr},
+                                   {"max_position_embeddings", nullptr},
+                                   {"torch_dtype", nullptr},
+                                   {"eos_token_id", nullptr},
+                                   {"bos_token_id", nullptr},
+                                   {"hidden_act", nullptr}});
   HfConfig hf = read(bare);
   EXPECT_EQ(hf.model.num_query_groups, std::optional<int64_t>(4)) << "Llama: one key/value head per head";
   EXPECT_EQ(hf.model.max_position_embeddings, std::optional<int64_t>(2048));
@@ -117,7 +127,11 @@ TEST_F(HfConfigTest, QwenBiasesAndGpt2Fields) {
   hf = read(with(llama(), {{"architectures", {"Qwen3ForCausalLM"}}, {"attention_bias", true}}));
   EXPECT_TRUE(hf.model.add_bias_linear) << "q/k/v/o biases; the MLP's are zero-filled by the loader";
 
-  hf = read({{"model_type", "gpt2"}, {"hidden_size", 32}, {"num_hidden_layers", 3}, {"n_head", 4}, {"vocab_size", 99},
+  hf = read({{"model_type", "gpt2"},
+             {"hidden_size", 32},
+             {"num_hidden_layers", 3},
+             {"n_head", 4},
+             {"vocab_size", 99},
              {"activation_function", "gelu"}});
   EXPECT_EQ(hf.architecture, HfArchitecture::kGpt2) << "model_type when architectures is missing";
   EXPECT_EQ(hf.model.hidden_size, 32) << "GPT2Config's attribute_map: hidden_size is n_embd";
@@ -133,7 +147,10 @@ TEST_F(HfConfigTest, QwenBiasesAndGpt2Fields) {
 }
 
 TEST_F(HfConfigTest, RopeScalingInBothSpellings) {
-  const json llama3 = {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+  const json llama3 = {{"rope_type", "llama3"},
+                       {"factor", 32.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
                        {"original_max_position_embeddings", 8192}};
   HfConfig hf = read(with(llama(), {{"rope_scaling", llama3}, {"rope_theta", 500000.0}}));
   EXPECT_TRUE(hf.model.use_rope_scaling);
@@ -157,27 +174,33 @@ TEST_F(HfConfigTest, RopeScalingInBothSpellings) {
 TEST_F(HfConfigTest, FolderAndFileProblems) {
   const std::string missing = join_path(dir_, "none");
   EXPECT_EQ(error_text<DataError>([&] { read_hf_config(missing); }),
-            "model folder '" + missing + "' does not exist; fix: pass a folder written by save_pretrained "
-            "(config.json and model.safetensors), e.g. a download of a Hugging Face model");
+            "model folder '" + missing +
+                "' does not exist; fix: pass a folder written by save_pretrained "
+                "(config.json and model.safetensors), e.g. a download of a Hugging Face model");
   EXPECT_EQ(error_text<DataError>([&] { read_hf_config(dir_); }),
-            "model folder '" + dir_ + "' has no config.json; fix: pass a folder written by save_pretrained "
-            "(config.json and model.safetensors)");
+            "model folder '" + dir_ +
+                "' has no config.json; fix: pass a folder written by save_pretrained "
+                "(config.json and model.safetensors)");
   graphed::testing::write_text(path_, "{\"hidden_size\": ");
   EXPECT_EQ(error_text<DataError>([&] { read_hf_config(dir_); }),
-            "'" + path_ + "' is not JSON (syntax error at byte 17); fix: download the model folder again or write it "
-            "with save_pretrained");
+            "'" + path_ +
+                "' is not JSON (syntax error at byte 17); fix: download the model folder again or write it "
+                "with save_pretrained");
   graphed::testing::write_text(path_, "[1]");
   EXPECT_EQ(error_text<DataError>([&] { read_hf_config(dir_); }),
-            "'" + path_ + "' is a JSON array, expected an object; fix: download the model folder again or write it "
-            "with save_pretrained");
+            "'" + path_ +
+                "' is a JSON array, expected an object; fix: download the model folder again or write it "
+                "with save_pretrained");
   EXPECT_EQ(error_of(json::object()),
-            "'" + path_ + "' has neither 'architectures' nor 'model_type', so the model class is unknown; fix: save "
-            "the model again with save_pretrained, or correct the field");
+            "'" + path_ +
+                "' has neither 'architectures' nor 'model_type', so the model class is unknown; fix: save "
+                "the model again with save_pretrained, or correct the field");
   graphed::testing::write_text(path_, llama().dump());
   graphed::testing::write_text(join_path(dir_, "generation_config.json"), R"({"eos_token_id": "</s>"})");
   EXPECT_EQ(error_text<DataError>([&] { read_hf_config(dir_); }),
-            "'" + join_path(dir_, "generation_config.json") + "' field 'eos_token_id' is \"</s>\", expected a token "
-            "id >= 0 or a list of them; fix: save the model again with save_pretrained, or correct the field");
+            "'" + join_path(dir_, "generation_config.json") +
+                "' field 'eos_token_id' is \"</s>\", expected a token "
+                "id >= 0 or a list of them; fix: save the model again with save_pretrained, or correct the field");
 }
 
 TEST_F(HfConfigTest, FieldsOfTheWrongTypeOrSize) {
@@ -187,31 +210,41 @@ TEST_F(HfConfigTest, FieldsOfTheWrongTypeOrSize) {
   EXPECT_EQ(error_of(with(llama(), {{"num_attention_heads", "4"}})),
             "'" + path_ + "' field 'num_attention_heads' is \"4\", expected an integer >= 1" + fix);
   EXPECT_EQ(error_of(with(llama(), {{"num_key_value_heads", 3}})),
-            "'" + path_ + "' describes no valid LlamaForCausalLM: num_attention_heads 4 is not divisible by "
-            "num_key_value_heads 3" + fix);
+            "'" + path_ +
+                "' describes no valid LlamaForCausalLM: num_attention_heads 4 is not divisible by "
+                "num_key_value_heads 3" +
+                fix);
   EXPECT_EQ(error_of(with(llama(), {{"hidden_size", 18}, {"head_dim", nullptr}})),
-            "'" + path_ + "' describes no valid LlamaForCausalLM: hidden_size 18 is not divisible by "
-            "num_attention_heads 4 and head_dim is unset" + fix);
+            "'" + path_ +
+                "' describes no valid LlamaForCausalLM: hidden_size 18 is not divisible by "
+                "num_attention_heads 4 and head_dim is unset" +
+                fix);
   EXPECT_EQ(error_of(with(llama(), {{"head_dim", 5}})),
             "'" + path_ + "' describes no valid LlamaForCausalLM: head_dim 5 is odd (RoPE rotates pairs)" + fix);
-  EXPECT_EQ(error_of(with(llama(), {{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0},
-                                                      {"high_freq_factor", 1.0}}}})),
-            "'" + path_ + "' field 'rope_scaling.high_freq_factor' is 1.0, expected a number > low_freq_factor 4" + fix);
-  EXPECT_EQ(error_of(with(llama(), {{"rope_scaling", {{"rope_type", "llama3"}, {"low_freq_factor", 1.0},
-                                                      {"high_freq_factor", 4.0}}}})),
+  EXPECT_EQ(
+      error_of(
+          with(llama(),
+               {{"rope_scaling",
+                 {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 1.0}}}})),
+      "'" + path_ + "' field 'rope_scaling.high_freq_factor' is 1.0, expected a number > low_freq_factor 4" + fix);
+  EXPECT_EQ(error_of(with(llama(), {{"rope_scaling",
+                                     {{"rope_type", "llama3"}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}}}})),
             "'" + path_ + "' has no field 'rope_scaling.factor', which LlamaForCausalLM needs" + fix);
 }
 
 TEST_F(HfConfigTest, UnsupportedValuesListWhatIsSupported) {
-  EXPECT_EQ(error_of(with(llama(), {{"architectures", {"MistralForCausalLM"}}})),
-            unsupported("architectures", "[\"MistralForCausalLM\"]",
-                        "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel", "a Hugging Face model"));
+  EXPECT_EQ(
+      error_of(with(llama(), {{"architectures", {"MistralForCausalLM"}}})),
+      unsupported("architectures", "[\"MistralForCausalLM\"]",
+                  "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel", "a Hugging Face model"));
   EXPECT_EQ(error_of({{"model_type", "mistral"}}),
             unsupported("model_type", "\"mistral\"", "llama, qwen2, qwen3, gpt2", "a Hugging Face model"));
-  EXPECT_EQ(error_of(with(llama(), {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}})),
-            unsupported("rope_scaling.rope_type", "\"yarn\"", "\"default\" and \"llama3\" (Llama 3.1)", "LlamaForCausalLM"));
-  EXPECT_EQ(error_of(with(llama(), {{"rope_parameters", {{"type", "linear"}, {"factor", 2.0}}}})),
-            unsupported("rope_parameters.type", "\"linear\"", "\"default\" and \"llama3\" (Llama 3.1)", "LlamaForCausalLM"));
+  EXPECT_EQ(
+      error_of(with(llama(), {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}})),
+      unsupported("rope_scaling.rope_type", "\"yarn\"", "\"default\" and \"llama3\" (Llama 3.1)", "LlamaForCausalLM"));
+  EXPECT_EQ(
+      error_of(with(llama(), {{"rope_parameters", {{"type", "linear"}, {"factor", 2.0}}}})),
+      unsupported("rope_parameters.type", "\"linear\"", "\"default\" and \"llama3\" (Llama 3.1)", "LlamaForCausalLM"));
   EXPECT_EQ(error_of(with(llama(), {{"partial_rotary_factor", 0.5}})),
             unsupported("partial_rotary_factor", "0.5", "1 (rotary on the whole head)", "LlamaForCausalLM"));
   EXPECT_EQ(error_of(with(llama(), {{"hidden_act", "gelu"}})),
@@ -226,9 +259,10 @@ TEST_F(HfConfigTest, UnsupportedValuesListWhatIsSupported) {
             unsupported("torch_dtype", "\"int8\"", "\"float32\", \"bfloat16\", \"float16\" and \"float64\"",
                         "LlamaForCausalLM"));
   const json gpt2 = graphed::testing::gpt2_folder().config;
-  EXPECT_EQ(error_of(with(gpt2, {{"activation_function", "relu"}})),
-            unsupported("activation_function", "\"relu\"",
-                        "\"gelu_new\", \"gelu_pytorch_tanh\" (tanh GELU) and \"gelu\" (exact GELU)", "GPT2LMHeadModel"));
+  EXPECT_EQ(
+      error_of(with(gpt2, {{"activation_function", "relu"}})),
+      unsupported("activation_function", "\"relu\"",
+                  "\"gelu_new\", \"gelu_pytorch_tanh\" (tanh GELU) and \"gelu\" (exact GELU)", "GPT2LMHeadModel"));
   EXPECT_EQ(error_of(with(gpt2, {{"scale_attn_by_inverse_layer_idx", true}})),
             unsupported("scale_attn_by_inverse_layer_idx", "true", "false", "GPT2LMHeadModel"));
   EXPECT_EQ(error_of(with(gpt2, {{"add_cross_attention", true}})),

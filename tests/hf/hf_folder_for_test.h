@@ -46,13 +46,25 @@ inline HfFolder llama_folder(const LlamaSpec& s) {
   HfFolder folder;
   const bool qwen2 = s.architecture == "Qwen2ForCausalLM";
   const bool qwen3 = s.architecture == "Qwen3ForCausalLM";
-  folder.config = {{"architectures", {s.architecture}}, {"hidden_size", s.hidden}, {"intermediate_size", s.ffn},
-                   {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads},
-                   {"num_key_value_heads", s.kv_heads}, {"head_dim", s.head_dim}, {"vocab_size", s.vocab},
-                   {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-5}, {"rope_theta", s.theta},
-                   {"rope_scaling", s.rope_scaling}, {"hidden_act", "silu"}, {"tie_word_embeddings", s.tie},
-                   {"attention_bias", s.attention_bias}, {"mlp_bias", s.mlp_bias}, {"torch_dtype", "float32"},
-                   {"bos_token_id", 1}, {"eos_token_id", 2}};
+  folder.config = {{"architectures", {s.architecture}},
+                   {"hidden_size", s.hidden},
+                   {"intermediate_size", s.ffn},
+                   {"num_hidden_layers", s.layers},
+                   {"num_attention_heads", s.heads},
+                   {"num_key_value_heads", s.kv_heads},
+                   {"head_dim", s.head_dim},
+                   {"vocab_size", s.vocab},
+                   {"max_position_embeddings", 64},
+                   {"rms_norm_eps", 1e-5},
+                   {"rope_theta", s.theta},
+                   {"rope_scaling", s.rope_scaling},
+                   {"hidden_act", "silu"},
+                   {"tie_word_embeddings", s.tie},
+                   {"attention_bias", s.attention_bias},
+                   {"mlp_bias", s.mlp_bias},
+                   {"torch_dtype", "float32"},
+                   {"bos_token_id", 1},
+                   {"eos_token_id", 2}};
   auto& t = folder.tensors;
   const int64_t d = s.head_dim;
   t["model.embed_tokens.weight"] = at::randn({s.vocab, s.hidden}, at::kDouble);
@@ -92,10 +104,18 @@ inline HfFolder llama_folder(const LlamaSpec& s) {
 inline HfFolder gpt2_folder(int64_t hidden = 16, int64_t heads = 4, int64_t layers = 2, int64_t vocab = 50,
                             int64_t positions = 32) {
   HfFolder folder;
-  folder.config = {{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}, {"n_embd", hidden},
-                   {"n_head", heads}, {"n_layer", layers}, {"n_positions", positions}, {"vocab_size", vocab},
-                   {"n_inner", nullptr}, {"activation_function", "gelu_new"}, {"layer_norm_epsilon", 1e-5},
-                   {"bos_token_id", 0}, {"eos_token_id", 0}};
+  folder.config = {{"architectures", {"GPT2LMHeadModel"}},
+                   {"model_type", "gpt2"},
+                   {"n_embd", hidden},
+                   {"n_head", heads},
+                   {"n_layer", layers},
+                   {"n_positions", positions},
+                   {"vocab_size", vocab},
+                   {"n_inner", nullptr},
+                   {"activation_function", "gelu_new"},
+                   {"layer_norm_epsilon", 1e-5},
+                   {"bos_token_id", 0},
+                   {"eos_token_id", 0}};
   auto& t = folder.tensors;
   t["transformer.wte.weight"] = at::randn({vocab, hidden}, at::kDouble);
   t["transformer.wpe.weight"] = random_weight({positions, hidden});
@@ -137,7 +157,8 @@ inline void write_folder(const std::string& dir, const HfFolder& folder, at::Sca
   }
   nlohmann::json weight_map = nlohmann::json::object();
   for (int i = 0; i < shards; ++i) {
-    const std::string file = "model-0000" + std::to_string(i + 1) + "-of-0000" + std::to_string(shards) + ".safetensors";
+    const std::string file =
+        "model-0000" + std::to_string(i + 1) + "-of-0000" + std::to_string(shards) + ".safetensors";
     write_safetensors(join_path(dir, file), parts[static_cast<std::size_t>(i)], {{"format", "pt"}});
     for (const auto& item : parts[static_cast<std::size_t>(i)]) weight_map[item.first] = file;
   }

@@ -185,11 +185,15 @@ TEST_F(HfModelCudaTest, DecodeEngineGreedyEqualsTransformersGenerateAtEveryScope
     const json record = reference(name);
     const bool bf16_folder = record["dtype"] == "bfloat16";
     HfModel loaded = load_hf_model(join_path(folder_, name), at::Device(at::kCUDA), at::kFloat);
-    const auto expected = record[bf16_folder ? "greedy_new_tokens_fp32" : "greedy_new_tokens"].get<std::vector<int64_t>>();
+    const auto expected =
+        record[bf16_folder ? "greedy_new_tokens_fp32" : "greedy_new_tokens"].get<std::vector<int64_t>>();
     ASSERT_EQ(expected.size(), 64u) << name;
     const auto by_scope = greedy_by_scope(loaded, record, 64);
     for (std::size_t scope = 0; scope < by_scope.size(); ++scope) {
-      EXPECT_EQ(by_scope[scope], expected) << name << ", scope " << (scope == 0 ? "none" : scope == 1 ? "layer" : "block");
+      EXPECT_EQ(by_scope[scope], expected) << name << ", scope "
+                                           << (scope == 0   ? "none"
+                                               : scope == 1 ? "layer"
+                                                            : "block");
     }
   }
 }
@@ -241,8 +245,8 @@ TEST_F(HfModelCudaTest, ServingEngineGreedyEqualsTransformersForMixedRequests) {
     }
     int64_t equal = 0;
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      EXPECT_EQ(tokens[ids[i]], expected[i]) << "request " << i << " (" << prompts[i].size() << " prompt tokens), scope "
-                                             << config::to_string(scope);
+      EXPECT_EQ(tokens[ids[i]], expected[i])
+          << "request " << i << " (" << prompts[i].size() << " prompt tokens), scope " << config::to_string(scope);
       equal += tokens[ids[i]] == expected[i] ? 1 : 0;
     }
     const auto& stats = engine.stats();

@@ -96,7 +96,8 @@ at::Tensor llama_reference(const HfFolder& f, const at::Tensor& tokens) {
     k = k * cos + rotate_half(k) * sin;
     x = x + linear(reference_attention(q, k, v), f, p + "self_attn.o_proj");
     const at::Tensor m = rms_norm(x, f.at(p + "post_attention_layernorm.weight"), eps);
-    x = x + linear(at::silu(linear(m, f, p + "mlp.gate_proj")) * linear(m, f, p + "mlp.up_proj"), f, p + "mlp.down_proj");
+    x = x +
+        linear(at::silu(linear(m, f, p + "mlp.gate_proj")) * linear(m, f, p + "mlp.up_proj"), f, p + "mlp.down_proj");
   }
   x = rms_norm(x, f.at("model.norm.weight"), eps);
   return at::linear(x, f.tensors.count("lm_head.weight") ? f.at("lm_head.weight") : f.at("model.embed_tokens.weight"));
@@ -117,7 +118,8 @@ at::Tensor gpt2_reference(const HfFolder& f, const at::Tensor& tokens) {
   const auto gelu_new = [](const at::Tensor& x) {
     return 0.5 * x * (1.0 + at::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * at::pow(x, 3.0))));
   };
-  at::Tensor x = f.at("transformer.wte.weight").index_select(0, tokens) + f.at("transformer.wpe.weight").narrow(0, 0, s);
+  at::Tensor x =
+      f.at("transformer.wte.weight").index_select(0, tokens) + f.at("transformer.wpe.weight").narrow(0, 0, s);
   for (int64_t i = 0; i < c["n_layer"].get<int64_t>(); ++i) {
     const std::string p = "transformer.h." + std::to_string(i) + ".";
     const auto qkv = conv1d(layer_norm(x, p + "ln_1"), p + "attn.c_attn").split(h, -1);
@@ -146,7 +148,8 @@ class HfModelTest : public ::testing::Test {
   void expect_matches_reference(const std::string& folder, HfFolder hf, bool gpt2, at::ScalarType stored = at::kFloat) {
     for (auto& item : hf.tensors) item.second = item.second.to(stored).to(at::kDouble);
     HfModel loaded = load_hf_model(folder, at::kCPU, at::kDouble);
-    const at::Tensor tokens = at::tensor({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, at::kLong) % hf.config["vocab_size"].get<int64_t>();
+    const at::Tensor tokens =
+        at::tensor({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, at::kLong) % hf.config["vocab_size"].get<int64_t>();
     const at::Tensor expected = gpt2 ? gpt2_reference(hf, tokens) : llama_reference(hf, tokens);
     const at::Tensor logits = loaded.model->logits(tokens.view({1, -1})).squeeze(0);
     ASSERT_EQ(logits.sizes(), expected.sizes());
@@ -163,7 +166,10 @@ class HfModelTest : public ::testing::Test {
 TEST_F(HfModelTest, LlamaWithGqaAndLlama3RopeScalingMatchesTheReference) {
   LlamaSpec spec;
   spec.theta = 500000.0;
-  spec.rope_scaling = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+  spec.rope_scaling = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
                        {"original_max_position_embeddings", 8}};
   spec.head_dim = 8;
   spec.hidden = 32;
@@ -242,7 +248,8 @@ TEST_F(HfModelTest, Qwen3WithQkNormAndItsOwnHeadSizeMatchesTheReference) {
   EXPECT_EQ(loaded.config.rotary_base, 1000000.0);
   // bf16 weights and compute against the float64 reference: bf16 rounding of activations.
   const at::Tensor tokens = at::tensor({3, 1, 4, 1, 5, 9}, at::kLong);
-  const at::Tensor difference = loaded.model->logits(tokens.view({1, -1})).squeeze(0) - llama_reference(reference, tokens);
+  const at::Tensor difference =
+      loaded.model->logits(tokens.view({1, -1})).squeeze(0) - llama_reference(reference, tokens);
   EXPECT_LT(difference.abs().max().item<double>(), 0.1);
 }
 
@@ -277,8 +284,9 @@ TEST_F(HfModelTest, DtypeFollowsTheCallerThenConfigThenWeights) {
   EXPECT_EQ(loaded.dtype, at::kBFloat16);
   EXPECT_EQ(loaded.model->parameters().front().scalar_type(), at::kBFloat16);
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(dir("half"), at::kCPU, at::kLong); }),
-            "cannot load '" + dir("half") + "' in dtype Long: a model's parameters need a floating-point dtype; fix: "
-            "pass float32, bfloat16 or float16");
+            "cannot load '" + dir("half") +
+                "' in dtype Long: a model's parameters need a floating-point dtype; fix: "
+                "pass float32, bfloat16 or float16");
 }
 
 TEST_F(HfModelTest, SpecialTokensComeFromGenerationConfigFirst) {
@@ -308,14 +316,17 @@ TEST_F(HfModelTest, MissingWeightFilesAreNamed) {
   const std::string folder = dir("noweights");
   create_directories(folder);
   graphed::testing::write_text(join_path(folder, "config.json"), graphed::testing::gpt2_folder().config.dump());
-  const std::string fix = "; fix: write the model with save_pretrained(folder) (safetensors is its default), or "
-                          "download its safetensors files";
+  const std::string fix =
+      "; fix: write the model with save_pretrained(folder) (safetensors is its default), or "
+      "download its safetensors files";
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
             "model folder '" + folder + "' has neither model.safetensors nor model.safetensors.index.json" + fix);
   graphed::testing::write_text(join_path(folder, "pytorch_model.bin"), "pickle");
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
-            "model folder '" + folder + "' has neither model.safetensors nor model.safetensors.index.json (only "
-            "pytorch_model.bin, which graphed does not read)" + fix);
+            "model folder '" + folder +
+                "' has neither model.safetensors nor model.safetensors.index.json (only "
+                "pytorch_model.bin, which graphed does not read)" +
+                fix);
 }
 
 TEST_F(HfModelTest, ShardProblemsAreNamed) {
@@ -326,59 +337,69 @@ TEST_F(HfModelTest, ShardProblemsAreNamed) {
   ASSERT_EQ(std::rename(second.c_str(), (second + ".part").c_str()), 0);
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
             "'" + index + "' names shard 'model-00002-of-00002.safetensors', which is missing from '" + folder +
-            "'; fix: download every file of the model folder");
+                "'; fix: download every file of the model folder");
   ASSERT_EQ(std::rename((second + ".part").c_str(), second.c_str()), 0);
 
   // The index lists a tensor in a shard that lacks it.
   std::string text;
   read_file(index, text);
   json edited = json::parse(text);
-  edited["weight_map"]["transformer.ln_f.bias"] = edited["weight_map"]["transformer.ln_f.bias"] ==
-                                                          "model-00001-of-00002.safetensors"
-                                                      ? "model-00002-of-00002.safetensors"
-                                                      : "model-00001-of-00002.safetensors";
+  edited["weight_map"]["transformer.ln_f.bias"] =
+      edited["weight_map"]["transformer.ln_f.bias"] == "model-00001-of-00002.safetensors"
+          ? "model-00002-of-00002.safetensors"
+          : "model-00001-of-00002.safetensors";
   const std::string claimed = join_path(folder, edited["weight_map"]["transformer.ln_f.bias"].get<std::string>());
   graphed::testing::write_text(index, edited.dump());
   const std::string message = error_text<DataError>([&] { load_hf_model(folder, at::kCPU); });
-  EXPECT_TRUE(message == "'" + index + "' lists tensor 'transformer.ln_f.bias' in '" + claimed + "', which does not "
-                         "hold it; fix: download the model folder again or write it with save_pretrained" ||
-              message.find("' holds tensor 'transformer.ln_f.bias', which '" + index + "' does not list for it; fix: "
+  EXPECT_TRUE(message == "'" + index + "' lists tensor 'transformer.ln_f.bias' in '" + claimed +
+                             "', which does not "
+                             "hold it; fix: download the model folder again or write it with save_pretrained" ||
+              message.find("' holds tensor 'transformer.ln_f.bias', which '" + index +
+                           "' does not list for it; fix: "
                            "download the model folder again or write it with save_pretrained") != std::string::npos)
       << message;
 
   graphed::testing::write_text(index, R"({"metadata": {}})");
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
-            "'" + index + "' has no object 'weight_map' (tensor name -> shard file); fix: download the model folder "
-            "again or write it with save_pretrained");
+            "'" + index +
+                "' has no object 'weight_map' (tensor name -> shard file); fix: download the model folder "
+                "again or write it with save_pretrained");
 }
 
 TEST_F(HfModelTest, MissingUnexpectedAndMisshapenTensorsAreNamed) {
   const std::string folder = dir("tensors");
   const std::string file = join_path(folder, "model.safetensors");
-  const std::string fix = "; fix: check that config.json belongs to these weights (download the model folder again, "
-                          "or write it with save_pretrained)";
+  const std::string fix =
+      "; fix: check that config.json belongs to these weights (download the model folder again, "
+      "or write it with save_pretrained)";
   HfFolder hf = graphed::testing::llama_folder(LlamaSpec{});
   hf.tensors.erase("model.layers.1.self_attn.k_proj.weight");
   hf.tensors.erase("lm_head.weight");
   graphed::testing::write_folder(folder, hf);
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
-            "'" + file + "' lacks 2 tensors that LlamaForCausalLM with this config.json has: "
-            "'model.layers.1.self_attn.k_proj.weight', 'lm_head.weight'" + fix);
+            "'" + file +
+                "' lacks 2 tensors that LlamaForCausalLM with this config.json has: "
+                "'model.layers.1.self_attn.k_proj.weight', 'lm_head.weight'" +
+                fix);
 
   hf = graphed::testing::llama_folder(LlamaSpec{});
   hf.tensors["model.layers.0.self_attn.q_norm.weight"] = at::ones({4}, at::kDouble);
   hf.tensors["model.rotary_emb.inv_freq"] = at::ones({2}, at::kDouble);  // a buffer: ignored
   graphed::testing::write_folder(folder, hf);
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
-            "'" + file + "' has 1 tensor that LlamaForCausalLM with this config.json does not: "
-            "'model.layers.0.self_attn.q_norm.weight'" + fix);
+            "'" + file +
+                "' has 1 tensor that LlamaForCausalLM with this config.json does not: "
+                "'model.layers.0.self_attn.q_norm.weight'" +
+                fix);
 
   hf = graphed::testing::llama_folder(LlamaSpec{});
   hf.tensors["model.layers.0.mlp.up_proj.weight"] = at::ones({20, 16}, at::kDouble);
   graphed::testing::write_folder(folder, hf);
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
-            "tensor 'model.layers.0.mlp.up_proj.weight' in '" + file + "' has shape [20, 16], but config.json "
-            "implies [24, 16]" + fix);
+            "tensor 'model.layers.0.mlp.up_proj.weight' in '" + file +
+                "' has shape [20, 16], but config.json "
+                "implies [24, 16]" +
+                fix);
 
   hf = graphed::testing::llama_folder(LlamaSpec{});
   graphed::testing::write_folder(folder, hf);
@@ -386,8 +407,10 @@ TEST_F(HfModelTest, MissingUnexpectedAndMisshapenTensorsAreNamed) {
   tensors["model.norm.weight"] = at::ones({16}, at::kLong);
   write_safetensors(file, {tensors.begin(), tensors.end()});
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
-            "tensor 'model.norm.weight' in '" + file + "' has dtype I64, expected a floating-point one (F32, BF16, "
-            "F16)" + fix);
+            "tensor 'model.norm.weight' in '" + file +
+                "' has dtype I64, expected a floating-point one (F32, BF16, "
+                "F16)" +
+                fix);
 }
 
 TEST_F(HfModelTest, DamagedSafetensorsSayWhatToDo) {
@@ -396,8 +419,9 @@ TEST_F(HfModelTest, DamagedSafetensorsSayWhatToDo) {
   const std::string file = join_path(folder, "model.safetensors");
   graphed::testing::write_text(file, "xy");
   EXPECT_EQ(error_text<DataError>([&] { load_hf_model(folder, at::kCPU); }),
-            "model weights file '" + file + "' is corrupt: shorter than its 8-byte header length; fix: the model "
-            "folder's safetensors files are damaged; download them again or write them with save_pretrained");
+            "model weights file '" + file +
+                "' is corrupt: shorter than its 8-byte header length; fix: the model "
+                "folder's safetensors files are damaged; download them again or write them with save_pretrained");
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST(GenerateBuckets, MixedGivesSixteen) {
       EXPECT_NE(std::find(buckets.begin(), buckets.end(), want), buckets.end()) << want.describe();
     }
   }
-  EXPECT_EQ(buckets.front(), (BatchDimensions{64, 8, 0}));   // most prefill tokens first
+  EXPECT_EQ(buckets.front(), (BatchDimensions{64, 8, 0}));  // most prefill tokens first
   EXPECT_EQ(buckets.back(), (BatchDimensions{1, 0, 1}));
 }
 

@@ -122,7 +122,9 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphsCudaTest,
                                            Case{Style::kLlama, true, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Style style = info.param.style;
-                           return std::string(style == Style::kLlama ? "llama_style" : style == Style::kGpt2 ? "gpt2_style" : "hybrid") +
+                           return std::string(style == Style::kLlama  ? "llama_style"
+                                              : style == Style::kGpt2 ? "gpt2_style"
+                                                                      : "hybrid") +
                                   (info.param.sampled ? "_sampled" : "_greedy") + (info.param.padded ? "_padded" : "");
                          });
 

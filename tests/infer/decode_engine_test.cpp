@@ -46,10 +46,9 @@ TEST_P(DecodeEngineModels, GreedyEqualsRecomputeWithMixedLengthsAndPadding) {
   EXPECT_EQ(result.decode_steps, 11);
 }
 
-INSTANTIATE_TEST_SUITE_P(RopeAndLearned, DecodeEngineModels, ::testing::Values(Kind::kLlama, Kind::kGpt2, Kind::kHybrid),
-                         [](const ::testing::TestParamInfo<Kind>& info) {
-                           return testing::style_name(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(RopeAndLearned, DecodeEngineModels,
+                         ::testing::Values(Kind::kLlama, Kind::kGpt2, Kind::kHybrid),
+                         [](const ::testing::TestParamInfo<Kind>& info) { return testing::style_name(info.param); });
 
 /// A Mamba layer's states carry over prefill's pieces (16 tokens or more each) and stop at each row's
 /// last prompt token: a 21-token prompt beside a 2-token one decodes as each does alone.
@@ -143,7 +142,8 @@ TEST(DecodeEngine, ALargerBatchThanTheBucketsRunsEagerlyAtItsSize) {
   EXPECT_EQ(engine.rows_for(6), (std::pair<int64_t, bool>{6, false}));
   const Generation result = engine.generate({{1}, {2}, {3}, {4}, {5}, {6}}, 4);
   EXPECT_EQ(result.rows, 6);
-  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(result.tokens[i], recompute_greedy(model, {static_cast<int64_t>(i) + 1}, 4));
+  for (std::size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(result.tokens[i], recompute_greedy(model, {static_cast<int64_t>(i) + 1}, 4));
 }
 
 TEST(DecodeEngine, RefusesBadPrompts) {

@@ -43,7 +43,8 @@ TEST(Sampler, TemperatureFollowsTheProbabilities) {
   options.seed = 11;
   int64_t first = 0;
   const int64_t draws = 4000;
-  for (int64_t step = 0; step < draws; ++step) first += sample_tokens(logits, options, step_tensor(step)).item<int64_t>() == 0;
+  for (int64_t step = 0; step < draws; ++step)
+    first += sample_tokens(logits, options, step_tensor(step)).item<int64_t>() == 0;
   EXPECT_NEAR(static_cast<double>(first) / draws, 0.8, 0.03);
 }
 
@@ -85,7 +86,8 @@ TEST(Sampler, NearbySeedsStepsAndRowsGiveUnrelatedNoise) {
   }
   // The seed's high half counts too.
   EXPECT_LT(std::abs(correlation(hashed_uniform(4, 5000, 7, step_tensor(0)),
-                                 hashed_uniform(4, 5000, 7 + (1ULL << 32), step_tensor(0)))), 0.03);
+                                 hashed_uniform(4, 5000, 7 + (1ULL << 32), step_tensor(0)))),
+            0.03);
 }
 
 TEST(Sampler, AdjacentSeedsDrawDifferentText) {
@@ -142,7 +144,8 @@ TEST(Sampler, SameSeedSameTokens) {
   options.top_k = 20;
   options.top_p = 0.95;
   options.seed = 5;
-  EXPECT_TRUE(at::equal(sample_tokens(logits, options, step_tensor(2)), sample_tokens(logits, options, step_tensor(2))));
+  EXPECT_TRUE(
+      at::equal(sample_tokens(logits, options, step_tensor(2)), sample_tokens(logits, options, step_tensor(2))));
 }
 
 /// Per-request rows: each row draws what sample_tokens draws for its own settings at row 0, and a row's
@@ -174,13 +177,16 @@ TEST(Sampler, EachRowDrawsByItsOwnSettingsWhateverTheStepsMode) {
   const at::Tensor filtered = sample_rows(logits, rows, SamplingMode::kFiltered, 0);
   for (int64_t i = 0; i < 4; ++i) {
     const at::Tensor step = at::tensor(std::vector<int64_t>{3 + i}, at::kLong);
-    const int64_t alone = sample_tokens(logits.narrow(0, i, 1), settings[static_cast<std::size_t>(i)], step).item<int64_t>();
+    const int64_t alone =
+        sample_tokens(logits.narrow(0, i, 1), settings[static_cast<std::size_t>(i)], step).item<int64_t>();
     EXPECT_EQ(filtered[i].item<int64_t>(), alone) << "row " << i;
   }
   // The temperature-only row and the greedy row draw the same in a step without the filters.
-  const at::Tensor tempered = sample_rows(logits.narrow(0, 0, 2), {rows.temperature.narrow(0, 0, 2), rows.top_k.narrow(0, 0, 2),
-                                          rows.top_p.narrow(0, 0, 2), rows.seed_state.narrow(0, 0, 2), rows.draw.narrow(0, 0, 2)},
-                                          SamplingMode::kTemperature, 0);
+  const at::Tensor tempered =
+      sample_rows(logits.narrow(0, 0, 2),
+                  {rows.temperature.narrow(0, 0, 2), rows.top_k.narrow(0, 0, 2), rows.top_p.narrow(0, 0, 2),
+                   rows.seed_state.narrow(0, 0, 2), rows.draw.narrow(0, 0, 2)},
+                  SamplingMode::kTemperature, 0);
   EXPECT_TRUE(at::equal(tempered, filtered.narrow(0, 0, 2)));
 }
 

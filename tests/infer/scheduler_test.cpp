@@ -170,7 +170,7 @@ TEST(PrefixCache, MatchesWholeBlocksInOrderAndForgetsFreedOnes) {
   cache.insert(first, 7);
   cache.insert(second, 3);
   EXPECT_EQ(cache.match(tokens, 4, 10).blocks, (std::vector<int64_t>{7, 3}));
-  EXPECT_EQ(cache.match(tokens, 4, 1).blocks, (std::vector<int64_t>{7}));  // the limit
+  EXPECT_EQ(cache.match(tokens, 4, 1).blocks, (std::vector<int64_t>{7}));    // the limit
   EXPECT_TRUE(cache.match({1, 2, 3, 9, 5, 6, 7, 8}, 4, 10).blocks.empty());  // the first block differs
   cache.forget({7});
   EXPECT_TRUE(cache.match(tokens, 4, 10).blocks.empty());  // a chain stops at its first gap
@@ -182,8 +182,8 @@ TEST(Scheduler, ARequestSharesTheBlocksOfARunningRequestsPromptPrefix) {
   Request* a = f.add(10, 1);  // tokens 1..10: blocks [1..4], [5..8], [9, 10]
   f.complete(f.scheduler.next());
   f.scheduler.record_computed(*a);  // what the engine does after each step: a's two full blocks are known
-  Request* b = f.add(9, 2);  // tokens 1..9: the same first two blocks
-  Request* c = f.add(8, 3);  // tokens 1..8: only the first block (its last token's block is computed)
+  Request* b = f.add(9, 2);         // tokens 1..9: the same first two blocks
+  Request* c = f.add(8, 3);         // tokens 1..8: only the first block (its last token's block is computed)
   const Schedule step = f.scheduler.next();
   ASSERT_EQ(step.chunks.size(), 3u);
   EXPECT_EQ(step.chunks[1].request, b);

@@ -150,20 +150,24 @@ TEST_P(ServingEngineCudaTest, CapturesEveryBucket) {
   model::GptModel model = cuda_model(GetParam().style);
   ServingEngine engine(model, at::Device(at::kCUDA), engine_options(GetParam().scope));
   engine.capture_graphs();
-  const int64_t per_bucket = GetParam().scope == InferenceCudaGraphScope::kBlock ? 1 : 3 + (GetParam().style == Style::kHybrid);
+  const int64_t per_bucket =
+      GetParam().scope == InferenceCudaGraphScope::kBlock ? 1 : 3 + (GetParam().style == Style::kHybrid);
   EXPECT_EQ(engine.graph_count(), per_bucket * static_cast<int64_t>(engine.buckets().size()));
   std::cout << engine.buckets().size() << " buckets captured in " << engine.stats().capture_seconds << " s\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Styles, ServingEngineCudaTest,
-    ::testing::Values(Param{Style::kLlama, InferenceCudaGraphScope::kBlock}, Param{Style::kLlama, InferenceCudaGraphScope::kLayer},
-                      Param{Style::kGpt2, InferenceCudaGraphScope::kBlock}, Param{Style::kHybrid, InferenceCudaGraphScope::kBlock},
-                      Param{Style::kHybrid, InferenceCudaGraphScope::kLayer}),
-    [](const ::testing::TestParamInfo<Param>& info) {
-      const char* style = info.param.style == Style::kLlama ? "llama" : info.param.style == Style::kGpt2 ? "gpt2" : "hybrid";
-      return std::string(style) + "_" + config::to_string(info.param.scope);
-    });
+INSTANTIATE_TEST_SUITE_P(Styles, ServingEngineCudaTest,
+                         ::testing::Values(Param{Style::kLlama, InferenceCudaGraphScope::kBlock},
+                                           Param{Style::kLlama, InferenceCudaGraphScope::kLayer},
+                                           Param{Style::kGpt2, InferenceCudaGraphScope::kBlock},
+                                           Param{Style::kHybrid, InferenceCudaGraphScope::kBlock},
+                                           Param{Style::kHybrid, InferenceCudaGraphScope::kLayer}),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           const char* style = info.param.style == Style::kLlama  ? "llama"
+                                               : info.param.style == Style::kGpt2 ? "gpt2"
+                                                                                  : "hybrid";
+                           return std::string(style) + "_" + config::to_string(info.param.scope);
+                         });
 
 }  // namespace
 }  // namespace graphed::infer

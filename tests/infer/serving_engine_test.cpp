@@ -49,8 +49,8 @@ std::map<int64_t, FinishedRequest> run_all(ServingEngine& engine, EngineStats* s
   return finished;
 }
 
-const std::vector<std::vector<int64_t>> kPrompts{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, {9}, {10, 20, 30},
-                                                 {5, 6, 7, 8, 9}, {40, 41}};
+const std::vector<std::vector<int64_t>> kPrompts{
+    {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, {9}, {10, 20, 30}, {5, 6, 7, 8, 9}, {40, 41}};
 
 class ServingEngineModels : public ::testing::TestWithParam<Kind> {};
 
@@ -58,7 +58,8 @@ TEST_P(ServingEngineModels, GreedyEqualsRecomputeForMoreRequestsThanTheEngineHol
   model::GptModel model = small_model(GetParam());
   ServingEngine engine(model, at::Device(at::kCPU), small_engine());
   std::vector<int64_t> ids;
-  for (std::size_t i = 0; i < kPrompts.size(); ++i) ids.push_back(engine.add_request(kPrompts[i], greedy(6 + static_cast<int64_t>(i))));
+  for (std::size_t i = 0; i < kPrompts.size(); ++i)
+    ids.push_back(engine.add_request(kPrompts[i], greedy(6 + static_cast<int64_t>(i))));
   EngineStats stats;
   const auto finished = run_all(engine, &stats);
   ASSERT_EQ(finished.size(), kPrompts.size());
@@ -68,7 +69,7 @@ TEST_P(ServingEngineModels, GreedyEqualsRecomputeForMoreRequestsThanTheEngineHol
     EXPECT_EQ(done.tokens, recompute_greedy(model, kPrompts[i], 6 + static_cast<int64_t>(i))) << "request " << i;
   }
   EXPECT_EQ(engine.blocks_in_use(), 0);
-  EXPECT_GT(stats.unmatched_steps, 0);          // a prompt step past the 8-token graphs: dense prefill
+  EXPECT_GT(stats.unmatched_steps, 0);            // a prompt step past the 8-token graphs: dense prefill
   EXPECT_LT(stats.unmatched_steps, stats.steps);  // decode steps padded to their buckets
   EXPECT_EQ(stats.output_tokens, 6 + 7 + 8 + 9 + 10);
 }
@@ -87,16 +88,16 @@ TEST_P(ServingEngineModels, PreemptionInASmallCacheKeepsEveryRequestsTokens) {
   EngineStats stats;
   const auto finished = run_all(engine, &stats);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(finished.at(ids[static_cast<std::size_t>(i)]).tokens, recompute_greedy(model, kPrompts[static_cast<std::size_t>(i)], 7)) << i;
+    EXPECT_EQ(finished.at(ids[static_cast<std::size_t>(i)]).tokens,
+              recompute_greedy(model, kPrompts[static_cast<std::size_t>(i)], 7))
+        << i;
   }
   EXPECT_GT(stats.preemptions, 0);
   EXPECT_EQ(engine.blocks_in_use(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ServingEngineModels, ::testing::Values(Kind::kLlama, Kind::kGpt2, Kind::kHybrid),
-                         [](const ::testing::TestParamInfo<Kind>& info) {
-                           return testing::style_name(info.param);
-                         });
+                         [](const ::testing::TestParamInfo<Kind>& info) { return testing::style_name(info.param); });
 
 RequestOptions sampled(uint64_t seed, int64_t new_tokens) {
   RequestOptions options;
@@ -234,8 +235,12 @@ TEST(ServingEngine, RefusesOptionsOutOfRange) {
   options.scope = config::InferenceCudaGraphScope::kBlock;
   EXPECT_THROW(ServingEngine(model, at::Device(at::kCPU), options), CaptureError);
   // A dropless MoE cannot be captured: refused up front, not at the first graph.
-  const auto moe_config = testing::run_config({{"num_layers", 1}, {"hidden_size", 32}, {"num_attention_heads", 4},
-                                               {"vocab_size", 64}, {"seq_length", 48}, {"num_experts", 4},
+  const auto moe_config = testing::run_config({{"num_layers", 1},
+                                               {"hidden_size", 32},
+                                               {"num_attention_heads", 4},
+                                               {"vocab_size", 64},
+                                               {"seq_length", 48},
+                                               {"num_experts", 4},
                                                {"moe_router_topk", 2}});
   model::GptModel moe(moe_config.model, moe_config.moe_layers);
   moe->eval();

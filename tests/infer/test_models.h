@@ -28,26 +28,32 @@ struct TestModelShape {
   std::string hybrid_pattern = "M*-M";  ///< the hybrid's layers (its layer count)
   int64_t mamba_state = 8;
   int64_t mamba_head_dim = 16;
-  int64_t mamba_chunk = 4;              ///< small, so prompts cross scan chunks
-  bool untie = false;                   ///< Llama style: its own output layer
+  int64_t mamba_chunk = 4;  ///< small, so prompts cross scan chunks
+  bool untie = false;       ///< Llama style: its own output layer
   int64_t seed = 5;
 };
 
 /// The model in eval mode, on `device` in `dtype`.
 inline model::GptModel test_model(ModelStyle style, const TestModelShape& shape, at::ScalarType dtype,
                                   const at::Device& device = at::Device(at::kCPU)) {
-  nlohmann::json settings = {{"num_layers", shape.layers}, {"hidden_size", shape.hidden}, {"num_attention_heads", 4},
-                             {"vocab_size", shape.vocab}, {"seq_length", shape.sequence}, {"attention_dropout", 0.0},
+  nlohmann::json settings = {{"num_layers", shape.layers}, {"hidden_size", shape.hidden},  {"num_attention_heads", 4},
+                             {"vocab_size", shape.vocab},  {"seq_length", shape.sequence}, {"attention_dropout", 0.0},
                              {"hidden_dropout", 0.0}};
   if (style == ModelStyle::kLlama) {
-    settings.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
-                     {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false}});
+    settings.update({{"position_embedding_type", "rope"},
+                     {"normalization", "RMSNorm"},
+                     {"swiglu", true},
+                     {"group_query_attention", true},
+                     {"num_query_groups", 2},
+                     {"add_bias_linear", false}});
     if (shape.untie) settings["untie_embeddings_and_output_weights"] = true;
   }
   if (style == ModelStyle::kHybrid) {
     settings.update({{"num_layers", static_cast<int64_t>(shape.hybrid_pattern.size())},
-                     {"hybrid_override_pattern", shape.hybrid_pattern}, {"mamba_state_dim", shape.mamba_state},
-                     {"mamba_head_dim", shape.mamba_head_dim}, {"mamba_num_groups", 2},
+                     {"hybrid_override_pattern", shape.hybrid_pattern},
+                     {"mamba_state_dim", shape.mamba_state},
+                     {"mamba_head_dim", shape.mamba_head_dim},
+                     {"mamba_num_groups", 2},
                      {"mamba_chunk_size", shape.mamba_chunk}});
   }
   at::manual_seed(shape.seed);

@@ -13,9 +13,7 @@ namespace {
 
 using graphed::testing::error_text;
 
-std::string render_text(const std::string& source) {
-  return Template(source).render(nlohmann::ordered_json::object());
-}
+std::string render_text(const std::string& source) { return Template(source).render(nlohmann::ordered_json::object()); }
 
 std::string tokenize_error(const std::string& source) {
   return error_text<TemplateError>([&] { tokenize(source); });
@@ -80,9 +78,7 @@ TEST(WhitespaceTest, MinusStripsAllWhitespaceOnItsSide) {
   EXPECT_EQ(render_text("line1\n    {%- if true %}\n    inner\n    {%- endif %}\nend\n"), "line1    innerend");
 }
 
-TEST(WhitespaceTest, PlusKeepsWhitespace) {
-  EXPECT_EQ(render_text("x  {%+ if true %}y{% endif +%}\nz"), "x  y\nz");
-}
+TEST(WhitespaceTest, PlusKeepsWhitespace) { EXPECT_EQ(render_text("x  {%+ if true %}y{% endif +%}\nz"), "x  y\nz"); }
 
 TEST(WhitespaceTest, RawBlocksKeepTagsAsText) {
   EXPECT_EQ(render_text("{% raw %}{{ a }}{% endraw %}\n"), "{{ a }}");
@@ -100,15 +96,19 @@ TEST(LexerTest, ErrorsNameTheLineColumnAndFix) {
   EXPECT_EQ(tokenize_error("a\n  {{ \"abc }}"),
             "template line 2, column 6: the string is not closed; fix: end it with \"");
   EXPECT_EQ(tokenize_error("{# open"), "template line 1, column 1: the comment is not closed; fix: end it with #}");
-  EXPECT_EQ(tokenize_error("x\n{% if"), "template line 2, column 1: the block tag opened here is not closed; fix: end it with %}");
-  EXPECT_EQ(tokenize_error("{% raw %}x"), "template line 1, column 1: the raw block is not closed; fix: end it with {% endraw %}");
+  EXPECT_EQ(tokenize_error("x\n{% if"),
+            "template line 2, column 1: the block tag opened here is not closed; fix: end it with %}");
+  EXPECT_EQ(tokenize_error("{% raw %}x"),
+            "template line 1, column 1: the raw block is not closed; fix: end it with {% endraw %}");
   EXPECT_EQ(tokenize_error("{{ (1 }}"),
             "template line 1, column 7: unexpected '}', expected ')' to close the '(' at line 1, column 4; fix: close "
             "it with ')'");
-  EXPECT_EQ(tokenize_error("{{ a ? b }}"),
-            "template line 1, column 6: unexpected character '?' in a tag; fix: remove it, or quote it inside a string");
-  EXPECT_EQ(tokenize_error("{{ '\\x4' }}"),
-            "template line 1, column 4: the string has a truncated \\x escape; fix: write exactly 2 hex digits after it");
+  EXPECT_EQ(
+      tokenize_error("{{ a ? b }}"),
+      "template line 1, column 6: unexpected character '?' in a tag; fix: remove it, or quote it inside a string");
+  EXPECT_EQ(
+      tokenize_error("{{ '\\x4' }}"),
+      "template line 1, column 4: the string has a truncated \\x escape; fix: write exactly 2 hex digits after it");
 }
 
 }  // namespace

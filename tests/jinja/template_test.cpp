@@ -37,9 +37,10 @@ TEST(TemplateTest, SyntaxErrorsNameLineColumnAndFix) {
             "or open the matching block before it");
   EXPECT_EQ(render_error("{{ x + }}"),
             "template line 1, column 8: expected an expression, got '}}'; fix: write a value or a variable there");
-  EXPECT_EQ(render_error("{{ a b }}"),
-            "template line 1, column 6: expected '}}' to end the expression, got 'b'; fix: close the expression with }} "
-            "(or join its parts with an operator)");
+  EXPECT_EQ(
+      render_error("{{ a b }}"),
+      "template line 1, column 6: expected '}}' to end the expression, got 'b'; fix: close the expression with }} "
+      "(or join its parts with an operator)");
   EXPECT_EQ(render_error("{{ x | nosuch }}"),
             "template line 1, column 8: no filter named 'nosuch'; fix: use a jinja2 builtin filter (trim, tojson, "
             "length, join, default, ...)");
@@ -65,15 +66,18 @@ TEST(TemplateTest, LoopVariables) {
   EXPECT_EQ(render("{% for x in ['a', 'b', 'c'] %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}"
                    "{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}"),
             "1032TrueFalse3;2121FalseFalse3;3210FalseTrue3;");
-  EXPECT_EQ(render("{% for x in [1, 2] %}{{ loop.previtem }}|{{ loop.nextitem }};{{ loop.cycle('a', 'b') }}{% endfor %}"),
-            "|2;a1|;b");
+  EXPECT_EQ(
+      render("{% for x in [1, 2] %}{{ loop.previtem }}|{{ loop.nextitem }};{{ loop.cycle('a', 'b') }}{% endfor %}"),
+      "|2;a1|;b");
 }
 
 TEST(TemplateTest, LoopElseInlineIfAndUnpacking) {
   EXPECT_EQ(render("{% for x in [] %}a{% else %}empty{% endfor %}"), "empty");
-  EXPECT_EQ(render("{% for x in [1, 2, 3] if x > 1 %}{{ loop.index }}{{ x }}{{ loop.first }}{% else %}none{% endfor %}"),
-            "12True23False");
-  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }},{% endfor %}", {{"d", {{"b", 1}, {"a", 2}}}}), "b=1,a=2,");
+  EXPECT_EQ(
+      render("{% for x in [1, 2, 3] if x > 1 %}{{ loop.index }}{{ x }}{{ loop.first }}{% else %}none{% endfor %}"),
+      "12True23False");
+  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }},{% endfor %}", {{"d", {{"b", 1}, {"a", 2}}}}),
+            "b=1,a=2,");
   EXPECT_EQ(render("{% for (x, y) in [(1, 2)] %}{{ x + y }}{% endfor %}"), "3");
   EXPECT_EQ(render("{% for k in {'x': 1, 'y': 2} %}{{ k }}{% endfor %}"), "xy");
   EXPECT_EQ(render("{% for c in 'héllo' %}{{ c }}.{% endfor %}"), "h.\xC3\xA9.l.l.o.");
@@ -86,9 +90,10 @@ TEST(TemplateTest, BreakAndContinue) {
 }
 
 TEST(TemplateTest, SetInsideALoopStaysInTheLoopButANamespaceIsShared) {
-  EXPECT_EQ(render("{% set ns = namespace(total=1) %}{% set y = 0 %}{% for x in [1, 2] %}{% set ns.total = ns.total + x %}"
-                   "{% set y = x %}{% endfor %}{{ ns.total }} {{ y }}"),
-            "4 0");
+  EXPECT_EQ(
+      render("{% set ns = namespace(total=1) %}{% set y = 0 %}{% for x in [1, 2] %}{% set ns.total = ns.total + x %}"
+             "{% set y = x %}{% endfor %}{{ ns.total }} {{ y }}"),
+      "4 0");
   EXPECT_EQ(render("{% if true %}{% set z = 5 %}{% endif %}{{ z }}"), "5");
   EXPECT_EQ(render("{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set t = (1, 2) %}{{ t }}"), "12(1, 2)");
   EXPECT_EQ(render("{% set ns = namespace(x=[]) %}{% set ns.x = ns.x + [1] %}{{ ns.x }} {{ ns }}"),
@@ -99,16 +104,19 @@ TEST(TemplateTest, SetInsideALoopStaysInTheLoopButANamespaceIsShared) {
 }
 
 TEST(TemplateTest, MacrosAndCallBlocks) {
-  EXPECT_EQ(render("{% macro m(a, b=2) %}[{{ a }}{{ b }}]{% endmacro %}{{ m(1) }}{{ m(1, b=3) }}{{ m(b=5, a=0) }}{{ m() }}"),
-            "[12][13][05][2]");
-  EXPECT_EQ(render("{% macro m(a) %}<{{ caller(a * 2) }}>{% endmacro %}{% call(x) m(1) %}in{{ x }}{% endcall %}"), "<in2>");
+  EXPECT_EQ(
+      render("{% macro m(a, b=2) %}[{{ a }}{{ b }}]{% endmacro %}{{ m(1) }}{{ m(1, b=3) }}{{ m(b=5, a=0) }}{{ m() }}"),
+      "[12][13][05][2]");
+  EXPECT_EQ(render("{% macro m(a) %}<{{ caller(a * 2) }}>{% endmacro %}{% call(x) m(1) %}in{{ x }}{% endcall %}"),
+            "<in2>");
   EXPECT_EQ(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}"),
             "template line 1, column 34: macro 'm' takes not more than 1 argument(s); fix: pass at most 1 arguments");
 }
 
 TEST(TemplateTest, SetAndFilterBlocks) {
-  EXPECT_EQ(render("{% set x %}  block {{ 1 }}{% endset %}[{{ x }}]{% set y | trim | upper %}  z  {% endset %}[{{ y }}]"),
-            "[  block 1][Z]");
+  EXPECT_EQ(
+      render("{% set x %}  block {{ 1 }}{% endset %}[{{ x }}]{% set y | trim | upper %}  z  {% endset %}[{{ y }}]"),
+      "[  block 1][Z]");
   EXPECT_EQ(render("{% filter upper %}abc{{ 'd' }}{% endfilter %}"), "ABCD");
 }
 
@@ -156,9 +164,10 @@ TEST(TemplateTest, RunawayTemplatesStopWithAClearError) {
   EXPECT_EQ(limited_error("{% for x in range(100) %}{% for y in range(100) %}{% endfor %}{% endfor %}"),
             "template line 1, column 26: the template ran more than 1000 loop iterations; fix: check the template for "
             "a runaway loop, or raise TemplateOptions::max_loop_iterations");
-  EXPECT_EQ(limited_error("{% for x in range(50) %}abc{% endfor %}"),
-            "template line 1, column 25: the rendered text passes the limit of 100 bytes; fix: check the template for a "
-            "runaway loop, or raise TemplateOptions::max_output_bytes");
+  EXPECT_EQ(
+      limited_error("{% for x in range(50) %}abc{% endfor %}"),
+      "template line 1, column 25: the rendered text passes the limit of 100 bytes; fix: check the template for a "
+      "runaway loop, or raise TemplateOptions::max_output_bytes");
   EXPECT_EQ(limited_error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}"),
             "template line 1, column 20: macro calls nest more than 20 deep; fix: check the template for a macro that "
             "calls itself without end");
@@ -177,7 +186,8 @@ TEST(TemplateTest, ContextKeepsKeyOrderAndMustBeAnObject) {
   tool["name"] = "f";
   tool["description"] = "d";
   tool["arguments"] = {{"z", 1}, {"a", 2}};
-  EXPECT_EQ(render("{{ tool|tojson }}", {{"tool", tool}}), R"({"name": "f", "description": "d", "arguments": {"z": 1, "a": 2}})");
+  EXPECT_EQ(render("{{ tool|tojson }}", {{"tool", tool}}),
+            R"({"name": "f", "description": "d", "arguments": {"z": 1, "a": 2}})");
   EXPECT_EQ(Template("{{ x }}").render(nlohmann::json{{"x", {{"b", 1}, {"a", 2}}}}), "{'a': 2, 'b': 1}");
   EXPECT_EQ(error_text<TemplateError>([] { Template("x").render(Json::array()); }),
             "template: the render context must be a JSON object, got array; fix: pass an object such as "
@@ -187,7 +197,8 @@ TEST(TemplateTest, ContextKeepsKeyOrderAndMustBeAnObject) {
 TEST(TemplateTest, CopiesAndConcurrentRendersAgree) {
   const Template original("{% for m in messages %}{{ m.role }}:{{ m.content|trim }};{% endfor %}");
   const Template copy = original;
-  const Json context = {{"messages", {{{"role", "user"}, {"content", " hi "}}, {{"role", "assistant"}, {"content", "yo"}}}}};
+  const Json context = {
+      {"messages", {{{"role", "user"}, {"content", " hi "}}, {{"role", "assistant"}, {"content", "yo"}}}}};
   std::vector<std::string> results(4);
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -207,7 +218,8 @@ TEST(TemplateTest, RendersQwenChatTemplateWithTools) {
        {{{"role", "user"}, {"content", "Weather in Paris?"}},
         {{"role", "assistant"},
          {"content", ""},
-         {"tool_calls", {{{"type", "function"}, {"function", {{"name", "weather"}, {"arguments", {{"city", "Paris"}}}}}}}}},
+         {"tool_calls",
+          {{{"type", "function"}, {"function", {{"name", "weather"}, {"arguments", {{"city", "Paris"}}}}}}}}},
         {{"role", "tool"}, {"content", "22.5"}}}},
       {"tools", {{{"type", "function"}, {"function", {{"name", "weather"}, {"parameters", Json::object()}}}}}},
       {"add_generation_prompt", true}};

@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include "error_text.h"
 #include "graphed/jinja/json_values.h"
 #include "graphed/jinja/operators.h"
 #include "graphed/jinja/python_text.h"
 #include "graphed/jinja/template.h"
-#include "error_text.h"
 
 namespace graphed::jinja {
 namespace {
@@ -69,7 +69,7 @@ TEST(ValueTest, TruthinessAndEquality) {
 
 TEST(ValueTest, ArithmeticFollowsPython) {
   EXPECT_EQ(render_value("{{ 1 / 2 }} {{ 4 / 2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 7 % -3 }} {{ 7.5 // 2 }} "
-                   "{{ -7.5 % 2 }} {{ 2 ** 10 }} {{ 2 ** -1 }} {{ 1 + true }} {{ 1.5 + 1 }}"),
+                         "{{ -7.5 % 2 }} {{ 2 ** 10 }} {{ 2 ** -1 }} {{ 1 + true }} {{ 1.5 + 1 }}"),
             "0.5 2.0 3 -4 2 -2 3.0 0.5 1024 0.5 2 2.5");
   EXPECT_EQ(render_value("{{ 'x' * 3 }} {{ [1] * 2 }} {{ [1] + [2] }} {{ 'a' ~ 1 ~ 1.5 ~ none ~ true }} {{ -(3) }}"),
             "xxx [1, 1] [1, 2] a11.5NoneTrue -3");
@@ -77,14 +77,18 @@ TEST(ValueTest, ArithmeticFollowsPython) {
             "can only concatenate str (not \"int\") to str");
   EXPECT_EQ(evaluation_error([] { binary_operation("/", Value(1), Value(0)); }), "division by zero");
   EXPECT_EQ(evaluation_error([] { binary_operation("+", Value(INT64_MAX), Value(1)); }), "integer overflow in '+'");
-  EXPECT_EQ(evaluation_error([] { contains(Value::none(), Value("a")); }), "argument of type 'NoneType' is not iterable");
+  EXPECT_EQ(evaluation_error([] { contains(Value::none(), Value("a")); }),
+            "argument of type 'NoneType' is not iterable");
 }
 
 TEST(ValueTest, SlicesAndNegativeIndexes) {
-  EXPECT_EQ(render_value("{{ [1, 2, 3][1:] }} {{ [1, 2, 3][:-1] }} {{ [1, 2, 3][::-1] }} {{ [1, 2, 3][::2] }} {{ [1, 2, 3][5:] }} "
-                   "{{ [1, 2, 3][-10:2] }} {{ [1, 2, 3][-1] }} {{ (1, 2, 3)[1:] }}"),
-            "[2, 3] [1, 2] [3, 2, 1] [1, 3] [] [1, 2] 3 (2, 3)");
-  EXPECT_EQ(render_value("{{ 'hello'[1:4:2] }} {{ 'héllo'[::-1] }} {{ 'héllo'[1] }} {{ 'abc'[-1] }}"), "el oll\xC3\xA9h \xC3\xA9 c");
+  EXPECT_EQ(
+      render_value(
+          "{{ [1, 2, 3][1:] }} {{ [1, 2, 3][:-1] }} {{ [1, 2, 3][::-1] }} {{ [1, 2, 3][::2] }} {{ [1, 2, 3][5:] }} "
+          "{{ [1, 2, 3][-10:2] }} {{ [1, 2, 3][-1] }} {{ (1, 2, 3)[1:] }}"),
+      "[2, 3] [1, 2] [3, 2, 1] [1, 3] [] [1, 2] 3 (2, 3)");
+  EXPECT_EQ(render_value("{{ 'hello'[1:4:2] }} {{ 'héllo'[::-1] }} {{ 'héllo'[1] }} {{ 'abc'[-1] }}"),
+            "el oll\xC3\xA9h \xC3\xA9 c");
   EXPECT_EQ(slice_indexes(5, std::nullopt, std::nullopt, -2), (std::vector<int64_t>{4, 2, 0}));
   EXPECT_EQ(evaluation_error([] { slice_indexes(3, std::nullopt, std::nullopt, 0); }), "slice step cannot be zero");
 }
@@ -92,7 +96,10 @@ TEST(ValueTest, SlicesAndNegativeIndexes) {
 TEST(PythonTextTest, StripAndSplitUseUnicodeWhitespace) {
   EXPECT_EQ(python_strip("\xE3\x80\x80 a\t\n", std::nullopt, StripSide::kBoth), "a");
   EXPECT_EQ(python_strip("xyax", std::string("xy"), StripSide::kLeft), "ax");
-  EXPECT_EQ(python_split(" a\xC2\xA0" "b  c ", std::nullopt, -1), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(python_split(" a\xC2\xA0"
+                         "b  c ",
+                         std::nullopt, -1),
+            (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(python_split("a::b::c", std::string("::"), 1), (std::vector<std::string>{"a", "b::c"}));
   EXPECT_EQ(python_rsplit("a::b::c", std::string("::"), 1), (std::vector<std::string>{"a::b", "c"}));
   EXPECT_EQ(python_splitlines("a\r\nb\rc\n\nd"), (std::vector<std::string>{"a", "b", "c", "", "d"}));
@@ -110,9 +117,10 @@ TEST(JsonValuesTest, DumpsLikePythonJsonDumps) {
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(
       R"({"z": [1, 2.0, 1e-07, true, null], "a": {"s": "\u00e9\"\\\n\u0001\u2028", "e": [], "o": {}}})");
   const Value value = value_from_json(json, 10);
-  EXPECT_EQ(dump_json(value, {}),
-            "{\"z\": [1, 2.0, 1e-07, true, null], \"a\": {\"s\": \"\xC3\xA9\\\"\\\\\\n\\u0001\xE2\x80\xA8\", \"e\": [], "
-            "\"o\": {}}}");
+  EXPECT_EQ(
+      dump_json(value, {}),
+      "{\"z\": [1, 2.0, 1e-07, true, null], \"a\": {\"s\": \"\xC3\xA9\\\"\\\\\\n\\u0001\xE2\x80\xA8\", \"e\": [], "
+      "\"o\": {}}}");
   JsonDumpOptions indented;
   indented.indent = "  ";
   indented.item_separator = ",";

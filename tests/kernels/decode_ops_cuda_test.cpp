@@ -28,7 +28,8 @@ class DecodeOpsCudaTest : public ::testing::Test {
 void expect_close(const at::Tensor& got, const at::Tensor& want, const char* what) {
   const double largest = want.abs().max().item<double>();
   const double difference = (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>();
-  EXPECT_LE(difference, 2e-2 * std::max(largest, 1.0)) << what << ": max difference " << difference << ", largest " << largest;
+  EXPECT_LE(difference, 2e-2 * std::max(largest, 1.0))
+      << what << ": max difference " << difference << ", largest " << largest;
 }
 
 TEST_F(DecodeOpsCudaTest, RmsNormMatchesFloat32) {
@@ -50,7 +51,8 @@ TEST_F(DecodeOpsCudaTest, DecodeLinearMatchesFloat32) {
     const at::Tensor input = at::randn({rows, 1, 2048}, kBf16);
     for (const bool with_bias : {false, true}) {
       const at::Tensor b = with_bias ? bias : at::Tensor();
-      const at::Tensor want = at::linear(input.to(at::kFloat), weight.to(at::kFloat), with_bias ? bias.to(at::kFloat) : at::Tensor());
+      const at::Tensor want =
+          at::linear(input.to(at::kFloat), weight.to(at::kFloat), with_bias ? bias.to(at::kFloat) : at::Tensor());
       const at::Tensor got = decode_linear(input, weight, b);
       EXPECT_EQ(got.sizes(), want.sizes());
       expect_close(got, want, ("decode_linear, " + std::to_string(rows) + " rows").c_str());
@@ -112,7 +114,8 @@ void check_attention(int64_t head_dim, bool rope, int64_t length = 40) {
   }
   // The same bits on a second run.
   at::Tensor key_again = key_cache.clone(), value_again = value_cache.clone();
-  const at::Tensor query_again = rope_into_cache(qkv, positions, cos, sin, key_again, value_again, heads, groups, head_dim);
+  const at::Tensor query_again =
+      rope_into_cache(qkv, positions, cos, sin, key_again, value_again, heads, groups, head_dim);
   EXPECT_TRUE(at::equal(query_again, query));
   EXPECT_TRUE(at::equal(decode_attention(query_again, key_again, value_again, positions, scale), output));
 }

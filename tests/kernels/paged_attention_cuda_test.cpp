@@ -64,7 +64,8 @@ class PagedAttentionCudaTest : public ::testing::TestWithParam<at::ScalarType> {
 
 TEST_P(PagedAttentionCudaTest, MatchesTheReferenceAndRepeatsItsBits) {
   const double tolerance = GetParam() == at::kFloat ? 1e-4 : 2e-2;
-  for (const auto& [heads, groups, head_dim] : std::vector<std::array<int64_t, 3>>{{8, 2, 64}, {4, 4, 128}, {12, 2, 64}}) {
+  for (const auto& [heads, groups, head_dim] :
+       std::vector<std::array<int64_t, 3>>{{8, 2, 64}, {4, 4, 128}, {12, 2, 64}}) {
     const Case c = make_case(GetParam(), heads, groups, head_dim);
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
     const at::Tensor want = reference::paged_attention(c.query.to(at::kFloat), c.key_cache.to(at::kFloat),

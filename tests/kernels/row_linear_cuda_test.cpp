@@ -1,11 +1,11 @@
 // tests/kernels/row_linear_cuda_test.cpp — kernels::decode_linear through the row-linear kernel
 // (kernels/row_linear.h) against float32 LibTorch on the same bf16 inputs: every input transform (none,
-// RMSNorm, SwiGLU), 1 and 2 rows (and 3, 5 and 8, through the unfused ops), 1,001 output features, widths of 2,048 and 8,200 columns (a
-// partial last step), with and without bias and residual. Tolerance: a few bf16 roundings, 2e-2 relative to
-// the largest value. Also: the same bits on every run, the unfused ops where the kernel does not apply,
-// a chain of dependent launches (each a programmatic dependent launch) equal to the same launches with a
-// synchronisation between each, and the chain captured in a CUDA graph the same bits as eager. Then
-// rope_into_paged_cache against a float32 reference.
+// RMSNorm, SwiGLU), 1 and 2 rows (and 3, 5 and 8, through the unfused ops), 1,001 output features, widths of 2,048 and
+// 8,200 columns (a partial last step), with and without bias and residual. Tolerance: a few bf16 roundings, 2e-2
+// relative to the largest value. Also: the same bits on every run, the unfused ops where the kernel does not apply, a
+// chain of dependent launches (each a programmatic dependent launch) equal to the same launches with a synchronisation
+// between each, and the chain captured in a CUDA graph the same bits as eager. Then rope_into_paged_cache against a
+// float32 reference.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -32,13 +32,14 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, const std::stri
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   const double largest = want.abs().max().item<double>();
   const double difference = (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>();
-  EXPECT_LE(difference, 2e-2 * std::max(largest, 1.0)) << what << ": max difference " << difference << ", largest " << largest;
+  EXPECT_LE(difference, 2e-2 * std::max(largest, 1.0))
+      << what << ": max difference " << difference << ", largest " << largest;
 }
 
 /// The float32 reference: the transformed input rounded to bf16 (as the kernel stages it), the product in
 /// float32, the residual added.
-at::Tensor reference(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, const LinearInput& first,
-                     const at::Tensor& residual) {
+at::Tensor reference(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                     const LinearInput& first, const at::Tensor& residual) {
   at::Tensor x = input.to(at::kFloat);
   if (first.transform == RowTransform::kRmsNorm) {
     x = x * at::rsqrt(x.pow(2).mean(-1, true) + first.epsilon) * first.norm_weight.to(at::kFloat);
@@ -94,9 +95,9 @@ TEST_F(RowLinearCudaTest, MatchesFloat32ForEveryTransformAndRowCount) {
 TEST_F(RowLinearCudaTest, TakesTheRowsAndWidthsItStagesAndLeavesTheRestToTheUnfusedOps) {
   EXPECT_TRUE(row_linear_fits(1, 8192));
   EXPECT_TRUE(row_linear_fits(2, 8192));
-  EXPECT_FALSE(row_linear_fits(3, 64));  // more rows than the kernel sums
+  EXPECT_FALSE(row_linear_fits(3, 64));     // more rows than the kernel sums
   EXPECT_FALSE(row_linear_fits(2, 16384));  // 64 KiB of staged input
-  EXPECT_FALSE(row_linear_fits(1, 2044));  // not a multiple of 8
+  EXPECT_FALSE(row_linear_fits(1, 2044));   // not a multiple of 8
   // A misaligned input (a view 2 bytes in) takes the unfused ops and gives the same values.
   const at::Tensor weight = at::randn({300, 64}, kBf16);
   const at::Tensor values = at::randn({1, 64}, kBf16);

@@ -9,10 +9,10 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <functional>
@@ -41,8 +41,8 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, const std::stri
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   const double largest = want.to(at::kFloat).abs().max().item<double>();
   const double difference = (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>();
-  EXPECT_LE(difference, tolerance * std::max(largest, 1e-3)) << what << ": max difference " << difference
-                                                             << ", largest " << largest;
+  EXPECT_LE(difference, tolerance * std::max(largest, 1e-3))
+      << what << ": max difference " << difference << ", largest " << largest;
 }
 
 /// Leaves that want gradients, as copies of `tensors` (undefined stay undefined).
@@ -58,34 +58,41 @@ std::vector<at::Tensor> forward_backward(const std::function<at::Tensor(const st
   const std::vector<at::Tensor> x = leaves(inputs);
   const at::Tensor output = function(x);
   std::vector<at::Tensor> wanted;
-  for (const auto& t : x) if (t.defined()) wanted.push_back(t);
+  for (const auto& t : x)
+    if (t.defined()) wanted.push_back(t);
   const auto grads = torch::autograd::grad({output}, wanted, {upstream.to(output.scalar_type())});
   std::vector<at::Tensor> result{output.detach()};
   result.insert(result.end(), grads.begin(), grads.end());
   return result;
 }
 
-void expect_all_close(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want, const std::string& what) {
+void expect_all_close(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
+                      const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], what + (i == 0 ? ", output" : ", gradient " + std::to_string(i)));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    expect_close(got[i], want[i], what + (i == 0 ? ", output" : ", gradient " + std::to_string(i)));
 }
 
 void expect_all_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << what << ": tensor " << i << " differs";
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(at::equal(a[i], b[i])) << what << ": tensor " << i << " differs";
 }
 
 TEST_F(TrainingOpsCudaTest, NormsMatchTheReferenceForwardAndBackward) {
   for (const bool layer_norm : {true, false}) {
     for (const auto input_type : {at::kFloat, at::kBFloat16}) {
-      for (const auto& [rows, columns] : std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {3, 768}, {300, 2050}, {5000, 64}}) {
+      for (const auto& [rows, columns] :
+           std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {3, 768}, {300, 2050}, {5000, 64}}) {
         const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + ", " + c10::toString(input_type) +
                                  ", " + std::to_string(rows) + " x " + std::to_string(columns);
         const at::Tensor input = at::randn({rows, columns}, kCuda.dtype(input_type)) * 3 + 1;
         const at::Tensor weight = at::randn({columns}, kFloat);
         const at::Tensor bias = layer_norm ? at::randn({columns}, kFloat) : at::Tensor();
         const at::Tensor upstream = at::randn({rows, columns}, kBf16);
-        const auto fused = [&](const std::vector<at::Tensor>& x) { return norm(x[0], x[1], x[2], 1e-5, at::kBFloat16); };
+        const auto fused = [&](const std::vector<at::Tensor>& x) {
+          return norm(x[0], x[1], x[2], 1e-5, at::kBFloat16);
+        };
         const auto want = forward_backward(
             [&](const std::vector<at::Tensor>& x) {
               return reference::norm(x[0].to(at::kFloat), x[1], x[2], 1e-5, at::kFloat);
@@ -132,7 +139,9 @@ TEST_F(TrainingOpsCudaTest, LinearGivesTheMastersFloat32GradientsFromTheCopies) 
     const at::Tensor b = with_bias ? bias : at::Tensor();
     const at::Tensor weight_copy = weight.to(at::kBFloat16);
     const at::Tensor bias_copy = with_bias ? bias.to(at::kBFloat16) : at::Tensor();
-    const auto fused = [&](const std::vector<at::Tensor>& x) { return linear(x[0], x[1], weight_copy, x[2], bias_copy); };
+    const auto fused = [&](const std::vector<at::Tensor>& x) {
+      return linear(x[0], x[1], weight_copy, x[2], bias_copy);
+    };
     const auto got = forward_backward(fused, {input, weight, b}, upstream);
     const auto want = forward_backward(
         [&](const std::vector<at::Tensor>& x) {
@@ -150,34 +159,34 @@ TEST_F(TrainingOpsCudaTest, LinearGivesTheMastersFloat32GradientsFromTheCopies) 
 }
 
 TEST_F(TrainingOpsCudaTest, RopeOfATransposedViewMatchesTheReference) {
- for (const int64_t head_dim : {int64_t{64}, int64_t{6}}) {  // pairs of values per load; one (odd half)
-  const int64_t batch = 2, seq = 9, heads = 6;
-  const at::Tensor angles = at::outer(at::arange(16, kFloat), at::rand({head_dim / 2}, kFloat));
-  const at::Tensor cos = angles.cos(), sin = angles.sin();
-  const at::Tensor input = at::randn({batch, seq, heads, head_dim}, kBf16).transpose(1, 2);  // [b, heads, s, d] view
-  const at::Tensor upstream = at::randn({batch, heads, seq, head_dim}, kBf16);
-  const auto fused = [&](const std::vector<at::Tensor>& x) { return rope(x[0], cos, sin); };
-  const auto got = forward_backward(fused, {input}, upstream);
-  const auto want = forward_backward(
-      [&](const std::vector<at::Tensor>& x) { return reference::rope(x[0].to(at::kFloat), cos, sin); }, {input},
-      upstream.to(at::kFloat));
-  expect_all_close(got, want, "rope, head_dim " + std::to_string(head_dim));
-  expect_all_equal(got, forward_backward(fused, {input}, upstream), "rope, run twice");
- }
+  for (const int64_t head_dim : {int64_t{64}, int64_t{6}}) {  // pairs of values per load; one (odd half)
+    const int64_t batch = 2, seq = 9, heads = 6;
+    const at::Tensor angles = at::outer(at::arange(16, kFloat), at::rand({head_dim / 2}, kFloat));
+    const at::Tensor cos = angles.cos(), sin = angles.sin();
+    const at::Tensor input = at::randn({batch, seq, heads, head_dim}, kBf16).transpose(1, 2);  // [b, heads, s, d] view
+    const at::Tensor upstream = at::randn({batch, heads, seq, head_dim}, kBf16);
+    const auto fused = [&](const std::vector<at::Tensor>& x) { return rope(x[0], cos, sin); };
+    const auto got = forward_backward(fused, {input}, upstream);
+    const auto want = forward_backward(
+        [&](const std::vector<at::Tensor>& x) { return reference::rope(x[0].to(at::kFloat), cos, sin); }, {input},
+        upstream.to(at::kFloat));
+    expect_all_close(got, want, "rope, head_dim " + std::to_string(head_dim));
+    expect_all_equal(got, forward_backward(fused, {input}, upstream), "rope, run twice");
+  }
 }
 
 TEST_F(TrainingOpsCudaTest, SwigluOfOddAndEvenWidthMatchesTheReference) {
- for (const int64_t width : {int64_t{33}, int64_t{130}}) {  // one value per load; pairs
-  const at::Tensor input = at::randn({3, 7, 2 * width}, kBf16) * 2;
-  const at::Tensor upstream = at::randn({3, 7, width}, kBf16);
-  const auto fused = [&](const std::vector<at::Tensor>& x) { return swiglu(x[0]); };
-  const auto got = forward_backward(fused, {input}, upstream);
-  const auto want = forward_backward(
-      [&](const std::vector<at::Tensor>& x) { return reference::swiglu(x[0].to(at::kFloat)); }, {input},
-      upstream.to(at::kFloat));
-  expect_all_close(got, want, "swiglu, width " + std::to_string(width));
-  expect_all_equal(got, forward_backward(fused, {input}, upstream), "swiglu, run twice");
- }
+  for (const int64_t width : {int64_t{33}, int64_t{130}}) {  // one value per load; pairs
+    const at::Tensor input = at::randn({3, 7, 2 * width}, kBf16) * 2;
+    const at::Tensor upstream = at::randn({3, 7, width}, kBf16);
+    const auto fused = [&](const std::vector<at::Tensor>& x) { return swiglu(x[0]); };
+    const auto got = forward_backward(fused, {input}, upstream);
+    const auto want =
+        forward_backward([&](const std::vector<at::Tensor>& x) { return reference::swiglu(x[0].to(at::kFloat)); },
+                         {input}, upstream.to(at::kFloat));
+    expect_all_close(got, want, "swiglu, width " + std::to_string(width));
+    expect_all_equal(got, forward_backward(fused, {input}, upstream), "swiglu, run twice");
+  }
 }
 
 TEST_F(TrainingOpsCudaTest, ResidualAddOfAnFp32StreamAndABf16UpdateMatchesTheReference) {
@@ -187,8 +196,9 @@ TEST_F(TrainingOpsCudaTest, ResidualAddOfAnFp32StreamAndABf16UpdateMatchesTheRef
     const at::Tensor upstream = at::randn(shape, kFloat);
     const auto fused = [&](const std::vector<at::Tensor>& x) { return residual_add(x[0], x[1]); };
     const auto got = forward_backward(fused, {hidden, update}, upstream);
-    const auto want = forward_backward([&](const std::vector<at::Tensor>& x) { return reference::residual_add(x[0], x[1]); },
-                                       {hidden, update}, upstream);
+    const auto want =
+        forward_backward([&](const std::vector<at::Tensor>& x) { return reference::residual_add(x[0], x[1]); },
+                         {hidden, update}, upstream);
     expect_all_equal(got, want, "residual add of " + std::to_string(hidden.numel()) + " values");
     EXPECT_EQ(got[2].scalar_type(), at::kBFloat16);
   }
@@ -228,7 +238,8 @@ TEST_F(TrainingOpsCudaTest, FlatAdamWMatchesTheReferenceAlignedAndNot) {
   for (const int64_t offset : {0, 1}) {  // offset 1: 4-byte aligned views, the scalar loop
     const int64_t n = 1003;
     const auto state = [&](at::Tensor t) { return t.narrow(0, offset, n); };
-    at::Tensor p = state(at::randn({n + 1}, kFloat)), m = state(at::zeros({n + 1}, kFloat)), v = state(at::zeros({n + 1}, kFloat));
+    at::Tensor p = state(at::randn({n + 1}, kFloat)), m = state(at::zeros({n + 1}, kFloat)),
+               v = state(at::zeros({n + 1}, kFloat));
     at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
     at::Tensor copy = state(at::empty({n + 1}, kBf16)), copy2 = at::empty({n}, kBf16);
     const at::Tensor lr = at::full({}, 1e-2, kFloat), step = at::zeros({}, kFloat), scale = at::full({}, 2.0, kFloat);

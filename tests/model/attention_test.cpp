@@ -70,7 +70,9 @@ TEST(AttentionTest, QkNormNormalisesEveryHeadOfQueriesAndKeys) {
     at::NoGradGuard no_grad;
     parameter(*attention, "q_norm.weight").copy_(at::tensor({0.5, 1.0, 2.0, -1.0}, at::kDouble));
     const at::Tensor raw = at::linear(x, parameter(*attention, "qkv_weight"), parameter(*attention, "qkv_bias"))
-                               .narrow(-1, 0, 16).view({2, 5, 4, 4}).transpose(1, 2);
+                               .narrow(-1, 0, 16)
+                               .view({2, 5, 4, 4})
+                               .transpose(1, 2);
     const at::Tensor normed =
         rms ? raw * at::rsqrt(raw.pow(2).mean(-1, true) + 1e-6)
             : (raw - raw.mean(-1, true)) * at::rsqrt(raw.var(-1, /*unbiased=*/false, /*keepdim=*/true) + 1e-6);
@@ -119,9 +121,13 @@ TEST(AttentionTest, KvChannelsSetsTheHeadSize) {
   EXPECT_EQ(attention->forward(x).sizes(), at::IntArrayRef({2, 5, 16}));
 
   // Through the config: hidden 24 does not split into 5 heads, but --kv-channels gives the size.
-  const config::RunConfig config = graphed::testing::run_config(
-      {{"hidden_size", 24}, {"num_attention_heads", 5}, {"kv_channels", 6}, {"position_embedding_type", "rope"},
-       {"seq_length", 8}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}});
+  const config::RunConfig config = graphed::testing::run_config({{"hidden_size", 24},
+                                                                 {"num_attention_heads", 5},
+                                                                 {"kv_channels", 6},
+                                                                 {"position_embedding_type", "rope"},
+                                                                 {"seq_length", 8},
+                                                                 {"attention_dropout", 0.0},
+                                                                 {"hidden_dropout", 0.0}});
   GptModel model(config.model, config.moe_layers);
   EXPECT_EQ(parameter(*model, "layers.0.attention.qkv_weight").sizes(), at::IntArrayRef({15 * 6, 24}));
   EXPECT_EQ(parameter(*model, "layers.0.attention.proj_weight").sizes(), at::IntArrayRef({24, 30}));
@@ -177,9 +183,13 @@ TEST(AttentionTest, Llama3RopeScalingFollowsTheFormula) {
 
 TEST(AttentionTest, RotaryTableCoversMaxPositionEmbeddings) {
   at::manual_seed(4);
-  const config::RunConfig config = graphed::testing::run_config(
-      {{"hidden_size", 16}, {"num_attention_heads", 2}, {"position_embedding_type", "rope"}, {"seq_length", 8},
-       {"max_position_embeddings", 40}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}});
+  const config::RunConfig config = graphed::testing::run_config({{"hidden_size", 16},
+                                                                 {"num_attention_heads", 2},
+                                                                 {"position_embedding_type", "rope"},
+                                                                 {"seq_length", 8},
+                                                                 {"max_position_embeddings", 40},
+                                                                 {"attention_dropout", 0.0},
+                                                                 {"hidden_dropout", 0.0}});
   TransformerLayer layer(config.model, 1, false);
   EXPECT_EQ(buffer(*layer, "attention.rope_cos").size(0), 40);
   const at::Tensor x = at::randn({1, 2, 16});
@@ -187,9 +197,11 @@ TEST(AttentionTest, RotaryTableCoversMaxPositionEmbeddings) {
       x, at::tensor({38, 39}, at::kLong).view({1, 2}));
   EXPECT_EQ(late.query.sizes(), at::IntArrayRef({1, 2, 2, 8}));
 
-  const config::RunConfig longer = graphed::testing::run_config(
-      {{"hidden_size", 16}, {"num_attention_heads", 2}, {"position_embedding_type", "rope"}, {"seq_length", 32},
-       {"max_position_embeddings", 16}});
+  const config::RunConfig longer = graphed::testing::run_config({{"hidden_size", 16},
+                                                                 {"num_attention_heads", 2},
+                                                                 {"position_embedding_type", "rope"},
+                                                                 {"seq_length", 32},
+                                                                 {"max_position_embeddings", 16}});
   TransformerLayer training(longer.model, 1, false);
   EXPECT_EQ(buffer(*training, "attention.rope_cos").size(0), 32) << "never shorter than the sequence";
 }

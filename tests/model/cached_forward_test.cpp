@@ -17,12 +17,16 @@ struct Case {
 };
 
 std::vector<Case> cases() {
-  const nlohmann::json common = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
-                                 {"vocab_size", 50}, {"seq_length", 24}, {"attention_dropout", 0.0},
+  const nlohmann::json common = {{"num_layers", 2},      {"hidden_size", 32}, {"num_attention_heads", 4},
+                                 {"vocab_size", 50},     {"seq_length", 24},  {"attention_dropout", 0.0},
                                  {"hidden_dropout", 0.0}};
   nlohmann::json rope = common;
-  rope.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
-               {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false}});
+  rope.update({{"position_embedding_type", "rope"},
+               {"normalization", "RMSNorm"},
+               {"swiglu", true},
+               {"group_query_attention", true},
+               {"num_query_groups", 2},
+               {"add_bias_linear", false}});
   nlohmann::json learned = common;  // GPT-2 style: learned positions, LayerNorm, GELU, biases
   nlohmann::json moe = rope;
   moe.update({{"num_experts", 4}, {"moe_router_topk", 2}});
@@ -36,14 +40,16 @@ at::Tensor cached_logits(GptModel& model, const at::Tensor& tokens, int64_t piec
   std::vector<LayerCache> cache;
   const auto& attention = model->layers()[0]->attention();
   for (std::size_t i = 0; i < model->layers().size(); ++i) {
-    const at::Tensor key = at::zeros({1, attention->shape().num_query_groups, max_sequence, attention->head_dim()}, at::kDouble);
+    const at::Tensor key =
+        at::zeros({1, attention->shape().num_query_groups, max_sequence, attention->head_dim()}, at::kDouble);
     cache.push_back({key, at::zeros_like(key)});
   }
   std::vector<at::Tensor> logits;
   for (int64_t start = 0; start < tokens.size(1); start += piece) {
     const int64_t length = std::min(piece, tokens.size(1) - start);
     const at::Tensor positions = at::arange(start, start + length, at::kLong).view({1, length});
-    const at::Tensor blocked = at::arange(max_sequence, at::kLong).view({1, 1, 1, -1}) > positions.view({1, 1, length, 1});
+    const at::Tensor blocked =
+        at::arange(max_sequence, at::kLong).view({1, 1, 1, -1}) > positions.view({1, 1, length, 1});
     at::Tensor hidden = model->embed_at(tokens.narrow(1, start, length), positions);
     for (std::size_t i = 0; i < model->layers().size(); ++i) {
       hidden = model->layers()[i]->forward_cached(hidden, positions, blocked, cache[i]);

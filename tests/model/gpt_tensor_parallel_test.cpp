@@ -27,35 +27,61 @@ struct Case {
 /// A Llama-style Mamba-hybrid model: 8 Mamba heads of 8 channels in 4 groups (2 heads and 2 groups a
 /// rank), chunks of 4 positions.
 nlohmann::json hybrid_settings() {
-  return {{"num_layers", 4}, {"hidden_size", 32}, {"num_attention_heads", 4}, {"vocab_size", 50},
-          {"seq_length", 16}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0},
-          {"hybrid_override_pattern", "M*M-"}, {"mamba_state_dim", 8}, {"mamba_head_dim", 8},
-          {"mamba_num_groups", 4}, {"mamba_chunk_size", 4}, {"position_embedding_type", "rope"},
-          {"normalization", "RMSNorm"}, {"swiglu", true}, {"add_bias_linear", false},
+  return {{"num_layers", 4},
+          {"hidden_size", 32},
+          {"num_attention_heads", 4},
+          {"vocab_size", 50},
+          {"seq_length", 16},
+          {"attention_dropout", 0.0},
+          {"hidden_dropout", 0.0},
+          {"hybrid_override_pattern", "M*M-"},
+          {"mamba_state_dim", 8},
+          {"mamba_head_dim", 8},
+          {"mamba_num_groups", 4},
+          {"mamba_chunk_size", 4},
+          {"position_embedding_type", "rope"},
+          {"normalization", "RMSNorm"},
+          {"swiglu", true},
+          {"add_bias_linear", false},
           {"untie_embeddings_and_output_weights", true}};
 }
 
 std::vector<Case> cases() {
-  const nlohmann::json common = {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4},
-                                 {"vocab_size", 50}, {"seq_length", 16}, {"attention_dropout", 0.0},
+  const nlohmann::json common = {{"num_layers", 2},      {"hidden_size", 32}, {"num_attention_heads", 4},
+                                 {"vocab_size", 50},     {"seq_length", 16},  {"attention_dropout", 0.0},
                                  {"hidden_dropout", 0.0}};
   nlohmann::json llama = common;
-  llama.update({{"position_embedding_type", "rope"}, {"normalization", "RMSNorm"}, {"swiglu", true},
-                {"group_query_attention", true}, {"num_query_groups", 2}, {"add_bias_linear", false},
+  llama.update({{"position_embedding_type", "rope"},
+                {"normalization", "RMSNorm"},
+                {"swiglu", true},
+                {"group_query_attention", true},
+                {"num_query_groups", 2},
+                {"add_bias_linear", false},
                 {"untie_embeddings_and_output_weights", true}});
   nlohmann::json moe = llama;  // every layer MoE, with a shared expert; drop-and-pad and dropless
-  moe.update({{"num_experts", 4}, {"moe_router_topk", 2}, {"moe_ffn_hidden_size", 24},
-              {"moe_shared_expert_intermediate_size", 16}, {"moe_aux_loss_coeff", 0.01}});
+  moe.update({{"num_experts", 4},
+              {"moe_router_topk", 2},
+              {"moe_ffn_hidden_size", 24},
+              {"moe_shared_expert_intermediate_size", 16},
+              {"moe_aux_loss_coeff", 0.01}});
   nlohmann::json padded_moe = moe;
-  padded_moe.update({{"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true},
-                     {"add_bias_linear", true}, {"swiglu", false}});
+  padded_moe.update({{"moe_expert_capacity_factor", 1.0},
+                     {"moe_pad_expert_input_to_capacity", true},
+                     {"add_bias_linear", true},
+                     {"swiglu", false}});
   nlohmann::json qwen3 = llama;  // one q/k norm shared by the heads the ranks split
   qwen3["qk_layernorm"] = true;
-  return {{"llama_style", llama}, {"gpt2_style", common}, {"qwen3_style", qwen3},
+  return {{"llama_style", llama},
+          {"gpt2_style", common},
+          {"qwen3_style", qwen3},
           {"llama_style_sequence_parallel", llama, true},
-          {"gpt2_style_sequence_parallel", common, true}, {"moe_dropless", moe}, {"moe_drop_and_pad", padded_moe},
-          {"moe_dropless_sequence_parallel", moe, true}, {"moe_drop_and_pad_sequence_parallel", padded_moe, true},
-          {"hybrid_mamba", hybrid_settings()}, {"hybrid_mamba_sequence_parallel", hybrid_settings(), true}};
+          {"gpt2_style_sequence_parallel", common, true},
+          {"moe_dropless", moe},
+          {"moe_drop_and_pad", padded_moe},
+          {"moe_dropless_sequence_parallel", moe, true},
+          {"moe_drop_and_pad_sequence_parallel", padded_moe, true},
+          {"hybrid_mamba", hybrid_settings()},
+          {"hybrid_mamba_sequence_parallel", hybrid_settings(), true}};
 }
 
 class GptTensorParallel : public ::testing::TestWithParam<Case> {};
@@ -128,7 +154,7 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
   }
   const auto splits = models[0]->tensor_splits();
   std::vector<std::map<std::string, at::Tensor>> whole_on_every_rank(kRanks);  // gradients of the unsplit
-  std::vector<std::map<std::string, at::Tensor>> parts(kRanks);  // each rank's gradient of the split ones
+  std::vector<std::map<std::string, at::Tensor>> parts(kRanks);                // each rank's gradient of the split ones
   testing::run_ranks_on_threads(kRanks, [&](int64_t rank) {
     GptModel& model = models[static_cast<std::size_t>(rank)];
     const at::Tensor part_loss = model->forward(tokens, labels, 0).loss;

@@ -26,7 +26,7 @@ void check_gradients(const std::function<at::Tensor()>& loss, const std::vector<
   }
   const at::Tensor value = loss();
   const auto analytic = torch::autograd::grad({value}, tensors, {}, /*retain_graph=*/false, /*create_graph=*/false,
-                                           /*allow_unused=*/true);
+                                              /*allow_unused=*/true);
   const double step = 1e-6;
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     const at::Tensor flat = tensors[t].detach().view({-1});
@@ -83,8 +83,13 @@ TEST_F(GradientCheckTest, MambaMixer) {
 }
 
 TEST_F(GradientCheckTest, MlpGeluAndSwiglu) {
-  struct Case { bool swiglu; bool openai_gelu; const char* name; };
-  for (const Case c : {Case{false, false, "GELU MLP"}, Case{false, true, "tanh GELU MLP"}, Case{true, false, "SwiGLU MLP"}}) {
+  struct Case {
+    bool swiglu;
+    bool openai_gelu;
+    const char* name;
+  };
+  for (const Case c :
+       {Case{false, false, "GELU MLP"}, Case{false, true, "tanh GELU MLP"}, Case{true, false, "SwiGLU MLP"}}) {
     Mlp mlp(MlpShape{8, 12, c.swiglu, true, 0.2, 0.2, c.openai_gelu});
     mlp->to(at::kDouble);
     const at::Tensor x = input({2, 3, 8});
@@ -97,7 +102,11 @@ TEST_F(GradientCheckTest, MlpGeluAndSwiglu) {
 TEST_F(GradientCheckTest, AttentionMhaGqaRope) {
   // qwen: the Hugging Face features together: q/k RMSNorm, QKV-only bias, head size 6 (not 16 / 4),
   // Llama 3.1 RoPE scaling.
-  struct Case { int64_t groups; bool rope; bool qwen; };
+  struct Case {
+    int64_t groups;
+    bool rope;
+    bool qwen;
+  };
   for (const Case c : {Case{4, false, false}, Case{2, true, false}, Case{1, false, false}, Case{2, true, true}}) {
     AttentionShape shape;
     shape.hidden_size = 16;
@@ -157,18 +166,26 @@ TEST_F(GradientCheckTest, MoeDropAndPadAndDropless) {
 
 TEST_F(GradientCheckTest, GptLossDenseAndMoe) {
   for (const bool moe : {false, true}) {
-    nlohmann::json settings{{"num_layers", 2}, {"hidden_size", 8}, {"num_attention_heads", 2}, {"seq_length", 4},
-                            {"vocab_size", 11}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0},
-                            {"init_method_std", 0.3}};
-    if (moe) settings.update({{"num_experts", 3}, {"moe_expert_capacity_factor", 1.5}, {"moe_pad_expert_input_to_capacity", true},
-                              {"moe_layer_freq", "0,1"}, {"normalization", "RMSNorm"}, {"swiglu", true}, {"ffn_hidden_size", 12},
-                              {"position_embedding_type", "rope"}, {"moe_aux_loss_coeff", 0.01}});
+    nlohmann::json settings{{"num_layers", 2},       {"hidden_size", 8},      {"num_attention_heads", 2},
+                            {"seq_length", 4},       {"vocab_size", 11},      {"attention_dropout", 0.0},
+                            {"hidden_dropout", 0.0}, {"init_method_std", 0.3}};
+    if (moe)
+      settings.update({{"num_experts", 3},
+                       {"moe_expert_capacity_factor", 1.5},
+                       {"moe_pad_expert_input_to_capacity", true},
+                       {"moe_layer_freq", "0,1"},
+                       {"normalization", "RMSNorm"},
+                       {"swiglu", true},
+                       {"ffn_hidden_size", 12},
+                       {"position_embedding_type", "rope"},
+                       {"moe_aux_loss_coeff", 0.01}});
     const config::RunConfig config = graphed::testing::run_config(settings);
     GptModel gpt(config.model, config.moe_layers);
     gpt->to(at::kDouble);
     const at::Tensor tokens = at::randint(11, {2, 4}, at::kLong);
     const at::Tensor labels = at::randint(11, {2, 4}, at::kLong);
-    check_gradients([&] { return gpt->forward(tokens, labels, 0).loss; }, gpt->parameters(), moe ? "GPT with MoE" : "GPT");
+    check_gradients([&] { return gpt->forward(tokens, labels, 0).loss; }, gpt->parameters(),
+                    moe ? "GPT with MoE" : "GPT");
   }
 }
 

@@ -13,11 +13,21 @@ namespace graphed::model {
 namespace {
 
 config::RunConfig hybrid_config() {
-  return graphed::testing::run_config(
-      {{"num_layers", 4}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 12}, {"vocab_size", 64},
-       {"hybrid_override_pattern", "M*-E"}, {"mamba_state_dim", 8}, {"mamba_head_dim", 16}, {"mamba_num_groups", 2},
-       {"mamba_chunk_size", 4}, {"num_experts", 4}, {"moe_expert_capacity_factor", 2.0},
-       {"moe_pad_expert_input_to_capacity", true}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}});
+  return graphed::testing::run_config({{"num_layers", 4},
+                                       {"hidden_size", 32},
+                                       {"num_attention_heads", 2},
+                                       {"seq_length", 12},
+                                       {"vocab_size", 64},
+                                       {"hybrid_override_pattern", "M*-E"},
+                                       {"mamba_state_dim", 8},
+                                       {"mamba_head_dim", 16},
+                                       {"mamba_num_groups", 2},
+                                       {"mamba_chunk_size", 4},
+                                       {"num_experts", 4},
+                                       {"moe_expert_capacity_factor", 2.0},
+                                       {"moe_pad_expert_input_to_capacity", true},
+                                       {"attention_dropout", 0.0},
+                                       {"hidden_dropout", 0.0}});
 }
 
 TEST(HybridModelTest, EachLayerHoldsThePartItsSymbolNames) {
@@ -39,7 +49,8 @@ TEST(HybridModelTest, EachLayerHoldsThePartItsSymbolNames) {
   EXPECT_EQ(units_of(3), (std::vector<U>{U::kWholeLayer, U::kMoe, U::kMoeRouter, U::kMoePreprocess}));
   EXPECT_EQ(model->layers()[0]->unit(U::kMamba).name, "layers.0.mamba");
   // The Mamba unit is the whole M layer: the same parameters.
-  EXPECT_EQ(model->layers()[0]->unit(U::kMamba).parameter_names, model->layers()[0]->unit(U::kWholeLayer).parameter_names);
+  EXPECT_EQ(model->layers()[0]->unit(U::kMamba).parameter_names,
+            model->layers()[0]->unit(U::kWholeLayer).parameter_names);
 }
 
 TEST(HybridModelTest, UnitsComposeToTheWholeLayer) {

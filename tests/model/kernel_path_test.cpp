@@ -21,7 +21,8 @@ TEST(KernelPathTest, WithoutDecodeKernelsDecodeLinearIsLibTorchsLinearPlusTheRes
   const at::Tensor bias = at::randn({4});
   const at::Tensor residual = at::randn({2, 4});
   const auto path = aten_path(false);
-  EXPECT_TRUE(at::equal(path->decode_linear(input, weight, bias, {}, residual), residual + at::linear(input, weight, bias)));
+  EXPECT_TRUE(
+      at::equal(path->decode_linear(input, weight, bias, {}, residual), residual + at::linear(input, weight, bias)));
   EXPECT_TRUE(at::equal(path->decode_linear(input, weight, {}, {}, {}), at::linear(input, weight)));
   EXPECT_TRUE(at::equal(path->inference_linear(input, weight, bias), at::linear(input, weight, bias)));
   EXPECT_TRUE(at::equal(path->residual_add(residual, residual), residual + residual));

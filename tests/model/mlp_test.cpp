@@ -20,7 +20,8 @@ TEST(MlpTest, OpenaiGeluIsTheTanhApproximation) {
   const at::Tensor exact = 0.5 * x * (1.0 + at::erf(x / std::sqrt(2.0)));
   EXPECT_TRUE(at::allclose(mlp_activation(x, false, true), tanh_gelu, 1e-12, 1e-12));
   EXPECT_TRUE(at::allclose(mlp_activation(x, false, false), exact, 1e-12, 1e-12));
-  EXPECT_GT((tanh_gelu - exact).abs().max().item<double>(), 1e-4) << "the two GELUs differ, so the test tells them apart";
+  EXPECT_GT((tanh_gelu - exact).abs().max().item<double>(), 1e-4)
+      << "the two GELUs differ, so the test tells them apart";
   const auto halves = x.chunk(2, -1);
   EXPECT_TRUE(at::allclose(mlp_activation(x, true, true), at::silu(halves[0]) * halves[1]))
       << "openai_gelu leaves SwiGLU alone";
@@ -35,7 +36,8 @@ TEST(MlpTest, OpenaiGeluReachesTheModelsMlp) {
   const at::Tensor x = at::randn({2, 8}) * 3.0;
   const auto& p = exact->named_parameters();
   const at::Tensor hidden = at::linear(x, p["fc1_weight"], p["fc1_bias"]);
-  EXPECT_TRUE(at::allclose(approximate->forward(x), at::linear(at::gelu(hidden, "tanh"), p["fc2_weight"], p["fc2_bias"])));
+  EXPECT_TRUE(
+      at::allclose(approximate->forward(x), at::linear(at::gelu(hidden, "tanh"), p["fc2_weight"], p["fc2_bias"])));
   EXPECT_FALSE(at::allclose(approximate->forward(x), exact->forward(x)));
 
   const config::RunConfig config =

@@ -69,7 +69,7 @@ TEST(SsdScanTest, AScanContinuesFromAnInitialState) {
   const ScanOutput whole = sequential_scan(in);
   const auto part = [&](int64_t start, int64_t length, const at::Tensor& state) {
     return ScanInputs{in.x.narrow(1, start, length), in.dt.narrow(1, start, length), in.a,
-                      in.b.narrow(1, start, length), in.c.narrow(1, start, length), state};
+                      in.b.narrow(1, start, length), in.c.narrow(1, start, length),  state};
   };
   for (const int64_t split : {1, 4, 7}) {
     const ScanOutput head = chunked_scan(part(0, split, {}), 4);

@@ -64,7 +64,9 @@ TEST(TensorShardsTest, QkvShardsHoldTheirRanksHeadsAndGroups) {
   const at::Tensor bias = at::arange((heads + 2 * groups) * head_dim, kFloat64);
   const auto query_rows = [&](int64_t head) { return weight.narrow(0, head * head_dim, head_dim); };
   const auto key_rows = [&](int64_t group) { return weight.narrow(0, (heads + group) * head_dim, head_dim); };
-  const auto value_rows = [&](int64_t group) { return weight.narrow(0, (heads + groups + group) * head_dim, head_dim); };
+  const auto value_rows = [&](int64_t group) {
+    return weight.narrow(0, (heads + groups + group) * head_dim, head_dim);
+  };
   for (const int64_t size : {1, 2, 4}) {
     std::vector<at::Tensor> shards, bias_shards;
     for (int64_t rank = 0; rank < size; ++rank) {
@@ -99,7 +101,8 @@ TEST(TensorShardsTest, SwigluShardsActivationIsTheRanksPartOfTheWholeActivation)
   };
   const at::Tensor whole = swiglu(at::linear(input, weight));
   for (const int64_t size : {2, 3}) {
-    const auto shards = shards_of(weight, size, [](const at::Tensor& w, TensorShard shard) { return swiglu_shard(w, shard); });
+    const auto shards =
+        shards_of(weight, size, [](const at::Tensor& w, TensorShard shard) { return swiglu_shard(w, shard); });
     for (int64_t rank = 0; rank < size; ++rank) {
       EXPECT_TRUE(at::equal(swiglu(at::linear(input, shards[rank])), whole.narrow(1, rank * ffn / size, ffn / size)))
           << size << " ranks, rank " << rank;
@@ -134,7 +137,8 @@ TEST(TensorShardsTest, SegmentShardsHoldTheRanksPartOfEachSegment) {
   channels.segments = {4, 2, 2};
   const at::Tensor columns = at::randn({3, 8}, kFloat64);
   const at::Tensor second = take_shard(columns, channels, TensorShard{2, 1});
-  EXPECT_TRUE(at::equal(second, at::cat({columns.narrow(1, 2, 2), columns.narrow(1, 5, 1), columns.narrow(1, 7, 1)}, 1)));
+  EXPECT_TRUE(
+      at::equal(second, at::cat({columns.narrow(1, 2, 2), columns.narrow(1, 5, 1), columns.narrow(1, 7, 1)}, 1)));
   EXPECT_TRUE(channels.is_sharded());
 }
 
@@ -143,8 +147,8 @@ TEST(TensorShardsTest, ParameterSplitsJoinWhatTheyTookAlongTheirDimension) {
   const at::Tensor experts = at::randn({3, 4, 12}, kFloat64);  // [E, h, 2 ffn]: halves along dimension 2
   ParameterSplit segments{TensorSplit::kSegments, 2};
   segments.segments = {6, 4, 2};
-  const std::vector<ParameterSplit> splits = {{TensorSplit::kColumn, 1}, {TensorSplit::kSwiglu, 2},
-                                              {TensorSplit::kRow}, segments};
+  const std::vector<ParameterSplit> splits = {
+      {TensorSplit::kColumn, 1}, {TensorSplit::kSwiglu, 2}, {TensorSplit::kRow}, segments};
   for (const ParameterSplit& split : splits) {
     std::vector<at::Tensor> shards;
     for (int64_t rank = 0; rank < 2; ++rank) shards.push_back(take_shard(experts, split, TensorShard{2, rank}));

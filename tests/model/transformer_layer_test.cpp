@@ -26,9 +26,9 @@ class CountingRunner : public capture::UnitRunner {
 };
 
 config::RunConfig moe_config(bool drop_and_pad) {
-  nlohmann::json s{{"num_layers", 2}, {"hidden_size", 16}, {"num_attention_heads", 2}, {"seq_length", 8},
-                   {"num_experts", 4}, {"moe_shared_expert_intermediate_size", 8}, {"attention_dropout", 0.0},
-                   {"hidden_dropout", 0.0}, {"moe_layer_freq", "0,1"}};
+  nlohmann::json s{{"num_layers", 2},          {"hidden_size", 16},     {"num_attention_heads", 2},
+                   {"seq_length", 8},          {"num_experts", 4},      {"moe_shared_expert_intermediate_size", 8},
+                   {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}, {"moe_layer_freq", "0,1"}};
   if (drop_and_pad) s.update({{"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true}});
   return graphed::testing::run_config(s);
 }
@@ -94,14 +94,16 @@ TEST(TransformerLayerTest, UnitParametersCoverTheLayer) {
   const config::RunConfig config = moe_config(true);
   TransformerLayer layer(config.model, 1, false);
   const auto whole = layer->unit(LayerUnit::kWholeLayer).parameters.size();
-  const auto parts = layer->unit(LayerUnit::kAttention).parameters.size() + layer->unit(LayerUnit::kMlp).parameters.size();
+  const auto parts =
+      layer->unit(LayerUnit::kAttention).parameters.size() + layer->unit(LayerUnit::kMlp).parameters.size();
   EXPECT_EQ(whole, parts);
   EXPECT_EQ(whole, layer->parameters().size());
 }
 
 TEST(GptModelTest, TiedAndUntiedOutputLayer) {
   const config::RunConfig tied = graphed::testing::run_config({{"hidden_size", 16}});
-  const config::RunConfig untied = graphed::testing::run_config({{"hidden_size", 16}, {"untie_embeddings_and_output_weights", true}});
+  const config::RunConfig untied =
+      graphed::testing::run_config({{"hidden_size", 16}, {"untie_embeddings_and_output_weights", true}});
   GptModel a(tied.model, tied.moe_layers);
   GptModel b(untied.model, untied.moe_layers);
   EXPECT_EQ(a->named_parameters().find("output_weight"), nullptr);

@@ -93,7 +93,8 @@ TEST(BenchResultsTest, RowProblemsAreNamed) {
       "; fix: pass the output of graphed bench --json or bench/reference_pytorch.py --json (a JSON array of rows)";
   EXPECT_EQ(parse_error("[{\"impl\": \"none\", \"ms_per_iter\": 1}, {\"ms_per_iter\": 1}]"),
             "row 2 of bench file 'b.json' has no \"impl\" name" + fix);
-  EXPECT_EQ(parse_error("[{\"impl\": \"local\"}]"), "row 1 of bench file 'b.json' (local) has no \"ms_per_iter\"" + fix);
+  EXPECT_EQ(parse_error("[{\"impl\": \"local\"}]"),
+            "row 1 of bench file 'b.json' (local) has no \"ms_per_iter\"" + fix);
   EXPECT_EQ(parse_error("[{\"impl\": \"local\", \"ms_per_iter\": \"fast\"}]"),
             "row 1 of bench file 'b.json' has a non-numeric \"ms_per_iter\": \"fast\"" + fix);
   EXPECT_EQ(parse_error("[3]"), "row 1 of bench file 'b.json' is not a JSON object: 3" + fix);

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "report/report_fixtures.h"
 #include <nlohmann/json.hpp>
+#include "report/report_fixtures.h"
 
 #include "error_text.h"
 #include "graphed/util/file_system.h"
@@ -111,7 +111,8 @@ TEST(HtmlReportTest, SkippedBenchRowsAreListedUnderTheirChart) {
   std::ofstream(path) << R"([{"impl": "none", "ms_per_iter": 2.5, "preset": "tiny"},
                              {"impl": "local", "skipped": "needs a CUDA device", "preset": "tiny"}])";
   const std::string html = render_html_report(read_report_inputs({path})).html;
-  EXPECT_NE(html.find("<p class=\"note\">bench-skipped.json: local skipped: needs a CUDA device</p>"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"note\">bench-skipped.json: local skipped: needs a CUDA device</p>"),
+            std::string::npos);
 }
 
 TEST(HtmlReportTest, InputsAreListedWithPathsAndRecordCounts) {
@@ -125,8 +126,8 @@ TEST(HtmlReportTest, InputsAreListedWithPathsAndRecordCounts) {
 
 TEST(HtmlReportTest, BenchTableHasTheMemoryColumnsAndReferenceRows) {
   const std::string html = render_html_report(fixture_inputs()).html;
-  for (const char* header : {"<th>peak MiB</th>", "<th>reserved MiB</th>", "<th>graph pool MiB</th>",
-                             "<th>graphs MiB</th>"}) {
+  for (const char* header :
+       {"<th>peak MiB</th>", "<th>reserved MiB</th>", "<th>graph pool MiB</th>", "<th>graphs MiB</th>"}) {
     EXPECT_NE(html.find(header), std::string::npos) << header;
   }
   EXPECT_NE(html.find("<tr><td>pytorch eager</td><td>reference-tiny.json</td><td class=\"num\">5.768</td>"),
@@ -164,8 +165,9 @@ class ReportOutputTest : public ::testing::Test {
 TEST_F(ReportOutputTest, MissingFolderIsNamed) {
   const std::string path = directory_ + "/no/report.html";
   EXPECT_EQ(error_text<DataError>([&] { check_output_path(path); }),
-            "cannot write the report to '" + path + "': folder '" + directory_ + "/no' does not exist; fix: create "
-            "it, or pass -o with a file in a writable folder, e.g. -o report.html");
+            "cannot write the report to '" + path + "': folder '" + directory_ +
+                "/no' does not exist; fix: create "
+                "it, or pass -o with a file in a writable folder, e.g. -o report.html");
 }
 
 TEST_F(ReportOutputTest, FolderIsNotAFile) {

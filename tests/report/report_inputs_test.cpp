@@ -66,21 +66,25 @@ TEST_F(ReportInputsTest, BaseNames) {
 TEST_F(ReportInputsTest, MissingPathIsNamed) {
   const std::string missing = join_path(directory_, "nothing.jsonl");
   EXPECT_EQ(error_text<DataError>([&] { read_report_inputs({missing}); }),
-            "cannot read '" + missing + "': no such file or directory; fix: check the path (graphed report takes "
-            "metrics files, folders holding metrics.jsonl and bench JSON files)");
+            "cannot read '" + missing +
+                "': no such file or directory; fix: check the path (graphed report takes "
+                "metrics files, folders holding metrics.jsonl and bench JSON files)");
 }
 
 TEST_F(ReportInputsTest, FolderWithoutMetricsIsNamed) {
   EXPECT_EQ(error_text<DataError>([&] { read_report_inputs({directory_}); }),
-            "folder '" + directory_ + "' has no metrics.jsonl; fix: pass the metrics file itself, or train with "
-            "--metrics-file " + directory_ + "/metrics.jsonl");
+            "folder '" + directory_ +
+                "' has no metrics.jsonl; fix: pass the metrics file itself, or train with "
+                "--metrics-file " +
+                directory_ + "/metrics.jsonl");
 }
 
 TEST_F(ReportInputsTest, EmptyFileIsNamed) {
   const std::string empty = write("empty.json", "\n");
   EXPECT_EQ(error_text<DataError>([&] { read_report_inputs({empty}); }),
-            "input file '" + empty + "' is empty; fix: pass a metrics file written by graphed train --metrics-file "
-            "or the output of graphed bench --json (an empty bench file means the bench run failed: see its log)");
+            "input file '" + empty +
+                "' is empty; fix: pass a metrics file written by graphed train --metrics-file "
+                "or the output of graphed bench --json (an empty bench file means the bench run failed: see its log)");
 }
 
 }  // namespace

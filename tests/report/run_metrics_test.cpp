@@ -69,10 +69,11 @@ TEST(RunMetricsTest, LineThatIsNotJsonIsNamed) {
 }
 
 TEST(RunMetricsTest, LongBadLineIsCut) {
-  EXPECT_EQ(metrics_parse_error("iteration,loss,lr,grad_norm,ms_per_iter,tokens_per_s,tflops,valid_loss,more,columns\n"),
-            "line 1 of metrics file 'm.jsonl' is not JSON: iteration,loss,lr,grad_norm,ms_per_iter,tokens_per_s,"
-            "tflops,...; fix: pass a file written by graphed train --metrics-file FILE (one JSON object per "
-            "line)");
+  EXPECT_EQ(
+      metrics_parse_error("iteration,loss,lr,grad_norm,ms_per_iter,tokens_per_s,tflops,valid_loss,more,columns\n"),
+      "line 1 of metrics file 'm.jsonl' is not JSON: iteration,loss,lr,grad_norm,ms_per_iter,tokens_per_s,"
+      "tflops,...; fix: pass a file written by graphed train --metrics-file FILE (one JSON object per "
+      "line)");
 }
 
 TEST(RunMetricsTest, LineThatIsNotAnObjectIsNamed) {

@@ -126,8 +126,9 @@ TEST(SvgChartTest, BarWidthsMapBackToTheValues) {
                                  {"pytorch eager", "#ff7f0e", {5.768, std::nan("")}},
                                  {"full_iteration", "#1f77b4", {0.445, 0.408}}};
   const Chart chart = bar_chart(options, rows);
-  const std::regex bar("<rect x=\"([0-9.]+)\" y=\"[0-9.]+\" width=\"([0-9.]+)\" height=\"[0-9.]+\" fill=\"[^\"]+\" "
-                       "fill-opacity=\"[^\"]+\"><title>([^<]*)</title>");
+  const std::regex bar(
+      "<rect x=\"([0-9.]+)\" y=\"[0-9.]+\" width=\"([0-9.]+)\" height=\"[0-9.]+\" fill=\"[^\"]+\" "
+      "fill-opacity=\"[^\"]+\"><title>([^<]*)</title>");
   std::vector<double> widths;
   std::vector<std::string> titles;
   for (auto it = std::sregex_iterator(chart.svg.begin(), chart.svg.end(), bar); it != std::sregex_iterator(); ++it) {

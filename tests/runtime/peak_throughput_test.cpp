@@ -12,7 +12,8 @@ namespace graphed::runtime {
 namespace {
 
 TEST(PeakThroughputTest, CpuEstimateFromCoresClockAndVectorWidth) {
-  const auto wide = runtime::cpu_peak_from_cpuinfo("model name\t: AMD EPYC\ncpu MHz\t\t: 2500.000\nflags\t\t: fpu sse avx avx2 fma\n", 2);
+  const auto wide = runtime::cpu_peak_from_cpuinfo(
+      "model name\t: AMD EPYC\ncpu MHz\t\t: 2500.000\nflags\t\t: fpu sse avx avx2 fma\n", 2);
   ASSERT_TRUE(wide);
   EXPECT_DOUBLE_EQ(wide->flops_per_second, 2 * 2.5e9 * 32);
   EXPECT_EQ(wide->basis, "CPU estimate: 2 cores x 2.5 GHz x 32 fp32 FLOP/cycle");

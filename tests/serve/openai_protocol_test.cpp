@@ -56,22 +56,29 @@ TEST(OpenAiProtocolTest, ReadsEveryGenerationField) {
 
 TEST(OpenAiProtocolTest, EveryMistakeNamesItsFieldAndWhatToSend) {
   EXPECT_EQ(completion_error(json::object()), "400 prompt: 'prompt' is missing; send the text to continue as a string");
-  EXPECT_EQ(completion_error({{"prompt", 5}}), "400 prompt: 'prompt' is an integer; send a string or an array of token ids");
+  EXPECT_EQ(completion_error({{"prompt", 5}}),
+            "400 prompt: 'prompt' is an integer; send a string or an array of token ids");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"temperature", "hot"}}),
             "400 temperature: 'temperature' is a string; send a number from 0 to 2");
-  EXPECT_EQ(completion_error({{"prompt", "x"}, {"temperature", 3}}), "400 temperature: 'temperature' is 3; send a number from 0 to 2");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"temperature", 3}}),
+            "400 temperature: 'temperature' is 3; send a number from 0 to 2");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"max_tokens", 0}}),
             "400 max_tokens: 'max_tokens' is 0; send an integer from 1 to 2147483647");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"max_tokens", 2.5}}),
             "400 max_tokens: 'max_tokens' is a number; send an integer from 1 to 2147483647");
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"n", 2}}).find("400 n: 'n' is 2; graphed returns one choice"), std::string::npos);
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"logprobs", 3}}).find("400 logprobs: 'logprobs' is not supported yet"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"n", 2}}).find("400 n: 'n' is 2; graphed returns one choice"),
+            std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"logprobs", 3}}).find("400 logprobs: 'logprobs' is not supported yet"),
+            std::string::npos);
   EXPECT_NE(completion_error({{"prompt", {"a", "b"}}}).find("holds several prompts"), std::string::npos);
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", {1.5}}}).find("400 stop: 'stop' is a number"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", {1.5}}}).find("400 stop: 'stop' is a number"),
+            std::string::npos);
   EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", ""}}).find("empty string"), std::string::npos);
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"model", 3}}).find("400 model: 'model' is an integer"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"model", 3}}).find("400 model: 'model' is an integer"),
+            std::string::npos);
   EXPECT_NE(completion_error({{"prompt", "x"}, {"top_p", 0}}).find("400 top_p"), std::string::npos);
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"stream", "yes"}}).find("'stream' is a string; send true or false"), std::string::npos);
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"stream", "yes"}}).find("'stream' is a string; send true or false"),
+            std::string::npos);
 }
 
 TEST(OpenAiProtocolTest, BodiesThatAreNotJsonObjectsAreRefused) {
@@ -92,14 +99,18 @@ TEST(OpenAiProtocolTest, ChatMessagesAreCheckedAndTextPartsJoined) {
   EXPECT_EQ(*request.generation.max_tokens, 4);
   EXPECT_EQ(request.template_kwargs["enable_thinking"], false);
   EXPECT_TRUE(request.add_generation_prompt);
-  EXPECT_EQ(chat_error(json::object()), "400 messages: 'messages' is missing; send an array of {\"role\", \"content\"} objects");
+  EXPECT_EQ(chat_error(json::object()),
+            "400 messages: 'messages' is missing; send an array of {\"role\", \"content\"} objects");
   EXPECT_NE(chat_error({{"messages", json::array()}}).find("a non-empty array"), std::string::npos);
-  EXPECT_NE(chat_error({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}).find("400 messages[0].role"), std::string::npos);
-  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}}}}}).find("400 messages[0].content: 'messages[0].content' is missing"),
+  EXPECT_NE(chat_error({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}).find("400 messages[0].role"),
+            std::string::npos);
+  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}}}}})
+                .find("400 messages[0].content: 'messages[0].content' is missing"),
             std::string::npos);
   EXPECT_NE(chat_error({{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}).find("not text"),
             std::string::npos);
-  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tool_choice", "required"}}).find("400 tool_choice"),
+  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tool_choice", "required"}})
+                .find("400 tool_choice"),
             std::string::npos);
 }
 

@@ -41,9 +41,13 @@ int main(int argc, char** argv) {
     folder.config["bos_token_id"] = 50256;
     folder.config["eos_token_id"] = 50256;
     graphed::testing::write_folder(out, folder);
-    graphed::testing::write_text(graphed::join_path(out, "vocab.json"), read_file(graphed::join_path(encoder, "encoder.json")));
-    graphed::testing::write_text(graphed::join_path(out, "merges.txt"), read_file(graphed::join_path(encoder, "vocab.bpe")));
-    const nlohmann::json config{{"eos_token", "<|endoftext|>"}, {"bos_token", nullptr}, {"model_max_length", 512},
+    graphed::testing::write_text(graphed::join_path(out, "vocab.json"),
+                                 read_file(graphed::join_path(encoder, "encoder.json")));
+    graphed::testing::write_text(graphed::join_path(out, "merges.txt"),
+                                 read_file(graphed::join_path(encoder, "vocab.bpe")));
+    const nlohmann::json config{{"eos_token", "<|endoftext|>"},
+                                {"bos_token", nullptr},
+                                {"model_max_length", 512},
                                 {"chat_template", read_file(argv[3])}};
     graphed::testing::write_text(graphed::join_path(out, "tokenizer_config.json"), config.dump(2));
   } catch (const std::exception& error) {

@@ -42,7 +42,7 @@ TEST(StopStringsTest, TheEarliestStopWins) {
 }
 
 TEST(StopStringsTest, KeepsMultibyteCharactersWhole) {
-  StopStrings stops({"\xC3\xA9t\xC3\xA9"});  // "été"
+  StopStrings stops({"\xC3\xA9t\xC3\xA9"});          // "été"
   EXPECT_EQ(stops.push("caf\xC3\xA9").text, "caf");  // "é" may begin the stop
   const auto piece = stops.push("!");
   EXPECT_EQ(piece.text, "\xC3\xA9!");

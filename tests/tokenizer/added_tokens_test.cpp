@@ -40,7 +40,11 @@ TEST(AddedTokensTest, SingleWordTokensMatchOnlyBetweenNonWordCharacters) {
   cat.single_word = true;
   const AddedTokenMatcher matcher({cat});
   EXPECT_EQ(segments(matcher, "concat cat cats (cat)"), (Segments{"concat ", "[7:cat]", " cats (", "[7:cat]", ")"}));
-  EXPECT_EQ(segments(matcher, "\xC3\xA9" "cat"), (Segments{"\xC3\xA9" "cat"}));  // é is a letter
+  EXPECT_EQ(segments(matcher,
+                     "\xC3\xA9"
+                     "cat"),
+            (Segments{"\xC3\xA9"
+                      "cat"}));  // é is a letter
 }
 
 TEST(AddedTokensTest, LstripAndRstripTakeTheWhitespaceBesideTheToken) {
@@ -54,7 +58,8 @@ TEST(AddedTokensTest, LstripAndRstripTakeTheWhitespaceBesideTheToken) {
   EXPECT_EQ(segments(right, "a  <mask> \n b"), (Segments{"a  ", "[4:<mask> \n ]", "b"}));
   mask.lstrip = true;
   const AddedTokenMatcher both({mask});
-  EXPECT_EQ(segments(both, "<mask>  <mask>"), (Segments{"[4:<mask>  ]", "[4:<mask>]"}));  // lstrip never reaches into a match
+  EXPECT_EQ(segments(both, "<mask>  <mask>"),
+            (Segments{"[4:<mask>  ]", "[4:<mask>]"}));  // lstrip never reaches into a match
 }
 
 }  // namespace

@@ -55,13 +55,17 @@ TEST(BpeModelTest, IgnoreMergesTakesAWholeVocabularyWordAsOneToken) {
 }
 
 TEST(BpeModelTest, ByteFallbackSpellsUnknownCharactersAsByteTokens) {
-  std::unordered_map<std::string, int64_t> vocabulary = {{"<unk>", 0}, {"a", 1}, {"<0xE2>", 2}, {"<0x82>", 3}, {"<0xAC>", 4}};
+  std::unordered_map<std::string, int64_t> vocabulary = {
+      {"<unk>", 0}, {"a", 1}, {"<0xE2>", 2}, {"<0x82>", 3}, {"<0xAC>", 4}};
   BpeModelOptions options;
   options.byte_fallback = true;
   options.unknown_token = "<unk>";
   const BpeModel model(vocabulary, {}, options, "test");
-  EXPECT_EQ(encode(model, "a\xE2\x82\xAC" "a"), (Ids{1, 2, 3, 4, 1}));  // € = E2 82 AC
-  EXPECT_EQ(encode(model, "a\xC3\xA9"), (Ids{1, 0}));                    // é: C3 has no byte token -> <unk>
+  EXPECT_EQ(encode(model,
+                   "a\xE2\x82\xAC"
+                   "a"),
+            (Ids{1, 2, 3, 4, 1}));                     // € = E2 82 AC
+  EXPECT_EQ(encode(model, "a\xC3\xA9"), (Ids{1, 0}));  // é: C3 has no byte token -> <unk>
 }
 
 TEST(BpeModelTest, UnknownCharactersFuseOrNotOrAreDropped) {
@@ -78,14 +82,21 @@ TEST(BpeModelTest, UnknownCharactersFuseOrNotOrAreDropped) {
 }
 
 TEST(BpeModelTest, EveryMergeIsCheckedAgainstTheVocabulary) {
-  EXPECT_EQ(error_text<DataError>([] { BpeModel(letters_vocabulary(), {{"a", "b"}, {"b", "x"}}, {}, "'t.json' model"); }),
-            "'t.json' model: merge 1 \"b x\": its right part is not in the vocabulary; fix: use the merges file that belongs to this vocabulary");
-  EXPECT_EQ(error_text<DataError>([] { BpeModel(letters_vocabulary(), {{"c", "a"}}, {}, "merges.txt"); }),
-            "merges.txt: merge 0 \"c a\": the merged token is not in the vocabulary; fix: use the merges file that belongs to this vocabulary");
+  EXPECT_EQ(error_text<DataError>([] {
+              BpeModel(letters_vocabulary(), {{"a", "b"}, {"b", "x"}}, {}, "'t.json' model");
+            }),
+            "'t.json' model: merge 1 \"b x\": its right part is not in the vocabulary; fix: use the merges file that "
+            "belongs to this vocabulary");
+  EXPECT_EQ(error_text<DataError>([] {
+              BpeModel(letters_vocabulary(), {{"c", "a"}}, {}, "merges.txt");
+            }),
+            "merges.txt: merge 0 \"c a\": the merged token is not in the vocabulary; fix: use the merges file that "
+            "belongs to this vocabulary");
   BpeModelOptions options;
   options.unknown_token = "<unk>";
   EXPECT_EQ(error_text<DataError>([&] { BpeModel(letters_vocabulary(), {}, options, "'t.json' model"); }),
-            "'t.json' model: the unknown token \"<unk>\" (unk_token) is not in the vocabulary; fix: set unk_token to a vocabulary entry or null");
+            "'t.json' model: the unknown token \"<unk>\" (unk_token) is not in the vocabulary; fix: set unk_token to a "
+            "vocabulary entry or null");
 }
 
 }  // namespace

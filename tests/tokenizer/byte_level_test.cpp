@@ -8,7 +8,7 @@ namespace graphed::tokenizer {
 namespace {
 
 TEST(ByteLevelTest, MapsEveryByteToOnePrintableCodePointAndBack) {
-  EXPECT_EQ(byte_to_unicode(' '), 0x120u);  // "Ġ"
+  EXPECT_EQ(byte_to_unicode(' '), 0x120u);   // "Ġ"
   EXPECT_EQ(byte_to_unicode('\n'), 0x10Au);  // "Ċ"
   EXPECT_EQ(byte_to_unicode('A'), static_cast<char32_t>('A'));
   std::string all_bytes;
@@ -19,7 +19,7 @@ TEST(ByteLevelTest, MapsEveryByteToOnePrintableCodePointAndBack) {
   EXPECT_EQ(from_byte_level(to_byte_level(all_bytes)), all_bytes);
   EXPECT_EQ(to_byte_level("hi there"), "hi\xC4\xA0there");
   EXPECT_EQ(from_byte_level("<|\xC3\xA9|>"), std::string("<|\xE9|>"));  // é is byte 0xE9's own code point
-  EXPECT_EQ(from_byte_level("\xE2\x82\xAC"), std::nullopt);               // € is not in the map
+  EXPECT_EQ(from_byte_level("\xE2\x82\xAC"), std::nullopt);             // € is not in the map
 }
 
 }  // namespace

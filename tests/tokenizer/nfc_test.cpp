@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "graphed/tokenizer/unicode_properties.h"
-#include "graphed/util/utf8.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer {
 namespace {
@@ -35,21 +35,25 @@ TEST(NfcTest, AgreesWithPythonUnicodedataOnEveryGeneratedCase) {
     const std::u32string input = parse_hex_code_points(line.substr(0, separator));
     const std::u32string expected = parse_hex_code_points(line.substr(separator + 1));
     ++cases;
-    if (normalize_nfc(input) != expected && ++failures <= 5) ADD_FAILURE() << "NFC of " << line.substr(0, separator) << " should be " << line.substr(separator + 1);
+    if (normalize_nfc(input) != expected && ++failures <= 5)
+      ADD_FAILURE() << "NFC of " << line.substr(0, separator) << " should be " << line.substr(separator + 1);
   }
   EXPECT_GT(cases, 2500);
   EXPECT_EQ(failures, 0);
 }
 
 TEST(NfcTest, ComposesReordersAndKeepsExclusions) {
-  EXPECT_EQ(normalize_nfc("e\xCC\x81"), "\xC3\xA9");                           // e + acute -> é
+  EXPECT_EQ(normalize_nfc("e\xCC\x81"), "\xC3\xA9");                                 // e + acute -> é
   EXPECT_EQ(normalize_nfc("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8"), "\xEA\xB0\x81");  // Hangul L V T -> 각
-  EXPECT_EQ(normalize_nfc("a\xCC\x82\xCC\xA3"), "\xE1\xBA\xAD");                // a + circumflex + dot below -> ậ
-  EXPECT_EQ(normalize_nfc("a\xCC\xA3\xCC\x82"), "\xE1\xBA\xAD");                // either order
-  EXPECT_EQ(normalize_nfc("\xE0\xA5\x98"), "\xE0\xA4\x95\xE0\xA4\xBC");         // U+0958 is excluded: stays decomposed
-  EXPECT_EQ(normalize_nfc("\xE2\x84\xAB"), "\xC3\x85");                         // Angstrom sign -> Å (singleton)
+  EXPECT_EQ(normalize_nfc("a\xCC\x82\xCC\xA3"), "\xE1\xBA\xAD");         // a + circumflex + dot below -> ậ
+  EXPECT_EQ(normalize_nfc("a\xCC\xA3\xCC\x82"), "\xE1\xBA\xAD");         // either order
+  EXPECT_EQ(normalize_nfc("\xE0\xA5\x98"), "\xE0\xA4\x95\xE0\xA4\xBC");  // U+0958 is excluded: stays decomposed
+  EXPECT_EQ(normalize_nfc("\xE2\x84\xAB"), "\xC3\x85");                  // Angstrom sign -> Å (singleton)
   EXPECT_EQ(normalize_nfc("plain ASCII stays"), "plain ASCII stays");
-  EXPECT_EQ(normalize_nfc("\xCC\x81" "e"), "\xCC\x81" "e");                     // a leading mark composes with nothing
+  EXPECT_EQ(normalize_nfc("\xCC\x81"
+                          "e"),
+            "\xCC\x81"
+            "e");  // a leading mark composes with nothing
 }
 
 TEST(UnicodePropertiesTest, ClassesAndCombiningClasses) {

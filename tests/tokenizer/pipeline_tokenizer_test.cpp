@@ -96,7 +96,8 @@ TEST(PipelineTokenizerTest, EverySampleRoundTripsThroughEachByteLevelPipeline) {
   TemporaryFolder folder;
   const ByteLevelVocabulary vocabulary(word_merges());
   const std::string sample = multilingual_sample();
-  for (const json& document : {gpt2_document(vocabulary), llama3_document(vocabulary), llama3_document(vocabulary, kQwen2Pattern)}) {
+  for (const json& document :
+       {gpt2_document(vocabulary), llama3_document(vocabulary), llama3_document(vocabulary, kQwen2Pattern)}) {
     const auto tokenizer = load_document(folder, document);
     EXPECT_EQ(tokenizer->decode(tokenizer->encode(sample, false)), sample);
   }
@@ -106,25 +107,28 @@ TEST(PipelineTokenizerTest, Llama2UsesByteFallbackAndStripsTheLeadingSpace) {
   TemporaryFolder folder;
   const auto tokenizer = load_document(folder, llama2_document());
   const Ids ids = tokenizer->encode("hello world \xE2\x82\xAC");
-  EXPECT_EQ(plain_tokens(*tokenizer, ids), (Tokens{"<s>", kMetaspace + "hello", kMetaspace + "w", "or", "l", "d", kMetaspace,
-                                                   "<0xE2>", "<0x82>", "<0xAC>"}));
+  EXPECT_EQ(plain_tokens(*tokenizer, ids), (Tokens{"<s>", kMetaspace + "hello", kMetaspace + "w", "or", "l", "d",
+                                                   kMetaspace, "<0xE2>", "<0x82>", "<0xAC>"}));
   EXPECT_EQ(tokenizer->decode(ids, true), "hello world \xE2\x82\xAC");
   EXPECT_EQ(tokenizer->decode(tokenizer->encode("h\xC3\xA9", false)), "h\xC3\xA9");
   EXPECT_EQ(tokenizer->decode({3 + 0xE2, 3 + 0x82}), "\xEF\xBF\xBD\xEF\xBF\xBD");  // incomplete: one U+FFFD per byte
   EXPECT_EQ(tokenizer->bos_id(), 1);
   EXPECT_EQ(tokenizer->eos_id(), 2);
   // Each segment between added tokens is normalized on its own (Prepend again after </s>).
-  EXPECT_EQ(plain_tokens(*tokenizer, tokenizer->encode("hello</s>hello", false)), (Tokens{kMetaspace + "hello", "</s>", kMetaspace + "hello"}));
+  EXPECT_EQ(plain_tokens(*tokenizer, tokenizer->encode("hello</s>hello", false)),
+            (Tokens{kMetaspace + "hello", "</s>", kMetaspace + "hello"}));
 }
 
 TEST(PipelineTokenizerTest, MetaspacePreTokenizerAndDecoderMatchTheNormalizerForm) {
   TemporaryFolder folder;
   json document = llama2_document();
   document["normalizer"] = nullptr;
-  document["pre_tokenizer"] = json{{"type", "Metaspace"}, {"replacement", kMetaspace}, {"prepend_scheme", "first"}, {"split", false}};
-  document["decoder"] = json{{"type", "Sequence"},
-                             {"decoders", json::array({json{{"type", "Metaspace"}, {"replacement", kMetaspace}, {"prepend_scheme", "first"}},
-                                                       json{{"type", "ByteFallback"}}, json{{"type", "Fuse"}}})}};
+  document["pre_tokenizer"] =
+      json{{"type", "Metaspace"}, {"replacement", kMetaspace}, {"prepend_scheme", "first"}, {"split", false}};
+  document["decoder"] = json{
+      {"type", "Sequence"},
+      {"decoders", json::array({json{{"type", "Metaspace"}, {"replacement", kMetaspace}, {"prepend_scheme", "first"}},
+                                json{{"type", "ByteFallback"}}, json{{"type", "Fuse"}}})}};
   const auto with_metaspace = load_document(folder, document);
   const auto with_normalizer = load_document(folder, llama2_document(), "other.json");
   EXPECT_EQ(with_metaspace->encode("hello world \xE2\x82\xAC"), with_normalizer->encode("hello world \xE2\x82\xAC"));
@@ -132,15 +136,19 @@ TEST(PipelineTokenizerTest, MetaspacePreTokenizerAndDecoderMatchTheNormalizerFor
   EXPECT_EQ(with_metaspace->decode(with_metaspace->encode("hello world")), "<s> hello world");
   EXPECT_EQ(with_metaspace->decode(with_metaspace->encode("hello world"), true), "hello world");
   // prepend_scheme first: no "▁" after an added token at the start of the text.
-  EXPECT_EQ(plain_tokens(*with_metaspace, with_metaspace->encode("</s>hello", false)), (Tokens{"</s>", "h", "el", "lo"}));
+  EXPECT_EQ(plain_tokens(*with_metaspace, with_metaspace->encode("</s>hello", false)),
+            (Tokens{"</s>", "h", "el", "lo"}));
 }
 
 TEST(PipelineTokenizerTest, EncodeRefusesInvalidUtf8AndDecodeRefusesUnknownIds) {
   TemporaryFolder folder;
   const auto tokenizer = load_document(folder, llama3_document(ByteLevelVocabulary(word_merges())));
   EXPECT_EQ(error_text<DataError>([&] { tokenizer->encode("hello\xC3(", false); }),
-            "the text is not valid UTF-8: byte 0xC3 at byte offset 5; fix: convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
-  EXPECT_EQ(error_text<DataError>([&] { tokenizer->decode({5, 1002}); }),
+            "the text is not valid UTF-8: byte 0xC3 at byte offset 5; fix: convert the input to UTF-8 (e.g. iconv -f "
+            "latin1 -t utf-8)");
+  EXPECT_EQ(error_text<DataError>([&] {
+              tokenizer->decode({5, 1002});
+            }),
             "token id 1002 is outside the vocabulary (1002 ids: 0..1001); fix: pass ids this tokenizer produced");
   EXPECT_EQ(error_text<DataError>([&] { tokenizer->token_text(-1); }),
             "token id -1 is outside the vocabulary (1002 ids: 0..1001); fix: pass ids this tokenizer produced");

@@ -24,7 +24,8 @@ TEST(SplitPatternTest, Gpt2SplitsContractionsNumbersAccentsAndWhitespaceRuns) {
 }
 
 TEST(SplitPatternTest, Llama3KeepsThreeDigitsAndSplitsLineBreaksFromSpaces) {
-  EXPECT_EQ(pieces(kMixed, SplitPattern::kLlama3), (Pieces{"I", "'m", " ", "123", "45", " h\xC3\xA9llo", "\n\n", " ", " world"}));
+  EXPECT_EQ(pieces(kMixed, SplitPattern::kLlama3),
+            (Pieces{"I", "'m", " ", "123", "45", " h\xC3\xA9llo", "\n\n", " ", " world"}));
 }
 
 TEST(SplitPatternTest, Qwen2SplitsSingleDigits) {
@@ -58,10 +59,15 @@ TEST(SplitPatternTest, TrailingWhitespaceStaysWholeAndSpacesBeforeAWordKeepOneFo
 }
 
 TEST(SplitPatternTest, LettersOfEveryScriptAndOtherNumbersAreClassified) {
-  EXPECT_EQ(pieces("\xE6\x97\xA5\xE6\x9C\xAC" "123 \xD0\x81\xD0\xBB\xD0\xBA\xD0\xB0", SplitPattern::kLlama3),
+  EXPECT_EQ(pieces("\xE6\x97\xA5\xE6\x9C\xAC"
+                   "123 \xD0\x81\xD0\xBB\xD0\xBA\xD0\xB0",
+                   SplitPattern::kLlama3),
             (Pieces{"\xE6\x97\xA5\xE6\x9C\xAC", "123", " \xD0\x81\xD0\xBB\xD0\xBA\xD0\xB0"}));
   // ½ (No) and ٣ (Arabic-Indic three, Nd) are numbers; € is neither letter nor number.
-  EXPECT_EQ(pieces("\xC2\xBD\xD9\xA3 \xE2\x82\xAC" "5", SplitPattern::kGpt2), (Pieces{"\xC2\xBD\xD9\xA3", " \xE2\x82\xAC", "5"}));
+  EXPECT_EQ(pieces("\xC2\xBD\xD9\xA3 \xE2\x82\xAC"
+                   "5",
+                   SplitPattern::kGpt2),
+            (Pieces{"\xC2\xBD\xD9\xA3", " \xE2\x82\xAC", "5"}));
 }
 
 TEST(SplitPatternTest, PiecesCoverTheWholeText) {
@@ -83,7 +89,8 @@ TEST(SplitPatternTest, PiecesCoverTheWholeText) {
 TEST(SplitPatternTest, PatternTextsAreRecognisedExactly) {
   EXPECT_EQ(find_split_pattern(testing::kLlama3Pattern), SplitPattern::kLlama3);
   EXPECT_EQ(find_split_pattern(testing::kQwen2Pattern), SplitPattern::kQwen2);
-  EXPECT_EQ(find_split_pattern(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"), SplitPattern::kGpt2);
+  EXPECT_EQ(find_split_pattern(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"),
+            SplitPattern::kGpt2);
   EXPECT_EQ(find_split_pattern(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+)"), std::nullopt);
   const std::string supported = supported_split_patterns();
   EXPECT_NE(supported.find("gpt2: 's|'t"), std::string::npos);

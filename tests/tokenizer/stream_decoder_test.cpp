@@ -15,7 +15,8 @@ using graphed::testing::error_text;
 using namespace graphed::tokenizer::testing;  // NOLINT: fixtures
 
 /// The text each push returned, in order.
-std::vector<std::string> stream(const Tokenizer& tokenizer, const std::vector<int64_t>& ids, bool skip_special_tokens = false) {
+std::vector<std::string> stream(const Tokenizer& tokenizer, const std::vector<int64_t>& ids,
+                                bool skip_special_tokens = false) {
   StreamDecoder decoder(tokenizer, skip_special_tokens);
   std::vector<std::string> pieces;
   for (const int64_t id : ids) pieces.push_back(decoder.push(id));

@@ -14,8 +14,8 @@
 
 #include "graphed/tokenizer/byte_level.h"
 #include "graphed/tokenizer/tokenizer.h"
-#include "graphed/util/utf8.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer::testing {
 
@@ -72,33 +72,41 @@ struct ByteLevelVocabulary {
 
 /// Merges that make "hello", " world", "'m", " héllo" and "12" single tokens.
 inline std::vector<std::pair<std::string, std::string>> word_merges() {
-  return {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}, {" ", "w"}, {"o", "r"}, {" w", "or"}, {"l", "d"},
-          {" wor", "ld"}, {"'", "m"}, {"\xC3", "\xA9"}, {" ", "h"}, {" h", "\xC3\xA9"}, {" h\xC3\xA9", "ll"},
-          {" h\xC3\xA9ll", "o"}, {"1", "2"}};
+  return {{"h", "e"},         {"l", "l"},           {"he", "ll"},          {"hell", "o"}, {" ", "w"},       {"o", "r"},
+          {" w", "or"},       {"l", "d"},           {" wor", "ld"},        {"'", "m"},    {"\xC3", "\xA9"}, {" ", "h"},
+          {" h", "\xC3\xA9"}, {" h\xC3\xA9", "ll"}, {" h\xC3\xA9ll", "o"}, {"1", "2"}};
 }
 
 inline json bpe_model(const ByteLevelVocabulary& vocabulary, bool ignore_merges = false) {
-  return json{{"type", "BPE"},          {"dropout", nullptr},      {"unk_token", nullptr},
-              {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
-              {"byte_fallback", false}, {"ignore_merges", ignore_merges}, {"vocab", vocabulary.vocab},
+  return json{{"type", "BPE"},
+              {"dropout", nullptr},
+              {"unk_token", nullptr},
+              {"continuing_subword_prefix", nullptr},
+              {"end_of_word_suffix", nullptr},
+              {"fuse_unk", false},
+              {"byte_fallback", false},
+              {"ignore_merges", ignore_merges},
+              {"vocab", vocabulary.vocab},
               {"merges", vocabulary.merges}};
 }
 
 inline json added_token(int64_t id, const std::string& content, bool special = true) {
-  return json{{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
-              {"rstrip", false},   {"normalized", !special}, {"special", special}};
+  return json{{"id", id},        {"content", content},     {"single_word", false}, {"lstrip", false},
+              {"rstrip", false}, {"normalized", !special}, {"special", special}};
 }
 
 inline json byte_level_step(bool add_prefix_space, bool use_regex) {
-  return json{{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", use_regex}};
+  return json{
+      {"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", use_regex}};
 }
 
 inline json split_step(const std::string& pattern) {
   return json{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}, {"invert", false}};
 }
 
-inline json tokenizer_document(json model, json pre_tokenizer, json added_tokens = json::array(), json normalizer = nullptr,
-                               json post_processor = nullptr, json decoder = json{{"type", "ByteLevel"}}) {
+inline json tokenizer_document(json model, json pre_tokenizer, json added_tokens = json::array(),
+                               json normalizer = nullptr, json post_processor = nullptr,
+                               json decoder = json{{"type", "ByteLevel"}}) {
   return json{{"version", "1.0"},
               {"truncation", nullptr},
               {"padding", nullptr},
@@ -112,7 +120,8 @@ inline json tokenizer_document(json model, json pre_tokenizer, json added_tokens
 
 /// GPT-2: ByteLevel(use_regex) pre-tokenizer, <|endoftext|> special.
 inline json gpt2_document(const ByteLevelVocabulary& vocabulary) {
-  return tokenizer_document(bpe_model(vocabulary), byte_level_step(false, true), json::array({added_token(1000, "<|endoftext|>")}));
+  return tokenizer_document(bpe_model(vocabulary), byte_level_step(false, true),
+                            json::array({added_token(1000, "<|endoftext|>")}));
 }
 
 /// Llama-3 style: Split(pattern) + ByteLevel(use_regex=false), ignore_merges, BOS template.
@@ -125,8 +134,11 @@ inline json llama3_document(const ByteLevelVocabulary& vocabulary, const std::st
                          {"single", json::array({json{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}},
                                                  json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
                          {"pair", json::array()},
-                         {"special_tokens", {{"<|begin_of_text|>", {{"id", "<|begin_of_text|>"}, {"ids", {1000}}, {"tokens", {"<|begin_of_text|>"}}}}}}}})}};
-  const json pre_tokenizer{{"type", "Sequence"}, {"pretokenizers", json::array({split_step(pattern), byte_level_step(false, false)})}};
+                         {"special_tokens",
+                          {{"<|begin_of_text|>",
+                            {{"id", "<|begin_of_text|>"}, {"ids", {1000}}, {"tokens", {"<|begin_of_text|>"}}}}}}}})}};
+  const json pre_tokenizer{{"type", "Sequence"},
+                           {"pretokenizers", json::array({split_step(pattern), byte_level_step(false, false)})}};
   return tokenizer_document(bpe_model(vocabulary, true), pre_tokenizer,
                             json::array({added_token(1000, "<|begin_of_text|>"), added_token(1001, "<|end_of_text|>")}),
                             nullptr, post_processor);
@@ -144,32 +156,47 @@ inline json llama2_document() {
   }
   int64_t next = 259;
   for (const std::string& piece : {kMetaspace, std::string("h"), std::string("e"), std::string("l"), std::string("o"),
-                                  std::string("w"), std::string("r"), std::string("d"), std::string("\xC3\xA9")}) {
+                                   std::string("w"), std::string("r"), std::string("d"), std::string("\xC3\xA9")}) {
     vocab[piece] = next++;
   }
   json merges = json::array();
-  for (const auto& [left, right] : std::vector<std::pair<std::string, std::string>>{
-           {kMetaspace, "h"}, {"e", "l"}, {"l", "o"}, {kMetaspace + "h", "el"}, {kMetaspace + "hel", "lo"}, {kMetaspace, "w"}, {"o", "r"}}) {
+  for (const auto& [left, right] : std::vector<std::pair<std::string, std::string>>{{kMetaspace, "h"},
+                                                                                    {"e", "l"},
+                                                                                    {"l", "o"},
+                                                                                    {kMetaspace + "h", "el"},
+                                                                                    {kMetaspace + "hel", "lo"},
+                                                                                    {kMetaspace, "w"},
+                                                                                    {"o", "r"}}) {
     merges.push_back(json::array({left, right}));
     if (!vocab.contains(left + right)) vocab[left + right] = next++;
   }
-  const json model{{"type", "BPE"},       {"dropout", nullptr}, {"unk_token", "<unk>"},   {"continuing_subword_prefix", nullptr},
-                   {"end_of_word_suffix", nullptr}, {"fuse_unk", true}, {"byte_fallback", true}, {"ignore_merges", false},
-                   {"vocab", vocab},       {"merges", merges}};
-  const json normalizer{{"type", "Sequence"},
-                        {"normalizers", json::array({json{{"type", "Prepend"}, {"prepend", kMetaspace}},
-                                                     json{{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kMetaspace}}})}};
+  const json model{{"type", "BPE"},
+                   {"dropout", nullptr},
+                   {"unk_token", "<unk>"},
+                   {"continuing_subword_prefix", nullptr},
+                   {"end_of_word_suffix", nullptr},
+                   {"fuse_unk", true},
+                   {"byte_fallback", true},
+                   {"ignore_merges", false},
+                   {"vocab", vocab},
+                   {"merges", merges}};
+  const json normalizer{
+      {"type", "Sequence"},
+      {"normalizers",
+       json::array({json{{"type", "Prepend"}, {"prepend", kMetaspace}},
+                    json{{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kMetaspace}}})}};
   const json post_processor{{"type", "TemplateProcessing"},
                             {"single", json::array({json{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
                                                     json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
                             {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
-  const json decoder{{"type", "Sequence"},
-                     {"decoders", json::array({json{{"type", "Replace"}, {"pattern", {{"String", kMetaspace}}}, {"content", " "}},
-                                               json{{"type", "ByteFallback"}}, json{{"type", "Fuse"}},
-                                               json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+  const json decoder{
+      {"type", "Sequence"},
+      {"decoders", json::array({json{{"type", "Replace"}, {"pattern", {{"String", kMetaspace}}}, {"content", " "}},
+                                json{{"type", "ByteFallback"}}, json{{"type", "Fuse"}},
+                                json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
   return tokenizer_document(model, nullptr,
-                            json::array({added_token(0, "<unk>"), added_token(1, "<s>"), added_token(2, "</s>")}), normalizer,
-                            post_processor, decoder);
+                            json::array({added_token(0, "<unk>"), added_token(1, "<s>"), added_token(2, "</s>")}),
+                            normalizer, post_processor, decoder);
 }
 
 /// Writes the document as tokenizer.json in the folder and loads it.

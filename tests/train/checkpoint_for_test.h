@@ -19,9 +19,10 @@ namespace graphed::testing {
 
 /// Two layers of hidden size 32 on mock data, 6 iterations, dropout 0.1.
 inline nlohmann::json small_checkpoint_settings() {
-  return {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 16}, {"vocab_size", 64},
-          {"mock_data", true}, {"train_iters", 6}, {"eval_iters", 0}, {"log_interval", 3}, {"attention_dropout", 0.1},
-          {"hidden_dropout", 0.1}, {"micro_batch_size", 2}, {"global_batch_size", 4}};
+  return {{"num_layers", 2},       {"hidden_size", 32},        {"num_attention_heads", 2}, {"seq_length", 16},
+          {"vocab_size", 64},      {"mock_data", true},        {"train_iters", 6},         {"eval_iters", 0},
+          {"log_interval", 3},     {"attention_dropout", 0.1}, {"hidden_dropout", 0.1},    {"micro_batch_size", 2},
+          {"global_batch_size", 4}};
 }
 
 class CheckpointFixture : public ::testing::Test {

@@ -17,14 +17,15 @@
 #include "train/checkpoint_for_test.h"
 
 #include "graphed/capture/random_states.h"
-#include "graphed/util/safetensors.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/safetensors.h"
 
 namespace graphed::train {
 namespace {
 
-const char* const kLoadFix = "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)";
+const char* const kLoadFix =
+    "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)";
 const char* const kModelFix = "; fix: load a checkpoint saved by this model";
 const char* const kDeviceFix = "; fix: resume on the kind of device that saved it, or start without --load";
 
@@ -36,13 +37,15 @@ class CheckpointLoadTest : public graphed::testing::CheckpointFixture {
     nlohmann::json settings = graphed::testing::small_checkpoint_settings();
     settings["save"] = in_dir("run");
     const config::RunConfig config = graphed::testing::run_config(settings);
-    trainer_ = std::make_unique<Trainer>(config, TokenDataset::open(config.train, config.model, "", 0),
-                                         at::Device(at::kCPU));
+    trainer_ =
+        std::make_unique<Trainer>(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCPU));
     folder_ = trainer_->save(2);
     model_file_ = join_path(folder_, "model.safetensors");
     optimizer_file_ = join_path(folder_, "optimizer.safetensors");
   }
-  std::string error_of_load() { return error_of([&] { trainer_->load(in_dir("run")); }); }
+  std::string error_of_load() {
+    return error_of([&] { trainer_->load(in_dir("run")); });
+  }
 
   /// Rewrites a safetensors file with its JSON header edited; the data section stays as it is.
   static void edit_header(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
@@ -91,8 +94,8 @@ TEST_F(CheckpointLoadTest, RelabelledDtypeIsRefusedAndNothingIsChanged) {
   const std::string name = trainer_->model()->named_parameters().begin()->key();
   edit_header(model_file_, [&](nlohmann::json& header) { header[name]["dtype"] = "I32"; });
   trainer_->model()->named_parameters().begin()->value().detach().zero_();
-  EXPECT_EQ(error_of_load(), "tensor '" + name + "' in '" + model_file_ + "' has dtype I32, the model expects F32" +
-                                 kModelFix);
+  EXPECT_EQ(error_of_load(),
+            "tensor '" + name + "' in '" + model_file_ + "' has dtype I32, the model expects F32" + kModelFix);
   EXPECT_EQ(trainer_->model()->named_parameters().begin()->value().abs().sum().item<double>(), 0.0)
       << "a refused checkpoint leaves the model as it was";
   EXPECT_GT(before.abs().sum().item<double>(), 0.0);
@@ -110,8 +113,8 @@ TEST_F(CheckpointLoadTest, OverlappingDataOffsetsAreRefused) {
     second_end = 4 + bytes;
   });
   EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ + "' is corrupt: tensors '" + first + "' [0, " +
-                                 std::to_string(first_end) + ") and '" + second + "' [4, " + std::to_string(second_end) +
-                                 ") overlap in the data section" + kLoadFix);
+                                 std::to_string(first_end) + ") and '" + second + "' [4, " +
+                                 std::to_string(second_end) + ") overlap in the data section" + kLoadFix);
 }
 
 TEST_F(CheckpointLoadTest, DataOffsetsBeyondTheFileAreRefused) {
@@ -126,9 +129,13 @@ TEST_F(CheckpointLoadTest, DataOffsetsBeyondTheFileAreRefused) {
     end = data_bytes + offsets[1].get<uint64_t>();
     offsets = {data_bytes, end};
   });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ + "' is corrupt: tensor '" + first + "' has "
-                             "data_offsets [" + std::to_string(data_bytes) + "," + std::to_string(end) + "], beyond "
-                             "the data section of " + std::to_string(data_bytes) + " bytes (truncated?)" + kLoadFix);
+  EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ + "' is corrupt: tensor '" + first +
+                                 "' has "
+                                 "data_offsets [" +
+                                 std::to_string(data_bytes) + "," + std::to_string(end) +
+                                 "], beyond "
+                                 "the data section of " +
+                                 std::to_string(data_bytes) + " bytes (truncated?)" + kLoadFix);
 }
 
 TEST_F(CheckpointLoadTest, HeaderLengthBeyondTheFileIsRefused) {
@@ -138,8 +145,8 @@ TEST_F(CheckpointLoadTest, HeaderLengthBeyondTheFileIsRefused) {
     file.write(reinterpret_cast<const char*>(&size), 8);
   }
   EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ + "' is corrupt: header length " +
-                                 std::to_string(size) + " exceeds the " + std::to_string(size - 8) +
-                                 " bytes after it" + kLoadFix);
+                                 std::to_string(size) + " exceeds the " + std::to_string(size - 8) + " bytes after it" +
+                                 kLoadFix);
 }
 
 TEST_F(CheckpointLoadTest, NegativeAndEnormousShapesAreRefusedWithoutAllocating) {
@@ -147,36 +154,43 @@ TEST_F(CheckpointLoadTest, NegativeAndEnormousShapesAreRefusedWithoutAllocating)
   edit_header(model_file_, [&](nlohmann::json& header) { header[name]["shape"][0] = -3; });
   const std::string message = error_of_load();
   EXPECT_EQ(message.rfind("checkpoint file '" + model_file_ + "' is corrupt: tensor '" + name + "' has shape [-3,", 0),
-            0u) << message;
+            0u)
+      << message;
   EXPECT_NE(message.find("], expected an array of integers >= 0" + std::string(kLoadFix)), std::string::npos);
   edit_header(model_file_, [&](nlohmann::json& header) { header[name]["shape"] = {uint64_t{1} << 62, 1024}; });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ + "' is corrupt: tensor '" + name + "' has shape "
-                             "[4611686018427387904,1024], whose element count overflows int64" + kLoadFix);
+  EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ + "' is corrupt: tensor '" + name +
+                                 "' has shape "
+                                 "[4611686018427387904,1024], whose element count overflows int64" +
+                                 kLoadFix);
 }
 
 TEST_F(CheckpointLoadTest, MissingTensorIsNamed) {
   const std::string name = trainer_->model()->named_parameters().begin()->key();
   edit_tensors(model_file_, [&](auto& tensors) { tensors.erase(name); });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ + "' lacks 1 tensor that the model has: '" + name + "'" +
-                                 kModelFix);
+  EXPECT_EQ(error_of_load(),
+            "checkpoint file '" + model_file_ + "' lacks 1 tensor that the model has: '" + name + "'" + kModelFix);
   edit_tensors(optimizer_file_, [&](auto& tensors) { tensors.erase("lr"); });
   edit_tensors(model_file_, [&](auto& tensors) { tensors[name] = trainer_->model()->named_parameters()[name]; });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ + "' lacks 1 tensor that the optimizer has: 'lr'" +
-                                 kModelFix);
+  EXPECT_EQ(error_of_load(),
+            "checkpoint file '" + optimizer_file_ + "' lacks 1 tensor that the optimizer has: 'lr'" + kModelFix);
 }
 
 TEST_F(CheckpointLoadTest, ExtraTensorsAreListed) {
   edit_tensors(model_file_, [](auto& tensors) {
     for (int i = 0; i < 7; ++i) tensors["extra." + std::to_string(i)] = at::zeros({2});
   });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ + "' has 7 tensors that the model does not: "
-                             "'extra.0', 'extra.1', 'extra.2', 'extra.3', 'extra.4' and 2 more" + kModelFix);
+  EXPECT_EQ(error_of_load(), "checkpoint file '" + model_file_ +
+                                 "' has 7 tensors that the model does not: "
+                                 "'extra.0', 'extra.1', 'extra.2', 'extra.3', 'extra.4' and 2 more" +
+                                 kModelFix);
 }
 
 TEST_F(CheckpointLoadTest, MissingRngStateIsAnError) {
   edit_tensors(optimizer_file_, [](auto& tensors) { tensors.erase("rng.cpu"); });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ + "' has no RNG state 'rng.cpu' (device cpu), so "
-                             "the resumed run could not repeat the uninterrupted one" + kDeviceFix);
+  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ +
+                                 "' has no RNG state 'rng.cpu' (device cpu), so "
+                                 "the resumed run could not repeat the uninterrupted one" +
+                                 kDeviceFix);
 }
 
 TEST_F(CheckpointLoadTest, RngStateOfAnotherDtypeOrSizeIsAnError) {
@@ -187,14 +201,18 @@ TEST_F(CheckpointLoadTest, RngStateOfAnotherDtypeOrSizeIsAnError) {
                                  "], this device's generator has U8 and [" + size + "]" + kDeviceFix);
   edit_tensors(optimizer_file_,
                [](auto& tensors) { tensors["rng.cpu"] = tensors["rng.cpu"].to(at::kByte).narrow(0, 0, 16); });
-  EXPECT_EQ(error_of_load(), "RNG state 'rng.cpu' in '" + optimizer_file_ + "' has dtype U8 and shape [16], this "
-                             "device's generator has U8 and [" + size + "]" + kDeviceFix);
+  EXPECT_EQ(error_of_load(), "RNG state 'rng.cpu' in '" + optimizer_file_ +
+                                 "' has dtype U8 and shape [16], this "
+                                 "device's generator has U8 and [" +
+                                 size + "]" + kDeviceFix);
   edit_tensors(optimizer_file_, [&](auto& tensors) {
     tensors["rng.cpu"] = state;
     tensors["rng.cuda"] = at::zeros({16}, at::kByte);
   });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ + "' has RNG state 'rng.cuda', which device cpu "
-                             "does not have, so the resumed run could not repeat the uninterrupted one" + kDeviceFix);
+  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ +
+                                 "' has RNG state 'rng.cuda', which device cpu "
+                                 "does not have, so the resumed run could not repeat the uninterrupted one" +
+                                 kDeviceFix);
 }
 
 TEST_F(CheckpointLoadTest, ACheckpointOfAGpuRunIsNamedAsSuchOnTheCpu) {
@@ -205,8 +223,10 @@ TEST_F(CheckpointLoadTest, ACheckpointOfAGpuRunIsNamedAsSuchOnTheCpu) {
     tensors["rng.cuda"] = at::zeros({16}, at::kByte);
     tensors["lr"] = tensors["lr"].to(at::kFloat);
   });
-  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ + "' has RNG state 'rng.cuda', which device cpu "
-                             "does not have, so the resumed run could not repeat the uninterrupted one" + kDeviceFix);
+  EXPECT_EQ(error_of_load(), "checkpoint file '" + optimizer_file_ +
+                                 "' has RNG state 'rng.cuda', which device cpu "
+                                 "does not have, so the resumed run could not repeat the uninterrupted one" +
+                                 kDeviceFix);
 }
 
 TEST_F(CheckpointLoadTest, MalformedTrainerJsonNamesTheField) {
@@ -234,19 +254,24 @@ TEST_F(CheckpointLoadTest, MalformedTrainerJsonNamesTheField) {
   EXPECT_EQ(error_of_load(), corrupt("it is not JSON (syntax error at byte 1)"));
   remove_all(path);
   EXPECT_EQ(error_of([&] { trainer_->load(folder_); }),
-            "--load folder '" + folder_ + "' has neither trainer.json nor a readable latest_checkpointed_iteration.txt; "
-            "fix: pass a --save folder or one of its iter_* folders");
+            "--load folder '" + folder_ +
+                "' has neither trainer.json nor a readable latest_checkpointed_iteration.txt; "
+                "fix: pass a --save folder or one of its iter_* folders");
 }
 
 TEST_F(CheckpointLoadTest, BadLatestIterationFileIsNamed) {
   const std::string latest = in_dir("run/latest_checkpointed_iteration.txt");
   std::ofstream(latest) << "two\n";
-  EXPECT_EQ(error_of_load(), "'" + latest + "' holds \"two\\n\", expected an iteration number >= 0; fix: write the "
-                             "iteration of one of the iter_* folders there, or pass that folder to --load");
+  EXPECT_EQ(error_of_load(), "'" + latest +
+                                 "' holds \"two\\n\", expected an iteration number >= 0; fix: write the "
+                                 "iteration of one of the iter_* folders there, or pass that folder to --load");
   std::ofstream(latest) << "7\n";
-  EXPECT_EQ(error_of_load(), "'" + latest + "' names iteration 7, but '" + in_dir("run/iter_0000007") + "' does not "
-                             "exist; fix: pass one of the iter_* folders of '" + in_dir("run") + "' to --load, or write "
-                             "its iteration there");
+  EXPECT_EQ(error_of_load(), "'" + latest + "' names iteration 7, but '" + in_dir("run/iter_0000007") +
+                                 "' does not "
+                                 "exist; fix: pass one of the iter_* folders of '" +
+                                 in_dir("run") +
+                                 "' to --load, or write "
+                                 "its iteration there");
 }
 
 TEST_F(CheckpointLoadTest, CheckpointInfoIsReadWithoutTheTensors) {
@@ -258,8 +283,9 @@ TEST_F(CheckpointLoadTest, CheckpointInfoIsReadWithoutTheTensors) {
   EXPECT_FALSE(info.graphed_version.empty());
   EXPECT_EQ(read_checkpoint_info(folder_).folder, folder_);
   const std::string message = graphed::testing::error_text<CheckpointError>([&] { trainer_->load(in_dir("run")); });
-  EXPECT_EQ(message, "cannot read checkpoint file '" + model_file_ + "': No such file or directory; fix: pass the "
-                     "folder of a complete checkpoint to --load");
+  EXPECT_EQ(message, "cannot read checkpoint file '" + model_file_ +
+                         "': No such file or directory; fix: pass the "
+                         "folder of a complete checkpoint to --load");
 }
 
 TEST_F(CheckpointLoadTest, SaveRemovesTemporaryFoldersOfKilledRuns) {

@@ -58,9 +58,10 @@ TEST_F(CheckpointTest, MismatchedModelIsNamed) {
   settings["hidden_size"] = 64;
   Trainer other = make_trainer(settings);
   EXPECT_EQ(error_of([&] { other.load(saved); }),
-            "checkpoint '" + saved + "' was saved by a different model: --hidden-size is 32 there, 64 here; "
-            "--ffn-hidden-size is 128 there, 256 here; fix: pass "
-            "the model flags of the run that saved it (its trainer.json lists them)");
+            "checkpoint '" + saved +
+                "' was saved by a different model: --hidden-size is 32 there, 64 here; "
+                "--ffn-hidden-size is 128 there, 256 here; fix: pass "
+                "the model flags of the run that saved it (its trainer.json lists them)");
 }
 
 TEST_F(CheckpointTest, HuggingFaceArchitectureSettingsMustMatchToo) {
@@ -76,10 +77,11 @@ TEST_F(CheckpointTest, HuggingFaceArchitectureSettingsMustMatchToo) {
   settings["add_bias_linear"] = false;
   Trainer other = make_trainer(settings);
   EXPECT_EQ(error_of([&] { other.load(saved); }),
-            "checkpoint '" + saved + "' was saved by a different model: --kv-channels is 8 there, null here; "
-            "--qk-layernorm is true there, false here; --add-bias-linear is true there, false here; --add-qkv-bias "
-            "is false there, true here; fix: pass the model flags of the run that saved it (its trainer.json lists "
-            "them)");
+            "checkpoint '" + saved +
+                "' was saved by a different model: --kv-channels is 8 there, null here; "
+                "--qk-layernorm is true there, false here; --add-bias-linear is true there, false here; --add-qkv-bias "
+                "is false there, true here; fix: pass the model flags of the run that saved it (its trainer.json lists "
+                "them)");
 }
 
 TEST_F(CheckpointTest, OlderCheckpointsWithoutTheNewKeysStillLoad) {
@@ -109,13 +111,14 @@ TEST_F(CheckpointTest, CorruptOrMissingCheckpointIsNamed) {
   ASSERT_EQ(::truncate(join_path(saved, "model.safetensors").c_str(), 100), 0);
   const std::string message = error_of([&] { trainer.load(saved); });
   EXPECT_EQ(message.rfind("checkpoint file '" + saved + "/model.safetensors' is corrupt: ", 0), 0u) << message;
-  EXPECT_EQ(error_of([&] { trainer.load(in_dir("nowhere")); }),
-            "--load folder '" + in_dir("nowhere") + "' does not exist; fix: pass a --save folder of an "
-            "earlier run");
+  EXPECT_EQ(error_of([&] { trainer.load(in_dir("nowhere")); }), "--load folder '" + in_dir("nowhere") +
+                                                                    "' does not exist; fix: pass a --save folder of an "
+                                                                    "earlier run");
   create_directories(in_dir("empty"));
   EXPECT_EQ(error_of([&] { trainer.load(in_dir("empty")); }),
-            "--load folder '" + in_dir("empty") + "' has neither trainer.json nor a readable "
-            "latest_checkpointed_iteration.txt; fix: pass a --save folder or one of its iter_* folders");
+            "--load folder '" + in_dir("empty") +
+                "' has neither trainer.json nor a readable "
+                "latest_checkpointed_iteration.txt; fix: pass a --save folder or one of its iter_* folders");
 }
 
 TEST_F(CheckpointTest, UnwritableSaveLeavesNothingPartial) {
@@ -137,9 +140,9 @@ TEST_F(CheckpointTest, ASaveFolderThatIsAFileIsRefusedWhenTheTrainerIsBuilt) {
   std::ofstream(in_dir("a_file")) << "not a folder";
   nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("a_file/run");
-  EXPECT_EQ(error_of([&] { make_trainer(settings); }),
-            "cannot write --save '" + in_dir("a_file/run") + "': Not a directory; fix: pass --save a folder you can "
-            "write to (it is created if missing)");
+  EXPECT_EQ(error_of([&] { make_trainer(settings); }), "cannot write --save '" + in_dir("a_file/run") +
+                                                           "': Not a directory; fix: pass --save a folder you can "
+                                                           "write to (it is created if missing)");
 }
 
 }  // namespace

@@ -54,9 +54,9 @@ TEST_P(FullIterationCudaTest, FiftyStepsEqualEager) {
   const TrainRun eager = train(preset_config(preset, {{"global_batch_size", 16}}), 50);
   const TrainRun eager_again = train(preset_config(preset, {{"global_batch_size", 16}}), 50);
   const TrainRun graphed = train(preset_config(preset, {{"global_batch_size", 16},
-                                                   {"cuda_graph_impl", "full_iteration"},
-                                                   {"optimizer_cuda_graph", optimizer_inside}}),
-                            50);
+                                                        {"cuda_graph_impl", "full_iteration"},
+                                                        {"optimizer_cuda_graph", optimizer_inside}}),
+                                 50);
   ASSERT_EQ(graphed.losses.size(), 50u);
   ASSERT_TRUE(bitwise_equal(eager, eager_again))
       << preset << ": eager training is not bitwise reproducible on this GPU (max loss difference "
@@ -69,7 +69,8 @@ TEST_P(FullIterationCudaTest, FiftyStepsEqualEager) {
 INSTANTIATE_TEST_SUITE_P(Presets, FullIterationCudaTest,
                          ::testing::Combine(::testing::Values("tiny", "small", "moe-small"), ::testing::Bool()),
                          [](const auto& info) {
-                           std::string name = std::get<0>(info.param) + (std::get<1>(info.param) ? "_optimizer_in_graph" : "_optimizer_eager");
+                           std::string name = std::get<0>(info.param) +
+                                              (std::get<1>(info.param) ? "_optimizer_in_graph" : "_optimizer_eager");
                            for (auto& c : name) c = c == '-' ? '_' : c;
                            return name;
                          });
@@ -88,21 +89,25 @@ TEST(FullIterationCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
   const TrainRun no_dropout = train(preset_config("tiny", {{"micro_batch_size", 8}}), 30);
   EXPECT_NE(eager.losses, no_dropout.losses) << "dropout must change the losses";
   EXPECT_EQ(graphed.losses, eager.losses) << "the graph must consume the RNG exactly as eager does";
-  for (std::size_t i = 0; i < graphed.parameters.size(); ++i) EXPECT_TRUE(at::equal(graphed.parameters[i], eager.parameters[i]));
+  for (std::size_t i = 0; i < graphed.parameters.size(); ++i)
+    EXPECT_TRUE(at::equal(graphed.parameters[i], eager.parameters[i]));
 }
 
 TEST(FullIterationCudaDeleteTest, DeleteThenRecaptureKeepsTraining) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
   const config::RunConfig eager_config = preset_config("tiny", nlohmann::json::object());
   const config::RunConfig graphed_config = preset_config("tiny", {{"cuda_graph_impl", "full_iteration"}});
-  Trainer eager(eager_config, TokenDataset::open(eager_config.train, eager_config.model, "", 0), at::Device(at::kCUDA, 0));
-  Trainer graphed(graphed_config, TokenDataset::open(graphed_config.train, graphed_config.model, "", 0), at::Device(at::kCUDA, 0));
+  Trainer eager(eager_config, TokenDataset::open(eager_config.train, eager_config.model, "", 0),
+                at::Device(at::kCUDA, 0));
+  Trainer graphed(graphed_config, TokenDataset::open(graphed_config.train, graphed_config.model, "", 0),
+                  at::Device(at::kCUDA, 0));
   for (int it = 0; it < 20; ++it) {
     if (it == 10) {
       graphed.delete_cuda_graphs();
       EXPECT_EQ(graphed.runner().graph_count(), 0);
     }
-    EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>()) << "iteration " << it;
+    EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>())
+        << "iteration " << it;
   }
   EXPECT_TRUE(graphed.runner().capture_report().has_value()) << "captured again after the delete";
 }

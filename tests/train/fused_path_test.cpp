@@ -53,7 +53,8 @@ TEST(FlatAdamWTest, StepsLikeThePerParameterAdamWAndRefreshesTheCopies) {
 }
 
 /// Losses and final weights of `steps` iterations, through the fused path or the ATen path.
-std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann::json& settings, bool fused, int steps) {
+std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann::json& settings, bool fused,
+                                                                  int steps) {
   const config::RunConfig config = testing::run_config(settings);
   at::manual_seed(11);
   model::GptModel model(config.model, config.moe_layers);
@@ -68,8 +69,8 @@ std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann
   for (int step = 0; step < steps; ++step) {
     optimizer.zero_grad();
     optimizer.set_learning_rate(1e-2);
-    const model::GptOutput output = model->forward(tokens.narrow(1, 0, config.model.seq_length),
-                                                   tokens.narrow(1, 1, config.model.seq_length), 0);
+    const model::GptOutput output =
+        model->forward(tokens.narrow(1, 0, config.model.seq_length), tokens.narrow(1, 1, config.model.seq_length), 0);
     output.loss.backward();
     optimizer.step(std::nullopt);
     losses.push_back(output.loss.detach());
@@ -83,35 +84,60 @@ void expect_same_training(const nlohmann::json& settings, const char* what) {
   const auto aten = train(settings, false, 3);
   const auto fused = train(settings, true, 3);
   for (std::size_t i = 0; i < aten.first.size(); ++i) {
-    EXPECT_TRUE(at::equal(aten.first[i], fused.first[i])) << what << ", step " << i << ": " << aten.first[i].item<double>()
-                                                          << " against " << fused.first[i].item<double>();
+    EXPECT_TRUE(at::equal(aten.first[i], fused.first[i]))
+        << what << ", step " << i << ": " << aten.first[i].item<double>() << " against "
+        << fused.first[i].item<double>();
   }
   ASSERT_EQ(aten.second.size(), fused.second.size());
-  for (std::size_t i = 0; i < aten.second.size(); ++i) EXPECT_TRUE(at::equal(aten.second[i], fused.second[i])) << what << ", weight " << i;
+  for (std::size_t i = 0; i < aten.second.size(); ++i)
+    EXPECT_TRUE(at::equal(aten.second[i], fused.second[i])) << what << ", weight " << i;
 }
 
 TEST(FusedPathTest, GptStyleTrainsLikeTheAtenPathOnTheCpu) {
-  expect_same_training({{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4}, {"seq_length", 8},
-                        {"max_position_embeddings", 8}, {"vocab_size", 50}, {"attention_dropout", 0.0},
+  expect_same_training({{"num_layers", 2},
+                        {"hidden_size", 32},
+                        {"num_attention_heads", 4},
+                        {"seq_length", 8},
+                        {"max_position_embeddings", 8},
+                        {"vocab_size", 50},
+                        {"attention_dropout", 0.0},
                         {"hidden_dropout", 0.0}},
                        "GPT-2 style");
 }
 
 TEST(FusedPathTest, LlamaStyleTrainsLikeTheAtenPathOnTheCpu) {
-  expect_same_training({{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 4}, {"group_query_attention", true},
-                        {"num_query_groups", 2}, {"ffn_hidden_size", 48}, {"swiglu", true}, {"normalization", "RMSNorm"},
-                        {"position_embedding_type", "rope"}, {"add_bias_linear", false},
-                        {"untie_embeddings_and_output_weights", true}, {"seq_length", 8},
-                        {"max_position_embeddings", 8}, {"vocab_size", 50}, {"attention_dropout", 0.0},
+  expect_same_training({{"num_layers", 2},
+                        {"hidden_size", 32},
+                        {"num_attention_heads", 4},
+                        {"group_query_attention", true},
+                        {"num_query_groups", 2},
+                        {"ffn_hidden_size", 48},
+                        {"swiglu", true},
+                        {"normalization", "RMSNorm"},
+                        {"position_embedding_type", "rope"},
+                        {"add_bias_linear", false},
+                        {"untie_embeddings_and_output_weights", true},
+                        {"seq_length", 8},
+                        {"max_position_embeddings", 8},
+                        {"vocab_size", 50},
+                        {"attention_dropout", 0.0},
                         {"hidden_dropout", 0.0}},
                        "Llama style");
 }
 
 TEST(FusedPathTest, HybridTrainsLikeTheAtenPathOnTheCpu) {
-  expect_same_training({{"num_layers", 4}, {"hybrid_override_pattern", "M*M-"}, {"hidden_size", 32},
-                        {"num_attention_heads", 4}, {"mamba_state_dim", 8}, {"mamba_head_dim", 16},
-                        {"mamba_num_groups", 2}, {"mamba_chunk_size", 4}, {"seq_length", 8},
-                        {"max_position_embeddings", 8}, {"vocab_size", 50}, {"attention_dropout", 0.0},
+  expect_same_training({{"num_layers", 4},
+                        {"hybrid_override_pattern", "M*M-"},
+                        {"hidden_size", 32},
+                        {"num_attention_heads", 4},
+                        {"mamba_state_dim", 8},
+                        {"mamba_head_dim", 16},
+                        {"mamba_num_groups", 2},
+                        {"mamba_chunk_size", 4},
+                        {"seq_length", 8},
+                        {"max_position_embeddings", 8},
+                        {"vocab_size", 50},
+                        {"attention_dropout", 0.0},
                         {"hidden_dropout", 0.0}},
                        "Mamba-hybrid");
 }

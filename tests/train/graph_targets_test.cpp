@@ -25,8 +25,12 @@ config::CudaGraphConfig modules(std::vector<CudaGraphModule> selected, bool stag
 TEST(GraphTargetsTest, ModulesSelectUnitsPerLayerKind) {
   using M = CudaGraphModule;
   using U = LayerUnit;
-  const auto dense = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), model::transformer_parts(false)); };
-  const auto moe = [](std::vector<M> m) { return graphed_layer_units(modules(std::move(m)), model::transformer_parts(true)); };
+  const auto dense = [](std::vector<M> m) {
+    return graphed_layer_units(modules(std::move(m)), model::transformer_parts(false));
+  };
+  const auto moe = [](std::vector<M> m) {
+    return graphed_layer_units(modules(std::move(m)), model::transformer_parts(true));
+  };
   EXPECT_EQ(dense({}), (std::vector<U>{U::kWholeLayer}));
   EXPECT_EQ(moe({}), (std::vector<U>{U::kWholeLayer}));
   EXPECT_EQ(dense({M::kAttn}), (std::vector<U>{U::kAttention}));
@@ -69,8 +73,8 @@ TEST(GraphTargetsTest, HybridLayersChainThroughTheirOnePart) {
   EXPECT_EQ(chained_targets({target(0, U::kMamba, 'M'), target(1, U::kAttention, '*'), target(2, U::kMlp, '-')}),
             (std::vector<bool>{false, true, true}));
   // An E layer opens with its router; its eager experts end it, so the next layer is not chained.
-  EXPECT_EQ(chained_targets({target(0, U::kMamba, 'M'), target(1, U::kMoeRouter, 'E'), target(1, U::kMoePreprocess, 'E'),
-                             target(2, U::kMamba, 'M')}),
+  EXPECT_EQ(chained_targets({target(0, U::kMamba, 'M'), target(1, U::kMoeRouter, 'E'),
+                             target(1, U::kMoePreprocess, 'E'), target(2, U::kMamba, 'M')}),
             (std::vector<bool>{false, true, false, false}));
 }
 
@@ -112,16 +116,18 @@ TEST(GraphTargetsTest, StageUnitsChainToTheLayersThatTouchThem) {
   using U = LayerUnit;
   using K = TargetKind;
   // The embedding feeds layer 0's whole layer; the last whole layer feeds the loss.
-  EXPECT_EQ(chained_targets(described({{K::kEmbedding, -1, U::kWholeLayer}, {K::kLayer, 0, U::kWholeLayer},
-                                       {K::kLayer, 1, U::kWholeLayer}, {K::kLoss, 2, U::kWholeLayer}})),
+  EXPECT_EQ(chained_targets(described({{K::kEmbedding, -1, U::kWholeLayer},
+                                       {K::kLayer, 0, U::kWholeLayer},
+                                       {K::kLayer, 1, U::kWholeLayer},
+                                       {K::kLoss, 2, U::kWholeLayer}})),
             (std::vector<bool>{false, true, true, true}));
   // attn only: the embedding feeds the first attention, but the last layer's MLP is eager.
-  EXPECT_EQ(chained_targets(described({{K::kEmbedding, -1, U::kWholeLayer}, {K::kLayer, 0, U::kAttention},
-                                       {K::kLoss, 1, U::kWholeLayer}})),
+  EXPECT_EQ(chained_targets(described(
+                {{K::kEmbedding, -1, U::kWholeLayer}, {K::kLayer, 0, U::kAttention}, {K::kLoss, 1, U::kWholeLayer}})),
             (std::vector<bool>{false, true, false}));
   // mlp only: eager attention after the embedding; the last MLP feeds the loss.
-  EXPECT_EQ(chained_targets(described({{K::kEmbedding, -1, U::kWholeLayer}, {K::kLayer, 0, U::kMlp},
-                                       {K::kLoss, 1, U::kWholeLayer}})),
+  EXPECT_EQ(chained_targets(described(
+                {{K::kEmbedding, -1, U::kWholeLayer}, {K::kLayer, 0, U::kMlp}, {K::kLoss, 1, U::kWholeLayer}})),
             (std::vector<bool>{false, false, true}));
 }
 
@@ -145,9 +151,13 @@ TEST(GraphTargetsTest, ModelTargetsInForwardOrderWithStageUnits) {
 }
 
 TEST(GraphTargetsTest, InstalledRunnersAreCalledAndEagerOnesComeBack) {
-  const config::RunConfig run = graphed::testing::run_config(
-      {{"num_layers", 1}, {"hidden_size", 16}, {"num_attention_heads", 2}, {"seq_length", 8}, {"vocab_size", 32},
-       {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}});
+  const config::RunConfig run = graphed::testing::run_config({{"num_layers", 1},
+                                                              {"hidden_size", 16},
+                                                              {"num_attention_heads", 2},
+                                                              {"seq_length", 8},
+                                                              {"vocab_size", 32},
+                                                              {"attention_dropout", 0.0},
+                                                              {"hidden_dropout", 0.0}});
   model::GptModel model(run.model, run.moe_layers);
   const at::Tensor tokens = at::randint(32, {2, 8}, at::kLong);
   const at::Tensor reference = model->forward(tokens, tokens, 0).loss;
@@ -171,7 +181,8 @@ TEST(GraphTargetsTest, InstalledRunnersAreCalledAndEagerOnesComeBack) {
   for (const auto& runner : runners) EXPECT_EQ(runner->microbatches, (std::vector<int64_t>{3})) << runner->unit().name;
   for (const GraphTarget& target : targets) install_eager_runner(model, target);
   model->forward(tokens, tokens, 0);
-  for (const auto& runner : runners) EXPECT_EQ(runner->microbatches.size(), 1u) << "not called after the eager one is back";
+  for (const auto& runner : runners)
+    EXPECT_EQ(runner->microbatches.size(), 1u) << "not called after the eager one is back";
 }
 
 }  // namespace

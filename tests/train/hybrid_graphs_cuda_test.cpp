@@ -38,11 +38,13 @@ std::vector<HybridCase> cases() {
     all.push_back({impl, GraphCase{"whole_layer", "hybrid-small", {}}});
     all.push_back({impl, GraphCase{"mamba", "hybrid-small", {"mamba"}}});
     all.push_back({impl, GraphCase{"attn_mamba", "hybrid-small", {"attn", "mamba"}}});
-    all.push_back({impl, GraphCase{"attn_mamba_router_preprocess", "hybrid-small",
-                                   {"attn", "mamba", "moe_router", "moe_preprocess"}}});
+    all.push_back(
+        {impl,
+         GraphCase{"attn_mamba_router_preprocess", "hybrid-small", {"attn", "mamba", "moe_router", "moe_preprocess"}}});
   }
   all.push_back({"full_iteration", GraphCase{"optimizer_eager", "hybrid-small", {}}});
-  all.push_back({"full_iteration", GraphCase{"optimizer_in_graph", "hybrid-small", {}, {}, {{"optimizer_cuda_graph", true}}}});
+  all.push_back(
+      {"full_iteration", GraphCase{"optimizer_in_graph", "hybrid-small", {}, {}, {{"optimizer_cuda_graph", true}}}});
   return all;
 }
 

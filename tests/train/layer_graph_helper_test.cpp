@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "error_text.h"
+#include "graph_support_for_test.h"
 #include "graphed/capture/sample_buffer_plan.h"
 #include "graphed/capture/schedule_order.h"
 #include "graphed/train/trainer.h"
-#include "graph_support_for_test.h"
 #include "run_config_for_test.h"
 
 namespace graphed::train {
@@ -29,10 +29,15 @@ config::CudaGraphConfig modules(std::vector<CudaGraphModule> selected) {
 TEST(LayerGraphRoutingTest, HelperCountsUnitsOverMixedLayers) {
   // Four layers, MoE every second one (--moe-layer-freq 2: layers 1 and 3 are MoE), plus the two stage
   // units (embedding, loss) unless they are turned off.
-  const config::RunConfig run = graphed::testing::run_config(
-      {{"num_layers", 4}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 16}, {"vocab_size", 64},
-       {"num_experts", 4}, {"moe_layer_freq", "2"}, {"moe_expert_capacity_factor", 1.0},
-       {"moe_pad_expert_input_to_capacity", true}});
+  const config::RunConfig run = graphed::testing::run_config({{"num_layers", 4},
+                                                              {"hidden_size", 32},
+                                                              {"num_attention_heads", 2},
+                                                              {"seq_length", 16},
+                                                              {"vocab_size", 64},
+                                                              {"num_experts", 4},
+                                                              {"moe_layer_freq", "2"},
+                                                              {"moe_expert_capacity_factor", 1.0},
+                                                              {"moe_pad_expert_input_to_capacity", true}});
   model::GptModel model(run.model, run.moe_layers);
   using M = CudaGraphModule;
   const auto without_stages = [](config::CudaGraphConfig config) {
@@ -42,7 +47,8 @@ TEST(LayerGraphRoutingTest, HelperCountsUnitsOverMixedLayers) {
   EXPECT_EQ(LayerGraphHelper(model, modules({}), {}).unit_count(), 2 + 4);
   EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({})), {}).unit_count(), 4);
   EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({M::kAttn})), {}).unit_count(), 4);
-  EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({M::kAttn, M::kMlp})), {}).unit_count(), 6);  // 4 attn + 2 dense MLPs
+  EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({M::kAttn, M::kMlp})), {}).unit_count(),
+            6);  // 4 attn + 2 dense MLPs
   EXPECT_EQ(LayerGraphHelper(model, without_stages(modules({M::kMoeRouter, M::kMoePreprocess})), {}).unit_count(), 4);
   EXPECT_EQ(LayerGraphHelper(model, modules({M::kAttn, M::kMoe}), {}).unit_count(), 2 + 6);
   EXPECT_FALSE(LayerGraphHelper(model, modules({M::kAttn}), {}).is_captured());
@@ -67,12 +73,15 @@ TEST(LayerGraphRoutingTest, SampleBuffersPerUnitDoNotGrowWithCapturedMicrobatche
 }
 
 TEST(LayerGraphRoutingTest, TrainerOnTheCpuRefusesTheImpl) {
-  const config::RunConfig run = graphed::testing::run_config(
-      {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 16}, {"vocab_size", 64},
-       {"mock_data", true}, {"cuda_graph_impl", "transformer_engine"}});
-  EXPECT_EQ(graphed::testing::error_text<ConfigError>([&] {
-              Trainer trainer(run, TokenDataset::open(run.train, run.model, "", 0), at::Device(at::kCPU));
-            }),
+  const config::RunConfig run = graphed::testing::run_config({{"num_layers", 2},
+                                                              {"hidden_size", 32},
+                                                              {"num_attention_heads", 2},
+                                                              {"seq_length", 16},
+                                                              {"vocab_size", 64},
+                                                              {"mock_data", true},
+                                                              {"cuda_graph_impl", "transformer_engine"}});
+  EXPECT_EQ(graphed::testing::error_text<ConfigError>(
+                [&] { Trainer trainer(run, TokenDataset::open(run.train, run.model, "", 0), at::Device(at::kCPU)); }),
             "--cuda-graph-impl transformer_engine needs CUDA graphs, but " + graphed::testing::why_no_graphs_on_cpu() +
                 "; fix: --cuda-graph-impl none, or train on a GPU");
 }

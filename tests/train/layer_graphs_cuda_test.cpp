@@ -36,9 +36,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GraphCase{"tiny_whole_layer", "tiny", {}}, GraphCase{"tiny_attn", "tiny", {"attn"}},
                       GraphCase{"tiny_mlp", "tiny", {"mlp"}}, GraphCase{"tiny_attn_mlp", "tiny", {"attn", "mlp"}},
                       GraphCase{"moe_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}},
-                      GraphCase{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"},
+                      GraphCase{"moe_dropless_attn_router_preprocess",
+                                "moe-small",
+                                {"attn", "moe_router", "moe_preprocess"},
                                 dropless_moe()},
-                      GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}}, GraphCase{"moe_whole_layer", "moe-small", {}},
+                      GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}},
+                      GraphCase{"moe_whole_layer", "moe-small", {}},
                       GraphCase{"tiny_without_stage_units", "tiny", {}, {}, {{"cuda_graph_stage_units", false}}}),
     [](const auto& info) { return info.param.name; });
 
@@ -118,8 +121,12 @@ TEST(LayerGraphsCudaErrorTest, CallWithOtherShapeNamesUnitAndArgument) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
   const std::string message = graphed::testing::error_of_other_batch_after_capture(
       {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"attn"}}, {"cuda_graph_warmup_steps", 1}});
-  EXPECT_EQ(message.rfind("unit embedding (microbatch 0): argument 'tokens' (argument 0) has shape [2, 64], captured with "
-                          "[8, 64]", 0), 0u) << message;
+  EXPECT_EQ(
+      message.rfind("unit embedding (microbatch 0): argument 'tokens' (argument 0) has shape [2, 64], captured with "
+                    "[8, 64]",
+                    0),
+      0u)
+      << message;
 }
 
 TEST(LayerGraphsCudaDeleteTest, DeleteThenRecaptureKeepsEagerLosses) {

@@ -19,10 +19,14 @@ using graphed::testing::GraphCase;
 using graphed::testing::TrainRun;
 
 /// small as a Llama-style model.
-const nlohmann::json kLlamaStyle{{"normalization", "RMSNorm"},      {"position_embedding_type", "rope"},
-                                 {"swiglu", true},                   {"add_bias_linear", false},
-                                 {"untie_embeddings_and_output_weights", true}, {"group_query_attention", true},
-                                 {"num_query_groups", 2},            {"ffn_hidden_size", nullptr}};
+const nlohmann::json kLlamaStyle{{"normalization", "RMSNorm"},
+                                 {"position_embedding_type", "rope"},
+                                 {"swiglu", true},
+                                 {"add_bias_linear", false},
+                                 {"untie_embeddings_and_output_weights", true},
+                                 {"group_query_attention", true},
+                                 {"num_query_groups", 2},
+                                 {"ffn_hidden_size", nullptr}};
 
 class LocalGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
  protected:
@@ -38,17 +42,21 @@ TEST_P(LocalGraphsCudaTest, FiftyStepsEqualEager) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modules, LocalGraphsCudaTest,
-    ::testing::Values(
-        GraphCase{"tiny_whole_layer", "tiny", {}}, GraphCase{"tiny_attn", "tiny", {"attn"}},
-        GraphCase{"tiny_mlp", "tiny", {"mlp"}}, GraphCase{"tiny_attn_mlp", "tiny", {"attn", "mlp"}},
-        GraphCase{"small_whole_layer", "small", {}}, GraphCase{"small_attn_mlp", "small", {"attn", "mlp"}},
-        GraphCase{"small_four_microbatches", "small", {}, {{"global_batch_size", 32}}},
-        GraphCase{"small_without_stage_units", "small", {}, {}, {{"cuda_graph_stage_units", false}}},
-        GraphCase{"moe_whole_layer", "moe-small", {}}, GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}},
-        GraphCase{"moe_router_preprocess", "moe-small", {"moe_router", "moe_preprocess"}},
-        GraphCase{"moe_dropless_attn_router_preprocess", "moe-small", {"attn", "moe_router", "moe_preprocess"}, dropless_moe()},
-        GraphCase{"llama_style_whole_layer", "small", {}, kLlamaStyle},
-        GraphCase{"llama_style_attn_mlp", "small", {"attn", "mlp"}, kLlamaStyle}),
+    ::testing::Values(GraphCase{"tiny_whole_layer", "tiny", {}}, GraphCase{"tiny_attn", "tiny", {"attn"}},
+                      GraphCase{"tiny_mlp", "tiny", {"mlp"}}, GraphCase{"tiny_attn_mlp", "tiny", {"attn", "mlp"}},
+                      GraphCase{"small_whole_layer", "small", {}},
+                      GraphCase{"small_attn_mlp", "small", {"attn", "mlp"}},
+                      GraphCase{"small_four_microbatches", "small", {}, {{"global_batch_size", 32}}},
+                      GraphCase{"small_without_stage_units", "small", {}, {}, {{"cuda_graph_stage_units", false}}},
+                      GraphCase{"moe_whole_layer", "moe-small", {}},
+                      GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}},
+                      GraphCase{"moe_router_preprocess", "moe-small", {"moe_router", "moe_preprocess"}},
+                      GraphCase{"moe_dropless_attn_router_preprocess",
+                                "moe-small",
+                                {"attn", "moe_router", "moe_preprocess"},
+                                dropless_moe()},
+                      GraphCase{"llama_style_whole_layer", "small", {}, kLlamaStyle},
+                      GraphCase{"llama_style_attn_mlp", "small", {"attn", "mlp"}, kLlamaStyle}),
     [](const auto& info) { return info.param.name; });
 
 TEST(LocalGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
@@ -58,13 +66,14 @@ TEST(LocalGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
 
 TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSignatures) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  const std::string message =
-      graphed::testing::error_of_other_batch_after_capture({{"cuda_graph_impl", "local"}, {"cuda_graph_warmup_steps", 1}});
-  EXPECT_EQ(message.rfind("unit embedding: no captured graph matches this call (1 recorded for this unit):\n"
-                          "  - embedding (runner 0): argument 'tokens' (argument 0): got [2, 64] Long on cuda:0, no grad; "
-                          "recorded [8, 64] Long on cuda:0, no grad; fix: ",
-                          0),
-            0u)
+  const std::string message = graphed::testing::error_of_other_batch_after_capture(
+      {{"cuda_graph_impl", "local"}, {"cuda_graph_warmup_steps", 1}});
+  EXPECT_EQ(
+      message.rfind("unit embedding: no captured graph matches this call (1 recorded for this unit):\n"
+                    "  - embedding (runner 0): argument 'tokens' (argument 0): got [2, 64] Long on cuda:0, no grad; "
+                    "recorded [8, 64] Long on cuda:0, no grad; fix: ",
+                    0),
+      0u)
       << message;
 }
 
@@ -72,7 +81,8 @@ TEST(LocalGraphsCudaDeleteTest, DeleteThenRecordAgainKeepsEagerLosses) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
   graphed::testing::expect_delete_then_capture_again_keeps_eager_losses("local", [](const Trainer& trainer) {
     const auto& local = dynamic_cast<const LocalGraphRunner&>(trainer.runner());
-    EXPECT_EQ(local.registry().phase(), capture::LocalPhase::kCreated) << "recorded and captured again after the delete";
+    EXPECT_EQ(local.registry().phase(), capture::LocalPhase::kCreated)
+        << "recorded and captured again after the delete";
   });
 }
 

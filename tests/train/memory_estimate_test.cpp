@@ -32,7 +32,8 @@ TEST(MemoryEstimateTest, GrowsWithTheMicroBatch) {
 TEST(MemoryEstimateTest, Bf16AutocastHalvesTheLayersButNotTheLogits) {
   const MemoryEstimate fp32 = estimate_training_memory(tiny(1), false);
   const MemoryEstimate bf16 = estimate_training_memory(tiny(1), true);
-  EXPECT_EQ(fp32.activation_bytes_per_sample - bf16.activation_bytes_per_sample, 2 * 2 * (64 * (10 * 128 + 2 * 512) + 2 * 2 * 64 * 64));
+  EXPECT_EQ(fp32.activation_bytes_per_sample - bf16.activation_bytes_per_sample,
+            2 * 2 * (64 * (10 * 128 + 2 * 512) + 2 * 2 * 64 * 64));
 }
 
 TEST(MemoryEstimateTest, EachTensorParallelRankHoldsItsShare) {
@@ -52,11 +53,12 @@ TEST(MemoryEstimateTest, AMicroBatchFarTooLargeIsRefusedWithAFittingSize) {
   } catch (const DataError& error) {
     message = error.what();
   }
-  EXPECT_EQ(message, "this run needs about 195.3 GiB (2.0 MiB of activations per sample x --micro-batch-size 100000, "
-                     "plus 8.0 MiB of parameters, gradients and AdamW state), more than the 24.0 GiB available on this "
-                     "machine (host memory); fix: lower --micro-batch-size to 9826 or less (raise --global-batch-size "
-                     "to keep the tokens per iteration: the microbatches then run one after another), or shorten "
-                     "--seq-length");
+  EXPECT_EQ(message,
+            "this run needs about 195.3 GiB (2.0 MiB of activations per sample x --micro-batch-size 100000, "
+            "plus 8.0 MiB of parameters, gradients and AdamW state), more than the 24.0 GiB available on this "
+            "machine (host memory); fix: lower --micro-batch-size to 9826 or less (raise --global-batch-size "
+            "to keep the tokens per iteration: the microbatches then run one after another), or shorten "
+            "--seq-length");
 }
 
 TEST(MemoryEstimateTest, NearTheLimitWarnsAndFarBelowIsQuiet) {
@@ -64,8 +66,14 @@ TEST(MemoryEstimateTest, NearTheLimitWarnsAndFarBelowIsQuiet) {
   const auto warning = check_memory_fits(tiny(11000), false, 24 * kGiB, "cpu");
   ASSERT_TRUE(warning);
   EXPECT_EQ(warning->rfind("this run needs about 21.5 GiB (2.0 MiB of activations per sample x --micro-batch-size "
-                           "11000, plus 8.0 MiB", 0), 0u) << *warning;
-  EXPECT_NE(warning->find("more than 80% of the 24.0 GiB available on cpu; it may run out of memory: lower --micro-batch-size to 9826"), std::string::npos)
+                           "11000, plus 8.0 MiB",
+                           0),
+            0u)
+      << *warning;
+  EXPECT_NE(
+      warning->find(
+          "more than 80% of the 24.0 GiB available on cpu; it may run out of memory: lower --micro-batch-size to 9826"),
+      std::string::npos)
       << *warning;
 }
 

@@ -16,7 +16,8 @@ TEST(AdamWTest, MatchesTorchOptimAdamW) {
   at::Tensor ours = start.clone().requires_grad_(true);
   at::Tensor reference = start.clone().requires_grad_(true);
   AdamW optimizer({{"w", ours}}, AdamWOptions{0.9, 0.95, 1e-8, 0.1});
-  torch::optim::AdamW torch_optimizer({reference}, torch::optim::AdamWOptions(3e-3).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1));
+  torch::optim::AdamW torch_optimizer({reference},
+                                      torch::optim::AdamWOptions(3e-3).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1));
   for (int step = 0; step < 5; ++step) {
     const at::Tensor target = at::randn({5, 3}, at::kDouble);
     optimizer.zero_grad();

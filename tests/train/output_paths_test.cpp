@@ -27,11 +27,13 @@ TEST(OutputPathsTest, SaveMustBeAWritableFolder) {
   std::ofstream(file) << "x";
   config::TrainConfig train;
   train.save = file;
-  EXPECT_EQ(error_of(train), "cannot write --save '" + file + "': it is a file, not a folder; fix: pass --save a "
-                             "folder you can write to (it is created if missing)");
+  EXPECT_EQ(error_of(train), "cannot write --save '" + file +
+                                 "': it is a file, not a folder; fix: pass --save a "
+                                 "folder you can write to (it is created if missing)");
   train.save = join_path(file, "below");
-  EXPECT_EQ(error_of(train), "cannot write --save '" + file + "/below': Not a directory; fix: pass --save a folder "
-                             "you can write to (it is created if missing)");
+  EXPECT_EQ(error_of(train), "cannot write --save '" + file +
+                                 "/below': Not a directory; fix: pass --save a folder "
+                                 "you can write to (it is created if missing)");
   train.save = join_path(root, "new/nested");
   EXPECT_EQ(error_of(train), "(no error)");
   EXPECT_TRUE(is_directory(join_path(root, "new/nested")));
@@ -42,13 +44,15 @@ TEST(OutputPathsTest, MetricsFileMustBeAFileThatCanBeOpened) {
   const std::string root = make_temporary_directory("graphed-output-paths");
   config::TrainConfig train;
   train.metrics_file = root;
-  EXPECT_EQ(error_of(train), "cannot write --metrics-file '" + root + "': it is a folder, not a file; fix: pass "
-                             "--metrics-file a path in a writable folder (missing folders are created)");
+  EXPECT_EQ(error_of(train), "cannot write --metrics-file '" + root +
+                                 "': it is a folder, not a file; fix: pass "
+                                 "--metrics-file a path in a writable folder (missing folders are created)");
   const std::string file = join_path(root, "a-file");
   std::ofstream(file) << "x";
   train.metrics_file = join_path(file, "metrics.jsonl");
-  EXPECT_EQ(error_of(train), "cannot write --metrics-file '" + file + "/metrics.jsonl': Not a directory; fix: pass "
-                             "--metrics-file a path in a writable folder (missing folders are created)");
+  EXPECT_EQ(error_of(train), "cannot write --metrics-file '" + file +
+                                 "/metrics.jsonl': Not a directory; fix: pass "
+                                 "--metrics-file a path in a writable folder (missing folders are created)");
 }
 
 TEST(OutputPathsTest, MissingFoldersOfTheMetricsFileAreCreated) {

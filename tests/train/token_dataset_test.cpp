@@ -103,21 +103,25 @@ TEST_F(TokenDatasetTest, LlmcLlama3FileIsReadAsUint32WhateverTheTokenDtype) {
 TEST_F(TokenDatasetTest, LlmcHeaderThatDisagreesWithTheFileIsRejected) {
   train_.data_path = write_llmc("wrong_count.bin", 20240520, 1, 150, std::vector<uint16_t>(100, 1));
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "token file '" + *train_.data_path + "' has an llm.c header (v1, uint16) for 150 tokens, which needs 1324 "
-            "bytes, but the file has 1224; fix: regenerate it (it is truncated, or its header is wrong)");
+            "token file '" + *train_.data_path +
+                "' has an llm.c header (v1, uint16) for 150 tokens, which needs 1324 "
+                "bytes, but the file has 1224; fix: regenerate it (it is truncated, or its header is wrong)");
   train_.data_path = write_llmc("negative.bin", 20240801, 7, -1, std::vector<uint32_t>(10, 1));
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "token file '" + *train_.data_path + "' has an llm.c header (v7, uint32) for -1 tokens, which needs 1020 "
-            "bytes, but the file has 1064; fix: regenerate it (it is truncated, or its header is wrong)");
+            "token file '" + *train_.data_path +
+                "' has an llm.c header (v7, uint32) for -1 tokens, which needs 1020 "
+                "bytes, but the file has 1064; fix: regenerate it (it is truncated, or its header is wrong)");
   train_.data_path = write_llmc("version.bin", 20240520, 2, 100, std::vector<uint16_t>(100, 1));
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "token file '" + *train_.data_path + "' has llm.c magic 20240520 with version 2, expected 1 (uint16 "
-            "tokens); fix: regenerate it with llm.c's dev/data scripts");
+            "token file '" + *train_.data_path +
+                "' has llm.c magic 20240520 with version 2, expected 1 (uint16 "
+                "tokens); fix: regenerate it with llm.c's dev/data scripts");
   const int32_t magic = 20240520;
   train_.data_path = write("short.bin", std::string(reinterpret_cast<const char*>(&magic), 4) + std::string(96, '\0'));
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "token file '" + *train_.data_path + "' starts with llm.c's magic 20240520 but has 100 bytes, fewer than "
-            "the 1024-byte llm.c header; fix: regenerate it with llm.c's dev/data scripts");
+            "token file '" + *train_.data_path +
+                "' starts with llm.c's magic 20240520 but has 100 bytes, fewer than "
+                "the 1024-byte llm.c header; fix: regenerate it with llm.c's dev/data scripts");
 }
 
 TEST_F(TokenDatasetTest, TextAndFoldersUseBytes) {
@@ -146,8 +150,9 @@ TEST_F(TokenDatasetTest, MockDataIsDeterministicPerSeed) {
 TEST_F(TokenDatasetTest, MissingPathsAreNamed) {
   train_.data_path = join_path(dir_, "nope.bin");
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "--data-path '" + *train_.data_path + "' does not exist; fix: pass an existing token file (.bin), text "
-            "file or folder of .txt files");
+            "--data-path '" + *train_.data_path +
+                "' does not exist; fix: pass an existing token file (.bin), text "
+                "file or folder of .txt files");
   train_.data_path.reset();
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "/missing/sotu.txt", 1); }),
             "the default corpus '/missing/sotu.txt' is missing; fix: run scripts/setup (it fetches the State of "
@@ -158,15 +163,17 @@ TEST_F(TokenDatasetTest, EmptyFolderIsRejected) {
   create_directories(join_path(dir_, "empty"));
   train_.data_path = join_path(dir_, "empty");
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "--data-path folder '" + *train_.data_path + "' has no .txt files; fix: put text files ending in .txt "
-            "there, or pass a token file");
+            "--data-path folder '" + *train_.data_path +
+                "' has no .txt files; fix: put text files ending in .txt "
+                "there, or pass a token file");
 }
 
 TEST_F(TokenDatasetTest, TruncatedTokenFileIsRejected) {
   train_.data_path = write("odd.bin", std::string(101, '\0'));
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "token file '" + *train_.data_path + "' has 101 bytes, not a multiple of 2 (--token-dtype uint16): it "
-            "is truncated or has another token width; fix: regenerate it or pass the right --token-dtype");
+            "token file '" + *train_.data_path +
+                "' has 101 bytes, not a multiple of 2 (--token-dtype uint16): it "
+                "is truncated or has another token width; fix: regenerate it or pass the right --token-dtype");
 }
 
 TEST_F(TokenDatasetTest, TokenIdBeyondVocabularyIsRejected) {
@@ -174,28 +181,32 @@ TEST_F(TokenDatasetTest, TokenIdBeyondVocabularyIsRejected) {
   tokens[42] = 300;
   train_.data_path = write_tokens("big.bin", tokens);
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "token id 300 at position 42 of '" + *train_.data_path + "' is >= --vocab-size 300; fix: raise "
-            "--vocab-size or check the file's --token-dtype");
+            "token id 300 at position 42 of '" + *train_.data_path +
+                "' is >= --vocab-size 300; fix: raise "
+                "--vocab-size or check the file's --token-dtype");
 }
 
 TEST_F(TokenDatasetTest, TextNeedsAByteVocabulary) {
   train_.data_path = write("small.txt", std::string(100, 'x'));
   model_.vocab_size = 100;
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "--data-path " + *train_.data_path + " is text, read by the byte-level tokenizer (256 tokens), but "
-            "--vocab-size is 100; fix: pass --vocab-size 256 or more");
+            "--data-path " + *train_.data_path +
+                " is text, read by the byte-level tokenizer (256 tokens), but "
+                "--vocab-size is 100; fix: pass --vocab-size 256 or more");
 }
 
 TEST_F(TokenDatasetTest, SequenceLongerThanTheDataIsRejected) {
   train_.data_path = write("short.txt", std::string(40, 'x'));
   model_.seq_length = 64;
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "--data-path " + *train_.data_path + " has 40 tokens, 36 for training (--split 90,10,0), fewer than one "
-            "sample of --seq-length 64 + 1; fix: use more data or a shorter --seq-length");
+            "--data-path " + *train_.data_path +
+                " has 40 tokens, 36 for training (--split 90,10,0), fewer than one "
+                "sample of --seq-length 64 + 1; fix: use more data or a shorter --seq-length");
   model_.seq_length = 8;
   EXPECT_EQ(error_of([&] { TokenDataset::open(train_, model_, "", 1); }),
-            "--data-path " + *train_.data_path + " leaves 4 validation tokens (--split 90,10,0), fewer than one "
-            "sample of --seq-length 8 + 1; fix: give validation a larger --split weight, or pass --eval-iters 0");
+            "--data-path " + *train_.data_path +
+                " leaves 4 validation tokens (--split 90,10,0), fewer than one "
+                "sample of --seq-length 8 + 1; fix: give validation a larger --split weight, or pass --eval-iters 0");
   EXPECT_NO_THROW(TokenDataset::open(train_, model_, "", /*eval_iters=*/0));
 }
 

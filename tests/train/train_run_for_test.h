@@ -25,9 +25,9 @@ struct TrainRun {
   std::vector<double> losses;
   std::vector<at::Tensor> parameters;
   double evaluation = 0;
-  int64_t graphs = 0;             ///< after training
-  int64_t graphs_evaluated = 0;   ///< after the evaluation too
-  bool captured = false;          ///< the runner reported its capture
+  int64_t graphs = 0;            ///< after training
+  int64_t graphs_evaluated = 0;  ///< after the evaluation too
+  bool captured = false;         ///< the runner reported its capture
 };
 
 /// Trains `steps` iterations on the GPU, then evaluates once: losses, graphs, evaluation, parameters.
@@ -48,7 +48,8 @@ inline TrainRun train_on_gpu(const config::RunConfig& config, int steps) {
 inline config::RunConfig preset_config(const std::string& preset, const nlohmann::json& overrides) {
   config::Settings settings;
   config::apply_settings(settings, *config::preset_settings(preset), "preset " + preset);
-  config::apply_settings(settings, {{"mock_data", true}, {"eval_iters", 5}, {"train_iters", 60}, {"lr_warmup_iters", 20}}, "test");
+  config::apply_settings(
+      settings, {{"mock_data", true}, {"eval_iters", 5}, {"train_iters", 60}, {"lr_warmup_iters", 20}}, "test");
   config::apply_settings(settings, overrides, "test");
   return config::resolve_run_config_or_throw(settings);
 }
@@ -81,7 +82,8 @@ struct GraphCase {
 
 /// moe-small's MoE layers made dropless (no capacity factor, no padding).
 inline const nlohmann::json& dropless_moe() {
-  static const nlohmann::json settings{{"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}};
+  static const nlohmann::json settings{{"moe_expert_capacity_factor", nullptr},
+                                       {"moe_pad_expert_input_to_capacity", false}};
   return settings;
 }
 
@@ -125,13 +127,14 @@ inline TrainRun expect_graphed_run_equals_eager(const GraphCase& c, const std::s
 /// Dropout 0.1 on tiny (attn + mlp graphed with `impl`), 20 steps: the graphed losses must equal
 /// eager's bit for bit, and differ from a run without dropout.
 inline void expect_dropout_follows_eager(const std::string& impl) {
-  const nlohmann::json dropout{{"attention_dropout", 0.1}, {"hidden_dropout", 0.1}, {"micro_batch_size", 8},
-                               {"global_batch_size", 16}};
+  const nlohmann::json dropout{
+      {"attention_dropout", 0.1}, {"hidden_dropout", 0.1}, {"micro_batch_size", 8}, {"global_batch_size", 16}};
   nlohmann::json graphed = dropout;
   graphed.update({{"cuda_graph_impl", impl}, {"cuda_graph_modules", {"attn", "mlp"}}});
   const TrainRun eager_run = train_on_gpu(preset_config("tiny", dropout), 20);
   const TrainRun graphed_run = train_on_gpu(preset_config("tiny", graphed), 20);
-  const TrainRun no_dropout = train_on_gpu(preset_config("tiny", {{"micro_batch_size", 8}, {"global_batch_size", 16}}), 20);
+  const TrainRun no_dropout =
+      train_on_gpu(preset_config("tiny", {{"micro_batch_size", 8}, {"global_batch_size", 16}}), 20);
   EXPECT_NE(eager_run.losses, no_dropout.losses) << "dropout must change the losses";
   EXPECT_EQ(graphed_run.losses, eager_run.losses) << impl << ": the graphs must consume the RNG exactly as eager does; "
                                                   << "max difference " << max_difference(graphed_run, eager_run);
@@ -140,7 +143,8 @@ inline void expect_dropout_follows_eager(const std::string& impl) {
 /// The error text of a forward with batch 2 (instead of the captured 1) after `settings` captured on tiny.
 inline std::string error_of_other_batch_after_capture(const nlohmann::json& settings) {
   const config::RunConfig config = preset_config("tiny", settings);
-  train::Trainer trainer(config, train::TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCUDA, 0));
+  train::Trainer trainer(config, train::TokenDataset::open(config.train, config.model, "", 0),
+                         at::Device(at::kCUDA, 0));
   for (int it = 0; it < 3; ++it) trainer.train_step(it);
   EXPECT_TRUE(trainer.runner().capture_report().has_value());
   const at::Tensor tokens = at::zeros({2, 64}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
@@ -158,7 +162,8 @@ inline std::string error_of_other_batch_after_capture(const nlohmann::json& sett
 inline void expect_delete_then_capture_again_keeps_eager_losses(
     const std::string& impl, const std::function<void(const train::Trainer&)>& check_at_end = {}) {
   const config::RunConfig eager_config = preset_config("tiny", {{"global_batch_size", 16}});
-  const config::RunConfig graphed_config = preset_config("tiny", {{"global_batch_size", 16}, {"cuda_graph_impl", impl}});
+  const config::RunConfig graphed_config =
+      preset_config("tiny", {{"global_batch_size", 16}, {"cuda_graph_impl", impl}});
   train::Trainer eager(eager_config, train::TokenDataset::open(eager_config.train, eager_config.model, "", 0),
                        at::Device(at::kCUDA, 0));
   train::Trainer graphed(graphed_config, train::TokenDataset::open(graphed_config.train, graphed_config.model, "", 0),
@@ -169,7 +174,8 @@ inline void expect_delete_then_capture_again_keeps_eager_losses(
       graphed.delete_cuda_graphs();
       EXPECT_EQ(graphed.runner().graph_count(), 0);
     }
-    EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>()) << "iteration " << it;
+    EXPECT_EQ(graphed.train_step(it).loss.item<double>(), eager.train_step(it).loss.item<double>())
+        << "iteration " << it;
   }
   EXPECT_GT(graphed.runner().graph_count(), 0) << impl << ": captured again after the delete";
   if (check_at_end) check_at_end(graphed);

@@ -36,9 +36,10 @@ std::vector<double> losses(const nlohmann::json& settings, const at::Device& dev
 }
 
 TEST_F(TrainerCudaTest, GpuLossesMatchTheCpu) {
-  nlohmann::json settings{{"num_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"seq_length", 32},
-                          {"vocab_size", 256}, {"mock_data", true}, {"micro_batch_size", 2}, {"global_batch_size", 4},
-                          {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}, {"eval_iters", 0}, {"lr", 1e-3}};
+  nlohmann::json settings{{"num_layers", 2},       {"hidden_size", 64},      {"num_attention_heads", 4},
+                          {"seq_length", 32},      {"vocab_size", 256},      {"mock_data", true},
+                          {"micro_batch_size", 2}, {"global_batch_size", 4}, {"attention_dropout", 0.0},
+                          {"hidden_dropout", 0.0}, {"eval_iters", 0},        {"lr", 1e-3}};
   const auto cpu = losses(settings, at::Device(at::kCPU), 5);
   const auto gpu = losses(settings, at::Device(at::kCUDA, 0), 5);
   settings["bf16"] = true;
@@ -53,7 +54,8 @@ TEST_F(TrainerCudaTest, GpuLossesMatchTheCpu) {
   settings["bf16"] = false;
   const auto moe_cpu = losses(settings, at::Device(at::kCPU), 3);
   const auto moe_gpu = losses(settings, at::Device(at::kCUDA, 0), 3);
-  for (std::size_t i = 0; i < moe_cpu.size(); ++i) EXPECT_NEAR(moe_gpu[i], moe_cpu[i], 1e-4 * moe_cpu[i]) << "MoE step " << i;
+  for (std::size_t i = 0; i < moe_cpu.size(); ++i)
+    EXPECT_NEAR(moe_gpu[i], moe_cpu[i], 1e-4 * moe_cpu[i]) << "MoE step " << i;
 }
 
 TEST_F(TrainerCudaTest, SmallPresetLearnsInBf16For200Steps) {
@@ -86,10 +88,11 @@ std::vector<double> steps(Trainer& trainer, int first, int last) {
 // the uninterrupted one bit for bit.
 TEST_F(TrainerCudaTest, ResumeOnTheGpuRepeatsTheUninterruptedRun) {
   const std::string folder = make_temporary_directory("graphed-resume-cuda");
-  const nlohmann::json settings{{"num_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"seq_length", 32},
-                                {"vocab_size", 256}, {"mock_data", true}, {"micro_batch_size", 2}, {"bf16", true},
-                                {"attention_dropout", 0.1}, {"hidden_dropout", 0.1}, {"eval_iters", 0},
-                                {"train_iters", 6}, {"save", folder}};
+  const nlohmann::json settings{{"num_layers", 2},       {"hidden_size", 64}, {"num_attention_heads", 4},
+                                {"seq_length", 32},      {"vocab_size", 256}, {"mock_data", true},
+                                {"micro_batch_size", 2}, {"bf16", true},      {"attention_dropout", 0.1},
+                                {"hidden_dropout", 0.1}, {"eval_iters", 0},   {"train_iters", 6},
+                                {"save", folder}};
   const config::RunConfig config = graphed::testing::run_config(settings);
   const at::Device gpu(at::kCUDA, 0);
   Trainer whole(config, TokenDataset::open(config.train, config.model, "", 0), gpu);
@@ -111,8 +114,13 @@ TEST_F(TrainerCudaTest, SamplesRunEagerlyBetweenLocalGraphReplays) {
   const auto run = [&](const std::string& impl, std::vector<std::string>& samples) {
     config::Settings settings;
     config::apply_settings(settings, *config::preset_settings("tiny"), "preset tiny");
-    config::apply_settings(settings, {{"train_iters", 10}, {"lr_warmup_iters", 2}, {"eval_iters", 0},
-                                      {"sample_tokens", 24}, {"cuda_graph_impl", impl}}, "test");
+    config::apply_settings(settings,
+                           {{"train_iters", 10},
+                            {"lr_warmup_iters", 2},
+                            {"eval_iters", 0},
+                            {"sample_tokens", 24},
+                            {"cuda_graph_impl", impl}},
+                           "test");
     const config::RunConfig config = config::resolve_run_config_or_throw(settings);
     Trainer trainer(config, TokenDataset::open(config.train, config.model, corpus, 0), at::Device(at::kCUDA, 0));
     std::vector<double> values = steps(trainer, 0, 7);

@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include "graph_support_for_test.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
-#include "graph_support_for_test.h"
 #include "run_config_for_test.h"
 
 #ifndef GRAPHED_SOURCE_DIR
@@ -29,9 +29,9 @@ Trainer make_trainer(const nlohmann::json& settings, const std::string& corpus =
 }
 
 nlohmann::json base() {
-  return {{"num_layers", 2}, {"hidden_size", 32}, {"num_attention_heads", 2}, {"seq_length", 16}, {"vocab_size", 64},
-          {"mock_data", true}, {"train_iters", 4}, {"eval_iters", 0}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0},
-          {"clip_grad", 0.0}};
+  return {{"num_layers", 2},          {"hidden_size", 32},     {"num_attention_heads", 2}, {"seq_length", 16},
+          {"vocab_size", 64},         {"mock_data", true},     {"train_iters", 4},         {"eval_iters", 0},
+          {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}, {"clip_grad", 0.0}};
 }
 
 TEST(TrainerTest, MicrobatchesAccumulateLikeOneLargeBatch) {

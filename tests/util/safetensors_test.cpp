@@ -48,7 +48,8 @@ class SafetensorsTest : public ::testing::Test {
   }
   /// The whole message for a corrupt file.
   std::string corrupt(const std::string& what) const {
-    return "checkpoint file '" + path_ + "' is corrupt: " + what + "; fix: load an earlier checkpoint, or start "
+    return "checkpoint file '" + path_ + "' is corrupt: " + what +
+           "; fix: load an earlier checkpoint, or start "
            "without --load";
   }
 
@@ -84,8 +85,9 @@ TEST_F(SafetensorsTest, TruncatedFileIsCorrupt) {
   EXPECT_EQ(error_of_read(), corrupt("shorter than its 8-byte header length"));
   EXPECT_EQ(graphed::testing::error_text<CheckpointError>(
                 [&] { read_safetensors(join_path(dir_, "none"), checkpoint_wording()); }),
-            "cannot read checkpoint file '" + join_path(dir_, "none") + "': No such file or directory; fix: pass "
-            "the folder of a complete checkpoint to --load");
+            "cannot read checkpoint file '" + join_path(dir_, "none") +
+                "': No such file or directory; fix: pass "
+                "the folder of a complete checkpoint to --load");
 }
 
 TEST_F(SafetensorsTest, HeaderLengthBeyondTheFileIsRefusedWithoutAllocating) {
@@ -137,9 +139,11 @@ TEST_F(SafetensorsTest, DataOffsetsMustLieInTheDataSection) {
   EXPECT_EQ(error_of_read(), corrupt("tensor 'a' has data_offsets [984,1000], beyond the data section of 16 bytes "
                                      "(truncated?)"));
   write_raw(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [8, 4]}})", 16);
-  EXPECT_EQ(error_of_read(), corrupt("tensor 'a' has data_offsets [8,4], expected [begin, end] with 0 <= begin <= end"));
+  EXPECT_EQ(error_of_read(),
+            corrupt("tensor 'a' has data_offsets [8,4], expected [begin, end] with 0 <= begin <= end"));
   write_raw(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}})", 16);
-  EXPECT_EQ(error_of_read(), corrupt("tensor 'a' has data_offsets [-4,0], expected [begin, end] with 0 <= begin <= end"));
+  EXPECT_EQ(error_of_read(),
+            corrupt("tensor 'a' has data_offsets [-4,0], expected [begin, end] with 0 <= begin <= end"));
   write_raw(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", 16);
   EXPECT_EQ(error_of_read(), corrupt("tensor 'a' has data_offsets [0,4] (4 bytes), but dtype F32 and shape [2] need "
                                      "8 bytes"));
@@ -147,11 +151,13 @@ TEST_F(SafetensorsTest, DataOffsetsMustLieInTheDataSection) {
 
 TEST_F(SafetensorsTest, OverlappingTensorsAreRefused) {
   write_raw(R"({"b": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]},)"
-            R"( "a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 24);
+            R"( "a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})",
+            24);
   EXPECT_EQ(error_of_read(), corrupt("tensors 'a' [0, 16) and 'b' [8, 24) overlap in the data section"));
   write_raw(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
             R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]},)"
-            R"( "c": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}})", 16);
+            R"( "c": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}})",
+            16);
   EXPECT_EQ(read_safetensors(path_).size(), 3u) << "adjacent tensors and an empty one inside another are fine";
 }
 
@@ -170,23 +176,31 @@ TEST_F(SafetensorsTest, WordingNamesTheFileAndTheFix) {
   hf.corrupt_fix = "download the model folder again";
   std::ofstream(path_, std::ios::binary) << "xy";
   EXPECT_EQ(graphed::testing::error_text<CheckpointError>([&] { read_safetensors(path_, hf); }),
-            "model weights file '" + path_ + "' is corrupt: shorter than its 8-byte header length; fix: download "
-            "the model folder again");
+            "model weights file '" + path_ +
+                "' is corrupt: shorter than its 8-byte header length; fix: download "
+                "the model folder again");
   EXPECT_EQ(graphed::testing::error_text<CheckpointError>([&] { read_safetensors(path_); }),
-            "safetensors file '" + path_ + "' is corrupt: shorter than its 8-byte header length; fix: write the "
-            "file again");
+            "safetensors file '" + path_ +
+                "' is corrupt: shorter than its 8-byte header length; fix: write the "
+                "file again");
   const std::string missing = join_path(dir_, "none");
   EXPECT_EQ(graphed::testing::error_text<CheckpointError>([&] { read_safetensors(missing); }),
-            "cannot read safetensors file '" + missing + "': No such file or directory; fix: check that the file "
-            "exists and can be read");
+            "cannot read safetensors file '" + missing +
+                "': No such file or directory; fix: check that the file "
+                "exists and can be read");
   const std::string unwritable = join_path(join_path(dir_, "no-folder"), "t.safetensors");
-  EXPECT_EQ(graphed::testing::error_text<DataError>([&] { write_safetensors(unwritable, {{"a", at::ones({1})}}); }),
-            "cannot write safetensors file '" + unwritable + "': No such file or directory; fix: check that the "
-            "folder is writable and has space");
-  EXPECT_EQ(graphed::testing::error_text<DataError>(
-                [&] { write_safetensors(unwritable, {{"a", at::ones({1})}}, {}, checkpoint_wording()); }),
-            "cannot write checkpoint file '" + unwritable + "': No such file or directory; fix: check that the "
-            "folder is writable and has space");
+  EXPECT_EQ(graphed::testing::error_text<DataError>([&] {
+              write_safetensors(unwritable, {{"a", at::ones({1})}});
+            }),
+            "cannot write safetensors file '" + unwritable +
+                "': No such file or directory; fix: check that the "
+                "folder is writable and has space");
+  EXPECT_EQ(graphed::testing::error_text<DataError>([&] {
+              write_safetensors(unwritable, {{"a", at::ones({1})}}, {}, checkpoint_wording());
+            }),
+            "cannot write checkpoint file '" + unwritable +
+                "': No such file or directory; fix: check that the "
+                "folder is writable and has space");
 }
 
 }  // namespace

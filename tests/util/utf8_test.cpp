@@ -20,9 +20,11 @@ TEST(Utf8Test, DecodesCodePointsWithByteOffsets) {
 
 TEST(Utf8Test, InvalidInputNamesTheByteAndItsOffset) {
   EXPECT_EQ(error_text<DataError>([] { decode_utf8("abc\xFFxyz", "the text"); }),
-            "the text is not valid UTF-8: byte 0xFF at byte offset 3; fix: convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+            "the text is not valid UTF-8: byte 0xFF at byte offset 3; fix: convert the input to UTF-8 (e.g. iconv -f "
+            "latin1 -t utf-8)");
   EXPECT_EQ(error_text<DataError>([] { check_utf8("ok \xC3", "--file 'x'"); }),
-            "--file 'x' is not valid UTF-8: byte 0xC3 at byte offset 3; fix: convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+            "--file 'x' is not valid UTF-8: byte 0xC3 at byte offset 3; fix: convert the input to UTF-8 (e.g. iconv -f "
+            "latin1 -t utf-8)");
   EXPECT_EQ(find_invalid_utf8("\xC0\xAF"), 0u);          // overlong
   EXPECT_EQ(find_invalid_utf8("ab\xED\xA0\x80"), 2u);    // surrogate
   EXPECT_EQ(find_invalid_utf8("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
@@ -30,10 +32,10 @@ TEST(Utf8Test, InvalidInputNamesTheByteAndItsOffset) {
 }
 
 TEST(Utf8Test, LossyDecodingReplacesMaximalSubparts) {
-  EXPECT_EQ(to_valid_utf8_lossy("a\xF0\x9F\x98"), "a" + kFffd);                     // truncated 4-byte sequence: one
-  EXPECT_EQ(to_valid_utf8_lossy("\xE2\x28\xA1"), kFffd + "(" + kFffd);               // bad second byte
-  EXPECT_EQ(to_valid_utf8_lossy("\xC0\xAF"), kFffd + kFffd);                         // overlong: each byte
-  EXPECT_EQ(to_valid_utf8_lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);             // surrogate: each byte
+  EXPECT_EQ(to_valid_utf8_lossy("a\xF0\x9F\x98"), "a" + kFffd);           // truncated 4-byte sequence: one
+  EXPECT_EQ(to_valid_utf8_lossy("\xE2\x28\xA1"), kFffd + "(" + kFffd);    // bad second byte
+  EXPECT_EQ(to_valid_utf8_lossy("\xC0\xAF"), kFffd + kFffd);              // overlong: each byte
+  EXPECT_EQ(to_valid_utf8_lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // surrogate: each byte
   EXPECT_EQ(to_valid_utf8_lossy("ok \xC3\xA9"), "ok \xC3\xA9");
   EXPECT_EQ(to_code_points("a\xFF"), (std::u32string{'a', 0xFFFD}));
 }

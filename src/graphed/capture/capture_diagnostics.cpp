@@ -28,8 +28,8 @@ const std::vector<Pattern>& patterns() {
        "the legacy default stream was used while capturing (an implicit synchronization with the capture)",
        "run every operation of the region on the current (capturing) stream; avoid cudaMemcpy and "
        "default-stream libraries inside it"},
-      {{"offset increment outside graph capture", "not in capture mode", "generator",
-        "philox", "during cuda graph capture"},
+      {{"offset increment outside graph capture", "not in capture mode", "generator", "philox",
+        "during cuda graph capture"},
        "a random-number generator was used in a way a graph cannot replay (a generator not registered "
        "with the graph, or its seed or state read or set inside the capture)",
        "draw random numbers only from the default CUDA generator (or one registered before capture) and "
@@ -48,7 +48,8 @@ const std::vector<Pattern>& patterns() {
 }
 
 std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
 }
 
@@ -64,8 +65,9 @@ CaptureError diagnose_capture_failure(const std::string& region, const std::stri
   for (const auto& pattern : patterns()) {
     for (const auto& needle : pattern.needles) {
       if (haystack.find(needle) != std::string::npos) {
-        return CaptureError("capturing " + region + " failed: " + pattern.cause + " (CUDA/LibTorch said: " +
-                                first_line(error_text) + "); the process's CUDA RNG is unusable after a failed "
+        return CaptureError("capturing " + region + " failed: " + pattern.cause +
+                                " (CUDA/LibTorch said: " + first_line(error_text) +
+                                "); the process's CUDA RNG is unusable after a failed "
                                 "capture, so the run stops here with no checkpoint written",
                             pattern.fix);
       }

@@ -30,7 +30,8 @@ class MemoryMark {
   CaptureMemory taken_since() const {
     const int64_t reserved_change = runtime::reserved_memory_bytes(device_) - reserved_;
     const int64_t used_change = runtime::device_memory_used_bytes(device_) - used_;
-    return {runtime::graph_pool_bytes(device_) - pools_, used_change > reserved_change ? used_change - reserved_change : 0};
+    return {runtime::graph_pool_bytes(device_) - pools_,
+            used_change > reserved_change ? used_change - reserved_change : 0};
   }
 
  private:

@@ -2,9 +2,9 @@
 // whether a CUDA graph is being captured, whether a graph's warmup is running, and whether graphed
 // units must run eagerly (work outside the training loop, such as sampling text). Set only by the
 // RAII scopes below (CudaGraph::capture, the engines' warmup passes, FullIterationGraph's eager
-// calls, the trainer's samples). Read by code that must behave differently there: a local CudaGraphManager runs its unit as
-// it is inside another capture or warmup (recording and replaying nothing), and model code with a
-// host sync (which a graph cannot hold) refuses to run inside a capture with a clear error.
+// calls, the trainer's samples). Read by code that must behave differently there: a local CudaGraphManager runs its
+// unit as it is inside another capture or warmup (recording and replaying nothing), and model code with a host sync
+// (which a graph cannot hold) refuses to run inside a capture with a clear error.
 #pragma once
 
 namespace graphed::capture {

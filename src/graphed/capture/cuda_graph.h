@@ -47,8 +47,8 @@ class CudaGraph {
   /// Captures the region on the current stream (not the default stream) into the pool and returns
   /// its outputs: static tensors that every replay refreshes. The default CUDA generator is registered
   /// with the graph, so dropout draws new masks on every replay. Synchronizes the device before and
-  /// after, and empties the allocator's cache before capturing (as torch.cuda.graph does). Throws CaptureError with the diagnosed cause and fix when the capture fails; `what` names
-  /// the region in that message.
+  /// after, and empties the allocator's cache before capturing (as torch.cuda.graph does). Throws CaptureError with the
+  /// diagnosed cause and fix when the capture fails; `what` names the region in that message.
   std::vector<at::Tensor> capture(const Region& region, const GraphPool& pool, CaptureMode mode,
                                   const std::string& what);
   /// Launches the graph on the current stream.

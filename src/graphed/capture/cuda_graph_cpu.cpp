@@ -13,8 +13,9 @@ CudaGraph::CudaGraph() = default;
 CudaGraph::~CudaGraph() = default;
 
 std::vector<at::Tensor> CudaGraph::capture(const Region&, const GraphPool&, CaptureMode, const std::string& what) {
-  throw CaptureError("cannot capture " + what + ": this binary was built against a CPU-only LibTorch "
-                     "(GRAPHED_CUDA=0), which has no CUDA graphs",
+  throw CaptureError("cannot capture " + what +
+                         ": this binary was built against a CPU-only LibTorch "
+                         "(GRAPHED_CUDA=0), which has no CUDA graphs",
                      "run it without CUDA graphs, or build on a GPU machine (scripts/gpu-check)");
 }
 void CudaGraph::replay() {}

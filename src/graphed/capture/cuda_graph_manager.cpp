@@ -63,13 +63,14 @@ CudaGraphRunner& CudaGraphManager::select_training_runner(const std::vector<at::
     if (runner->is_ready_for_forward() && runner->mismatches(inputs).empty()) return *runner;
   }
   if (!may_create) throw_no_match(inputs);
-  training_runners_.push_back(std::make_unique<CudaGraphRunner>(unit_, CudaGraphRunner::Kind::kTraining,
-                                                                registry_->next_runner_id(), inputs));
+  training_runners_.push_back(
+      std::make_unique<CudaGraphRunner>(unit_, CudaGraphRunner::Kind::kTraining, registry_->next_runner_id(), inputs));
   return *training_runners_.back();
 }
 
 std::vector<at::Tensor> CudaGraphManager::run_without_grad(const std::vector<at::Tensor>& inputs) {
-  if (registry_->phase() != LocalPhase::kCreated || !registry_->evaluation_graphs_enabled()) return unit_.forward(inputs);
+  if (registry_->phase() != LocalPhase::kCreated || !registry_->evaluation_graphs_enabled())
+    return unit_.forward(inputs);
   for (const auto& runner : forward_only_runners_) {
     if (runner->mismatches(inputs).empty()) return runner->replay(inputs);
   }
@@ -83,7 +84,8 @@ void CudaGraphManager::throw_no_match(const std::vector<at::Tensor>& inputs) con
   for (const auto& runner : training_runners_) {
     const std::vector<std::string> differences = runner->mismatches(inputs);
     if (differences.empty()) {
-      details += "\n  - " + runner->label() + ": the arguments match, but the backward of its previous call has not run";
+      details +=
+          "\n  - " + runner->label() + ": the arguments match, but the backward of its previous call has not run";
     }
     for (const std::string& difference : differences) details += "\n  - " + runner->label() + ": " + difference;
   }

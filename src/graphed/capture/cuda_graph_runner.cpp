@@ -10,9 +10,9 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/detail/unit_graphs.h"
-#include "graphed/runtime/device.h"
 #include "graphed/capture/graph_registry.h"
 #include "graphed/capture/random_stream.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
@@ -52,7 +52,8 @@ struct RecordBackward : torch::autograd::Function<RecordBackward> {
     return output;
   }
   static variable_list backward(AutogradContext* context, variable_list grads) {
-    c10::static_intrusive_pointer_cast<TrackerHolder>(context->saved_data["tracker"].toCapsule())->tracker->backward_ran();
+    c10::static_intrusive_pointer_cast<TrackerHolder>(context->saved_data["tracker"].toCapsule())
+        ->tracker->backward_ran();
     return {at::Tensor(), grads[0]};
   }
 };
@@ -68,13 +69,14 @@ CudaGraphRunner::CudaGraphRunner(GraphableUnit unit, Kind kind, int64_t id, cons
   state_->unit = std::move(unit);
   state_->slot = "runner " + std::to_string(id);
   for (std::size_t i = 0; i < arguments.size(); ++i) {
-    const std::string name = i < state_->unit.input_names.size() ? state_->unit.input_names[i] : "argument " + std::to_string(i);
+    const std::string name =
+        i < state_->unit.input_names.size() ? state_->unit.input_names[i] : "argument " + std::to_string(i);
     state_->signatures.push_back(signature_of(label(), name, arguments[i]));
   }
   for (std::size_t p = 0; p < state_->unit.parameters.size(); ++p) {
     state_->parameters.push_back(state_->unit.parameters[p]);
     state_->parameter_names.push_back(p < state_->unit.parameter_names.size() ? state_->unit.parameter_names[p]
-                                                                               : "parameter " + std::to_string(p));
+                                                                              : "parameter " + std::to_string(p));
   }
   state_->accumulate_in_graph.assign(state_->parameters.size(), false);
 }
@@ -143,7 +145,8 @@ void CudaGraphRunner::warm_up(const LocalGraphOptions& options, const at::Device
       copies.push_back(fresh_copy(recorded_arguments_[i], with_backward && state_->signatures[i].requires_grad));
     }
     detail::WarmupPass warm = detail::warm_up_forward(*state_, std::move(copies), pass == 0, device);
-    if (with_backward) detail::warm_up_backward(*state_, std::move(warm), pass == 0, /*allow_unused_input=*/true, device);
+    if (with_backward)
+      detail::warm_up_backward(*state_, std::move(warm), pass == 0, /*allow_unused_input=*/true, device);
   }
   runtime::synchronize(device);
 }
@@ -157,7 +160,8 @@ void CudaGraphRunner::capture_forward(StaticInputs inputs, std::vector<bool> acc
   state.static_inputs = std::move(inputs.buffers);
   state.input_bindings.clear();
   for (const bool from_output : inputs.from_output) {
-    state.input_bindings.push_back(from_output ? detail::InputBinding::kMustBeBuffer : detail::InputBinding::kCopyWhenDifferent);
+    state.input_bindings.push_back(from_output ? detail::InputBinding::kMustBeBuffer
+                                               : detail::InputBinding::kCopyWhenDifferent);
   }
   state.input_producers = std::move(inputs.producers);
   state.accumulate_in_graph = std::move(accumulate_in_graph);
@@ -171,10 +175,12 @@ void CudaGraphRunner::capture_forward(StaticInputs inputs, std::vector<bool> acc
     }
   }
   for (std::size_t p = 0; p < state.parameters.size(); ++p) {
-    GRAPHED_CHECK(!state.accumulate_in_graph[p] || !state.parameters[p].requires_grad() || state.parameters[p].grad().defined(),
-                  CaptureError, "unit ", label(), ": parameter '", state.parameter_names[p], "' has no grad tensor, "
-                  "but its graph accumulates into it; fix: allocate every param.grad (zeros) before the graphs are "
-                  "created (an optimizer that keeps its grads allocated does)");
+    GRAPHED_CHECK(
+        !state.accumulate_in_graph[p] || !state.parameters[p].requires_grad() || state.parameters[p].grad().defined(),
+        CaptureError, "unit ", label(), ": parameter '", state.parameter_names[p],
+        "' has no grad tensor, "
+        "but its graph accumulates into it; fix: allocate every param.grad (zeros) before the graphs are "
+        "created (an optimizer that keeps its grads allocated does)");
   }
   state.needs_grad.clear();
   for (const at::Tensor& t : detail::surface_of(state)) state.needs_grad.push_back(t.requires_grad());
@@ -192,7 +198,8 @@ void CudaGraphRunner::capture_backward(const std::vector<at::Tensor>& seeds, con
 void CudaGraphRunner::skip_backward() {
   detail::GraphedUnitState& state = *state_;
   for (std::size_t i = 0; i < state.static_outputs.size(); ++i) {
-    GRAPHED_CHECK(!state.output_requires_grad[i], CaptureError, "unit ", label(), ": output ", i, " needs grad, but "
+    GRAPHED_CHECK(!state.output_requires_grad[i], CaptureError, "unit ", label(), ": output ", i,
+                  " needs grad, but "
                   "no backward pass reached this unit's outputs in the recorded iteration; fix: make the unit's "
                   "first output that needs grad part of the loss, or return the others without grad");
   }
@@ -239,7 +246,8 @@ std::vector<at::Tensor> CudaGraphRunner::replay(const std::vector<at::Tensor>& a
   return detail::replay(state_, arguments);
 }
 
-std::vector<at::Tensor> CudaGraphRunner::capture_inline(const std::vector<at::Tensor>& arguments, GraphRegistry& registry) {
+std::vector<at::Tensor> CudaGraphRunner::capture_inline(const std::vector<at::Tensor>& arguments,
+                                                        GraphRegistry& registry) {
   GRAPHED_INTERNAL_ASSERT(kind_ == Kind::kForwardOnly, "inline capture of a training runner");
   detail::GraphedUnitState& state = *state_;
   const at::Device device = arguments.empty() ? registry.device() : arguments.front().device();
@@ -247,7 +255,8 @@ std::vector<at::Tensor> CudaGraphRunner::capture_inline(const std::vector<at::Te
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const bool chained = registry.is_forward_only_output(arguments[i]);
     state.static_inputs.push_back(chained ? arguments[i].detach() : fresh_copy(arguments[i], false));
-    state.input_bindings.push_back(chained ? detail::InputBinding::kMustBeBuffer : detail::InputBinding::kCopyWhenDifferent);
+    state.input_bindings.push_back(chained ? detail::InputBinding::kMustBeBuffer
+                                           : detail::InputBinding::kCopyWhenDifferent);
     state.input_producers.push_back("the output of an evaluation graph");
     recorded_arguments_.push_back(arguments[i].detach());
   }

@@ -3,8 +3,8 @@
 
 #include <chrono>
 
-#include "graphed/capture/capture_state.h"
 #include "graphed/capture/capture_memory.h"
+#include "graphed/capture/capture_state.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::capture {

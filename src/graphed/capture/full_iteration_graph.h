@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/capture_memory.h"
+#include "graphed/capture/cuda_graph.h"
 
 namespace graphed::capture {
 

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "graphed/capture/capture_memory.h"
 #include "graphed/capture/cuda_graph_manager.h"
 #include "graphed/capture/detail/unit_graphs.h"
-#include "graphed/capture/capture_memory.h"
-#include "graphed/runtime/device.h"
 #include "graphed/capture/random_stream.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::capture {
@@ -19,7 +19,8 @@ GraphRegistry::GraphRegistry(const at::Device& device, LocalGraphOptions options
       options_(options),
       pool_(pool.is_shared() ? pool : GraphPool::create()),
       evaluation_pool_(options.shared_evaluation_pool ? GraphPool() : GraphPool::create()),
-      backward_sink_(std::make_shared<std::function<void(int64_t)>>([this](int64_t runner) { record_backward(runner); })) {
+      backward_sink_(
+          std::make_shared<std::function<void(int64_t)>>([this](int64_t runner) { record_backward(runner); })) {
   GRAPHED_INTERNAL_ASSERT(options_.warmup_passes >= 1, "warmup passes ", options_.warmup_passes);
 }
 
@@ -45,7 +46,8 @@ void GraphRegistry::remove_manager(CudaGraphManager* manager) {
 
 int64_t GraphRegistry::runner_count() const {
   int64_t runners = 0;
-  for (const CudaGraphManager* manager : managers_) runners += manager->training_runner_count() + manager->forward_only_runner_count();
+  for (const CudaGraphManager* manager : managers_)
+    runners += manager->training_runner_count() + manager->forward_only_runner_count();
   return runners;
 }
 
@@ -138,7 +140,8 @@ void GraphRegistry::capture_backward_of(CudaGraphRunner& runner, const LocalBuff
     const at::Tensor& output = runner.static_output(j);
     if (planned[j].consumer >= 0) {
       // The consumer keeps its input grads owned (CudaGraphRunner::release_buffers).
-      const at::Tensor& grad = recorded_.at(planned[j].consumer)->static_grad_input(static_cast<std::size_t>(planned[j].consumer_input));
+      const at::Tensor& grad =
+          recorded_.at(planned[j].consumer)->static_grad_input(static_cast<std::size_t>(planned[j].consumer_input));
       if (detail::can_hold_grad_of(grad, output)) {
         seeds[j] = grad;  // the consumer's backward writes this grad right here: no copy in between
         aliased[j] = true;
@@ -166,7 +169,8 @@ void GraphRegistry::capture_in_record_order(const LocalBufferPlan& plan) {
     for (const at::Tensor& p : runner.unit().parameters) {
       accumulate.push_back(p.requires_grad() && shared_parameters.count(p.unsafeGetTensorImpl()) == 0);
     }
-    runner.capture_forward(static_inputs_of(runner, plan, shared_inputs), std::move(accumulate), pool_, options_, device_);
+    runner.capture_forward(static_inputs_of(runner, plan, shared_inputs), std::move(accumulate), pool_, options_,
+                           device_);
     if (!record_.has_backward(entry.runner)) runner.skip_backward();  // its memory is free for the next graphs
   }
   for (const auto& [id, runner] : recorded_) runner->finish_capture();

@@ -14,9 +14,9 @@
 #include <set>
 #include <vector>
 
+#include "graphed/capture/capture_memory.h"
 #include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/cuda_graph_runner.h"
-#include "graphed/capture/capture_memory.h"
 #include "graphed/capture/local_record.h"
 
 namespace graphed::capture {
@@ -29,10 +29,10 @@ enum class LocalPhase { kEager, kRecording, kCreated };
 
 /// What create_cudagraphs() did.
 struct LocalCreation {
-  int64_t runners = 0;      ///< training runners captured
-  int64_t graphs = 0;       ///< forward plus backward graphs
-  double seconds = 0;       ///< warmup passes and captures
-  CaptureMemory memory;     ///< graph-pool growth and the graphs' own memory
+  int64_t runners = 0;   ///< training runners captured
+  int64_t graphs = 0;    ///< forward plus backward graphs
+  double seconds = 0;    ///< warmup passes and captures
+  CaptureMemory memory;  ///< graph-pool growth and the graphs' own memory
 };
 
 class GraphRegistry {
@@ -94,7 +94,8 @@ class GraphRegistry {
   void record_backward(int64_t runner);
   int64_t tensor_id(const at::Tensor& tensor);
   void capture_in_record_order(const LocalBufferPlan& plan);
-  StaticInputs static_inputs_of(const CudaGraphRunner& runner, const LocalBufferPlan& plan, std::vector<at::Tensor>& shared);
+  StaticInputs static_inputs_of(const CudaGraphRunner& runner, const LocalBufferPlan& plan,
+                                std::vector<at::Tensor>& shared);
   void capture_backward_of(CudaGraphRunner& runner, const LocalBufferPlan& plan);
   void forget_runners();
   void clear_record();

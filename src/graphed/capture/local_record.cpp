@@ -41,7 +41,8 @@ void plan_inputs(const LocalRecord& record, const Consumers& consumers, LocalBuf
         input.producer_output = produced->second.second;
       } else if (consumers.at(tensor).size() > 1) {
         input.source = InputSource::kShared;
-        auto [found, inserted] = shared_of_tensor.emplace(tensor, static_cast<int64_t>(plan.shared_buffer_users.size()));
+        auto [found, inserted] =
+            shared_of_tensor.emplace(tensor, static_cast<int64_t>(plan.shared_buffer_users.size()));
         if (inserted) plan.shared_buffer_users.push_back(0);
         input.shared_buffer = found->second;
         ++plan.shared_buffer_users[static_cast<std::size_t>(found->second)];
@@ -83,9 +84,9 @@ void plan_grad_outputs(const LocalRecord& record, const Consumers& consumers, Lo
 
 void LocalRecord::add_forward(RecordedForward call) {
   GRAPHED_INTERNAL_ASSERT(forwards_.count(call.runner) == 0, "runner ", call.runner, " recorded twice");
-  GRAPHED_INTERNAL_ASSERT(call.inputs.size() == call.input_requires_grad.size() &&
-                              call.outputs.size() == call.output_requires_grad.size(),
-                          "runner ", call.runner, ": flags do not match the tensors");
+  GRAPHED_INTERNAL_ASSERT(
+      call.inputs.size() == call.input_requires_grad.size() && call.outputs.size() == call.output_requires_grad.size(),
+      "runner ", call.runner, ": flags do not match the tensors");
   entries_.push_back({true, call.runner});
   forwards_.emplace(call.runner, std::move(call));
 }

@@ -17,10 +17,10 @@ namespace graphed::capture {
 
 /// The first forward call of one runner.
 struct RecordedForward {
-  int64_t runner = 0;                    ///< runner id (the registry numbers runners as they appear)
-  std::vector<int64_t> inputs;           ///< tensor id of each flattened argument
+  int64_t runner = 0;           ///< runner id (the registry numbers runners as they appear)
+  std::vector<int64_t> inputs;  ///< tensor id of each flattened argument
   std::vector<bool> input_requires_grad;
-  std::vector<int64_t> outputs;          ///< tensor id of each output
+  std::vector<int64_t> outputs;  ///< tensor id of each output
   std::vector<bool> output_requires_grad;
 };
 

@@ -17,9 +17,9 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/detail/unit_graphs.h"
-#include "graphed/runtime/device.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/capture/sample_buffer_plan.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
@@ -42,7 +42,8 @@ void walk(const GraphedCallablesLayout& layout, const std::function<void(int64_t
       for (int64_t l = 0; l < layers; ++l) forward(layout.entry(static_cast<int64_t>(chunk), forwards[chunk], l));
       ++forwards[chunk];
     } else {
-      for (int64_t l = layers - 1; l >= 0; --l) backward(layout.entry(static_cast<int64_t>(chunk), backwards[chunk], l));
+      for (int64_t l = layers - 1; l >= 0; --l)
+        backward(layout.entry(static_cast<int64_t>(chunk), backwards[chunk], l));
       ++backwards[chunk];
     }
   }
@@ -54,7 +55,8 @@ bool has_hooks(const at::Tensor& tensor) {
 
 /// The (unit index, microbatch) of every entry.
 std::vector<std::pair<std::size_t, int64_t>> entry_positions(const GraphedCallablesLayout& layout) {
-  std::vector<std::pair<std::size_t, int64_t>> positions(static_cast<std::size_t>(layout.prefix.back() * layout.microbatches));
+  std::vector<std::pair<std::size_t, int64_t>> positions(
+      static_cast<std::size_t>(layout.prefix.back() * layout.microbatches));
   for (std::size_t c = 0; c < layout.layers_per_chunk.size(); ++c) {
     for (int64_t mb = 0; mb < layout.microbatches; ++mb) {
       for (int64_t l = 0; l < layout.layers_per_chunk[c]; ++l) {
@@ -70,8 +72,9 @@ std::vector<std::pair<std::size_t, int64_t>> entry_positions(const GraphedCallab
 GraphedCallablesLayout check_call(const std::vector<GraphableUnit>& units, const std::vector<UnitArguments>& samples,
                                   const GraphedCallablesOptions& options) {
   GRAPHED_CHECK(!units.empty(), CaptureError, "make_graphed_callables got no units; fix: pass at least one unit");
-  GRAPHED_CHECK(options.warmup_iterations >= 1, CaptureError, "make_graphed_callables needs warmup_iterations >= 1, got ",
-                options.warmup_iterations, "; fix: warm up at least once (autotuning and lazy initialization must not "
+  GRAPHED_CHECK(options.warmup_iterations >= 1, CaptureError,
+                "make_graphed_callables needs warmup_iterations >= 1, got ", options.warmup_iterations,
+                "; fix: warm up at least once (autotuning and lazy initialization must not "
                 "happen inside a capture)");
   GRAPHED_CHECK(!compat::cuda_autocast_caching(), CaptureError,
                 "make_graphed_callables was called under CUDA autocast with its cast cache on; fix: turn the cache "
@@ -95,8 +98,9 @@ GraphedCallablesLayout check_call(const std::vector<GraphableUnit>& units, const
 }
 
 /// 2. One state per entry with its unit, parameters and checked sample signatures; returns the device.
-at::Device make_states(States& states, const std::vector<GraphableUnit>& units, const std::vector<UnitArguments>& samples,
-                       const GraphedCallablesLayout& layout, const GraphedCallablesOptions& options) {
+at::Device make_states(States& states, const std::vector<GraphableUnit>& units,
+                       const std::vector<UnitArguments>& samples, const GraphedCallablesLayout& layout,
+                       const GraphedCallablesOptions& options) {
   const auto positions = entry_positions(layout);
   const std::set<const void*> shared = detail::shared_parameters(units);
   std::optional<at::Device> device;
@@ -112,12 +116,15 @@ at::Device make_states(States& states, const std::vector<GraphableUnit>& units, 
     state->clone_parameter_grads = options.clone_parameter_grads;
     for (const auto& entry : samples[e].keyword) state->keyword_names.push_back(entry.first);
     for (std::size_t p = 0; p < unit.parameters.size(); ++p) {
-      const std::string name = p < unit.parameter_names.size() ? unit.parameter_names[p] : "parameter " + std::to_string(p);
-      const bool in_graph = options.accumulate_parameter_grads && shared.count(unit.parameters[p].unsafeGetTensorImpl()) == 0;
+      const std::string name =
+          p < unit.parameter_names.size() ? unit.parameter_names[p] : "parameter " + std::to_string(p);
+      const bool in_graph =
+          options.accumulate_parameter_grads && shared.count(unit.parameters[p].unsafeGetTensorImpl()) == 0;
       GRAPHED_CHECK(!has_hooks(unit.parameters[p]), CaptureError, "unit ", state->label(), ": parameter '", name,
                     "' has a gradient hook; fix: remove it while capturing (register hooks after the capture)");
       GRAPHED_CHECK(!in_graph || !unit.parameters[p].requires_grad() || unit.parameters[p].grad().defined(),
-                    CaptureError, "unit ", state->label(), ": parameter '", name, "' has no grad tensor, but "
+                    CaptureError, "unit ", state->label(), ": parameter '", name,
+                    "' has no grad tensor, but "
                     "accumulate_parameter_grads accumulates into it inside the graph; fix: allocate every "
                     "param.grad (zeros) before capturing, or turn accumulate_parameter_grads off");
       state->parameters.push_back(unit.parameters[p]);
@@ -132,11 +139,12 @@ at::Device make_states(States& states, const std::vector<GraphableUnit>& units, 
                     "' has a gradient hook; fix: graphs replay captured work and would skip it: register hooks "
                     "after the capture");
       GRAPHED_CHECK(flat[i].is_cuda(), CaptureError, "unit ", state->label(), ": sample argument '", names[i],
-                    "' is on ", flat[i].device().str(), "; fix: CUDA graphs capture CUDA work only: pass samples "
+                    "' is on ", flat[i].device().str(),
+                    "; fix: CUDA graphs capture CUDA work only: pass samples "
                     "on the GPU the unit runs on");
       if (!device) device = flat[i].device();
-      GRAPHED_CHECK(flat[i].device() == *device, CaptureError, "unit ", state->label(), ": sample argument '",
-                    names[i], "' is on ", flat[i].device().str(), " but others are on ", device->str(),
+      GRAPHED_CHECK(flat[i].device() == *device, CaptureError, "unit ", state->label(), ": sample argument '", names[i],
+                    "' is on ", flat[i].device().str(), " but others are on ", device->str(),
                     "; fix: one capture serves one device: put every sample on it");
     }
     states[e] = std::move(state);
@@ -172,14 +180,15 @@ std::vector<int64_t> plan_buffers(const States& states, const GraphedCallablesLa
       signatures[c].push_back(keys.emplace(key, static_cast<int64_t>(keys.size())).first->second);
     }
   }
-  const SampleBufferPlan plan = plan_sample_buffers(layout.order, layout.layers_per_chunk, layout.microbatches, signatures);
+  const SampleBufferPlan plan =
+      plan_sample_buffers(layout.order, layout.layers_per_chunk, layout.microbatches, signatures);
   *buffer_count = plan.unique_buffers;
   return plan.buffer_of_entry;
 }
 
 /// 3. Static inputs: the samples themselves (as leaves), shared per the buffer plan when reusing.
-void assign_static_inputs(States& states, const std::vector<UnitArguments>& samples, const GraphedCallablesLayout& layout,
-                          const GraphedCallablesOptions& options) {
+void assign_static_inputs(States& states, const std::vector<UnitArguments>& samples,
+                          const GraphedCallablesLayout& layout, const GraphedCallablesOptions& options) {
   int64_t buffer_count = 0;
   const std::vector<int64_t> buffer_of = plan_buffers(states, layout, options.reuse_buffers, &buffer_count);
   std::vector<std::vector<at::Tensor>> buffers(static_cast<std::size_t>(buffer_count));
@@ -213,8 +222,9 @@ void warm_up(States& states, const GraphedCallablesLayout& layout, const Graphed
           in_flight[static_cast<std::size_t>(e)] = detail::warm_up_forward(state, state.static_inputs, first, device);
         },
         [&](int64_t e) {
-          detail::warm_up_backward(*states[static_cast<std::size_t>(e)], std::move(in_flight[static_cast<std::size_t>(e)]),
-                                   first, options.allow_unused_input, device);
+          detail::warm_up_backward(*states[static_cast<std::size_t>(e)],
+                                   std::move(in_flight[static_cast<std::size_t>(e)]), first, options.allow_unused_input,
+                                   device);
         });
   }
   runtime::synchronize(device);
@@ -246,7 +256,8 @@ Chains chains_of(const GraphedCallablesLayout& layout, const GraphedCallablesOpt
 /// A chained entry's argument 0 becomes its predecessor's static output 0.
 void bind_chained_input(GraphedUnitState& state, const GraphedUnitState& before) {
   GRAPHED_CHECK(!before.static_outputs.empty() && !state.static_inputs.empty(), CaptureError, "unit ", state.label(),
-                " is chained to unit ", before.label(), " but one of them has no tensor to share; fix: chain only "
+                " is chained to unit ", before.label(),
+                " but one of them has no tensor to share; fix: chain only "
                 "units whose argument 0 is the previous unit's output 0");
   const at::Tensor& output = before.static_outputs[0];
   const ArgumentSignature& want = state.signatures[0];
@@ -266,8 +277,8 @@ std::vector<at::Tensor> backward_seeds(const GraphedUnitState& state, const Grap
   for (std::size_t i = 0; i < state.static_outputs.size(); ++i) {
     const at::Tensor& o = state.static_outputs[i];
     if (!o.requires_grad()) continue;
-    const at::Tensor* chained = next != nullptr && i == 0 && !next->static_grad_inputs.empty() ? &next->static_grad_inputs[0]
-                                                                                                : nullptr;
+    const at::Tensor* chained =
+        next != nullptr && i == 0 && !next->static_grad_inputs.empty() ? &next->static_grad_inputs[0] : nullptr;
     if (chained && detail::can_hold_grad_of(*chained, o)) {
       seeds[i] = *chained;
     } else if (reuse) {
@@ -299,7 +310,8 @@ void capture_all(States& states, const GraphedCallablesLayout& layout, const Gra
       [&](int64_t e) {
         GraphedUnitState& state = *states[static_cast<std::size_t>(e)];
         const auto next = chains.from.find(e);
-        const GraphedUnitState* chained = next != chains.from.end() ? states[static_cast<std::size_t>(next->second)].get() : nullptr;
+        const GraphedUnitState* chained =
+            next != chains.from.end() ? states[static_cast<std::size_t>(next->second)].get() : nullptr;
         const auto seeds = backward_seeds(state, chained, options.reuse_buffers, shared_grad_outputs);
         detail::capture_backward(state, seeds, pool, options.mode, options.retain_backward_graph);
         // Release the captured autograd graph (and with it the accumulate-grad nodes it created).
@@ -319,9 +331,10 @@ GraphedCallablesLayout graphed_callables_layout(int64_t units, const std::vector
                                                 const std::vector<int64_t>& layers_per_chunk) {
   GraphedCallablesLayout layout;
   layout.order = order.empty() ? std::vector<int64_t>{1, -1} : order;
-  const std::string fix = "pass an order of +c (forward) and -c (backward) entries, 1-based chunk ids, each chunk's "
-                          "microbatches equally often forward and backward, no backward before its forward "
-                          "(capture/schedule_order.h builds one)";
+  const std::string fix =
+      "pass an order of +c (forward) and -c (backward) entries, 1-based chunk ids, each chunk's "
+      "microbatches equally often forward and backward, no backward before its forward "
+      "(capture/schedule_order.h builds one)";
   int64_t chunks = 0;
   for (const int64_t value : layout.order) {
     if (value == 0) throw CaptureError("order " + bracketed(layout.order) + " contains 0", fix);
@@ -355,8 +368,8 @@ GraphedCallablesLayout graphed_callables_layout(int64_t units, const std::vector
   for (const int64_t value : layout.order) {
     const auto c = static_cast<std::size_t>(std::abs(value) - 1);
     if (value > 0 && ++forwards[c] > layout.microbatches) {
-      throw CaptureError("order " + bracketed(layout.order) + " runs chunk " + std::to_string(value) + " forward more than " +
-                             std::to_string(layout.microbatches) + " times",
+      throw CaptureError("order " + bracketed(layout.order) + " runs chunk " + std::to_string(value) +
+                             " forward more than " + std::to_string(layout.microbatches) + " times",
                          fix);
     }
     if (value < 0 && ++backwards[c] > forwards[c]) {

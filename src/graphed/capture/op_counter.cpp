@@ -17,7 +17,7 @@ namespace graphed::capture {
 namespace {
 
 std::atomic<int64_t> dispatched{0};  // the callback is a plain function pointer, so it counts here
-std::atomic<bool> by_name{false};     // --debug ops: also count per operator name
+std::atomic<bool> by_name{false};    // --debug ops: also count per operator name
 std::mutex names_mutex;
 std::map<std::string, int64_t> names;
 
@@ -36,7 +36,8 @@ std::string most_frequent() {
   for (const auto& [name, count] : names) sorted.emplace_back(count, name);
   std::sort(sorted.rbegin(), sorted.rend());
   std::ostringstream out;
-  for (std::size_t i = 0; i < sorted.size() && i < 25; ++i) out << (i ? ", " : "") << sorted[i].second << " " << sorted[i].first;
+  for (std::size_t i = 0; i < sorted.size() && i < 25; ++i)
+    out << (i ? ", " : "") << sorted[i].second << " " << sorted[i].first;
   return out.str();
 }
 

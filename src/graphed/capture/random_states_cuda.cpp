@@ -25,7 +25,8 @@ uint64_t cuda_random_offset(const at::Device& device) {
 std::vector<std::pair<std::string, at::Tensor>> rng_states(const at::Device& device) {
   std::vector<std::pair<std::string, at::Tensor>> states{{"cpu", at::detail::getDefaultCPUGenerator().get_state()}};
   if (device.is_cuda()) {
-    states.emplace_back("cuda", at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index()).get_state());
+    states.emplace_back("cuda",
+                        at::cuda::detail::getDefaultCUDAGenerator(device.index() < 0 ? 0 : device.index()).get_state());
   }
   return states;
 }

@@ -18,12 +18,14 @@ SampleBufferPlan plan_sample_buffers(const std::vector<int64_t>& order, const st
                           " entries for ", microbatches, " microbatches x ", chunks, " chunks");
   GRAPHED_INTERNAL_ASSERT(static_cast<int64_t>(signatures.size()) == chunks);
   std::vector<int64_t> prefix(static_cast<std::size_t>(chunks) + 1, 0);
-  for (int64_t c = 0; c < chunks; ++c) prefix[static_cast<std::size_t>(c) + 1] = prefix[static_cast<std::size_t>(c)] + layers_per_chunk[static_cast<std::size_t>(c)];
+  for (int64_t c = 0; c < chunks; ++c)
+    prefix[static_cast<std::size_t>(c) + 1] =
+        prefix[static_cast<std::size_t>(c)] + layers_per_chunk[static_cast<std::size_t>(c)];
 
   SampleBufferPlan plan;
   plan.buffer_of_entry.assign(static_cast<std::size_t>(prefix.back() * microbatches), -1);
   std::vector<std::deque<int64_t>> outstanding(static_cast<std::size_t>(chunks));  // entry indices, FIFO
-  std::map<int64_t, std::deque<int64_t>> released;                                   // signature -> entries
+  std::map<int64_t, std::deque<int64_t>> released;                                 // signature -> entries
   std::vector<int64_t> forwards(static_cast<std::size_t>(chunks), 0);
   for (const int64_t value : order) {
     GRAPHED_INTERNAL_ASSERT(value != 0 && std::abs(value) <= chunks, "order entry ", value);
@@ -37,7 +39,8 @@ SampleBufferPlan plan_sample_buffers(const std::vector<int64_t>& order, const st
         outstanding[chunk].push_back(entry);
         auto& free = released[signature];
         if (!free.empty()) {
-          plan.buffer_of_entry[static_cast<std::size_t>(entry)] = plan.buffer_of_entry[static_cast<std::size_t>(free.front())];
+          plan.buffer_of_entry[static_cast<std::size_t>(entry)] =
+              plan.buffer_of_entry[static_cast<std::size_t>(free.front())];
           free.pop_front();
         } else {
           plan.buffer_of_entry[static_cast<std::size_t>(entry)] = plan.unique_buffers++;

@@ -9,10 +9,10 @@
 namespace graphed::capture {
 
 int64_t warmup_microbatches(const PipelineRank& rank) {
-  GRAPHED_INTERNAL_ASSERT(rank.microbatches >= 1 && rank.chunks >= 1 && rank.pipeline_size >= 1 &&
-                          rank.rank >= 0 && rank.rank < rank.pipeline_size && rank.microbatch_group >= 1);
-  GRAPHED_INTERNAL_ASSERT(rank.chunks == 1 || rank.pipeline_size > 1,
-                          "virtual pipeline chunks (", rank.chunks, ") need pipeline parallelism");
+  GRAPHED_INTERNAL_ASSERT(rank.microbatches >= 1 && rank.chunks >= 1 && rank.pipeline_size >= 1 && rank.rank >= 0 &&
+                          rank.rank < rank.pipeline_size && rank.microbatch_group >= 1);
+  GRAPHED_INTERNAL_ASSERT(rank.chunks == 1 || rank.pipeline_size > 1, "virtual pipeline chunks (", rank.chunks,
+                          ") need pipeline parallelism");
   const int64_t total = rank.microbatches * rank.chunks;
   int64_t warmup = 0;
   if (rank.forward_only) {
@@ -62,11 +62,13 @@ LayerOrder get_overlap_moe_expert_parallel_comm_order(const std::vector<int64_t>
   const auto chunks = static_cast<int64_t>(layers_per_chunk.size());
   std::vector<int64_t> first_layer(static_cast<std::size_t>(chunks), 1);
   for (int64_t c = 1; c < chunks; ++c) {
-    first_layer[static_cast<std::size_t>(c)] = first_layer[static_cast<std::size_t>(c - 1)] + layers_per_chunk[static_cast<std::size_t>(c - 1)];
+    first_layer[static_cast<std::size_t>(c)] =
+        first_layer[static_cast<std::size_t>(c - 1)] + layers_per_chunk[static_cast<std::size_t>(c - 1)];
   }
   const auto forward_layers = [&](int64_t chunk) {  // chunk 1-based
     std::vector<int64_t> ids;
-    for (int64_t i = 0; i < layers_per_chunk[static_cast<std::size_t>(chunk - 1)]; ++i) ids.push_back(first_layer[static_cast<std::size_t>(chunk - 1)] + i);
+    for (int64_t i = 0; i < layers_per_chunk[static_cast<std::size_t>(chunk - 1)]; ++i)
+      ids.push_back(first_layer[static_cast<std::size_t>(chunk - 1)] + i);
     return ids;
   };
   const auto backward_layers = [&](int64_t chunk) {

@@ -17,11 +17,11 @@ namespace graphed::capture {
 using ScheduleEntry = std::pair<int64_t, int64_t>;
 
 struct PipelineRank {
-  int64_t microbatches = 1;          ///< M
-  int64_t chunks = 1;                ///< virtual-pipeline model chunks (1 = no VPP)
-  int64_t pipeline_size = 1;         ///< PP
-  int64_t rank = 0;                  ///< this rank, 0..PP-1
-  int64_t microbatch_group = 1;      ///< microbatches per group of the interleaved schedule
+  int64_t microbatches = 1;      ///< M
+  int64_t chunks = 1;            ///< virtual-pipeline model chunks (1 = no VPP)
+  int64_t pipeline_size = 1;     ///< PP
+  int64_t rank = 0;              ///< this rank, 0..PP-1
+  int64_t microbatch_group = 1;  ///< microbatches per group of the interleaved schedule
   bool forward_only = false;
   bool expert_parallel_overlap = false;  ///< one more warmup microbatch under VPP
 };
@@ -48,7 +48,6 @@ struct LayerOrder {
   std::vector<std::optional<std::pair<int64_t, int64_t>>> chunk_ids;
 };
 LayerOrder get_overlap_moe_expert_parallel_comm_order(const std::vector<int64_t>& order,
-                                                      const std::vector<int64_t>& layers_per_chunk,
-                                                      bool capture_wgrad);
+                                                      const std::vector<int64_t>& layers_per_chunk, bool capture_wgrad);
 
 }  // namespace graphed::capture

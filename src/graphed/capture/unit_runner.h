@@ -18,9 +18,9 @@ namespace graphed::capture {
 /// Parameters are listed so that a graphing runner can route their gradients.
 struct GraphableUnit {
   using Function = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
-  std::string name;                    ///< e.g. "layers.3.attention"
-  Function forward;                    ///< must not be empty
-  std::vector<at::Tensor> parameters;  ///< the parameters forward reads
+  std::string name;                          ///< e.g. "layers.3.attention"
+  Function forward;                          ///< must not be empty
+  std::vector<at::Tensor> parameters;        ///< the parameters forward reads
   std::vector<std::string> input_names;      ///< optional, for error messages ("hidden")
   std::vector<std::string> parameter_names;  ///< optional, parallel to parameters
 };

@@ -9,18 +9,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graphed/runtime/device.h"
-#include "graphed/runtime/precision.h"
 #include "graphed/capture/op_counter.h"
 #include "graphed/cli/bench_decode.h"
 #include "graphed/cli/bench_serve.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/config/presets.h"
+#include "graphed/runtime/device.h"
+#include "graphed/runtime/precision.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
-#include "graphed/util/statistics.h"
 #include "graphed/util/logging.h"
+#include "graphed/util/statistics.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
@@ -40,7 +40,7 @@ struct Row {
   double peak_mib = 0;
   double reserved_mib = 0;  ///< device memory reserved after the timed loop (graph pools included)
   double graph_pool_mib = 0;
-  double graph_mib = 0;     ///< device memory of the graphs themselves, outside the allocator
+  double graph_mib = 0;  ///< device memory of the graphs themselves, outside the allocator
   int64_t graphs = 0;
   double loss = 0;
 };
@@ -63,8 +63,8 @@ config::RunConfig row_config(const CommandLine& command_line, const std::string&
   line.settings.train.save.reset();
   line.settings.train.load.reset();
   line.settings.train.metrics_file.reset();
-  line.settings.train.train_iters = std::max<int64_t>(line.settings.train.train_iters,
-                                                      command_line.bench_warmup + 2 * command_line.bench_iters + 10);
+  line.settings.train.train_iters =
+      std::max<int64_t>(line.settings.train.train_iters, command_line.bench_warmup + 2 * command_line.bench_iters + 10);
   if (auto note = config::fit_preset_warmup(line.settings, line.origins)) log_info("note: " + *note);
   return resolve_settings(line.settings);
 }
@@ -81,7 +81,8 @@ void time_synchronized(train::Trainer& trainer, int64_t iterations, int64_t& ite
     timer.start();
     last = trainer.train_step(iteration);
     timer.stop();
-    host_times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count());
+    host_times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count());
     times.push_back(timer.elapsed_ms());
   }
   row.ms_per_iteration = median(times);
@@ -90,7 +91,8 @@ void time_synchronized(train::Trainer& trainer, int64_t iterations, int64_t& ite
 }
 
 /// Pipelined iterations: enqueued back to back as training runs them; one event pair around all.
-void time_pipelined(train::Trainer& trainer, int64_t iterations, int64_t& iteration, const at::Device& device, Row& row) {
+void time_pipelined(train::Trainer& trainer, int64_t iterations, int64_t& iteration, const at::Device& device,
+                    Row& row) {
   runtime::synchronize(device);
   runtime::DeviceTimer timer(device);
   timer.start();
@@ -133,7 +135,8 @@ Row bench_impl(const CommandLine& command_line, const std::string& impl) {
   const double tokens = trainer.tokens_per_iteration();
   row.tokens_per_second = tokens / (row.pipelined_ms_per_iteration / 1000.0);
   if (trainer.peak()) {
-    row.mfu = trainer.flops_per_iteration() / (row.pipelined_ms_per_iteration / 1000.0) / trainer.peak()->flops_per_second;
+    row.mfu =
+        trainer.flops_per_iteration() / (row.pipelined_ms_per_iteration / 1000.0) / trainer.peak()->flops_per_second;
   }
   row.peak_mib = mib(runtime::peak_memory_bytes(device));
   row.reserved_mib = mib(runtime::reserved_memory_bytes(device));
@@ -151,9 +154,10 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
   out << "bench: preset " << command_line.preset.value_or("(none)") << ", " << runtime::device_name(device) << ", "
       << build_summary() << ", " << command_line.bench_warmup << " warmup + " << command_line.bench_iters
       << " synchronized (median) + " << command_line.bench_iters << " pipelined iterations, global batch "
-      << config.train.global_batch_size.value_or(1) << " x seq " << config.model.seq_length
-      << ", " << runtime::describe(runtime::choose_precision(config.model.bf16, device)) << "\n";
-  out << "| impl | ms/iter | pipelined ms/iter | host ms/iter | aten ops/iter | tokens/s | MFU | speedup vs none | graphs | "
+      << config.train.global_batch_size.value_or(1) << " x seq " << config.model.seq_length << ", "
+      << runtime::describe(runtime::choose_precision(config.model.bf16, device)) << "\n";
+  out << "| impl | ms/iter | pipelined ms/iter | host ms/iter | aten ops/iter | tokens/s | MFU | speedup vs none | "
+         "graphs | "
          "capture s | peak MiB | reserved MiB | graph pool MiB | graphs MiB | loss |\n";
   out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
@@ -162,12 +166,13 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       continue;
     }
     const bool eager = r.impl == "none";
-    out << "| " << r.impl << " | " << fixed_decimals(r.ms_per_iteration, 3) << " | " << fixed_decimals(r.pipelined_ms_per_iteration, 3)
-        << " | " << fixed_decimals(r.host_ms_per_iteration, 3) << " | " << r.ops_per_iteration << " | "
-        << fixed_decimals(r.tokens_per_second, 0) << " | " << (r.mfu ? fixed_decimals(100.0 * *r.mfu, 1) + "%" : "-") << " | "
-        << fixed_decimals(r.speedup, 2) << " | " << r.graphs << " | "
-        << (eager ? "-" : fixed_decimals(r.capture_seconds, 2)) << " | " << fixed_decimals(r.peak_mib, 1) << " | "
-        << fixed_decimals(r.reserved_mib, 1) << " | " << (eager ? "-" : fixed_decimals(r.graph_pool_mib, 1)) << " | "
+    out << "| " << r.impl << " | " << fixed_decimals(r.ms_per_iteration, 3) << " | "
+        << fixed_decimals(r.pipelined_ms_per_iteration, 3) << " | " << fixed_decimals(r.host_ms_per_iteration, 3)
+        << " | " << r.ops_per_iteration << " | " << fixed_decimals(r.tokens_per_second, 0) << " | "
+        << (r.mfu ? fixed_decimals(100.0 * *r.mfu, 1) + "%" : "-") << " | " << fixed_decimals(r.speedup, 2) << " | "
+        << r.graphs << " | " << (eager ? "-" : fixed_decimals(r.capture_seconds, 2)) << " | "
+        << fixed_decimals(r.peak_mib, 1) << " | " << fixed_decimals(r.reserved_mib, 1) << " | "
+        << (eager ? "-" : fixed_decimals(r.graph_pool_mib, 1)) << " | "
         << (eager ? "-" : fixed_decimals(r.graph_mib, 1)) << " | " << fixed_decimals(r.loss, 4) << " |\n";
   }
 }
@@ -177,19 +182,31 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
   nlohmann::json array = nlohmann::json::array();
   for (const auto& r : rows) {
     if (r.skipped) {
-      array.push_back({{"impl", r.impl}, {"skipped", *r.skipped}, {"preset", command_line.preset.value_or("")},
+      array.push_back({{"impl", r.impl},
+                       {"skipped", *r.skipped},
+                       {"preset", command_line.preset.value_or("")},
                        {"device", runtime::device_name(device)}});
       continue;
     }
-    array.push_back({{"impl", r.impl}, {"ms_per_iter", r.ms_per_iteration},
+    array.push_back({{"impl", r.impl},
+                     {"ms_per_iter", r.ms_per_iteration},
                      {"pipelined_ms_per_iter", r.pipelined_ms_per_iteration},
-                     {"host_ms_per_iter", r.host_ms_per_iteration}, {"ops_per_iter", r.ops_per_iteration},
+                     {"host_ms_per_iter", r.host_ms_per_iteration},
+                     {"ops_per_iter", r.ops_per_iteration},
                      {"tokens_per_s", r.tokens_per_second},
-                     {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)}, {"speedup_vs_none", r.speedup}, {"graphs", r.graphs},
-                     {"capture_s", r.capture_seconds}, {"peak_mib", r.peak_mib}, {"reserved_mib", r.reserved_mib},
-                     {"graph_pool_mib", r.graph_pool_mib}, {"graph_mib", r.graph_mib}, {"loss", r.loss},
-                     {"preset", command_line.preset.value_or("")}, {"device", runtime::device_name(device)},
-                     {"iters", command_line.bench_iters}, {"warmup", command_line.bench_warmup}});
+                     {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)},
+                     {"speedup_vs_none", r.speedup},
+                     {"graphs", r.graphs},
+                     {"capture_s", r.capture_seconds},
+                     {"peak_mib", r.peak_mib},
+                     {"reserved_mib", r.reserved_mib},
+                     {"graph_pool_mib", r.graph_pool_mib},
+                     {"graph_mib", r.graph_mib},
+                     {"loss", r.loss},
+                     {"preset", command_line.preset.value_or("")},
+                     {"device", runtime::device_name(device)},
+                     {"iters", command_line.bench_iters},
+                     {"warmup", command_line.bench_warmup}});
   }
   out << array.dump(2) << "\n";
 }
@@ -211,8 +228,8 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
     if (!row.skipped) row.speedup = baseline != rows.end() ? baseline->ms_per_iteration / row.ms_per_iteration : 1.0;
   }
   const config::RunConfig config = config::resolve_run_config_or_throw(command_line.settings);
-  const at::Device device = config.train.device == "cpu" || !runtime::cuda_available() ? at::Device(at::kCPU)
-                                                                                        : at::Device(at::kCUDA, 0);
+  const at::Device device =
+      config.train.device == "cpu" || !runtime::cuda_available() ? at::Device(at::kCPU) : at::Device(at::kCUDA, 0);
   if (command_line.json_output) {
     print_json(command_line, device, rows, out);
   } else {

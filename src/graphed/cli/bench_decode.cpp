@@ -11,13 +11,13 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
-#include "graphed/runtime/device.h"
-#include "graphed/runtime/peak_throughput.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/dist/peer_collectives.h"
 #include "graphed/infer/decode_engine.h"
 #include "graphed/infer/decode_roofline.h"
+#include "graphed/runtime/device.h"
+#include "graphed/runtime/peak_throughput.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
 #include "graphed/util/statistics.h"
@@ -33,11 +33,11 @@ struct DecodeRow {
   int64_t batch = 0;
   std::optional<std::string> skipped;
   int64_t rows = 0;
-  double ms_per_step = 0;       ///< median over the repeats
+  double ms_per_step = 0;  ///< median over the repeats
   double tokens_per_second = 0;
   double first_token_ms = 0;
-  double roofline_share = 0;    ///< 0 when the bandwidth is unknown
-  double capture_seconds = 0;   ///< every bucket of the scope
+  double roofline_share = 0;   ///< 0 when the bandwidth is unknown
+  double capture_seconds = 0;  ///< every bucket of the scope
   double graph_pool_mib = 0;
   int64_t graphs = 0;
 };
@@ -103,7 +103,8 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
     row.first_token_ms = median(first_ms);
     row.tokens_per_second = static_cast<double>(batch) / (row.ms_per_step / 1000.0);
     if (bandwidth) {
-      const double ideal_ms = infer::decode_bytes_per_step(model, batch, context) / bandwidth->bytes_per_second * 1000.0;
+      const double ideal_ms =
+          infer::decode_bytes_per_step(model, batch, context) / bandwidth->bytes_per_second * 1000.0;
       row.roofline_share = ideal_ms / row.ms_per_step;
     }
     row.capture_seconds = capture_seconds;
@@ -125,7 +126,8 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       << build_summary() << "; prompt " << command_line.decode_prompt_tokens << " tokens, "
       << command_line.decode_new_tokens << " new tokens, greedy; median of 3 runs after 1 warmup; roofline: "
       << (bandwidth ? bandwidth->basis : std::string("unknown bandwidth")) << "\n";
-  out << "| scope | batch | rows | ms/step | tokens/s | roofline % | first token ms | graphs | capture s (all buckets) | "
+  out << "| scope | batch | rows | ms/step | tokens/s | roofline % | first token ms | graphs | capture s (all buckets) "
+         "| "
          "graph pool MiB |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     if (r.skipped) {
@@ -134,9 +136,11 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
     }
     const bool eager = r.scope == "none";
     out << "| " << r.scope << " | " << r.batch << " | " << r.rows << " | " << fixed_decimals(r.ms_per_step, 3) << " | "
-        << fixed_decimals(r.tokens_per_second, 0) << " | " << (r.roofline_share > 0 ? fixed_decimals(100.0 * r.roofline_share, 1) : "-")
-        << " | " << fixed_decimals(r.first_token_ms, 2) << " | " << r.graphs << " | " << (eager ? "-" : fixed_decimals(r.capture_seconds, 3))
-        << " | " << (eager ? "-" : fixed_decimals(r.graph_pool_mib, 1)) << " |\n";
+        << fixed_decimals(r.tokens_per_second, 0) << " | "
+        << (r.roofline_share > 0 ? fixed_decimals(100.0 * r.roofline_share, 1) : "-") << " | "
+        << fixed_decimals(r.first_token_ms, 2) << " | " << r.graphs << " | "
+        << (eager ? "-" : fixed_decimals(r.capture_seconds, 3)) << " | "
+        << (eager ? "-" : fixed_decimals(r.graph_pool_mib, 1)) << " |\n";
   }
 }
 
@@ -144,15 +148,24 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
                 std::ostream& out) {
   nlohmann::json array = nlohmann::json::array();
   for (const auto& r : rows) {
-    nlohmann::json item{{"mode", "decode"}, {"scope", r.scope}, {"batch", r.batch},
-                        {"preset", command_line.preset.value_or("")}, {"device", runtime::device_name(device)}};
+    nlohmann::json item{{"mode", "decode"},
+                        {"scope", r.scope},
+                        {"batch", r.batch},
+                        {"preset", command_line.preset.value_or("")},
+                        {"device", runtime::device_name(device)}};
     if (r.skipped) {
       item["skipped"] = *r.skipped;
     } else {
-      item.update({{"rows", r.rows}, {"ms_per_step", r.ms_per_step}, {"tokens_per_s", r.tokens_per_second},
-                   {"roofline_share", r.roofline_share}, {"first_token_ms", r.first_token_ms}, {"graphs", r.graphs},
-                   {"capture_s", r.capture_seconds}, {"graph_pool_mib", r.graph_pool_mib},
-                   {"prompt_tokens", command_line.decode_prompt_tokens}, {"new_tokens", command_line.decode_new_tokens}});
+      item.update({{"rows", r.rows},
+                   {"ms_per_step", r.ms_per_step},
+                   {"tokens_per_s", r.tokens_per_second},
+                   {"roofline_share", r.roofline_share},
+                   {"first_token_ms", r.first_token_ms},
+                   {"graphs", r.graphs},
+                   {"capture_s", r.capture_seconds},
+                   {"graph_pool_mib", r.graph_pool_mib},
+                   {"prompt_tokens", command_line.decode_prompt_tokens},
+                   {"new_tokens", command_line.decode_new_tokens}});
     }
     array.push_back(item);
   }
@@ -171,7 +184,8 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
   const config::RunConfig config = resolve_settings(settings);
   // Every rank of a tensor-parallel launch decodes the same batch with its part of the model.
   require_one_tensor_group(environment, config.train.tensor_model_parallel_size, "graphed bench --decode");
-  const at::Device device = device_for_rank(choose_device(config.train.device, "decoding eagerly in fp32"), environment);
+  const at::Device device =
+      device_for_rank(choose_device(config.train.device, "decoding eagerly in fp32"), environment);
   const int64_t context = config.model.max_position_embeddings.value_or(config.model.seq_length);
   if (command_line.decode_prompt_tokens + command_line.decode_new_tokens > context) {
     throw ConfigError("--decode-prompt-tokens " + std::to_string(command_line.decode_prompt_tokens) +
@@ -184,7 +198,7 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
   if (environment.is_distributed()) {  // each rank keeps its part of the model every rank built
     distributed.emplace(config, environment, device);
     model->split_for_tensor_parallel(dist::make_inference_collectives(distributed->groups().tensor(), device,
-                                                                       !command_line.disable_custom_all_reduce));
+                                                                      !command_line.disable_custom_all_reduce));
     distributed->groups().tensor().barrier();  // the group's first collective, outside any graph capture
   }
   std::ostream& print = environment.rank == 0 ? out : null_stream();

@@ -14,11 +14,11 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
-#include "graphed/runtime/device.h"
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/infer/serving_engine.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 #include "graphed/util/statistics.h"
 #include "graphed/util/text.h"
@@ -48,16 +48,17 @@ ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed) {
                 "--length-distribution is '", flags.distribution, "'; fix: give uniform or long-tail");
   GRAPHED_CHECK(flags.request_rate >= 0 && std::isfinite(flags.request_rate), ConfigError, "--request-rate is ",
                 flags.request_rate, "; fix: give requests per second, or 0 for all at once");
-  GRAPHED_CHECK(flags.shared_prefix >= 0 && flags.shared_prefix < prompts.first, ConfigError, "--shared-prefix-tokens is ",
-                flags.shared_prefix, " and the shortest prompt ", prompts.first, " tokens; fix: give 0 to ",
-                prompts.first - 1);
+  GRAPHED_CHECK(flags.shared_prefix >= 0 && flags.shared_prefix < prompts.first, ConfigError,
+                "--shared-prefix-tokens is ", flags.shared_prefix, " and the shortest prompt ", prompts.first,
+                " tokens; fix: give 0 to ", prompts.first - 1);
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   // long-tail: exponential above the low end with a mean of an eighth of the range, cut at the high end.
   const auto draw = [&](std::pair<int64_t, int64_t> range) {
     const double span = static_cast<double>(range.second - range.first);
     const double u = unit(random);
-    const double offset = flags.distribution == "uniform" ? std::floor(u * (span + 1.0)) : std::floor(-std::log(1.0 - u) * span / 8.0);
+    const double offset =
+        flags.distribution == "uniform" ? std::floor(u * (span + 1.0)) : std::floor(-std::log(1.0 - u) * span / 8.0);
     return range.first + std::min<int64_t>(static_cast<int64_t>(offset), range.second - range.first);
   };
   ServeWorkload workload;
@@ -172,7 +173,8 @@ Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload
     if (request.first < 0) continue;
     timings.output_tokens += request.tokens;
     timings.ttft_ms.push_back((request.first - request.arrival) * 1000.0);
-    if (request.tokens > 1) timings.tpot_ms.push_back((request.last - request.first) * 1000.0 / static_cast<double>(request.tokens - 1));
+    if (request.tokens > 1)
+      timings.tpot_ms.push_back((request.last - request.first) * 1000.0 / static_cast<double>(request.tokens - 1));
   }
   return timings;
 }
@@ -193,10 +195,14 @@ void profile_decode_steps(infer::ServingEngine& engine, const std::vector<int64_
 }
 
 nlohmann::json model_shape(const config::ModelConfig& config, int64_t context) {
-  return {{"hidden_size", config.hidden_size}, {"ffn_hidden_size", config.ffn_hidden_size.value_or(4 * config.hidden_size)},
-          {"num_layers", config.num_layers}, {"num_attention_heads", config.num_attention_heads},
+  return {{"hidden_size", config.hidden_size},
+          {"ffn_hidden_size", config.ffn_hidden_size.value_or(4 * config.hidden_size)},
+          {"num_layers", config.num_layers},
+          {"num_attention_heads", config.num_attention_heads},
           {"num_query_groups", config.num_query_groups.value_or(config.num_attention_heads)},
-          {"vocab_size", config.vocab_size}, {"max_position_embeddings", context}, {"rotary_base", config.rotary_base},
+          {"vocab_size", config.vocab_size},
+          {"max_position_embeddings", context},
+          {"rotary_base", config.rotary_base},
           {"norm_epsilon", config.norm_epsilon},
           {"untie_embeddings_and_output_weights", config.untie_embeddings_and_output_weights}};
 }
@@ -208,16 +214,16 @@ void refuse_serve_flags_without_serve(const CommandLine& command_line) {
   const ServeBenchFlags workload;
   const ServingFlags engine;
   const ServingFlags& serving = command_line.serving;
-  const bool workload_given = given.requests != workload.requests || given.prompt_lengths != workload.prompt_lengths ||
-                              given.output_lengths != workload.output_lengths ||
-                              given.distribution != workload.distribution || given.request_rate != workload.request_rate ||
-                              given.shared_prefix != workload.shared_prefix;
-  const bool engine_given = serving.max_requests || serving.max_sequence || serving.max_tokens != engine.max_tokens ||
-                            serving.block_size != engine.block_size || serving.buffer_size_gb != engine.buffer_size_gb ||
-                            serving.cuda_graph_max_tokens != engine.cuda_graph_max_tokens ||
-                            serving.mixed_prefill_count != engine.mixed_prefill_count ||
-                            serving.decode_only_cuda_graphs || serving.disable_chunked_prefill ||
-                            serving.enable_prefix_caching || !command_line.generate.hf_folder.empty();
+  const bool workload_given =
+      given.requests != workload.requests || given.prompt_lengths != workload.prompt_lengths ||
+      given.output_lengths != workload.output_lengths || given.distribution != workload.distribution ||
+      given.request_rate != workload.request_rate || given.shared_prefix != workload.shared_prefix;
+  const bool engine_given =
+      serving.max_requests || serving.max_sequence || serving.max_tokens != engine.max_tokens ||
+      serving.block_size != engine.block_size || serving.buffer_size_gb != engine.buffer_size_gb ||
+      serving.cuda_graph_max_tokens != engine.cuda_graph_max_tokens ||
+      serving.mixed_prefill_count != engine.mixed_prefill_count || serving.decode_only_cuda_graphs ||
+      serving.disable_chunked_prefill || serving.enable_prefix_caching || !command_line.generate.hf_folder.empty();
   if (workload_given || engine_given) {
     throw ConfigError(std::string(workload_given ? "a serving workload flag" : "a serving engine flag (or --hf)") +
                       " was given to graphed bench without --serve, where it does nothing; fix: add --serve, or leave "
@@ -253,37 +259,50 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   const infer::EngineStats stats = stats_since(engine.stats(), before);
   if (command_line.profile_iterations > 0) {
     std::mt19937_64 random(seed);
-    const int64_t length = std::min(workload.prompt_lengths.front(), options.max_sequence - command_line.profile_iterations - 10);
+    const int64_t length =
+        std::min(workload.prompt_lengths.front(), options.max_sequence - command_line.profile_iterations - 10);
     profile_decode_steps(engine, random_prompt(std::max<int64_t>(1, length), vocabulary, random),
                          command_line.profile_iterations, device);
   }
   nlohmann::json result{
-      {"device", runtime::device_name(device)}, {"model", served.description},
+      {"device", runtime::device_name(device)},
+      {"model", served.description},
       {"model_shape", model_shape(served.model->config(), served.context)},
-      {"workload", {{"prompt_lengths", workload.prompt_lengths}, {"output_lengths", workload.output_lengths},
-                    {"arrival_seconds", workload.arrival_seconds}, {"seed", seed},
-                    {"distribution", flags.distribution}, {"request_rate", flags.request_rate},
-                    {"shared_prefix_tokens", flags.shared_prefix}}},
-      {"requests", flags.requests}, {"refused", timings.refused}, {"output_tokens", timings.output_tokens},
+      {"workload",
+       {{"prompt_lengths", workload.prompt_lengths},
+        {"output_lengths", workload.output_lengths},
+        {"arrival_seconds", workload.arrival_seconds},
+        {"seed", seed},
+        {"distribution", flags.distribution},
+        {"request_rate", flags.request_rate},
+        {"shared_prefix_tokens", flags.shared_prefix}}},
+      {"requests", flags.requests},
+      {"refused", timings.refused},
+      {"output_tokens", timings.output_tokens},
       {"seconds", timings.seconds},
-      {"requests_per_second", static_cast<double>(flags.requests - static_cast<int64_t>(timings.refused.size())) / timings.seconds},
+      {"requests_per_second",
+       static_cast<double>(flags.requests - static_cast<int64_t>(timings.refused.size())) / timings.seconds},
       {"output_tokens_per_second", static_cast<double>(timings.output_tokens) / timings.seconds},
-      {"ttft_ms_p50", percentile(timings.ttft_ms, 0.5)}, {"ttft_ms_p99", percentile(timings.ttft_ms, 0.99)},
-      {"tpot_ms_p50", percentile(timings.tpot_ms, 0.5)}, {"tpot_ms_p99", percentile(timings.tpot_ms, 0.99)},
+      {"ttft_ms_p50", percentile(timings.ttft_ms, 0.5)},
+      {"ttft_ms_p99", percentile(timings.ttft_ms, 0.99)},
+      {"tpot_ms_p50", percentile(timings.tpot_ms, 0.5)},
+      {"tpot_ms_p99", percentile(timings.tpot_ms, 0.99)},
       {"engine", engine_json(engine, stats)}};
   if (command_line.json_output) {
     out << result.dump() << std::endl;
     return timings.refused.empty() ? 0 : 1;
   }
-  out << "serving " << flags.requests << " requests (prompts " << flags.prompt_lengths << ", outputs " << flags.output_lengths
-      << ", " << flags.distribution << ", " << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once")
-      << ") on " << served.description << ", " << runtime::device_name(device) << "\n";
+  out << "serving " << flags.requests << " requests (prompts " << flags.prompt_lengths << ", outputs "
+      << flags.output_lengths << ", " << flags.distribution << ", "
+      << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once") << ") on "
+      << served.description << ", " << runtime::device_name(device) << "\n";
   out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | peak blocks |\n"
       << "|---|---|---|---|---|---|\n"
-      << "| " << fixed_decimals(result["requests_per_second"], 2) << " | " << fixed_decimals(result["output_tokens_per_second"], 0) << " | "
-      << fixed_decimals(result["ttft_ms_p50"], 1) << " / " << fixed_decimals(result["ttft_ms_p99"], 1) << " | " << fixed_decimals(result["tpot_ms_p50"], 2)
-      << " / " << fixed_decimals(result["tpot_ms_p99"], 2) << " | " << fixed_decimals(timings.seconds, 2) << " | " << stats.peak_blocks << " of "
-      << engine.blocks_total() << " |\n";
+      << "| " << fixed_decimals(result["requests_per_second"], 2) << " | "
+      << fixed_decimals(result["output_tokens_per_second"], 0) << " | " << fixed_decimals(result["ttft_ms_p50"], 1)
+      << " / " << fixed_decimals(result["ttft_ms_p99"], 1) << " | " << fixed_decimals(result["tpot_ms_p50"], 2) << " / "
+      << fixed_decimals(result["tpot_ms_p99"], 2) << " | " << fixed_decimals(timings.seconds, 2) << " | "
+      << stats.peak_blocks << " of " << engine.blocks_total() << " |\n";
   print_engine_line(engine, stats, out);
   for (const auto& reason : timings.refused) out << "refused: " << reason << "\n";
   return timings.refused.empty() ? 0 : 1;

@@ -35,11 +35,11 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
   // parallel sizes ask for (so a pipeline layout can be checked before launching it).
   const dist::LaunchEnvironment environment = launch_environment();
   const config::TrainConfig& train = run.settings.train;
-  run.settings.train.world_size = environment.is_distributed()
-                                      ? environment.world_size
-                                      : std::max<int64_t>(1, train.tensor_model_parallel_size *
-                                                                 train.pipeline_model_parallel_size *
-                                                                 train.data_parallel_size.value_or(1));
+  run.settings.train.world_size =
+      environment.is_distributed()
+          ? environment.world_size
+          : std::max<int64_t>(1, train.tensor_model_parallel_size * train.pipeline_model_parallel_size *
+                                     train.data_parallel_size.value_or(1));
   const config::Resolution resolution = config::resolve_run_config(run.settings);
   const json resolved = config::run_config_to_json(resolution.config);
   const json given = config::settings_to_json(run.settings);
@@ -49,7 +49,8 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
   if (command_line.json_output) {
     json issues = json::array();
     for (const auto& issue : resolution.issues.all()) {
-      issues.push_back({{"rule", issue.rule}, {"severity", config::to_string(issue.severity)}, {"message", issue.message}});
+      issues.push_back(
+          {{"rule", issue.rule}, {"severity", config::to_string(issue.severity)}, {"message", issue.message}});
     }
     json origins = json::object();
     for (const auto& [key, value] : resolved.items()) origins[key] = origin_of(key, value, given, run.origins);
@@ -73,7 +74,8 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
   std::size_t width = 0;
   for (const auto& [key, value] : resolved.items()) width = std::max(width, key.size());
   const auto print = [&](const std::string& key) {
-    out << "  " << std::left << std::setw(static_cast<int>(width)) << key << " = " << config::setting_value_text(resolved.at(key), " ", "[]");
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << key << " = "
+        << config::setting_value_text(resolved.at(key), " ", "[]");
     const std::string origin = origin_of(key, resolved.at(key), given, run.origins);
     if (origin != "default") out << "  (" << origin << ")";
     out << '\n';

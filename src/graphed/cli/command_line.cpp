@@ -29,10 +29,12 @@ const std::vector<CommandInfo>& commands() {
       {"train", "train a model (--preset, --config, flags); progress at --log-interval"},
       {"bench", "time training iterations per --impls on synthetic data and print a table"},
       {"check-config", "print the normalized configuration, each migration and warning; exit 1 on an error"},
-      {"generate", "continue prompts with a model from --load or --hf, with decode graphs per --inference-cuda-graph-scope"},
+      {"generate",
+       "continue prompts with a model from --load or --hf, with decode graphs per --inference-cuda-graph-scope"},
       {"serve", "serve a model from --load or --hf over HTTP with OpenAI's completions and chat completions API"},
       {"report", "write one HTML page of charts from metrics files, run folders and bench JSON files"},
-      {"tokenize", "encode text into token ids, or --decode ids into text, with a tokenizer.json, GPT-2 vocab folder or bytes"},
+      {"tokenize",
+       "encode text into token ids, or --decode ids into text, with a tokenizer.json, GPT-2 vocab folder or bytes"},
   };
   return list;
 }
@@ -75,7 +77,8 @@ bool runs_a_model(const std::string& command) { return command == "generate" || 
 /// What a setting does in `graphed generate`, where it differs from training's words.
 std::optional<std::string> generate_help(const std::string& key) {
   static const std::map<std::string, std::string> help{
-      {"load", "a graphed checkpoint to decode with: a --save folder (its latest checkpoint) or one of its iter_* folders"},
+      {"load",
+       "a graphed checkpoint to decode with: a --save folder (its latest checkpoint) or one of its iter_* folders"},
       {"seed", "the sampling noise's seed (with --temperature > 0): the same seed gives the same text"},
       {"device", "where to decode; auto = CUDA if this build and machine have it"},
   };
@@ -85,7 +88,8 @@ std::optional<std::string> generate_help(const std::string& key) {
 
 std::string help_text(const config::SettingSpec& spec, const std::string& command) {
   const std::optional<std::string> own = runs_a_model(command) ? generate_help(spec.key) : std::nullopt;
-  std::string text = own.value_or(spec.help) + " (default: " + config::setting_value_text(spec.read(config::Settings{})) + ")";
+  std::string text =
+      own.value_or(spec.help) + " (default: " + config::setting_value_text(spec.read(config::Settings{})) + ")";
   if (!spec.choices.empty()) text += " {" + join(spec.choices, ",") + "}";
   return text;
 }
@@ -98,7 +102,8 @@ std::string json_help(const std::string& command) {
   }
   if (command == "bench") return "print the table as a JSON array, one object per row";
   if (command == "generate") return "print one JSON object: every completion with its ids and text, and the timings";
-  if (command == "serve") return "print the ready line as one JSON object (address, port, model, engine) instead of text";
+  if (command == "serve")
+    return "print the ready line as one JSON object (address, port, model, engine) instead of text";
   return "print the configuration, its migrations and every rule that fired as one JSON object";
 }
 
@@ -108,9 +113,15 @@ bool takes_presets(const std::string& command) { return !runs_a_model(command); 
 /// The settings `graphed generate` takes as flags: the CUDA-graph ones (the legacy spellings migrate),
 /// the checkpoint, the device and the seed. The model's own settings come from the checkpoint.
 bool is_generate_setting(const config::SettingSpec& spec) {
-  static const std::vector<std::string> keys{"cuda_graph_impl", "inference_cuda_graph_scope",
-                                             "inference_dynamic_batching_num_cuda_graphs", "cuda_graph_scope",
-                                             "enable_cuda_graph", "external_cuda_graph", "seed", "load", "device"};
+  static const std::vector<std::string> keys{"cuda_graph_impl",
+                                             "inference_cuda_graph_scope",
+                                             "inference_dynamic_batching_num_cuda_graphs",
+                                             "cuda_graph_scope",
+                                             "enable_cuda_graph",
+                                             "external_cuda_graph",
+                                             "seed",
+                                             "load",
+                                             "device"};
   return std::find(keys.begin(), keys.end(), spec.key) != keys.end();
 }
 
@@ -177,29 +188,69 @@ std::vector<std::string> flags_of(const CLI::App& command) {
 /// vLLM), for suggestions only: graphed takes Megatron-LM's names.
 const std::map<std::string, std::string>& other_names() {
   static const std::map<std::string, std::string> names{
-      {"--learning-rate", "--lr"}, {"--max-lr", "--lr"}, {"--min-learning-rate", "--min-lr"},
-      {"--batch-size", "--micro-batch-size"}, {"--per-device-train-batch-size", "--micro-batch-size"},
-      {"--total-batch-size", "--global-batch-size"}, {"--gradient-accumulation-steps", "--global-batch-size"},
-      {"--max-steps", "--train-iters"}, {"--max-iters", "--train-iters"}, {"--num-train-steps", "--train-iters"},
-      {"--num-iterations", "--train-iters"}, {"--steps", "--train-iters"}, {"--iters", "--train-iters"},
-      {"--warmup-steps", "--lr-warmup-iters"}, {"--warmup-iters", "--lr-warmup-iters"},
-      {"--lr-decay-steps", "--lr-decay-iters"}, {"--lr-scheduler-type", "--lr-decay-style"},
-      {"--n-layer", "--num-layers"}, {"--n-layers", "--num-layers"}, {"--num-hidden-layers", "--num-layers"},
-      {"--n-head", "--num-attention-heads"}, {"--num-heads", "--num-attention-heads"},
-      {"--num-key-value-heads", "--num-query-groups"}, {"--n-embd", "--hidden-size"}, {"--d-model", "--hidden-size"},
-      {"--intermediate-size", "--ffn-hidden-size"}, {"--block-size", "--seq-length"},
-      {"--context-length", "--seq-length"}, {"--max-seq-len", "--seq-length"}, {"--seq-len", "--seq-length"},
-      {"--sequence-length", "--seq-length"}, {"--dropout", "--hidden-dropout"}, {"--grad-clip", "--clip-grad"},
-      {"--max-grad-norm", "--clip-grad"}, {"--gradient-clipping", "--clip-grad"}, {"--beta1", "--adam-beta1"},
-      {"--beta2", "--adam-beta2"}, {"--adam-epsilon", "--adam-eps"}, {"--output-dir", "--save"},
-      {"--out-dir", "--save"}, {"--checkpoint-dir", "--save"}, {"--resume-from-checkpoint", "--load"},
-      {"--init-from", "--load"}, {"--logging-steps", "--log-interval"}, {"--eval-steps", "--eval-interval"},
-      {"--save-steps", "--save-interval"}, {"--checkpoint-every", "--save-interval"}, {"--dataset", "--data-path"},
-      {"--data", "--data-path"}, {"--train-file", "--data-path"}, {"--input-bin", "--data-path"},
-      {"--vocab", "--vocab-size"}, {"--n-vocab", "--vocab-size"}, {"--cuda-graph", "--cuda-graph-impl"},
-      {"--cuda-graphs", "--cuda-graph-impl"}, {"--max-tokens", "--max-new-tokens"},
-      {"--max-length", "--max-new-tokens"}, {"--num-tokens", "--max-new-tokens"}, {"--temp", "--temperature"},
-      {"--model", "--hf"}, {"--model-path", "--hf"}, {"--stop", "--stop-token"}, {"--eos-token-id", "--stop-token"},
+      {"--learning-rate", "--lr"},
+      {"--max-lr", "--lr"},
+      {"--min-learning-rate", "--min-lr"},
+      {"--batch-size", "--micro-batch-size"},
+      {"--per-device-train-batch-size", "--micro-batch-size"},
+      {"--total-batch-size", "--global-batch-size"},
+      {"--gradient-accumulation-steps", "--global-batch-size"},
+      {"--max-steps", "--train-iters"},
+      {"--max-iters", "--train-iters"},
+      {"--num-train-steps", "--train-iters"},
+      {"--num-iterations", "--train-iters"},
+      {"--steps", "--train-iters"},
+      {"--iters", "--train-iters"},
+      {"--warmup-steps", "--lr-warmup-iters"},
+      {"--warmup-iters", "--lr-warmup-iters"},
+      {"--lr-decay-steps", "--lr-decay-iters"},
+      {"--lr-scheduler-type", "--lr-decay-style"},
+      {"--n-layer", "--num-layers"},
+      {"--n-layers", "--num-layers"},
+      {"--num-hidden-layers", "--num-layers"},
+      {"--n-head", "--num-attention-heads"},
+      {"--num-heads", "--num-attention-heads"},
+      {"--num-key-value-heads", "--num-query-groups"},
+      {"--n-embd", "--hidden-size"},
+      {"--d-model", "--hidden-size"},
+      {"--intermediate-size", "--ffn-hidden-size"},
+      {"--block-size", "--seq-length"},
+      {"--context-length", "--seq-length"},
+      {"--max-seq-len", "--seq-length"},
+      {"--seq-len", "--seq-length"},
+      {"--sequence-length", "--seq-length"},
+      {"--dropout", "--hidden-dropout"},
+      {"--grad-clip", "--clip-grad"},
+      {"--max-grad-norm", "--clip-grad"},
+      {"--gradient-clipping", "--clip-grad"},
+      {"--beta1", "--adam-beta1"},
+      {"--beta2", "--adam-beta2"},
+      {"--adam-epsilon", "--adam-eps"},
+      {"--output-dir", "--save"},
+      {"--out-dir", "--save"},
+      {"--checkpoint-dir", "--save"},
+      {"--resume-from-checkpoint", "--load"},
+      {"--init-from", "--load"},
+      {"--logging-steps", "--log-interval"},
+      {"--eval-steps", "--eval-interval"},
+      {"--save-steps", "--save-interval"},
+      {"--checkpoint-every", "--save-interval"},
+      {"--dataset", "--data-path"},
+      {"--data", "--data-path"},
+      {"--train-file", "--data-path"},
+      {"--input-bin", "--data-path"},
+      {"--vocab", "--vocab-size"},
+      {"--n-vocab", "--vocab-size"},
+      {"--cuda-graph", "--cuda-graph-impl"},
+      {"--cuda-graphs", "--cuda-graph-impl"},
+      {"--max-tokens", "--max-new-tokens"},
+      {"--max-length", "--max-new-tokens"},
+      {"--num-tokens", "--max-new-tokens"},
+      {"--temp", "--temperature"},
+      {"--model", "--hf"},
+      {"--model-path", "--hf"},
+      {"--stop", "--stop-token"},
+      {"--eos-token-id", "--stop-token"},
   };
   return names;
 }
@@ -234,11 +285,12 @@ std::string unknown_argument_message(const std::string& argument, const std::str
   const std::string fix = "; fix: see " + help + " for its flags";
   const auto other = other_names().find(dashed);
   if (other != other_names().end() && std::find(known.begin(), known.end(), other->second) != known.end()) {
-    return "unknown flag '" + name + "' (did you mean " + other->second + "? graphed takes Megatron-LM's flag names)" + fix;
+    return "unknown flag '" + name + "' (did you mean " + other->second + "? graphed takes Megatron-LM's flag names)" +
+           fix;
   }
   if (const std::vector<std::string> elsewhere = commands_taking(dashed, command, subcommands); !elsewhere.empty()) {
-    std::string message = "'" + name + "' is not a flag of graphed " + command + " (it is one of graphed " +
-                          join(elsewhere, ", ") + ")";
+    std::string message =
+        "'" + name + "' is not a flag of graphed " + command + " (it is one of graphed " + join(elsewhere, ", ") + ")";
     const bool model_setting = config::find_setting(dashed) != nullptr || dashed == "--preset" || dashed == "--config";
     if (runs_a_model(command) && model_setting) {
       return message + "; fix: leave it out: " + command + " takes the model and its settings from --load or --hf";
@@ -323,61 +375,91 @@ std::string help_with_lists(const CLI::App& app, const std::optional<std::string
   if (preset) return text + preset_values_text(*preset);
   text += "\nPresets (--preset NAME; with --help, shows its values):\n";
   for (const auto& name : config::preset_names()) {
-    text += "  " + name + std::string(12 - std::min<std::size_t>(name.size(), 11), ' ') +
-            config::preset_summary(name) + "\n";
+    text += "  " + name + std::string(12 - std::min<std::size_t>(name.size(), 11), ' ') + config::preset_summary(name) +
+            "\n";
   }
   text += "\nRun `graphed <command> --help` for every flag.\n";
   return text;
 }
 
 void add_bench_flags(CLI::App& bench, FlagSet& flags) {
-  bench.add_option("--impls", flags.impls, "implementations to time, one row each (default none): none, local, "
-                   "local:attn+mlp, transformer_engine, transformer_engine:attn+mlp (a per-layer impl with those "
-                   "modules), full_iteration, full_iteration+optimizer")->delimiter(',');
+  bench
+      .add_option("--impls", flags.impls,
+                  "implementations to time, one row each (default none): none, local, "
+                  "local:attn+mlp, transformer_engine, transformer_engine:attn+mlp (a per-layer impl with those "
+                  "modules), full_iteration, full_iteration+optimizer")
+      ->delimiter(',');
   bench.add_option("--bench-iters", flags.bench_iters, "timed iterations per implementation (default 20)");
   bench.add_option("--bench-warmup", flags.bench_warmup, "untimed iterations before timing (default 5)");
   bench.add_option("--profile-iterations", flags.profile_iterations,
                    "after timing, run this many more iterations per implementation inside a profiler range (CUDA's "
                    "cudaProfilerStart/Stop), for ncu --profile-from-start off (default 0: none); with --serve, this "
                    "many decode steps of one more request at batch 1");
-  bench.add_flag("--decode", flags.bench_decode, "time decoding instead of training: scopes none, layer and block of "
+  bench.add_flag("--decode", flags.bench_decode,
+                 "time decoding instead of training: scopes none, layer and block of "
                  "the preset's model with random weights (bf16 on a GPU), one row per scope and batch");
-  bench.add_option("--decode-batches", flags.decode_batches, "batch sizes of --decode (default 1,8,32)")->delimiter(',');
-  bench.add_option("--decode-scopes", flags.decode_scopes, "inference graph scopes of --decode (default none,layer,block)")
+  bench.add_option("--decode-batches", flags.decode_batches, "batch sizes of --decode (default 1,8,32)")
       ->delimiter(',');
-  bench.add_option("--decode-prompt-tokens", flags.decode_prompt_tokens, "random prompt length of --decode (default 32)");
+  bench
+      .add_option("--decode-scopes", flags.decode_scopes,
+                  "inference graph scopes of --decode (default none,layer,block)")
+      ->delimiter(',');
+  bench.add_option("--decode-prompt-tokens", flags.decode_prompt_tokens,
+                   "random prompt length of --decode (default 32)");
   bench.add_option("--decode-new-tokens", flags.decode_new_tokens, "tokens drawn per prompt by --decode (default 128)");
 }
 
 /// The model's own flags, shared by generate and serve: --hf, --tokenizer, --dtype.
 void add_model_flags(CLI::App& command, GenerateFlags& flags, const std::string& group) {
-  command.add_option("--hf", flags.hf_folder, "a Hugging Face model folder (config.json, safetensors, tokenizer.json): "
-                     "Llama 1/2/3, Qwen2/2.5, Qwen3, GPT-2")->group(group);
-  command.add_option("--tokenizer", flags.tokenizer, "tokenizer.json, a folder with one (or vocab.json + merges.txt), or "
-                     "'bytes'; default: the model folder's own, or bytes for a model trained on text")->group(group);
-  command.add_option("--dtype", flags.dtype, "weights and cache: auto (bf16 on a GPU, fp32 on the CPU), bf16, fp16, fp32")
+  command
+      .add_option("--hf", flags.hf_folder,
+                  "a Hugging Face model folder (config.json, safetensors, tokenizer.json): "
+                  "Llama 1/2/3, Qwen2/2.5, Qwen3, GPT-2")
+      ->group(group);
+  command
+      .add_option("--tokenizer", flags.tokenizer,
+                  "tokenizer.json, a folder with one (or vocab.json + merges.txt), or "
+                  "'bytes'; default: the model folder's own, or bytes for a model trained on text")
+      ->group(group);
+  command
+      .add_option("--dtype", flags.dtype, "weights and cache: auto (bf16 on a GPU, fp32 on the CPU), bf16, fp16, fp32")
       ->group(group);
 }
 
 void add_generate_flags(CLI::App& generate, GenerateFlags& flags) {
   const std::string group = "Generation";
   add_model_flags(generate, flags, group);
-  generate.add_option("--prompt", flags.prompts, "a prompt (repeatable: one prompt each)")->group(group)
+  generate.add_option("--prompt", flags.prompts, "a prompt (repeatable: one prompt each)")
+      ->group(group)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   generate.add_option("--prompt-file", flags.prompt_files, "a file whose whole text is one prompt (repeatable)")
-      ->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->group(group)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   generate.add_option("--prompt-ids", flags.prompt_ids, "a prompt as token ids, \"1 2 3\" or 1,2,3 (repeatable)")
-      ->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  generate.add_option("--max-new-tokens", flags.max_new_tokens, "tokens to draw per prompt (default 64, fewer when the model's context is shorter)")->group(group);
-  generate.add_option("--batch-size", flags.batch_size,
-                      "rows decoded together; the prompts repeat in turn to fill them (default: one per prompt)")->group(group);
+      ->group(group)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  generate
+      .add_option("--max-new-tokens", flags.max_new_tokens,
+                  "tokens to draw per prompt (default 64, fewer when the model's context is shorter)")
+      ->group(group);
+  generate
+      .add_option("--batch-size", flags.batch_size,
+                  "rows decoded together; the prompts repeat in turn to fill them (default: one per prompt)")
+      ->group(group);
   generate.add_option("--temperature", flags.temperature, "0 = greedy (default); else sample from softmax(logits / T)")
       ->group(group);
   generate.add_option("--top-k", flags.top_k, "sample among the k likeliest tokens; 0 = all (default)")->group(group);
-  generate.add_option("--top-p", flags.top_p, "sample among the likeliest tokens holding this probability; 1 = all "
-                      "(default)")->group(group);
-  generate.add_option("--stop-token", flags.stop_tokens, "a token id that ends a row (repeatable); default: the "
-                      "model's end-of-sequence tokens")->group(group)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  generate
+      .add_option("--top-p", flags.top_p,
+                  "sample among the likeliest tokens holding this probability; 1 = all "
+                  "(default)")
+      ->group(group);
+  generate
+      .add_option("--stop-token", flags.stop_tokens,
+                  "a token id that ends a row (repeatable); default: the "
+                  "model's end-of-sequence tokens")
+      ->group(group)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   generate.add_flag("--ignore-eos", flags.ignore_eos, "draw --max-new-tokens tokens whatever they are")->group(group);
 }
 
@@ -387,8 +469,8 @@ void take_bench_flags(const FlagSet& flags, CommandLine& result) {
   result.bench_iters = flags.bench_iters;
   result.bench_warmup = flags.bench_warmup;
   if (result.bench_iters < 1 || result.bench_warmup < 0) {
-    fail_with({"--bench-iters must be >= 1 and --bench-warmup >= 0, got " + std::to_string(result.bench_iters) + " and " +
-               std::to_string(result.bench_warmup) + "; fix: e.g. --bench-iters 20 --bench-warmup 5"});
+    fail_with({"--bench-iters must be >= 1 and --bench-warmup >= 0, got " + std::to_string(result.bench_iters) +
+               " and " + std::to_string(result.bench_warmup) + "; fix: e.g. --bench-iters 20 --bench-warmup 5"});
   }
   result.profile_iterations = flags.profile_iterations;
   if (result.profile_iterations < 0) {
@@ -405,11 +487,13 @@ void take_bench_flags(const FlagSet& flags, CommandLine& result) {
   }
   result.decode_prompt_tokens = flags.decode_prompt_tokens;
   result.decode_new_tokens = flags.decode_new_tokens;
-  const bool bad_batch = std::any_of(result.decode_batches.begin(), result.decode_batches.end(), [](int64_t b) { return b < 1; });
+  const bool bad_batch =
+      std::any_of(result.decode_batches.begin(), result.decode_batches.end(), [](int64_t b) { return b < 1; });
   if (bad_batch || result.decode_prompt_tokens < 1 || result.decode_new_tokens < 2) {
     fail_with({"--decode-batches must be >= 1 each, --decode-prompt-tokens >= 1 and --decode-new-tokens >= 2, got " +
                bracketed(result.decode_batches) + ", " + std::to_string(result.decode_prompt_tokens) + " and " +
-               std::to_string(result.decode_new_tokens) + "; fix: e.g. --decode-batches 1,8,32 --decode-prompt-tokens 32 "
+               std::to_string(result.decode_new_tokens) +
+               "; fix: e.g. --decode-batches 1,8,32 --decode-prompt-tokens 32 "
                "--decode-new-tokens 128"});
   }
 }
@@ -436,12 +520,13 @@ std::string report_usage_fix() {
 CommandLine parse_report_command(const std::vector<std::string>& arguments) {
   CommandLine result;
   result.command = "report";
-  CLI::App app{"graphed report: one self-contained HTML page (inline SVG) with loss, validation loss, learning rate, "
-               "grad norm and tokens/s per iteration of each training run overlaid, and ms/iter bars and memory "
-               "tables of each bench file.\nAn input is a folder holding metrics.jsonl, a file written by "
-               "graphed train --metrics-file, or a JSON array printed by graphed bench --json or "
-               "bench/reference_pytorch.py --json (told apart by a leading '[').",
-               "graphed report"};
+  CLI::App app{
+      "graphed report: one self-contained HTML page (inline SVG) with loss, validation loss, learning rate, "
+      "grad norm and tokens/s per iteration of each training run overlaid, and ms/iter bars and memory "
+      "tables of each bench file.\nAn input is a folder holding metrics.jsonl, a file written by "
+      "graphed train --metrics-file, or a JSON array printed by graphed bench --json or "
+      "bench/reference_pytorch.py --json (told apart by a leading '[').",
+      "graphed report"};
   app.allow_extras();
   app.add_option("inputs", result.report_inputs, "RUN_DIR, METRICS.jsonl or BENCH.json, one or more");
   app.add_option("-o,--output", result.report_output, "the HTML file to write (default report.html)");
@@ -450,7 +535,8 @@ CommandLine parse_report_command(const std::vector<std::string>& arguments) {
   for (const auto& extra : app.remaining()) {
     problems.push_back("unknown flag '" + extra + "' for graphed report; " + report_usage_fix());
   }
-  if (result.report_inputs.empty()) problems.push_back("graphed report needs at least one input; " + report_usage_fix());
+  if (result.report_inputs.empty())
+    problems.push_back("graphed report needs at least one input; " + report_usage_fix());
   if (!problems.empty()) fail_with(problems);
   return result;
 }
@@ -487,8 +573,10 @@ void add_command_flags(CLI::App& sub, const std::string& name, FlagSet& flags, C
   if (name == "bench") {
     add_bench_flags(sub, flags);
     add_serve_bench_flags(sub, result.serve_bench);
-    sub.add_option("--hf", result.generate.hf_folder, "bench --serve: a Hugging Face model folder to serve "
-                   "(instead of --load or the preset's random weights)")->group("Serving benchmark (bench --serve)");
+    sub.add_option("--hf", result.generate.hf_folder,
+                   "bench --serve: a Hugging Face model folder to serve "
+                   "(instead of --load or the preset's random weights)")
+        ->group("Serving benchmark (bench --serve)");
   }
   if (name == "generate") add_generate_flags(sub, result.generate);
   if (name == "serve") {
@@ -496,7 +584,8 @@ void add_command_flags(CLI::App& sub, const std::string& name, FlagSet& flags, C
     add_server_flags(sub, result.server);
   }
   if (name == "bench" || name == "serve") {
-    sub.add_flag("--disable-custom-all-reduce", result.disable_custom_all_reduce, "tensor-parallel decoding: sum "
+    sub.add_flag("--disable-custom-all-reduce", result.disable_custom_all_reduce,
+                 "tensor-parallel decoding: sum "
                  "through NCCL instead of the one-shot peer-memory all-reduce (vLLM's name)");
   }
   if (name != "train" && name != "check-config") add_serving_flags(sub, result.serving);

@@ -50,17 +50,17 @@ struct CommandLine {
   bool json_output = false;                 ///< --json
   std::vector<std::string> debug_channels;  ///< --debug CHANNEL (repeatable)
   // bench only.
-  std::vector<std::string> impls{"none"};   ///< --impls none[,local,...]: one row each
-  int64_t bench_iters = 20;                 ///< --bench-iters: timed iterations per impl
-  int64_t bench_warmup = 5;                 ///< --bench-warmup: untimed iterations first
-  int64_t profile_iterations = 0;           ///< --profile-iterations: iterations inside a profiler range
-  bool bench_decode = false;                ///< --decode: time decoding per inference graph scope instead
+  std::vector<std::string> impls{"none"};         ///< --impls none[,local,...]: one row each
+  int64_t bench_iters = 20;                       ///< --bench-iters: timed iterations per impl
+  int64_t bench_warmup = 5;                       ///< --bench-warmup: untimed iterations first
+  int64_t profile_iterations = 0;                 ///< --profile-iterations: iterations inside a profiler range
+  bool bench_decode = false;                      ///< --decode: time decoding per inference graph scope instead
   std::vector<int64_t> decode_batches{1, 8, 32};  ///< --decode-batches: one row per scope and batch
   std::vector<std::string> decode_scopes{"none", "layer", "block"};  ///< --decode-scopes
-  int64_t decode_prompt_tokens = 32;        ///< --decode-prompt-tokens: random prompt length
-  int64_t decode_new_tokens = 128;          ///< --decode-new-tokens: tokens drawn per prompt
+  int64_t decode_prompt_tokens = 32;                                 ///< --decode-prompt-tokens: random prompt length
+  int64_t decode_new_tokens = 128;                                   ///< --decode-new-tokens: tokens drawn per prompt
   // bench --decode and serve with tensor parallelism.
-  bool disable_custom_all_reduce = false;   ///< --disable-custom-all-reduce: NCCL sums in place of peer memory
+  bool disable_custom_all_reduce = false;  ///< --disable-custom-all-reduce: NCCL sums in place of peer memory
   // generate (hf_folder also for bench --serve; hf_folder, tokenizer and dtype also for serve).
   GenerateFlags generate;
   // serve only.

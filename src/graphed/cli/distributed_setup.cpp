@@ -18,11 +18,11 @@ DistributedRun::DistributedRun(const config::RunConfig& config, const dist::Laun
   // A rank that stops beating for a minute (or the timeout, when shorter) has died: the others stop.
   const auto stall_limit = std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(60 * 1000));
   const int64_t rank = environment.rank;
-  monitor_ = std::make_unique<dist::RankMonitor>(
-      groups_->connect_store(), rank, environment.world_size, stall_limit, [rank](const std::string& why) {
-        std::cerr << "error: rank " << rank << " is " << why << std::endl;
-        std::_Exit(1);
-      });
+  monitor_ = std::make_unique<dist::RankMonitor>(groups_->connect_store(), rank, environment.world_size, stall_limit,
+                                                 [rank](const std::string& why) {
+                                                   std::cerr << "error: rank " << rank << " is " << why << std::endl;
+                                                   std::_Exit(1);
+                                                 });
 }
 
 DistributedRun::~DistributedRun() = default;
@@ -45,11 +45,11 @@ at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironme
   if (!chosen.is_cuda() || !environment.is_distributed()) return chosen;
   const int64_t gpus = runtime::cuda_device_count();
   if (environment.local_rank >= gpus) {
-    const std::string message =
-        "rank " + std::to_string(environment.rank) + " has LOCAL_RANK " + std::to_string(environment.local_rank) +
-        ", but this machine shows " + std::to_string(gpus) + " GPU(s): more ranks than GPUs on one node; fix: launch " +
-        "at most " + std::to_string(gpus) + " processes per node (torchrun --nproc-per-node " + std::to_string(gpus) +
-        "), or train on CPUs with --device cpu";
+    const std::string message = "rank " + std::to_string(environment.rank) + " has LOCAL_RANK " +
+                                std::to_string(environment.local_rank) + ", but this machine shows " +
+                                std::to_string(gpus) + " GPU(s): more ranks than GPUs on one node; fix: launch " +
+                                "at most " + std::to_string(gpus) + " processes per node (torchrun --nproc-per-node " +
+                                std::to_string(gpus) + "), or train on CPUs with --device cpu";
     throw DistributedError(message);  // this rank's own: printed by every rank that finds it
   }
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(environment.local_rank));
@@ -58,11 +58,12 @@ at::Device device_for_rank(const at::Device& chosen, const dist::LaunchEnvironme
 void require_one_tensor_group(const dist::LaunchEnvironment& environment, int64_t tensor_size,
                               const std::string& command) {
   if (!environment.is_distributed() || tensor_size == environment.world_size) return;
-  const std::string message =
-      "WORLD_SIZE=" + std::to_string(environment.world_size) + " asks for " + std::to_string(environment.world_size) +
-      " processes, but `" + command + "` runs several only as one tensor-parallel group (--tensor-model-parallel-size " +
-      std::to_string(tensor_size) + "); fix: launch as many processes as --tensor-model-parallel-size, or run it "
-      "without a launcher";
+  const std::string message = "WORLD_SIZE=" + std::to_string(environment.world_size) + " asks for " +
+                              std::to_string(environment.world_size) + " processes, but `" + command +
+                              "` runs several only as one tensor-parallel group (--tensor-model-parallel-size " +
+                              std::to_string(tensor_size) +
+                              "); fix: launch as many processes as --tensor-model-parallel-size, or run it "
+                              "without a launcher";
   throw ConfigError(message, {message});
 }
 

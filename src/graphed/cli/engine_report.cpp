@@ -11,25 +11,36 @@ namespace graphed::cli {
 nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::EngineStats& stats) {
   std::vector<std::string> buckets;
   for (const auto& bucket : engine.buckets()) buckets.push_back(bucket.describe());
-  return {{"scope", config::to_string(engine.options().scope)}, {"buckets", buckets}, {"graphs", engine.graph_count()},
-          {"capture_seconds", stats.capture_seconds}, {"steps", stats.steps}, {"graph_steps", stats.graph_steps},
-          {"eager_steps", stats.eager_steps}, {"unmatched_steps", stats.unmatched_steps},
-          {"preemptions", stats.preemptions}, {"shared_prompt_tokens", stats.shared_prompt_tokens},
-          {"prefix_sharing", engine.options().prefix_sharing}, {"peak_blocks", stats.peak_blocks}, {"blocks", engine.blocks_total()},
-          {"block_size", engine.options().block_size}, {"cache_bytes", engine.cache_bytes()},
-          {"max_requests", engine.options().max_requests}, {"max_tokens", engine.options().max_tokens}};
+  return {{"scope", config::to_string(engine.options().scope)},
+          {"buckets", buckets},
+          {"graphs", engine.graph_count()},
+          {"capture_seconds", stats.capture_seconds},
+          {"steps", stats.steps},
+          {"graph_steps", stats.graph_steps},
+          {"eager_steps", stats.eager_steps},
+          {"unmatched_steps", stats.unmatched_steps},
+          {"preemptions", stats.preemptions},
+          {"shared_prompt_tokens", stats.shared_prompt_tokens},
+          {"prefix_sharing", engine.options().prefix_sharing},
+          {"peak_blocks", stats.peak_blocks},
+          {"blocks", engine.blocks_total()},
+          {"block_size", engine.options().block_size},
+          {"cache_bytes", engine.cache_bytes()},
+          {"max_requests", engine.options().max_requests},
+          {"max_tokens", engine.options().max_tokens}};
 }
 
 void print_engine_line(const infer::ServingEngine& engine, const infer::EngineStats& stats, std::ostream& out) {
   out << "engine: scope " << config::to_string(engine.options().scope) << ", " << stats.graph_steps
       << " steps from graphs, " << stats.eager_steps << " eager (" << stats.unmatched_steps
-      << " no graph bucket served), " << counted(static_cast<std::size_t>(engine.graph_count()), "graph") << " captured in "
-      << fixed_decimals(stats.capture_seconds, 2) << " s; up to " << engine.options().max_requests
+      << " no graph bucket served), " << counted(static_cast<std::size_t>(engine.graph_count()), "graph")
+      << " captured in " << fixed_decimals(stats.capture_seconds, 2) << " s; up to " << engine.options().max_requests
       << " requests at once, " << stats.preemptions << " preemptions"
-      << (engine.options().prefix_sharing ? ", " + std::to_string(stats.shared_prompt_tokens) + " prompt tokens shared" : "")
-      << "; cache " << fixed_decimals(static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0), 1) << " MiB, " << stats.peak_blocks
-      << " of " << engine.blocks_total() << " blocks of " << engine.options().block_size << " positions used at most"
-      << std::endl;
+      << (engine.options().prefix_sharing ? ", " + std::to_string(stats.shared_prompt_tokens) + " prompt tokens shared"
+                                          : "")
+      << "; cache " << fixed_decimals(static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0), 1) << " MiB, "
+      << stats.peak_blocks << " of " << engine.blocks_total() << " blocks of " << engine.options().block_size
+      << " positions used at most" << std::endl;
 }
 
 infer::EngineStats stats_since(const infer::EngineStats& after, const infer::EngineStats& before) {

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -49,18 +49,21 @@ void check_flags(const GenerateFlags& flags, int64_t prompt_count) {
                        std::to_string(prompt_count) + " prompts given; fix: raise --batch-size or give fewer prompts");
   }
   if (!(flags.temperature >= 0.0) || !std::isfinite(flags.temperature)) {
-    problems.push_back("--temperature is " + format_number(flags.temperature) + "; fix: give 0 (greedy) or a positive number");
+    problems.push_back("--temperature is " + format_number(flags.temperature) +
+                       "; fix: give 0 (greedy) or a positive number");
   }
   if (flags.top_k < 0) problems.push_back("--top-k is " + std::to_string(flags.top_k) + "; fix: give 0 (all) or more");
   if (!(flags.top_p > 0.0 && flags.top_p <= 1.0)) {
     problems.push_back("--top-p is " + format_number(flags.top_p) + "; fix: give a value in (0, 1]");
   }
   if (problems.size() == 1) throw ConfigError(problems.front());
-  if (!problems.empty()) throw ConfigError("invalid generate flags (" + std::to_string(problems.size()) + " problems)", problems);
+  if (!problems.empty())
+    throw ConfigError("invalid generate flags (" + std::to_string(problems.size()) + " problems)", problems);
 }
 
 /// The rows to decode: the prompts repeated in turn up to --batch-size.
-std::vector<std::vector<int64_t>> fill_rows(const std::vector<std::vector<int64_t>>& prompts, std::optional<int64_t> batch) {
+std::vector<std::vector<int64_t>> fill_rows(const std::vector<std::vector<int64_t>>& prompts,
+                                            std::optional<int64_t> batch) {
   std::vector<std::vector<int64_t>> rows;
   const auto count = static_cast<std::size_t>(batch.value_or(static_cast<int64_t>(prompts.size())));
   for (std::size_t i = 0; i < count; ++i) rows.push_back(prompts[i % prompts.size()]);
@@ -72,16 +75,17 @@ int64_t new_token_count(const GenerateFlags& flags, int64_t longest, int64_t con
   if (flags.max_new_tokens) return *flags.max_new_tokens;
   const int64_t count = std::min<int64_t>(64, context - longest);
   if (count < 1) return 64;  // no room at all: the context check below says so
-  if (count < 64) std::cerr << "note: drawing " << count << " new tokens, what the model's context of " << context
-                            << " leaves after the prompt (pass --max-new-tokens to choose)\n";
+  if (count < 64)
+    std::cerr << "note: drawing " << count << " new tokens, what the model's context of " << context
+              << " leaves after the prompt (pass --max-new-tokens to choose)\n";
   return count;
 }
 
 infer::ServingOptions engine_options(const CommandLine& command_line, const config::CudaGraphConfig& graphs,
                                      const GenerationModel& model, const std::vector<std::vector<int64_t>>& rows) {
   // Without --inference-max-requests every prompt runs at once, up to 64 (more take their turns).
-  infer::ServingOptions options = serving_options(command_line.serving, graphs,
-                                                  std::min<int64_t>(64, static_cast<int64_t>(rows.size())));
+  infer::ServingOptions options =
+      serving_options(command_line.serving, graphs, std::min<int64_t>(64, static_cast<int64_t>(rows.size())));
   if (!command_line.serving.max_sequence) options.max_sequence = model.context;
   // A model's vocabulary may be padded past its tokenizer's (Megatron pads it; a byte-level checkpoint
   // has --vocab-size rows and 256 bytes): ids the tokenizer cannot decode are never drawn.
@@ -161,7 +165,9 @@ void print_json(const GenerationModel& model, const config::CudaGraphConfig& gra
   nlohmann::json items = nlohmann::json::array();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const infer::FinishedRequest& done = completions.finished[i];
-    nlohmann::json item{{"prompt_ids", rows[i]}, {"ids", done.tokens}, {"finish_reason", infer::to_string(done.reason)},
+    nlohmann::json item{{"prompt_ids", rows[i]},
+                        {"ids", done.tokens},
+                        {"finish_reason", infer::to_string(done.reason)},
                         {"stopped", done.reason == infer::FinishReason::kStopToken}};
     if (!done.message.empty()) item["message"] = done.message;
     if (model.tokenizer) item["text"] = model.tokenizer->decode(done.tokens);
@@ -190,7 +196,8 @@ void print_texts(const GenerationModel& model, const std::vector<std::vector<int
       continue;
     }
     out << "--- " << i + 1 << (done.reason == infer::FinishReason::kStopToken ? " (stopped at an end token)" : "")
-        << " ---\n" << decode_text(model.tokenizer.get(), rows[i]) << decode_text(model.tokenizer.get(), done.tokens) << "\n";
+        << " ---\n"
+        << decode_text(model.tokenizer.get(), rows[i]) << decode_text(model.tokenizer.get(), done.tokens) << "\n";
   }
   out << "---" << std::endl;
 }
@@ -240,7 +247,8 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
     print_summary(graphs, engine, completions, out);
   }
   if (!refused) return 0;
-  std::cerr << "error: the engine refused some prompts (see above); fix: shorten them or lower --max-new-tokens" << std::endl;
+  std::cerr << "error: the engine refused some prompts (see above); fix: shorten them or lower --max-new-tokens"
+            << std::endl;
   return 1;
 }
 

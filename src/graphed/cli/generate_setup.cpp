@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "graphed/cli/run_setup.h"
 #include "graphed/capture/graph_support.h"
+#include "graphed/cli/run_setup.h"
 #include "graphed/config/config_issue.h"
 #include "graphed/hf/hf_model.h"
 #include "graphed/train/checkpoint.h"
@@ -48,7 +48,7 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   config::Settings settings = run.settings;
   settings.model.attention_dropout = 0.0;
   settings.model.hidden_dropout = 0.0;
-  settings.model.fused_kernels = true;  // training's --no-fused-kernels does not carry to decoding
+  settings.model.fused_kernels = true;            // training's --no-fused-kernels does not carry to decoding
   settings.train.tensor_model_parallel_size = 1;  // loaded whole: a tensor-parallel server splits it afterwards
   settings.train.sequence_parallel = false;
   const config::RunConfig config = resolve_settings(settings);
@@ -66,8 +66,9 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
     result.tokenizer = tokenizer::load_tokenizer("bytes");
   }
   if (result.tokenizer && result.tokenizer->vocab_size() > config.model.vocab_size) {
-    throw ConfigError("the tokenizer has " + std::to_string(result.tokenizer->vocab_size()) + " ids and the model only " +
-                      std::to_string(config.model.vocab_size) + "; fix: pass the --tokenizer the model was trained with");
+    throw ConfigError("the tokenizer has " + std::to_string(result.tokenizer->vocab_size()) +
+                      " ids and the model only " + std::to_string(config.model.vocab_size) +
+                      "; fix: pass the --tokenizer the model was trained with");
   }
   return result;
 }
@@ -86,7 +87,8 @@ GenerationModel load_hf_folder(const CommandLine& command_line, const at::Device
   if (!flag.empty()) {
     result.tokenizer = tokenizer_from(flag, "--tokenizer");
   } else {
-    const bool has_files = path_exists(join_path(folder, "tokenizer.json")) || path_exists(join_path(folder, "vocab.json"));
+    const bool has_files =
+        path_exists(join_path(folder, "tokenizer.json")) || path_exists(join_path(folder, "vocab.json"));
     if (has_files) result.tokenizer = tokenizer_from(folder, "--hf");
   }
   return result;
@@ -110,7 +112,8 @@ std::vector<int64_t> parse_ids(const std::string& text) {
                   "', not a token id; fix: give non-negative integers separated by spaces or commas");
     ids.push_back(value);
   }
-  GRAPHED_CHECK(!ids.empty(), DataError, "--prompt-ids '", text, "' holds no token id; fix: give e.g. --prompt-ids \"1 2 3\"");
+  GRAPHED_CHECK(!ids.empty(), DataError, "--prompt-ids '", text,
+                "' holds no token id; fix: give e.g. --prompt-ids \"1 2 3\"");
   return ids;
 }
 
@@ -127,7 +130,8 @@ config::CudaGraphConfig resolve_decode_graphs(const CommandLine& command_line, c
     inputs.inference_scope = "block";
   } else if (!impl_given && scope_given && inputs.inference_scope != "none") {
     inputs.impl = "local";
-    notes << "note: decode graphs are the local implementation's (Megatron's rule TC-5): taking --cuda-graph-impl local\n";
+    notes << "note: decode graphs are the local implementation's (Megatron's rule TC-5): taking --cuda-graph-impl "
+             "local\n";
   }
   config::IssueList issues;
   const config::CudaGraphConfig graphs = config::migrate_cuda_graph_inputs(inputs, issues);
@@ -139,10 +143,12 @@ config::CudaGraphConfig resolve_decode_graphs(const CommandLine& command_line, c
   const auto why_not = capture::why_graphs_cannot_run(device);
   if (graphs.inference_scope != config::InferenceCudaGraphScope::kNone && why_not) {
     throw ConfigError("--inference-cuda-graph-scope " + config::to_string(graphs.inference_scope) +
-                      " needs CUDA graphs, but " + *why_not + "; fix: pass --inference-cuda-graph-scope none "
+                      " needs CUDA graphs, but " + *why_not +
+                      "; fix: pass --inference-cuda-graph-scope none "
                       "(or leave the graph flags out), or run on a GPU build");
   }
-  if (graphs.impl == config::CudaGraphImpl::kTransformerEngine || graphs.impl == config::CudaGraphImpl::kFullIteration) {
+  if (graphs.impl == config::CudaGraphImpl::kTransformerEngine ||
+      graphs.impl == config::CudaGraphImpl::kFullIteration) {
     notes << "note: --cuda-graph-impl " << config::to_string(graphs.impl)
           << " graphs training only; decoding runs eagerly (inference graphs are the local implementation's)\n";
   }
@@ -165,12 +171,14 @@ GenerationModel load_generation_model(const CommandLine& command_line, const at:
   const bool from_checkpoint = command_line.settings.train.load.has_value();
   const bool from_hf = !command_line.generate.hf_folder.empty();
   if (from_checkpoint == from_hf) {
-    throw ConfigError(std::string(from_hf ? "both --load and --hf were given" : "no model was given") +
-                      "; fix: pass --load DIR (a graphed checkpoint) or --hf DIR (a Hugging Face model folder), one of them");
+    throw ConfigError(
+        std::string(from_hf ? "both --load and --hf were given" : "no model was given") +
+        "; fix: pass --load DIR (a graphed checkpoint) or --hf DIR (a Hugging Face model folder), one of them");
   }
   const std::optional<at::ScalarType> dtype = choose_dtype(command_line.generate.dtype, device, from_hf);
   const at::Device target = on_host ? at::Device(at::kCPU) : device;
-  return from_hf ? load_hf_folder(command_line, target, dtype) : load_checkpoint_model(command_line, target, *dtype, notes);
+  return from_hf ? load_hf_folder(command_line, target, dtype)
+                 : load_checkpoint_model(command_line, target, *dtype, notes);
 }
 
 std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const tokenizer::Tokenizer* tokenizer) {
@@ -187,9 +195,10 @@ std::vector<std::vector<int64_t>> read_prompts(const GenerateFlags& flags, const
     throw ConfigError("no prompt was given; fix: pass --prompt TEXT, --prompt-file FILE or --prompt-ids \"1 2 3\"");
   }
   if (!texts.empty() && tokenizer == nullptr) {
-    throw ConfigError("a text prompt needs a tokenizer, and this model has none that graphed knows (it was not trained "
-                      "on text, and no tokenizer.json came with it); fix: pass --tokenizer PATH, or give token ids "
-                      "with --prompt-ids");
+    throw ConfigError(
+        "a text prompt needs a tokenizer, and this model has none that graphed knows (it was not trained "
+        "on text, and no tokenizer.json came with it); fix: pass --tokenizer PATH, or give token ids "
+        "with --prompt-ids");
   }
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& text : texts) {

@@ -14,8 +14,8 @@
 
 #include "graphed/cli/command_line.h"
 #include "graphed/config/cuda_graph_config.h"
-#include "graphed/tokenizer/tokenizer.h"
 #include "graphed/model/gpt_model.h"
+#include "graphed/tokenizer/tokenizer.h"
 
 namespace graphed::cli {
 
@@ -33,9 +33,9 @@ std::optional<at::ScalarType> choose_dtype(const std::string& flag, const at::De
 /// A model ready to decode, and what came with it.
 struct GenerationModel {
   model::GptModel model{nullptr};
-  std::string description;             ///< "graphed checkpoint DIR (iteration 1500)" or "LlamaForCausalLM from DIR"
-  int64_t context = 0;                 ///< the most positions the model can attend to
-  std::vector<int64_t> end_tokens;     ///< the model's end-of-sequence ids (default stop tokens)
+  std::string description;          ///< "graphed checkpoint DIR (iteration 1500)" or "LlamaForCausalLM from DIR"
+  int64_t context = 0;              ///< the most positions the model can attend to
+  std::vector<int64_t> end_tokens;  ///< the model's end-of-sequence ids (default stop tokens)
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  ///< null when none is known (then only --prompt-ids)
 };
 

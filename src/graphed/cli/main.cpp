@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
     std::cerr << "error: out of host memory; fix: lower --micro-batch-size or --seq-length, or use a smaller model\n";
     return 2;
   } catch (const c10::OutOfMemoryError&) {
-    std::cerr << "error: out of GPU memory; fix: lower --micro-batch-size (raise --global-batch-size to keep the tokens per iteration) or "
+    std::cerr << "error: out of GPU memory; fix: lower --micro-batch-size (raise --global-batch-size to keep the "
+                 "tokens per iteration) or "
                  "--seq-length, or use a smaller model\n";
     return 1;
   } catch (const c10::Error& error) {  // a LibTorch failure no check caught: its first line, no backtrace

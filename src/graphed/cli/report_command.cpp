@@ -16,8 +16,8 @@ int run_report(const CommandLine& command_line, std::ostream& out) {
   const report::HtmlReport page = report::render_html_report(inputs, options);
   report::write_report_file(command_line.report_output, page.html);
   out << "report: wrote " << command_line.report_output << " (" << counted(inputs.runs.size(), "run") << ", "
-      << counted(inputs.bench_files.size(), "bench file") << ", " << counted(static_cast<std::size_t>(page.charts), "chart")
-      << ")\n";
+      << counted(inputs.bench_files.size(), "bench file") << ", "
+      << counted(static_cast<std::size_t>(page.charts), "chart") << ")\n";
   return 0;
 }
 

@@ -5,9 +5,9 @@
 #include <cstdlib>
 
 #include "graphed/capture/graph_support.h"
-#include "graphed/runtime/device.h"
 #include "graphed/config/config_file.h"
 #include "graphed/config/presets.h"
+#include "graphed/runtime/device.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/util/build_info.h"
 #include "graphed/util/error.h"
@@ -41,8 +41,8 @@ std::vector<std::string> overrides_of(const SettingSource& checkpoint, const con
   std::vector<std::string> changed;
   for (const auto& spec : config::setting_specs()) {  // in --help order
     if (!checkpoint.values.contains(spec.key) || final_values[spec.key] == checkpoint.values[spec.key]) continue;
-    changed.push_back(spec.flag() + " " + config::setting_value_text(final_values[spec.key]) + " (checkpoint: " +
-                      config::setting_value_text(checkpoint.values[spec.key]) + ")");
+    changed.push_back(spec.flag() + " " + config::setting_value_text(final_values[spec.key]) +
+                      " (checkpoint: " + config::setting_value_text(checkpoint.values[spec.key]) + ")");
   }
   return changed;
 }
@@ -52,9 +52,8 @@ std::vector<SettingSource> sources_with_checkpoint(const CommandLine& command_li
   std::vector<SettingSource> sources = command_line.sources;
   if (!command_line.settings.train.load) return sources;
   const train::CheckpointInfo checkpoint = train::read_checkpoint_info(*command_line.settings.train.load);
-  const auto after_preset = std::find_if(sources.begin(), sources.end(), [](const SettingSource& source) {
-    return source.name.rfind("preset ", 0) != 0;
-  });
+  const auto after_preset = std::find_if(
+      sources.begin(), sources.end(), [](const SettingSource& source) { return source.name.rfind("preset ", 0) != 0; });
   sources.insert(after_preset, checkpoint_source(checkpoint));
   notes.push_back("model and training settings come from the checkpoint " + checkpoint.folder + " (iteration " +
                   std::to_string(checkpoint.iteration) + "); flags and --config override them");
@@ -115,8 +114,8 @@ void require_available_impl(const config::RunConfig& config, const at::Device& d
   if (impl == config::CudaGraphImpl::kNone) return;
   const auto why_not = capture::why_graphs_cannot_run(device);
   if (!why_not) return;
-  const std::string message = "--cuda-graph-impl " + config::to_string(impl) + " needs CUDA graphs, but " +
-                              *why_not + "; fix: --cuda-graph-impl none, or run on a GPU machine";
+  const std::string message = "--cuda-graph-impl " + config::to_string(impl) + " needs CUDA graphs, but " + *why_not +
+                              "; fix: --cuda-graph-impl none, or run on a GPU machine";
   throw ConfigError(message, {message});
 }
 
@@ -129,7 +128,8 @@ at::Device decide_device(const std::string& requested) {
   if (requested == "cuda" && !cuda) {
     const std::string why = built_with_cuda() ? "no CUDA device is visible"
                                               : "this binary was built against a CPU-only LibTorch (GRAPHED_CUDA=0)";
-    const std::string message = "--device cuda is not possible: " + why + "; fix: --device cpu, or build on a GPU "
+    const std::string message = "--device cuda is not possible: " + why +
+                                "; fix: --device cpu, or build on a GPU "
                                 "machine with scripts/gpu-check";
     throw ConfigError(message, {message});
   }
@@ -148,13 +148,14 @@ at::Device choose_device(const std::string& requested, const std::string& cpu_no
   const at::Device device = decide_device(requested);
   if (!device.is_cuda() && requested == "auto") {
     log_info(std::string("device: cpu (") +
-             (built_with_cuda() ? "no CUDA device visible" : "this build has no CUDA: GRAPHED_CUDA=0") +
-             "; " + cpu_note + ")");
+             (built_with_cuda() ? "no CUDA device visible" : "this build has no CUDA: GRAPHED_CUDA=0") + "; " +
+             cpu_note + ")");
   }
   if (!device.is_cuda()) {
     keep_freed_host_memory();  // every command that runs on the CPU comes here once: decided for all of them
     if (const auto blas = reference_blas_loaded()) {
-      log_warn("LibTorch uses the reference BLAS (" + *blas + "), which trains about 6x slower on the CPU; fix: "
+      log_warn("LibTorch uses the reference BLAS (" + *blas +
+               "), which trains about 6x slower on the CPU; fix: "
                "install OpenBLAS (apt-get install libopenblas0-pthread, which scripts/setup does)");
     }
   }

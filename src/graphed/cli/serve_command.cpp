@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/run_setup.h"
@@ -28,7 +27,8 @@ namespace {
 void check_flags(const ServerFlags& flags) {
   std::vector<std::string> problems;
   if (flags.port < 0 || flags.port > 65535) {
-    problems.push_back("--port is " + std::to_string(flags.port) + "; fix: give a port from 1 to 65535, or 0 for any free one");
+    problems.push_back("--port is " + std::to_string(flags.port) +
+                       "; fix: give a port from 1 to 65535, or 0 for any free one");
   }
   if (flags.max_queued < 1) {
     problems.push_back("--max-queued-requests is " + std::to_string(flags.max_queued) + "; fix: give 1 or more");
@@ -37,7 +37,8 @@ void check_flags(const ServerFlags& flags) {
     problems.push_back("--shutdown-grace-seconds is " + format_number(flags.shutdown_grace) + "; fix: give 0 or more");
   }
   if (flags.http_threads < 0) {
-    problems.push_back("--http-threads is " + std::to_string(flags.http_threads) + "; fix: give 1 or more, or 0 for the default");
+    problems.push_back("--http-threads is " + std::to_string(flags.http_threads) +
+                       "; fix: give 1 or more, or 0 for the default");
   }
   if (!problems.empty()) fail_with(problems);
 }
@@ -51,7 +52,8 @@ std::string folder_name(std::string path) {
 
 std::optional<serve::ChatPrompt> chat_prompt(const CommandLine& command_line) {
   const std::string& folder = command_line.generate.hf_folder;
-  if (!command_line.server.chat_template.empty()) return serve::ChatPrompt::from_file(command_line.server.chat_template, folder);
+  if (!command_line.server.chat_template.empty())
+    return serve::ChatPrompt::from_file(command_line.server.chat_template, folder);
   if (!folder.empty()) return serve::ChatPrompt::from_folder(folder);
   return std::nullopt;
 }
@@ -80,9 +82,15 @@ void print_ready(const CommandLine& command_line, const serve::ServedModel& serv
                  const infer::ServingEngine& engine, int port, bool chat, std::ostream& out) {
   const std::string address = "http://" + command_line.server.host + ":" + std::to_string(port) + "/v1";
   if (command_line.json_output) {
-    out << nlohmann::json{{"event", "ready"}, {"address", address}, {"host", command_line.server.host}, {"port", port},
-                          {"model", served.id}, {"description", model.description}, {"chat", chat},
-                          {"context", served.context}, {"engine", engine_json(engine, engine.stats())}}
+    out << nlohmann::json{{"event", "ready"},
+                          {"address", address},
+                          {"host", command_line.server.host},
+                          {"port", port},
+                          {"model", served.id},
+                          {"description", model.description},
+                          {"chat", chat},
+                          {"context", served.context},
+                          {"engine", engine_json(engine, engine.stats())}}
                .dump()
         << std::endl;
     return;
@@ -117,7 +125,7 @@ int serve_http(const CommandLine& command_line, GenerationModel& model, const st
 
   serve::ServedModel served;
   served.id = !command_line.server.served_model_name.empty() ? command_line.server.served_model_name
-              : !command_line.generate.hf_folder.empty()    ? folder_name(command_line.generate.hf_folder)
+              : !command_line.generate.hf_folder.empty()     ? folder_name(command_line.generate.hf_folder)
                                                              : folder_name(*command_line.settings.train.load);
   served.tokenizer = model.tokenizer.get();
   served.chat = chat ? &*chat : nullptr;
@@ -132,7 +140,8 @@ int serve_http(const CommandLine& command_line, GenerationModel& model, const st
   std::signal(SIGPIPE, SIG_IGN);  // a client that hung up must not end the server
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(command_line.server.shutdown_grace * 1000));
   StopSignals signals(true, "stopping: no new requests; running ones may finish within " +
-                                format_number(command_line.server.shutdown_grace) + " s (a second signal stops at once)");
+                                format_number(command_line.server.shutdown_grace) +
+                                " s (a second signal stops at once)");
   print_ready(command_line, served, model, engine, server.bound_port(), chat.has_value(), out);
   std::thread http([&server] { server.run(); });
   while (!signals.requested() && loop.snapshot().failure.empty()) {
@@ -160,7 +169,8 @@ int serve_http(const CommandLine& command_line, GenerationModel& model, const st
             << counted(static_cast<std::size_t>(stats.steps), "step") << std::endl;
   if (!failed) return 0;
   std::cerr << "error: the engine stopped after an internal error (above); fix: please report it with the command line "
-               "and the request that caused it" << std::endl;
+               "and the request that caused it"
+            << std::endl;
   return 1;
 }
 
@@ -178,13 +188,15 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
   // A tensor-parallel rank loads the whole model into host memory and moves only its part to the GPU.
   GenerationModel model = load_generation_model(command_line, device, notes, /*on_host=*/tensor_size > 1);
   if (!model.tokenizer) {
-    throw ConfigError("the model has no tokenizer, and a server takes text; fix: give one with --tokenizer (tokenizer.json "
-                      "or 'bytes')");
+    throw ConfigError(
+        "the model has no tokenizer, and a server takes text; fix: give one with --tokenizer (tokenizer.json "
+        "or 'bytes')");
   }
   const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
   std::unique_ptr<ServingGroup> group;  // tensor parallelism: each rank its part, the same engine everywhere
-  if (tensor_size > 1) group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model,
-                                                             !command_line.disable_custom_all_reduce);
+  if (tensor_size > 1)
+    group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model,
+                                           !command_line.disable_custom_all_reduce);
   infer::ServingOptions options = engine_options(command_line, graphs, model);
   if (group) {
     model.model->to(device);

@@ -41,9 +41,11 @@ void require_serving_launch(const dist::LaunchEnvironment& environment, int64_t 
   }
   require_one_tensor_group(environment, tensor_size, "graphed serve");
   if (environment.is_distributed() || tensor_size == 1) return;
-  const std::string message = "--tensor-model-parallel-size " + std::to_string(tensor_size) + " needs one process "
+  const std::string message = "--tensor-model-parallel-size " + std::to_string(tensor_size) +
+                              " needs one process "
                               "per rank, and this is one process; fix: launch it with torchrun --nproc-per-node " +
-                              std::to_string(tensor_size) + " --no-python graphed serve ..., or drop "
+                              std::to_string(tensor_size) +
+                              " --no-python graphed serve ..., or drop "
                               "--tensor-model-parallel-size";
   throw ConfigError(message, {message});
 }
@@ -58,8 +60,7 @@ ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t t
   const config::RunConfig layout = serving_layout(model->config(), tensor_size, environment.world_size);
   require_split(layout);
   run_ = std::make_unique<DistributedRun>(layout, environment, device);
-  model->split_for_tensor_parallel(
-      dist::make_inference_collectives(run_->groups().tensor(), device, peer_all_reduce));
+  model->split_for_tensor_parallel(dist::make_inference_collectives(run_->groups().tensor(), device, peer_all_reduce));
   run_->groups().tensor().barrier();  // the group's first collective, outside any graph capture
   channel_ = std::make_unique<serve::CommandChannel>(run_->groups().connect_store(), environment.rank, tensor_size);
 }

@@ -12,46 +12,75 @@ namespace graphed::cli {
 
 void add_serving_flags(CLI::App& command, ServingFlags& flags) {
   const std::string group = "Serving engine (Megatron-LM's names)";
-  command.add_option("--inference-max-requests", flags.max_requests,
-                     "requests in flight at once; more wait their turn (default: generate every prompt up to 64, bench --serve and serve 64)")
+  command
+      .add_option("--inference-max-requests", flags.max_requests,
+                  "requests in flight at once; more wait their turn (default: generate every prompt up to 64, bench "
+                  "--serve and serve 64)")
       ->group(group);
-  command.add_option("--inference-max-seq-length", flags.max_sequence,
-                     "the most positions one request (prompt + new tokens) may hold (default: the model's context)")
+  command
+      .add_option("--inference-max-seq-length", flags.max_sequence,
+                  "the most positions one request (prompt + new tokens) may hold (default: the model's context)")
       ->group(group);
-  command.add_option("--inference-dynamic-batching-max-tokens", flags.max_tokens,
-                     "tokens in one step: decode tokens plus prompt chunks (default 8192)")->group(group);
-  command.add_option("--inference-dynamic-batching-block-size", flags.block_size,
-                     "positions per KV cache block (default 256)")->group(group);
-  command.add_option("--inference-dynamic-batching-buffer-size-gb", flags.buffer_size_gb,
-                     "KV cache memory in GB (default 0: what the device has free after the weights and a step's "
-                     "working memory, at most 40)")->group(group);
-  command.add_option("--inference-cuda-graph-max-tokens", flags.cuda_graph_max_tokens,
-                     "the largest step (in tokens) that gets a graph (default 512)")->group(group);
-  command.add_option("--inference-dynamic-batching-cuda-graph-mixed-prefill-count", flags.mixed_prefill_count,
-                     "prefill requests a mixed graph holds (default 16)")->group(group);
-  command.add_flag("--decode-only-cuda-graphs", flags.decode_only_cuda_graphs,
-                   "graphs for decode-only steps alone; prefill and mixed steps run eagerly")->group(group);
-  command.add_flag("--disable-chunked-prefill", flags.disable_chunked_prefill,
-                   "a prompt waits until a step has room for it whole, instead of running in chunks")->group(group);
-  command.add_flag("--enable-prefix-caching", flags.enable_prefix_caching,
-                   "a request whose prompt begins with the same full cache blocks as a running request's shares "
-                   "their keys and values instead of computing them (not for Mamba-hybrid models)")->group(group);
+  command
+      .add_option("--inference-dynamic-batching-max-tokens", flags.max_tokens,
+                  "tokens in one step: decode tokens plus prompt chunks (default 8192)")
+      ->group(group);
+  command
+      .add_option("--inference-dynamic-batching-block-size", flags.block_size,
+                  "positions per KV cache block (default 256)")
+      ->group(group);
+  command
+      .add_option("--inference-dynamic-batching-buffer-size-gb", flags.buffer_size_gb,
+                  "KV cache memory in GB (default 0: what the device has free after the weights and a step's "
+                  "working memory, at most 40)")
+      ->group(group);
+  command
+      .add_option("--inference-cuda-graph-max-tokens", flags.cuda_graph_max_tokens,
+                  "the largest step (in tokens) that gets a graph (default 512)")
+      ->group(group);
+  command
+      .add_option("--inference-dynamic-batching-cuda-graph-mixed-prefill-count", flags.mixed_prefill_count,
+                  "prefill requests a mixed graph holds (default 16)")
+      ->group(group);
+  command
+      .add_flag("--decode-only-cuda-graphs", flags.decode_only_cuda_graphs,
+                "graphs for decode-only steps alone; prefill and mixed steps run eagerly")
+      ->group(group);
+  command
+      .add_flag("--disable-chunked-prefill", flags.disable_chunked_prefill,
+                "a prompt waits until a step has room for it whole, instead of running in chunks")
+      ->group(group);
+  command
+      .add_flag("--enable-prefix-caching", flags.enable_prefix_caching,
+                "a request whose prompt begins with the same full cache blocks as a running request's shares "
+                "their keys and values instead of computing them (not for Mamba-hybrid models)")
+      ->group(group);
 }
 
 void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags) {
   const std::string group = "Serving benchmark (bench --serve)";
-  bench.add_flag("--serve", flags.serve, "time the serving engine on a seeded workload instead of training: "
-                 "requests/s, output tokens/s, time to first token and per output token (p50, p99)")->group(group);
+  bench
+      .add_flag("--serve", flags.serve,
+                "time the serving engine on a seeded workload instead of training: "
+                "requests/s, output tokens/s, time to first token and per output token (p50, p99)")
+      ->group(group);
   bench.add_option("--requests", flags.requests, "requests in the workload (default 64)")->group(group);
   bench.add_option("--prompt-lengths", flags.prompt_lengths, "prompt tokens, A..B (default 64..2048)")->group(group);
-  bench.add_option("--output-lengths", flags.output_lengths, "new tokens per request, C..D (default 32..512)")->group(group);
-  bench.add_option("--length-distribution", flags.distribution,
-                   "uniform (default), or long-tail: most lengths near the low end, a few near the high end")->group(group);
-  bench.add_option("--request-rate", flags.request_rate,
-                   "requests per second, arriving as a Poisson process (default 0: all at once)")->group(group);
-  bench.add_option("--shared-prefix-tokens", flags.shared_prefix,
-                   "every prompt starts with the same this many tokens, as a shared system prompt would "
-                   "(default 0; see --enable-prefix-caching)")->group(group);
+  bench.add_option("--output-lengths", flags.output_lengths, "new tokens per request, C..D (default 32..512)")
+      ->group(group);
+  bench
+      .add_option("--length-distribution", flags.distribution,
+                  "uniform (default), or long-tail: most lengths near the low end, a few near the high end")
+      ->group(group);
+  bench
+      .add_option("--request-rate", flags.request_rate,
+                  "requests per second, arriving as a Poisson process (default 0: all at once)")
+      ->group(group);
+  bench
+      .add_option("--shared-prefix-tokens", flags.shared_prefix,
+                  "every prompt starts with the same this many tokens, as a shared system prompt would "
+                  "(default 0; see --enable-prefix-caching)")
+      ->group(group);
 }
 
 infer::ServingOptions serving_options(const ServingFlags& flags, const config::CudaGraphConfig& graphs,
@@ -75,9 +104,10 @@ infer::ServingOptions serving_options(const ServingFlags& flags, const config::C
   options.max_tokens = flags.max_tokens;
   at_least("--inference-dynamic-batching-max-tokens", options.max_tokens, 1);
   if (problems.empty() && options.max_tokens < options.max_requests) {
-    problems.push_back("--inference-dynamic-batching-max-tokens " + std::to_string(options.max_tokens) +
-                       " is below --inference-max-requests " + std::to_string(options.max_requests) +
-                       ", and every request in flight decodes one token a step; fix: raise the tokens or lower the requests");
+    problems.push_back(
+        "--inference-dynamic-batching-max-tokens " + std::to_string(options.max_tokens) +
+        " is below --inference-max-requests " + std::to_string(options.max_requests) +
+        ", and every request in flight decodes one token a step; fix: raise the tokens or lower the requests");
   }
   options.block_size = flags.block_size;
   if (flags.block_size < 1 || flags.block_size > 4096) {

@@ -34,13 +34,13 @@ struct ServingFlags {
 
 /// `graphed bench --serve`'s workload.
 struct ServeBenchFlags {
-  bool serve = false;                        ///< --serve
-  int64_t requests = 64;                     ///< --requests
-  std::string prompt_lengths = "64..2048";   ///< --prompt-lengths A..B
-  std::string output_lengths = "32..512";    ///< --output-lengths C..D
-  std::string distribution = "uniform";      ///< --length-distribution uniform|long-tail
-  double request_rate = 0;                   ///< --request-rate R (requests/s, Poisson); 0 = all at once
-  int64_t shared_prefix = 0;                 ///< --shared-prefix-tokens N: every prompt starts with the same N tokens
+  bool serve = false;                       ///< --serve
+  int64_t requests = 64;                    ///< --requests
+  std::string prompt_lengths = "64..2048";  ///< --prompt-lengths A..B
+  std::string output_lengths = "32..512";   ///< --output-lengths C..D
+  std::string distribution = "uniform";     ///< --length-distribution uniform|long-tail
+  double request_rate = 0;                  ///< --request-rate R (requests/s, Poisson); 0 = all at once
+  int64_t shared_prefix = 0;                ///< --shared-prefix-tokens N: every prompt starts with the same N tokens
 };
 
 /// Registers the flags on a command, in their own help group.

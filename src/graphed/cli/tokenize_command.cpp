@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/tokenizer/tokenizer.h"
-#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::cli {
 namespace {
@@ -29,7 +29,8 @@ std::string read_input(const CommandLine& command_line) {
   if (const int error = read_file(path, contents)) {
     std::string reason = std::strerror(error);
     reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
-    throw DataError("cannot read --file '" + path + "': " + reason + "; fix: check the path (or pass the text with --text)");
+    throw DataError("cannot read --file '" + path + "': " + reason +
+                    "; fix: check the path (or pass the text with --text)");
   }
   return contents;
 }
@@ -53,25 +54,29 @@ std::string ids_line(const std::vector<int64_t>& ids) {
 CommandLine parse_tokenize_command(const std::vector<std::string>& arguments) {
   CommandLine result;
   result.command = "tokenize";
-  CLI::App app{"graphed tokenize: encode text into token ids, or decode ids into text.\nThe tokenizer is a tokenizer.json "
-               "file, a folder holding tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe, or the word bytes "
-               "(graphed's byte tokenizer). See docs/tokenizers.md.",
-               "graphed tokenize"};
+  CLI::App app{
+      "graphed tokenize: encode text into token ids, or decode ids into text.\nThe tokenizer is a tokenizer.json "
+      "file, a folder holding tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe, or the word bytes "
+      "(graphed's byte tokenizer). See docs/tokenizers.md.",
+      "graphed tokenize"};
   app.allow_extras();
   std::string text;
   std::string file;
   bool no_special_tokens = false;
   app.add_option("--tokenizer", result.tokenizer_path, "tokenizer.json, a tokenizer folder, or bytes");
   CLI::Option* text_option = app.add_option("--text", text, "the text to encode (with --decode: the ids)");
-  CLI::Option* file_option = app.add_option("--file", file, "a file holding the text (with --decode: the ids); - reads standard input");
+  CLI::Option* file_option =
+      app.add_option("--file", file, "a file holding the text (with --decode: the ids); - reads standard input");
   app.add_flag("--decode", result.decode_ids, "the input holds ids (separated by spaces or commas); print their text");
   app.add_flag("--no-special-tokens", no_special_tokens,
                "encode without the template's special tokens (no BOS); with --decode, leave special tokens out");
   app.add_flag("--json", result.json_output, "print JSON: ids and token entries, or the decoded text");
   if (!parse_own_flags(app, arguments, result, kUsageFix)) return result;
   std::vector<std::string> problems;
-  for (const auto& extra : app.remaining()) problems.push_back("unknown argument '" + extra + "' for graphed tokenize; " + kUsageFix);
-  if (result.tokenizer_path.empty()) problems.push_back(std::string("graphed tokenize needs --tokenizer PATH; ") + kUsageFix);
+  for (const auto& extra : app.remaining())
+    problems.push_back("unknown argument '" + extra + "' for graphed tokenize; " + kUsageFix);
+  if (result.tokenizer_path.empty())
+    problems.push_back(std::string("graphed tokenize needs --tokenizer PATH; ") + kUsageFix);
   if (text_option->count() + file_option->count() != 1) {
     problems.push_back(std::string("graphed tokenize needs exactly one of --text and --file; ") + kUsageFix);
   }
@@ -86,7 +91,9 @@ std::vector<int64_t> parse_token_ids(const std::string& text, const std::string&
   std::vector<int64_t> ids;
   std::size_t at = 0;
   std::size_t item = 0;
-  auto is_separator = [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == '[' || c == ']'; };
+  auto is_separator = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == '[' || c == ']';
+  };
   while (at < text.size()) {
     if (is_separator(text[at])) {
       ++at;
@@ -114,7 +121,8 @@ int run_tokenize(const CommandLine& command_line, std::ostream& out) {
   const std::string input = read_input(command_line);
   using nlohmann::json;
   if (command_line.decode_ids) {
-    const std::string text = tokenizer->decode(parse_token_ids(input, input_name(command_line)), !command_line.add_special_tokens);
+    const std::string text =
+        tokenizer->decode(parse_token_ids(input, input_name(command_line)), !command_line.add_special_tokens);
     if (command_line.json_output) {
       out << json{{"text", text}}.dump() << '\n';
     } else {

@@ -7,12 +7,12 @@
 #include <optional>
 #include <sstream>
 
-#include "graphed/runtime/device.h"
-#include "graphed/runtime/precision.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
-#include "graphed/train/memory_estimate.h"
+#include "graphed/runtime/device.h"
+#include "graphed/runtime/precision.h"
 #include "graphed/train/event_log.h"
+#include "graphed/train/memory_estimate.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
@@ -51,12 +51,16 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
          << " data-parallel ranks)";
   }
   if (tensor_size > 1) line << "; each of " << tensor_size << " tensor-parallel ranks holds its part of every layer";
-  nlohmann::json fields{{"layers", config.model.num_layers}, {"hidden_size", config.model.hidden_size},
-                        {"parameters", parameters}, {"device", runtime::device_name(device)},
+  nlohmann::json fields{{"layers", config.model.num_layers},
+                        {"hidden_size", config.model.hidden_size},
+                        {"parameters", parameters},
+                        {"device", runtime::device_name(device)},
                         {"precision", runtime::describe(trainer.precision())},
                         {"microbatches", config.num_microbatches()},
-                        {"micro_batch_size", config.train.micro_batch_size}, {"seq_length", config.model.seq_length},
-                        {"global_batch_size", *config.train.global_batch_size}, {"data_parallel_size", data_parallel}};
+                        {"micro_batch_size", config.train.micro_batch_size},
+                        {"seq_length", config.model.seq_length},
+                        {"global_batch_size", *config.train.global_batch_size},
+                        {"data_parallel_size", data_parallel}};
   if (trainer.peak()) {
     line << "\nMFU is measured against " << trainer.peak()->basis;
     fields["mfu_basis"] = trainer.peak()->basis;
@@ -73,9 +77,12 @@ void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
   if (summary.first_iteration > 0) {
     line << " (" << summary.first_iteration + 1 << " to " << summary.last_iteration << ")";
   }
-  nlohmann::json fields{{"iterations", iterations}, {"first_iteration", summary.first_iteration + 1},
-                        {"last_iteration", summary.last_iteration}, {"seconds", summary.seconds},
-                        {"tokens", summary.tokens}, {"stopped", summary.stopped}};
+  nlohmann::json fields{{"iterations", iterations},
+                        {"first_iteration", summary.first_iteration + 1},
+                        {"last_iteration", summary.last_iteration},
+                        {"seconds", summary.seconds},
+                        {"tokens", summary.tokens},
+                        {"stopped", summary.stopped}};
   if (summary.seconds > 0.0) {
     line << " in " << std::fixed << std::setprecision(1) << summary.seconds << " s, " << group_thousands(summary.tokens)
          << " tokens at " << group_thousands(summary.tokens / summary.seconds) << " tokens/s";
@@ -94,8 +101,8 @@ void print_stop(const train::TrainSummary& summary, const config::RunConfig& con
                 train::EventLog& log) {
   std::string line = "stopped by " + signal + " after iteration " + std::to_string(summary.last_iteration) + " of " +
                      std::to_string(config.train.train_iters);
-  nlohmann::json fields{{"signal", signal}, {"iteration", summary.last_iteration},
-                        {"train_iters", config.train.train_iters}};
+  nlohmann::json fields{
+      {"signal", signal}, {"iteration", summary.last_iteration}, {"train_iters", config.train.train_iters}};
   if (summary.last_checkpoint) {
     const std::string command = "graphed train --load " + *config.train.save;
     line += "; saved checkpoint " + *summary.last_checkpoint + "; to go on: " + command;
@@ -121,13 +128,15 @@ void check_memory(const config::RunConfig& config, const at::Device& device) {
 
 /// The stop request of --exit-signal-handler (on by default with --save): the first SIGINT or SIGTERM
 /// lets the iteration finish and the run save; rank 0 says so at once.
-std::optional<StopSignals> stop_signals_for(const config::RunConfig& config, const dist::LaunchEnvironment& environment) {
+std::optional<StopSignals> stop_signals_for(const config::RunConfig& config,
+                                            const dist::LaunchEnvironment& environment) {
   if (!config.train.exit_signal_handler.value_or(config.train.save.has_value())) return std::nullopt;
   const std::string when = environment.is_distributed()
                                ? "at the next log line (every " + std::to_string(config.train.log_interval) +
                                      " iterations, where the ranks agree)"
                                : "after this iteration";
-  const std::string then = config.train.save ? ", then saving to " + *config.train.save : ", without saving (no --save)";
+  const std::string then =
+      config.train.save ? ", then saving to " + *config.train.save : ", without saving (no --save)";
   return std::optional<StopSignals>(std::in_place, environment.rank == 0,
                                     "stopping " + when + then + "; press Ctrl-C again to exit at once");
 }
@@ -143,8 +152,9 @@ int train_rank(const config::RunConfig& config, const at::Device& device, dist::
   train::Trainer trainer(config, std::move(data), device, groups);
   print_model_line(config, trainer, device, log);
   if (config.train.sample_tokens > 0 && !trainer.data().is_byte_level()) {
-    log.note("no samples: graphed reads text only through its byte-level tokenizer, and this data is token ids "
-             "(pass text or a folder of .txt to --data-path to see samples)");
+    log.note(
+        "no samples: graphed reads text only through its byte-level tokenizer, and this data is token ids "
+        "(pass text or a folder of .txt to --data-path to see samples)");
   }
   if (config.train.load) {
     trainer.load(*config.train.load);
@@ -190,7 +200,8 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   if (!environment.is_distributed()) return train_rank(config, device, nullptr, log, stop);
   DistributedRun distributed(config, environment, device);
   log.print("launch",
-            {{"ranks", environment.world_size}, {"data_parallel_size", *config.train.data_parallel_size},
+            {{"ranks", environment.world_size},
+             {"data_parallel_size", *config.train.data_parallel_size},
              {"pipeline_model_parallel_size", config.train.pipeline_model_parallel_size},
              {"tensor_model_parallel_size", config.train.tensor_model_parallel_size},
              {"backend", device.is_cuda() ? "NCCL" : "Gloo"}},

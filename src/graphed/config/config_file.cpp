@@ -44,12 +44,14 @@ nlohmann::json read_config_file(const std::string& path) {
 
 nlohmann::json saved_run_settings(const nlohmann::json& resolved) {
   nlohmann::json settings = resolved;
-  for (const char* key : {"num_microbatches", "moe_layers", "load", "save", "save_interval", "metrics_file", "device"}) {
+  for (const char* key :
+       {"num_microbatches", "moe_layers", "load", "save", "save_interval", "metrics_file", "device"}) {
     settings.erase(key);
   }
   // The parallel layout belongs to the launch, not to the run: a checkpoint loads under another one.
-  for (const char* key : {"tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
-                          "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "distributed_timeout_minutes"}) {
+  for (const char* key :
+       {"tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
+        "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "distributed_timeout_minutes"}) {
     settings.erase(key);
   }
   const auto same = [&](const char* a, const char* b) {

@@ -44,8 +44,7 @@ std::vector<std::string> IssueList::formatted(Severity severity) const {
 }
 
 bool IssueList::contains(const std::string& rule) const {
-  return std::any_of(issues_.begin(), issues_.end(),
-                     [&](const ConfigIssue& issue) { return issue.rule == rule; });
+  return std::any_of(issues_.begin(), issues_.end(), [&](const ConfigIssue& issue) { return issue.rule == rule; });
 }
 
 }  // namespace graphed::config

@@ -14,9 +14,9 @@ enum class Severity { kNote, kWarning, kError };
 std::string to_string(Severity severity);
 
 struct ConfigIssue {
-  std::string rule;      ///< stable id, e.g. "TC-9", "M1", "MC-1"; see docs/configuration.md
+  std::string rule;  ///< stable id, e.g. "TC-9", "M1", "MC-1"; see docs/configuration.md
   Severity severity = Severity::kError;
-  std::string message;   ///< lower-case, no final period; ends with "; fix: ..." for errors
+  std::string message;  ///< lower-case, no final period; ends with "; fix: ..." for errors
 };
 
 /// "error [TC-9]: cuda_graph_modules must not ..."

@@ -12,8 +12,7 @@ namespace graphed::config {
 namespace {
 
 template <typename Enum>
-std::optional<Enum> parse_from(const std::vector<std::string>& names, const std::string& name,
-                               int first_ordinal) {
+std::optional<Enum> parse_from(const std::vector<std::string>& names, const std::string& name, int first_ordinal) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return static_cast<Enum>(static_cast<int>(i) + first_ordinal);
   }
@@ -40,14 +39,13 @@ void migrate_boolean_flags(const CudaGraphInputs& inputs, CudaGraphImpl& impl, I
   if (!inputs.enable_cuda_graph && !inputs.external_cuda_graph) return;
   bool valid = true;
   const auto reject_with_impl = [&](const std::string& flag, const std::string& meaning) {
-    issues.error("TC-1", flag + " cannot be combined with --cuda-graph-impl " + to_string(impl) +
-                             "; fix: drop " + flag + ", it is the deprecated spelling of " + meaning);
+    issues.error("TC-1", flag + " cannot be combined with --cuda-graph-impl " + to_string(impl) + "; fix: drop " +
+                             flag + ", it is the deprecated spelling of " + meaning);
     valid = false;
   };
   if (impl != CudaGraphImpl::kNone) {
     if (inputs.enable_cuda_graph) reject_with_impl("--enable-cuda-graph", "--cuda-graph-impl local");
-    if (inputs.external_cuda_graph)
-      reject_with_impl("--external-cuda-graph", "--cuda-graph-impl transformer_engine");
+    if (inputs.external_cuda_graph) reject_with_impl("--external-cuda-graph", "--cuda-graph-impl transformer_engine");
   }
   if (inputs.enable_cuda_graph && inputs.external_cuda_graph) {
     issues.error("TC-2",
@@ -70,9 +68,11 @@ ModuleTokens migrate_renamed_field(const CudaGraphInputs& inputs, IssueList& iss
   ModuleTokens result{inputs.modules.value_or(std::vector<std::string>{}), "--cuda-graph-modules"};
   if (!inputs.scope) return result;
   if (modules_are_set(inputs.modules)) {
-    issues.error("TC-3", "--cuda-graph-scope and --cuda-graph-modules cannot be used together, got "
-                         "--cuda-graph-scope " + words(*inputs.scope) + " and --cuda-graph-modules " +
-                         words(*inputs.modules) + "; fix: keep only --cuda-graph-modules");
+    issues.error("TC-3",
+                 "--cuda-graph-scope and --cuda-graph-modules cannot be used together, got "
+                 "--cuda-graph-scope " +
+                     words(*inputs.scope) + " and --cuda-graph-modules " + words(*inputs.modules) +
+                     "; fix: keep only --cuda-graph-modules");
     return result;
   }
   issues.warn("M3", "--cuda-graph-scope is deprecated; using --cuda-graph-modules " + words(*inputs.scope));
@@ -81,16 +81,14 @@ ModuleTokens migrate_renamed_field(const CudaGraphInputs& inputs, IssueList& iss
 
 /// Steps 3-6: normalize the tokens, validate and apply the deprecated values.
 std::vector<CudaGraphModule> normalize_modules(const ModuleTokens& given, CudaGraphImpl& impl,
-                                               std::optional<std::string>& inference_scope,
-                                               IssueList& issues) {
+                                               std::optional<std::string>& inference_scope, IssueList& issues) {
   const std::string& flag = given.flag;
   const auto& tokens = given.tokens;
   std::vector<CudaGraphModule> modules;
   if (std::find(tokens.begin(), tokens.end(), "full") != tokens.end()) {
     if (tokens.size() != 1) {
-      issues.error("N1", "full cannot be combined with other values in " + flag + ", got " +
-                             words(tokens) + "; fix: omit " + flag +
-                             " to capture the whole layer, or list only the modules");
+      issues.error("N1", "full cannot be combined with other values in " + flag + ", got " + words(tokens) +
+                             "; fix: omit " + flag + " to capture the whole layer, or list only the modules");
     } else {
       issues.warn("M4", flag + " full is deprecated; using an empty --cuda-graph-modules (the whole layer)");
     }
@@ -99,20 +97,19 @@ std::vector<CudaGraphModule> normalize_modules(const ModuleTokens& given, CudaGr
   std::vector<std::string> deprecated;
   for (const auto& token : tokens) {
     if (token == "full_iteration" || token == "full_iteration_inference") {
-      if (std::find(deprecated.begin(), deprecated.end(), token) == deprecated.end())
-        deprecated.push_back(token);
+      if (std::find(deprecated.begin(), deprecated.end(), token) == deprecated.end()) deprecated.push_back(token);
     } else if (const auto module = parse_cuda_graph_module(token)) {
       if (std::find(modules.begin(), modules.end(), *module) == modules.end()) modules.push_back(*module);
     } else {
       issues.error("N7", "unknown value '" + token + "' in " + flag + "; fix: use one of " +
-                             join(cuda_graph_module_names(), ", ") + " (or omit " + flag +
-                             " for the whole layer)");
+                             join(cuda_graph_module_names(), ", ") + " (or omit " + flag + " for the whole layer)");
     }
   }
   if (deprecated.size() > 1) {
-    issues.error("N2", flag + " cannot contain both full_iteration and full_iteration_inference; fix: use "
-                              "--cuda-graph-impl full_iteration for training graphs or "
-                              "--inference-cuda-graph-scope block for inference graphs, not both");
+    issues.error("N2", flag +
+                           " cannot contain both full_iteration and full_iteration_inference; fix: use "
+                           "--cuda-graph-impl full_iteration for training graphs or "
+                           "--inference-cuda-graph-scope block for inference graphs, not both");
     return modules;
   }
   if (deprecated.empty()) return modules;
@@ -120,14 +117,16 @@ std::vector<CudaGraphModule> normalize_modules(const ModuleTokens& given, CudaGr
   if (deprecated.front() == "full_iteration") {
     bool valid = true;
     if (impl == CudaGraphImpl::kTransformerEngine) {
-      issues.error("N3", flag + " full_iteration cannot be combined with --cuda-graph-impl "
-                                "transformer_engine; fix: use --cuda-graph-impl full_iteration and drop "
-                                "full_iteration from " + flag);
+      issues.error("N3", flag +
+                             " full_iteration cannot be combined with --cuda-graph-impl "
+                             "transformer_engine; fix: use --cuda-graph-impl full_iteration and drop "
+                             "full_iteration from " +
+                             flag);
       valid = false;
     }
     if (inference_scope && scope_given != "none") {
-      issues.error("N4", flag + " full_iteration cannot be combined with --inference-cuda-graph-scope " +
-                             scope_given + "; fix: drop --inference-cuda-graph-scope (full_iteration "
+      issues.error("N4", flag + " full_iteration cannot be combined with --inference-cuda-graph-scope " + scope_given +
+                             "; fix: drop --inference-cuda-graph-scope (full_iteration "
                              "makes no inference graphs)");
       valid = false;
     }
@@ -139,16 +138,19 @@ std::vector<CudaGraphModule> normalize_modules(const ModuleTokens& given, CudaGr
   }
   bool valid = true;
   if (impl != CudaGraphImpl::kNone && impl != CudaGraphImpl::kLocal) {
-    issues.error("N5", flag + " full_iteration_inference cannot be combined with --cuda-graph-impl " +
-                           to_string(impl) + "; fix: use --cuda-graph-impl local "
+    issues.error("N5", flag + " full_iteration_inference cannot be combined with --cuda-graph-impl " + to_string(impl) +
+                           "; fix: use --cuda-graph-impl local "
                            "--inference-cuda-graph-scope block");
     valid = false;
   }
   if (inference_scope && scope_given != "block") {
-    issues.error("N6", flag + " full_iteration_inference cannot be combined with "
-                              "--inference-cuda-graph-scope " + scope_given +
-                              "; fix: use --inference-cuda-graph-scope block and drop "
-                              "full_iteration_inference from " + flag);
+    issues.error("N6", flag +
+                           " full_iteration_inference cannot be combined with "
+                           "--inference-cuda-graph-scope " +
+                           scope_given +
+                           "; fix: use --inference-cuda-graph-scope block and drop "
+                           "full_iteration_inference from " +
+                           flag);
     valid = false;
   }
   if (!valid) return modules;
@@ -162,8 +164,8 @@ std::vector<CudaGraphModule> normalize_modules(const ModuleTokens& given, CudaGr
 }
 
 /// Step 8-9: default and check the inference scope (§1.5).
-InferenceCudaGraphScope resolve_inference_scope(const std::optional<std::string>& given,
-                                                CudaGraphImpl impl, IssueList& issues) {
+InferenceCudaGraphScope resolve_inference_scope(const std::optional<std::string>& given, CudaGraphImpl impl,
+                                                IssueList& issues) {
   if (!given) return impl == CudaGraphImpl::kLocal ? InferenceCudaGraphScope::kLayer : InferenceCudaGraphScope::kNone;
   const auto scope = parse_inference_cuda_graph_scope(*given);
   if (!scope) {
@@ -185,9 +187,7 @@ InferenceCudaGraphScope resolve_inference_scope(const std::optional<std::string>
 
 }  // namespace
 
-std::string to_string(CudaGraphImpl impl) {
-  return cuda_graph_impl_names()[static_cast<std::size_t>(impl)];
-}
+std::string to_string(CudaGraphImpl impl) { return cuda_graph_impl_names()[static_cast<std::size_t>(impl)]; }
 std::string to_string(CudaGraphModule module) {
   return cuda_graph_module_names()[static_cast<std::size_t>(module) - 1];
 }
@@ -220,8 +220,15 @@ const std::vector<std::string>& cuda_graph_module_names() {
   return names;
 }
 const std::vector<std::string>& cuda_graph_module_input_names() {
-  static const std::vector<std::string> names{"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba",
-                                              "full", "full_iteration", "full_iteration_inference"};
+  static const std::vector<std::string> names{"attn",
+                                              "mlp",
+                                              "moe",
+                                              "moe_router",
+                                              "moe_preprocess",
+                                              "mamba",
+                                              "full",
+                                              "full_iteration",
+                                              "full_iteration_inference"};
   return names;
 }
 const std::vector<std::string>& inference_cuda_graph_scope_names() {

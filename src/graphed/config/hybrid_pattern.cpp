@@ -49,7 +49,8 @@ std::string allocate_by_ratios(int64_t num_layers, double attention_ratio, doubl
 
 void check_pattern(const std::string& pattern, int64_t num_layers) {
   if (pattern.find('/') != std::string::npos) {
-    refuse("--hybrid-override-pattern '" + pattern + "' has a multi-token-prediction part ('/'), which graphed "
+    refuse("--hybrid-override-pattern '" + pattern +
+           "' has a multi-token-prediction part ('/'), which graphed "
            "does not train; fix: give the decoder's pattern alone");
   }
   for (const char symbol : pattern) {
@@ -59,8 +60,10 @@ void check_pattern(const std::string& pattern, int64_t num_layers) {
     }
   }
   if (static_cast<int64_t>(pattern.size()) != num_layers) {
-    refuse("--hybrid-override-pattern '" + pattern + "' has " + std::to_string(pattern.size()) + " layers, but "
-           "--num-layers is " + std::to_string(num_layers) + "; fix: one symbol per layer");
+    refuse("--hybrid-override-pattern '" + pattern + "' has " + std::to_string(pattern.size()) +
+           " layers, but "
+           "--num-layers is " +
+           std::to_string(num_layers) + "; fix: one symbol per layer");
   }
 }
 
@@ -72,7 +75,8 @@ std::string allocate_hybrid_layers(int64_t num_layers, double attention_ratio, d
   if (attention_ratio < 0.0 || attention_ratio > 1.0 || mlp_ratio < 0.0 || mlp_ratio > 1.0 ||
       attention_ratio + mlp_ratio > 1.0) {
     refuse("--hybrid-attention-ratio " + std::to_string(attention_ratio) + " and --hybrid-mlp-ratio " +
-           std::to_string(mlp_ratio) + " must each be in [0, 1] with a sum of at most 1 (Mamba layers take the "
+           std::to_string(mlp_ratio) +
+           " must each be in [0, 1] with a sum of at most 1 (Mamba layers take the "
            "rest); fix: e.g. --hybrid-attention-ratio 0.25 --hybrid-mlp-ratio 0.25");
   }
   const std::string by_ratios = allocate_by_ratios(num_layers, attention_ratio, mlp_ratio);

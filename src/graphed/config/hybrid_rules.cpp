@@ -38,7 +38,8 @@ void validate_mamba_shape(const ModelConfig& m, IssueList& issues) {
                                     {"--mamba-chunk-size", m.mamba_chunk_size}}) {
     if (value < 1) issues.error("HY-4", flag + " must be >= 1, got " + num(value) + "; fix: pass a positive value");
   }
-  if (m.mamba_state_dim < 1 || m.mamba_head_dim < 1 || m.mamba_num_groups < 1 || m.mamba_num_heads.value_or(1) < 1) return;
+  if (m.mamba_state_dim < 1 || m.mamba_head_dim < 1 || m.mamba_num_groups < 1 || m.mamba_num_heads.value_or(1) < 1)
+    return;
   if (!m.mamba_num_heads && (2 * m.hidden_size) % m.mamba_head_dim != 0) {
     issues.error("HY-4", "the Mamba inner size 2 x --hidden-size = " + num(2 * m.hidden_size) +
                              " is not a multiple of --mamba-head-dim " + num(m.mamba_head_dim) +
@@ -63,7 +64,8 @@ void warn_unused_mamba_settings(const ModelConfig& m, IssueList& issues) {
   if (m.mamba_conv_width != defaults.mamba_conv_width) unused.push_back("--mamba-conv-width");
   if (m.mamba_chunk_size != defaults.mamba_chunk_size) unused.push_back("--mamba-chunk-size");
   for (const auto& flag : unused) {
-    issues.warn("HY-6", flag + " has no effect: the model has no Mamba layers (M in --hybrid-override-pattern); ignored");
+    issues.warn("HY-6",
+                flag + " has no effect: the model has no Mamba layers (M in --hybrid-override-pattern); ignored");
   }
 }
 
@@ -74,8 +76,9 @@ void resolve_hybrid_layers(RunConfig& config, IssueList& issues) {
   const bool given = m.hybrid_override_pattern || m.hybrid_attention_ratio != 0.0 || m.hybrid_mlp_ratio != 0.0;
   if (given && !m.is_hybrid_model) {
     m.is_hybrid_model = true;
-    issues.note("HY-1", "--hybrid-override-pattern or a hybrid ratio makes this a Mamba-hybrid model; "
-                        "--is-hybrid-model is turned on");
+    issues.note("HY-1",
+                "--hybrid-override-pattern or a hybrid ratio makes this a Mamba-hybrid model; "
+                "--is-hybrid-model is turned on");
   }
   if (!m.is_hybrid_model || m.num_layers < 1) return;
   try {
@@ -96,7 +99,8 @@ void validate_hybrid(const RunConfig& config, IssueList& issues) {
   validate_experts(m, *m.hybrid_override_pattern, issues);
   validate_mamba_shape(m, issues);
   if (m.moe_layer_freq != "1") {
-    issues.warn("HY-5", "--moe-layer-freq " + m.moe_layer_freq + " has no effect on a hybrid model, whose MoE layers "
+    issues.warn("HY-5", "--moe-layer-freq " + m.moe_layer_freq +
+                            " has no effect on a hybrid model, whose MoE layers "
                             "are the E layers of --hybrid-override-pattern; ignored");
   }
 }

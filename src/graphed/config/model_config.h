@@ -20,71 +20,71 @@ const std::vector<std::string>& normalization_names();
 const std::vector<std::string>& position_embedding_names();
 
 struct ModelConfig {
-  int64_t num_layers = 2;                         ///< --num-layers, >= 1
-  int64_t hidden_size = 128;                      ///< --hidden-size, divisible by heads
-  int64_t num_attention_heads = 2;                ///< --num-attention-heads
-  bool group_query_attention = false;             ///< --group-query-attention
-  std::optional<int64_t> num_query_groups;        ///< --num-query-groups; unset = heads (MHA)
-  std::optional<int64_t> kv_channels;             ///< --kv-channels: size of a head; unset = hidden / heads
-  std::optional<int64_t> ffn_hidden_size;         ///< --ffn-hidden-size; unset = 4 x hidden (SwiGLU: 8/3 x, /64)
-  int64_t seq_length = 64;                        ///< --seq-length, tokens per sample
-  std::optional<int64_t> max_position_embeddings; ///< --max-position-embeddings; unset = seq_length
-  int64_t vocab_size = 1024;                      ///< --vocab-size
+  int64_t num_layers = 2;                          ///< --num-layers, >= 1
+  int64_t hidden_size = 128;                       ///< --hidden-size, divisible by heads
+  int64_t num_attention_heads = 2;                 ///< --num-attention-heads
+  bool group_query_attention = false;              ///< --group-query-attention
+  std::optional<int64_t> num_query_groups;         ///< --num-query-groups; unset = heads (MHA)
+  std::optional<int64_t> kv_channels;              ///< --kv-channels: size of a head; unset = hidden / heads
+  std::optional<int64_t> ffn_hidden_size;          ///< --ffn-hidden-size; unset = 4 x hidden (SwiGLU: 8/3 x, /64)
+  int64_t seq_length = 64;                         ///< --seq-length, tokens per sample
+  std::optional<int64_t> max_position_embeddings;  ///< --max-position-embeddings; unset = seq_length
+  int64_t vocab_size = 1024;                       ///< --vocab-size
   Normalization normalization = Normalization::kLayerNorm;  ///< --normalization LayerNorm|RMSNorm
-  double norm_epsilon = 1e-5;                     ///< --norm-epsilon
-  bool qk_layernorm = false;                      ///< --qk-layernorm: norm q and k per head, before RoPE (Qwen3)
-  bool swiglu = false;                            ///< --swiglu: SwiGLU MLP instead of GELU
-  bool openai_gelu = false;                       ///< --openai-gelu: tanh-approximate GELU (GPT-2's gelu_new)
+  double norm_epsilon = 1e-5;                               ///< --norm-epsilon
+  bool qk_layernorm = false;  ///< --qk-layernorm: norm q and k per head, before RoPE (Qwen3)
+  bool swiglu = false;        ///< --swiglu: SwiGLU MLP instead of GELU
+  bool openai_gelu = false;   ///< --openai-gelu: tanh-approximate GELU (GPT-2's gelu_new)
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;  ///< learned_absolute|rope
-  double rotary_base = 10000;                     ///< --rotary-base (rope only)
+  double rotary_base = 10000;                                                       ///< --rotary-base (rope only)
   /// --use-rope-scaling: Llama 3.1's frequency scaling of RoPE (HF rope_type "llama3"). The last three
   /// fields have no flag (as in Megatron); the HF loader sets them from config.json.
   bool use_rope_scaling = false;
-  double rope_scaling_factor = 8.0;               ///< --rope-scaling-factor (HF factor), > 0
-  double rope_scaling_low_freq_factor = 1.0;      ///< HF low_freq_factor, > 0
-  double rope_scaling_high_freq_factor = 4.0;     ///< HF high_freq_factor, > low_freq_factor
+  double rope_scaling_factor = 8.0;                              ///< --rope-scaling-factor (HF factor), > 0
+  double rope_scaling_low_freq_factor = 1.0;                     ///< HF low_freq_factor, > 0
+  double rope_scaling_high_freq_factor = 4.0;                    ///< HF high_freq_factor, > low_freq_factor
   int64_t rope_scaling_original_max_position_embeddings = 8192;  ///< the pretraining context, >= 1
-  bool add_bias_linear = true;                    ///< --add-bias-linear / --disable-bias-linear
-  bool add_qkv_bias = false;                      ///< --add-qkv-bias: bias on the QKV projection only (Qwen2)
+  bool add_bias_linear = true;                                   ///< --add-bias-linear / --disable-bias-linear
+  bool add_qkv_bias = false;                         ///< --add-qkv-bias: bias on the QKV projection only (Qwen2)
   bool untie_embeddings_and_output_weights = false;  ///< --untie-embeddings-and-output-weights
-  double attention_dropout = 0.1;                 ///< --attention-dropout, in [0, 1)
-  double hidden_dropout = 0.1;                    ///< --hidden-dropout, in [0, 1)
-  double init_method_std = 0.02;                  ///< --init-method-std
-  bool bf16 = false;                              ///< --bf16: bf16 autocast on the GPU
+  double attention_dropout = 0.1;                    ///< --attention-dropout, in [0, 1)
+  double hidden_dropout = 0.1;                       ///< --hidden-dropout, in [0, 1)
+  double init_method_std = 0.02;                     ///< --init-method-std
+  bool bf16 = false;                                 ///< --bf16: bf16 autocast on the GPU
   /// --fused-kernels / --no-fused-kernels: with --bf16 on a GPU, graphed's fused CUDA kernels
   /// (kernels/training_ops.h) and bf16 working weights refreshed by the optimizer; off, LibTorch's ops
   /// under autocast (the ATen path).
   bool fused_kernels = true;
 
   // Mixture of experts.
-  std::optional<int64_t> num_experts;             ///< --num-experts; unset = dense model
-  int64_t moe_router_topk = 2;                    ///< --moe-router-topk, 1..num_experts
-  std::optional<int64_t> moe_ffn_hidden_size;     ///< --moe-ffn-hidden-size; unset = ffn_hidden_size
+  std::optional<int64_t> num_experts;                          ///< --num-experts; unset = dense model
+  int64_t moe_router_topk = 2;                                 ///< --moe-router-topk, 1..num_experts
+  std::optional<int64_t> moe_ffn_hidden_size;                  ///< --moe-ffn-hidden-size; unset = ffn_hidden_size
   std::optional<int64_t> moe_shared_expert_intermediate_size;  ///< shared expert width; unset = none
-  double moe_aux_loss_coeff = 0.0;                ///< --moe-aux-loss-coeff (load balancing)
-  std::optional<double> moe_expert_capacity_factor;  ///< --moe-expert-capacity-factor; unset = dropless
-  bool moe_pad_expert_input_to_capacity = false;  ///< --moe-pad-expert-input-to-capacity (static shapes)
-  std::string moe_token_dispatcher_type = "allgather";  ///< allgather|alltoall
-  std::string moe_layer_freq = "1";               ///< N (every N-th layer is MoE) or a 0/1 list per layer
+  double moe_aux_loss_coeff = 0.0;                             ///< --moe-aux-loss-coeff (load balancing)
+  std::optional<double> moe_expert_capacity_factor;            ///< --moe-expert-capacity-factor; unset = dropless
+  bool moe_pad_expert_input_to_capacity = false;               ///< --moe-pad-expert-input-to-capacity (static shapes)
+  std::string moe_token_dispatcher_type = "allgather";         ///< allgather|alltoall
+  std::string moe_layer_freq = "1";                            ///< N (every N-th layer is MoE) or a 0/1 list per layer
 
   // Mamba-hybrid models (Megatron's --is-hybrid-model; docs/hybrid.md).
-  bool is_hybrid_model = false;                   ///< --is-hybrid-model: layers by the hybrid pattern
+  bool is_hybrid_model = false;  ///< --is-hybrid-model: layers by the hybrid pattern
   /// --hybrid-override-pattern: one symbol per layer (M Mamba, * attention, - MLP, E MoE). Resolution
   /// fills it from the ratios when unset, so a resolved hybrid config always has it.
   std::optional<std::string> hybrid_override_pattern;
-  double hybrid_attention_ratio = 0.0;            ///< --hybrid-attention-ratio: share of attention layers
-  double hybrid_mlp_ratio = 0.0;                  ///< --hybrid-mlp-ratio: share of MLP layers
-  int64_t mamba_state_dim = 128;                  ///< --mamba-state-dim: SSM state size per head
-  int64_t mamba_head_dim = 64;                    ///< --mamba-head-dim: channels per Mamba head
-  int64_t mamba_num_groups = 8;                   ///< --mamba-num-groups: groups sharing B and C
-  std::optional<int64_t> mamba_num_heads;         ///< --mamba-num-heads; unset = 2 x hidden / head dim
-  int64_t mamba_conv_width = 4;                   ///< --mamba-conv-width: the causal convolution's taps
-  int64_t mamba_chunk_size = 128;                 ///< --mamba-chunk-size: positions per chunk of the scan
+  double hybrid_attention_ratio = 0.0;     ///< --hybrid-attention-ratio: share of attention layers
+  double hybrid_mlp_ratio = 0.0;           ///< --hybrid-mlp-ratio: share of MLP layers
+  int64_t mamba_state_dim = 128;           ///< --mamba-state-dim: SSM state size per head
+  int64_t mamba_head_dim = 64;             ///< --mamba-head-dim: channels per Mamba head
+  int64_t mamba_num_groups = 8;            ///< --mamba-num-groups: groups sharing B and C
+  std::optional<int64_t> mamba_num_heads;  ///< --mamba-num-heads; unset = 2 x hidden / head dim
+  int64_t mamba_conv_width = 4;            ///< --mamba-conv-width: the causal convolution's taps
+  int64_t mamba_chunk_size = 128;          ///< --mamba-chunk-size: positions per chunk of the scan
 
   // Activation recomputation.
-  std::optional<std::string> recompute_granularity;  ///< full|selective; unset = none
-  std::optional<std::string> recompute_method;       ///< uniform|block (full only)
-  std::optional<int64_t> recompute_num_layers;       ///< layers per recompute unit (full only)
+  std::optional<std::string> recompute_granularity;           ///< full|selective; unset = none
+  std::optional<std::string> recompute_method;                ///< uniform|block (full only)
+  std::optional<int64_t> recompute_num_layers;                ///< layers per recompute unit (full only)
   std::optional<std::vector<std::string>> recompute_modules;  ///< selective; unset = core_attn
 
   /// The size of one attention head: kv_channels, else hidden / heads (heads >= 1).

@@ -29,8 +29,9 @@ void validate_pipeline_split(const RunConfig& config, IssueList& issues) {
   if (!t.num_layers_per_virtual_pipeline_stage) return;
   const int64_t virtual_layers = *t.num_layers_per_virtual_pipeline_stage;
   if (stages == 1) {
-    issues.error("PL-4", "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size 2 or more "
-                         "(the interleaved schedule), got 1; fix: drop it, or pass more pipeline stages");
+    issues.error("PL-4",
+                 "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size 2 or more "
+                 "(the interleaved schedule), got 1; fix: drop it, or pass more pipeline stages");
   } else if (virtual_layers < 1 || (layers / stages) % virtual_layers != 0) {
     issues.error("PL-5", "--num-layers-per-virtual-pipeline-stage " + num(virtual_layers) + " does not divide the " +
                              num(layers / stages) + " layers of each of the " + num(stages) +
@@ -56,8 +57,10 @@ void validate_mamba_tensor_split(const ModelConfig& m, int64_t size, IssueList& 
   } else if (heads % size != 0) {
     issues.error("PL-7", "the " + num(heads) + " Mamba heads (2 x --hidden-size " + num(m.hidden_size) +
                              " / --mamba-head-dim " + num(m.mamba_head_dim) + ") do not split over " + tp + equal +
-                             "pass a tensor size that divides " + num(heads) + ", or set --mamba-num-heads to a "
-                             "multiple of " + num(size));
+                             "pass a tensor size that divides " + num(heads) +
+                             ", or set --mamba-num-heads to a "
+                             "multiple of " +
+                             num(size));
   }
   if (m.mamba_num_groups % size != 0) {
     issues.error("PL-7", "--mamba-num-groups " + num(m.mamba_num_groups) + " does not split over " + tp + equal +
@@ -71,35 +74,40 @@ void validate_mamba_tensor_split(const ModelConfig& m, int64_t size, IssueList& 
 void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   const int64_t size = config.train.tensor_model_parallel_size;
   if (config.train.sequence_parallel && size <= 1) {
-    issues.note("PL-9", "--sequence-parallel has no effect with --tensor-model-parallel-size 1 (it splits the "
-                        "sequence over the tensor-parallel ranks); it is ignored");
+    issues.note("PL-9",
+                "--sequence-parallel has no effect with --tensor-model-parallel-size 1 (it splits the "
+                "sequence over the tensor-parallel ranks); it is ignored");
   }
   if (size <= 1) return;
   const ModelConfig& m = config.model;
   const std::string tp = "--tensor-model-parallel-size " + num(size);
   const auto require_divides = [&](const std::string& what, int64_t value, const std::string& fix) {
     if (value % size == 0) return;
-    issues.error("PL-7", what + " " + num(value) + " does not split over " + tp + " (each rank takes an equal part); fix: " +
-                             fix);
+    issues.error("PL-7", what + " " + num(value) + " does not split over " + tp +
+                             " (each rank takes an equal part); fix: " + fix);
   };
-  require_divides("--num-attention-heads", m.num_attention_heads, "pass a tensor size that divides " +
-                                                                      num(m.num_attention_heads) + ", or more heads");
+  require_divides("--num-attention-heads", m.num_attention_heads,
+                  "pass a tensor size that divides " + num(m.num_attention_heads) + ", or more heads");
   const int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
   if (groups != m.num_attention_heads) {  // without grouped-query attention the heads' rule says it all
-    require_divides("--num-query-groups", groups, "pass a tensor size that divides " + num(groups) +
-                                                      " (Megatron splits attention by query groups)");
+    require_divides("--num-query-groups", groups,
+                    "pass a tensor size that divides " + num(groups) + " (Megatron splits attention by query groups)");
   }
   if (m.ffn_hidden_size) {
     require_divides("--ffn-hidden-size", *m.ffn_hidden_size, "pass a multiple of " + num(size));
   }
   if (config.train.sequence_parallel) {
-    require_divides("--seq-length", m.seq_length, "pass a multiple of " + num(size) + " (--sequence-parallel gives "
-                                                  "each rank an equal part of the sequence), or drop --sequence-parallel");
+    require_divides("--seq-length", m.seq_length,
+                    "pass a multiple of " + num(size) +
+                        " (--sequence-parallel gives "
+                        "each rank an equal part of the sequence), or drop --sequence-parallel");
   }
   const int64_t padded = (m.vocab_size + size - 1) / size * size;
-  require_divides("--vocab-size", m.vocab_size, "pass --vocab-size " + num(padded) + " (padded, as Megatron pads "
-                                                    "the vocabulary; a checkpoint of the unpadded model then no "
-                                                    "longer loads)");
+  require_divides("--vocab-size", m.vocab_size,
+                  "pass --vocab-size " + num(padded) +
+                      " (padded, as Megatron pads "
+                      "the vocabulary; a checkpoint of the unpadded model then no "
+                      "longer loads)");
   if (m.is_moe()) {
     if (m.moe_ffn_hidden_size) {
       require_divides("--moe-ffn-hidden-size", *m.moe_ffn_hidden_size, "pass a multiple of " + num(size));
@@ -112,15 +120,19 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   if (m.attention_dropout > 0.0 || m.hidden_dropout > 0.0) {
     const std::string own = config.train.sequence_parallel ? "every dropout (each rank holds its part of the sequence)"
                                                            : "attention's dropout (each rank holds its heads)";
-    issues.note("PL-10", tp + " with dropout (--attention-dropout " + num(m.attention_dropout) +
-                             ", --hidden-dropout " + num(m.hidden_dropout) + "): as Megatron's model-parallel "
-                             "random states, " + own + " draws from --seed + 2718 + the tensor rank, so the masks "
+    issues.note("PL-10", tp + " with dropout (--attention-dropout " + num(m.attention_dropout) + ", --hidden-dropout " +
+                             num(m.hidden_dropout) +
+                             "): as Megatron's model-parallel "
+                             "random states, " +
+                             own +
+                             " draws from --seed + 2718 + the tensor rank, so the masks "
                              "differ from one GPU's and the losses follow another curve");
   }
   if (config.train.sequence_parallel && config.train.sample_tokens > 0) {
-    issues.note("PL-11", "--sequence-parallel draws no samples during training (its model takes only sequences "
-                         "that split over the ranks); --sample-tokens " + num(config.train.sample_tokens) +
-                         " is ignored");
+    issues.note("PL-11",
+                "--sequence-parallel draws no samples during training (its model takes only sequences "
+                "that split over the ranks); --sample-tokens " +
+                    num(config.train.sample_tokens) + " is ignored");
   }
   if (m.has_mamba_layers()) validate_mamba_tensor_split(m, size, issues);
 }
@@ -132,9 +144,10 @@ void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
   const int64_t model_parallel = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
   if (model_parallel < 1) return;
   if (t.world_size % model_parallel != 0 || t.world_size < model_parallel) {
-    issues.error("PL-2", "the launch has " + num(t.world_size) + " process(es) (WORLD_SIZE), which is not a multiple of "
-                             "--tensor-model-parallel-size x --pipeline-model-parallel-size = " + num(model_parallel) +
-                             "; fix: launch a multiple of " + num(model_parallel) +
+    issues.error("PL-2", "the launch has " + num(t.world_size) +
+                             " process(es) (WORLD_SIZE), which is not a multiple of "
+                             "--tensor-model-parallel-size x --pipeline-model-parallel-size = " +
+                             num(model_parallel) + "; fix: launch a multiple of " + num(model_parallel) +
                              " processes (torchrun --nproc-per-node) or change the pipeline size");
   } else if (t.data_parallel_size && *t.data_parallel_size != t.world_size / model_parallel) {
     issues.error("PL-2", "--data-parallel-size " + num(*t.data_parallel_size) + " disagrees with the launch: " +
@@ -147,12 +160,15 @@ void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
   validate_tensor_split(config, issues);
   if (t.pipeline_model_parallel_size > 1 && config.cuda_graph.impl == CudaGraphImpl::kFullIteration) {
     issues.error("PL-6", "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size " +
-                             num(t.pipeline_model_parallel_size) + " is not supported in this version (the pipeline's "
+                             num(t.pipeline_model_parallel_size) +
+                             " is not supported in this version (the pipeline's "
                              "sends and receives would sit inside one graph per stage); fix: --cuda-graph-impl local "
                              "or transformer_engine, which graph each (layer, microbatch) between the transfers");
   }
 }
 
-void validate_tensor_parallel_model(const RunConfig& config, IssueList& issues) { validate_tensor_split(config, issues); }
+void validate_tensor_parallel_model(const RunConfig& config, IssueList& issues) {
+  validate_tensor_split(config, issues);
+}
 
 }  // namespace graphed::config

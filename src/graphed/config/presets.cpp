@@ -9,14 +9,21 @@ namespace {
 using nlohmann::json;
 
 json gpt2_style(int layers, int hidden, int heads, int seq, int micro_batch, int vocab) {
-  return json{{"num_layers", layers},        {"hidden_size", hidden},
-              {"num_attention_heads", heads}, {"ffn_hidden_size", 4 * hidden},
-              {"seq_length", seq},           {"max_position_embeddings", seq},
-              {"micro_batch_size", micro_batch}, {"vocab_size", vocab},
-              {"normalization", "LayerNorm"}, {"position_embedding_type", "learned_absolute"},
-              {"swiglu", false},             {"add_bias_linear", true},
+  return json{{"num_layers", layers},
+              {"hidden_size", hidden},
+              {"num_attention_heads", heads},
+              {"ffn_hidden_size", 4 * hidden},
+              {"seq_length", seq},
+              {"max_position_embeddings", seq},
+              {"micro_batch_size", micro_batch},
+              {"vocab_size", vocab},
+              {"normalization", "LayerNorm"},
+              {"position_embedding_type", "learned_absolute"},
+              {"swiglu", false},
+              {"add_bias_linear", true},
               {"untie_embeddings_and_output_weights", false},
-              {"attention_dropout", 0.0},    {"hidden_dropout", 0.0},
+              {"attention_dropout", 0.0},
+              {"hidden_dropout", 0.0},
               {"bf16", true}};
 }
 
@@ -35,46 +42,88 @@ const std::vector<std::string>& preset_names() {
 std::optional<json> preset_settings(const std::string& name) {
   if (name == "tiny") {
     // Long enough on a 2-core CPU (~40 s) for samples with words in them: 768k bytes seen.
-    return with(gpt2_style(2, 128, 2, 64, 8, 1024),
-                {{"lr", 2e-3}, {"lr_warmup_iters", 100}, {"train_iters", 1500}, {"log_interval", 100},
-                 {"eval_interval", 500}, {"eval_iters", 10}});
+    return with(gpt2_style(2, 128, 2, 64, 8, 1024), {{"lr", 2e-3},
+                                                     {"lr_warmup_iters", 100},
+                                                     {"train_iters", 1500},
+                                                     {"log_interval", 100},
+                                                     {"eval_interval", 500},
+                                                     {"eval_iters", 10}});
   }
   if (name == "small") {
-    return with(gpt2_style(4, 256, 4, 128, 8, 1024),
-                {{"lr", 1e-3}, {"lr_warmup_iters", 20}, {"train_iters", 200}, {"log_interval", 20},
-                 {"eval_interval", 100}, {"eval_iters", 10}});
+    return with(gpt2_style(4, 256, 4, 128, 8, 1024), {{"lr", 1e-3},
+                                                      {"lr_warmup_iters", 20},
+                                                      {"train_iters", 200},
+                                                      {"log_interval", 20},
+                                                      {"eval_interval", 100},
+                                                      {"eval_iters", 10}});
   }
   if (name == "gpt-125m") {
-    return with(gpt2_style(12, 768, 12, 512, 8, 50304),
-                {{"lr", 6e-4}, {"lr_warmup_iters", 50}, {"train_iters", 200}, {"log_interval", 20},
-                 {"eval_interval", 100}, {"eval_iters", 10}});
+    return with(gpt2_style(12, 768, 12, 512, 8, 50304), {{"lr", 6e-4},
+                                                         {"lr_warmup_iters", 50},
+                                                         {"train_iters", 200},
+                                                         {"log_interval", 20},
+                                                         {"eval_interval", 100},
+                                                         {"eval_iters", 10}});
   }
   if (name == "moe-small") {
-    return with(gpt2_style(4, 256, 4, 128, 8, 1024),
-                {{"ffn_hidden_size", 512}, {"num_experts", 8}, {"moe_router_topk", 2},
-                 {"moe_ffn_hidden_size", 512}, {"moe_expert_capacity_factor", 1.0},
-                 {"moe_pad_expert_input_to_capacity", true}, {"moe_aux_loss_coeff", 0.01},
-                 {"lr", 1e-3}, {"lr_warmup_iters", 20}, {"train_iters", 200}, {"log_interval", 20},
-                 {"eval_interval", 100}, {"eval_iters", 10}});
+    return with(gpt2_style(4, 256, 4, 128, 8, 1024), {{"ffn_hidden_size", 512},
+                                                      {"num_experts", 8},
+                                                      {"moe_router_topk", 2},
+                                                      {"moe_ffn_hidden_size", 512},
+                                                      {"moe_expert_capacity_factor", 1.0},
+                                                      {"moe_pad_expert_input_to_capacity", true},
+                                                      {"moe_aux_loss_coeff", 0.01},
+                                                      {"lr", 1e-3},
+                                                      {"lr_warmup_iters", 20},
+                                                      {"train_iters", 200},
+                                                      {"log_interval", 20},
+                                                      {"eval_interval", 100},
+                                                      {"eval_iters", 10}});
   }
   if (name == "llama-1b") {
-    return json{{"num_layers", 16}, {"hidden_size", 2048}, {"num_attention_heads", 32},
-                {"group_query_attention", true}, {"num_query_groups", 8}, {"ffn_hidden_size", 8192},
-                {"swiglu", true}, {"normalization", "RMSNorm"}, {"position_embedding_type", "rope"},
-                {"add_bias_linear", false}, {"untie_embeddings_and_output_weights", true},
-                {"seq_length", 2048}, {"max_position_embeddings", 2048}, {"micro_batch_size", 1},
-                {"vocab_size", 32000}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0},
-                {"bf16", true}, {"lr", 3e-4}, {"lr_warmup_iters", 50}, {"train_iters", 200},
-                {"log_interval", 10}, {"eval_interval", 100}, {"eval_iters", 10}};
+    return json{{"num_layers", 16},
+                {"hidden_size", 2048},
+                {"num_attention_heads", 32},
+                {"group_query_attention", true},
+                {"num_query_groups", 8},
+                {"ffn_hidden_size", 8192},
+                {"swiglu", true},
+                {"normalization", "RMSNorm"},
+                {"position_embedding_type", "rope"},
+                {"add_bias_linear", false},
+                {"untie_embeddings_and_output_weights", true},
+                {"seq_length", 2048},
+                {"max_position_embeddings", 2048},
+                {"micro_batch_size", 1},
+                {"vocab_size", 32000},
+                {"attention_dropout", 0.0},
+                {"hidden_dropout", 0.0},
+                {"bf16", true},
+                {"lr", 3e-4},
+                {"lr_warmup_iters", 50},
+                {"train_iters", 200},
+                {"log_interval", 10},
+                {"eval_interval", 100},
+                {"eval_iters", 10}};
   }
   if (name == "hybrid-small") {
-    return with(gpt2_style(8, 256, 4, 128, 8, 1024),
-                {{"is_hybrid_model", true}, {"hybrid_override_pattern", "M*M-M*ME"}, {"mamba_state_dim", 64},
-                 {"mamba_head_dim", 32}, {"mamba_num_groups", 2}, {"num_experts", 8}, {"moe_router_topk", 2},
-                 {"moe_ffn_hidden_size", 512}, {"moe_expert_capacity_factor", 1.0},
-                 {"moe_pad_expert_input_to_capacity", true}, {"moe_aux_loss_coeff", 0.01},
-                 {"lr", 1e-3}, {"lr_warmup_iters", 20}, {"train_iters", 200}, {"log_interval", 20},
-                 {"eval_interval", 100}, {"eval_iters", 10}});
+    return with(gpt2_style(8, 256, 4, 128, 8, 1024), {{"is_hybrid_model", true},
+                                                      {"hybrid_override_pattern", "M*M-M*ME"},
+                                                      {"mamba_state_dim", 64},
+                                                      {"mamba_head_dim", 32},
+                                                      {"mamba_num_groups", 2},
+                                                      {"num_experts", 8},
+                                                      {"moe_router_topk", 2},
+                                                      {"moe_ffn_hidden_size", 512},
+                                                      {"moe_expert_capacity_factor", 1.0},
+                                                      {"moe_pad_expert_input_to_capacity", true},
+                                                      {"moe_aux_loss_coeff", 0.01},
+                                                      {"lr", 1e-3},
+                                                      {"lr_warmup_iters", 20},
+                                                      {"train_iters", 200},
+                                                      {"log_interval", 20},
+                                                      {"eval_interval", 100},
+                                                      {"eval_iters", 10}});
   }
   return std::nullopt;
 }

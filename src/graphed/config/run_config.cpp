@@ -71,8 +71,9 @@ void normalize_cuda_graph(CudaGraphConfig& graph, IssueList& issues) {
 /// the CUDA generator they draw from, so the flag has nothing to turn on: say so when it is given.
 void note_rng_tracker(const CudaGraphInputs& inputs, IssueList& issues) {
   if (!inputs.te_rng_tracker) return;
-  issues.note("VA-9", "--te-rng-tracker changes nothing in graphed: every CUDA graph registers the random generator "
-                      "it draws from, so dropout is graph-safe with any --cuda-graph-impl; the flag can be dropped");
+  issues.note("VA-9",
+              "--te-rng-tracker changes nothing in graphed: every CUDA graph registers the random generator "
+              "it draws from, so dropout is graph-safe with any --cuda-graph-impl; the flag can be dropped");
 }
 
 }  // namespace
@@ -97,7 +98,8 @@ Resolution resolve_run_config(const Settings& settings) {
     }
   }
   resolve_hybrid_layers(config, issues);
-  if (config.moe_layers.empty()) config.moe_layers.assign(static_cast<std::size_t>(std::max<int64_t>(0, config.model.num_layers)), false);
+  if (config.moe_layers.empty())
+    config.moe_layers.assign(static_cast<std::size_t>(std::max<int64_t>(0, config.model.num_layers)), false);
   if (!issues.has_errors()) normalize_cuda_graph(config.cuda_graph, issues);
   note_rng_tracker(settings.cuda_graph, issues);
   validate_run_config(config, issues);
@@ -109,7 +111,8 @@ RunConfig resolve_run_config_or_throw(const Settings& settings, IssueList* issue
   if (issues != nullptr) *issues = resolution.issues;
   if (resolution.issues.has_errors()) {
     const auto errors = resolution.issues.formatted(Severity::kError);
-    if (errors.size() > 1) throw ConfigError("invalid configuration (" + std::to_string(errors.size()) + " errors)", errors);
+    if (errors.size() > 1)
+      throw ConfigError("invalid configuration (" + std::to_string(errors.size()) + " errors)", errors);
     for (const auto& issue : resolution.issues.all()) {  // one error: "<message> [RULE]", printed after "error: "
       if (issue.severity == Severity::kError) throw ConfigError(issue.message + " [" + issue.rule + "]", errors);
     }

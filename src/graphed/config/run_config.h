@@ -14,10 +14,10 @@
 namespace graphed::config {
 
 struct RunConfig {
-  ModelConfig model;            ///< every optional that has a derived default is filled
-  TrainConfig train;            ///< global_batch_size and lr_decay_iters filled
-  CudaGraphConfig cuda_graph;   ///< migrated and normalized
-  std::vector<bool> moe_layers; ///< one flag per layer: true = MoE layer (all false when dense)
+  ModelConfig model;             ///< every optional that has a derived default is filled
+  TrainConfig train;             ///< global_batch_size and lr_decay_iters filled
+  CudaGraphConfig cuda_graph;    ///< migrated and normalized
+  std::vector<bool> moe_layers;  ///< one flag per layer: true = MoE layer (all false when dense)
 
   /// Microbatches per iteration and rank: global / (micro x data-parallel).
   int64_t num_microbatches() const;
@@ -25,7 +25,7 @@ struct RunConfig {
 
 struct Resolution {
   RunConfig config;
-  IssueList issues;   ///< migrations, notes, warnings and errors, in the order found
+  IssueList issues;  ///< migrations, notes, warnings and errors, in the order found
 };
 
 /// Migrates, derives and validates. Does not throw for a bad configuration: errors are issues.

@@ -14,10 +14,18 @@ namespace {
 
 using nlohmann::json;
 
-template <typename T> struct is_optional : std::false_type {};
-template <typename T> struct is_optional<std::optional<T>> : std::true_type {};
-template <typename T> struct unwrap { using type = T; };
-template <typename T> struct unwrap<std::optional<T>> { using type = T; };
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct unwrap {
+  using type = T;
+};
+template <typename T>
+struct unwrap<std::optional<T>> {
+  using type = T;
+};
 
 template <typename T>
 SettingKind kind_of(bool has_choices) {
@@ -32,7 +40,8 @@ SettingKind kind_of(bool has_choices) {
 
 /// An enum setting: its value is the choice at the enum's ordinal (names in enum order).
 template <typename Enum>
-SettingSpec bind_enum(Enum ModelConfig::*member, std::string key, std::string help, const std::vector<std::string>& names) {
+SettingSpec bind_enum(Enum ModelConfig::*member, std::string key, std::string help,
+                      const std::vector<std::string>& names) {
   SettingSpec spec;
   spec.key = std::move(key);
   spec.section = "model";
@@ -50,20 +59,29 @@ SettingSpec bind_enum(Enum ModelConfig::*member, std::string key, std::string he
 }
 
 template <typename T>
-void assign_value(T& target, const json& value) { target = value.get<T>(); }
-template <typename T>
-void assign_value(std::optional<T>& target, const json& value) {
-  if (value.is_null()) target.reset(); else target = value.get<T>();
+void assign_value(T& target, const json& value) {
+  target = value.get<T>();
 }
 template <typename T>
-json read_value(const T& value) { return json(value); }
+void assign_value(std::optional<T>& target, const json& value) {
+  if (value.is_null())
+    target.reset();
+  else
+    target = value.get<T>();
+}
 template <typename T>
-json read_value(const std::optional<T>& value) { return value ? json(*value) : json(nullptr); }
+json read_value(const T& value) {
+  return json(value);
+}
+template <typename T>
+json read_value(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
 
 /// Binds a key to a member of one section of Settings; the kind follows the member's type.
 template <typename Section, typename Field>
-SettingSpec bind_setting(Section Settings::*section, const char* section_name, Field Section::*member,
-                 std::string key, std::string help, std::vector<std::string> choices = {}) {
+SettingSpec bind_setting(Section Settings::*section, const char* section_name, Field Section::*member, std::string key,
+                         std::string help, std::vector<std::string> choices = {}) {
   SettingSpec spec;
   spec.key = std::move(key);
   spec.section = section_name;
@@ -79,11 +97,13 @@ SettingSpec bind_setting(Section Settings::*section, const char* section_name, F
 }
 
 template <typename Field>
-SettingSpec model(Field ModelConfig::*member, std::string key, std::string help, std::vector<std::string> choices = {}) {
+SettingSpec model(Field ModelConfig::*member, std::string key, std::string help,
+                  std::vector<std::string> choices = {}) {
   return bind_setting(&Settings::model, "model", member, std::move(key), std::move(help), std::move(choices));
 }
 template <typename Field>
-SettingSpec train(Field TrainConfig::*member, std::string key, std::string help, std::vector<std::string> choices = {}) {
+SettingSpec train(Field TrainConfig::*member, std::string key, std::string help,
+                  std::vector<std::string> choices = {}) {
   return bind_setting(&Settings::train, "train", member, std::move(key), std::move(help), std::move(choices));
 }
 template <typename Field>
@@ -156,11 +176,11 @@ std::vector<SettingSpec> model_specs() {
             "expert capacity as a multiple of the even share; unset = dropless"),
       model(&M::moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity",
             "pad every expert's input to its capacity (static shapes)"),
-      model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher",
-            {"allgather", "alltoall"}),
+      model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher", {"allgather", "alltoall"}),
       integer_or_list_as_text(
           model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer")),
-      model(&M::is_hybrid_model, "is_hybrid_model", "Mamba-hybrid model: layers from --hybrid-override-pattern or the ratios"),
+      model(&M::is_hybrid_model, "is_hybrid_model",
+            "Mamba-hybrid model: layers from --hybrid-override-pattern or the ratios"),
       model(&M::hybrid_override_pattern, "hybrid_override_pattern",
             "hybrid layers, one symbol each: M Mamba, * attention, - MLP, E MoE (e.g. M*M-M*ME)"),
       model(&M::hybrid_attention_ratio, "hybrid_attention_ratio", "share of attention layers without a pattern"),
@@ -171,8 +191,7 @@ std::vector<SettingSpec> model_specs() {
       model(&M::mamba_num_heads, "mamba_num_heads", "Mamba heads; unset = 2 x hidden / head dim"),
       model(&M::mamba_conv_width, "mamba_conv_width", "taps of the Mamba causal convolution"),
       model(&M::mamba_chunk_size, "mamba_chunk_size", "positions per chunk of the Mamba scan"),
-      model(&M::recompute_granularity, "recompute_granularity", "activation recomputation",
-            {"full", "selective"}),
+      model(&M::recompute_granularity, "recompute_granularity", "activation recomputation", {"full", "selective"}),
       model(&M::recompute_method, "recompute_method", "full recomputation method", {"uniform", "block"}),
       model(&M::recompute_num_layers, "recompute_num_layers", "layers per full-recomputation unit"),
       model(&M::recompute_modules, "recompute_modules", "modules recomputed by selective recomputation",
@@ -245,8 +264,9 @@ std::vector<SettingSpec> cuda_graph_specs() {
       graph(&G::use_single_mempool, "cuda_graph_use_single_mempool",
             "an impl's graphs share one pool (training, evaluation and optimizer-step graphs)"),
       graph(&G::retain_backward_graph, "cuda_graph_retain_backward_graph", "capture backward with retain_graph"),
-      graph(&G::optimizer_cuda_graph, "optimizer_cuda_graph",
-            "graph the optimizer step (full_iteration: inside its graph; local, transformer_engine: a graph of its own)"),
+      graph(
+          &G::optimizer_cuda_graph, "optimizer_cuda_graph",
+          "graph the optimizer step (full_iteration: inside its graph; local, transformer_engine: a graph of its own)"),
       graph(&G::stage_units, "cuda_graph_stage_units",
             "local and transformer_engine also graph the embedding, the loss and the optimizer step"),
       graph(&G::te_rng_tracker, "te_rng_tracker", "accepted for Megatron scripts; graphs are always graph-safe (VA-9)"),
@@ -254,11 +274,11 @@ std::vector<SettingSpec> cuda_graph_specs() {
             "device-side NaN check of loss and gradients, read at log intervals"),
       graph(&G::inference_num_cuda_graphs, "inference_dynamic_batching_num_cuda_graphs",
             "decode batch-size buckets of the local impl; -1 = auto"),
-      deprecated(graph(&G::scope, "cuda_graph_scope", "deprecated: --cuda-graph-modules",
-                       cuda_graph_module_input_names())),
+      deprecated(
+          graph(&G::scope, "cuda_graph_scope", "deprecated: --cuda-graph-modules", cuda_graph_module_input_names())),
       deprecated(graph(&G::enable_cuda_graph, "enable_cuda_graph", "deprecated: --cuda-graph-impl local")),
-      deprecated(graph(&G::external_cuda_graph, "external_cuda_graph",
-                       "deprecated: --cuda-graph-impl transformer_engine")),
+      deprecated(
+          graph(&G::external_cuda_graph, "external_cuda_graph", "deprecated: --cuda-graph-impl transformer_engine")),
   };
 }
 
@@ -283,8 +303,7 @@ json parse_scalar_token(const SettingSpec& spec, const std::string& token, const
       errno = 0;
       char* end = nullptr;
       const long long value = std::strtoll(token.c_str(), &end, 10);
-      if (token.empty() || *end != '\0' || errno == ERANGE)
-        fail(label + " expects an integer, got '" + token + "'");
+      if (token.empty() || *end != '\0' || errno == ERANGE) fail(label + " expects an integer, got '" + token + "'");
       return json(static_cast<int64_t>(value));
     }
     case SettingKind::kFloat: {
@@ -301,8 +320,7 @@ json parse_scalar_token(const SettingSpec& spec, const std::string& token, const
       if (lower == "false" || lower == "0" || lower == "no" || lower == "off") return json(false);
       fail(label + " expects true or false, got '" + token + "'");
     }
-    default:
-      return json(token);
+    default: return json(token);
   }
 }
 
@@ -423,9 +441,8 @@ void apply_settings(Settings& settings, const json& object, const std::string& s
     }
   }
   if (!problems.empty()) {
-    throw ConfigError(problems.size() == 1 ? problems.front()
-                                           : std::to_string(problems.size()) + " problems in " + source,
-                      problems);
+    throw ConfigError(
+        problems.size() == 1 ? problems.front() : std::to_string(problems.size()) + " problems in " + source, problems);
   }
   for (const auto& [spec, value] : checked) {
     spec->assign(settings, value);

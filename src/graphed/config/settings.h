@@ -28,13 +28,13 @@ enum class SettingKind { kInt, kFloat, kBool, kString, kChoice, kList, kChoiceLi
 
 /// One settable value.
 struct SettingSpec {
-  std::string key;                    ///< Megatron's argument name, e.g. "num_layers"
+  std::string key;  ///< Megatron's argument name, e.g. "num_layers"
   SettingKind kind = SettingKind::kString;
-  std::string section;                ///< "model", "train" or "cuda_graph"
-  std::string help;                   ///< one line
-  std::vector<std::string> choices;   ///< valid values of kChoice / kChoiceList
-  bool optional = false;              ///< may be unset (JSON null); unset has a documented meaning
-  bool deprecated = false;            ///< accepted and migrated, hidden from --help
+  std::string section;               ///< "model", "train" or "cuda_graph"
+  std::string help;                  ///< one line
+  std::vector<std::string> choices;  ///< valid values of kChoice / kChoiceList
+  bool optional = false;             ///< may be unset (JSON null); unset has a documented meaning
+  bool deprecated = false;           ///< accepted and migrated, hidden from --help
   /// Turns a JSON value of another type into this setting's kind before the check, or is empty
   /// (moe_layer_freq takes an integer or a 0/1 list, as Megatron's field does).
   std::function<nlohmann::json(const nlohmann::json&)> convert;
@@ -49,8 +49,8 @@ struct SettingSpec {
 
 /// A flag that sets a fixed value of another setting (Megatron's --disable-bias-linear).
 struct SettingAlias {
-  std::string flag;   ///< e.g. "--disable-bias-linear"
-  std::string key;    ///< e.g. "add_bias_linear"
+  std::string flag;  ///< e.g. "--disable-bias-linear"
+  std::string key;   ///< e.g. "add_bias_linear"
   nlohmann::json value;
   std::string help;
 };

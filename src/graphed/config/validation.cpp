@@ -39,8 +39,8 @@ bool validate_finite(const RunConfig& config, IssueList& issues) {
     const nlohmann::json& fallback = defaults[spec.key];
     finite = false;
     issues.error("FL-1", spec.flag() + " must be a finite number, got " + num(value.get<double>()) + "; fix: pass a " +
-                             "finite value" + (fallback.is_number() ? " (default " + num(fallback.get<double>()) + ")"
-                                                                    : std::string()));
+                             "finite value" +
+                             (fallback.is_number() ? " (default " + num(fallback.get<double>()) + ")" : std::string()));
   }
   return finite;
 }
@@ -59,8 +59,9 @@ void validate_model_sizes(const ModelConfig& m, IssueList& issues) {
   require_positive(issues, "MC-1", "--seq-length", m.seq_length);
   require_positive(issues, "MC-1", "--vocab-size", m.vocab_size);
   if (m.swiglu && m.ffn_hidden_size.value_or(1) == 0) {
-    issues.error("MC-1", "--ffn-hidden-size must be >= 1, got 0 (with --swiglu an unset --ffn-hidden-size is "
-                         "int(8/3 x hidden / 64) x 64, which is 0 below --hidden-size 24); fix: pass --ffn-hidden-size");
+    issues.error("MC-1",
+                 "--ffn-hidden-size must be >= 1, got 0 (with --swiglu an unset --ffn-hidden-size is "
+                 "int(8/3 x hidden / 64) x 64, which is 0 below --hidden-size 24); fix: pass --ffn-hidden-size");
   } else {
     require_positive(issues, "MC-1", "--ffn-hidden-size", m.ffn_hidden_size.value_or(1));
   }
@@ -68,7 +69,8 @@ void validate_model_sizes(const ModelConfig& m, IssueList& issues) {
   require_positive(issues, "MC-1", "--max-position-embeddings", m.max_position_embeddings.value_or(1));
   require_positive(issues, "MC-1", "--kv-channels", m.kv_channels.value_or(1));
   // With --kv-channels the head size is given, so the hidden size need not split into heads (Megatron).
-  if (!m.kv_channels && m.hidden_size >= 1 && m.num_attention_heads >= 1 && m.hidden_size % m.num_attention_heads != 0) {
+  if (!m.kv_channels && m.hidden_size >= 1 && m.num_attention_heads >= 1 &&
+      m.hidden_size % m.num_attention_heads != 0) {
     issues.error("MC-2", "--hidden-size " + num(m.hidden_size) + " is not divisible by --num-attention-heads " +
                              num(m.num_attention_heads) + "; fix: pick a head count that divides the hidden size");
   }
@@ -89,8 +91,8 @@ void validate_positions(const ModelConfig& m, IssueList& issues) {
                              num(*m.kv_channels) + "; fix: pass an even --kv-channels, or use learned_absolute");
   } else if (rope && !m.kv_channels && m.num_attention_heads >= 1 && (m.hidden_size / m.num_attention_heads) % 2 != 0) {
     issues.error("MC-4", "--position-embedding-type rope needs an even head size, got " +
-                             num(m.hidden_size / m.num_attention_heads) + " (--hidden-size " +
-                             num(m.hidden_size) + " / --num-attention-heads " + num(m.num_attention_heads) +
+                             num(m.hidden_size / m.num_attention_heads) + " (--hidden-size " + num(m.hidden_size) +
+                             " / --num-attention-heads " + num(m.num_attention_heads) +
                              "); fix: choose sizes with an even hidden / heads, or use learned_absolute");
   }
   if (rope && m.use_rope_scaling && m.rope_scaling_factor <= 0.0) {
@@ -122,16 +124,17 @@ void validate_model_moe(const ModelConfig& m, IssueList& issues) {
     require_positive(issues, "MC-1", "--moe-shared-expert-intermediate-size",
                      m.moe_shared_expert_intermediate_size.value_or(1));
     if (m.moe_pad_expert_input_to_capacity && !m.moe_expert_capacity_factor) {
-      issues.error("MC-6", "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor; fix: set "
-                           "--moe-expert-capacity-factor (e.g. 1.0) or drop --moe-pad-expert-input-to-capacity");
+      issues.error("MC-6",
+                   "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor; fix: set "
+                   "--moe-expert-capacity-factor (e.g. 1.0) or drop --moe-pad-expert-input-to-capacity");
     }
     if (m.moe_expert_capacity_factor && *m.moe_expert_capacity_factor <= 0.0) {
       issues.error("MC-7", "--moe-expert-capacity-factor must be > 0, got " + num(*m.moe_expert_capacity_factor) +
                                "; fix: pass e.g. 1.0, or leave it unset for dropless MoE");
     }
     if (!parse_moe_layer_pattern(m.moe_layer_freq, m.num_layers)) {
-      issues.error("MC-8", "--moe-layer-freq '" + m.moe_layer_freq +
-                               "' is neither a positive integer nor a list of " + num(m.num_layers) +
+      issues.error("MC-8", "--moe-layer-freq '" + m.moe_layer_freq + "' is neither a positive integer nor a list of " +
+                               num(m.num_layers) +
                                " zeros and ones (one per layer); fix: e.g. --moe-layer-freq 2 or "
                                "--moe-layer-freq 1,0,1,0");
     }
@@ -161,8 +164,9 @@ void validate_model(const RunConfig& config, IssueList& issues) {
   }
   validate_model_moe(m, issues);
   if (m.recompute_granularity == std::optional<std::string>("full") && !m.recompute_method) {
-    issues.error("MC-13", "--recompute-granularity full needs --recompute-method; fix: add --recompute-method "
-                          "uniform or --recompute-method block");
+    issues.error("MC-13",
+                 "--recompute-granularity full needs --recompute-method; fix: add --recompute-method "
+                 "uniform or --recompute-method block");
   }
   if (m.recompute_num_layers) require_positive(issues, "MC-1", "--recompute-num-layers", *m.recompute_num_layers);
 }
@@ -194,13 +198,14 @@ void validate_train(const RunConfig& config, IssueList& issues) {
   const int64_t data_parallel = t.data_parallel_size.value_or(1);
   const int64_t per_step = t.micro_batch_size * data_parallel;
   if (per_step >= 1 && t.global_batch_size && *t.global_batch_size >= 1 && *t.global_batch_size % per_step != 0) {
-    issues.error("TR-2", "--global-batch-size " + num(*t.global_batch_size) + " is not a multiple of --micro-batch-size " +
-                             num(t.micro_batch_size) + " x data-parallel size " + num(data_parallel) +
-                             "; fix: pass a multiple of " + num(per_step));
+    issues.error("TR-2", "--global-batch-size " + num(*t.global_batch_size) +
+                             " is not a multiple of --micro-batch-size " + num(t.micro_batch_size) +
+                             " x data-parallel size " + num(data_parallel) + "; fix: pass a multiple of " +
+                             num(per_step));
   }
   if (t.lr < 0.0 || t.min_lr < 0.0 || t.min_lr > t.lr) {
-    issues.error("TR-3", "--lr and --min-lr must satisfy 0 <= --min-lr <= --lr, got --lr " + num(t.lr) + " and --min-lr " +
-                             num(t.min_lr) + "; fix: lower --min-lr or raise --lr");
+    issues.error("TR-3", "--lr and --min-lr must satisfy 0 <= --min-lr <= --lr, got --lr " + num(t.lr) +
+                             " and --min-lr " + num(t.min_lr) + "; fix: lower --min-lr or raise --lr");
   }
   const int64_t decay = t.lr_decay_iters.value_or(t.train_iters);
   if (t.lr_warmup_iters < 0 || t.lr_warmup_iters > decay) {
@@ -217,8 +222,9 @@ void validate_train(const RunConfig& config, IssueList& issues) {
     if (!t.save) issues.error("TR-6", "--save-interval needs --save; fix: pass --save DIR or drop --save-interval");
   }
   if (!valid_split(t.split)) {
-    issues.error("TR-7", "--split '" + t.split + "' must be up to three comma-separated non-negative weights with "
-                         "a positive first (train) weight; fix: e.g. --split 969,30,1");
+    issues.error("TR-7", "--split '" + t.split +
+                             "' must be up to three comma-separated non-negative weights with "
+                             "a positive first (train) weight; fix: e.g. --split 969,30,1");
   }
   if (t.sample_tokens < 0 || t.sample_top_k < 0 || t.sample_temperature < 0.0) {
     issues.error("TR-9", "--sample-tokens " + num(t.sample_tokens) + ", --sample-top-k " + num(t.sample_top_k) +
@@ -226,8 +232,9 @@ void validate_train(const RunConfig& config, IssueList& issues) {
                              " must be >= 0; fix: pass 0 for no sample, all tokens or greedy decoding");
   }
   if (t.sample_tokens > 0 && t.sample_prompt.empty()) {
-    issues.error("TR-9", "--sample-prompt is empty, but a sample continues a prompt; fix: pass at least one "
-                         "character (e.g. --sample-prompt \"The \"), or --sample-tokens 0 for no samples");
+    issues.error("TR-9",
+                 "--sample-prompt is empty, but a sample continues a prompt; fix: pass at least one "
+                 "character (e.g. --sample-prompt \"The \"), or --sample-tokens 0 for no samples");
   }
   if (t.adam_beta1 < 0.0 || t.adam_beta1 >= 1.0 || t.adam_beta2 < 0.0 || t.adam_beta2 >= 1.0 || t.adam_eps <= 0.0 ||
       t.weight_decay < 0.0 || t.clip_grad < 0.0) {
@@ -258,7 +265,8 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
                              "[moe_preprocess] to graph the router");
   }
   if (preprocess && !router) {
-    issues.error("TC-10", "--cuda-graph-modules moe_preprocess needs moe_router, got " + mods + "; fix: add moe_router");
+    issues.error("TC-10",
+                 "--cuda-graph-modules moe_preprocess needs moe_router, got " + mods + "; fix: add moe_router");
   }
   if ((moe || router) && !m.is_moe()) {
     issues.error("TC-11", "--cuda-graph-modules " + std::string(moe ? "moe" : "moe_router") +
@@ -278,21 +286,25 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
                               "or graph moe_router moe_preprocess instead");
   }
   if (preprocess && !m.is_drop_and_pad() && m.moe_token_dispatcher_type == "alltoall" && m.moe_expert_capacity_factor) {
-    issues.error("TC-14", "--cuda-graph-modules moe_preprocess cannot be graphed with --moe-token-dispatcher-type "
-                          "alltoall and --moe-expert-capacity-factor " + num(*m.moe_expert_capacity_factor) +
-                          " without padding: the preprocess step copies to the host and synchronizes; fix: drop "
-                          "moe_preprocess, add --moe-pad-expert-input-to-capacity, or use allgather");
+    issues.error("TC-14",
+                 "--cuda-graph-modules moe_preprocess cannot be graphed with --moe-token-dispatcher-type "
+                 "alltoall and --moe-expert-capacity-factor " +
+                     num(*m.moe_expert_capacity_factor) +
+                     " without padding: the preprocess step copies to the host and synchronizes; fix: drop "
+                     "moe_preprocess, add --moe-pad-expert-input-to-capacity, or use allgather");
   }
   if (g.is_per_layer() && g.modules.empty() && !m.is_drop_and_pad()) {
     issues.error("G2", "whole-layer capture (--cuda-graph-impl " + to_string(g.impl) +
                            " without --cuda-graph-modules) needs static shapes, but MoE layers are dropless (" +
-                           dropless_reason(m) + "); fix: pass --cuda-graph-modules attn moe_router moe_preprocess, "
+                           dropless_reason(m) +
+                           "); fix: pass --cuda-graph-modules attn moe_router moe_preprocess, "
                            "or make MoE drop-and-pad with --moe-expert-capacity-factor and "
                            "--moe-pad-expert-input-to-capacity");
   }
   if (g.impl == CudaGraphImpl::kFullIteration && !m.is_drop_and_pad()) {
     issues.error("G3", "--cuda-graph-impl full_iteration needs static shapes, but MoE layers are dropless (" +
-                           dropless_reason(m) + "); fix: make MoE drop-and-pad with --moe-expert-capacity-factor "
+                           dropless_reason(m) +
+                           "); fix: make MoE drop-and-pad with --moe-expert-capacity-factor "
                            "and --moe-pad-expert-input-to-capacity, or use --cuda-graph-impl transformer_engine "
                            "--cuda-graph-modules attn moe_router moe_preprocess");
   }
@@ -303,17 +315,20 @@ void validate_recompute(const RunConfig& config, IssueList& issues) {
   const CudaGraphConfig& g = config.cuda_graph;
   if (g.impl == CudaGraphImpl::kNone) return;
   if (m.recompute_granularity == std::optional<std::string>("full") && g.impl != CudaGraphImpl::kFullIteration) {
-    issues.error("TC-15", "--recompute-granularity full needs --cuda-graph-impl full_iteration, got --cuda-graph-impl " +
-                              to_string(g.impl) + "; fix: use --recompute-granularity selective or "
-                              "--cuda-graph-impl full_iteration");
+    issues.error("TC-15",
+                 "--recompute-granularity full needs --cuda-graph-impl full_iteration, got --cuda-graph-impl " +
+                     to_string(g.impl) +
+                     "; fix: use --recompute-granularity selective or "
+                     "--cuda-graph-impl full_iteration");
   }
   if (m.recompute_granularity != std::optional<std::string>("selective")) return;
   const auto& recomputed = m.recompute_modules;
   if (g.impl == CudaGraphImpl::kTransformerEngine && contains(recomputed, "moe") &&
       g.has_module(CudaGraphModule::kMoeRouter)) {
-    issues.error("TC-16", "--recompute-modules moe cannot be combined with --cuda-graph-modules moe_router under "
-                          "--cuda-graph-impl transformer_engine; fix: drop moe from --recompute-modules or "
-                          "moe_router from --cuda-graph-modules");
+    issues.error("TC-16",
+                 "--recompute-modules moe cannot be combined with --cuda-graph-modules moe_router under "
+                 "--cuda-graph-impl transformer_engine; fix: drop moe from --recompute-modules or "
+                 "moe_router from --cuda-graph-modules");
   }
   const bool full = g.captures_full_layers();
   if (m.attention_dropout != 0.0 && contains(recomputed, "core_attn") &&
@@ -327,7 +342,8 @@ void validate_recompute(const RunConfig& config, IssueList& issues) {
   const bool moe_graphed = contains(recomputed, "moe") && (full || g.has_module(CudaGraphModule::kMoe));
   if (m.hidden_dropout != 0.0 && (mlp_graphed || moe_graphed)) {
     issues.error("TC-18", "--hidden-dropout " + num(m.hidden_dropout) + " cannot be used while " +
-                              (mlp_graphed ? "mlp" : "moe") + " is recomputed inside a graph; fix: set "
+                              (mlp_graphed ? "mlp" : "moe") +
+                              " is recomputed inside a graph; fix: set "
                               "--hidden-dropout 0 or drop it from --recompute-modules");
   }
 }
@@ -349,28 +365,32 @@ void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
                            "; fix: pass --cuda-graph-warmup-steps 1 or more (default 3)");
   }
   if (g.impl == CudaGraphImpl::kLocal && g.inference_num_cuda_graphs <= 0 && g.inference_num_cuda_graphs != -1) {
-    issues.error("VA-8", "--inference-dynamic-batching-num-cuda-graphs must be > 0 or -1 (auto) with "
-                         "--cuda-graph-impl local, got " + num(g.inference_num_cuda_graphs) +
-                         "; fix: pass a positive count or -1");
+    issues.error("VA-8",
+                 "--inference-dynamic-batching-num-cuda-graphs must be > 0 or -1 (auto) with "
+                 "--cuda-graph-impl local, got " +
+                     num(g.inference_num_cuda_graphs) + "; fix: pass a positive count or -1");
   }
   if (g.impl == CudaGraphImpl::kFullIteration && g.check_for_nan_in_loss_and_grad) {
-    issues.note("VA-6", "--check-for-nan-in-loss-and-grad stays on with --cuda-graph-impl full_iteration: graphed's "
-                        "NaN check runs on the device inside the graph and is read at log intervals (Megatron "
-                        "requires --no-check-for-nan-in-loss-and-grad here)");
+    issues.note("VA-6",
+                "--check-for-nan-in-loss-and-grad stays on with --cuda-graph-impl full_iteration: graphed's "
+                "NaN check runs on the device inside the graph and is read at log intervals (Megatron "
+                "requires --no-check-for-nan-in-loss-and-grad here)");
   }
   if (g.optimizer_cuda_graph && g.impl == CudaGraphImpl::kNone) {
-    issues.error("G5", "--optimizer-cuda-graph needs a CUDA-graph implementation, got --cuda-graph-impl none (eager "
-                       "training graphs nothing); fix: add --cuda-graph-impl full_iteration, local or "
-                       "transformer_engine, or drop --optimizer-cuda-graph");
+    issues.error("G5",
+                 "--optimizer-cuda-graph needs a CUDA-graph implementation, got --cuda-graph-impl none (eager "
+                 "training graphs nothing); fix: add --cuda-graph-impl full_iteration, local or "
+                 "transformer_engine, or drop --optimizer-cuda-graph");
   }
   if (g.impl == CudaGraphImpl::kNone) return;  // the modules list is kept but graphs nothing (BR-1)
   if (g.has_module(CudaGraphModule::kMamba) && !config.model.has_mamba_layers()) {
-    issues.error("G4", "--cuda-graph-modules mamba needs Mamba layers, but this model has none (" +
-                           std::string(config.model.is_hybrid_model ? "its hybrid pattern '" +
-                                                                          config.model.hybrid_override_pattern.value_or("") +
-                                                                          "' has no M"
-                                                                    : "it is not a hybrid model") +
-                           "); fix: drop mamba from --cuda-graph-modules, or put M layers in --hybrid-override-pattern");
+    issues.error(
+        "G4",
+        "--cuda-graph-modules mamba needs Mamba layers, but this model has none (" +
+            std::string(config.model.is_hybrid_model
+                            ? "its hybrid pattern '" + config.model.hybrid_override_pattern.value_or("") + "' has no M"
+                            : "it is not a hybrid model") +
+            "); fix: drop mamba from --cuda-graph-modules, or put M layers in --hybrid-override-pattern");
   }
   validate_moe_modules(config, issues);
 }
@@ -470,8 +490,9 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-4", "virtual pipeline stages need 2 or more pipeline stages"},
       {"PL-5", "layers per virtual stage divide the layers of a stage"},
       {"PL-6", "full_iteration with pipeline parallelism (not supported)"},
-      {"PL-7", "tensor parallelism: heads, query groups, ffn size, Mamba heads and groups and vocabulary divide "
-               "by the tensor size"},
+      {"PL-7",
+       "tensor parallelism: heads, query groups, ffn size, Mamba heads and groups and vocabulary divide "
+       "by the tensor size"},
       {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
       {"PL-10", "dropout under tensor parallelism draws from the model-parallel random states (note)"},
       {"PL-11", "no training samples under --sequence-parallel (note)"},

@@ -36,7 +36,8 @@ std::string collective_failure(int64_t global_rank, const std::string& what, con
          "failed, or raise --distributed-timeout-minutes when a rank is only slow";
 }
 
-PendingWork::PendingWork(std::shared_ptr<void> work, std::string what) : work_(std::move(work)), what_(std::move(what)) {}
+PendingWork::PendingWork(std::shared_ptr<void> work, std::string what)
+    : work_(std::move(work)), what_(std::move(what)) {}
 
 void PendingWork::wait() {
   if (!work_) return;

@@ -28,7 +28,10 @@ class AccumulatedHook final : public torch::autograd::FunctionPostHook {
 
 GradientReducer::GradientReducer(Communicator& group, std::vector<at::Tensor> parameters,
                                  std::vector<at::Tensor> gradients, at::Tensor flat, GradientReducerOptions options)
-    : group_(group), parameters_(std::move(parameters)), gradients_(std::move(gradients)), flat_(std::move(flat)),
+    : group_(group),
+      parameters_(std::move(parameters)),
+      gradients_(std::move(gradients)),
+      flat_(std::move(flat)),
       options_(options) {
   GRAPHED_INTERNAL_ASSERT(parameters_.size() == gradients_.size(), "parameters and gradients differ in count");
   make_buckets(options_.bucket_bytes);
@@ -84,7 +87,8 @@ void GradientReducer::arm() {
     bucket.launched = false;
     bucket.work.clear();
     bucket.pending = 0;
-    for (const int64_t p : bucket.parameters) bucket.pending += std::max<int64_t>(0, expected_[static_cast<std::size_t>(p)]);
+    for (const int64_t p : bucket.parameters)
+      bucket.pending += std::max<int64_t>(0, expected_[static_cast<std::size_t>(p)]);
   }
 }
 
@@ -106,7 +110,8 @@ void GradientReducer::launch(Bucket& bucket) {
   if (bucket.slice.defined()) {
     bucket.work.push_back(group_.all_reduce_sum(bucket.slice));
   } else {
-    for (const int64_t p : bucket.parameters) bucket.work.push_back(group_.all_reduce_sum(gradients_[static_cast<std::size_t>(p)]));
+    for (const int64_t p : bucket.parameters)
+      bucket.work.push_back(group_.all_reduce_sum(gradients_[static_cast<std::size_t>(p)]));
   }
 }
 
@@ -130,7 +135,8 @@ void GradientReducer::finish() {
   } else if (armed_) {
     // A bucket launches once its expected gradients are in: a parameter accumulated more often than in
     // the first backward would have been left out of its bucket's sum.
-    GRAPHED_INTERNAL_ASSERT(seen_ == expected_, "a parameter's gradient count per backward changed between "
+    GRAPHED_INTERNAL_ASSERT(seen_ == expected_,
+                            "a parameter's gradient count per backward changed between "
                             "iterations; overlapping reduction needs a static backward");
   }
   armed_ = false;

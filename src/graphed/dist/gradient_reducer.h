@@ -64,13 +64,13 @@ class GradientReducer {
   at::Tensor flat_;
   GradientReducerOptions options_;
   std::vector<Bucket> buckets_;
-  std::vector<int64_t> bucket_of_;            ///< parameter -> bucket
-  std::vector<int64_t> expected_;             ///< accumulations per backward (learned; -1 = not yet)
-  std::vector<int64_t> seen_;                 ///< accumulations in the armed backward
+  std::vector<int64_t> bucket_of_;  ///< parameter -> bucket
+  std::vector<int64_t> expected_;   ///< accumulations per backward (learned; -1 = not yet)
+  std::vector<int64_t> seen_;       ///< accumulations in the armed backward
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   bool armed_ = false;
   bool learned_ = false;
-  std::size_t next_bucket_ = 0;               ///< buckets launch in order
+  std::size_t next_bucket_ = 0;  ///< buckets launch in order
 };
 
 }  // namespace graphed::dist

@@ -50,8 +50,7 @@ ParallelLayout make_parallel_layout(const config::RunConfig& config, int64_t ran
                               rank < layout.world_size &&
                               layout.num_layers % (layout.pipeline_size * layout.chunks) == 0,
                           "unvalidated layout: world ", layout.world_size, " tensor ", layout.tensor_size, " pipeline ",
-                          layout.pipeline_size, " data ",
-                          layout.data_size, " layers ", layout.num_layers);
+                          layout.pipeline_size, " data ", layout.data_size, " layers ", layout.num_layers);
   return layout;
 }
 

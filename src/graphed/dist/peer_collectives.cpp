@@ -58,12 +58,14 @@ std::shared_ptr<model::TensorCollectives> make_inference_collectives(Communicato
   const std::vector<std::vector<uint8_t>> handles = gather_bytes(group, handle, device);
   if (peer) failure = peer->connect(handles);
   int failures = 0;
-  for (const std::vector<uint8_t>& flag : gather_bytes(group, {static_cast<uint8_t>(failure.empty() ? 0 : 1)}, device)) {
+  for (const std::vector<uint8_t>& flag :
+       gather_bytes(group, {static_cast<uint8_t>(failure.empty() ? 0 : 1)}, device)) {
     failures += flag[0];
   }
   if (failures > 0) {
-    if (!failure.empty()) log_warn("rank " + std::to_string(group.rank()) + ": the peer all-reduce is off (" + failure +
-                                   "); the tensor-parallel sums take " + group.name() + "'s collectives");
+    if (!failure.empty())
+      log_warn("rank " + std::to_string(group.rank()) + ": the peer all-reduce is off (" + failure +
+               "); the tensor-parallel sums take " + group.name() + "'s collectives");
     return std::make_shared<GroupTensorCollectives>(group);
   }
   if (group.rank() == 0) {

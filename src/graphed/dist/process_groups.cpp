@@ -31,14 +31,16 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment,
   } catch (const std::exception& error) {
     std::string reason = error.what();
     reason = reason.substr(0, reason.find('\n'));
-    throw DistributedError(
-        "rank " + std::to_string(environment.rank) + " could not " + (server ? "host" : "reach") +
-        " the rendezvous at MASTER_ADDR:MASTER_PORT = " + where + " within " + seconds(timeout) + " (" + reason +
-        "); fix: " + (server ? "pick a free MASTER_PORT" : "check MASTER_ADDR and MASTER_PORT, that rank 0 started, and that "
-                                                           "the port is open between the machines"));
+    throw DistributedError("rank " + std::to_string(environment.rank) + " could not " + (server ? "host" : "reach") +
+                           " the rendezvous at MASTER_ADDR:MASTER_PORT = " + where + " within " + seconds(timeout) +
+                           " (" + reason + "); fix: " +
+                           (server ? "pick a free MASTER_PORT"
+                                   : "check MASTER_ADDR and MASTER_PORT, that rank 0 started, and that "
+                                     "the port is open between the machines"));
   }
   if (environment.agent_store) {
-    store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(environment.restart_count), store);
+    store =
+        c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(environment.restart_count), store);
   }
   return c10::make_intrusive<c10d::PrefixStore>("graphed", store);
 }
@@ -51,8 +53,8 @@ std::string tensor_suffix(const ParallelLayout& layout) {
 
 }  // namespace
 
-ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const ParallelLayout& layout, const at::Device& device,
-                             std::chrono::milliseconds timeout)
+ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const ParallelLayout& layout,
+                             const at::Device& device, std::chrono::milliseconds timeout)
     : environment_(environment), layout_(layout), device_(device), timeout_(timeout) {
   store_ = open_store(environment_, timeout_, environment_.rank == 0 && !environment_.agent_store);
   std::vector<int64_t> everyone;
@@ -62,8 +64,9 @@ ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const Paralle
   data_ = make_group("data-parallel/" + std::to_string(layout_.pipeline_rank()) + tensor, layout_.data_group());
   pipeline_ = make_group("pipeline/" + std::to_string(layout_.data_rank()) + tensor, layout_.pipeline_group());
   if (layout_.tensor_size > 1) {
-    tensor_ = make_group("tensor/" + std::to_string(layout_.pipeline_rank()) + "/" + std::to_string(layout_.data_rank()),
-                         layout_.tensor_group());
+    tensor_ =
+        make_group("tensor/" + std::to_string(layout_.pipeline_rank()) + "/" + std::to_string(layout_.data_rank()),
+                   layout_.tensor_group());
   }
   if (layout_.is_pipelined() && (layout_.holds_embedding() || layout_.holds_loss())) {
     const auto group = layout_.pipeline_group();
@@ -90,8 +93,9 @@ std::unique_ptr<Communicator> ProcessGroups::make_group(const std::string& name,
   GRAPHED_INTERNAL_ASSERT(rank >= 0, "rank ", layout_.rank, " is not in group ", name);
   const auto store = c10::make_intrusive<c10d::PrefixStore>(name, store_);
   const auto size = static_cast<int64_t>(ranks.size());
-  auto backend = device_.is_cuda() ? detail::make_nccl_backend(store, rank, size, timeout_, device_)
-                                   : detail::make_gloo_backend(store, rank, size, timeout_, environment_.master_address);
+  auto backend = device_.is_cuda()
+                     ? detail::make_nccl_backend(store, rank, size, timeout_, device_)
+                     : detail::make_gloo_backend(store, rank, size, timeout_, environment_.master_address);
   return std::make_unique<Communicator>(std::move(backend), name, ranks, layout_.rank);
 }
 

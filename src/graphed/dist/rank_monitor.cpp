@@ -25,7 +25,10 @@ std::mutex& store_mutex() {
 
 RankMonitor::RankMonitor(c10::intrusive_ptr<c10d::Store> store, int64_t rank, int64_t world_size,
                          std::chrono::milliseconds stall_limit, std::function<void(const std::string&)> on_failure)
-    : store_(std::move(store)), rank_(rank), world_size_(world_size), stall_limit_(stall_limit),
+    : store_(std::move(store)),
+      rank_(rank),
+      world_size_(world_size),
+      stall_limit_(stall_limit),
       on_failure_(std::move(on_failure)) {
   thread_ = std::thread([this] { watch(); });
 }
@@ -112,7 +115,8 @@ void RankMonitor::watch() {
           }
         }
       } catch (const std::exception&) {
-        if (!stopping_) failure = "lost the rendezvous store (hosted by rank 0 or torchrun): that rank has probably died";
+        if (!stopping_)
+          failure = "lost the rendezvous store (hosted by rank 0 or torchrun): that rank has probably died";
       }
     }
     if (!failure.empty() && !stopping_) on_failure_(failure);

@@ -61,8 +61,8 @@ class Fields {
   /// A required integer >= 1.
   int64_t size(const std::string& key) const {
     if (!has(key)) {
-      throw DataError("'" + path_ + "' has no field '" + prefix_ + key + "', which " + owner_ + " needs; fix: " +
-                      kResaveFix);
+      throw DataError("'" + path_ + "' has no field '" + prefix_ + key + "', which " + owner_ +
+                      " needs; fix: " + kResaveFix);
     }
     return checked_size(key);
   }
@@ -77,8 +77,8 @@ class Fields {
   /// A required number.
   double number(const std::string& key) const {
     if (!has(key)) {
-      throw DataError("'" + path_ + "' has no field '" + prefix_ + key + "', which " + owner_ + " needs; fix: " +
-                      kResaveFix);
+      throw DataError("'" + path_ + "' has no field '" + prefix_ + key + "', which " + owner_ +
+                      " needs; fix: " + kResaveFix);
     }
     return number(key, 0.0);
   }
@@ -132,22 +132,27 @@ class Fields {
 
 HfArchitecture parse_architecture(const Fields& fields, const std::string& path, const json& config) {
   static const std::vector<std::pair<std::string, HfArchitecture>> by_class{
-      {"LlamaForCausalLM", HfArchitecture::kLlama}, {"Qwen2ForCausalLM", HfArchitecture::kQwen2},
-      {"Qwen3ForCausalLM", HfArchitecture::kQwen3}, {"GPT2LMHeadModel", HfArchitecture::kGpt2}};
-  static const std::vector<std::pair<std::string, HfArchitecture>> by_type{
-      {"llama", HfArchitecture::kLlama}, {"qwen2", HfArchitecture::kQwen2},
-      {"qwen3", HfArchitecture::kQwen3}, {"gpt2", HfArchitecture::kGpt2}};
+      {"LlamaForCausalLM", HfArchitecture::kLlama},
+      {"Qwen2ForCausalLM", HfArchitecture::kQwen2},
+      {"Qwen3ForCausalLM", HfArchitecture::kQwen3},
+      {"GPT2LMHeadModel", HfArchitecture::kGpt2}};
+  static const std::vector<std::pair<std::string, HfArchitecture>> by_type{{"llama", HfArchitecture::kLlama},
+                                                                           {"qwen2", HfArchitecture::kQwen2},
+                                                                           {"qwen3", HfArchitecture::kQwen3},
+                                                                           {"gpt2", HfArchitecture::kGpt2}};
   if (fields.has("architectures")) {
     const json& list = config.at("architectures");
-    if (!list.is_array() || list.empty() || !list[0].is_string()) fields.invalid("architectures", "a list of class names");
+    if (!list.is_array() || list.empty() || !list[0].is_string())
+      fields.invalid("architectures", "a list of class names");
     for (const auto& [name, architecture] : by_class) {
       if (list[0] == name) return architecture;
     }
     fields.unsupported("architectures", list, kSupportedArchitectures);
   }
   if (!fields.has("model_type")) {
-    throw DataError("'" + path + "' has neither 'architectures' nor 'model_type', so the model class is unknown; fix: " +
-                    kResaveFix);
+    throw DataError(
+        "'" + path +
+        "' has neither 'architectures' nor 'model_type', so the model class is unknown; fix: " + kResaveFix);
   }
   const std::string type = fields.text("model_type", "");
   for (const auto& [name, architecture] : by_type) {
@@ -182,7 +187,8 @@ void parse_rope(const Fields& fields, config::ModelConfig& model) {
       if (model.rope_scaling_factor <= 0.0) rope.invalid("factor", "a number > 0");
       if (model.rope_scaling_low_freq_factor <= 0.0) rope.invalid("low_freq_factor", "a number > 0");
       if (model.rope_scaling_high_freq_factor <= model.rope_scaling_low_freq_factor) {
-        rope.invalid("high_freq_factor", "a number > low_freq_factor " + format_number(model.rope_scaling_low_freq_factor));
+        rope.invalid("high_freq_factor",
+                     "a number > low_freq_factor " + format_number(model.rope_scaling_low_freq_factor));
       }
     } else if (type != "default") {
       rope.unsupported(type_key, rope.at(type_key), "\"default\" and \"llama3\" (Llama 3.1)");
@@ -203,7 +209,8 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
   m.vocab_size = fields.size("vocab_size");
   const int64_t heads = m.num_attention_heads;
   // A missing num_key_value_heads takes the class default (Llama: one per head, Qwen: 32); null is one per head.
-  const int64_t groups = qwen && !fields.contains("num_key_value_heads") ? 32 : fields.size("num_key_value_heads", heads);
+  const int64_t groups =
+      qwen && !fields.contains("num_key_value_heads") ? 32 : fields.size("num_key_value_heads", heads);
   if (heads % groups != 0) {
     fields.inconsistent("num_attention_heads " + std::to_string(heads) + " is not divisible by num_key_value_heads " +
                         std::to_string(groups));
@@ -211,8 +218,8 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
   m.group_query_attention = groups != heads;
   m.num_query_groups = groups;
   // head_dim: Qwen3's class default is 128; otherwise unset means hidden_size / num_attention_heads.
-  const bool default_head_dim = !fields.has("head_dim") && !(architecture == HfArchitecture::kQwen3 &&
-                                                             !fields.contains("head_dim"));
+  const bool default_head_dim =
+      !fields.has("head_dim") && !(architecture == HfArchitecture::kQwen3 && !fields.contains("head_dim"));
   if (default_head_dim && m.hidden_size % heads != 0) {
     fields.inconsistent("hidden_size " + std::to_string(m.hidden_size) + " is not divisible by num_attention_heads " +
                         std::to_string(heads) + " and head_dim is unset");
@@ -236,7 +243,8 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
       const json& types = fields.at("layer_types");
       if (!types.is_array()) fields.invalid("layer_types", "a list of strings");
       for (const auto& type : types) {
-        if (type != "full_attention") fields.unsupported("layer_types", types, "[\"full_attention\", ...] in every layer");
+        if (type != "full_attention")
+          fields.unsupported("layer_types", types, "[\"full_attention\", ...] in every layer");
       }
     }
   }
@@ -257,7 +265,9 @@ void parse_gpt2(const Fields& fields, HfConfig& hf) {
   config::ModelConfig& m = hf.model;
   // GPT2Config's attribute_map: n_embd = hidden_size, n_layer = num_hidden_layers, n_head =
   // num_attention_heads, n_positions = max_position_embeddings.
-  const auto either = [&](const char* name, const char* alias) { return fields.has(name) || !fields.has(alias) ? name : alias; };
+  const auto either = [&](const char* name, const char* alias) {
+    return fields.has(name) || !fields.has(alias) ? name : alias;
+  };
   m.hidden_size = fields.size(either("n_embd", "hidden_size"));
   m.num_layers = fields.size(either("n_layer", "num_hidden_layers"));
   m.num_attention_heads = fields.size(either("n_head", "num_attention_heads"));
@@ -286,7 +296,8 @@ void parse_gpt2(const Fields& fields, HfConfig& hf) {
   if (fields.boolean("scale_attn_by_inverse_layer_idx", false)) {
     fields.unsupported("scale_attn_by_inverse_layer_idx", true, "false");
   }
-  if (fields.boolean("add_cross_attention", false)) fields.unsupported("add_cross_attention", true, "false (decoder only)");
+  if (fields.boolean("add_cross_attention", false))
+    fields.unsupported("add_cross_attention", true, "false (decoder only)");
   m.add_bias_linear = true;
   hf.attention_bias = hf.qkv_bias = hf.mlp_bias = true;
   hf.tie_word_embeddings = fields.boolean("tie_word_embeddings", true);
@@ -350,8 +361,8 @@ HfConfig read_hf_config(const std::string& folder) {
                     "(config.json and model.safetensors)");
   }
   if (!config->is_object()) {
-    throw DataError("'" + path + "' is a JSON " + std::string(config->type_name()) + ", expected an object; fix: " +
-                    "download the model folder again or write it with save_pretrained");
+    throw DataError("'" + path + "' is a JSON " + std::string(config->type_name()) +
+                    ", expected an object; fix: " + "download the model folder again or write it with save_pretrained");
   }
   HfConfig hf;
   hf.architecture = parse_architecture(Fields(path, *config, "a Hugging Face model"), path, *config);

@@ -28,9 +28,9 @@ struct HfConfig {
   /// seq_length = max_position_embeddings (the model's context).
   config::ModelConfig model;
   /// Which Hugging Face tensors exist (the weight map needs it; graphed's biases follow add_bias_linear).
-  bool attention_bias = false;  ///< q/k/v/o biases (Llama, Qwen3 attention_bias; GPT-2)
-  bool qkv_bias = false;        ///< q/k/v biases (Qwen2 always; attention_bias)
-  bool mlp_bias = false;        ///< MLP biases (Llama mlp_bias; GPT-2)
+  bool attention_bias = false;       ///< q/k/v/o biases (Llama, Qwen3 attention_bias; GPT-2)
+  bool qkv_bias = false;             ///< q/k/v biases (Qwen2 always; attention_bias)
+  bool mlp_bias = false;             ///< MLP biases (Llama mlp_bias; GPT-2)
   bool tie_word_embeddings = false;  ///< the output layer is the input embedding (lm_head.weight unused)
   /// generation_config.json's eos_token_id (an int or a list), else config.json's; may be empty.
   std::vector<int64_t> eos_token_ids;

@@ -39,8 +39,9 @@ SafetensorsWording hf_wording() {
   SafetensorsWording wording;
   wording.file = "model weights file";
   wording.unreadable_fix = "check that the model folder is complete and readable";
-  wording.corrupt_fix = "the model folder's safetensors files are damaged; download them again or write them with "
-                        "save_pretrained";
+  wording.corrupt_fix =
+      "the model folder's safetensors files are damaged; download them again or write them with "
+      "save_pretrained";
   return wording;
 }
 
@@ -52,8 +53,8 @@ std::string shape_text(at::IntArrayRef shape) {
 
 /// The weight files of a folder, and for a sharded checkpoint the tensors its index assigns to each.
 struct WeightFiles {
-  std::vector<std::string> files;          ///< paths, in the order they are read
-  std::string index_path;                  ///< empty for a single model.safetensors
+  std::vector<std::string> files;                                 ///< paths, in the order they are read
+  std::string index_path;                                         ///< empty for a single model.safetensors
   std::map<std::string, std::vector<std::string>> names_by_file;  ///< path -> tensor names (index only)
 };
 
@@ -116,7 +117,9 @@ WeightFiles find_weight_files(const std::string& folder) {
 class NameMapper {
  public:
   NameMapper(const HfConfig& config, const std::vector<std::string>& names) {
-    const auto has = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+    const auto has = [&](const std::string& name) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
     add_prefix_ = config.architecture == HfArchitecture::kGpt2 && has("wte.weight") && !has("transformer.wte.weight");
   }
   std::string operator()(const std::string& name) const {
@@ -139,8 +142,8 @@ void check_names(const HfConfig& config, const HfWeightMap& map, const std::set<
   }
   const std::string model = std::string(to_string(config.architecture)) + " with this config.json";
   if (!missing.empty()) {
-    throw DataError("'" + where + "' lacks " + counted(missing.size(), "tensor") + " that " + model + " has: " +
-                    quoted_list(missing) + kMismatchFix);
+    throw DataError("'" + where + "' lacks " + counted(missing.size(), "tensor") + " that " + model +
+                    " has: " + quoted_list(missing) + kMismatchFix);
   }
   std::vector<std::string> unexpected;
   for (const auto& name : names) {
@@ -235,7 +238,8 @@ class WeightPlacer {
   void copy(const HfTensorPlacement& placement, const at::Tensor& tensor, const std::string& name,
             const std::string& file) const {
     if (!at::isFloatingType(tensor.scalar_type())) {
-      throw DataError("tensor '" + name + "' in '" + file + "' has dtype " + safetensors_dtype_name(tensor.scalar_type()) +
+      throw DataError("tensor '" + name + "' in '" + file + "' has dtype " +
+                      safetensors_dtype_name(tensor.scalar_type()) +
                       ", expected a floating-point one (F32, BF16, F16)" + kMismatchFix);
     }
     if (tensor.sizes() != at::IntArrayRef(placement.hf_shape)) {
@@ -307,7 +311,9 @@ HfModel load_hf_model(const std::string& folder, const at::Device& device, std::
   check_names(config, map, canonical_names, files.index_path.empty() ? files.files.front() : files.index_path);
 
   // 2. The model, in the dtype asked for, else config.json's, else the weights'.
-  const at::ScalarType target = dtype ? *dtype : config.dtype ? parse_dtype_name(*config.dtype) : weights_dtype(first, canonical);
+  const at::ScalarType target = dtype          ? *dtype
+                                : config.dtype ? parse_dtype_name(*config.dtype)
+                                               : weights_dtype(first, canonical);
   GRAPHED_CHECK(at::isFloatingType(target), DataError, "cannot load '", folder, "' in dtype ", c10::toString(target),
                 ": a model's parameters need a floating-point dtype; fix: pass float32, bfloat16 or float16");
   HfModel result;

@@ -19,12 +19,12 @@
 namespace graphed::hf {
 
 struct HfModel {
-  std::string architecture;              ///< "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "GPT2LMHeadModel"
-  config::ModelConfig config;            ///< what `model` was built from (dropout 0, seq_length = context)
-  model::GptModel model{nullptr};        ///< eval mode, parameters in `dtype` on the device, no grad
-  std::vector<int64_t> eos_token_ids;    ///< generation_config.json's, else config.json's; may be empty
-  std::optional<int64_t> bos_token_id;   ///< likewise
-  at::ScalarType dtype = at::kFloat;     ///< of every parameter
+  std::string architecture;        ///< "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "GPT2LMHeadModel"
+  config::ModelConfig config;      ///< what `model` was built from (dropout 0, seq_length = context)
+  model::GptModel model{nullptr};  ///< eval mode, parameters in `dtype` on the device, no grad
+  std::vector<int64_t> eos_token_ids;   ///< generation_config.json's, else config.json's; may be empty
+  std::optional<int64_t> bos_token_id;  ///< likewise
+  at::ScalarType dtype = at::kFloat;    ///< of every parameter
 };
 
 /// Loads the model in `folder` onto `device`. dtype: the parameters' dtype; unset = config.json's dtype

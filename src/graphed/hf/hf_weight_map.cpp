@@ -47,10 +47,12 @@ void add_llama_family(const HfConfig& config, MapBuilder& map) {
     const std::string layer = "layers." + std::to_string(i) + ".";
     map.add(hf + "input_layernorm.weight", {h}, layer + "input_norm.weight");
     // q heads, then k groups, then v groups: the split AttentionImpl::project makes.
-    for (const auto& [name, count] : {std::pair<const char*, int64_t>{"q_proj", heads}, {"k_proj", groups}, {"v_proj", groups}}) {
+    for (const auto& [name, count] :
+         {std::pair<const char*, int64_t>{"q_proj", heads}, {"k_proj", groups}, {"v_proj", groups}}) {
       map.add(hf + "self_attn." + name + ".weight", {count * d, h}, layer + "attention.qkv_weight");
     }
-    for (const auto& [name, count] : {std::pair<const char*, int64_t>{"q_proj", heads}, {"k_proj", groups}, {"v_proj", groups}}) {
+    for (const auto& [name, count] :
+         {std::pair<const char*, int64_t>{"q_proj", heads}, {"k_proj", groups}, {"v_proj", groups}}) {
       if (config.qkv_bias) map.add(hf + "self_attn." + name + ".bias", {count * d}, layer + "attention.qkv_bias");
     }
     if (graphed_qkv_bias && !config.qkv_bias) map.zero(layer + "attention.qkv_bias");

@@ -27,11 +27,11 @@ namespace graphed::hf {
 
 /// One Hugging Face tensor and the slice of a graphed parameter it fills.
 struct HfTensorPlacement {
-  std::string hf_name;             ///< "model.layers.0.self_attn.q_proj.weight"
-  std::vector<int64_t> hf_shape;   ///< the shape config.json implies, as stored in the file
-  std::string parameter;           ///< graphed's parameter, "layers.0.attention.qkv_weight"
-  int64_t first_row = 0;           ///< the rows (dim 0) [first_row, first_row + rows) of the parameter it fills
-  bool transpose = false;          ///< stored [in, out] (GPT-2 Conv1D); graphed's is [out, in]
+  std::string hf_name;            ///< "model.layers.0.self_attn.q_proj.weight"
+  std::vector<int64_t> hf_shape;  ///< the shape config.json implies, as stored in the file
+  std::string parameter;          ///< graphed's parameter, "layers.0.attention.qkv_weight"
+  int64_t first_row = 0;          ///< the rows (dim 0) [first_row, first_row + rows) of the parameter it fills
+  bool transpose = false;         ///< stored [in, out] (GPT-2 Conv1D); graphed's is [out, in]
 };
 
 struct HfWeightMap {

@@ -46,7 +46,8 @@ std::vector<int64_t> linear_token_counts(int64_t tp, int64_t graphs, int64_t max
     for (int64_t size = 256; size <= max_tokens; size += 16) sizes.push_back(size);
     for (const int64_t size : sizes) {
       const int64_t rounded = round_up(size, tp);
-      if (rounded <= max_tokens && std::find(counts.begin(), counts.end(), rounded) == counts.end()) counts.push_back(rounded);
+      if (rounded <= max_tokens && std::find(counts.begin(), counts.end(), rounded) == counts.end())
+        counts.push_back(rounded);
     }
     if (counts.empty() || counts.back() != max_tokens) counts.push_back(max_tokens);
     std::reverse(counts.begin(), counts.end());
@@ -92,7 +93,8 @@ std::vector<int64_t> cuda_graph_token_counts(int64_t tp, int64_t graphs, int64_t
   }
   if (distribution == BucketDistribution::kLinear) return linear_token_counts(tp, graphs, max_tokens);
   if (graphs == -1) {
-    const auto log2 = static_cast<int64_t>(std::floor(std::log2(static_cast<double>(std::max<int64_t>(2, max_tokens)))));
+    const auto log2 =
+        static_cast<int64_t>(std::floor(std::log2(static_cast<double>(std::max<int64_t>(2, max_tokens)))));
     graphs = std::max<int64_t>(4, log2 + 2);
   }
   return exponential_token_counts(tp, graphs, max_tokens);

@@ -30,10 +30,10 @@ enum class BucketDistribution { kExponential, kLinear };
 /// The limits buckets are generated within.
 struct BucketLimits {
   int64_t tensor_parallel_size = 1;
-  int64_t max_requests = 1;                 ///< R: requests in one step
-  int64_t max_tokens = 1;                   ///< tokens in one step
-  int64_t max_sequence_length = 1;          ///< L
-  int64_t speculative_tokens = 0;           ///< s
+  int64_t max_requests = 1;                      ///< R: requests in one step
+  int64_t max_tokens = 1;                        ///< tokens in one step
+  int64_t max_sequence_length = 1;               ///< L
+  int64_t speculative_tokens = 0;                ///< s
   std::optional<int64_t> cuda_graph_max_tokens;  ///< T; unset = max_tokens
   std::optional<int64_t> mixed_prefill_count;    ///< unset or <= 0: decode-only buckets
   bool use_non_decode_graphs = true;

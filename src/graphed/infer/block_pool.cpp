@@ -48,9 +48,9 @@ void BlockPool::share(int64_t block) {
 std::vector<int64_t> BlockPool::release(const std::vector<int64_t>& blocks) {
   std::vector<int64_t> freed;
   for (const int64_t block : blocks) {
-    GRAPHED_INTERNAL_ASSERT(block >= 1 && block < static_cast<int64_t>(holders_.size()) &&
-                                holders_[static_cast<std::size_t>(block)] > 0,
-                            "releasing block ", block, ", which is not in use");
+    GRAPHED_INTERNAL_ASSERT(
+        block >= 1 && block < static_cast<int64_t>(holders_.size()) && holders_[static_cast<std::size_t>(block)] > 0,
+        "releasing block ", block, ", which is not in use");
     if (--holders_[static_cast<std::size_t>(block)] > 0) continue;
     freed.push_back(block);
   }

@@ -43,7 +43,7 @@ class BlockPool {
   int64_t peak_used() const { return peak_used_; }
 
  private:
-  std::vector<int64_t> free_;  // a stack: the most recently freed block is reused first
+  std::vector<int64_t> free_;        // a stack: the most recently freed block is reused first
   std::list<int64_t> parked_order_;  // oldest first
   std::unordered_map<int64_t, std::list<int64_t>::iterator> parked_;
   std::vector<int64_t> holders_;  // per block; the padding block always has one

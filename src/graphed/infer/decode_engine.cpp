@@ -31,7 +31,8 @@ EngineOptions checked(EngineOptions options, model::GptModel model) {
   GRAPHED_CHECK(options.max_sequence >= 2, ConfigError, "the cache holds ", options.max_sequence,
                 " positions per row; fix: give room for a prompt and a new token");
   GRAPHED_CHECK(options.num_cuda_graphs == -1 || options.num_cuda_graphs >= 1, ConfigError,
-                "the number of decode graphs is ", options.num_cuda_graphs, "; fix: give a positive number, or -1 (automatic)");
+                "the number of decode graphs is ", options.num_cuda_graphs,
+                "; fix: give a positive number, or -1 (automatic)");
   const int64_t graph_max = options.graph_max_batch.value_or(options.max_batch);
   GRAPHED_CHECK(graph_max >= 1 && graph_max <= options.max_batch, ConfigError, "the largest graphed batch is ",
                 graph_max, ", and the cache has ", options.max_batch, " rows; fix: give 1 to ", options.max_batch);
@@ -81,9 +82,10 @@ std::vector<BucketCapture> DecodeEngine::capture(const std::vector<int64_t>& row
   std::optional<capture::SideStream::Use> use;
   if (stream_) use.emplace(*stream_);
   for (const int64_t count : rows) {
-    GRAPHED_INTERNAL_ASSERT(std::find(buckets_.begin(), buckets_.end(), count) != buckets_.end(),
-                            "batch ", count, " is not a bucket");
-    const bool already = std::any_of(captures_.begin(), captures_.end(), [count](const BucketCapture& c) { return c.rows == count; });
+    GRAPHED_INTERNAL_ASSERT(std::find(buckets_.begin(), buckets_.end(), count) != buckets_.end(), "batch ", count,
+                            " is not a bucket");
+    const bool already =
+        std::any_of(captures_.begin(), captures_.end(), [count](const BucketCapture& c) { return c.rows == count; });
     if (already) continue;
     DecodeState& state = state_for(count);
     state.reset();  // a state left at its last step would run the warmup past its buffers
@@ -118,9 +120,9 @@ void DecodeEngine::check_prompts(const std::vector<std::vector<int64_t>>& prompt
     GRAPHED_CHECK(!prompt.empty(), DataError, "prompt ", i + 1, " is empty; fix: give at least one token");
     const auto length = static_cast<int64_t>(prompt.size());
     GRAPHED_CHECK(length + max_new_tokens <= options_.max_sequence, DataError, "prompt ", i + 1, " has ", length,
-                  " tokens, and with ", max_new_tokens, " new tokens that exceeds the context of ", options_.max_sequence,
-                  " positions; fix: shorten the prompt to at most ", std::max<int64_t>(0, options_.max_sequence - max_new_tokens),
-                  " tokens or ask for fewer new tokens");
+                  " tokens, and with ", max_new_tokens, " new tokens that exceeds the context of ",
+                  options_.max_sequence, " positions; fix: shorten the prompt to at most ",
+                  std::max<int64_t>(0, options_.max_sequence - max_new_tokens), " tokens or ask for fewer new tokens");
     for (const int64_t id : prompt) {
       GRAPHED_CHECK(id >= 0 && id < vocab, DataError, "prompt ", i + 1, " holds token id ", id,
                     ", outside the model's vocabulary of ", vocab, " (ids 0 to ", vocab - 1,
@@ -149,7 +151,7 @@ Generation DecodeEngine::generate(const std::vector<std::vector<int64_t>>& promp
   std::array<at::Tensor, 2> host_tokens{runtime::pinned_host_tensor({result.rows}, at::kLong, device_),
                                         runtime::pinned_host_tensor({result.rows}, at::kLong, device_)};
   std::array<std::unique_ptr<runtime::StreamEvent>, 2> ready{std::make_unique<runtime::StreamEvent>(device_),
-                                                              std::make_unique<runtime::StreamEvent>(device_)};
+                                                             std::make_unique<runtime::StreamEvent>(device_)};
   const auto queue_read = [&](int64_t step) {
     host_tokens[step % 2].copy_(state.tokens.view({-1}), /*non_blocking=*/true);
     ready[step % 2]->record();

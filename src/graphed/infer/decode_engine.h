@@ -13,8 +13,8 @@
 #include <optional>
 #include <vector>
 
-#include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/capture_memory.h"
+#include "graphed/capture/cuda_graph.h"
 #include "graphed/config/cuda_graph_config.h"
 #include "graphed/infer/decode_step.h"
 #include "graphed/infer/kv_cache.h"
@@ -24,10 +24,10 @@ namespace graphed::infer {
 
 struct EngineOptions {
   config::InferenceCudaGraphScope scope = config::InferenceCudaGraphScope::kNone;
-  int64_t max_batch = 1;          ///< rows of the cache: the largest batch
-  int64_t max_sequence = 0;       ///< cache slots per row: the longest prompt + new tokens
-  int64_t max_new_tokens = 1;     ///< the most tokens one generate() call draws per prompt
-  int64_t num_cuda_graphs = 16;   ///< decode buckets (Megatron's num_cuda_graphs; -1 = automatic)
+  int64_t max_batch = 1;         ///< rows of the cache: the largest batch
+  int64_t max_sequence = 0;      ///< cache slots per row: the longest prompt + new tokens
+  int64_t max_new_tokens = 1;    ///< the most tokens one generate() call draws per prompt
+  int64_t num_cuda_graphs = 16;  ///< decode buckets (Megatron's num_cuda_graphs; -1 = automatic)
   /// The largest batch that gets a graph (<= max_batch); larger batches run eagerly. Unset = max_batch.
   std::optional<int64_t> graph_max_batch;
   SamplingOptions sampling;

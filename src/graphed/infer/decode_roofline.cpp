@@ -17,8 +17,11 @@ double decode_bytes_per_step(model::GptModel& model, int64_t batch, int64_t cont
   const auto options = at::TensorOptions().dtype(model->parameters().at(0).scalar_type());
   for (auto& layer : model->layers()) {
     const model::LayerCache row = layer->allocate_cache(1, context, options);
-    const auto size = [](const at::Tensor& tensor) { return tensor.defined() ? static_cast<double>(tensor.nbytes()) : 0.0; };
-    bytes += static_cast<double>(batch) * (size(row.key) + size(row.value) + 2.0 * (size(row.conv_state) + size(row.ssm_state)));
+    const auto size = [](const at::Tensor& tensor) {
+      return tensor.defined() ? static_cast<double>(tensor.nbytes()) : 0.0;
+    };
+    bytes += static_cast<double>(batch) *
+             (size(row.key) + size(row.value) + 2.0 * (size(row.conv_state) + size(row.ssm_state)));
   }
   return bytes;
 }

@@ -19,12 +19,12 @@ namespace graphed::infer {
 /// The static device buffers of a batch of `rows` rows (a bucket). Graphs capture their addresses.
 struct DecodeState {
   int64_t rows = 0;
-  at::Tensor tokens;       ///< [rows, 1] int64: the token each row feeds next
-  at::Tensor positions;    ///< [rows, 1] int64: where that token sits in its sequence
-  at::Tensor step;         ///< [1] int64: how many tokens each row has generated
-  at::Tensor generated;    ///< [rows, max new tokens] int64: the tokens generated so far
-  at::Tensor hidden;       ///< [rows, 1, hidden] model dtype: the embedded step input
-  at::Tensor blocked;      ///< [rows, 1, 1, max sequence] bool: cache slots a row must not attend to
+  at::Tensor tokens;                     ///< [rows, 1] int64: the token each row feeds next
+  at::Tensor positions;                  ///< [rows, 1] int64: where that token sits in its sequence
+  at::Tensor step;                       ///< [1] int64: how many tokens each row has generated
+  at::Tensor generated;                  ///< [rows, max new tokens] int64: the tokens generated so far
+  at::Tensor hidden;                     ///< [rows, 1, hidden] model dtype: the embedded step input
+  at::Tensor blocked;                    ///< [rows, 1, 1, max sequence] bool: cache slots a row must not attend to
   std::vector<model::LayerCache> cache;  ///< the engine's cache, first `rows` rows
 
   /// Back to step 0 at position 0 with token 0 (what capture's warmup step starts from, so that it stays
@@ -53,8 +53,8 @@ class DecodeStep {
 
   /// Fills the cache with the prompts (one per row, 1 <= length <= max sequence) and draws the first
   /// token of each row (step 0), leaving the state ready for run(). Mamba layers start from zero states
-  /// and stop at each row's last prompt token (the padding after a short prompt leaves them alone). Chunked over the prompt length, so
-  /// that a long prompt's attention scores stay small. Eager in every scope.
+  /// and stop at each row's last prompt token (the padding after a short prompt leaves them alone). Chunked over the
+  /// prompt length, so that a long prompt's attention scores stay small. Eager in every scope.
   void prefill(DecodeState& state, const std::vector<std::vector<int64_t>>& prompts);
 
   int64_t layer_count() const { return layer_count_; }

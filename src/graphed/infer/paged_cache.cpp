@@ -33,7 +33,8 @@ PagedCache::PagedCache(model::GptModel& model, int64_t blocks, int64_t block_siz
                        const at::TensorOptions& options)
     : blocks_(blocks), block_size_(block_size) {
   layers_.reserve(model->layers().size());
-  for (auto& layer : model->layers()) layers_.push_back(layer->allocate_paged_cache(blocks, block_size, state_slots, options));
+  for (auto& layer : model->layers())
+    layers_.push_back(layer->allocate_paged_cache(blocks, block_size, state_slots, options));
 }
 
 int64_t PagedCache::bytes() const {

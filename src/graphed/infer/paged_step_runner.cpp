@@ -13,7 +13,8 @@
 namespace graphed::infer {
 
 bool StepKey::operator<(const StepKey& other) const {
-  return std::make_tuple(dimensions.token_count, dimensions.prefill_count, dimensions.decode_count, static_cast<int>(mode)) <
+  return std::make_tuple(dimensions.token_count, dimensions.prefill_count, dimensions.decode_count,
+                         static_cast<int>(mode)) <
          std::make_tuple(other.dimensions.token_count, other.dimensions.prefill_count, other.dimensions.decode_count,
                          static_cast<int>(other.mode));
 }

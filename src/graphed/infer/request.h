@@ -31,10 +31,10 @@ struct Request {
   std::vector<int64_t> tokens;  ///< the prompt, then the tokens drawn so far
   int64_t prompt_length = 0;
   RequestOptions options;
-  int64_t computed = 0;         ///< leading tokens whose keys and values are in the cache
-  std::vector<int64_t> blocks;  ///< cache blocks holding positions [i x block size, (i + 1) x block size)
-  int64_t state_slot = 0;       ///< Mamba state slot (0: none held)
-  int64_t preemptions = 0;      ///< times its blocks were taken back to let others run
+  int64_t computed = 0;                ///< leading tokens whose keys and values are in the cache
+  std::vector<int64_t> blocks;         ///< cache blocks holding positions [i x block size, (i + 1) x block size)
+  int64_t state_slot = 0;              ///< Mamba state slot (0: none held)
+  int64_t preemptions = 0;             ///< times its blocks were taken back to let others run
   std::vector<uint64_t> block_hashes;  ///< prefix hashes of its full prompt blocks known to the prefix cache
 
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }

@@ -52,7 +52,8 @@ uint32_t seed_state(uint64_t seed) {
 
 at::Tensor hashed_uniform(int64_t rows, int64_t vocab, uint64_t seed, const at::Tensor& step) {
   const auto options = step.options().dtype(at::kLong);
-  const at::Tensor step_state = mix(at::bitwise_xor(at::bitwise_and(step, kLow32), static_cast<int64_t>(seed_state(seed))));
+  const at::Tensor step_state =
+      mix(at::bitwise_xor(at::bitwise_and(step, kLow32), static_cast<int64_t>(seed_state(seed))));
   const at::Tensor row_state = mix(at::bitwise_xor(at::arange(rows, options).view({rows, 1}), step_state));
   const at::Tensor bits = mix(at::bitwise_xor(at::arange(vocab, options).view({1, vocab}), row_state));
   return (bits.to(at::kDouble) + 0.5) * (1.0 / 4294967296.0);

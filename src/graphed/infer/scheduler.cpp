@@ -39,7 +39,8 @@ Scheduler::Scheduler(SchedulerLimits limits, BlockPool& pool) : limits_(limits),
 }
 
 void Scheduler::add(Request* request) {
-  GRAPHED_INTERNAL_ASSERT(!request->tokens.empty() && request->computed == 0, "a queued request has tokens and nothing cached");
+  GRAPHED_INTERNAL_ASSERT(!request->tokens.empty() && request->computed == 0,
+                          "a queued request has tokens and nothing cached");
   waiting_.push_back(request);
 }
 
@@ -105,11 +106,14 @@ int64_t Scheduler::admit(Request& request, int64_t budget, Schedule& schedule) {
   const auto total = static_cast<int64_t>(request.tokens.size());
   PrefixCache::Match shared;
   // Never the block of the last token: it is computed, so the step draws the next token from it.
-  if (limits_.prefix_sharing) shared = prefix_.match(request.tokens, limits_.block_size, (total - 1) / limits_.block_size);
+  if (limits_.prefix_sharing)
+    shared = prefix_.match(request.tokens, limits_.block_size, (total - 1) / limits_.block_size);
   const int64_t missing = blocks_for(total, limits_.block_size) - static_cast<int64_t>(shared.blocks.size());
-  const auto parked = std::count_if(shared.blocks.begin(), shared.blocks.end(), [&](int64_t b) { return pool_.is_parked(b); });
+  const auto parked =
+      std::count_if(shared.blocks.begin(), shared.blocks.end(), [&](int64_t b) { return pool_.is_parked(b); });
   if (missing > pool_.free_count() - parked) return 0;  // the parked shared blocks stop counting as free
-  if (!limits_.chunked_prefill && total - static_cast<int64_t>(shared.blocks.size()) * limits_.block_size > budget) return 0;
+  if (!limits_.chunked_prefill && total - static_cast<int64_t>(shared.blocks.size()) * limits_.block_size > budget)
+    return 0;
   for (const int64_t block : shared.blocks) pool_.share(block);
   request.blocks = shared.blocks;
   request.block_hashes = shared.hashes;

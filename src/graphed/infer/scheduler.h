@@ -21,11 +21,11 @@
 namespace graphed::infer {
 
 struct SchedulerLimits {
-  int64_t max_requests = 1;    ///< requests in one step (and in the engine at once)
-  int64_t max_tokens = 1;      ///< tokens in one step (>= max_requests)
+  int64_t max_requests = 1;  ///< requests in one step (and in the engine at once)
+  int64_t max_tokens = 1;    ///< tokens in one step (>= max_requests)
   int64_t block_size = 1;
-  bool chunked_prefill = true; ///< off: a prompt waits until it fits one step whole
-  bool prefix_sharing = false; ///< a request shares the blocks of a running request's identical prompt prefix
+  bool chunked_prefill = true;  ///< off: a prompt waits until it fits one step whole
+  bool prefix_sharing = false;  ///< a request shares the blocks of a running request's identical prompt prefix
 };
 
 /// The tokens of one request in a step: positions [first, first + length) of its tokens.
@@ -33,13 +33,13 @@ struct ScheduledChunk {
   Request* request = nullptr;
   int64_t first = 0;
   int64_t length = 0;
-  bool decode = false;  ///< one token after the last, with its context cached (a decode request)
-  bool samples = false; ///< it reaches the end of the request's tokens, so the step draws the next
+  bool decode = false;   ///< one token after the last, with its context cached (a decode request)
+  bool samples = false;  ///< it reaches the end of the request's tokens, so the step draws the next
 };
 
 struct Schedule {
-  std::vector<ScheduledChunk> chunks;     ///< decode chunks first, then prefill chunks
-  std::vector<int64_t> preempted;         ///< ids of requests preempted while scheduling it
+  std::vector<ScheduledChunk> chunks;  ///< decode chunks first, then prefill chunks
+  std::vector<int64_t> preempted;      ///< ids of requests preempted while scheduling it
   int64_t token_count() const;
   int64_t decode_count() const;
   int64_t prefill_count() const { return static_cast<int64_t>(chunks.size()) - decode_count(); }

@@ -33,9 +33,11 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
   GRAPHED_CHECK(options.max_tokens >= options.max_requests, ConfigError, "a step holds ", options.max_tokens,
                 " tokens (inference max tokens), fewer than the ", options.max_requests,
                 " requests it may decode; fix: give at least ", options.max_requests);
-  GRAPHED_CHECK(options.max_sequence >= 2 && options.max_sequence <= context, ConfigError,
-                "a request may hold ", options.max_sequence, " positions (inference max sequence length), and the model's "
-                "context is ", context, "; fix: give 2 to ", context);
+  GRAPHED_CHECK(options.max_sequence >= 2 && options.max_sequence <= context, ConfigError, "a request may hold ",
+                options.max_sequence,
+                " positions (inference max sequence length), and the model's "
+                "context is ",
+                context, "; fix: give 2 to ", context);
   GRAPHED_CHECK(options.block_size >= 1 && options.block_size <= 4096, ConfigError, "a KV cache block holds ",
                 options.block_size, " positions (block size); fix: give 1 to 4096 (Megatron uses 256)");
   GRAPHED_CHECK(options.buffer_size_gb >= 0, ConfigError, "the KV cache buffer is ", options.buffer_size_gb,
@@ -48,7 +50,8 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
   const config::ModelConfig& model_config = model->config();
   GRAPHED_CHECK(options.scope == config::InferenceCudaGraphScope::kNone || !model_config.is_moe() ||
                     model_config.is_drop_and_pad(),
-                ConfigError, "the model's dropless MoE layers read their per-expert token counts on the host, "
+                ConfigError,
+                "the model's dropless MoE layers read their per-expert token counts on the host, "
                 "which a serving graph cannot capture; fix: serve it with inference graph scope none, or give the "
                 "MoE an expert capacity factor with padding to capacity");
   GRAPHED_CHECK(!options.prefix_sharing || !model->config().has_mamba_layers(), ConfigError,
@@ -103,7 +106,8 @@ ServingEngine::Sizes ServingEngine::size_engine(model::GptModel& model, const at
   return sizes;
 }
 
-int64_t ServingEngine::blocks_that_fit(model::GptModel& model, const at::Device& device, const ServingOptions& options) {
+int64_t ServingEngine::blocks_that_fit(model::GptModel& model, const at::Device& device,
+                                       const ServingOptions& options) {
   return size_engine(model, device, checked(options, model)).blocks;
 }
 
@@ -115,8 +119,8 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
       cache_(std::make_unique<PagedCache>(model_, sizes_.blocks, options_.block_size, options_.max_requests + 1,
                                           model_options(model_, device_))),
       pool_(sizes_.blocks),
-      scheduler_(SchedulerLimits{options_.max_requests, options_.max_tokens, options_.block_size, options_.chunked_prefill,
-                                 options_.prefix_sharing},
+      scheduler_(SchedulerLimits{options_.max_requests, options_.max_tokens, options_.block_size,
+                                 options_.chunked_prefill, options_.prefix_sharing},
                  pool_),
       inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
               model_options(model_, device_)),
@@ -127,7 +131,8 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
   limits.max_tokens = options_.max_tokens;
   limits.max_sequence_length = sizes_.max_sequence;
   // Megatron sizes the graph token limit from the request limit; never below it (rule RT-14).
-  limits.cuda_graph_max_tokens = std::min(options_.max_tokens, std::max(options_.cuda_graph_max_tokens, options_.max_requests));
+  limits.cuda_graph_max_tokens =
+      std::min(options_.max_tokens, std::max(options_.cuda_graph_max_tokens, options_.max_requests));
   // Hybrid models' Mamba layers run prefill per request on the host: their graphs are decode-only.
   if (!options_.decode_only_cuda_graphs && !hybrid) limits.mixed_prefill_count = options_.mixed_prefill_count;
   limits.use_non_decode_graphs = !options_.decode_only_cuda_graphs && !hybrid;
@@ -154,7 +159,8 @@ std::optional<std::string> ServingEngine::rejection(const std::vector<int64_t>& 
   for (const int64_t id : prompt) {
     if (id < 0 || id >= vocab) {
       return "the prompt holds token id " + std::to_string(id) + ", outside the model's vocabulary of " +
-             std::to_string(vocab) + " (ids 0 to " + std::to_string(vocab - 1) + "); encode it with the model's tokenizer";
+             std::to_string(vocab) + " (ids 0 to " + std::to_string(vocab - 1) +
+             "); encode it with the model's tokenizer";
     }
   }
   const int64_t needed = length + options.max_new_tokens;
@@ -162,7 +168,8 @@ std::optional<std::string> ServingEngine::rejection(const std::vector<int64_t>& 
     return "the prompt has " + std::to_string(length) + " tokens, and with " + std::to_string(options.max_new_tokens) +
            " new tokens that is " + std::to_string(needed) + " positions, past the context of " +
            std::to_string(sizes_.max_sequence) + "; shorten the prompt to at most " +
-           std::to_string(std::max<int64_t>(0, sizes_.max_sequence - options.max_new_tokens)) + " tokens or ask for fewer";
+           std::to_string(std::max<int64_t>(0, sizes_.max_sequence - options.max_new_tokens)) +
+           " tokens or ask for fewer";
   }
   if (blocks_for(needed, options_.block_size) > pool_.usable()) {
     return "the request needs " + std::to_string(blocks_for(needed, options_.block_size)) + " cache blocks of " +

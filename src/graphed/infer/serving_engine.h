@@ -32,22 +32,22 @@ namespace graphed::infer {
 /// The engine's limits, by Megatron's names where it has them (the CLI maps them to its flags).
 struct ServingOptions {
   config::InferenceCudaGraphScope scope = config::InferenceCudaGraphScope::kNone;
-  int64_t max_requests = 8;          ///< inference_max_requests: requests in flight at once
-  int64_t max_tokens = 8192;         ///< inference_dynamic_batching_max_tokens: tokens in one step
-  int64_t max_sequence = 0;          ///< inference_max_seq_length: a request's prompt + new tokens; 0 = the model's context
-  int64_t block_size = 256;          ///< inference_dynamic_batching_block_size: positions per cache block
-  double buffer_size_gb = 0;         ///< inference_dynamic_batching_buffer_size_gb: KV cache memory; 0 = what fits
+  int64_t max_requests = 8;   ///< inference_max_requests: requests in flight at once
+  int64_t max_tokens = 8192;  ///< inference_dynamic_batching_max_tokens: tokens in one step
+  int64_t max_sequence = 0;   ///< inference_max_seq_length: a request's prompt + new tokens; 0 = the model's context
+  int64_t block_size = 256;   ///< inference_dynamic_batching_block_size: positions per cache block
+  double buffer_size_gb = 0;  ///< inference_dynamic_batching_buffer_size_gb: KV cache memory; 0 = what fits
   /// The cache's blocks when the caller decided them (tensor-parallel ranks agree on the fewest that fit
   /// any of them, so that they schedule alike); 0 = from the buffer size.
   int64_t cache_blocks = 0;
-  int64_t num_cuda_graphs = 16;      ///< inference_dynamic_batching_num_cuda_graphs (-1 = automatic)
-  int64_t cuda_graph_max_tokens = 512;     ///< inference_cuda_graph_max_tokens
-  int64_t mixed_prefill_count = 16;        ///< ..._cuda_graph_mixed_prefill_count (hybrid models: decode-only)
-  bool decode_only_cuda_graphs = false;    ///< decode_only_cuda_graphs
-  bool chunked_prefill = true;             ///< off: Megatron's --disable-chunked-prefill
-  bool prefix_sharing = false;             ///< requests share the blocks of identical prompt prefixes (not for Mamba)
+  int64_t num_cuda_graphs = 16;          ///< inference_dynamic_batching_num_cuda_graphs (-1 = automatic)
+  int64_t cuda_graph_max_tokens = 512;   ///< inference_cuda_graph_max_tokens
+  int64_t mixed_prefill_count = 16;      ///< ..._cuda_graph_mixed_prefill_count (hybrid models: decode-only)
+  bool decode_only_cuda_graphs = false;  ///< decode_only_cuda_graphs
+  bool chunked_prefill = true;           ///< off: Megatron's --disable-chunked-prefill
+  bool prefix_sharing = false;           ///< requests share the blocks of identical prompt prefixes (not for Mamba)
   BucketDistribution distribution = BucketDistribution::kExponential;
-  int64_t vocabulary = 0;            ///< draw only ids below it (the tokenizer's size); 0 = all
+  int64_t vocabulary = 0;  ///< draw only ids below it (the tokenizer's size); 0 = all
   /// Prompt ids must be below it; 0 = the model's vocabulary. A model padded for tensor parallelism gives
   /// its size before padding, so that its servers accept what one process accepts.
   int64_t prompt_vocabulary = 0;
@@ -75,11 +75,11 @@ struct StepResult {
 
 struct EngineStats {
   int64_t steps = 0;
-  int64_t graph_steps = 0;   ///< steps replayed from graphs
-  int64_t eager_steps = 0;   ///< steps run eagerly (every step in scope none)
+  int64_t graph_steps = 0;      ///< steps replayed from graphs
+  int64_t eager_steps = 0;      ///< steps run eagerly (every step in scope none)
   int64_t unmatched_steps = 0;  ///< steps no bucket served (eager at their own size)
   int64_t preemptions = 0;
-  int64_t prompt_tokens = 0;    ///< tokens run through the model as prompts (recomputed ones too)
+  int64_t prompt_tokens = 0;  ///< tokens run through the model as prompts (recomputed ones too)
   int64_t output_tokens = 0;
   int64_t shared_prompt_tokens = 0;  ///< prompt tokens taken from other requests' blocks (prefix sharing)
   int64_t peak_blocks = 0;

@@ -58,7 +58,8 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
       section(kTokens)[token] = request.tokens[static_cast<std::size_t>(position)];
       section(kPositions)[token] = position;
       section(kTokenRequest)[token] = index;
-      section(kSlots)[token] = request.blocks[static_cast<std::size_t>(position / block_size)] * block_size + position % block_size;
+      section(kSlots)[token] =
+          request.blocks[static_cast<std::size_t>(position / block_size)] * block_size + position % block_size;
     }
     section(kLastToken)[index] = token - 1;
     section(kStateSlots)[index] = request.state_slot;

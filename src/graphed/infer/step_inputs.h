@@ -50,8 +50,21 @@ class StepInputs {
 
  private:
   /// Offsets of the sections in the packed buffer.
-  enum Section { kTokens, kPositions, kTokenRequest, kSlots, kLastToken, kStateSlots, kTopK, kSeedState, kDraw,
-                 kTemperature, kTopP, kBlockTables, kSectionCount };
+  enum Section {
+    kTokens,
+    kPositions,
+    kTokenRequest,
+    kSlots,
+    kLastToken,
+    kStateSlots,
+    kTopK,
+    kSeedState,
+    kDraw,
+    kTemperature,
+    kTopP,
+    kBlockTables,
+    kSectionCount
+  };
   int64_t offset(Section section) const;
   at::Tensor device_section(Section section, int64_t count) const;
 
@@ -59,9 +72,9 @@ class StepInputs {
   int64_t max_requests_;
   int64_t table_width_;
   int64_t block_size_ = 1;  // of the last load
-  at::Tensor host_;     // pinned int64, every section
-  at::Tensor device_;   // int64, the same layout
-  at::Tensor hidden_;   // [1, max tokens, hidden]
+  at::Tensor host_;         // pinned int64, every section
+  at::Tensor device_;       // int64, the same layout
+  at::Tensor hidden_;       // [1, max tokens, hidden]
   at::Tensor next_tokens_;  // [max requests] int64
 };
 

@@ -37,8 +37,9 @@ class LayerGraphRunner final : public StepRunner {
     for (int64_t i = 0; i < decode_.layer_count(); ++i) {
       bucket.graphs.push_back(std::make_unique<capture::CudaGraph>());
       const auto region = [&, i, input] { return std::vector<at::Tensor>{decode_.layer(i, input, state)}; };
-      input = bucket.graphs.back()->capture(region, pool_, capture::CaptureMode::kThreadLocal,
-                                            "decode layer " + std::to_string(i) + " (batch " + std::to_string(state.rows) + ")")[0];
+      input = bucket.graphs.back()->capture(
+          region, pool_, capture::CaptureMode::kThreadLocal,
+          "decode layer " + std::to_string(i) + " (batch " + std::to_string(state.rows) + ")")[0];
       bucket.outputs.push_back(input);
     }
     buckets_.emplace(state.rows, std::move(bucket));
@@ -87,7 +88,8 @@ class BlockGraphRunner final : public StepRunner {
       decode_.run(state);
       return std::vector<at::Tensor>{};
     };
-    graph->capture(region, pool_, capture::CaptureMode::kThreadLocal, "decode step (batch " + std::to_string(state.rows) + ")");
+    graph->capture(region, pool_, capture::CaptureMode::kThreadLocal,
+                   "decode step (batch " + std::to_string(state.rows) + ")");
     graphs_.emplace(state.rows, std::move(graph));
   }
 

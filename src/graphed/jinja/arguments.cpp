@@ -55,8 +55,7 @@ int64_t integer_argument(const Value& value, const std::string& what) {
 const std::string& string_argument(const Value& value, const std::string& what) {
   if (value.is_string()) return value.as_string();
   if (value.is_undefined()) fail_undefined(value);
-  throw EvaluationError(what + " must be a string, got " + type_name(value) + " " + to_repr(value),
-                        "pass a string");
+  throw EvaluationError(what + " must be a string, got " + type_name(value) + " " + to_repr(value), "pass a string");
 }
 
 }  // namespace graphed::jinja

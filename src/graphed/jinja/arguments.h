@@ -25,7 +25,8 @@ class BoundArguments {
  public:
   /// Throws EvaluationError "<function>() got an unexpected keyword argument 'x'", "... missing required
   /// argument 'x'" or "... takes at most N arguments (M given)".
-  BoundArguments(const std::string& function, const Arguments& arguments, std::initializer_list<ParameterSpec> parameters);
+  BoundArguments(const std::string& function, const Arguments& arguments,
+                 std::initializer_list<ParameterSpec> parameters);
   /// The argument for parameter `index`, or its default.
   const Value& operator[](std::size_t index) const { return values_[index]; }
   /// Whether the caller passed parameter `index`.

@@ -91,7 +91,8 @@ std::optional<Value> string_editing_method(const Value& receiver, const std::str
     });
   }
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    const StripSide side = name == "strip" ? StripSide::kBoth : (name == "lstrip" ? StripSide::kLeft : StripSide::kRight);
+    const StripSide side =
+        name == "strip" ? StripSide::kBoth : (name == "lstrip" ? StripSide::kLeft : StripSide::kRight);
     return bind([text, function, side](const Arguments& arguments) {
       BoundArguments bound(function, arguments, {{"chars", Value::none()}});
       return Value(python_strip(text, optional_string(bound[0], function + "() chars"), side));
@@ -248,7 +249,8 @@ bool is_mutating_method(const Value& object, const std::string& name) {
 
 /// A Python attribute of the object (a bound method), or nullopt when it has none.
 std::optional<Value> python_attribute(const Value& object, const std::string& name) {
-  const bool is_dunder = name.size() > 4 && name.compare(0, 2, "__") == 0 && name.compare(name.size() - 2, 2, "__") == 0;
+  const bool is_dunder =
+      name.size() > 4 && name.compare(0, 2, "__") == 0 && name.compare(name.size() - 2, 2, "__") == 0;
   if (is_dunder) {  // Python internals (__class__, __init__, ...) are unsafe in the sandbox
     return Value::undefined("access to attribute " + python_string_repr(name) + " of " +
                             python_string_repr(type_name(object)) + " object is unsafe.");

@@ -22,9 +22,9 @@ class EvaluationLevel {
   EvaluationLevel(int& depth, SourceLocation location) : depth_(depth) {
     if (++depth_ > kMaxEvaluationDepth) {
       --depth_;
-      throw TemplateError("expressions and macro calls nest more than " + std::to_string(kMaxEvaluationDepth) +
-                              " levels deep",
-                          "check the template for a macro that calls itself", location.line, location.column);
+      throw TemplateError(
+          "expressions and macro calls nest more than " + std::to_string(kMaxEvaluationDepth) + " levels deep",
+          "check the template for a macro that calls itself", location.line, location.column);
     }
   }
   ~EvaluationLevel() { --depth_; }
@@ -107,8 +107,7 @@ Value unhashable_checked(const Value& key) {
 Value Renderer::evaluate_unguarded(const Expression& expression, Scope& scope) {
   const auto& operands = expression.operands;
   switch (expression.kind) {
-    case ExpressionKind::kLiteral:
-      return expression.literal;
+    case ExpressionKind::kLiteral: return expression.literal;
     case ExpressionKind::kName: {
       const Value* value = scope.find(expression.name);
       return value != nullptr ? *value : Value::undefined(python_string_repr(expression.name) + " is undefined");
@@ -124,12 +123,12 @@ Value Renderer::evaluate_unguarded(const Expression& expression, Scope& scope) {
       Dict dict;
       for (std::size_t i = 0; i + 1 < operands.size(); i += 2) {
         Value key = evaluate(*operands[i], scope);
-        dict.set(guarded(operands[i]->location, [&] { return unhashable_checked(key); }), evaluate(*operands[i + 1], scope));
+        dict.set(guarded(operands[i]->location, [&] { return unhashable_checked(key); }),
+                 evaluate(*operands[i + 1], scope));
       }
       return Value::dict(std::move(dict));
     }
-    case ExpressionKind::kAttribute:
-      return get_attribute(evaluate(*operands[0], scope), expression.name);
+    case ExpressionKind::kAttribute: return get_attribute(evaluate(*operands[0], scope), expression.name);
     case ExpressionKind::kItem: {
       const Value object = evaluate(*operands[0], scope);
       return get_item(object, evaluate(*operands[1], scope));
@@ -141,8 +140,7 @@ Value Renderer::evaluate_unguarded(const Expression& expression, Scope& scope) {
       const Value stop = bound(operands[2]);
       return get_slice(object, start, stop, bound(operands[3]));
     }
-    case ExpressionKind::kCall:
-      return evaluate_call(expression, scope, nullptr);
+    case ExpressionKind::kCall: return evaluate_call(expression, scope, nullptr);
     case ExpressionKind::kFilter: {
       const Value subject = evaluate(*operands[0], scope);
       return apply_filter(expression.name, subject, evaluate_arguments(expression.arguments, scope));
@@ -152,10 +150,8 @@ Value Renderer::evaluate_unguarded(const Expression& expression, Scope& scope) {
       const bool passes = apply_test(expression.name, subject, evaluate_arguments(expression.arguments, scope));
       return Value(passes != expression.negated);
     }
-    case ExpressionKind::kUnary:
-      return unary_operation(expression.name, evaluate(*operands[0], scope));
-    case ExpressionKind::kNot:
-      return Value(!is_true(evaluate(*operands[0], scope)));
+    case ExpressionKind::kUnary: return unary_operation(expression.name, evaluate(*operands[0], scope));
+    case ExpressionKind::kNot: return Value(!is_true(evaluate(*operands[0], scope)));
     case ExpressionKind::kBinary: {
       const Value left = evaluate(*operands[0], scope);
       return binary_operation(expression.name, left, evaluate(*operands[1], scope));
@@ -168,15 +164,13 @@ Value Renderer::evaluate_unguarded(const Expression& expression, Scope& scope) {
       Value left = evaluate(*operands[0], scope);
       return is_true(left) ? left : evaluate(*operands[1], scope);
     }
-    case ExpressionKind::kCompare:
-      return evaluate_compare(expression, scope);
+    case ExpressionKind::kCompare: return evaluate_compare(expression, scope);
     case ExpressionKind::kConditional:
       if (is_true(evaluate(*operands[1], scope))) return evaluate(*operands[0], scope);
       if (operands[2]) return evaluate(*operands[2], scope);
       return Value::undefined("the inline if-expression on line " + std::to_string(expression.location.line) +
                               " evaluated to false and no else section was defined.");
-    case ExpressionKind::kBlockInput:
-      return block_inputs_.back();
+    case ExpressionKind::kBlockInput: return block_inputs_.back();
   }
   return Value();
 }

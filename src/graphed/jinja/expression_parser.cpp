@@ -217,9 +217,7 @@ ExpressionPointer Parser::parse_primary() {
       } catch (const std::out_of_range&) {
         fail("the integer " + token.text + " does not fit in 64 bits", "use a smaller number", token.location);
       }
-    case TokenKind::kFloat:
-      advance();
-      return literal(Value(std::strtod(token.text.c_str(), nullptr)));
+    case TokenKind::kFloat: advance(); return literal(Value(std::strtod(token.text.c_str(), nullptr)));
     case TokenKind::kOperator:
       if (token.text == "(") {
         advance();
@@ -231,8 +229,7 @@ ExpressionPointer Parser::parse_primary() {
       if (token.text == "[") return parse_collection("]", ExpressionKind::kList);
       if (token.text == "{") return parse_collection("}", ExpressionKind::kDict);
       break;
-    default:
-      break;
+    default: break;
   }
   fail("expected an expression, got " + describe(token), "write a value or a variable there", token.location);
 }
@@ -346,8 +343,7 @@ std::vector<Argument> Parser::parse_call_arguments() {
     if (!arguments.empty()) expect_operator(",", "between call arguments");
     if (skip_operator(")")) break;
     if (at_operator("*") || at_operator("**")) {
-      fail("unpacking arguments with * or ** is not supported", "pass the arguments one by one",
-           current().location);
+      fail("unpacking arguments with * or ** is not supported", "pass the arguments one by one", current().location);
     }
     Argument argument;
     if (current().kind == TokenKind::kName && following().kind == TokenKind::kOperator && following().text == "=") {
@@ -356,8 +352,7 @@ std::vector<Argument> Parser::parse_call_arguments() {
       advance();
       seen_keyword = true;
     } else if (seen_keyword) {
-      fail("a positional argument follows a keyword argument", "put positional arguments first",
-           current().location);
+      fail("a positional argument follows a keyword argument", "put positional arguments first", current().location);
     }
     argument.value = parse_expression(true);
     arguments.push_back(std::move(argument));
@@ -395,9 +390,9 @@ ExpressionPointer Parser::parse_test(ExpressionPointer subject) {
   test->name = parse_dotted_name();
   test->operands.push_back(std::move(subject));
   const Token& next = current();
-  const bool starts_argument =
-      next.kind == TokenKind::kName || next.kind == TokenKind::kString || next.kind == TokenKind::kInteger ||
-      next.kind == TokenKind::kFloat || at_operator("[") || at_operator("{");
+  const bool starts_argument = next.kind == TokenKind::kName || next.kind == TokenKind::kString ||
+                               next.kind == TokenKind::kInteger || next.kind == TokenKind::kFloat || at_operator("[") ||
+                               at_operator("{");
   if (at_operator("(")) {
     test->arguments = parse_call_arguments();
   } else if (starts_argument && !at_name("else") && !at_name("or") && !at_name("and")) {

@@ -25,7 +25,8 @@ Value lookup_path(const Value& item, const Value& path) {
   if (!path.is_string()) return get_item(item, path);
   Value current = item;
   for (const std::string& part : python_split(path.as_string(), std::string("."), -1)) {
-    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool numeric =
+        !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
     current = get_item(current, numeric ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
   }
   return current;
@@ -79,7 +80,8 @@ Value filter_dictsort(const Value& subject, const Arguments& arguments) {
   std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
     const Value& left = by == "key" ? a.first : a.second;
     const Value& right = by == "key" ? b.first : b.second;
-    const int order = compare(sort_key(left, Value::none(), case_sensitive), sort_key(right, Value::none(), case_sensitive), "<");
+    const int order =
+        compare(sort_key(left, Value::none(), case_sensitive), sort_key(right, Value::none(), case_sensitive), "<");
     return reverse ? order > 0 : order < 0;
   });
   ValueList pairs;
@@ -164,11 +166,11 @@ Value filter_int(const Value& subject, const Arguments& arguments) {
 
 Value filter_indent(const Value& subject, const Arguments& arguments) {
   BoundArguments bound("indent", arguments, {{"width", 4}, {"first", false}, {"blank", false}});
-  const std::string indentation = bound[0].is_string()
-                                      ? bound[0].as_string()
-                                      : std::string(static_cast<std::size_t>(std::max<int64_t>(
-                                                        0, integer_argument(bound[0], "indent's width"))),
-                                                    ' ');
+  const std::string indentation =
+      bound[0].is_string()
+          ? bound[0].as_string()
+          : std::string(static_cast<std::size_t>(std::max<int64_t>(0, integer_argument(bound[0], "indent's width"))),
+                        ' ');
   if (!subject.is_string()) {
     if (subject.is_undefined()) fail_undefined(subject);
     throw EvaluationError("unsupported operand type(s) for +=: '" + type_name(subject) + "' and 'str'",
@@ -248,8 +250,8 @@ Value extreme(const Value& subject, const Arguments& arguments, bool want_max) {
   const bool case_sensitive = is_true(bound[0]);
   std::size_t best = 0;
   for (std::size_t i = 1; i < items.size(); ++i) {
-    const int order = compare(sort_key(items[i], bound[1], case_sensitive), sort_key(items[best], bound[1], case_sensitive),
-                              want_max ? ">" : "<");
+    const int order = compare(sort_key(items[i], bound[1], case_sensitive),
+                              sort_key(items[best], bound[1], case_sensitive), want_max ? ">" : "<");
     if (want_max ? order > 0 : order < 0) best = i;
   }
   return items[best];
@@ -264,14 +266,15 @@ Value select_items(const Value& subject, const Arguments& arguments, bool keep, 
   std::size_t next = 0;
   Value attribute;
   if (by_attribute) {
-    if (arguments.positional.empty()) throw EvaluationError(filter + " needs an attribute name", "write " + filter + "('name')");
+    if (arguments.positional.empty())
+      throw EvaluationError(filter + " needs an attribute name", "write " + filter + "('name')");
     attribute = arguments.positional[next++];
   }
   std::string test;
   if (next < arguments.positional.size()) test = string_argument(arguments.positional[next++], filter + "'s test name");
-  const Arguments test_arguments{ValueList(arguments.positional.begin() + static_cast<std::ptrdiff_t>(next),
-                                           arguments.positional.end()),
-                                 arguments.keyword};
+  const Arguments test_arguments{
+      ValueList(arguments.positional.begin() + static_cast<std::ptrdiff_t>(next), arguments.positional.end()),
+      arguments.keyword};
   ValueList kept;
   if (!is_true(subject)) return Value::list({});  // jinja2's generator starts with `if value:`
   for (const Value& item : iterate(subject)) {
@@ -346,7 +349,8 @@ Value filter_round(const Value& subject, const Arguments& arguments) {
 }
 
 Value filter_sort(const Value& subject, const Arguments& arguments) {
-  BoundArguments bound("sort", arguments, {{"reverse", false}, {"case_sensitive", false}, {"attribute", Value::none()}});
+  BoundArguments bound("sort", arguments,
+                       {{"reverse", false}, {"case_sensitive", false}, {"attribute", Value::none()}});
   ValueList items = iterate(subject);
   const bool reverse = is_true(bound[0]);
   const bool case_sensitive = is_true(bound[1]);
@@ -367,16 +371,18 @@ Value filter_sum(const Value& subject, const Arguments& arguments) {
 }
 
 Value filter_tojson(const Value& subject, const Arguments& arguments) {
-  BoundArguments bound("tojson", arguments,
-                       {{"ensure_ascii", false}, {"indent", Value::none()}, {"separators", Value::none()}, {"sort_keys", false}});
+  BoundArguments bound(
+      "tojson", arguments,
+      {{"ensure_ascii", false}, {"indent", Value::none()}, {"separators", Value::none()}, {"sort_keys", false}});
   JsonDumpOptions options;
   options.ensure_ascii = is_true(bound[0]);
   options.sort_keys = is_true(bound[3]);
   if (!bound[1].is_none()) {
-    options.indent = bound[1].is_string() ? bound[1].as_string()
-                                          : std::string(static_cast<std::size_t>(std::max<int64_t>(
-                                                            0, integer_argument(bound[1], "tojson's indent"))),
-                                                        ' ');
+    options.indent =
+        bound[1].is_string()
+            ? bound[1].as_string()
+            : std::string(static_cast<std::size_t>(std::max<int64_t>(0, integer_argument(bound[1], "tojson's indent"))),
+                          ' ');
     options.item_separator = ",";
   }
   if (!bound[2].is_none()) {
@@ -433,17 +439,46 @@ Value filter_wordcount(const Value& subject, const Arguments& arguments) {
 
 const std::unordered_map<std::string, FilterFunction>& filters() {
   static const std::unordered_map<std::string, FilterFunction> table = {
-      {"abs", filter_abs}, {"capitalize", text_filter<python_capitalize>}, {"center", filter_center},
-      {"count", filter_length}, {"d", filter_default}, {"default", filter_default}, {"dictsort", filter_dictsort},
-      {"e", filter_escape}, {"escape", filter_escape}, {"first", filter_first}, {"float", filter_float},
-      {"forceescape", filter_forceescape}, {"indent", filter_indent}, {"int", filter_int}, {"items", filter_items},
-      {"join", filter_join}, {"last", filter_last}, {"length", filter_length}, {"list", filter_list},
-      {"lower", text_filter<python_lower>}, {"map", filter_map}, {"max", filter_max}, {"min", filter_min},
-      {"reject", filter_reject}, {"rejectattr", filter_rejectattr}, {"replace", filter_replace},
-      {"reverse", filter_reverse}, {"round", filter_round}, {"safe", filter_safe}, {"select", filter_select},
-      {"selectattr", filter_selectattr}, {"sort", filter_sort}, {"string", filter_string}, {"sum", filter_sum},
-      {"title", text_filter<jinja_title>}, {"tojson", filter_tojson}, {"trim", filter_trim},
-      {"unique", filter_unique}, {"upper", text_filter<python_upper>}, {"wordcount", filter_wordcount},
+      {"abs", filter_abs},
+      {"capitalize", text_filter<python_capitalize>},
+      {"center", filter_center},
+      {"count", filter_length},
+      {"d", filter_default},
+      {"default", filter_default},
+      {"dictsort", filter_dictsort},
+      {"e", filter_escape},
+      {"escape", filter_escape},
+      {"first", filter_first},
+      {"float", filter_float},
+      {"forceescape", filter_forceescape},
+      {"indent", filter_indent},
+      {"int", filter_int},
+      {"items", filter_items},
+      {"join", filter_join},
+      {"last", filter_last},
+      {"length", filter_length},
+      {"list", filter_list},
+      {"lower", text_filter<python_lower>},
+      {"map", filter_map},
+      {"max", filter_max},
+      {"min", filter_min},
+      {"reject", filter_reject},
+      {"rejectattr", filter_rejectattr},
+      {"replace", filter_replace},
+      {"reverse", filter_reverse},
+      {"round", filter_round},
+      {"safe", filter_safe},
+      {"select", filter_select},
+      {"selectattr", filter_selectattr},
+      {"sort", filter_sort},
+      {"string", filter_string},
+      {"sum", filter_sum},
+      {"title", text_filter<jinja_title>},
+      {"tojson", filter_tojson},
+      {"trim", filter_trim},
+      {"unique", filter_unique},
+      {"upper", text_filter<python_upper>},
+      {"wordcount", filter_wordcount},
   };
   return table;
 }

@@ -43,9 +43,9 @@ Value range_function(const Arguments& arguments) {
 /// dict(mapping_or_pairs, **keywords), as Python's dict() and jinja2's namespace() take them.
 Dict dict_from_arguments(const std::string& function, const Arguments& arguments) {
   if (arguments.positional.size() > 1) {
-    throw EvaluationError(function + " expected at most 1 positional argument, got " +
-                              std::to_string(arguments.positional.size()),
-                          "pass one dict, or name=value pairs");
+    throw EvaluationError(
+        function + " expected at most 1 positional argument, got " + std::to_string(arguments.positional.size()),
+        "pass one dict, or name=value pairs");
   }
   Dict dict;
   if (!arguments.positional.empty()) {
@@ -105,19 +105,19 @@ Dict make_globals() {
   Dict globals;
   globals.set(Value("range"), Value::callable("range", range_function));
   globals.set(Value("dict"), Value::callable("dict", [](const Arguments& arguments) {
-    return Value::dict(dict_from_arguments("dict", arguments));
-  }));
+                return Value::dict(dict_from_arguments("dict", arguments));
+              }));
   globals.set(Value("namespace"), Value::callable("namespace", [](const Arguments& arguments) {
-    return Value::new_namespace(dict_from_arguments("namespace", arguments));
-  }));
+                return Value::new_namespace(dict_from_arguments("namespace", arguments));
+              }));
   globals.set(Value("raise_exception"), Value::callable("raise_exception", [](const Arguments& arguments) -> Value {
-    BoundArguments bound("raise_exception", arguments, {"message"});
-    throw EvaluationError(to_str(bound[0]), "", true);
-  }));
+                BoundArguments bound("raise_exception", arguments, {"message"});
+                throw EvaluationError(to_str(bound[0]), "", true);
+              }));
   globals.set(Value("strftime_now"), Value::callable("strftime_now", [](const Arguments& arguments) {
-    BoundArguments bound("strftime_now", arguments, {"format"});
-    return Value(strftime_now(string_argument(bound[0], "strftime_now's format")));
-  }));
+                BoundArguments bound("strftime_now", arguments, {"format"});
+                return Value(strftime_now(string_argument(bound[0], "strftime_now's format")));
+              }));
   return globals;
 }
 

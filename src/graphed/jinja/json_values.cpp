@@ -76,8 +76,9 @@ class JsonWriter {
 
   void write(const Value& value, int level) {
     if (level > kMaxNesting) {
-      throw EvaluationError("a value passed to tojson is nested more than " + std::to_string(kMaxNesting) + " levels deep",
-                            "pass a value with fewer nested lists and dicts");
+      throw EvaluationError(
+          "a value passed to tojson is nested more than " + std::to_string(kMaxNesting) + " levels deep",
+          "pass a value with fewer nested lists and dicts");
     }
     switch (value.kind()) {
       case ValueKind::kNone: out_ += "null"; return;
@@ -123,9 +124,8 @@ class JsonWriter {
     std::vector<const std::pair<Value, Value>*> entries;
     for (const auto& entry : dict.entries()) entries.push_back(&entry);
     if (options_.sort_keys) {
-      std::stable_sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) {
-        return compare(a->first, b->first, "<") < 0;
-      });
+      std::stable_sort(entries.begin(), entries.end(),
+                       [](const auto* a, const auto* b) { return compare(a->first, b->first, "<") < 0; });
     }
     out_ += '{';
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -151,12 +151,9 @@ Value value_from_json(const nlohmann::ordered_json& json, int max_depth) {
   }
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null:
-    case nlohmann::ordered_json::value_t::discarded:
-      return Value::none();
-    case nlohmann::ordered_json::value_t::boolean:
-      return Value(json.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer:
-      return Value(json.get<int64_t>());
+    case nlohmann::ordered_json::value_t::discarded: return Value::none();
+    case nlohmann::ordered_json::value_t::boolean: return Value(json.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer: return Value(json.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const auto number = json.get<uint64_t>();
       if (number <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -164,10 +161,8 @@ Value value_from_json(const nlohmann::ordered_json& json, int max_depth) {
       }
       return Value(static_cast<double>(number));
     }
-    case nlohmann::ordered_json::value_t::number_float:
-      return Value(json.get<double>());
-    case nlohmann::ordered_json::value_t::string:
-      return Value(json.get<std::string>());
+    case nlohmann::ordered_json::value_t::number_float: return Value(json.get<double>());
+    case nlohmann::ordered_json::value_t::string: return Value(json.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       ValueList items;
       items.reserve(json.size());
@@ -179,8 +174,7 @@ Value value_from_json(const nlohmann::ordered_json& json, int max_depth) {
       for (const auto& [key, item] : json.items()) dict.set(Value(key), value_from_json(item, max_depth - 1));
       return Value::dict(std::move(dict));
     }
-    case nlohmann::ordered_json::value_t::binary:
-      break;
+    case nlohmann::ordered_json::value_t::binary: break;
   }
   throw EvaluationError("the context holds a binary JSON value", "pass only JSON text values in the context");
 }

@@ -138,8 +138,8 @@ class Lexer {
   /// one newline after block tags and comments.
   void skip_after_tag(char sign, bool trims) {
     if (sign == '-') {
-      const std::size_t kept = python_strip(std::string_view(source_).substr(position_), std::nullopt,
-                                            StripSide::kLeft).size();
+      const std::size_t kept =
+          python_strip(std::string_view(source_).substr(position_), std::nullopt, StripSide::kLeft).size();
       position_ = source_.size() - kept;
     } else if (sign != '+' && trims && position_ < source_.size() && source_[position_] == '\n') {
       ++position_;
@@ -242,10 +242,9 @@ class Lexer {
   }
 
   void lex_digits() {
-    while (position_ < source_.size() &&
-           (std::isdigit(static_cast<unsigned char>(source_[position_])) ||
-            (source_[position_] == '_' && position_ + 1 < source_.size() &&
-             std::isdigit(static_cast<unsigned char>(source_[position_ + 1]))))) {
+    while (position_ < source_.size() && (std::isdigit(static_cast<unsigned char>(source_[position_])) ||
+                                          (source_[position_] == '_' && position_ + 1 < source_.size() &&
+                                           std::isdigit(static_cast<unsigned char>(source_[position_ + 1]))))) {
       ++position_;
     }
   }
@@ -253,7 +252,8 @@ class Lexer {
   void lex_number() {
     const std::size_t start = position_;
     const bool after_dot = start > 0 && source_[start - 1] == '.';  // `items.0.1` is not a float
-    if (source_[start] == '0' && start + 2 < source_.size() && std::string("xXoObB").find(source_[start + 1]) != std::string::npos) {
+    if (source_[start] == '0' && start + 2 < source_.size() &&
+        std::string("xXoObB").find(source_[start + 1]) != std::string::npos) {
       lex_prefixed_integer();
       return;
     }
@@ -391,13 +391,14 @@ class Lexer {
     }
     if (c == '(' || c == '[' || c == '{') open_brackets.push_back(start);
     if (c == ')' || c == ']' || c == '}') {
-      if (open_brackets.empty()) fail(std::string("unexpected '") + c + "'", "remove it, or add the opening bracket", start);
+      if (open_brackets.empty())
+        fail(std::string("unexpected '") + c + "'", "remove it, or add the opening bracket", start);
       const char opener = source_[open_brackets.back()];
       const char expected = opener == '(' ? ')' : (opener == '[' ? ']' : '}');
       if (c != expected) {
         const SourceLocation location = location_of(open_brackets.back());
-        fail(std::string("unexpected '") + c + "', expected '" + expected + "' to close the '" + opener +
-                 "' at line " + std::to_string(location.line) + ", column " + std::to_string(location.column),
+        fail(std::string("unexpected '") + c + "', expected '" + expected + "' to close the '" + opener + "' at line " +
+                 std::to_string(location.line) + ", column " + std::to_string(location.column),
              std::string("close it with '") + expected + "'", start);
       }
       open_brackets.pop_back();

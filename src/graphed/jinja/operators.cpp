@@ -23,14 +23,12 @@ void check_joined_size(std::size_t left, std::size_t right, const char* what) {
 }
 
 [[noreturn]] void fail_operands(const std::string& op, const Value& left, const Value& right) {
-  throw EvaluationError("unsupported operand type(s) for " + op + ": '" + type_name(left) + "' and '" +
-                            type_name(right) + "'",
-                        "convert the values first (|string, |int, |float) or use ~ to join text");
+  throw EvaluationError(
+      "unsupported operand type(s) for " + op + ": '" + type_name(left) + "' and '" + type_name(right) + "'",
+      "convert the values first (|string, |int, |float) or use ~ to join text");
 }
 
-bool both_integers(const Value& left, const Value& right) {
-  return !left.is_float() && !right.is_float();
-}
+bool both_integers(const Value& left, const Value& right) { return !left.is_float() && !right.is_float(); }
 
 int64_t checked(bool overflowed, int64_t result, const std::string& op) {
   if (overflowed) {
@@ -51,7 +49,9 @@ Value add(const Value& left, const Value& right) {
       check_joined_size(left.as_string().size(), right.as_string().size(), "strings");
       if (!left.is_markup() && !right.is_markup()) return Value(left.as_string() + right.as_string());
       // markupsafe: Markup + str escapes the plain string, and so does str + Markup.
-      auto safe_text = [](const Value& text) { return text.is_markup() ? text.as_string() : html_escape(text.as_string()); };
+      auto safe_text = [](const Value& text) {
+        return text.is_markup() ? text.as_string() : html_escape(text.as_string());
+      };
       return Value::markup(safe_text(left) + safe_text(right));
     }
     throw EvaluationError("can only concatenate str (not \"" + type_name(right) + "\") to str",
@@ -139,8 +139,7 @@ std::pair<double, double> float_divmod(double left, double right) {
 Value divide_and_modulo(const std::string& op, const Value& left, const Value& right) {
   if (!left.is_number() || !right.is_number()) {
     if (op == "%" && left.is_string()) {
-      throw EvaluationError("printf-style formatting with % is not supported",
-                            "build the text with ~ or + instead");
+      throw EvaluationError("printf-style formatting with % is not supported", "build the text with ~ or + instead");
     }
     fail_operands(op, left, right);
   }
@@ -220,8 +219,7 @@ Value unary_operation(const std::string& op, const Value& operand) {
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case ValueKind::kUndefined:
-      return false;
+    case ValueKind::kUndefined: return false;
     case ValueKind::kString:
       if (!item.is_string()) {
         if (item.is_undefined()) fail_undefined(item);
@@ -247,10 +245,8 @@ bool contains(const Value& container, const Value& item) {
 
 ValueList iterate(const Value& value) {
   switch (value.kind()) {
-    case ValueKind::kUndefined:
-      return {};
-    case ValueKind::kList:
-      return value.as_list().items;
+    case ValueKind::kUndefined: return {};
+    case ValueKind::kList: return value.as_list().items;
     case ValueKind::kDict: {
       ValueList keys;
       keys.reserve(value.as_dict().size());
@@ -263,25 +259,18 @@ ValueList iterate(const Value& value) {
       return characters;
     }
     default:
-      throw EvaluationError("'" + type_name(value) + "' object is not iterable",
-                            "loop over a list, dict or string");
+      throw EvaluationError("'" + type_name(value) + "' object is not iterable", "loop over a list, dict or string");
   }
 }
 
 int64_t length_of(const Value& value) {
   switch (value.kind()) {
-    case ValueKind::kUndefined:
-      return 0;
-    case ValueKind::kString:
-      return static_cast<int64_t>(code_point_count(value.as_string()));
-    case ValueKind::kList:
-      return static_cast<int64_t>(value.as_list().items.size());
-    case ValueKind::kDict:
-      return static_cast<int64_t>(value.as_dict().size());
-    case ValueKind::kNamespace:
-      break;
-    default:
-      break;
+    case ValueKind::kUndefined: return 0;
+    case ValueKind::kString: return static_cast<int64_t>(code_point_count(value.as_string()));
+    case ValueKind::kList: return static_cast<int64_t>(value.as_list().items.size());
+    case ValueKind::kDict: return static_cast<int64_t>(value.as_dict().size());
+    case ValueKind::kNamespace: break;
+    default: break;
   }
   throw EvaluationError("object of type '" + type_name(value) + "' has no len()",
                         "take the length of a string, list or dict");

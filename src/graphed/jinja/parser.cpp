@@ -18,9 +18,7 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-bool is_closing_tag(const std::string& name) {
-  return name.rfind("end", 0) == 0 || name == "else" || name == "elif";
-}
+bool is_closing_tag(const std::string& name) { return name.rfind("end", 0) == 0 || name == "else" || name == "elif"; }
 
 }  // namespace
 
@@ -151,8 +149,7 @@ NodeList Parser::parse_body(const OpenBlock& block, std::string* end_name) {
                  std::to_string(block.location.line) + ", column " + std::to_string(block.location.column) +
                  " is not closed",
              "add " + tag_text(block.end_names.back()), token.location);
-      default:
-        fail("unexpected " + describe(token) + " outside a tag", "remove it", token.location);
+      default: fail("unexpected " + describe(token) + " outside a tag", "remove it", token.location);
     }
   }
 }

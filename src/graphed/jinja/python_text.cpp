@@ -208,8 +208,7 @@ std::vector<std::string> python_splitlines(std::string_view text) {
   return lines;
 }
 
-std::string python_replace(std::string_view text, std::string_view old_text, std::string_view new_text,
-                           int64_t count) {
+std::string python_replace(std::string_view text, std::string_view old_text, std::string_view new_text, int64_t count) {
   std::string out;
   if (old_text.empty()) {
     const std::u32string points = code_points_of(text);

@@ -38,8 +38,7 @@ std::vector<std::string> python_rsplit(std::string_view text, const std::optiona
 std::vector<std::string> python_splitlines(std::string_view text);
 
 /// str.replace(old, new, count); count < 0 replaces all. An empty `old` inserts between code points.
-std::string python_replace(std::string_view text, std::string_view old_text, std::string_view new_text,
-                           int64_t count);
+std::string python_replace(std::string_view text, std::string_view old_text, std::string_view new_text, int64_t count);
 
 /// str.find(sub): the code point index of the first occurrence, or -1.
 int64_t python_find(std::string_view text, std::string_view sub);

@@ -22,11 +22,12 @@ class LoopObject {
     attributes.set(Value("depth0"), Value(0));
     std::shared_ptr<const std::size_t> position = position_;
     attributes.set(Value("cycle"), Value::callable("loop.cycle", [position](const Arguments& arguments) {
-      if (arguments.positional.empty()) {
-        throw EvaluationError("no items for cycling given", "pass the values to cycle through: loop.cycle('a', 'b')");
-      }
-      return arguments.positional[*position % arguments.positional.size()];
-    }));
+                     if (arguments.positional.empty()) {
+                       throw EvaluationError("no items for cycling given",
+                                             "pass the values to cycle through: loop.cycle('a', 'b')");
+                     }
+                     return arguments.positional[*position % arguments.positional.size()];
+                   }));
     value_ = Value::new_namespace(std::move(attributes));
   }
 
@@ -102,9 +103,7 @@ Flow Renderer::render_nodes(const NodeList& nodes, const std::shared_ptr<Scope>&
 
 Flow Renderer::render_node(const Node& node, const std::shared_ptr<Scope>& scope) {
   switch (node.kind) {
-    case NodeKind::kText:
-      write(node.text, node.location);
-      return Flow::kNormal;
+    case NodeKind::kText: write(node.text, node.location); return Flow::kNormal;
     case NodeKind::kOutput: {
       const Value value = evaluate(*node.expression, *scope);
       write(guarded(node.expression->location, [&] { return to_str(value); }), node.location);
@@ -115,33 +114,26 @@ Flow Renderer::render_node(const Node& node, const std::shared_ptr<Scope>& scope
         if (!branch.condition || is_true(evaluate(*branch.condition, *scope))) return render_nodes(branch.body, scope);
       }
       return Flow::kNormal;
-    case NodeKind::kFor:
-      render_for(node, scope);
-      return Flow::kNormal;
-    case NodeKind::kSet:
-      render_set(node, scope);
-      return Flow::kNormal;
+    case NodeKind::kFor: render_for(node, scope); return Flow::kNormal;
+    case NodeKind::kSet: render_set(node, scope); return Flow::kNormal;
     case NodeKind::kSetBlock: {
       const std::string text = render_to_string(node.body, std::make_shared<Scope>(scope));
-      scope->set(node.targets.front(), node.expression ? apply_block_filters(*node.expression, text, *scope) : Value(text));
+      scope->set(node.targets.front(),
+                 node.expression ? apply_block_filters(*node.expression, text, *scope) : Value(text));
       return Flow::kNormal;
     }
     case NodeKind::kMacro:
       scope->set(node.name, make_macro(node.name, node.parameters, node.body, scope));
       return Flow::kNormal;
-    case NodeKind::kCallBlock:
-      render_call_block(node, scope);
-      return Flow::kNormal;
+    case NodeKind::kCallBlock: render_call_block(node, scope); return Flow::kNormal;
     case NodeKind::kFilterBlock: {
       const std::string text = render_to_string(node.body, std::make_shared<Scope>(scope));
       const Value filtered = apply_block_filters(*node.expression, text, *scope);
       write(guarded(node.location, [&] { return to_str(filtered); }), node.location);
       return Flow::kNormal;
     }
-    case NodeKind::kBreak:
-      return Flow::kBreak;
-    case NodeKind::kContinue:
-      return Flow::kContinue;
+    case NodeKind::kBreak: return Flow::kBreak;
+    case NodeKind::kContinue: return Flow::kContinue;
   }
   return Flow::kNormal;
 }
@@ -155,10 +147,9 @@ void Renderer::assign(Scope& scope, const std::vector<std::string>& targets, con
   const ValueList items = guarded(location, [&] { return iterate(value); });
   if (items.size() != targets.size()) {
     const std::string expected = std::to_string(targets.size());
-    const std::string problem = items.size() < targets.size()
-                                    ? "not enough values to unpack (expected " + expected + ", got " +
-                                          std::to_string(items.size()) + ")"
-                                    : "too many values to unpack (expected " + expected + ")";
+    const std::string problem = items.size() < targets.size() ? "not enough values to unpack (expected " + expected +
+                                                                    ", got " + std::to_string(items.size()) + ")"
+                                                              : "too many values to unpack (expected " + expected + ")";
     throw TemplateError(problem, "unpack a sequence of exactly " + expected + " items", location.line, location.column);
   }
   for (std::size_t i = 0; i < targets.size(); ++i) scope.set(targets[i], items[i]);
@@ -183,10 +174,10 @@ void Renderer::render_for(const Node& node, const std::shared_ptr<Scope>& scope)
   LoopObject loop(items);
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (++loop_iterations_ > options_.max_loop_iterations) {
-      throw TemplateError("the template ran more than " + std::to_string(options_.max_loop_iterations) +
-                              " loop iterations",
-                          "check the template for a runaway loop, or raise TemplateOptions::max_loop_iterations",
-                          node.location.line, node.location.column);
+      throw TemplateError(
+          "the template ran more than " + std::to_string(options_.max_loop_iterations) + " loop iterations",
+          "check the template for a runaway loop, or raise TemplateOptions::max_loop_iterations", node.location.line,
+          node.location.column);
     }
     const auto iteration = std::make_shared<Scope>(scope);
     assign(*iteration, node.targets, items[i], node.location);
@@ -237,9 +228,9 @@ Value Renderer::make_macro(const std::string& name, const std::vector<Parameter>
 Value Renderer::call_macro(const std::string& name, const std::vector<Parameter>& parameters, const NodeList& body,
                            Scope& closure, const Arguments& arguments) {
   if (arguments.positional.size() > parameters.size()) {
-    throw EvaluationError("macro '" + name + "' takes not more than " + std::to_string(parameters.size()) +
-                              " argument(s)",
-                          "pass at most " + std::to_string(parameters.size()) + " arguments");
+    throw EvaluationError(
+        "macro '" + name + "' takes not more than " + std::to_string(parameters.size()) + " argument(s)",
+        "pass at most " + std::to_string(parameters.size()) + " arguments");
   }
   const auto scope = std::make_shared<Scope>(closure.shared_from_this());
   std::vector<bool> given(parameters.size(), false);

@@ -29,8 +29,8 @@ std::string format_message(const std::string& problem, const std::string& fix, i
 void check_names(const Expression& expression) {
   if (expression.kind == ExpressionKind::kFilter && !has_filter(expression.name)) {
     throw TemplateError("no filter named '" + expression.name + "'",
-                        "use a jinja2 builtin filter (trim, tojson, length, join, default, ...)", expression.location.line,
-                        expression.location.column);
+                        "use a jinja2 builtin filter (trim, tojson, length, join, default, ...)",
+                        expression.location.line, expression.location.column);
   }
   if (expression.kind == ExpressionKind::kTest && !has_test(expression.name)) {
     throw TemplateError("no test named '" + expression.name + "'",

@@ -104,23 +104,15 @@ void Dict::set(const Value& key, Value value) {
 bool is_true(const Value& value) {
   switch (value.kind()) {
     case ValueKind::kUndefined:
-    case ValueKind::kNone:
-      return false;
-    case ValueKind::kBoolean:
-      return value.as_boolean();
-    case ValueKind::kInteger:
-      return value.as_integer() != 0;
-    case ValueKind::kFloat:
-      return value.as_float() != 0.0;
-    case ValueKind::kString:
-      return !value.as_string().empty();
-    case ValueKind::kList:
-      return !value.as_list().items.empty();
-    case ValueKind::kDict:
-      return !value.as_dict().empty();
+    case ValueKind::kNone: return false;
+    case ValueKind::kBoolean: return value.as_boolean();
+    case ValueKind::kInteger: return value.as_integer() != 0;
+    case ValueKind::kFloat: return value.as_float() != 0.0;
+    case ValueKind::kString: return !value.as_string().empty();
+    case ValueKind::kList: return !value.as_list().items.empty();
+    case ValueKind::kDict: return !value.as_dict().empty();
     case ValueKind::kNamespace:
-    case ValueKind::kCallable:
-      return true;
+    case ValueKind::kCallable: return true;
   }
   return false;
 }
@@ -133,10 +125,8 @@ bool equals(const Value& left, const Value& right) {
   if (left.kind() != right.kind()) return false;
   switch (left.kind()) {
     case ValueKind::kUndefined:
-    case ValueKind::kNone:
-      return true;
-    case ValueKind::kString:
-      return left.as_string() == right.as_string();
+    case ValueKind::kNone: return true;
+    case ValueKind::kString: return left.as_string() == right.as_string();
     case ValueKind::kList: {
       const List& a = left.as_list();
       const List& b = right.as_list();
@@ -156,12 +146,9 @@ bool equals(const Value& left, const Value& right) {
       }
       return true;
     }
-    case ValueKind::kNamespace:
-      return &left.as_namespace() == &right.as_namespace();
-    case ValueKind::kCallable:
-      return &left.as_callable() == &right.as_callable();
-    default:
-      return false;
+    case ValueKind::kNamespace: return &left.as_namespace() == &right.as_namespace();
+    case ValueKind::kCallable: return &left.as_callable() == &right.as_callable();
+    default: return false;
   }
 }
 
@@ -190,8 +177,8 @@ int compare(const Value& left, const Value& right, const std::string& operator_t
   }
   if (left.is_undefined()) fail_undefined(left);
   if (right.is_undefined()) fail_undefined(right);
-  throw EvaluationError("'" + operator_text + "' not supported between instances of '" + type_name(left) +
-                        "' and '" + type_name(right) + "'");
+  throw EvaluationError("'" + operator_text + "' not supported between instances of '" + type_name(left) + "' and '" +
+                        type_name(right) + "'");
 }
 
 std::string format_float(double number) {
@@ -221,7 +208,8 @@ std::string format_float(double number) {
     if (static_cast<std::size_t>(point) >= digits.size()) {
       return sign + digits + std::string(static_cast<std::size_t>(point) - digits.size(), '0') + ".0";
     }
-    return sign + digits.substr(0, static_cast<std::size_t>(point)) + "." + digits.substr(static_cast<std::size_t>(point));
+    return sign + digits.substr(0, static_cast<std::size_t>(point)) + "." +
+           digits.substr(static_cast<std::size_t>(point));
   }
   std::string mantissa = digits.size() > 1 ? digits.substr(0, 1) + "." + digits.substr(1) : digits;
   char exponent_text[16];
@@ -231,26 +219,16 @@ std::string format_float(double number) {
 
 std::string type_name(const Value& value) {
   switch (value.kind()) {
-    case ValueKind::kUndefined:
-      return "Undefined";
-    case ValueKind::kNone:
-      return "NoneType";
-    case ValueKind::kBoolean:
-      return "bool";
-    case ValueKind::kInteger:
-      return "int";
-    case ValueKind::kFloat:
-      return "float";
-    case ValueKind::kString:
-      return "str";
-    case ValueKind::kList:
-      return value.as_list().is_tuple ? "tuple" : "list";
-    case ValueKind::kDict:
-      return "dict";
-    case ValueKind::kNamespace:
-      return "Namespace";
-    case ValueKind::kCallable:
-      return "function";
+    case ValueKind::kUndefined: return "Undefined";
+    case ValueKind::kNone: return "NoneType";
+    case ValueKind::kBoolean: return "bool";
+    case ValueKind::kInteger: return "int";
+    case ValueKind::kFloat: return "float";
+    case ValueKind::kString: return "str";
+    case ValueKind::kList: return value.as_list().is_tuple ? "tuple" : "list";
+    case ValueKind::kDict: return "dict";
+    case ValueKind::kNamespace: return "Namespace";
+    case ValueKind::kCallable: return "function";
   }
   return "object";
 }
@@ -297,14 +275,10 @@ std::string repr_at(const Value& value, int depth) {
     case ValueKind::kString:
       return value.is_markup() ? "Markup(" + python_string_repr(value.as_string()) + ")"
                                : python_string_repr(value.as_string());
-    case ValueKind::kList:
-      return sequence_repr(value.as_list(), depth);
-    case ValueKind::kDict:
-      return dict_repr(value.as_dict(), depth);
-    case ValueKind::kNamespace:
-      return "<Namespace " + dict_repr(value.as_namespace().attributes, depth) + ">";
-    default:
-      return to_repr(value);
+    case ValueKind::kList: return sequence_repr(value.as_list(), depth);
+    case ValueKind::kDict: return dict_repr(value.as_dict(), depth);
+    case ValueKind::kNamespace: return "<Namespace " + dict_repr(value.as_namespace().attributes, depth) + ">";
+    default: return to_repr(value);
   }
 }
 
@@ -312,34 +286,24 @@ std::string repr_at(const Value& value, int depth) {
 
 std::string to_str(const Value& value) {
   switch (value.kind()) {
-    case ValueKind::kUndefined:
-      return "";
-    case ValueKind::kString:
-      return value.as_string();
-    default:
-      return to_repr(value);
+    case ValueKind::kUndefined: return "";
+    case ValueKind::kString: return value.as_string();
+    default: return to_repr(value);
   }
 }
 
 std::string to_repr(const Value& value) {
   switch (value.kind()) {
-    case ValueKind::kUndefined:
-      return "Undefined";
-    case ValueKind::kNone:
-      return "None";
-    case ValueKind::kBoolean:
-      return value.as_boolean() ? "True" : "False";
-    case ValueKind::kInteger:
-      return std::to_string(value.as_integer());
-    case ValueKind::kFloat:
-      return format_float(value.as_float());
+    case ValueKind::kUndefined: return "Undefined";
+    case ValueKind::kNone: return "None";
+    case ValueKind::kBoolean: return value.as_boolean() ? "True" : "False";
+    case ValueKind::kInteger: return std::to_string(value.as_integer());
+    case ValueKind::kFloat: return format_float(value.as_float());
     case ValueKind::kString:
     case ValueKind::kList:
     case ValueKind::kDict:
-    case ValueKind::kNamespace:
-      return repr_at(value, 0);
-    case ValueKind::kCallable:
-      return "<function " + value.as_callable().name() + ">";
+    case ValueKind::kNamespace: return repr_at(value, 0);
+    case ValueKind::kCallable: return "<function " + value.as_callable().name() + ">";
   }
   return "";
 }

@@ -20,9 +20,9 @@ struct TestEntry {
 /// Python's `value % divisor == remainder`, as jinja2's odd, even and divisibleby tests compute it.
 bool modulo_is(const char* test, const Value& value, const Value& divisor, int64_t remainder) {
   if (value.is_string() || value.is_list() || value.is_dict() || value.is_none()) {
-    throw EvaluationError(std::string("the '") + test + "' test needs a number, got " + type_name(value) + " " +
-                              to_repr(value),
-                          "apply it to numbers only");
+    throw EvaluationError(
+        std::string("the '") + test + "' test needs a number, got " + type_name(value) + " " + to_repr(value),
+        "apply it to numbers only");
   }
   return equals(binary_operation("%", value, divisor), Value(remainder));
 }

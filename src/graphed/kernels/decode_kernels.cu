@@ -141,7 +141,7 @@ __global__ void decode_attention_kernel(const __nv_bfloat16* query, const __nv_b
   }
   __syncthreads();
   const float total = detail::block_exponentiate(scores, count, scratch).y;
-  const int lanes = blockDim.x / vectors;       // slots summed side by side
+  const int lanes = blockDim.x / vectors;  // slots summed side by side
   const int lane = threadIdx.x / vectors;
   const int slice = threadIdx.x % vectors;
   if (lane < lanes) {
@@ -190,8 +190,8 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 
 }  // namespace
 
-void launch_rms_norm(const void* input, const void* weight, void* output, int64_t rows, int64_t columns,
-                     float epsilon, void* stream) {
+void launch_rms_norm(const void* input, const void* weight, void* output, int64_t rows, int64_t columns, float epsilon,
+                     void* stream) {
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, as_stream(stream)>>>(
       static_cast<const __nv_bfloat16*>(input), static_cast<const __nv_bfloat16*>(weight),
       static_cast<__nv_bfloat16*>(output), static_cast<int>(columns), epsilon);
@@ -214,12 +214,11 @@ void launch_decode_attention(const void* query, const void* key_cache, const voi
                              const int64_t* positions, void* output, int64_t rows, int64_t heads, int64_t groups,
                              int64_t head_dim, int64_t cache_length, float scale, void* stream) {
   const auto shared = static_cast<size_t>(cache_length) * sizeof(float);
-  detail::launch_programmatic(decode_attention_kernel, dim3(static_cast<unsigned>(rows * heads)),
-                              dim3(kAttentionThreads), shared, as_stream(stream),
-                              static_cast<const __nv_bfloat16*>(query), static_cast<const __nv_bfloat16*>(key_cache),
-                              static_cast<const __nv_bfloat16*>(value_cache), positions,
-                              static_cast<__nv_bfloat16*>(output), static_cast<int>(heads), static_cast<int>(groups),
-                              static_cast<int>(head_dim), cache_length, scale);
+  detail::launch_programmatic(
+      decode_attention_kernel, dim3(static_cast<unsigned>(rows * heads)), dim3(kAttentionThreads), shared,
+      as_stream(stream), static_cast<const __nv_bfloat16*>(query), static_cast<const __nv_bfloat16*>(key_cache),
+      static_cast<const __nv_bfloat16*>(value_cache), positions, static_cast<__nv_bfloat16*>(output),
+      static_cast<int>(heads), static_cast<int>(groups), static_cast<int>(head_dim), cache_length, scale);
 }
 
 int64_t max_decode_attention_length() { return kMaxAttentionLength; }
@@ -228,7 +227,7 @@ void launch_silu_and_mul(const void* input, void* output, int64_t rows, int64_t 
   const int64_t total = rows * width;
   const auto blocks = static_cast<unsigned>(total / kThreads + 1 < 1024 ? total / kThreads + 1 : 1024);
   silu_and_mul_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(static_cast<const __nv_bfloat16*>(input),
-                                                                   static_cast<__nv_bfloat16*>(output), rows, width);
+                                                                  static_cast<__nv_bfloat16*>(output), rows, width);
 }
 
 }  // namespace graphed::kernels

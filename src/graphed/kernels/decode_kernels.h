@@ -3,7 +3,8 @@
 // in one launch what LibTorch does in several: RMSNorm, RoPE with the key/value cache write, SwiGLU, attention
 // of one query token over a short cache (the projections are kernels/row_linear.h; longer caches take
 // kernels/paged_attention.h's split kernels). Tensors are
-// contiguous, row-major, bf16 unless noted; `stream` is a cudaStream_t. The ATen-facing wrappers are kernels/decode_ops.h.
+// contiguous, row-major, bf16 unless noted; `stream` is a cudaStream_t. The ATen-facing wrappers are
+// kernels/decode_ops.h.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,8 @@
 namespace graphed::kernels {
 
 /// output[r, :] = input[r, :] * rsqrt(mean(input[r, :]^2) + epsilon) * weight, in fp32, rounded once.
-void launch_rms_norm(const void* input, const void* weight, void* output, int64_t rows, int64_t columns,
-                     float epsilon, void* stream);
+void launch_rms_norm(const void* input, const void* weight, void* output, int64_t rows, int64_t columns, float epsilon,
+                     void* stream);
 
 /// From qkv [rows, (heads + 2 groups) head_dim] (the QKV projection of one token per row): the queries,
 /// rotated at positions[r] (int64) by cos/sin [positions, head_dim / 2] (bf16; null for no rotary

@@ -16,8 +16,8 @@ namespace {
 
 bool decode_kernels_supported(const at::Tensor&) { return false; }
 at::Tensor rms_norm(const at::Tensor&, const at::Tensor&, double) { unreachable("rms_norm"); }
-at::Tensor rope_into_cache(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                           const at::Tensor&, int64_t, int64_t, int64_t) {
+at::Tensor rope_into_cache(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t) {
   unreachable("rope_into_cache");
 }
 at::Tensor rope_into_paged_cache(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,

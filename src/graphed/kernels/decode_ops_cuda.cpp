@@ -13,8 +13,8 @@ namespace {
 void* current_stream() { return static_cast<void*>(c10::cuda::getCurrentCUDAStream().stream()); }
 
 void require(const at::Tensor& tensor, const char* name) {
-  GRAPHED_INTERNAL_ASSERT(tensor.is_cuda() && tensor.scalar_type() == at::kBFloat16 && tensor.is_contiguous(),
-                          name, " must be a contiguous CUDA bf16 tensor");
+  GRAPHED_INTERNAL_ASSERT(tensor.is_cuda() && tensor.scalar_type() == at::kBFloat16 && tensor.is_contiguous(), name,
+                          " must be a contiguous CUDA bf16 tensor");
 }
 
 void require_rope_inputs(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cos,
@@ -106,12 +106,13 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache
   shape.contiguous_length = key_cache.size(2);
   GRAPHED_INTERNAL_ASSERT(decode_attention_fits(shape.heads, shape.groups, shape.head_dim) &&
                               positions.scalar_type() == at::kLong && positions.is_contiguous(),
-                          "decode_attention: heads ", shape.heads, ", groups ", shape.groups, ", head dim ", shape.head_dim);
+                          "decode_attention: heads ", shape.heads, ", groups ", shape.groups, ", head dim ",
+                          shape.head_dim);
   at::Tensor output = at::empty_like(query);
   if (shape.contiguous_length <= max_decode_attention_length()) {  // one block a head, one launch
-    launch_decode_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), positions.data_ptr<int64_t>(),
-                            output.data_ptr(), shape.tokens, shape.heads, shape.groups, shape.head_dim,
-                            shape.contiguous_length, static_cast<float>(scale), current_stream());
+    launch_decode_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(),
+                            positions.data_ptr<int64_t>(), output.data_ptr(), shape.tokens, shape.heads, shape.groups,
+                            shape.head_dim, shape.contiguous_length, static_cast<float>(scale), current_stream());
     return output;
   }
   at::Tensor workspace = at::empty({paged_attention_workspace(shape)}, query.options().dtype(at::kFloat));

@@ -143,9 +143,9 @@ void launch_rope(const void* input, HeadStrides input_strides, void* output, Hea
   const float direction = inverse ? -1.0f : 1.0f;
   const auto* x = static_cast<const __nv_bfloat16*>(input);
   auto* y = static_cast<__nv_bfloat16*>(output);
-  const bool even_strides = input_strides.batch % 2 == 0 && input_strides.sequence % 2 == 0 && input_strides.head % 2 == 0 &&
-                            output_strides.batch % 2 == 0 && output_strides.sequence % 2 == 0 &&
-                            output_strides.head % 2 == 0;
+  const bool even_strides = input_strides.batch % 2 == 0 && input_strides.sequence % 2 == 0 &&
+                            input_strides.head % 2 == 0 && output_strides.batch % 2 == 0 &&
+                            output_strides.sequence % 2 == 0 && output_strides.head % 2 == 0;
   if (even_strides && even_and_aligned(half, input, output, nullptr)) {
     rope_kernel<true><<<blocks_for(rows * half / 2), kThreads, 0, cuda_stream>>>(
         x, input_strides, y, output_strides, cos, sin, sequence, heads, half, rows * half / 2, direction);
@@ -159,7 +159,9 @@ void launch_residual_add(const float* hidden, const void* update, float* output,
   if (n == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   const auto* u = static_cast<const __nv_bfloat16*>(update);
-  const auto aligned = [](const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  const auto aligned = [](const void* p, std::uintptr_t bytes) {
+    return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+  };
   if (n % 4 == 0 && aligned(hidden, 16) && aligned(output, 16) && aligned(update, 8)) {
     residual_add_kernel<true><<<blocks_for(n / 4), kThreads, 0, cuda_stream>>>(hidden, u, output, n);
   } else {

@@ -88,9 +88,11 @@ void launch_cross_entropy(void* logits, const int64_t* labels, float* losses, in
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   auto* x = static_cast<__nv_bfloat16*>(logits);
   if (vocab % 8 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0) {
-    cross_entropy_kernel<true><<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, labels, losses, vocab, grad_scale);
+    cross_entropy_kernel<true>
+        <<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, labels, losses, vocab, grad_scale);
   } else {
-    cross_entropy_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, labels, losses, vocab, grad_scale);
+    cross_entropy_kernel<false>
+        <<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, labels, losses, vocab, grad_scale);
   }
 }
 

@@ -16,16 +16,18 @@ namespace {
 
 using detail::warp_sum;
 
-constexpr int kForwardWarps = 8;         // rows per forward block, a warp each
-constexpr int kBackwardWarps = 4;        // rows in flight per backward block
-constexpr int64_t kPartialRows = 1056;   // backward blocks: eight per multiprocessor of an H100 / H200
-constexpr int kSumSlices = 32;           // row slices of the column-sum kernel (a warp each)
+constexpr int kForwardWarps = 8;        // rows per forward block, a warp each
+constexpr int kBackwardWarps = 4;       // rows in flight per backward block
+constexpr int64_t kPartialRows = 1056;  // backward blocks: eight per multiprocessor of an H100 / H200
+constexpr int kSumSlices = 32;          // row slices of the column-sum kernel (a warp each)
 constexpr int kMaxSharedBytes = 100 * 1024;
 
 __device__ __forceinline__ float load(const float* data, int64_t i) { return data[i]; }
 __device__ __forceinline__ float load(const __nv_bfloat16* data, int64_t i) { return __bfloat162float(data[i]); }
 __device__ __forceinline__ void store(float* data, int64_t i, float value) { data[i] = value; }
-__device__ __forceinline__ void store(__nv_bfloat16* data, int64_t i, float value) { data[i] = __float2bfloat16_rn(value); }
+__device__ __forceinline__ void store(__nv_bfloat16* data, int64_t i, float value) {
+  data[i] = __float2bfloat16_rn(value);
+}
 
 /// A warp per row: the mean (LayerNorm), the variance, then the output, each a pass over the row (the
 /// later passes hit the cache; keeping the row in registers measured slower, its occupancy lower).
@@ -150,8 +152,8 @@ void launch_backward(const __nv_bfloat16* dy, const T* x, const float* weight, c
     cudaFuncSetAttribute(norm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes);
   }
   const auto blocks = static_cast<unsigned>(norm_partial_rows(rows));
-  norm_backward_kernel<T><<<blocks, kBackwardWarps * 32, shared, stream>>>(dy, x, weight, mean, rstd, dx, weight_partials,
-                                                                          bias_partials, rows, static_cast<int>(columns));
+  norm_backward_kernel<T><<<blocks, kBackwardWarps * 32, shared, stream>>>(
+      dy, x, weight, mean, rstd, dx, weight_partials, bias_partials, rows, static_cast<int>(columns));
 }
 
 }  // namespace
@@ -173,11 +175,11 @@ void launch_norm_forward(const void* input, Element input_type, const float* wei
   auto* y = static_cast<__nv_bfloat16*>(output);
   const auto width = static_cast<int>(columns);
   if (input_type == Element::kFloat32) {
-    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const float*>(input), weight, bias, y,
-                                                                       mean, rstd, rows, width, epsilon);
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const float*>(input), weight, bias,
+                                                                        y, mean, rstd, rows, width, epsilon);
   } else {
-    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const __nv_bfloat16*>(input), weight,
-                                                                       bias, y, mean, rstd, rows, width, epsilon);
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(
+        static_cast<const __nv_bfloat16*>(input), weight, bias, y, mean, rstd, rows, width, epsilon);
   }
 }
 
@@ -192,7 +194,8 @@ void launch_norm_backward(const void* grad_output, const void* input, Element in
                     weight_partials, bias_partials, rows, columns, cuda_stream);
   } else {
     launch_backward(dy, static_cast<const __nv_bfloat16*>(input), weight, mean, rstd,
-                    static_cast<__nv_bfloat16*>(grad_input), weight_partials, bias_partials, rows, columns, cuda_stream);
+                    static_cast<__nv_bfloat16*>(grad_input), weight_partials, bias_partials, rows, columns,
+                    cuda_stream);
   }
 }
 

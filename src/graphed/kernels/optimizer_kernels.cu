@@ -27,8 +27,8 @@ __device__ __forceinline__ float update(float& parameter, float gradient, float&
 }
 
 __global__ void adamw_kernel(float* parameters, const float* gradients, float* exp_avg, float* exp_avg_sq,
-                             __nv_bfloat16* copy, int64_t n, int64_t vectors, const float* learning_rate, const float* step,
-                             const float* grad_scale, AdamWHyper hyper) {
+                             __nv_bfloat16* copy, int64_t n, int64_t vectors, const float* learning_rate,
+                             const float* step, const float* grad_scale, AdamWHyper hyper) {
   Scalars s;
   s.lr = *learning_rate;
   s.decay = 1.0f - s.lr * hyper.weight_decay;
@@ -65,13 +65,15 @@ __global__ void adamw_kernel(float* parameters, const float* gradients, float* e
   }
 }
 
-bool aligned(const void* pointer, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0; }
+bool aligned(const void* pointer, std::uintptr_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
 
 }  // namespace
 
 void launch_adamw(float* parameters, const float* gradients, float* exp_avg, float* exp_avg_sq, void* bf16_copy,
-                  int64_t n, const float* learning_rate, const float* step, const float* grad_scale,
-                  AdamWHyper hyper, void* stream) {
+                  int64_t n, const float* learning_rate, const float* step, const float* grad_scale, AdamWHyper hyper,
+                  void* stream) {
   if (n == 0) return;
   // The vector loop needs 16-byte fp32 buffers and an 8-byte copy; fresh allocations are 256-byte aligned.
   const bool vectorized = aligned(parameters, 16) && aligned(gradients, 16) && aligned(exp_avg, 16) &&

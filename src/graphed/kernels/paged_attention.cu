@@ -27,7 +27,9 @@ constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
 
 /// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
-__host__ __device__ __forceinline__ int warps_per_head(int ratio) { return ratio * 2 <= kMaxWarps ? kMaxWarps / ratio : 1; }
+__host__ __device__ __forceinline__ int warps_per_head(int ratio) {
+  return ratio * 2 <= kMaxWarps ? kMaxWarps / ratio : 1;
+}
 
 using detail::load_eight;
 __device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
@@ -41,7 +43,8 @@ struct Layout {
 };
 
 /// Workspace of (token, head, split): [head_dim] output, then max, then sum.
-__device__ __forceinline__ float* partial_of(float* workspace, const Layout& layout, int64_t token, int head, int split) {
+__device__ __forceinline__ float* partial_of(float* workspace, const Layout& layout, int64_t token, int head,
+                                             int split) {
   return workspace + ((token * layout.heads + head) * layout.splits + split) * (layout.head_dim + 2);
 }
 
@@ -130,8 +133,8 @@ __device__ void sum_values(const Scalar* value_cache, const int64_t* offsets, in
 /// chunk of the split's positions; the parts' (max, sum, output) are folded in part order.
 template <typename Scalar>
 __device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets,
-                                         const float* q, int length, float scale, int ratio, int per_head,
-                                         float* pool, float* out_of_head0, int64_t out_stride, int head_dim) {
+                                         const float* q, int length, float scale, int ratio, int per_head, float* pool,
+                                         float* out_of_head0, int64_t out_stride, int head_dim) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int head = warp / per_head;
@@ -183,12 +186,13 @@ __device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* 
 /// then warps per head (split_heads_across_warps) when the group has at most kMaxWarps / 2 heads, else a
 /// warp per head (heads warp, warp + warps, ...) with no block barrier.
 template <typename Scalar>
-__global__ void __launch_bounds__(kMaxWarps * 32) paged_attention_split_kernel(
-    const Scalar* query, const Scalar* key_cache, const Scalar* value_cache, const int64_t* block_tables,
-    const int64_t* token_request, const int64_t* positions, float* workspace, Layout layout, float scale) {
-  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];        // 16 KiB
-  __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];       // 8 KiB: weights, then the warps' parts
-  __shared__ int64_t offsets[kSplit];                          // 2 KiB
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
+                                 const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
+                                 float* workspace, Layout layout, float scale) {
+  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];   // 16 KiB
+  __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];  // 8 KiB: weights, then the warps' parts
+  __shared__ int64_t offsets[kSplit];                    // 2 KiB
   static_assert(kMaxWarps * kSplit <= kMaxWarps * (kMaxHeadDim + 2), "the pool holds a split of weights per warp");
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();

@@ -16,10 +16,10 @@ struct PagedAttentionShape {
   int64_t tokens = 0;
   int64_t heads = 0;
   int64_t groups = 0;
-  int64_t head_dim = 0;       ///< a multiple of 8, at most 256
+  int64_t head_dim = 0;  ///< a multiple of 8, at most 256
   int64_t block_size = 0;
-  int64_t table_width = 0;    ///< blocks per request in the table
-  int64_t max_context = 0;    ///< no token's position reaches this; sets the number of splits
+  int64_t table_width = 0;  ///< blocks per request in the table
+  int64_t max_context = 0;  ///< no token's position reaches this; sets the number of splits
   /// > 0: a contiguous cache instead of a paged one, [tokens, groups, contiguous_length, head_dim], token t
   /// reading row t (block tables, token_request, block_size and table_width unused).
   int64_t contiguous_length = 0;

@@ -16,8 +16,8 @@ bool kernel_takes(const at::Tensor& query, const at::Tensor& key_cache, const at
   const auto aligned = [](const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
   return query.is_cuda() && (type == at::kBFloat16 || type == at::kFloat) && key_cache.scalar_type() == type &&
          value_cache.scalar_type() == type && key_cache.is_contiguous() && value_cache.is_contiguous() &&
-         head_dim % 8 == 0 && head_dim <= 256 && ratio <= 16 && aligned(key_cache) &&
-         aligned(value_cache) && context.block_tables.is_contiguous() && context.token_request.is_contiguous() &&
+         head_dim % 8 == 0 && head_dim <= 256 && ratio <= 16 && aligned(key_cache) && aligned(value_cache) &&
+         context.block_tables.is_contiguous() && context.token_request.is_contiguous() &&
          context.positions.is_contiguous();
 }
 

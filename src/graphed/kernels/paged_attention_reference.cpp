@@ -22,15 +22,17 @@ at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache,
   const at::Tensor offsets = at::arange(block_size, tables.options());
   const at::Tensor rows = (tables.unsqueeze(-1) * block_size + offsets).reshape({tokens, length});
   const auto gather = [&](const at::Tensor& cache) {  // [tokens, groups, length, head_dim]
-    return cache.reshape({-1, groups, head_dim}).index_select(0, rows.reshape({-1}))
-        .view({tokens, length, groups, head_dim}).transpose(1, 2);
+    return cache.reshape({-1, groups, head_dim})
+        .index_select(0, rows.reshape({-1}))
+        .view({tokens, length, groups, head_dim})
+        .transpose(1, 2);
   };
   const at::Tensor keys = gather(key_cache);
   const at::Tensor values = gather(value_cache);
   const at::Tensor q = query.reshape({tokens, groups, heads / groups, head_dim});
   at::Tensor scores = at::matmul(q, keys.transpose(-2, -1)) * scale;  // [tokens, groups, ratio, length]
-  const at::Tensor past = at::arange(length, context.positions.options()).view({1, length}) >
-                          context.positions.view({tokens, 1});
+  const at::Tensor past =
+      at::arange(length, context.positions.options()).view({1, length}) > context.positions.view({tokens, 1});
   scores = scores.masked_fill(past.view({tokens, 1, 1, length}), -std::numeric_limits<double>::infinity());
   const at::Tensor probabilities =
       at::softmax(scores, -1, at::promote_types(scores.scalar_type(), at::kFloat)).to(query.scalar_type());

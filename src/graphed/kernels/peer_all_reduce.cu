@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "graphed/kernels/peer_all_reduce.h"
 #include "graphed/kernels/detail/programmatic_launch.cuh"
+#include "graphed/kernels/peer_all_reduce.h"
 
 namespace graphed::kernels {
 namespace {
@@ -77,8 +77,8 @@ struct Vector<float> {
 /// counter (the same on every rank, as every rank makes the same calls) names the call; its parity picks the
 /// receive slot. A peer's flag may already show the next call (it raises it before it waits), hence ">=".
 template <typename Element, int kRanks>
-__global__ void __launch_bounds__(kThreads) peer_all_reduce_kernel(PeerAreas areas, const uint4* input, uint4* output,
-                                                                   int64_t vectors) {
+__global__ void __launch_bounds__(kThreads)
+    peer_all_reduce_kernel(PeerAreas areas, const uint4* input, uint4* output, int64_t vectors) {
   __shared__ uint32_t call;
   const int block = blockIdx.x;
   const int rank = areas.rank;
@@ -124,8 +124,7 @@ __global__ void __launch_bounds__(kThreads) peer_all_reduce_kernel(PeerAreas are
 }
 
 template <typename Element>
-cudaError_t launch_for(const PeerAreas& areas, const void* input, void* output, int64_t vectors,
-                       cudaStream_t stream) {
+cudaError_t launch_for(const PeerAreas& areas, const void* input, void* output, int64_t vectors, cudaStream_t stream) {
   int64_t blocks = (vectors + kThreads - 1) / kThreads;
   if (blocks > kPeerMaxBlocks) blocks = kPeerMaxBlocks;
   if (blocks < 1) blocks = 1;
@@ -133,9 +132,18 @@ cudaError_t launch_for(const PeerAreas& areas, const void* input, void* output, 
   auto* out = static_cast<uint4*>(output);
   const dim3 grid(static_cast<unsigned>(blocks));
   switch (areas.ranks) {
-    case 2: detail::launch_programmatic(peer_all_reduce_kernel<Element, 2>, grid, kThreads, 0, stream, areas, in, out, vectors); break;
-    case 4: detail::launch_programmatic(peer_all_reduce_kernel<Element, 4>, grid, kThreads, 0, stream, areas, in, out, vectors); break;
-    case 8: detail::launch_programmatic(peer_all_reduce_kernel<Element, 8>, grid, kThreads, 0, stream, areas, in, out, vectors); break;
+    case 2:
+      detail::launch_programmatic(peer_all_reduce_kernel<Element, 2>, grid, kThreads, 0, stream, areas, in, out,
+                                  vectors);
+      break;
+    case 4:
+      detail::launch_programmatic(peer_all_reduce_kernel<Element, 4>, grid, kThreads, 0, stream, areas, in, out,
+                                  vectors);
+      break;
+    case 8:
+      detail::launch_programmatic(peer_all_reduce_kernel<Element, 8>, grid, kThreads, 0, stream, areas, in, out,
+                                  vectors);
+      break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
@@ -152,7 +160,8 @@ int launch_peer_all_reduce(const PeerAreas& areas, const void* input, void* outp
   const int64_t bytes = elements * (element == PeerElement::kBFloat16 ? 2 : 4);
   if (bytes % 16 != 0 || bytes > areas.capacity) return cudaErrorInvalidValue;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (element == PeerElement::kBFloat16) return launch_for<__nv_bfloat16>(areas, input, output, bytes / 16, cuda_stream);
+  if (element == PeerElement::kBFloat16)
+    return launch_for<__nv_bfloat16>(areas, input, output, bytes / 16, cuda_stream);
   return launch_for<float>(areas, input, output, bytes / 16, cuda_stream);
 }
 

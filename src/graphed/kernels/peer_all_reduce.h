@@ -10,7 +10,7 @@
 namespace graphed::kernels {
 
 constexpr int kPeerMaxRanks = 8;
-constexpr int kPeerMaxBlocks = 32;    ///< blocks of one launch (each waits only for its peers' same block)
+constexpr int kPeerMaxBlocks = 32;       ///< blocks of one launch (each waits only for its peers' same block)
 constexpr size_t kPeerHandleBytes = 64;  ///< a cudaIpcMemHandle_t
 
 /// Each rank's area (one allocation, shared with its peers): flags [kPeerMaxBlocks][kPeerMaxRanks] (uint32,

@@ -19,12 +19,12 @@ class DevicePeerAllReduce final : public PeerAllReduce {
     areas_.rank = static_cast<int>(rank);
     areas_.ranks = static_cast<int>(ranks);
     areas_.capacity = capacity_bytes;
-    const int status = allocate_peer_area(peer_area_bytes(areas_.ranks, capacity_bytes), &areas_.areas[rank],
-                                          handle_.data());
+    const int status =
+        allocate_peer_area(peer_area_bytes(areas_.ranks, capacity_bytes), &areas_.areas[rank], handle_.data());
     if (status != 0) {
-      throw DistributedError(::graphed::detail::concat("could not allocate ", peer_area_bytes(areas_.ranks, capacity_bytes),
-                                            " bytes for the peer all-reduce on ", device_.str(), ": ",
-                                            peer_error_text(status), "; fix: leave more GPU memory free"));
+      throw DistributedError(::graphed::detail::concat(
+          "could not allocate ", peer_area_bytes(areas_.ranks, capacity_bytes), " bytes for the peer all-reduce on ",
+          device_.str(), ": ", peer_error_text(status), "; fix: leave more GPU memory free"));
     }
   }
 
@@ -45,7 +45,8 @@ class DevicePeerAllReduce final : public PeerAllReduce {
     for (int r = 0; r < areas_.ranks; ++r) {
       if (r == areas_.rank) continue;
       const int status = open_peer_area(handles[r].data(), &areas_.areas[r]);
-      if (status != 0) return ::graphed::detail::concat("rank ", r, "'s memory cannot be mapped: ", peer_error_text(status));
+      if (status != 0)
+        return ::graphed::detail::concat("rank ", r, "'s memory cannot be mapped: ", peer_error_text(status));
     }
     return {};
   }

@@ -26,9 +26,9 @@ using detail::warp_sum;
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kGroup = 8;                      // 16-byte weight vectors a lane holds per step
-constexpr int kVectorsPerStep = 32 * kGroup;   // a warp's step covers 2,048 columns
-constexpr int64_t kMaxStagedBytes = 48 * 1024; // rows x in bf16 values in shared memory: the default limit
+constexpr int kGroup = 8;                       // 16-byte weight vectors a lane holds per step
+constexpr int kVectorsPerStep = 32 * kGroup;    // a warp's step covers 2,048 columns
+constexpr int64_t kMaxStagedBytes = 48 * 1024;  // rows x in bf16 values in shared memory: the default limit
 
 struct Parameters {
   const __nv_bfloat16* input;
@@ -180,7 +180,8 @@ __global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
   const int warp_count = gridDim.x * kWarps;
   const int vectors = p.in_features / 8;
   const int steps = (vectors + kVectorsPerStep - 1) / kVectorsPerStep;
-  const int features = p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
+  const int features =
+      p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
   const int items = features * steps;  // (feature, step) pairs of this warp, feature-major
 
   uint4 current[kGroup];

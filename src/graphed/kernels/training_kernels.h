@@ -80,7 +80,7 @@ struct AdamWHyper {
   float one_minus_beta1, one_minus_beta2;  ///< computed in double on the host: 1 - 0.999f is not 0.001f
 };
 void launch_adamw(float* parameters, const float* gradients, float* exp_avg, float* exp_avg_sq, void* bf16_copy,
-                  int64_t n, const float* learning_rate, const float* step, const float* grad_scale,
-                  AdamWHyper hyper, void* stream);
+                  int64_t n, const float* learning_rate, const float* step, const float* grad_scale, AdamWHyper hyper,
+                  void* stream);
 
 }  // namespace graphed::kernels

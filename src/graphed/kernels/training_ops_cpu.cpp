@@ -16,7 +16,9 @@ at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::T
   return reference::linear(input, weight, bias);
 }
 
-at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) { return reference::rope(x, cos, sin); }
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return reference::rope(x, cos, sin);
+}
 
 at::Tensor swiglu(const at::Tensor& x) { return reference::swiglu(x); }
 

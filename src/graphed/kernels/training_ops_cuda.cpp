@@ -55,7 +55,8 @@ std::pair<at::Tensor, at::Tensor> column_sums(const at::Tensor& partials, const 
 /// Whether a parameter's gradient can be accumulated in place: fp32, contiguous, its own shape.
 bool accumulable(const at::Tensor& parameter) {
   const at::Tensor& grad = parameter.grad();
-  return grad.defined() && grad.scalar_type() == at::kFloat && grad.is_contiguous() && grad.sizes() == parameter.sizes();
+  return grad.defined() && grad.scalar_type() == at::kFloat && grad.is_contiguous() &&
+         grad.sizes() == parameter.sizes();
 }
 
 struct NormFunction : torch::autograd::Function<NormFunction> {
@@ -69,9 +70,10 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
     const at::Tensor rstd = at::empty({rows}, statistics);
     const bool layer_norm = present(bias);
     const at::Tensor mean = layer_norm ? at::empty({rows}, statistics) : rstd;  // RMSNorm has no mean
-    launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(), layer_norm ? bias.data_ptr<float>() : nullptr,
-                        output.data_ptr(), layer_norm ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), rows,
-                        columns, static_cast<float>(epsilon), current_stream());
+    launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(),
+                        layer_norm ? bias.data_ptr<float>() : nullptr, output.data_ptr(),
+                        layer_norm ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), rows, columns,
+                        static_cast<float>(epsilon), current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     context->save_for_backward({x, weight, mean, rstd, bias});
     context->saved_data["layer_norm"] = layer_norm;
@@ -93,14 +95,14 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
     const at::Tensor weight_partials = at::empty({partial_rows, columns}, options);
     const at::Tensor bias_partials = layer_norm ? at::empty({partial_rows, columns}, options) : at::Tensor();
     launch_norm_backward(dy.data_ptr(), x.data_ptr(), element_of(x), saved[1].data_ptr<float>(),
-                         layer_norm ? mean.data_ptr<float>() : nullptr, saved[3].data_ptr<float>(), grad_input.data_ptr(),
-                         weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials), rows, columns,
-                         current_stream());
+                         layer_norm ? mean.data_ptr<float>() : nullptr, saved[3].data_ptr<float>(),
+                         grad_input.data_ptr(), weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials),
+                         rows, columns, current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const at::Tensor& weight = saved[1];
     const at::Tensor& bias = saved[4];
-    const bool in_place = context->saved_data["accumulate"].toBool() && accumulable(weight) &&
-                          (!layer_norm || accumulable(bias));
+    const bool in_place =
+        context->saved_data["accumulate"].toBool() && accumulable(weight) && (!layer_norm || accumulable(bias));
     if (in_place) {  // straight into the parameters' gradients: no gradient tensor, no AccumulateGrad add
       column_sums(weight_partials, bias_partials, weight.grad(), layer_norm ? bias.grad() : at::Tensor());
       return {grad_input, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
@@ -114,8 +116,8 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& weight_copy, const at::Tensor& bias, const at::Tensor& bias_copy) {
     const at::Tensor rows = as_bf16(input).reshape({-1, input.size(-1)});
-    const at::Tensor output = present(bias_copy) ? at::addmm(bias_copy, rows, weight_copy.t())
-                                                 : at::mm(rows, weight_copy.t());
+    const at::Tensor output =
+        present(bias_copy) ? at::addmm(bias_copy, rows, weight_copy.t()) : at::mm(rows, weight_copy.t());
     context->save_for_backward({rows, weight_copy});
     std::vector<int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
@@ -153,12 +155,13 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   const at::Tensor output = at::empty({batch, seq, heads, head_dim}, input.options()).transpose(1, 2);
   launch_rope(input.data_ptr(), head_strides(input), output.data_ptr(), head_strides(output), cos.data_ptr<float>(),
               sin.data_ptr<float>(), batch, seq, heads, head_dim, inverse, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return output;
 }
 
 struct RopeFunction : torch::autograd::Function<RopeFunction> {
-  static at::Tensor forward(AutogradContext* context, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  static at::Tensor forward(AutogradContext* context, const at::Tensor& x, const at::Tensor& cos,
+                            const at::Tensor& sin) {
     context->save_for_backward({cos, sin});
     return rotate(x, cos, sin, /*inverse=*/false);
   }
@@ -226,7 +229,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       at::Tensor logits = at::mm(chunk, weight_copy.t());  // [count, vocab] bf16, then its gradient in place
       launch_cross_entropy(logits.data_ptr(), targets.data_ptr<int64_t>() + start, losses.data_ptr<float>() + start,
                            count, vocab, 1.0f / static_cast<float>(rows), current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
       if (!with_grad) continue;
       at::Tensor rows_gradient = grad_hidden.narrow(0, start, count);
       at::mm_out(rows_gradient, logits, weight_copy);
@@ -255,27 +258,27 @@ bool training_kernels_supported(const at::Tensor& like) { return like.defined() 
 
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
                 at::ScalarType output_type, bool accumulate_in_place) {
-  const bool fits = (is_cuda_of(input, at::kFloat) || is_cuda_of(input, at::kBFloat16)) &&
-                    is_cuda_of(weight, at::kFloat) && weight.is_contiguous() &&
-                    (!bias.defined() || (is_cuda_of(bias, at::kFloat) && bias.is_contiguous())) &&
-                    output_type == at::kBFloat16 && input.numel() > 0 &&
-                    norm_backward_fits(input.size(-1), bias.defined());
+  const bool fits =
+      (is_cuda_of(input, at::kFloat) || is_cuda_of(input, at::kBFloat16)) && is_cuda_of(weight, at::kFloat) &&
+      weight.is_contiguous() && (!bias.defined() || (is_cuda_of(bias, at::kFloat) && bias.is_contiguous())) &&
+      output_type == at::kBFloat16 && input.numel() > 0 && norm_backward_fits(input.size(-1), bias.defined());
   if (!fits) return reference::norm(input, weight, bias, epsilon, output_type);
   return NormFunction::apply(input, weight, or_empty(bias, weight), epsilon, accumulate_in_place);
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
                   const at::Tensor& bias, const at::Tensor& bias_copy) {
-  const bool fits = input.is_cuda() && is_cuda_of(weight_copy, at::kBFloat16) && bias.defined() == bias_copy.defined() &&
+  const bool fits = input.is_cuda() && is_cuda_of(weight_copy, at::kBFloat16) &&
+                    bias.defined() == bias_copy.defined() &&
                     (!bias_copy.defined() || bias_copy.scalar_type() == at::kBFloat16) && input.numel() > 0;
   if (!fits) return reference::linear(input, weight, bias);
   return LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy));
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const bool fits = is_cuda_of(x, at::kBFloat16) && x.dim() == 4 && x.size(3) % 2 == 0 &&
-                    is_cuda_of(cos, at::kFloat) && is_cuda_of(sin, at::kFloat) && cos.is_contiguous() &&
-                    sin.is_contiguous() && cos.size(0) >= x.size(2) && cos.size(1) == x.size(3) / 2;
+  const bool fits = is_cuda_of(x, at::kBFloat16) && x.dim() == 4 && x.size(3) % 2 == 0 && is_cuda_of(cos, at::kFloat) &&
+                    is_cuda_of(sin, at::kFloat) && cos.is_contiguous() && sin.is_contiguous() &&
+                    cos.size(0) >= x.size(2) && cos.size(1) == x.size(3) / 2;
   if (!fits) return reference::rope(x, cos, sin);
   return RopeFunction::apply(x, cos, sin);
 }
@@ -295,8 +298,8 @@ at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) {
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& weight_copy,
                                 const at::Tensor& labels, int64_t chunk_bytes) {
   const bool fits = hidden.is_cuda() && hidden.dim() == 2 && is_cuda_of(weight_copy, at::kBFloat16) &&
-                    is_cuda_of(weight, at::kFloat) && is_cuda_of(labels, at::kLong) && labels.numel() == hidden.size(0) &&
-                    hidden.size(0) > 0;
+                    is_cuda_of(weight, at::kFloat) && is_cuda_of(labels, at::kLong) &&
+                    labels.numel() == hidden.size(0) && hidden.size(0) > 0;
   if (!fits) return reference::linear_cross_entropy(hidden, weight, labels);
   const int64_t row_bytes = weight_copy.size(0) * static_cast<int64_t>(sizeof(at::BFloat16));
   const int64_t chunk_rows = std::max<int64_t>(1, chunk_bytes / row_bytes);
@@ -310,11 +313,12 @@ void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const
   const auto flat_float = [&](const at::Tensor& t) {
     return is_cuda_of(t, at::kFloat) && t.is_contiguous() && t.numel() == parameters.numel();
   };
-  const bool fits = flat_float(parameters) && flat_float(gradients) && flat_float(exp_avg) && flat_float(exp_avg_sq) &&
-                    (!working_copy.defined() || (is_cuda_of(working_copy, at::kBFloat16) && working_copy.is_contiguous() &&
-                                                 working_copy.numel() == parameters.numel())) &&
-                    is_cuda_of(learning_rate, at::kFloat) && is_cuda_of(step, at::kFloat) &&
-                    (!grad_scale || is_cuda_of(*grad_scale, at::kFloat));
+  const bool fits =
+      flat_float(parameters) && flat_float(gradients) && flat_float(exp_avg) && flat_float(exp_avg_sq) &&
+      (!working_copy.defined() || (is_cuda_of(working_copy, at::kBFloat16) && working_copy.is_contiguous() &&
+                                   working_copy.numel() == parameters.numel())) &&
+      is_cuda_of(learning_rate, at::kFloat) && is_cuda_of(step, at::kFloat) &&
+      (!grad_scale || is_cuda_of(*grad_scale, at::kFloat));
   if (!fits) {
     reference::adamw_step(parameters, gradients, exp_avg, exp_avg_sq, working_copy, learning_rate, step, grad_scale,
                           settings);
@@ -327,7 +331,7 @@ void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const
                exp_avg_sq.data_ptr<float>(), working_copy.defined() ? working_copy.data_ptr() : nullptr,
                parameters.numel(), learning_rate.data_ptr<float>(), step.data_ptr<float>(),
                grad_scale ? grad_scale->data_ptr<float>() : nullptr, hyper, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace graphed::kernels

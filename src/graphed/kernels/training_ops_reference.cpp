@@ -41,7 +41,8 @@ at::Tensor rotate_halves(const at::Tensor& x, const at::Tensor& cos, const at::T
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t seq = x.size(2);
-  return rotate_halves(x, as_type(cos.narrow(0, 0, seq), x.scalar_type()), as_type(sin.narrow(0, 0, seq), x.scalar_type()));
+  return rotate_halves(x, as_type(cos.narrow(0, 0, seq), x.scalar_type()),
+                       as_type(sin.narrow(0, 0, seq), x.scalar_type()));
 }
 
 at::Tensor swiglu(const at::Tensor& x) {
@@ -53,7 +54,8 @@ at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) { re
 
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& labels) {
   const at::Tensor logits = at::linear(hidden, weight);
-  return at::cross_entropy_loss(as_type(logits, compute_type(logits)).view({-1, logits.size(-1)}), labels.reshape({-1}));
+  return at::cross_entropy_loss(as_type(logits, compute_type(logits)).view({-1, logits.size(-1)}),
+                                labels.reshape({-1}));
 }
 
 void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,

@@ -29,16 +29,19 @@ at::Tensor rope_inverse_frequencies(const AttentionShape& shape, int64_t head_di
   const at::Tensor scaled =
       at::where(wavelength > low_frequency_wavelength, inverse_frequency / scaling.factor, inverse_frequency);
   // Those between are interpolated between the two.
-  const at::Tensor smooth = (original / wavelength - scaling.low_freq_factor) /
-                            (scaling.high_freq_factor - scaling.low_freq_factor);
+  const at::Tensor smooth =
+      (original / wavelength - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor);
   const at::Tensor smoothed = (1.0 - smooth) * scaled / scaling.factor + smooth * scaled;
-  const at::Tensor medium = (wavelength >= high_frequency_wavelength).logical_and(wavelength <= low_frequency_wavelength);
+  const at::Tensor medium =
+      (wavelength >= high_frequency_wavelength).logical_and(wavelength <= low_frequency_wavelength);
   return at::where(medium, smoothed, scaled);
 }
 
 AttentionImpl::AttentionImpl(const AttentionShape& shape)
-    : shape_(shape), head_dim_(shape.head_dim > 0 ? shape.head_dim : shape.hidden_size / shape.num_heads),
-      heads_(shape.num_heads), groups_(shape.num_query_groups) {
+    : shape_(shape),
+      head_dim_(shape.head_dim > 0 ? shape.head_dim : shape.hidden_size / shape.num_heads),
+      heads_(shape.num_heads),
+      groups_(shape.num_query_groups) {
   const int64_t qkv_out = (shape.num_heads + 2 * shape.num_query_groups) * head_dim_;
   const int64_t context = shape.num_heads * head_dim_;
   qkv_weight_ = register_parameter("qkv_weight", at::randn({qkv_out, shape.hidden_size}) * shape.init_std);
@@ -91,7 +94,8 @@ std::vector<std::pair<std::string, ParameterSplit>> AttentionImpl::tensor_splits
   return splits;
 }
 
-at::Tensor AttentionImpl::project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+at::Tensor AttentionImpl::project_linear(const at::Tensor& input, const at::Tensor& weight,
+                                         const at::Tensor& bias) const {
   // Inference: a single row (a batch-1 decode step) through the one-row kernel where the path has it.
   if (!at::GradMode::is_enabled()) return path_->inference_linear(input, weight, bias);
   return path_->linear(input, weight, bias);
@@ -155,7 +159,8 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input) {
     projection.value = projection.value.repeat_interleave(ratio, 1);
   }
   const double dropout = is_training() ? shape_.attention_dropout : 0.0;
-  if (dropout == 0.0) return output_projection(compat::causal_attention(projection.query, projection.key, projection.value, 0.0));
+  if (dropout == 0.0)
+    return output_projection(compat::causal_attention(projection.query, projection.key, projection.value, 0.0));
   // This rank's heads draw their own masks (Megatron's model-parallel RNG rule).
   return output_projection(tensor_.with_rank_random(
       [&] { return compat::causal_attention(projection.query, projection.key, projection.value, dropout); }));
@@ -179,8 +184,8 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& hidden, const NormImp
     // One decode token per row: norm + QKV, RoPE + the cache write, attention, projection + residual.
     const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({batch, -1});
     const at::Tensor rows = positions.view({batch});
-    const at::Tensor query = kernels::rope_into_cache(qkv, rows, rope_cos_, rope_sin_, cache.key, cache.value,
-                                                      heads_, groups, head_dim_);
+    const at::Tensor query =
+        kernels::rope_into_cache(qkv, rows, rope_cos_, rope_sin_, cache.key, cache.value, heads_, groups, head_dim_);
     const at::Tensor context = kernels::decode_attention(query, cache.key, cache.value, rows, scale);
     return output_projection(context.view({batch, 1, heads_, head_dim_}).transpose(1, 2), hidden);
   }
@@ -203,7 +208,8 @@ at::Tensor AttentionImpl::forward_cached(const at::Tensor& hidden, const NormImp
 
 namespace graphed::model {
 
-LayerCache AttentionImpl::allocate_paged_cache(int64_t blocks, int64_t block_size, const at::TensorOptions& options) const {
+LayerCache AttentionImpl::allocate_paged_cache(int64_t blocks, int64_t block_size,
+                                               const at::TensorOptions& options) const {
   LayerCache cache;
   cache.key = at::zeros({blocks, block_size, groups_, head_dim_}, options);
   cache.value = at::zeros_like(cache.key);
@@ -237,7 +243,7 @@ at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl
                                         const LayerCache& cache) const {
   const int64_t tokens = hidden.size(1);
   const int64_t groups = groups_;
-  at::Tensor query;  // [tokens, heads, d]
+  at::Tensor query;                   // [tokens, heads, d]
   if (decode_kernels_take(hidden)) {  // norm + QKV, then RoPE + the cache write
     const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({tokens, -1});
     query = kernels::rope_into_paged_cache(qkv, batch.context.positions, batch.slots, rope_cos_, rope_sin_, cache.key,
@@ -259,7 +265,8 @@ at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl
       kernels::PagedContext decode_context = batch.context;
       decode_context.token_request = batch.context.token_request.narrow(0, 0, decode);
       decode_context.positions = batch.context.positions.narrow(0, 0, decode);
-      parts.push_back(path_->paged_attention(query.narrow(0, 0, decode), cache.key, cache.value, decode_context, scale));
+      parts.push_back(
+          path_->paged_attention(query.narrow(0, 0, decode), cache.key, cache.value, decode_context, scale));
     }
     for (const PrefillSegment& segment : batch.segments) {
       const at::Tensor segment_query = query.narrow(0, segment.first_token, segment.length).transpose(0, 1);

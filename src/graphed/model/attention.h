@@ -12,21 +12,20 @@
 
 #include "graphed/model/kernel_path.h"
 #include "graphed/model/layer_cache.h"
-#include "graphed/model/paged_batch.h"
 #include "graphed/model/norm.h"
+#include "graphed/model/paged_batch.h"
 #include "graphed/model/tensor_parallel.h"
 
 namespace graphed::model {
-
 
 /// Llama 3.1's RoPE frequency scaling (HF rope_type "llama3", Megatron --use-rope-scaling): wavelengths
 /// above original_max_positions / low_freq_factor are stretched by factor, those below
 /// original_max_positions / high_freq_factor kept, the ones between interpolated smoothly.
 struct RopeScaling {
-  double factor = 8.0;                     ///< > 0
-  double low_freq_factor = 1.0;            ///< > 0
-  double high_freq_factor = 4.0;           ///< > low_freq_factor
-  int64_t original_max_positions = 8192;   ///< the pretraining context, >= 1
+  double factor = 8.0;                    ///< > 0
+  double low_freq_factor = 1.0;           ///< > 0
+  double high_freq_factor = 4.0;          ///< > low_freq_factor
+  int64_t original_max_positions = 8192;  ///< the pretraining context, >= 1
 };
 
 struct AttentionShape {
@@ -37,13 +36,13 @@ struct AttentionShape {
   int64_t max_sequence = 0;      ///< rotary table length: the positions project() accepts
   bool rope = false;
   double rotary_base = 10000;
-  bool rope_scaling = false;     ///< scale the rotary frequencies as rope_scaling_options says
+  bool rope_scaling = false;  ///< scale the rotary frequencies as rope_scaling_options says
   RopeScaling rope_scaling_options;
-  bool bias = true;              ///< biases on the QKV and output projections
-  bool qkv_bias = false;         ///< a bias on the QKV projection even when `bias` is off (Qwen2)
-  bool qk_norm = false;          ///< norm q and k over each head, before RoPE (Qwen3): modules q_norm, k_norm
-  bool rms_norm = false;         ///< the q/k norm is RMSNorm, else LayerNorm
-  double norm_epsilon = 1e-5;    ///< of the q/k norm
+  bool bias = true;            ///< biases on the QKV and output projections
+  bool qkv_bias = false;       ///< a bias on the QKV projection even when `bias` is off (Qwen2)
+  bool qk_norm = false;        ///< norm q and k over each head, before RoPE (Qwen3): modules q_norm, k_norm
+  bool rms_norm = false;       ///< the q/k norm is RMSNorm, else LayerNorm
+  double norm_epsilon = 1e-5;  ///< of the q/k norm
   double attention_dropout = 0.0;
   double init_std = 0.02;
   double output_init_std = 0.02;
@@ -110,7 +109,7 @@ class AttentionImpl : public torch::nn::Module {
   int64_t heads_, groups_;  // this rank's query heads and key/value groups (the shape's with one rank)
   TensorParallel tensor_;
   at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;  // qkv [(heads + 2 groups) d, h], proj [h, heads d]
-  Norm q_norm_{nullptr}, k_norm_{nullptr};  // over head_dim, shared by the heads (qk_norm only)
+  Norm q_norm_{nullptr}, k_norm_{nullptr};                      // over head_dim, shared by the heads (qk_norm only)
   std::shared_ptr<const KernelPath> path_ = aten_path();
   at::Tensor rope_cos_, rope_sin_;  // buffers [max_sequence, head_dim / 2]
 };

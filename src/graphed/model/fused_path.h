@@ -27,7 +27,8 @@ class FusedPath final : public KernelPath {
   at::Tensor copy_of(const at::Tensor& master) const;
 
   at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override;
-  at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override {
+  at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
+                              const at::Tensor& bias) const override {
     return linear(input, weight, bias);
   }
   at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,

@@ -27,7 +27,8 @@ std::vector<LayerParts> decoder_layer_parts(const config::ModelConfig& config, c
                               "a hybrid model without a resolved pattern of ", config.num_layers, " layers");
       parts.push_back(hybrid_parts(pattern[static_cast<std::size_t>(i)]));
     } else {
-      parts.push_back(transformer_parts(i < static_cast<int64_t>(moe_layers.size()) && moe_layers[static_cast<std::size_t>(i)]));
+      parts.push_back(
+          transformer_parts(i < static_cast<int64_t>(moe_layers.size()) && moe_layers[static_cast<std::size_t>(i)]));
     }
   }
   return parts;
@@ -41,14 +42,13 @@ const char* to_string(StageUnit unit) {
   return "unknown";
 }
 
-GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<bool>& moe_layers)
-    : config_(config) {
+GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<bool>& moe_layers) : config_(config) {
   const int64_t h = config.hidden_size;
   word_embeddings_ = register_parameter("word_embeddings", at::randn({config.vocab_size, h}) * config.init_method_std);
   if (config.position_embedding_type == config::PositionEmbedding::kLearnedAbsolute) {
     position_embeddings_ = register_parameter(
-        "position_embeddings", at::randn({config.max_position_embeddings.value_or(config.seq_length), h}) *
-                                   config.init_method_std);
+        "position_embeddings",
+        at::randn({config.max_position_embeddings.value_or(config.seq_length), h}) * config.init_method_std);
   }
   layer_list_ = register_module("layers", torch::nn::ModuleList());
   const std::vector<LayerParts> parts = decoder_layer_parts(config, moe_layers);
@@ -56,8 +56,8 @@ GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<
     layers_.emplace_back(config, i + 1, parts[static_cast<std::size_t>(i)]);
     layer_list_->push_back(layers_.back());
   }
-  final_norm_ = register_module(
-      "final_norm", Norm(h, config.normalization == config::Normalization::kRmsNorm, config.norm_epsilon));
+  final_norm_ = register_module("final_norm",
+                                Norm(h, config.normalization == config::Normalization::kRmsNorm, config.norm_epsilon));
   if (config.untie_embeddings_and_output_weights) {
     output_weight_ = register_parameter("output_weight", at::randn({config.vocab_size, h}) * config.init_method_std);
   }
@@ -100,7 +100,8 @@ at::Tensor GptModelImpl::decode_logits(const at::Tensor& hidden) {
 }
 
 at::Tensor GptModelImpl::lm_loss(const at::Tensor& hidden, const at::Tensor& labels) {
-  if (path_->fuses_output_loss() && tensor_.size() == 1) {  // the output layer and the loss in one, never holding fp32 logits
+  if (path_->fuses_output_loss() &&
+      tensor_.size() == 1) {  // the output layer and the loss in one, never holding fp32 logits
     const at::Tensor normed = final_norm_->forward(hidden);
     const at::Tensor& output = output_layer_weight();
     return path_->linear_cross_entropy(normed.reshape({-1, normed.size(-1)}), output, labels.reshape({-1}));
@@ -118,7 +119,8 @@ at::Tensor GptModelImpl::logits(const at::Tensor& tokens) {
 ChunkOutput GptModelImpl::forward_chunk(const LayerRange& range, const at::Tensor& input, const at::Tensor& labels,
                                         int64_t microbatch) {
   ChunkOutput out;
-  at::Tensor hidden = range.first_stage ? stage_runners_[slot(StageUnit::kEmbedding)]->run({input}, microbatch)[0] : input;
+  at::Tensor hidden =
+      range.first_stage ? stage_runners_[slot(StageUnit::kEmbedding)]->run({input}, microbatch)[0] : input;
   for (int64_t l = range.first_layer; l < range.end_layer; ++l) {
     auto [next, layer_aux] = layers_[static_cast<std::size_t>(l)]->forward(hidden, microbatch);
     hidden = next;
@@ -163,7 +165,9 @@ capture::GraphableUnit GptModelImpl::stage_unit(StageUnit which) {
   for (const auto& item : final_norm_->named_parameters()) add("final_norm." + item.key(), item.value());
   add(output_weight_.defined() ? "output_weight" : "word_embeddings", output_layer_weight());
   unit.input_names = {"hidden", "labels"};
-  unit.forward = [this](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{lm_loss(in.at(0), in.at(1))}; };
+  unit.forward = [this](const std::vector<at::Tensor>& in) {
+    return std::vector<at::Tensor>{lm_loss(in.at(0), in.at(1))};
+  };
   return unit;
 }
 
@@ -219,7 +223,8 @@ namespace {
 
 /// The next token from the last position's logits [vocab], on the CPU.
 int64_t pick_token(at::Tensor logits, const Sampling& sampling, at::Generator& generator) {
-  if (sampling.vocabulary > 0 && sampling.vocabulary < logits.size(0)) logits = logits.narrow(0, 0, sampling.vocabulary);
+  if (sampling.vocabulary > 0 && sampling.vocabulary < logits.size(0))
+    logits = logits.narrow(0, 0, sampling.vocabulary);
   logits = logits.to(at::kDouble);
   if (sampling.temperature <= 0.0 || !at::isfinite(logits).all().item<bool>()) return logits.argmax(-1).item<int64_t>();
   logits = (logits - logits.max()) / sampling.temperature;  // the likeliest token at 0: finite for any temperature
@@ -241,7 +246,8 @@ std::vector<int64_t> GptModelImpl::generate(const std::vector<int64_t>& prompt, 
   std::vector<int64_t> sequence = prompt;
   const auto device = word_embeddings_.device();
   for (int64_t step = 0; step < new_tokens; ++step) {
-    const auto window = static_cast<int64_t>(std::min<std::size_t>(sequence.size(), static_cast<std::size_t>(config_.seq_length)));
+    const auto window =
+        static_cast<int64_t>(std::min<std::size_t>(sequence.size(), static_cast<std::size_t>(config_.seq_length)));
     const std::vector<int64_t> context(sequence.end() - window, sequence.end());
     const at::Tensor input = at::tensor(context, at::kLong).view({1, window}).to(device);
     const at::Tensor last = logits(input).select(1, window - 1).squeeze(0).to(at::kCPU);

@@ -85,8 +85,7 @@ class GptModelImpl : public torch::nn::Module {
   /// Continuation: appends new_tokens ids to the prompt (a window of the last seq_length tokens is
   /// fed each step), drawn as `sampling` says. Runs in eval mode without grad and restores the
   /// training mode; draws from a generator of its own, so training's random state is untouched.
-  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, int64_t new_tokens,
-                                const Sampling& sampling = {});
+  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, int64_t new_tokens, const Sampling& sampling = {});
 
   /// Inference pieces (eval mode, no dropout): the embeddings of `tokens` [b, s] at `positions` [b, s],
   /// and the float32 next-token logits of hidden states [..., h] (final norm, output layer; the norm

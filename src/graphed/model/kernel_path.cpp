@@ -14,7 +14,8 @@ class AtenPath final : public KernelPath {
   at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override {
     return at::linear(input, weight, bias);
   }
-  at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override {
+  at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
+                              const at::Tensor& bias) const override {
     return decode_kernels_ ? kernels::decode_linear(input, weight, bias) : at::linear(input, weight, bias);
   }
   at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,

@@ -28,8 +28,9 @@ class KernelPath {
   /// Whether decoding may take graphed's decode kernels (each still asks whether the tensors fit).
   virtual bool decode_kernels() const = 0;
   /// Serving's attention over paged caches (kernels::paged_attention's contract).
-  virtual at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                                     const kernels::PagedContext& context, double scale) const {
+  virtual at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache,
+                                     const at::Tensor& value_cache, const kernels::PagedContext& context,
+                                     double scale) const {
     if (!decode_kernels()) return kernels::reference::paged_attention(query, key_cache, value_cache, context, scale);
     return kernels::paged_attention(query, key_cache, value_cache, context, scale);
   }

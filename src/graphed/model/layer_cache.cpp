@@ -11,7 +11,8 @@ at::Tensor first_rows(const at::Tensor& tensor, int64_t count) {
 }  // namespace
 
 LayerCache LayerCache::rows(int64_t count) const {
-  return {first_rows(key, count), first_rows(value, count), first_rows(conv_state, count), first_rows(ssm_state, count)};
+  return {first_rows(key, count), first_rows(value, count), first_rows(conv_state, count),
+          first_rows(ssm_state, count)};
 }
 
 void LayerCache::reset_recurrent_state() const {

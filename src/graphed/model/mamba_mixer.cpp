@@ -26,7 +26,8 @@ MambaMixerImpl::MambaMixerImpl(const MambaShape& shape) : whole_shape_(shape), s
   in_proj_weight_ =
       register_parameter("in_proj_weight", at::randn({shape.in_projection_size(), shape.hidden_size}) * shape.init_std);
   const double bound = 1.0 / std::sqrt(static_cast<double>(shape.conv_width));  // Conv1d's default
-  conv_weight_ = register_parameter("conv_weight", at::rand({shape.conv_channels(), shape.conv_width}) * 2 * bound - bound);
+  conv_weight_ =
+      register_parameter("conv_weight", at::rand({shape.conv_channels(), shape.conv_width}) * 2 * bound - bound);
   conv_bias_ = register_parameter("conv_bias", at::rand({shape.conv_channels()}) * 2 * bound - bound);
   const at::Tensor log_dt =
       at::rand({heads}, at::kDouble) * (std::log(shape.dt_max) - std::log(shape.dt_min)) + std::log(shape.dt_min);
@@ -59,8 +60,9 @@ std::vector<std::pair<std::string, ParameterSplit>> MambaMixerImpl::tensor_split
   ParameterSplit channels{TensorSplit::kSegments};  // [x | B | C]
   channels.segments = {inner, group_state, group_state};
   const ParameterSplit column{TensorSplit::kColumn};  // by heads; the norm's weight by the heads' channels
-  return {{"in_proj_weight", in_proj}, {"conv_weight", channels}, {"conv_bias", channels},
-          {"dt_bias", column},         {"A_log", column},         {"D", column},
+  return {{"in_proj_weight", in_proj}, {"conv_weight", channels},
+          {"conv_bias", channels},     {"dt_bias", column},
+          {"A_log", column},           {"D", column},
           {"norm_weight", column},     {"out_proj_weight", {TensorSplit::kRow}}};
 }
 
@@ -69,7 +71,7 @@ at::Tensor MambaMixerImpl::project(const at::Tensor& input, const at::Tensor& we
 }
 
 at::Tensor MambaMixerImpl::convolve(const at::Tensor& inputs) const {
-  const at::Tensor windows = inputs.unfold(1, shape_.conv_width, 1);  // [b, s, channels, width], a view
+  const at::Tensor windows = inputs.unfold(1, shape_.conv_width, 1);      // [b, s, channels, width], a view
   const at::Tensor weight = as_type(conv_weight_, inputs.scalar_type());  // [channels, width]
   return at::silu((windows * weight).sum(-1) + as_type(conv_bias_, inputs.scalar_type()));
 }
@@ -85,7 +87,7 @@ at::Tensor MambaMixerImpl::gated_norm(const at::Tensor& y, const at::Tensor& z) 
 }
 
 MambaMixerImpl::Pass MambaMixerImpl::run(const at::Tensor& input, const at::Tensor& history, const at::Tensor& state,
-                                          const at::Tensor& valid, bool recurrent) const {
+                                         const at::Tensor& valid, bool recurrent) const {
   const int64_t batch = input.size(0);
   const int64_t seq = input.size(1);
   const int64_t inner = shape_.inner_size();
@@ -134,7 +136,7 @@ at::Tensor MambaMixerImpl::forward_cached(const at::Tensor& input, const at::Ten
   const Pass pass = run(input, cache.conv_state, cache.ssm_state, valid, /*recurrent=*/false);
   // Each row's last `history` conv inputs end at its last valid position: rows [n, n + history) of
   // `convolved`, with n the row's valid count (n = 0 keeps the old history).
-  const at::Tensor counts = valid.sum(1, /*keepdim=*/true);  // [b, 1] int64
+  const at::Tensor counts = valid.sum(1, /*keepdim=*/true);                             // [b, 1] int64
   const at::Tensor rows = counts + at::arange(history, counts.options()).unsqueeze(0);  // [b, history]
   const at::Tensor index = rows.unsqueeze(-1).expand({-1, -1, pass.convolved.size(2)});
   cache.conv_state.copy_(pass.convolved.gather(1, index));
@@ -143,7 +145,8 @@ at::Tensor MambaMixerImpl::forward_cached(const at::Tensor& input, const at::Ten
 }
 
 LayerCache MambaMixerImpl::allocate_cache(int64_t batch, const at::TensorOptions& model_options) const {
-  const auto options = model_options.dtype(at::promote_types(at::typeMetaToScalarType(model_options.dtype()), at::kFloat));
+  const auto options =
+      model_options.dtype(at::promote_types(at::typeMetaToScalarType(model_options.dtype()), at::kFloat));
   LayerCache cache;
   cache.conv_state = at::zeros({batch, shape_.conv_width - 1, shape_.conv_channels()}, options);
   cache.ssm_state = at::zeros({batch, shape_.num_heads(), shape_.head_dim, shape_.state_size}, options);

@@ -77,9 +77,9 @@ class MambaMixerImpl : public torch::nn::Module {
  private:
   /// What one pass computes before the gated norm and the output projection.
   struct Pass {
-    at::Tensor output;      ///< [b, s, hidden]
-    at::Tensor convolved;   ///< [b, width - 1 + s, conv channels]: the history, then the conv inputs
-    at::Tensor final_state; ///< [b, heads, head dim, state]
+    at::Tensor output;       ///< [b, s, hidden]
+    at::Tensor convolved;    ///< [b, width - 1 + s, conv channels]: the history, then the conv inputs
+    at::Tensor final_state;  ///< [b, heads, head dim, state]
   };
   /// The mixer over `input` (the whole sequence, already in the tensor region) from a conv `history`
   /// [b, width - 1, channels] and an SSM `state` (zeros when undefined); dt is masked by `valid` when
@@ -97,12 +97,12 @@ class MambaMixerImpl : public torch::nn::Module {
   MambaShape whole_shape_;  ///< as built: what the tensor splits and checkpoints are in
   MambaShape shape_;        ///< this rank's: heads and groups / tensor size once split
   TensorParallel tensor_;
-  at::Tensor in_proj_weight_;   // [2 inner + 2 groups state + heads, hidden]
-  at::Tensor conv_weight_;      // [conv channels, conv width]
-  at::Tensor conv_bias_;        // [conv channels]
+  at::Tensor in_proj_weight_;       // [2 inner + 2 groups state + heads, hidden]
+  at::Tensor conv_weight_;          // [conv channels, conv width]
+  at::Tensor conv_bias_;            // [conv channels]
   at::Tensor dt_bias_, a_log_, d_;  // [heads]
-  at::Tensor norm_weight_;      // [inner]
-  at::Tensor out_proj_weight_;  // [hidden, inner]
+  at::Tensor norm_weight_;          // [inner]
+  at::Tensor out_proj_weight_;      // [hidden, inner]
   std::shared_ptr<const KernelPath> path_ = aten_path();
 };
 TORCH_MODULE(MambaMixer);

@@ -16,8 +16,8 @@ at::Tensor mlp_activation(const at::Tensor& fc1_output, bool swiglu, bool openai
 MlpImpl::MlpImpl(const MlpShape& shape) : shape_(shape) {
   const int64_t fc1_out = shape.swiglu ? 2 * shape.ffn_hidden_size : shape.ffn_hidden_size;
   fc1_weight_ = register_parameter("fc1_weight", at::randn({fc1_out, shape.hidden_size}) * shape.init_std);
-  fc2_weight_ = register_parameter("fc2_weight",
-                                   at::randn({shape.hidden_size, shape.ffn_hidden_size}) * shape.output_init_std);
+  fc2_weight_ =
+      register_parameter("fc2_weight", at::randn({shape.hidden_size, shape.ffn_hidden_size}) * shape.output_init_std);
   if (shape.bias) {
     fc1_bias_ = register_parameter("fc1_bias", at::zeros({fc1_out}));
     fc2_bias_ = register_parameter("fc2_bias", at::zeros({shape.hidden_size}));
@@ -32,7 +32,8 @@ void MlpImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
 
 std::vector<std::pair<std::string, ParameterSplit>> MlpImpl::tensor_splits() const {
   const ParameterSplit fc1{shape_.swiglu ? TensorSplit::kSwiglu : TensorSplit::kColumn};
-  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"fc1_weight", fc1}, {"fc2_weight", {TensorSplit::kRow}}};
+  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"fc1_weight", fc1},
+                                                                {"fc2_weight", {TensorSplit::kRow}}};
   if (fc1_bias_.defined()) {
     splits.emplace_back("fc1_bias", fc1);
     splits.emplace_back("fc2_bias", ParameterSplit{TensorSplit::kFirstRank});
@@ -42,7 +43,8 @@ std::vector<std::pair<std::string, ParameterSplit>> MlpImpl::tensor_splits() con
 
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
   const at::Tensor projected = path_->linear(tensor_.enter(input), fc1_weight_, fc1_bias_);
-  const at::Tensor hidden = shape_.swiglu ? path_->swiglu(projected) : mlp_activation(projected, false, shape_.openai_gelu);
+  const at::Tensor hidden =
+      shape_.swiglu ? path_->swiglu(projected) : mlp_activation(projected, false, shape_.openai_gelu);
   return tensor_.leave(path_->linear(hidden, fc2_weight_, tensor_.on_first_rank(fc2_bias_)));
 }
 

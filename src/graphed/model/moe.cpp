@@ -22,7 +22,12 @@ MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape) {
     b2_ = register_parameter("experts_b2", at::zeros({e, 1, h}));
   }
   if (shape.shared_expert_size) {
-    MlpShape mlp{h, *shape.shared_expert_size, shape.swiglu, shape.bias, shape.init_std, shape.output_init_std,
+    MlpShape mlp{h,
+                 *shape.shared_expert_size,
+                 shape.swiglu,
+                 shape.bias,
+                 shape.init_std,
+                 shape.output_init_std,
                  shape.openai_gelu};
     shared_ = register_module("shared_expert", Mlp(mlp));
   }
@@ -71,12 +76,12 @@ DispatchPlan MoeImpl::plan(const at::Tensor& routed_indices, const at::Tensor& r
   DispatchPlan plan;
   if (is_drop_and_pad()) {
     const int64_t c = capacity(indices.size(0));
-    const at::Tensor scores =
-        at::full({e, assignments}, -std::numeric_limits<double>::infinity(), weights.options())
-            .scatter(0, expert_of.reshape({1, -1}), weights.detach().reshape({1, -1}));
+    const at::Tensor scores = at::full({e, assignments}, -std::numeric_limits<double>::infinity(), weights.options())
+                                  .scatter(0, expert_of.reshape({1, -1}), weights.detach().reshape({1, -1}));
     const auto kept = scores.topk(c, 1);  // [E, C]: the C most probable assignments of each expert
     const at::Tensor valid = at::isfinite(std::get<0>(kept));
-    plan.gather_index = at::where(valid, std::get<1>(kept), at::full_like(std::get<1>(kept), assignments)).reshape({-1});
+    plan.gather_index =
+        at::where(valid, std::get<1>(kept), at::full_like(std::get<1>(kept), assignments)).reshape({-1});
   } else {
     plan.order = std::get<1>(at::sort(expert_of, /*stable=*/true, 0, /*descending=*/false));
     plan.counts = at::zeros({e}, expert_of.options()).index_add_(0, expert_of, at::ones_like(expert_of));
@@ -146,9 +151,8 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tenso
     const at::Tensor padded = at::cat({per_assignment, at::zeros({1, h}, per_assignment.options())});
     const at::Tensor expert_output = all_experts(padded.index_select(0, plan.gather_index).view({e, c, h}));
     const at::Tensor flat = expert_output.reshape({e * c, h});
-    output = at::zeros({assignments + 1, h}, flat.options())
-                 .index_put({plan.gather_index}, flat)
-                 .narrow(0, 0, assignments);
+    output =
+        at::zeros({assignments + 1, h}, flat.options()).index_put({plan.gather_index}, flat).narrow(0, 0, assignments);
   } else {
     GRAPHED_CHECK(!capture::is_graph_capturing(), CaptureError,
                   "the dropless MoE reads its per-expert token counts on the host, which a CUDA graph cannot "

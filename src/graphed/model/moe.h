@@ -23,9 +23,9 @@ struct MoeShape {
   int64_t num_experts = 0;
   int64_t top_k = 2;
   int64_t expert_ffn_hidden_size = 0;
-  std::optional<int64_t> shared_expert_size;   ///< unset = no shared expert
-  std::optional<double> capacity_factor;       ///< unset = dropless
-  bool pad_to_capacity = false;                ///< with capacity_factor: drop-and-pad
+  std::optional<int64_t> shared_expert_size;  ///< unset = no shared expert
+  std::optional<double> capacity_factor;      ///< unset = dropless
+  bool pad_to_capacity = false;               ///< with capacity_factor: drop-and-pad
   double aux_loss_coeff = 0.0;
   bool swiglu = false;
   bool bias = true;
@@ -87,8 +87,8 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor all_experts(const at::Tensor& input);                 // [E, C, h] batched
 
   MoeShape shape_;
-  at::Tensor router_weight_;                // [E, h]
-  at::Tensor w1_, b1_, w2_, b2_;            // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
+  at::Tensor router_weight_;      // [E, h]
+  at::Tensor w1_, b1_, w2_, b2_;  // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};
   TensorParallel tensor_;
 };

@@ -16,8 +16,7 @@ at::Tensor per_head(const at::Tensor& grouped, int64_t heads) {
 }
 
 void check_inputs(const ScanInputs& in) {
-  GRAPHED_INTERNAL_ASSERT(in.x.dim() == 4 && in.dt.dim() == 3 && in.a.dim() == 1 && in.b.dim() == 4 &&
-                              in.c.dim() == 4,
+  GRAPHED_INTERNAL_ASSERT(in.x.dim() == 4 && in.dt.dim() == 3 && in.a.dim() == 1 && in.b.dim() == 4 && in.c.dim() == 4,
                           "scan inputs of the wrong rank");
   GRAPHED_INTERNAL_ASSERT(in.x.size(2) % in.b.size(2) == 0, "heads ", in.x.size(2), " not a multiple of groups ",
                           in.b.size(2));
@@ -51,10 +50,10 @@ ScanOutput sequential_scan(const ScanInputs& in) {
                          : at::zeros({in.x.size(0), heads, in.x.size(3), in.b.size(3)}, in.x.options());
   std::vector<at::Tensor> outputs;
   for (int64_t t = 0; t < in.x.size(1); ++t) {
-    const at::Tensor dt = in.dt.select(1, t);                                      // [batch, h]
-    const at::Tensor decay = at::exp(dt * in.a).unsqueeze(-1).unsqueeze(-1);      // [batch, h, 1, 1]
+    const at::Tensor dt = in.dt.select(1, t);                                       // [batch, h]
+    const at::Tensor decay = at::exp(dt * in.a).unsqueeze(-1).unsqueeze(-1);        // [batch, h, 1, 1]
     const at::Tensor input = (in.x.select(1, t) * dt.unsqueeze(-1)).unsqueeze(-1);  // [batch, h, p, 1]
-    state = decay * state + input * b.select(1, t).unsqueeze(2);                   // [batch, h, p, n]
+    state = decay * state + input * b.select(1, t).unsqueeze(2);                    // [batch, h, p, n]
     outputs.push_back(at::einsum("bhpn,bhn->bhp", {state, c.select(1, t)}));
   }
   return {at::stack(outputs, 1), state};
@@ -66,8 +65,8 @@ ScanOutput chunked_scan(const ScanInputs& in, int64_t chunk_size) {
   const int64_t length = in.x.size(1);
   const int64_t heads = in.x.size(2);
   const int64_t padded = (length + chunk_size - 1) / chunk_size * chunk_size;
-  const at::Tensor x = in_chunks(pad_length(in.x, padded), chunk_size);                  // [b, c, q, h, p]
-  const at::Tensor dt = in_chunks(pad_length(in.dt, padded), chunk_size);                // [b, c, q, h]
+  const at::Tensor x = in_chunks(pad_length(in.x, padded), chunk_size);                   // [b, c, q, h, p]
+  const at::Tensor dt = in_chunks(pad_length(in.dt, padded), chunk_size);                 // [b, c, q, h]
   const at::Tensor b = in_chunks(pad_length(per_head(in.b, heads), padded), chunk_size);  // [b, c, q, h, n]
   const at::Tensor c = in_chunks(pad_length(per_head(in.c, heads), padded), chunk_size);
   // The log decay from the chunk's start, summed along the innermost dimension (a scan along an outer

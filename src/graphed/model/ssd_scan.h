@@ -12,11 +12,11 @@ namespace graphed::model {
 /// The scan's inputs. h heads of p channels each, g groups of B and C (h a multiple of g; head k reads
 /// group k / (h / g)), state size n.
 struct ScanInputs {
-  at::Tensor x;   ///< [batch, length, h, p]
-  at::Tensor dt;  ///< [batch, length, h], positive (after softplus and the bias)
-  at::Tensor a;   ///< [h], negative (-exp(A_log))
-  at::Tensor b;   ///< [batch, length, g, n]
-  at::Tensor c;   ///< [batch, length, g, n]
+  at::Tensor x;              ///< [batch, length, h, p]
+  at::Tensor dt;             ///< [batch, length, h], positive (after softplus and the bias)
+  at::Tensor a;              ///< [h], negative (-exp(A_log))
+  at::Tensor b;              ///< [batch, length, g, n]
+  at::Tensor c;              ///< [batch, length, g, n]
   at::Tensor initial_state;  ///< [batch, h, p, n], the state before position 0; undefined = zeros
 };
 

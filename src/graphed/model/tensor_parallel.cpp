@@ -19,8 +19,8 @@ TensorCollectives& kept(AutogradContext* context) {
 /// This rank's part of the last dimension (which must divide by the ranks).
 at::Tensor own_part(const at::Tensor& tensor, TensorCollectives& collectives) {
   const int64_t width = tensor.size(-1);
-  GRAPHED_INTERNAL_ASSERT(width % collectives.size() == 0, "a last dimension of ", width, " split ",
-                          collectives.size(), " ways");
+  GRAPHED_INTERNAL_ASSERT(width % collectives.size() == 0, "a last dimension of ", width, " split ", collectives.size(),
+                          " ways");
   const int64_t part = width / collectives.size();
   return tensor.narrow(-1, collectives.rank() * part, part).contiguous();
 }
@@ -92,11 +92,11 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
                             int64_t collectives) {
     TensorCollectives& group = *reinterpret_cast<TensorCollectives*>(collectives);
     const int64_t part = logits.size(1);
-    const at::Tensor local_maximum = std::get<0>(logits.max(1, /*keepdim=*/true));       // [tokens, 1]
+    const at::Tensor local_maximum = std::get<0>(logits.max(1, /*keepdim=*/true));  // [tokens, 1]
     const at::Tensor maximum = group.all_gather(local_maximum, 1).amax(1, /*keepdim=*/true);
     const at::Tensor shifted = logits - maximum;
     const at::Tensor exponentials = shifted.exp();
-    const at::Tensor denominator = group.all_reduce_sum(exponentials.sum(1));               // [tokens]
+    const at::Tensor denominator = group.all_reduce_sum(exponentials.sum(1));  // [tokens]
     const at::Tensor local = labels - group.rank() * part;
     const at::Tensor outside = (local < 0).logical_or(local >= part);
     const at::Tensor index = local.masked_fill(outside, 0);

@@ -68,7 +68,8 @@ class TensorParallel {
   /// regions; null where no such dropout runs.
   explicit TensorParallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false,
                           std::shared_ptr<capture::RandomStream> random = nullptr)
-      : collectives_(std::move(collectives)), sequence_parallel_(collectives_ != nullptr && sequence_parallel),
+      : collectives_(std::move(collectives)),
+        sequence_parallel_(collectives_ != nullptr && sequence_parallel),
         random_(std::move(random)) {}
 
   int64_t size() const { return collectives_ ? collectives_->size() : 1; }

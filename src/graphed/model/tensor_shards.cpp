@@ -51,7 +51,8 @@ at::Tensor qkv_shard(const at::Tensor& weight, int64_t heads, int64_t groups, in
   GRAPHED_INTERNAL_ASSERT(heads % shard.size == 0 && groups % shard.size == 0, heads, " heads and ", groups,
                           " groups over ", shard.size, " tensor-parallel ranks");
   std::vector<at::Tensor> parts;
-  for (const at::Tensor& section : qkv_sections(weight, heads, groups, head_dim)) parts.push_back(part_of(section, 0, shard));
+  for (const at::Tensor& section : qkv_sections(weight, heads, groups, head_dim))
+    parts.push_back(part_of(section, 0, shard));
   return at::cat(parts, 0);
 }
 

@@ -48,7 +48,8 @@ MoeShape moe_shape(const config::ModelConfig& config) {
   moe.hidden_size = config.hidden_size;
   moe.num_experts = config.num_experts.value_or(2);
   moe.top_k = config.moe_router_topk;
-  moe.expert_ffn_hidden_size = config.moe_ffn_hidden_size.value_or(config.ffn_hidden_size.value_or(4 * config.hidden_size));
+  moe.expert_ffn_hidden_size =
+      config.moe_ffn_hidden_size.value_or(config.ffn_hidden_size.value_or(4 * config.hidden_size));
   moe.shared_expert_size = config.moe_shared_expert_intermediate_size;
   moe.capacity_factor = config.moe_expert_capacity_factor;
   moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
@@ -76,7 +77,9 @@ const char* to_string(LayerUnit unit) {
   return "unknown";
 }
 
-LayerParts transformer_parts(bool is_moe) { return {Mixer::kAttention, is_moe ? FeedForward::kMoe : FeedForward::kDense}; }
+LayerParts transformer_parts(bool is_moe) {
+  return {Mixer::kAttention, is_moe ? FeedForward::kMoe : FeedForward::kDense};
+}
 
 LayerParts hybrid_parts(char symbol) {
   switch (symbol) {
@@ -117,8 +120,10 @@ TransformerLayerImpl::TransformerLayerImpl(const config::ModelConfig& config, in
   }
   if (parts.feed_forward == FeedForward::kMoe) moe_ = register_module("moe", Moe(moe_shape(config)));
   if (parts.feed_forward == FeedForward::kDense) {
-    MlpShape mlp{config.hidden_size, config.ffn_hidden_size.value_or(4 * config.hidden_size), config.swiglu,
-                 config.add_bias_linear, config.init_method_std, output_std(config), config.openai_gelu};
+    MlpShape mlp{config.hidden_size,     config.ffn_hidden_size.value_or(4 * config.hidden_size),
+                 config.swiglu,          config.add_bias_linear,
+                 config.init_method_std, output_std(config),
+                 config.openai_gelu};
     mlp_ = register_module("mlp", Mlp(mlp));
   }
   for (const LayerUnit unit :
@@ -196,7 +201,7 @@ std::vector<at::Tensor> TransformerLayerImpl::preprocess_unit(const at::Tensor& 
 }
 
 std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose_feed_forward(const at::Tensor& hidden,
-                                                                           int64_t microbatch) {
+                                                                             int64_t microbatch) {
   if (mlp_) return {runners_[slot(LayerUnit::kMlp)]->run({hidden}, microbatch)[0], at::Tensor()};  // no aux loss
   if (runners_[slot(LayerUnit::kMoe)]) {
     const auto outputs = runners_[slot(LayerUnit::kMoe)]->run({hidden}, microbatch);
@@ -218,7 +223,8 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose_feed_forward(con
 
 std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose(const at::Tensor& hidden, int64_t microbatch) {
   const LayerUnit mixer = mixer_unit();
-  const at::Tensor mixed = mixer == LayerUnit::kWholeLayer ? hidden : runners_[slot(mixer)]->run({hidden}, microbatch)[0];
+  const at::Tensor mixed =
+      mixer == LayerUnit::kWholeLayer ? hidden : runners_[slot(mixer)]->run({hidden}, microbatch)[0];
   if (parts_.feed_forward == FeedForward::kNone) return {mixed, at::Tensor()};
   return compose_feed_forward(mixed, microbatch);
 }
@@ -274,13 +280,13 @@ at::Tensor mamba_paged(const MambaMixer& mamba, const at::Tensor& normed, const 
   std::vector<at::Tensor> parts;
   if (decode > 0) {  // [decode, 1, h]: one recurrence step each
     const at::Tensor input = normed[0].narrow(0, 0, decode).unsqueeze(1);
-    parts.push_back(run_over(input, batch.state_slots.narrow(0, 0, decode), at::Tensor(), false)
-                        .view({1, decode, -1}));
+    parts.push_back(run_over(input, batch.state_slots.narrow(0, 0, decode), at::Tensor(), false).view({1, decode, -1}));
   }
   for (const PrefillSegment& segment : batch.segments) {
     const at::Tensor input = normed.narrow(1, segment.first_token, segment.length);
     const at::Tensor valid = at::ones({1, segment.length}, batch.slots.options().dtype(at::kBool));
-    parts.push_back(run_over(input, batch.state_slots.narrow(0, segment.request, 1), valid, segment.first_position == 0));
+    parts.push_back(
+        run_over(input, batch.state_slots.narrow(0, segment.request, 1), valid, segment.first_position == 0));
   }
   return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
 }
@@ -315,18 +321,32 @@ std::vector<std::pair<std::string, at::Tensor>> TransformerLayerImpl::unit_param
   std::vector<std::pair<std::string, at::Tensor>> parameters;
   const std::string layer = "layers." + std::to_string(layer_number_ - 1) + ".";
   const auto append = [&](const std::string& prefix, torch::nn::Module& module) {
-    for (const auto& item : module.named_parameters()) parameters.emplace_back(layer + prefix + item.key(), item.value());
+    for (const auto& item : module.named_parameters())
+      parameters.emplace_back(layer + prefix + item.key(), item.value());
   };
   switch (unit) {
     case LayerUnit::kWholeLayer: append("", *this); break;
-    case LayerUnit::kAttention: append("input_norm.", *input_norm_); append("attention.", *attention_); break;
-    case LayerUnit::kMamba: append("input_norm.", *input_norm_); append("mamba.", *mamba_); break;
-    case LayerUnit::kMlp: append("mlp_norm.", *mlp_norm_); append("mlp.", *mlp_); break;
-    case LayerUnit::kMoe: append("mlp_norm.", *mlp_norm_); append("moe.", *moe_); break;
+    case LayerUnit::kAttention:
+      append("input_norm.", *input_norm_);
+      append("attention.", *attention_);
+      break;
+    case LayerUnit::kMamba:
+      append("input_norm.", *input_norm_);
+      append("mamba.", *mamba_);
+      break;
+    case LayerUnit::kMlp:
+      append("mlp_norm.", *mlp_norm_);
+      append("mlp.", *mlp_);
+      break;
+    case LayerUnit::kMoe:
+      append("mlp_norm.", *mlp_norm_);
+      append("moe.", *moe_);
+      break;
     case LayerUnit::kMoeRouter:
       append("mlp_norm.", *mlp_norm_);
       parameters.emplace_back(layer + "moe.router_weight", moe_->named_parameters(false)["router_weight"]);
-      for (const auto& child : moe_->named_children()) append("moe." + child.key() + ".", *child.value());  // shared expert
+      for (const auto& child : moe_->named_children())
+        append("moe." + child.key() + ".", *child.value());  // shared expert
       break;
     case LayerUnit::kMoePreprocess: break;
   }

@@ -30,8 +30,8 @@ int64_t line_of(const std::string& text, std::size_t byte) {
 std::optional<double> optional_number(const json& row, const char* key, std::size_t index, const std::string& path) {
   if (!row.contains(key) || row.at(key).is_null()) return std::nullopt;
   if (!row.at(key).is_number()) {
-    throw DataError(row_where(index, path) + " has a non-numeric \"" + key + "\": " + detail::excerpt(row.at(key).dump()) +
-                    kBenchFix);
+    throw DataError(row_where(index, path) + " has a non-numeric \"" + key +
+                    "\": " + detail::excerpt(row.at(key).dump()) + kBenchFix);
   }
   return row.at(key).get<double>();
 }
@@ -102,13 +102,14 @@ BenchFile parse_bench_json(const std::string& text, const std::string& path, con
     // A row graphed bench could not time on its machine has nothing to plot; the page lists it.
     if (document[i].is_object() && document[i].contains("skipped")) {
       const json& row = document[i];
-      file.skipped.push_back({optional_string(row, "impl"), row["skipped"].is_string() ? row["skipped"].get<std::string>()
-                                                                                        : row["skipped"].dump()});
+      file.skipped.push_back({optional_string(row, "impl"),
+                              row["skipped"].is_string() ? row["skipped"].get<std::string>() : row["skipped"].dump()});
       continue;
     }
     file.rows.push_back(parse_row(document[i], i, path));
   }
-  if (file.rows.empty()) throw DataError("bench file '" + path + "' has no timed rows (every row was skipped)" + kBenchFix);
+  if (file.rows.empty())
+    throw DataError("bench file '" + path + "' has no timed rows (every row was skipped)" + kBenchFix);
   return file;
 }
 

@@ -14,8 +14,8 @@ namespace graphed::report {
 
 /// One implementation's timing and memory.
 struct BenchRow {
-  std::string impl;                            ///< "none", "full_iteration", ..., or "pytorch eager"
-  double ms_per_iter = 0;                      ///< median synchronized ms per iteration
+  std::string impl;                             ///< "none", "full_iteration", ..., or "pytorch eager"
+  double ms_per_iter = 0;                       ///< median synchronized ms per iteration
   std::optional<double> pipelined_ms_per_iter;  ///< back-to-back iterations, ms each
   std::optional<double> host_ms_per_iter;
   std::optional<double> tokens_per_s;

@@ -28,7 +28,7 @@ using nlohmann::json;
 
 /// The training charts, in page order.
 struct MetricChartSpec {
-  const char* metric;      ///< field of the metrics records
+  const char* metric;  ///< field of the metrics records
   const char* title;
   const char* value_name;  ///< tooltip name of the value
 };
@@ -113,7 +113,8 @@ std::string inputs_section(const ReportInputs& inputs) {
     std::string contents = "preset " + (file.preset().empty() ? std::string("(none)") : file.preset());
     if (!file.device().empty()) contents += ", " + file.device();
     out << "<tr><td>bench file</td><td>" << escape_xml(file.name) << "</td><td><code>" << escape_xml(file.path)
-        << "</code></td><td class=\"num\">" << file.rows.size() << "</td><td>" << escape_xml(contents) << "</td></tr>\n";
+        << "</code></td><td class=\"num\">" << file.rows.size() << "</td><td>" << escape_xml(contents)
+        << "</td></tr>\n";
   }
   out << "</table></div></section>\n";
   return out.str();
@@ -232,7 +233,8 @@ Chart bench_chart(const std::vector<const BenchFile*>& group, const std::vector<
   if (reference) options.legend.push_back({"PyTorch reference", kReferenceBarColor, 1.0});
   std::vector<BarRow> bars;
   for (const auto& entry : rows) {
-    BarRow bar{entry.label, entry.row->is_reference() ? kReferenceBarColor : kGraphedBarColor, {entry.row->ms_per_iter}};
+    BarRow bar{
+        entry.label, entry.row->is_reference() ? kReferenceBarColor : kGraphedBarColor, {entry.row->ms_per_iter}};
     if (pipelined) bar.values.push_back(entry.row->pipelined_ms_per_iter.value_or(std::nan("")));
     bars.push_back(std::move(bar));
   }
@@ -288,7 +290,10 @@ json run_data(const TrainingRun& run) {
     for (const auto& point : points) values.push_back({point.iteration, point.value});
     metrics[metric] = values;
   }
-  return {{"name", run.name}, {"path", run.path}, {"records", run.records}, {"first_line", run.first_line},
+  return {{"name", run.name},
+          {"path", run.path},
+          {"records", run.records},
+          {"first_line", run.first_line},
           {"metrics", metrics}};
 }
 
@@ -297,10 +302,16 @@ json bench_data(const BenchFile& file) {
   for (const auto& row : file.rows) {
     json entry = {{"impl", row.impl}, {"ms_per_iter", row.ms_per_iter}};
     const std::pair<const char*, const std::optional<double>*> optional[] = {
-        {"pipelined_ms_per_iter", &row.pipelined_ms_per_iter}, {"host_ms_per_iter", &row.host_ms_per_iter},
-        {"tokens_per_s", &row.tokens_per_s}, {"capture_s", &row.capture_s}, {"peak_mib", &row.peak_mib},
-        {"reserved_mib", &row.reserved_mib}, {"graph_pool_mib", &row.graph_pool_mib}, {"graph_mib", &row.graph_mib},
-        {"graphs", &row.graphs}, {"loss", &row.loss}};
+        {"pipelined_ms_per_iter", &row.pipelined_ms_per_iter},
+        {"host_ms_per_iter", &row.host_ms_per_iter},
+        {"tokens_per_s", &row.tokens_per_s},
+        {"capture_s", &row.capture_s},
+        {"peak_mib", &row.peak_mib},
+        {"reserved_mib", &row.reserved_mib},
+        {"graph_pool_mib", &row.graph_pool_mib},
+        {"graph_mib", &row.graph_mib},
+        {"graphs", &row.graphs},
+        {"loss", &row.loss}};
     for (const auto& [key, value] : optional) {
       if (value->has_value()) entry[key] = **value;
     }
@@ -346,11 +357,11 @@ HtmlReport render_html_report(const ReportInputs& inputs, const ReportOptions& o
 
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" << escape_xml(options.title)
-      << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<main>\n<h1>" << escape_xml(options.title)
-      << "</h1>\n<p class=\"summary\">" << counted(inputs.runs.size(), "training run") << ", "
-      << counted(inputs.bench_files.size(), "bench file") << ", " << counted(static_cast<std::size_t>(report.charts), "chart")
-      << ". Hover a point or bar for its value.</p>\n"
+      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>"
+      << escape_xml(options.title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<main>\n<h1>"
+      << escape_xml(options.title) << "</h1>\n<p class=\"summary\">" << counted(inputs.runs.size(), "training run")
+      << ", " << counted(inputs.bench_files.size(), "bench file") << ", "
+      << counted(static_cast<std::size_t>(report.charts), "chart") << ". Hover a point or bar for its value.</p>\n"
       << inputs_section(inputs) << training << bench;
   if (!options.generator.empty()) out << "<footer>" << escape_xml(options.generator) << "</footer>\n";
   out << "</main>\n<script type=\"application/json\" id=\"" << kReportDataId << "\">" << script_safe(data)
@@ -363,7 +374,8 @@ void check_output_path(const std::string& path) {
   const std::string fix = "pass -o with a file in a writable folder, e.g. -o report.html";
   if (path.empty()) throw DataError(output_error(path, "the path is empty", fix));
   if (is_directory(path)) {
-    throw DataError(output_error(path, "it is a folder", "pass a file name, e.g. -o " + join_path(path, "report.html")));
+    throw DataError(
+        output_error(path, "it is a folder", "pass a file name, e.g. -o " + join_path(path, "report.html")));
   }
   const std::string folder = folder_of(path);
   if (!is_directory(folder)) {

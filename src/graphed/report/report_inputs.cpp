@@ -23,7 +23,8 @@ void read_input_file(const std::string& path, ReportInputs& inputs) {
   const std::string text = detail::read_input_text(path);
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) {
-    throw DataError("input file '" + path + "' is empty; fix: pass a metrics file written by graphed train "
+    throw DataError("input file '" + path +
+                    "' is empty; fix: pass a metrics file written by graphed train "
                     "--metrics-file or the output of graphed bench --json (an empty bench file means the bench run "
                     "failed: see its log)");
   }

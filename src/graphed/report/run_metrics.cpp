@@ -36,16 +36,14 @@ json parse_record(const std::string& line, int64_t line_number, const std::strin
   for (const auto& [key, value] : record.items()) {
     const bool allowed = value.is_number() || (value.is_null() && key != "iteration");
     if (!allowed) {
-      throw DataError(where(line_number, path) + " has a non-numeric \"" + key + "\": " +
-                      detail::excerpt(value.dump()) + kMetricsFix);
+      throw DataError(where(line_number, path) + " has a non-numeric \"" + key +
+                      "\": " + detail::excerpt(value.dump()) + kMetricsFix);
     }
   }
   return record;
 }
 
-bool is_blank(const std::string& line) {
-  return line.find_first_not_of(" \t\r") == std::string::npos;
-}
+bool is_blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
 }  // namespace
 
@@ -86,7 +84,8 @@ std::vector<TrainingRun> parse_metrics_lines(const std::string& text, const std:
     }
   }
   if (runs.empty()) {
-    throw DataError("metrics file '" + path + "' has no records; fix: pass a file written by graphed train "
+    throw DataError("metrics file '" + path +
+                    "' has no records; fix: pass a file written by graphed train "
                     "--metrics-file FILE (it gets a record every --log-interval iterations)");
   }
   return runs;

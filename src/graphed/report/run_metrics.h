@@ -19,9 +19,9 @@ struct MetricPoint {
 
 /// The records of one training run.
 struct TrainingRun {
-  std::string name;      ///< legend label: the file or folder name (" #2" etc. for a later run in the same file)
-  std::string path;      ///< the metrics file it was read from
-  int64_t records = 0;   ///< JSON lines that belong to this run
+  std::string name;        ///< legend label: the file or folder name (" #2" etc. for a later run in the same file)
+  std::string path;        ///< the metrics file it was read from
+  int64_t records = 0;     ///< JSON lines that belong to this run
   int64_t first_line = 1;  ///< line of the file where this run starts (1-based)
   /// Every numeric field but "iteration" ("loss", "valid_loss", "lr", ...) -> its points in file order.
   /// A null value (the trainer writes NaN as null) is skipped.
@@ -36,8 +36,7 @@ struct TrainingRun {
 /// iteration is lower than the previous record's starts a new run, named "NAME #2", "NAME #3", ...
 /// Throws DataError for a text without records, a line that is not a JSON object, a record without a numeric
 /// "iteration", or a field that is neither a number nor null.
-std::vector<TrainingRun> parse_metrics_lines(const std::string& text, const std::string& path,
-                                             const std::string& name);
+std::vector<TrainingRun> parse_metrics_lines(const std::string& text, const std::string& path, const std::string& name);
 
 /// Reads the file and parses it as above. Throws DataError when it cannot be read.
 std::vector<TrainingRun> read_metrics_file(const std::string& path, const std::string& name);

@@ -50,8 +50,7 @@ std::string svg_open(int width, double height, const std::string& title) {
 }
 
 /// Rows of legend entries from left to right, wrapped at the width; returns the SVG and its height.
-std::string legend_svg(const std::vector<LegendEntry>& entries, double left, double top, double width,
-                       double& height) {
+std::string legend_svg(const std::vector<LegendEntry>& entries, double left, double top, double width, double& height) {
   std::ostringstream out;
   double x = left, y = top;
   int rows = entries.empty() ? 0 : 1;

@@ -39,7 +39,7 @@ std::string format_value(double value);
 /// One entry of a chart's legend.
 struct LegendEntry {
   std::string label;
-  std::string color;    ///< any SVG colour ("#1f77b4")
+  std::string color;  ///< any SVG colour ("#1f77b4")
   double opacity = 1.0;
 };
 
@@ -53,9 +53,9 @@ struct LineSeries {
 struct LineChartOptions {
   std::string title;
   std::string x_label = "iteration";
-  std::string value_name;   ///< tooltips: "run: iteration 20, <value_name> 4.5"
-  int width = 580;          ///< pixels of the whole SVG (its viewBox; the page scales it)
-  int plot_height = 210;    ///< pixels of the plot area
+  std::string value_name;  ///< tooltips: "run: iteration 20, <value_name> 4.5"
+  int width = 580;         ///< pixels of the whole SVG (its viewBox; the page scales it)
+  int plot_height = 210;   ///< pixels of the plot area
   /// Series with more points than this get a line but no markers (each marker carries a tooltip).
   int max_markers = 300;
 };
@@ -69,15 +69,15 @@ struct BarRow {
 };
 
 struct BarMeasure {
-  std::string name;       ///< legend and tooltip text ("ms/iter")
-  double opacity = 1.0;   ///< bars of this measure are drawn in the row colour at this opacity
+  std::string name;      ///< legend and tooltip text ("ms/iter")
+  double opacity = 1.0;  ///< bars of this measure are drawn in the row colour at this opacity
 };
 
 struct BarChartOptions {
   std::string title;
-  std::string x_label;              ///< "milliseconds per iteration"
+  std::string x_label;               ///< "milliseconds per iteration"
   std::vector<BarMeasure> measures;  ///< one bar per measure and row, in this order
-  std::vector<LegendEntry> legend;  ///< extra entries (e.g. the row colours' meaning)
+  std::vector<LegendEntry> legend;   ///< extra entries (e.g. the row colours' meaning)
   int width = 580;
 };
 

@@ -3,11 +3,11 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
-#include <cuda_profiler_api.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <cuda_profiler_api.h>
 #include <torch/cuda.h>
 
 #include <chrono>
@@ -99,13 +99,17 @@ DeviceTimer::DeviceTimer(const at::Device& device) : impl_(std::make_unique<Impl
 DeviceTimer::~DeviceTimer() = default;
 
 void DeviceTimer::start() {
-  if (impl_->cuda) impl_->begin.record(at::cuda::getCurrentCUDAStream());
-  else impl_->wall_begin = std::chrono::steady_clock::now();
+  if (impl_->cuda)
+    impl_->begin.record(at::cuda::getCurrentCUDAStream());
+  else
+    impl_->wall_begin = std::chrono::steady_clock::now();
 }
 
 void DeviceTimer::stop() {
-  if (impl_->cuda) impl_->end.record(at::cuda::getCurrentCUDAStream());
-  else impl_->wall_end = std::chrono::steady_clock::now();
+  if (impl_->cuda)
+    impl_->end.record(at::cuda::getCurrentCUDAStream());
+  else
+    impl_->wall_end = std::chrono::steady_clock::now();
 }
 
 double DeviceTimer::elapsed_ms() {

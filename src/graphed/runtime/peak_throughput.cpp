@@ -20,7 +20,7 @@ struct GpuPeak {
 // Published dense peaks and memory bandwidths (NVIDIA data sheets); the first entry whose name is in
 // the device's name wins.
 const GpuPeak kGpuPeaks[] = {
-    {"H200", 989.4, 66.9, 4.8},  {"H100 PCIe", 756.0, 51.2, 2.0}, {"H100", 989.4, 66.9, 3.35},
+    {"H200", 989.4, 66.9, 4.8},   {"H100 PCIe", 756.0, 51.2, 2.0}, {"H100", 989.4, 66.9, 3.35},
     {"A100", 312.0, 19.5, 2.039}, {"L40S", 362.1, 91.6, 0.864},    {"A10G", 70.0, 31.2, 0.6},
 };
 

@@ -52,12 +52,14 @@ std::optional<std::string> config_template(const json& config, const std::string
   if (found->is_string()) return found->get<std::string>();
   if (found->is_array()) {
     for (const auto& entry : *found) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") && entry["template"].is_string()) {
+      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          entry["template"].is_string()) {
         return entry["template"].get<std::string>();
       }
     }
   }
-  throw DataError(path + ": chat_template is neither a string nor a list holding a \"default\" template; fix: "
+  throw DataError(path +
+                  ": chat_template is neither a string nor a list holding a \"default\" template; fix: "
                   "give the template with --chat-template FILE");
 }
 
@@ -67,7 +69,8 @@ std::optional<ChatPrompt> ChatPrompt::from_folder(const std::string& folder) {
   const json config = read_tokenizer_config(folder);
   const std::string file = join_path(folder, "chat_template.jinja");
   if (const auto source = read_text(file)) {
-    return ChatPrompt(*source, "chat_template.jinja in " + folder, token_text(config, "bos_token"), token_text(config, "eos_token"));
+    return ChatPrompt(*source, "chat_template.jinja in " + folder, token_text(config, "bos_token"),
+                      token_text(config, "eos_token"));
   }
   const std::string config_path = join_path(folder, "tokenizer_config.json");
   const auto source = config_template(config, config_path);
@@ -112,8 +115,9 @@ std::string ChatPrompt::render(const nlohmann::ordered_json& messages, const nlo
       throw invalid_request("the model's chat template refused the messages: " + error.problem(), "messages");
     }
     throw invalid_request("the model's chat template could not render these messages (line " +
-                          std::to_string(error.line()) + " of the template: " + error.problem() +
-                          "); send the fields the model's template expects", "messages");
+                              std::to_string(error.line()) + " of the template: " + error.problem() +
+                              "); send the fields the model's template expects",
+                          "messages");
   }
 }
 

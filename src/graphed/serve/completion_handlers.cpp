@@ -24,7 +24,8 @@ std::string new_id(const std::string& prefix) {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   std::ostringstream id;
-  id << prefix << std::hex << std::setw(16) << std::setfill('0') << (salt ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ULL));
+  id << prefix << std::hex << std::setw(16) << std::setfill('0')
+     << (salt ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ULL));
   return id.str();
 }
 
@@ -40,8 +41,12 @@ std::string event(const json& body) { return "data: " + body.dump() + "\n\n"; }
 struct Exchange {
   Exchange(std::unique_ptr<Generation> generation, ResponseHeader header, bool chat, bool include_usage,
            ServerMetrics& metrics, std::shared_ptr<std::atomic<int>> open)
-      : generation(std::move(generation)), header(std::move(header)), chat(chat), include_usage(include_usage),
-        metrics(metrics), open(std::move(open)) {
+      : generation(std::move(generation)),
+        header(std::move(header)),
+        chat(chat),
+        include_usage(include_usage),
+        metrics(metrics),
+        open(std::move(open)) {
     ++*this->open;
   }
   ~Exchange() { --*open; }
@@ -54,9 +59,9 @@ struct Exchange {
   bool include_usage;
   ServerMetrics& metrics;
   std::shared_ptr<std::atomic<int>> open;  // the handlers' count of open requests
-  std::string text;            // a whole answer's text so far
-  bool role_sent = false;      // a chat stream's first chunk
-  bool settled = false;        // counted in the metrics
+  std::string text;                        // a whole answer's text so far
+  bool role_sent = false;                  // a chat stream's first chunk
+  bool settled = false;                    // counted in the metrics
 
   json body(const std::string& finish_reason) const {
     const Usage usage = generation->usage();
@@ -64,7 +69,8 @@ struct Exchange {
   }
   json chunk(const std::string& piece, const std::optional<std::string>& finish_reason) const {
     if (!chat) return completion_chunk(header, piece, finish_reason);
-    return chat_chunk(header, finish_reason && piece.empty() ? json::object() : json{{"content", piece}}, finish_reason);
+    return chat_chunk(header, finish_reason && piece.empty() ? json::object() : json{{"content", piece}},
+                      finish_reason);
   }
   void settle(Outcome outcome) {
     if (settled) return;
@@ -139,14 +145,17 @@ CompletionHandlers::CompletionHandlers(EngineLoop& loop, ServerMetrics& metrics,
 
 void CompletionHandlers::check_model(const std::string& model) const {
   if (model.empty() || model == model_.id) return;
-  throw ApiError(404, "not_found_error", "the model '" + model + "' is not served here; send \"model\": \"" + model_.id +
-                 "\" (GET /v1/models lists it)", "model");
+  throw ApiError(
+      404, "not_found_error",
+      "the model '" + model + "' is not served here; send \"model\": \"" + model_.id + "\" (GET /v1/models lists it)",
+      "model");
 }
 
 GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const GenerationFields& fields, bool chat) const {
   GenerationPlan plan;
   const auto length = static_cast<int64_t>(prompt.size());
-  if (length == 0) throw invalid_request("the prompt is empty; send at least one token of text", chat ? "messages" : "prompt");
+  if (length == 0)
+    throw invalid_request("the prompt is empty; send at least one token of text", chat ? "messages" : "prompt");
   // OpenAI's defaults: 16 tokens for a completion; a chat may use whatever the context leaves.
   plan.options.max_new_tokens = fields.max_tokens.value_or(chat ? std::max<int64_t>(1, model_.context - length) : 16);
   plan.options.sampling.temperature = fields.temperature;
@@ -167,8 +176,10 @@ void CompletionHandlers::run(bool chat, std::vector<int64_t> prompt, const Gener
                              httplib::Response& response) {
   const auto arrival = Clock::now();
   ResponseHeader header{new_id(chat ? "chatcmpl-" : "cmpl-"), model_.id, static_cast<int64_t>(std::time(nullptr))};
-  auto generation = std::make_unique<Generation>(loop_, *model_.tokenizer, plan(std::move(prompt), fields, chat), arrival);
-  auto exchange = std::make_shared<Exchange>(std::move(generation), header, chat, fields.include_usage, metrics_, open_);
+  auto generation =
+      std::make_unique<Generation>(loop_, *model_.tokenizer, plan(std::move(prompt), fields, chat), arrival);
+  auto exchange =
+      std::make_shared<Exchange>(std::move(generation), header, chat, fields.include_usage, metrics_, open_);
   const auto release = [exchange](bool) {
     if (!exchange->settled) exchange->hung_up();
   };
@@ -177,7 +188,8 @@ void CompletionHandlers::run(bool chat, std::vector<int64_t> prompt, const Gener
     response.set_header("Cache-Control", "no-cache");
     response.set_chunked_content_provider(
         "text/event-stream",
-        [exchange, heartbeat](size_t, httplib::DataSink& sink) { return pump_stream(*exchange, sink, heartbeat); }, release);
+        [exchange, heartbeat](size_t, httplib::DataSink& sink) { return pump_stream(*exchange, sink, heartbeat); },
+        release);
     return;
   }
   // A whole answer: wait up to two heartbeats here, so that most answers (and their errors) go out with
@@ -195,7 +207,8 @@ void CompletionHandlers::run(bool chat, std::vector<int64_t> prompt, const Gener
   }
   response.set_chunked_content_provider(
       "application/json",
-      [exchange, heartbeat](size_t, httplib::DataSink& sink) { return pump_whole(*exchange, sink, heartbeat); }, release);
+      [exchange, heartbeat](size_t, httplib::DataSink& sink) { return pump_whole(*exchange, sink, heartbeat); },
+      release);
 }
 
 void CompletionHandlers::completions(const httplib::Request& request, httplib::Response& response) {
@@ -210,11 +223,13 @@ void CompletionHandlers::chat(const httplib::Request& request, httplib::Response
   const ChatRequest parsed = parse_chat_request(parse_body(request.body));
   check_model(parsed.model);
   if (model_.chat == nullptr) {
-    throw invalid_request("the model '" + model_.id + "' has no chat template, so it cannot take chat messages; use "
-                          "POST /v1/completions with a prompt, or start the server with --chat-template FILE", "messages");
+    throw invalid_request("the model '" + model_.id +
+                              "' has no chat template, so it cannot take chat messages; use "
+                              "POST /v1/completions with a prompt, or start the server with --chat-template FILE",
+                          "messages");
   }
-  const std::string text = model_.chat->render(parsed.messages, parsed.tools, parsed.add_generation_prompt,
-                                               parsed.template_kwargs);
+  const std::string text =
+      model_.chat->render(parsed.messages, parsed.tools, parsed.add_generation_prompt, parsed.template_kwargs);
   // The template writes the special tokens (bos) itself, as transformers' apply_chat_template does.
   run(true, model_.tokenizer->encode(text, /*add_special_tokens=*/false), parsed.generation, response);
 }

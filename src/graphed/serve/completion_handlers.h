@@ -22,7 +22,8 @@ class CompletionHandlers {
  public:
   /// `heartbeat`: how often a waiting response writes something (an SSE comment, or a space before a JSON
   /// body), which is how a hung-up client is noticed.
-  CompletionHandlers(EngineLoop& loop, ServerMetrics& metrics, const ServedModel& model, std::chrono::milliseconds heartbeat);
+  CompletionHandlers(EngineLoop& loop, ServerMetrics& metrics, const ServedModel& model,
+                     std::chrono::milliseconds heartbeat);
 
   /// Both throw ApiError for a request they refuse before it runs.
   void completions(const httplib::Request& request, httplib::Response& response);

@@ -39,8 +39,11 @@ void RequestStream::push(StreamEvent event) {
 }
 
 EngineLoop::EngineLoop(infer::ServingEngine& engine, int64_t max_queued)
-    : engine_(engine), own_calls_(std::make_unique<LocalEngineCalls>(engine)), calls_(*own_calls_),
-      max_queued_(max_queued), thread_([this] { run(); }) {}
+    : engine_(engine),
+      own_calls_(std::make_unique<LocalEngineCalls>(engine)),
+      calls_(*own_calls_),
+      max_queued_(max_queued),
+      thread_([this] { run(); }) {}
 
 EngineLoop::EngineLoop(infer::ServingEngine& engine, EngineCalls& calls, int64_t max_queued)
     : engine_(engine), calls_(calls), max_queued_(max_queued), thread_([this] { run(); }) {}
@@ -140,7 +143,8 @@ void EngineLoop::fail_all(const std::string& what) {
     }
     active_.clear();
     for (auto& submission : queue_) {
-      submission.stream->push({std::nullopt, infer::FinishedRequest{0, infer::FinishReason::kRejected, kEngineFailure, {}}});
+      submission.stream->push(
+          {std::nullopt, infer::FinishedRequest{0, infer::FinishReason::kRejected, kEngineFailure, {}}});
     }
     queue_.clear();
   }

@@ -24,8 +24,8 @@ namespace graphed::serve {
 
 /// One thing that happened to a request: a token drawn, or its end.
 struct StreamEvent {
-  std::optional<int64_t> token;                     ///< set for a token
-  std::optional<infer::FinishedRequest> finished;   ///< set at the end (the last event)
+  std::optional<int64_t> token;                    ///< set for a token
+  std::optional<infer::FinishedRequest> finished;  ///< set at the end (the last event)
 };
 
 /// One request's events, written by the loop's thread, read by the thread that submitted it.
@@ -49,8 +49,8 @@ class RequestStream {
 
 /// What the loop has at a moment (for /metrics and /health).
 struct LoopSnapshot {
-  int64_t queued = 0;   ///< submitted and waiting: beyond what the engine runs at once
-  int64_t active = 0;   ///< running (at most the engine's max requests)
+  int64_t queued = 0;  ///< submitted and waiting: beyond what the engine runs at once
+  int64_t active = 0;  ///< running (at most the engine's max requests)
   int64_t blocks_in_use = 0;
   infer::EngineStats stats;
   bool accepting = true;

@@ -16,9 +16,11 @@ Generation::Generation(EngineLoop& loop, const tokenizer::Tokenizer& tokenizer, 
   stream_ = loop.submit(std::move(plan.prompt), std::move(plan.options));
   if (stream_) return;
   if (!loop.snapshot().accepting) {
-    throw ApiError(503, "server_error", "the server is shutting down and takes no new requests; send it to another server");
+    throw ApiError(503, "server_error",
+                   "the server is shutting down and takes no new requests; send it to another server");
   }
-  throw ApiError(429, "rate_limit_error", "the server's queue is full; retry after a second, or raise the server's "
+  throw ApiError(429, "rate_limit_error",
+                 "the server's queue is full; retry after a second, or raise the server's "
                  "--max-queued-requests");
 }
 
@@ -72,7 +74,8 @@ double Generation::first_token_seconds() const {
 
 double Generation::per_output_token_seconds() const {
   if (completion_tokens_ < 2) return 0.0;
-  return std::chrono::duration<double>(last_token_ - first_token_).count() / static_cast<double>(completion_tokens_ - 1);
+  return std::chrono::duration<double>(last_token_ - first_token_).count() /
+         static_cast<double>(completion_tokens_ - 1);
 }
 
 double Generation::duration_seconds() const {

@@ -40,7 +40,8 @@ httplib::Server::Handler guarded(ServerMetrics& metrics, Handler handler) {
       const std::string cause = without_library_tag(error.what());
       log_warn("internal error on " + request.method + " " + request.path + ": " + cause.substr(0, cause.find('\n')));
       metrics.count(Outcome::kFailed);
-      send_error(response, ApiError(500, "server_error", "an internal error ended the request; the server's log says more"));
+      send_error(response,
+                 ApiError(500, "server_error", "an internal error ended the request; the server's log says more"));
     }
   };
 }
@@ -50,19 +51,21 @@ const char* kRoutes = "POST /v1/completions, POST /v1/chat/completions, GET /v1/
 /// The body of an error httplib answered itself (no route, a body too large, unreadable HTTP).
 ApiError library_error(const httplib::Request& request, int status, std::size_t max_body_bytes) {
   if (status == 404) {
-    return ApiError(404, "not_found_error", "there is no " + request.method + " " + request.path + " here; the server answers " + kRoutes);
+    return ApiError(404, "not_found_error",
+                    "there is no " + request.method + " " + request.path + " here; the server answers " + kRoutes);
   }
   if (status == 413) {
-    return ApiError(413, "invalid_request_error", "the request body is larger than the server's limit of " +
-                    std::to_string(max_body_bytes) + " bytes; send a smaller one");
+    return ApiError(413, "invalid_request_error",
+                    "the request body is larger than the server's limit of " + std::to_string(max_body_bytes) +
+                        " bytes; send a smaller one");
   }
   if (status == 400) return invalid_request("the request could not be read as HTTP/1.1; send a well-formed request");
   return ApiError(status, "server_error", "the request failed with HTTP status " + std::to_string(status));
 }
 
 json model_card(const ServedModel& model) {
-  return {{"id", model.id}, {"object", "model"}, {"created", model.created}, {"owned_by", "graphed"},
-          {"root", model.id}, {"max_model_len", model.context}};
+  return {{"id", model.id},        {"object", "model"}, {"created", model.created},
+          {"owned_by", "graphed"}, {"root", model.id},  {"max_model_len", model.context}};
 }
 
 }  // namespace
@@ -95,13 +98,16 @@ void HttpServer::add_routes() {
     const bool api = request.path.rfind("/v1/", 0) == 0;
     if (api && !options_.api_key.empty() && request.get_header_value("Authorization") != "Bearer " + options_.api_key) {
       metrics_.count(Outcome::kInvalid);
-      send_error(response, ApiError(401, "authentication_error", "the API key is missing or wrong; send the header "
+      send_error(response, ApiError(401, "authentication_error",
+                                    "the API key is missing or wrong; send the header "
                                     "'Authorization: Bearer <key>' with the server's --api-key"));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (api && request.method == "POST" && draining_) {
       metrics_.count(Outcome::kRefused);
-      send_error(response, ApiError(503, "server_error", "the server is shutting down and takes no new requests; send it to another server"));
+      send_error(response,
+                 ApiError(503, "server_error",
+                          "the server is shutting down and takes no new requests; send it to another server"));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -113,36 +119,42 @@ void HttpServer::add_routes() {
     response.set_content(error.body().dump(), "application/json");
   });
   server_->Post("/v1/completions", guarded(metrics_, [handlers](const auto& request, auto& response) {
-    handlers->completions(request, response);
-  }));
+                  handlers->completions(request, response);
+                }));
   server_->Post("/v1/chat/completions", guarded(metrics_, [handlers](const auto& request, auto& response) {
-    handlers->chat(request, response);
-  }));
+                  handlers->chat(request, response);
+                }));
   server_->Get("/v1/models", guarded(metrics_, [this](const auto&, auto& response) {
-    response.set_content(json{{"object", "list"}, {"data", json::array({model_card(model_)})}}.dump(), "application/json");
-  }));
+                 response.set_content(json{{"object", "list"}, {"data", json::array({model_card(model_)})}}.dump(),
+                                      "application/json");
+               }));
   server_->Get(R"(/v1/models/(.+))", guarded(metrics_, [this](const httplib::Request& request, auto& response) {
-    if (request.matches[1] != model_.id) {
-      throw ApiError(404, "not_found_error", "the model '" + std::string(request.matches[1]) + "' is not served here; GET /v1/models lists '" + model_.id + "'");
-    }
-    response.set_content(model_card(model_).dump(), "application/json");
-  }));
-  server_->Get("/health", guarded(metrics_, [this](const auto&, auto& response) {
-    const LoopSnapshot snapshot = loop_.snapshot();
-    const bool up = snapshot.accepting && !draining_;
-    response.status = up ? 200 : 503;
-    response.set_content(json{{"status", up ? "ok" : (snapshot.failure.empty() ? "shutting down" : "engine stopped")}}.dump(),
-                         "application/json");
-  }));
+                 if (request.matches[1] != model_.id) {
+                   throw ApiError(404, "not_found_error",
+                                  "the model '" + std::string(request.matches[1]) +
+                                      "' is not served here; GET /v1/models lists '" + model_.id + "'");
+                 }
+                 response.set_content(model_card(model_).dump(), "application/json");
+               }));
+  server_->Get(
+      "/health", guarded(metrics_, [this](const auto&, auto& response) {
+        const LoopSnapshot snapshot = loop_.snapshot();
+        const bool up = snapshot.accepting && !draining_;
+        response.status = up ? 200 : 503;
+        response.set_content(
+            json{{"status", up ? "ok" : (snapshot.failure.empty() ? "shutting down" : "engine stopped")}}.dump(),
+            "application/json");
+      }));
   server_->Get("/metrics", guarded(metrics_, [this](const auto&, auto& response) {
-    response.set_content(metrics_.render(loop_.snapshot(), model_.blocks_total, model_.max_requests),
-                         "text/plain; version=0.0.4; charset=utf-8");
-  }));
+                 response.set_content(metrics_.render(loop_.snapshot(), model_.blocks_total, model_.max_requests),
+                                      "text/plain; version=0.0.4; charset=utf-8");
+               }));
   // The right path with the wrong method: 405, saying which method it takes.
   const auto wrong_method = [this](const std::string& allowed) {
     return guarded(metrics_, [allowed](const httplib::Request& request, auto& response) {
       response.set_header("Allow", allowed);
-      throw ApiError(405, "invalid_request_error", request.method + " is not allowed on " + request.path + "; use " + allowed);
+      throw ApiError(405, "invalid_request_error",
+                     request.method + " is not allowed on " + request.path + "; use " + allowed);
     });
   };
   for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {

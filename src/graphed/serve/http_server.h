@@ -24,10 +24,10 @@ class CompletionHandlers;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                       ///< 0: any free port (bound_port() says which)
-  std::string api_key;                   ///< empty: no key asked
+  int port = 8000;      ///< 0: any free port (bound_port() says which)
+  std::string api_key;  ///< empty: no key asked
   std::size_t max_body_bytes = 16u << 20;
-  int threads = 64;                      ///< HTTP threads: each open connection holds one
+  int threads = 64;  ///< HTTP threads: each open connection holds one
   std::chrono::milliseconds heartbeat{1000};
 };
 

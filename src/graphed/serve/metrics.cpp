@@ -65,8 +65,8 @@ ServerMetrics::ServerMetrics()
     : first_token_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
       per_output_token_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}),
       duration_({0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480}) {
-  for (const Outcome outcome : {Outcome::kCompleted, Outcome::kCancelled, Outcome::kInvalid, Outcome::kRefused,
-                                Outcome::kFailed}) {
+  for (const Outcome outcome :
+       {Outcome::kCompleted, Outcome::kCancelled, Outcome::kInvalid, Outcome::kRefused, Outcome::kFailed}) {
     outcomes_[outcome] = 0;
   }
 }
@@ -76,8 +76,8 @@ void ServerMetrics::count(Outcome outcome) {
   ++outcomes_[outcome];
 }
 
-void ServerMetrics::record(int64_t prompt_tokens, int64_t completion_tokens, double first_token, double per_output_token,
-                           double duration) {
+void ServerMetrics::record(int64_t prompt_tokens, int64_t completion_tokens, double first_token,
+                           double per_output_token, double duration) {
   std::lock_guard<std::mutex> lock(mutex_);
   prompt_tokens_ += prompt_tokens;
   completion_tokens_ += completion_tokens;
@@ -89,19 +89,26 @@ void ServerMetrics::record(int64_t prompt_tokens, int64_t completion_tokens, dou
 std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_total, int64_t max_requests) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
-  heading(out, "graphed_requests_total", "counter",
-          "Requests by outcome: completed, cancelled (the client hung up), invalid (400), refused (429), failed (500).");
+  heading(
+      out, "graphed_requests_total", "counter",
+      "Requests by outcome: completed, cancelled (the client hung up), invalid (400), refused (429), failed (500).");
   for (const auto& [outcome, count] : outcomes_) {
-    out += std::string("graphed_requests_total{outcome=\"") + outcome_name(outcome) + "\"} " + std::to_string(count) + "\n";
+    out += std::string("graphed_requests_total{outcome=\"") + outcome_name(outcome) + "\"} " + std::to_string(count) +
+           "\n";
   }
   single(out, "graphed_queued_requests", "gauge", "Requests accepted and waiting for the engine.",
          static_cast<double>(snapshot.queued));
   single(out, "graphed_running_requests", "gauge", "Requests in the engine.", static_cast<double>(snapshot.active));
-  single(out, "graphed_max_running_requests", "gauge", "The engine's --inference-max-requests.", static_cast<double>(max_requests));
-  single(out, "graphed_kv_blocks_in_use", "gauge", "KV cache blocks held by requests.", static_cast<double>(snapshot.blocks_in_use));
-  single(out, "graphed_kv_blocks_total", "gauge", "KV cache blocks requests can hold.", static_cast<double>(blocks_total));
-  single(out, "graphed_prompt_tokens_total", "counter", "Prompt tokens of requests that ran.", static_cast<double>(prompt_tokens_));
-  single(out, "graphed_generation_tokens_total", "counter", "Tokens drawn for clients.", static_cast<double>(completion_tokens_));
+  single(out, "graphed_max_running_requests", "gauge", "The engine's --inference-max-requests.",
+         static_cast<double>(max_requests));
+  single(out, "graphed_kv_blocks_in_use", "gauge", "KV cache blocks held by requests.",
+         static_cast<double>(snapshot.blocks_in_use));
+  single(out, "graphed_kv_blocks_total", "gauge", "KV cache blocks requests can hold.",
+         static_cast<double>(blocks_total));
+  single(out, "graphed_prompt_tokens_total", "counter", "Prompt tokens of requests that ran.",
+         static_cast<double>(prompt_tokens_));
+  single(out, "graphed_generation_tokens_total", "counter", "Tokens drawn for clients.",
+         static_cast<double>(completion_tokens_));
   heading(out, "graphed_engine_steps_total", "counter",
           "Engine steps: replayed from CUDA graphs, or run eagerly (no graph bucket fits, or scope none).");
   out += "graphed_engine_steps_total{mode=\"graph\"} " + std::to_string(snapshot.stats.graph_steps) + "\n";
@@ -113,7 +120,8 @@ std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_t
   single(out, "graphed_engine_up", "gauge", "1 while the engine takes requests.", snapshot.accepting ? 1.0 : 0.0);
   heading(out, "graphed_time_to_first_token_seconds", "histogram", "From the request's arrival to its first token.");
   first_token_.render("graphed_time_to_first_token_seconds", out);
-  heading(out, "graphed_time_per_output_token_seconds", "histogram", "Between a request's first and last token, per token.");
+  heading(out, "graphed_time_per_output_token_seconds", "histogram",
+          "Between a request's first and last token, per token.");
   per_output_token_.render("graphed_time_per_output_token_seconds", out);
   heading(out, "graphed_request_duration_seconds", "histogram", "From the request's arrival to its last token.");
   duration_.render("graphed_request_duration_seconds", out);

@@ -119,7 +119,9 @@ bool follow_engine(infer::ServingEngine& engine, CommandChannel& channel) {
   for (;;) {
     for (EngineCommand& command : channel.receive()) {
       switch (command.kind) {
-        case EngineCommand::Kind::kAdd: engine.add_request(std::move(command.prompt), std::move(command.options)); break;
+        case EngineCommand::Kind::kAdd:
+          engine.add_request(std::move(command.prompt), std::move(command.options));
+          break;
         case EngineCommand::Kind::kCancel: engine.cancel(command.id); break;
         case EngineCommand::Kind::kStep: engine.step(); break;
         case EngineCommand::Kind::kStop: return true;

@@ -59,7 +59,8 @@ std::optional<int64_t> integer_in(const json& body, const std::string& name, int
     throw invalid_request("'" + name + "' is " + value->dump() + "; send " + range, name);
   }
   const int64_t number = value->get<int64_t>();
-  if (number < low || number > high) throw invalid_request("'" + name + "' is " + std::to_string(number) + "; send " + range, name);
+  if (number < low || number > high)
+    throw invalid_request("'" + name + "' is " + std::to_string(number) + "; send " + range, name);
   return number;
 }
 
@@ -73,8 +74,10 @@ bool boolean_in(const json& body, const std::string& name, bool fallback) {
 /// Fields graphed does not have: refused unless they hold their no-op value.
 void refuse_unsupported(const json& body) {
   if (const auto n = integer_in(body, "n", 1, 128); n && *n != 1) {
-    throw invalid_request("'n' is " + std::to_string(*n) + "; graphed returns one choice per request: send n = 1 "
-                          "(or leave it out) and send several requests", "n");
+    throw invalid_request("'n' is " + std::to_string(*n) +
+                              "; graphed returns one choice per request: send n = 1 "
+                              "(or leave it out) and send several requests",
+                          "n");
   }
   if (const auto best = integer_in(body, "best_of", 1, 128); best && *best != 1) {
     throw invalid_request("'best_of' is not supported; leave it out", "best_of");
@@ -83,8 +86,10 @@ void refuse_unsupported(const json& body) {
   if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
     throw invalid_request("'logprobs' is not supported yet; leave it out", "logprobs");
   }
-  if (field_of(body, "top_logprobs") != nullptr) throw invalid_request("'top_logprobs' is not supported yet; leave it out", "top_logprobs");
-  if (boolean_in(body, "echo", false)) throw invalid_request("'echo' is not supported; leave it out and prepend the prompt yourself", "echo");
+  if (field_of(body, "top_logprobs") != nullptr)
+    throw invalid_request("'top_logprobs' is not supported yet; leave it out", "top_logprobs");
+  if (boolean_in(body, "echo", false))
+    throw invalid_request("'echo' is not supported; leave it out and prepend the prompt yourself", "echo");
   const json* suffix = field_of(body, "suffix");
   if (suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
     throw invalid_request("'suffix' (insertion) is not supported; leave it out", "suffix");
@@ -132,7 +137,8 @@ void read_stop(const json& body, GenerationFields& fields) {
   if (const json* ids = field_of(body, "stop_token_ids"); ids != nullptr) {
     if (!ids->is_array()) wrong_type("stop_token_ids", *ids, "an array of token ids");
     for (const auto& id : *ids) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0) wrong_type("stop_token_ids", id, "an array of token ids (integers >= 0)");
+      if (!id.is_number_integer() || id.get<int64_t>() < 0)
+        wrong_type("stop_token_ids", id, "an array of token ids (integers >= 0)");
       fields.stop_ids.push_back(id.get<int64_t>());
     }
   }
@@ -199,12 +205,15 @@ json content_of(const json& message, std::size_t index) {
   const auto found = message.find("content");
   if (found == message.end() || found->is_null()) return nullptr;
   if (found->is_string()) return *found;
-  if (!found->is_array()) wrong_type(field, *found, "a string or an array of {\"type\": \"text\", \"text\": ...} parts");
+  if (!found->is_array())
+    wrong_type(field, *found, "a string or an array of {\"type\": \"text\", \"text\": ...} parts");
   std::string text;
   for (const auto& part : *found) {
     if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-      throw invalid_request("'" + field + "' holds a part that is not text; graphed serves text models: send "
-                            "{\"type\": \"text\", \"text\": ...} parts only", field);
+      throw invalid_request("'" + field +
+                                "' holds a part that is not text; graphed serves text models: send "
+                                "{\"type\": \"text\", \"text\": ...} parts only",
+                            field);
     }
     text += part["text"].get<std::string>();
   }
@@ -213,7 +222,8 @@ json content_of(const json& message, std::size_t index) {
 
 json checked_messages(const json& body) {
   const json* messages = field_of(body, "messages");
-  if (messages == nullptr) throw invalid_request("'messages' is missing; send an array of {\"role\", \"content\"} objects", "messages");
+  if (messages == nullptr)
+    throw invalid_request("'messages' is missing; send an array of {\"role\", \"content\"} objects", "messages");
   if (!messages->is_array() || messages->empty()) {
     wrong_type("messages", *messages, "a non-empty array of {\"role\", \"content\"} objects");
   }
@@ -222,15 +232,19 @@ json checked_messages(const json& body) {
     const json& message = (*messages)[i];
     const std::string field = "messages[" + std::to_string(i) + "]";
     if (!message.is_object()) wrong_type(field, message, "an object with \"role\" and \"content\"");
-    const std::string role = message.contains("role") && message["role"].is_string() ? message["role"].get<std::string>() : "";
+    const std::string role =
+        message.contains("role") && message["role"].is_string() ? message["role"].get<std::string>() : "";
     if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer") {
-      throw invalid_request("'" + field + ".role' is " + (message.contains("role") ? message["role"].dump() : "missing") +
-                            "; send one of system, developer, user, assistant, tool", field + ".role");
+      throw invalid_request("'" + field + ".role' is " +
+                                (message.contains("role") ? message["role"].dump() : "missing") +
+                                "; send one of system, developer, user, assistant, tool",
+                            field + ".role");
     }
     json checked = message;
     checked["content"] = content_of(message, i);
     if (checked["content"].is_null() && role != "assistant") {
-      throw invalid_request("'" + field + ".content' is missing; send the " + role + " message's text", field + ".content");
+      throw invalid_request("'" + field + ".content' is missing; send the " + role + " message's text",
+                            field + ".content");
     }
     result.push_back(std::move(checked));
   }
@@ -239,8 +253,8 @@ json checked_messages(const json& body) {
 
 /// A body of `object` with one choice: index, finish_reason (null while the text goes on), then `field`
 /// (text, message or delta) and logprobs (null).
-json one_choice(const ResponseHeader& header, const std::string& object, const std::optional<std::string>& finish_reason,
-                const std::string& field, json value) {
+json one_choice(const ResponseHeader& header, const std::string& object,
+                const std::optional<std::string>& finish_reason, const std::string& field, json value) {
   json choice{{"index", 0}};
   choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
   choice[field] = std::move(value);
@@ -274,17 +288,21 @@ ChatRequest parse_chat_request(const json& body) {
   request.model = model_of(body);
   request.messages = checked_messages(body);
   if (const json* tools = field_of(body, "tools"); tools != nullptr) {
-    if (!tools->is_array()) wrong_type("tools", *tools, "an array of {\"type\": \"function\", \"function\": {...}} objects");
+    if (!tools->is_array())
+      wrong_type("tools", *tools, "an array of {\"type\": \"function\", \"function\": {...}} objects");
     if (!tools->empty()) request.tools = *tools;
   }
   if (const json* choice = field_of(body, "tool_choice"); choice != nullptr) {
     if (!(choice->is_string() && (*choice == "auto" || *choice == "none"))) {
-      throw invalid_request("'tool_choice' other than \"auto\" or \"none\" is not supported; the model's tool calls come "
-                            "back as its text", "tool_choice");
+      throw invalid_request(
+          "'tool_choice' other than \"auto\" or \"none\" is not supported; the model's tool calls come "
+          "back as its text",
+          "tool_choice");
     }
   }
   if (const json* kwargs = field_of(body, "chat_template_kwargs"); kwargs != nullptr) {
-    if (!kwargs->is_object()) wrong_type("chat_template_kwargs", *kwargs, "an object such as {\"enable_thinking\": false}");
+    if (!kwargs->is_object())
+      wrong_type("chat_template_kwargs", *kwargs, "an object such as {\"enable_thinking\": false}");
     request.template_kwargs = *kwargs;
   }
   request.add_generation_prompt = boolean_in(body, "add_generation_prompt", true);
@@ -293,7 +311,8 @@ ChatRequest parse_chat_request(const json& body) {
 }
 
 json Usage::to_json() const {
-  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
@@ -304,13 +323,15 @@ json completion_body(const ResponseHeader& header, const std::string& text, cons
   return body;
 }
 
-json completion_chunk(const ResponseHeader& header, const std::string& text, const std::optional<std::string>& finish_reason) {
+json completion_chunk(const ResponseHeader& header, const std::string& text,
+                      const std::optional<std::string>& finish_reason) {
   return one_choice(header, "text_completion", finish_reason, "text", text);
 }
 
 json chat_body(const ResponseHeader& header, const std::string& content, const std::string& finish_reason,
                const Usage& usage) {
-  json body = one_choice(header, "chat.completion", finish_reason, "message", {{"role", "assistant"}, {"content", content}});
+  json body =
+      one_choice(header, "chat.completion", finish_reason, "message", {{"role", "assistant"}, {"content", content}});
   body["usage"] = usage.to_json();
   return body;
 }

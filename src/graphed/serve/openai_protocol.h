@@ -16,16 +16,16 @@ namespace graphed::serve {
 
 /// The generation fields both endpoints share. Defaults are OpenAI's (temperature 1, top_p 1).
 struct GenerationFields {
-  std::optional<int64_t> max_tokens;     ///< max_tokens / max_completion_tokens; unset = the endpoint's default
-  double temperature = 1.0;              ///< 0 = greedy
+  std::optional<int64_t> max_tokens;  ///< max_tokens / max_completion_tokens; unset = the endpoint's default
+  double temperature = 1.0;           ///< 0 = greedy
   double top_p = 1.0;
-  int64_t top_k = 0;                     ///< 0 (or -1) = all ids
-  std::optional<uint64_t> seed;          ///< unset = a fresh seed per request
-  std::vector<std::string> stop_strings; ///< stop: strings that end the text (not included in it)
-  std::vector<int64_t> stop_ids;         ///< stop's integers and stop_token_ids: ids that end it
-  bool ignore_eos = false;               ///< ignore_eos: the model's end tokens do not stop it
+  int64_t top_k = 0;                      ///< 0 (or -1) = all ids
+  std::optional<uint64_t> seed;           ///< unset = a fresh seed per request
+  std::vector<std::string> stop_strings;  ///< stop: strings that end the text (not included in it)
+  std::vector<int64_t> stop_ids;          ///< stop's integers and stop_token_ids: ids that end it
+  bool ignore_eos = false;                ///< ignore_eos: the model's end tokens do not stop it
   bool stream = false;
-  bool include_usage = false;            ///< stream_options.include_usage: a last chunk with the usage
+  bool include_usage = false;  ///< stream_options.include_usage: a last chunk with the usage
 };
 
 struct CompletionRequest {
@@ -37,9 +37,9 @@ struct CompletionRequest {
 
 struct ChatRequest {
   std::string model;
-  nlohmann::ordered_json messages;          ///< checked: roles known, content a string (text parts joined) or null
-  nlohmann::ordered_json tools;             ///< null when none
-  nlohmann::ordered_json template_kwargs;   ///< chat_template_kwargs (e.g. enable_thinking), an object
+  nlohmann::ordered_json messages;         ///< checked: roles known, content a string (text parts joined) or null
+  nlohmann::ordered_json tools;            ///< null when none
+  nlohmann::ordered_json template_kwargs;  ///< chat_template_kwargs (e.g. enable_thinking), an object
   bool add_generation_prompt = true;
   GenerationFields generation;
 };
@@ -58,21 +58,21 @@ struct Usage {
 
 /// What one response or chunk is about.
 struct ResponseHeader {
-  std::string id;     ///< "cmpl-..." or "chatcmpl-..."
+  std::string id;  ///< "cmpl-..." or "chatcmpl-..."
   std::string model;
   int64_t created = 0;  ///< Unix seconds
 };
 
-nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::string& text, const std::string& finish_reason,
-                               const Usage& usage);
+nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::string& text,
+                                       const std::string& finish_reason, const Usage& usage);
 /// A text_completion chunk; finish_reason null while the text goes on.
 nlohmann::ordered_json completion_chunk(const ResponseHeader& header, const std::string& text,
-                                const std::optional<std::string>& finish_reason);
-nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::string& content, const std::string& finish_reason,
-                         const Usage& usage);
+                                        const std::optional<std::string>& finish_reason);
+nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::string& content,
+                                 const std::string& finish_reason, const Usage& usage);
 /// A chat.completion.chunk whose delta is {"role": "assistant", "content": ""} first, then {"content": ...}.
 nlohmann::ordered_json chat_chunk(const ResponseHeader& header, const nlohmann::ordered_json& delta,
-                          const std::optional<std::string>& finish_reason);
+                                  const std::optional<std::string>& finish_reason);
 /// The last chunk of a stream with include_usage: no choices, the usage.
 nlohmann::ordered_json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage);
 

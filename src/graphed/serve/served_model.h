@@ -12,14 +12,14 @@
 namespace graphed::serve {
 
 struct ServedModel {
-  std::string id;                                ///< what /v1/models lists and requests send as "model"
+  std::string id;                                   ///< what /v1/models lists and requests send as "model"
   const tokenizer::Tokenizer* tokenizer = nullptr;  ///< never null
-  const ChatPrompt* chat = nullptr;              ///< null when the model has no chat template
-  std::vector<int64_t> end_tokens;               ///< stop ids unless a request sets ignore_eos
-  int64_t context = 0;                           ///< the most positions one request may hold
-  int64_t max_requests = 0;                      ///< requests the engine runs at once
-  int64_t blocks_total = 0;                      ///< KV cache blocks
-  int64_t created = 0;                           ///< Unix seconds the server started
+  const ChatPrompt* chat = nullptr;                 ///< null when the model has no chat template
+  std::vector<int64_t> end_tokens;                  ///< stop ids unless a request sets ignore_eos
+  int64_t context = 0;                              ///< the most positions one request may hold
+  int64_t max_requests = 0;                         ///< requests the engine runs at once
+  int64_t blocks_total = 0;                         ///< KV cache blocks
+  int64_t created = 0;                              ///< Unix seconds the server started
 };
 
 }  // namespace graphed::serve

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <queue>
 
-#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer {
 namespace {
 
-constexpr std::size_t kCacheCapacity = 10000;  // words, as HF tokenizers' default
+constexpr std::size_t kCacheCapacity = 10000;    // words, as HF tokenizers' default
 constexpr std::size_t kCacheMaxWordBytes = 256;  // longer words are not cached (HF: MAX_LENGTH)
 
 uint64_t pair_key(int64_t left, int64_t right) {
@@ -53,7 +53,10 @@ BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocabulary, const st
     const auto left_id = find_token(left);
     const auto right_id = find_token(right);
     const auto merged_id = find_token(left + right);
-    const char* missing = !left_id ? "its left part" : !right_id ? "its right part" : !merged_id ? "the merged token" : nullptr;
+    const char* missing = !left_id     ? "its left part"
+                          : !right_id  ? "its right part"
+                          : !merged_id ? "the merged token"
+                                       : nullptr;
     if (missing != nullptr) {
       throw DataError(source + ": merge " + std::to_string(rank) + " \"" + left + " " + right + "\": " + missing +
                       " is not in the vocabulary; fix: use the merges file that belongs to this vocabulary");
@@ -103,7 +106,8 @@ std::vector<int64_t> BpeModel::initial_symbols(std::string_view word) const {
     }
     if (options_.byte_fallback) {
       bool all_bytes_known = true;
-      for (const char byte : character) all_bytes_known = all_bytes_known && byte_token_ids_[static_cast<unsigned char>(byte)] >= 0;
+      for (const char byte : character)
+        all_bytes_known = all_bytes_known && byte_token_ids_[static_cast<unsigned char>(byte)] >= 0;
       if (all_bytes_known) {
         // As HF tokenizers: a pending unknown token stays pending (it is added after these bytes).
         for (const char byte : character) symbols.push_back(byte_token_ids_[static_cast<unsigned char>(byte)]);
@@ -143,7 +147,8 @@ void BpeModel::merge_symbols(std::vector<int64_t>& ids) const {
     if (right.next >= 0) symbols[static_cast<std::size_t>(right.next)].previous = static_cast<long>(top.position);
     if (left.previous >= 0) {
       const std::size_t previous = static_cast<std::size_t>(left.previous);
-      if (const auto merge = find_merge(symbols[previous].id, left.id)) queue.push({merge->rank, previous, merge->merged_id});
+      if (const auto merge = find_merge(symbols[previous].id, left.id))
+        queue.push({merge->rank, previous, merge->merged_id});
     }
     if (left.next >= 0) {
       if (const auto merge = find_merge(left.id, symbols[static_cast<std::size_t>(left.next)].id)) {

@@ -3,8 +3,8 @@
 
 #include <cstdio>
 
-#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer {
 

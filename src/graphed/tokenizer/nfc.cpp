@@ -36,7 +36,8 @@ void order_canonically(std::u32string& code_points) {
     }
     std::size_t end = at;
     while (end < code_points.size() && combining_class(code_points[end]) != 0) ++end;
-    std::stable_sort(code_points.begin() + static_cast<std::ptrdiff_t>(at), code_points.begin() + static_cast<std::ptrdiff_t>(end),
+    std::stable_sort(code_points.begin() + static_cast<std::ptrdiff_t>(at),
+                     code_points.begin() + static_cast<std::ptrdiff_t>(end),
                      [](char32_t a, char32_t b) { return combining_class(a) < combining_class(b); });
     at = end;
   }
@@ -44,7 +45,7 @@ void order_canonically(std::u32string& code_points) {
 
 void compose(std::u32string& code_points) {
   std::optional<std::size_t> starter_at;  // the last starter kept, if any
-  int last_class = 0;                      // combining class of the last code point kept
+  int last_class = 0;                     // combining class of the last code point kept
   std::size_t write_at = 0;
   for (std::size_t read_at = 0; read_at < code_points.size(); ++read_at) {
     const char32_t code_point = code_points[read_at];
@@ -72,7 +73,8 @@ std::u32string normalize_nfc(const std::u32string& code_points) {
 }
 
 std::string normalize_nfc(std::string_view text) {
-  const bool ascii = std::all_of(text.begin(), text.end(), [](char byte) { return static_cast<unsigned char>(byte) < 0x80; });
+  const bool ascii =
+      std::all_of(text.begin(), text.end(), [](char byte) { return static_cast<unsigned char>(byte) < 0x80; });
   if (ascii) return std::string(text);
   return to_utf8(normalize_nfc(to_code_points(text)));
 }

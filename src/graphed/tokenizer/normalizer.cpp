@@ -29,8 +29,11 @@ void read_step(const json& value, const detail::JsonPlace& place, std::vector<No
   const std::string type = detail::type_of(value, place, kAccepted);
   if (type == "Sequence") {
     const json& list = detail::required_field(value, "normalizers", place);
-    if (!list.is_array()) detail::fail_at(place.field("normalizers"), "must be a list, got " + detail::json_excerpt(list), "repair the file");
-    for (std::size_t index = 0; index < list.size(); ++index) read_step(list[index], place.field("normalizers").item(index), steps);
+    if (!list.is_array())
+      detail::fail_at(place.field("normalizers"), "must be a list, got " + detail::json_excerpt(list),
+                      "repair the file");
+    for (std::size_t index = 0; index < list.size(); ++index)
+      read_step(list[index], place.field("normalizers").item(index), steps);
   } else if (type == "NFC") {
     steps.push_back({NormalizerStep::Kind::kNfc, "", ""});
   } else if (type == "Prepend") {
@@ -38,8 +41,10 @@ void read_step(const json& value, const detail::JsonPlace& place, std::vector<No
   } else if (type == "Replace") {
     const json& pattern = detail::required_field(value, "pattern", place);
     if (!pattern.is_object() || !pattern.contains("String") || !pattern["String"].is_string()) {
-      detail::fail_at(place.field("pattern"), "is " + detail::json_excerpt(pattern) + ", but graphed supports only {\"String\": ...} patterns here",
-                      "use a tokenizer whose Replace normalizer has a String pattern (Regex replacements are not supported)");
+      detail::fail_at(
+          place.field("pattern"),
+          "is " + detail::json_excerpt(pattern) + ", but graphed supports only {\"String\": ...} patterns here",
+          "use a tokenizer whose Replace normalizer has a String pattern (Regex replacements are not supported)");
     }
     const std::string text = pattern["String"].get<std::string>();
     if (text.empty()) detail::fail_at(place.field("pattern"), "is an empty string", "repair the file");

@@ -4,9 +4,9 @@
 // decodes through the decoder like any other, by its normalized content).
 #include "graphed/tokenizer/pipeline_tokenizer.h"
 
-#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer {
 namespace {
@@ -60,7 +60,8 @@ std::optional<int64_t> PipelineTokenizer::find_id(const std::string& token) cons
   return parts_.model->find_token(token);
 }
 
-void PipelineTokenizer::resolve_bos_eos(const std::optional<std::string>& bos_token, const std::optional<std::string>& eos_token) {
+void PipelineTokenizer::resolve_bos_eos(const std::optional<std::string>& bos_token,
+                                        const std::optional<std::string>& eos_token) {
   if (bos_token) bos_id_ = find_id(*bos_token);
   if (!bos_id_) {
     const std::vector<int64_t> prefix = parts_.post_processor.prefix_ids();
@@ -81,7 +82,8 @@ void PipelineTokenizer::encode_segment(std::string_view segment, bool at_text_st
     if (piece.token_id) {
       ids.push_back(*piece.token_id);
     } else {
-      for (const PreToken& word : parts_.pre_tokenizer.pre_tokenize(piece.text, first)) parts_.model->encode_word(word.text, ids);
+      for (const PreToken& word : parts_.pre_tokenizer.pre_tokenize(piece.text, first))
+        parts_.model->encode_word(word.text, ids);
     }
     first = false;
   }
@@ -105,7 +107,8 @@ void PipelineTokenizer::check_id(int64_t id) const {
   if (id < 0 || id >= vocab_size()) throw DataError(bad_token_id_message(id, vocab_size()));
   if (!has_token_[static_cast<std::size_t>(id)]) {
     throw DataError("token id " + std::to_string(id) + " has no entry in the vocabulary of " + parts_.source +
-                    " (ids are 0.." + std::to_string(vocab_size() - 1) + " with gaps); fix: pass ids this tokenizer produced");
+                    " (ids are 0.." + std::to_string(vocab_size() - 1) +
+                    " with gaps); fix: pass ids this tokenizer produced");
   }
 }
 
@@ -131,7 +134,8 @@ bool PipelineTokenizer::is_special(int64_t id) const {
 
 std::string PipelineTokenizer::description() const {
   bool byte_level = false;
-  for (const PreTokenizerStep& step : parts_.pre_tokenizer.steps()) byte_level = byte_level || step.kind == PreTokenizerStep::Kind::kByteLevel;
+  for (const PreTokenizerStep& step : parts_.pre_tokenizer.steps())
+    byte_level = byte_level || step.kind == PreTokenizerStep::Kind::kByteLevel;
   std::string text = byte_level ? "byte-level BPE" : "BPE";
   if (parts_.model->options().byte_fallback) text += " with byte fallback";
   text += " from " + parts_.source + " (" + std::to_string(vocab_size()) + " ids, " +

@@ -17,22 +17,28 @@ TemplatePiece read_piece(const json& value, const json& special_tokens, const de
   if (value.is_object() && value.contains("Sequence")) {
     const std::string id = detail::string_field(value["Sequence"], "id", place.field("Sequence"));
     if (id != "A") {
-      detail::fail_at(place.field("Sequence").field("id"), "is \"" + id + "\" in the single-sequence template", "use \"A\"");
+      detail::fail_at(place.field("Sequence").field("id"), "is \"" + id + "\" in the single-sequence template",
+                      "use \"A\"");
     }
     piece.is_sequence = true;
     return piece;
   }
   if (!value.is_object() || !value.contains("SpecialToken")) {
-    detail::fail_at(place, "is " + detail::json_excerpt(value) + ", neither a Sequence nor a SpecialToken piece", "repair the file");
+    detail::fail_at(place, "is " + detail::json_excerpt(value) + ", neither a Sequence nor a SpecialToken piece",
+                    "repair the file");
   }
   piece.special_token = detail::string_field(value["SpecialToken"], "id", place.field("SpecialToken"));
-  const detail::JsonPlace token_place = detail::JsonPlace{place.file, "post_processor special_tokens"}.field(piece.special_token);
+  const detail::JsonPlace token_place =
+      detail::JsonPlace{place.file, "post_processor special_tokens"}.field(piece.special_token);
   if (!special_tokens.is_object() || !special_tokens.contains(piece.special_token)) {
-    detail::fail_at(place.field("SpecialToken").field("id"), "names \"" + piece.special_token + "\", which special_tokens does not define",
+    detail::fail_at(place.field("SpecialToken").field("id"),
+                    "names \"" + piece.special_token + "\", which special_tokens does not define",
                     "add it to the post-processor's special_tokens");
   }
   const json& ids = detail::required_field(special_tokens[piece.special_token], "ids", token_place);
-  if (!ids.is_array()) detail::fail_at(token_place.field("ids"), "must be a list of ids, got " + detail::json_excerpt(ids), "repair the file");
+  if (!ids.is_array())
+    detail::fail_at(token_place.field("ids"), "must be a list of ids, got " + detail::json_excerpt(ids),
+                    "repair the file");
   for (std::size_t index = 0; index < ids.size(); ++index) {
     piece.ids.push_back(detail::token_id_value(ids[index], token_place.field("ids").item(index)));
   }
@@ -45,8 +51,11 @@ void read_processor(const json& value, const detail::JsonPlace& place, std::vect
   if (type == "ByteLevel") return;  // offsets only
   if (type == "Sequence") {
     const json& list = detail::required_field(value, "processors", place);
-    if (!list.is_array()) detail::fail_at(place.field("processors"), "must be a list, got " + detail::json_excerpt(list), "repair the file");
-    for (std::size_t index = 0; index < list.size(); ++index) read_processor(list[index], place.field("processors").item(index), single);
+    if (!list.is_array())
+      detail::fail_at(place.field("processors"), "must be a list, got " + detail::json_excerpt(list),
+                      "repair the file");
+    for (std::size_t index = 0; index < list.size(); ++index)
+      read_processor(list[index], place.field("processors").item(index), single);
     return;
   }
   if (type != "TemplateProcessing") {
@@ -55,7 +64,9 @@ void read_processor(const json& value, const detail::JsonPlace& place, std::vect
   }
   if (!single.empty()) detail::fail_at(place, "is a second TemplateProcessing", "keep one template");
   const json& pieces = detail::required_field(value, "single", place);
-  if (!pieces.is_array()) detail::fail_at(place.field("single"), "must be a list of pieces, got " + detail::json_excerpt(pieces), "repair the file");
+  if (!pieces.is_array())
+    detail::fail_at(place.field("single"), "must be a list of pieces, got " + detail::json_excerpt(pieces),
+                    "repair the file");
   const json empty = json::object();
   const json& special_tokens = value.contains("special_tokens") ? value["special_tokens"] : empty;
   for (std::size_t index = 0; index < pieces.size(); ++index) {
@@ -97,7 +108,8 @@ std::vector<int64_t> PostProcessor::prefix_ids() const {
 std::string PostProcessor::describe() const {
   if (single_.empty()) return "none";
   std::string text = "template";
-  for (const TemplatePiece& piece : single_) text += " " + (piece.is_sequence ? std::string("$A") : piece.special_token);
+  for (const TemplatePiece& piece : single_)
+    text += " " + (piece.is_sequence ? std::string("$A") : piece.special_token);
   return text;
 }
 

@@ -82,17 +82,20 @@ PreTokenizerStep read_split(const json& value, const detail::JsonPlace& place) {
                     "use a tokenizer whose Split pre-tokenizer isolates its matches (GPT-2, Llama-3, Qwen2 do)");
   }
   if (detail::bool_field(value, "invert", place, false)) {
-    detail::fail_at(place.field("invert"), "is true, but graphed supports only invert=false", "use a supported tokenizer");
+    detail::fail_at(place.field("invert"), "is true, but graphed supports only invert=false",
+                    "use a supported tokenizer");
   }
   if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string()) {
-    detail::fail_at(place.field("pattern"), "is " + detail::json_excerpt(pattern) + ", not a {\"Regex\": ...} pattern graphed knows",
+    detail::fail_at(place.field("pattern"),
+                    "is " + detail::json_excerpt(pattern) + ", not a {\"Regex\": ...} pattern graphed knows",
                     "supported patterns: " + supported_split_patterns());
   }
   const std::string regex = pattern["Regex"].get<std::string>();
   const auto known = find_split_pattern(regex);
   if (!known) {
-    detail::fail_at(place.field("pattern").field("Regex"), "is the pattern \"" + regex + "\", which graphed does not know",
-                    "graphed matches only these patterns exactly, written as hand-made matchers: " + supported_split_patterns());
+    detail::fail_at(
+        place.field("pattern").field("Regex"), "is the pattern \"" + regex + "\", which graphed does not know",
+        "graphed matches only these patterns exactly, written as hand-made matchers: " + supported_split_patterns());
   }
   PreTokenizerStep step;
   step.kind = PreTokenizerStep::Kind::kSplit;
@@ -114,7 +117,8 @@ PreTokenizerStep read_metaspace(const json& value, const detail::JsonPlace& plac
   } else {
     detail::fail_at(place.field("prepend_scheme"), "is \"" + scheme + "\"", "use always, first or never");
   }
-  if (!detail::bool_field(value, "add_prefix_space", place, true)) step.prepend_scheme = PreTokenizerStep::PrependScheme::kNever;
+  if (!detail::bool_field(value, "add_prefix_space", place, true))
+    step.prepend_scheme = PreTokenizerStep::PrependScheme::kNever;
   step.split = detail::bool_field(value, "split", place, true);
   return step;
 }
@@ -123,8 +127,11 @@ void read_step(const json& value, const detail::JsonPlace& place, std::vector<Pr
   const std::string type = detail::type_of(value, place, kAccepted);
   if (type == "Sequence") {
     const json& list = detail::required_field(value, "pretokenizers", place);
-    if (!list.is_array()) detail::fail_at(place.field("pretokenizers"), "must be a list, got " + detail::json_excerpt(list), "repair the file");
-    for (std::size_t index = 0; index < list.size(); ++index) read_step(list[index], place.field("pretokenizers").item(index), steps);
+    if (!list.is_array())
+      detail::fail_at(place.field("pretokenizers"), "must be a list, got " + detail::json_excerpt(list),
+                      "repair the file");
+    for (std::size_t index = 0; index < list.size(); ++index)
+      read_step(list[index], place.field("pretokenizers").item(index), steps);
   } else if (type == "Split") {
     steps.push_back(read_split(value, place));
   } else if (type == "ByteLevel") {

@@ -27,10 +27,10 @@ struct PreTokenizerStep {
   enum class Kind { kSplit, kByteLevel, kMetaspace };
   enum class PrependScheme { kAlways, kFirst, kNever };
   Kind kind = Kind::kSplit;
-  SplitPattern pattern = SplitPattern::kGpt2;  ///< kSplit
-  bool add_prefix_space = false;               ///< kByteLevel: prepend " " unless the piece starts with one
-  bool use_regex = true;                       ///< kByteLevel: split with the GPT-2 pattern first
-  std::string replacement = "\xE2\x96\x81";    ///< kMetaspace: "▁" (U+2581)
+  SplitPattern pattern = SplitPattern::kGpt2;             ///< kSplit
+  bool add_prefix_space = false;                          ///< kByteLevel: prepend " " unless the piece starts with one
+  bool use_regex = true;                                  ///< kByteLevel: split with the GPT-2 pattern first
+  std::string replacement = "\xE2\x96\x81";               ///< kMetaspace: "▁" (U+2581)
   PrependScheme prepend_scheme = PrependScheme::kAlways;  ///< kMetaspace
   bool split = true;                                      ///< kMetaspace: split before each replacement
 };

@@ -5,8 +5,8 @@
 #include "graphed/tokenizer/split_pattern.h"
 
 #include "graphed/tokenizer/unicode_properties.h"
-#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer {
 namespace {

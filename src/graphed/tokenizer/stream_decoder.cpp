@@ -10,7 +10,8 @@ namespace {
 
 bool ends_with_replacement(const std::string& text) {
   return text.size() >= kReplacementCharacter.size() &&
-         text.compare(text.size() - kReplacementCharacter.size(), kReplacementCharacter.size(), kReplacementCharacter) == 0;
+         text.compare(text.size() - kReplacementCharacter.size(), kReplacementCharacter.size(),
+                      kReplacementCharacter) == 0;
 }
 
 /// Bytes shared by the start of both strings, cut back to a character boundary.

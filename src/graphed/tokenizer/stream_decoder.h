@@ -28,8 +28,8 @@ class StreamDecoder {
  private:
   const Tokenizer* tokenizer_;  // not owned; outlives this
   bool skip_special_tokens_;
-  std::vector<int64_t> ids_;    // the window: context ids, then ids not yet emitted
-  std::string prefix_;          // decode of ids_[0, prefix_index_): text already emitted
+  std::vector<int64_t> ids_;  // the window: context ids, then ids not yet emitted
+  std::string prefix_;        // decode of ids_[0, prefix_index_): text already emitted
   std::size_t prefix_index_ = 0;
 };
 

@@ -4,15 +4,16 @@
 
 #include "graphed/tokenizer/byte_level.h"
 #include "graphed/tokenizer/detail/json_fields.h"
-#include "graphed/util/utf8.h"
 #include "graphed/util/text.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer {
 namespace {
 
 using nlohmann::json;
 
-const char* const kAccepted = "ByteLevel, Replace (String pattern), ByteFallback, Fuse, Strip, Metaspace, Sequence of these, or null";
+const char* const kAccepted =
+    "ByteLevel, Replace (String pattern), ByteFallback, Fuse, Strip, Metaspace, Sequence of these, or null";
 
 std::string replace_all(const std::string& text, const std::string& pattern, const std::string& content) {
   std::string out;
@@ -117,9 +118,12 @@ std::vector<std::string> apply_step(const DecoderStep& step, std::vector<std::st
 
 DecoderStep read_replace(const json& value, const detail::JsonPlace& place) {
   const json& pattern = detail::required_field(value, "pattern", place);
-  if (!pattern.is_object() || !pattern.contains("String") || !pattern["String"].is_string() || pattern["String"].get<std::string>().empty()) {
-    detail::fail_at(place.field("pattern"), "is " + detail::json_excerpt(pattern) + ", but graphed supports only non-empty {\"String\": ...} patterns here",
-                    "use a tokenizer whose Replace decoder has a String pattern");
+  if (!pattern.is_object() || !pattern.contains("String") || !pattern["String"].is_string() ||
+      pattern["String"].get<std::string>().empty()) {
+    detail::fail_at(
+        place.field("pattern"),
+        "is " + detail::json_excerpt(pattern) + ", but graphed supports only non-empty {\"String\": ...} patterns here",
+        "use a tokenizer whose Replace decoder has a String pattern");
   }
   DecoderStep step;
   step.kind = DecoderStep::Kind::kReplace;
@@ -145,8 +149,10 @@ void read_step(const json& value, const detail::JsonPlace& place, std::vector<De
   DecoderStep step;
   if (type == "Sequence") {
     const json& list = detail::required_field(value, "decoders", place);
-    if (!list.is_array()) detail::fail_at(place.field("decoders"), "must be a list, got " + detail::json_excerpt(list), "repair the file");
-    for (std::size_t index = 0; index < list.size(); ++index) read_step(list[index], place.field("decoders").item(index), steps);
+    if (!list.is_array())
+      detail::fail_at(place.field("decoders"), "must be a list, got " + detail::json_excerpt(list), "repair the file");
+    for (std::size_t index = 0; index < list.size(); ++index)
+      read_step(list[index], place.field("decoders").item(index), steps);
     return;
   }
   if (type == "ByteLevel") {

@@ -21,11 +21,11 @@ struct JsonPlace;
 struct DecoderStep {
   enum class Kind { kByteLevel, kReplace, kByteFallback, kFuse, kStrip, kMetaspace };
   Kind kind = Kind::kByteLevel;
-  std::string pattern;           ///< kReplace: the text to find; kMetaspace: the replacement ("▁")
-  std::string content;           ///< kReplace: the replacement; kStrip: the character to strip
-  std::size_t strip_start = 0;   ///< kStrip: at most this many leading `content` characters
-  std::size_t strip_stop = 0;    ///< kStrip: at most this many trailing ones
-  bool metaspace_prepend = true; ///< kMetaspace: prepend_scheme is not "never" (drop it in the first token)
+  std::string pattern;            ///< kReplace: the text to find; kMetaspace: the replacement ("▁")
+  std::string content;            ///< kReplace: the replacement; kStrip: the character to strip
+  std::size_t strip_start = 0;    ///< kStrip: at most this many leading `content` characters
+  std::size_t strip_stop = 0;     ///< kStrip: at most this many trailing ones
+  bool metaspace_prepend = true;  ///< kMetaspace: prepend_scheme is not "never" (drop it in the first token)
 };
 
 class TokenDecoder {

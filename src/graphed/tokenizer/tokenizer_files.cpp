@@ -7,15 +7,15 @@
 #include "graphed/tokenizer/byte_tokenizer.h"
 #include "graphed/tokenizer/detail/json_fields.h"
 #include "graphed/tokenizer/pipeline_tokenizer.h"
-#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer {
 namespace {
 
-using nlohmann::json;
 using detail::JsonPlace;
+using nlohmann::json;
 
 const char* const kAcceptedPaths =
     "a tokenizer.json file; a folder holding tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe; "
@@ -28,24 +28,28 @@ std::string folder_of(const std::string& path) {
 }
 
 std::unordered_map<std::string, int64_t> read_vocabulary(const json& value, const JsonPlace& place) {
-  if (!value.is_object()) detail::fail_at(place, "must be an object of token -> id, got " + detail::json_excerpt(value), "repair the file");
+  if (!value.is_object())
+    detail::fail_at(place, "must be an object of token -> id, got " + detail::json_excerpt(value), "repair the file");
   std::unordered_map<std::string, int64_t> vocabulary;
   vocabulary.reserve(value.size());
-  for (const auto& [token, id] : value.items()) vocabulary.emplace(token, detail::token_id_value(id, place.field(token)));
+  for (const auto& [token, id] : value.items())
+    vocabulary.emplace(token, detail::token_id_value(id, place.field(token)));
   return vocabulary;
 }
 
 /// "left right" -> (left, right); `where` names the line or field for the message.
 BpeMerge split_merge_line(const std::string& line, const std::string& where) {
   const std::size_t space = line.find(' ');
-  if (space == std::string::npos || space == 0 || space + 1 == line.size() || line.find(' ', space + 1) != std::string::npos) {
+  if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
+      line.find(' ', space + 1) != std::string::npos) {
     throw DataError(where + " is \"" + line + "\", not two tokens separated by one space; fix: repair the merges");
   }
   return {line.substr(0, space), line.substr(space + 1)};
 }
 
 std::vector<BpeMerge> read_json_merges(const json& value, const JsonPlace& place) {
-  if (!value.is_array()) detail::fail_at(place, "must be a list of merges, got " + detail::json_excerpt(value), "repair the file");
+  if (!value.is_array())
+    detail::fail_at(place, "must be a list of merges, got " + detail::json_excerpt(value), "repair the file");
   std::vector<BpeMerge> merges;
   merges.reserve(value.size());
   for (std::size_t index = 0; index < value.size(); ++index) {
@@ -55,26 +59,33 @@ std::vector<BpeMerge> read_json_merges(const json& value, const JsonPlace& place
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
       merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
     } else {
-      detail::fail_at(place.item(index), "is " + detail::json_excerpt(merge) + ", neither \"a b\" nor [\"a\", \"b\"]", "repair the file");
+      detail::fail_at(place.item(index), "is " + detail::json_excerpt(merge) + ", neither \"a b\" nor [\"a\", \"b\"]",
+                      "repair the file");
     }
   }
   return merges;
 }
 
 std::unique_ptr<BpeModel> read_bpe_model(const json& model, const JsonPlace& place) {
-  const std::string type = model.is_object() && model.contains("type") ? detail::string_field(model, "type", place) : "BPE";
+  const std::string type =
+      model.is_object() && model.contains("type") ? detail::string_field(model, "type", place) : "BPE";
   if (type != "BPE") {
-    detail::fail_at(place.field("type"), "is \"" + type + "\", but graphed supports only BPE models",
-                    "use a BPE tokenizer (GPT-2, Llama-2/3, Qwen2 style); WordPiece, WordLevel and Unigram are not supported");
+    detail::fail_at(
+        place.field("type"), "is \"" + type + "\", but graphed supports only BPE models",
+        "use a BPE tokenizer (GPT-2, Llama-2/3, Qwen2 style); WordPiece, WordLevel and Unigram are not supported");
   }
-  if (model.contains("dropout") && !model["dropout"].is_null() && !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0)) {
-    detail::fail_at(place.field("dropout"), "is " + detail::json_excerpt(model["dropout"]) + ", but BPE dropout (random merges) is for training",
-                    "set dropout to null");
+  if (model.contains("dropout") && !model["dropout"].is_null() &&
+      !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0)) {
+    detail::fail_at(
+        place.field("dropout"),
+        "is " + detail::json_excerpt(model["dropout"]) + ", but BPE dropout (random merges) is for training",
+        "set dropout to null");
   }
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const auto value = detail::optional_string_field(model, key, place);
     if (value && !value->empty()) {
-      detail::fail_at(place.field(key), "is \"" + *value + "\", which graphed does not support", "use a tokenizer without it (null)");
+      detail::fail_at(place.field(key), "is \"" + *value + "\", which graphed does not support",
+                      "use a tokenizer without it (null)");
     }
   }
   BpeModelOptions options;
@@ -90,7 +101,8 @@ std::unique_ptr<BpeModel> read_bpe_model(const json& model, const JsonPlace& pla
 std::vector<AddedToken> read_added_tokens(const json& value, const JsonPlace& place) {
   std::vector<AddedToken> tokens;
   if (value.is_null()) return tokens;
-  if (!value.is_array()) detail::fail_at(place, "must be a list, got " + detail::json_excerpt(value), "repair the file");
+  if (!value.is_array())
+    detail::fail_at(place, "must be a list, got " + detail::json_excerpt(value), "repair the file");
   for (std::size_t index = 0; index < value.size(); ++index) {
     const json& entry = value[index];
     const JsonPlace entry_place = place.item(index);
@@ -129,8 +141,9 @@ std::unique_ptr<Tokenizer> read_tokenizer_json(const std::string& path) {
   const json document = detail::read_json_file(path);
   const JsonPlace place{path, ""};
   if (!document.is_object() || !document.contains("model")) {
-    detail::fail_at(place, "is not a tokenizer.json (it has no \"model\" field)",
-                    "pass a tokenizer.json; for GPT-2's vocab.json + merges.txt (or encoder.json + vocab.bpe) pass their folder");
+    detail::fail_at(
+        place, "is not a tokenizer.json (it has no \"model\" field)",
+        "pass a tokenizer.json; for GPT-2's vocab.json + merges.txt (or encoder.json + vocab.bpe) pass their folder");
   }
   const json null_value;
   auto section = [&document, &null_value](const char* key) -> const json& {
@@ -169,7 +182,8 @@ std::vector<BpeMerge> read_merges_file(const std::string& path) {
 
 /// GPT-2's files: byte-level BPE with the GPT-2 pattern; <|endoftext|> (when in the vocabulary) is a
 /// special added token and both BOS and EOS, as in transformers' GPT2Tokenizer.
-std::unique_ptr<Tokenizer> read_gpt2_files(const std::string& folder, const std::string& vocabulary_name, const std::string& merges_name) {
+std::unique_ptr<Tokenizer> read_gpt2_files(const std::string& folder, const std::string& vocabulary_name,
+                                           const std::string& merges_name) {
   const std::string vocabulary_path = join_path(folder, vocabulary_name);
   const std::string merges_path = join_path(folder, merges_name);
   PipelineParts parts;
@@ -184,7 +198,8 @@ std::unique_ptr<Tokenizer> read_gpt2_files(const std::string& folder, const std:
     parts.added_tokens.push_back(token);
     parts.bos_token = parts.eos_token = kGpt2EndOfText;
   }
-  parts.model = std::make_unique<BpeModel>(std::move(vocabulary), read_merges_file(merges_path), BpeModelOptions{}, "'" + merges_path + "'");
+  parts.model = std::make_unique<BpeModel>(std::move(vocabulary), read_merges_file(merges_path), BpeModelOptions{},
+                                           "'" + merges_path + "'");
   PreTokenizerStep byte_level;
   byte_level.kind = PreTokenizerStep::Kind::kByteLevel;
   byte_level.add_prefix_space = false;
@@ -200,7 +215,8 @@ std::unique_ptr<Tokenizer> read_tokenizer_folder(const std::string& folder) {
   if (has("tokenizer.json")) return read_tokenizer_json(join_path(folder, "tokenizer.json"));
   if (has("vocab.json") && has("merges.txt")) return read_gpt2_files(folder, "vocab.json", "merges.txt");
   if (has("encoder.json") && has("vocab.bpe")) return read_gpt2_files(folder, "encoder.json", "vocab.bpe");
-  throw DataError("tokenizer folder '" + folder + "' holds no tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe; fix: pass " +
+  throw DataError("tokenizer folder '" + folder +
+                  "' holds no tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe; fix: pass " +
                   kAcceptedPaths);
 }
 

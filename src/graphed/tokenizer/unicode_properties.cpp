@@ -16,13 +16,13 @@ constexpr char32_t kHangulTrailingBase = 0x11A7;
 constexpr char32_t kHangulLeadingCount = 19;
 constexpr char32_t kHangulVowelCount = 21;
 constexpr char32_t kHangulTrailingCount = 28;
-constexpr char32_t kHangulVowelTrailingCount = kHangulVowelCount * kHangulTrailingCount;  // 588
+constexpr char32_t kHangulVowelTrailingCount = kHangulVowelCount * kHangulTrailingCount;    // 588
 constexpr char32_t kHangulSyllableCount = kHangulLeadingCount * kHangulVowelTrailingCount;  // 11172
 
 bool in_ranges(const tables::CodePointRange* ranges, std::size_t count, char32_t code_point) {
   const tables::CodePointRange* end = ranges + count;
-  const auto* found = std::upper_bound(ranges, end, code_point,
-                                       [](char32_t value, const tables::CodePointRange& range) { return value < range.first; });
+  const auto* found = std::upper_bound(
+      ranges, end, code_point, [](char32_t value, const tables::CodePointRange& range) { return value < range.first; });
   if (found == ranges) return false;
   return code_point <= (found - 1)->last;
 }
@@ -56,9 +56,9 @@ std::uint8_t combining_class(char32_t code_point) {
   if (code_point < 0x300) return 0;
   const auto* begin = tables::kCombiningClassRanges;
   const auto* end = begin + tables::kCombiningClassRangesCount;
-  const auto* found = std::upper_bound(begin, end, code_point, [](char32_t value, const tables::CombiningClassRange& range) {
-    return value < range.first;
-  });
+  const auto* found =
+      std::upper_bound(begin, end, code_point,
+                       [](char32_t value, const tables::CombiningClassRange& range) { return value < range.first; });
   if (found == begin || code_point > (found - 1)->last) return 0;
   return (found - 1)->combining_class;
 }
@@ -69,7 +69,8 @@ std::u32string canonical_decomposition(char32_t code_point) {
     std::u32string parts;
     parts += static_cast<char32_t>(kHangulLeadingBase + index / kHangulVowelTrailingCount);
     parts += static_cast<char32_t>(kHangulVowelBase + (index % kHangulVowelTrailingCount) / kHangulTrailingCount);
-    if (index % kHangulTrailingCount != 0) parts += static_cast<char32_t>(kHangulTrailingBase + index % kHangulTrailingCount);
+    if (index % kHangulTrailingCount != 0)
+      parts += static_cast<char32_t>(kHangulTrailingBase + index % kHangulTrailingCount);
     return parts;
   }
   if (code_point < 0xC0) return {};
@@ -95,10 +96,11 @@ std::optional<char32_t> compose_pair(char32_t first, char32_t second) {
   }
   const auto* begin = tables::kCompositions;
   const auto* end = begin + tables::kCompositionsCount;
-  const auto* found = std::lower_bound(begin, end, std::make_pair(first, second),
-                                       [](const tables::Composition& entry, const std::pair<char32_t, char32_t>& pair) {
-                                         return entry.first < pair.first || (entry.first == pair.first && entry.second < pair.second);
-                                       });
+  const auto* found =
+      std::lower_bound(begin, end, std::make_pair(first, second),
+                       [](const tables::Composition& entry, const std::pair<char32_t, char32_t>& pair) {
+                         return entry.first < pair.first || (entry.first == pair.first && entry.second < pair.second);
+                       });
   if (found == end || found->first != first || found->second != second) return std::nullopt;
   return found->composite;
 }

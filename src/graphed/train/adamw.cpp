@@ -35,7 +35,8 @@ AdamW::AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, c
       exp_avg_sqs_.push_back(at::zeros_like(parameter));
     }
     // The fused CUDA kernel reads float32 steps; elsewhere the step keeps the parameter's precision.
-    steps_.push_back(at::zeros({}, parameter.options().dtype(parameter.is_cuda() ? at::kFloat : parameter.scalar_type())));
+    steps_.push_back(
+        at::zeros({}, parameter.options().dtype(parameter.is_cuda() ? at::kFloat : parameter.scalar_type())));
   }
   const auto device = parameters_.empty() ? at::Device(at::kCPU) : parameters_.front().device();
   lr_ = at::zeros({}, at::TensorOptions().device(device).dtype(at::kDouble));
@@ -53,7 +54,9 @@ void AdamW::make_flat_state(int64_t elements) {
   int64_t offset = 0;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     at::Tensor& parameter = parameters_[i];
-    const auto view = [&](const at::Tensor& flat) { return flat.narrow(0, offset, parameter.numel()).view(parameter.sizes()); };
+    const auto view = [&](const at::Tensor& flat) {
+      return flat.narrow(0, offset, parameter.numel()).view(parameter.sizes());
+    };
     view(flat_parameters_).copy_(parameter);
     parameter.set_data(view(flat_parameters_));  // the module's parameter now lives in the flat buffer
     exp_avgs_.push_back(view(flat_exp_avg_));

@@ -38,12 +38,32 @@ SafetensorsWording checkpoint_wording() {
 /// Settings that change the model's parameters: a checkpoint must agree on all of them. A key missing
 /// from an older trainer.json (kv_channels, add_qkv_bias, qk_layernorm, the hybrid keys came later) reads as
 /// its default.
-const char* const kArchitectureKeys[] = {
-    "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
-    "vocab_size", "normalization", "qk_layernorm", "swiglu", "position_embedding_type", "max_position_embeddings",
-    "add_bias_linear", "add_qkv_bias", "untie_embeddings_and_output_weights", "num_experts", "moe_ffn_hidden_size",
-    "moe_shared_expert_intermediate_size", "moe_layers", "is_hybrid_model", "hybrid_override_pattern",
-    "mamba_state_dim", "mamba_head_dim", "mamba_num_groups", "mamba_num_heads", "mamba_conv_width"};
+const char* const kArchitectureKeys[] = {"num_layers",
+                                         "hidden_size",
+                                         "num_attention_heads",
+                                         "num_query_groups",
+                                         "kv_channels",
+                                         "ffn_hidden_size",
+                                         "vocab_size",
+                                         "normalization",
+                                         "qk_layernorm",
+                                         "swiglu",
+                                         "position_embedding_type",
+                                         "max_position_embeddings",
+                                         "add_bias_linear",
+                                         "add_qkv_bias",
+                                         "untie_embeddings_and_output_weights",
+                                         "num_experts",
+                                         "moe_ffn_hidden_size",
+                                         "moe_shared_expert_intermediate_size",
+                                         "moe_layers",
+                                         "is_hybrid_model",
+                                         "hybrid_override_pattern",
+                                         "mamba_state_dim",
+                                         "mamba_head_dim",
+                                         "mamba_num_groups",
+                                         "mamba_num_heads",
+                                         "mamba_conv_width"};
 
 std::string iteration_folder(int64_t iteration) {
   std::ostringstream name;
@@ -162,7 +182,8 @@ std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iterati
 // Loading: every check runs before anything is copied into the model or optimizer.
 namespace {
 
-const char* const kLoadFix = "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)";
+const char* const kLoadFix =
+    "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)";
 const char* const kModelFix = "; fix: load a checkpoint saved by this model";
 const char* const kDeviceFix = "; fix: resume on the kind of device that saved it, or start without --load";
 
@@ -176,7 +197,8 @@ int64_t read_latest_iteration(const std::string& load_dir) {
   const std::string path = join_path(load_dir, "latest_checkpointed_iteration.txt");
   std::string text;
   if (read_file(path, text) != 0) {
-    throw CheckpointError("--load folder '" + load_dir + "' has neither trainer.json nor a readable "
+    throw CheckpointError("--load folder '" + load_dir +
+                          "' has neither trainer.json nor a readable "
                           "latest_checkpointed_iteration.txt; fix: pass a --save folder or one of its iter_* folders");
   }
   const auto first = text.find_first_not_of(" \t\r\n");
@@ -201,8 +223,10 @@ std::string find_checkpoint_folder(const std::string& load_dir) {
   const std::string folder = join_path(load_dir, iteration_folder(iteration));
   if (!is_directory(folder)) {
     throw CheckpointError("'" + join_path(load_dir, "latest_checkpointed_iteration.txt") + "' names iteration " +
-                          std::to_string(iteration) + ", but '" + folder + "' does not exist; fix: pass one of the "
-                          "iter_* folders of '" + load_dir + "' to --load, or write its iteration there");
+                          std::to_string(iteration) + ", but '" + folder +
+                          "' does not exist; fix: pass one of the "
+                          "iter_* folders of '" +
+                          load_dir + "' to --load, or write its iteration there");
   }
   return folder;
 }
@@ -210,8 +234,8 @@ std::string find_checkpoint_folder(const std::string& load_dir) {
 /// trainer.json's fields, each checked for its type and range.
 CheckpointInfo parse_trainer_json(const std::string& folder, const std::string& path, const nlohmann::json& trainer) {
   if (!trainer.is_object()) {
-    corrupt(path, "it is a JSON " + std::string(trainer.type_name()) +
-                      ", expected an object with 'iteration' and 'config'");
+    corrupt(path,
+            "it is a JSON " + std::string(trainer.type_name()) + ", expected an object with 'iteration' and 'config'");
   }
   const auto field = [&](const char* name, const char* expected) -> const nlohmann::json& {
     const auto found = trainer.find(name);
@@ -418,7 +442,8 @@ int64_t load_model_weights(const std::string& load_dir, model::GptModel& model, 
   const CheckpointInfo info = read_checkpoint_info(load_dir);
   check_architecture(info, config);
   const std::string model_file = join_path(info.folder, "model.safetensors");
-  const SavedTensors parameters = read_safetensors(model_file, checkpoint_wording());  // train's words, for generate too
+  const SavedTensors parameters =
+      read_safetensors(model_file, checkpoint_wording());  // train's words, for generate too
   NamedTensors model_parameters;
   for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());
   check_expected(model_file, parameters, model_parameters, "the model");

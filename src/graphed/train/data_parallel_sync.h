@@ -33,9 +33,9 @@ class DataParallelSync final : public GradientSync {
   dist::ProcessGroups& groups_;
   std::unique_ptr<dist::GradientReducer> reducer_;
   at::Tensor shared_embedding_;
-  std::vector<at::Tensor> uncounted_;        ///< the tensor duplicates, on tensor ranks other than the first
+  std::vector<at::Tensor> uncounted_;         ///< the tensor duplicates, on tensor ranks other than the first
   std::vector<at::Tensor> summed_gradients_;  ///< summed over the tensor group after the backward
-  bool counts_shared_embedding_ = true;  ///< false on the last stage: the first stage counts it in the norm
+  bool counts_shared_embedding_ = true;       ///< false on the last stage: the first stage counts it in the norm
 };
 
 }  // namespace graphed::train

@@ -1,7 +1,6 @@
 // train/full_iteration_runner.cpp — see train/full_iteration_runner.h.
 #include "graphed/train/full_iteration_runner.h"
 
-
 namespace graphed::train {
 
 FullIterationRunner::FullIterationRunner(TrainingStep& step) : step_(step), stream_(step.device()) {
@@ -19,7 +18,8 @@ FullIterationRunner::~FullIterationRunner() = default;
 
 std::vector<Batch> FullIterationRunner::static_batches(const capture::StaticBatchBuffer& buffer) const {
   std::vector<Batch> batches;
-  for (int64_t m = 0; m < buffer.microbatches(); ++m) batches.push_back({buffer.microbatch(m)[0], buffer.microbatch(m)[1]});
+  for (int64_t m = 0; m < buffer.microbatches(); ++m)
+    batches.push_back({buffer.microbatch(m)[0], buffer.microbatch(m)[1]});
   return batches;
 }
 
@@ -46,7 +46,8 @@ IterationStats FullIterationRunner::train(const std::vector<Batch>& host_batches
 at::Tensor FullIterationRunner::evaluate(const std::vector<Batch>& host_batches) {
   capture::SideStream::Use on_stream(stream_);
   fill(eval_buffer_, host_batches);
-  return eval_graph_->run([&] { return std::vector<at::Tensor>{step_.evaluation_loss(static_batches(eval_buffer_))}; })[0];
+  return eval_graph_->run(
+      [&] { return std::vector<at::Tensor>{step_.evaluation_loss(static_batches(eval_buffer_))}; })[0];
 }
 
 std::optional<CaptureReport> FullIterationRunner::capture_report() const {

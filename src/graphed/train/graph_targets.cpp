@@ -24,7 +24,8 @@ bool starts_hidden(const GraphTarget& target) {
   if (target.kind == TargetKind::kLoss) return true;
   const LayerUnit unit = target.layer_unit;
   const bool feed_forward = unit == LayerUnit::kMlp || unit == LayerUnit::kMoe || unit == LayerUnit::kMoeRouter;
-  return unit == LayerUnit::kWholeLayer || is_mixer(unit) || (feed_forward && target.parts.mixer == model::Mixer::kNone);
+  return unit == LayerUnit::kWholeLayer || is_mixer(unit) ||
+         (feed_forward && target.parts.mixer == model::Mixer::kNone);
 }
 
 }  // namespace
@@ -51,7 +52,8 @@ std::vector<LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config
 std::vector<GraphTarget> graph_targets(model::GptModel& model, const config::CudaGraphConfig& config) {
   std::vector<GraphTarget> targets;
   if (config.stage_units) {
-    targets.push_back({TargetKind::kEmbedding, -1, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kEmbedding), {}});
+    targets.push_back(
+        {TargetKind::kEmbedding, -1, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kEmbedding), {}});
   }
   int64_t index = 0;
   for (auto& layer : model->layers()) {
@@ -61,7 +63,8 @@ std::vector<GraphTarget> graph_targets(model::GptModel& model, const config::Cud
     ++index;
   }
   if (config.stage_units) {
-    targets.push_back({TargetKind::kLoss, index, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kLoss), {}});
+    targets.push_back(
+        {TargetKind::kLoss, index, LayerUnit::kWholeLayer, model->stage_unit(model::StageUnit::kLoss), {}});
   }
   return targets;
 }
@@ -73,8 +76,9 @@ std::vector<std::vector<GraphTarget>> chunk_targets(const std::vector<GraphTarge
     const model::LayerRange& range = chunks[c];
     for (const GraphTarget& target : targets) {
       const bool mine = target.kind == TargetKind::kEmbedding ? range.first_stage
-                        : target.kind == TargetKind::kLoss    ? range.last_stage
-                                                              : target.layer >= range.first_layer && target.layer < range.end_layer;
+                        : target.kind == TargetKind::kLoss
+                            ? range.last_stage
+                            : target.layer >= range.first_layer && target.layer < range.end_layer;
       if (mine) result[c].push_back(target);
     }
   }
@@ -109,7 +113,9 @@ void install_eager_runner(model::GptModel& model, const GraphTarget& target) {
   switch (target.kind) {
     case TargetKind::kEmbedding: model->use_eager_stage_runner(model::StageUnit::kEmbedding); return;
     case TargetKind::kLoss: model->use_eager_stage_runner(model::StageUnit::kLoss); return;
-    case TargetKind::kLayer: model->layers()[static_cast<std::size_t>(target.layer)]->use_eager_runner(target.layer_unit); return;
+    case TargetKind::kLayer:
+      model->layers()[static_cast<std::size_t>(target.layer)]->use_eager_runner(target.layer_unit);
+      return;
   }
 }
 

@@ -21,7 +21,8 @@ namespace graphed::train {
 /// moe_preprocess -> dispatch preprocessing. Parts a layer lacks are skipped, so a layer may graph
 /// nothing (TE's _layer_is_graphable). The config layer has already checked the pairings (TC-9 … TC-14,
 /// G2, G4).
-std::vector<model::LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config, const model::LayerParts& parts);
+std::vector<model::LayerUnit> graphed_layer_units(const config::CudaGraphConfig& config,
+                                                  const model::LayerParts& parts);
 
 enum class TargetKind { kEmbedding, kLayer, kLoss };
 

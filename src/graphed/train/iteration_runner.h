@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/capture_memory.h"
+#include "graphed/capture/cuda_graph.h"
 #include "graphed/train/training_step.h"
 
 namespace graphed::train {
 
 /// What a runner captured, for the trainer's one-line report.
 struct CaptureReport {
-  std::string what;         ///< e.g. "12 units (24 graphs) with the local impl, and the optimizer step"
+  std::string what;               ///< e.g. "12 units (24 graphs) with the local impl, and the optimizer step"
   double seconds = 0;             ///< recording of arguments, warmup passes and captures
   capture::CaptureMemory memory;  ///< graph-pool growth during the captures, and the graphs themselves
 };

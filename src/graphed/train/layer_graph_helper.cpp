@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "graphed/capture/capture_memory.h"
-#include "graphed/runtime/device.h"
 #include "graphed/capture/make_graphed_callables.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/capture/schedule_order.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
@@ -35,9 +35,11 @@ class RecordingRunner final : public capture::UnitRunner {
 
 }  // namespace
 
-LayerGraphHelper::LayerGraphHelper(model::GptModel model, const config::CudaGraphConfig& config, LayerGraphOptions options)
+LayerGraphHelper::LayerGraphHelper(model::GptModel model, const config::CudaGraphConfig& config,
+                                   LayerGraphOptions options)
     : model_(std::move(model)), options_(options) {
-  GRAPHED_INTERNAL_ASSERT(options_.captured_microbatches >= 1, "captured microbatches ", options_.captured_microbatches);
+  GRAPHED_INTERNAL_ASSERT(options_.captured_microbatches >= 1, "captured microbatches ",
+                          options_.captured_microbatches);
   if (options_.chunks.empty()) options_.chunks = whole_model(model_);
   const auto chunks = chunk_targets(graph_targets(model_, config), options_.chunks);
   for (const auto& chunk : chunks) {

@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/capture_memory.h"
+#include "graphed/capture/cuda_graph.h"
 #include "graphed/capture/graphed_callable.h"
 #include "graphed/capture/make_graphed_callables.h"
 #include "graphed/config/cuda_graph_config.h"

@@ -26,7 +26,8 @@ std::vector<GraphTarget> rank_targets(TrainingStep& step) {
 
 }  // namespace
 
-LocalGraphRunner::LocalGraphRunner(TrainingStep& step) : LocalGraphRunner(step, runner_pool(step.config().cuda_graph)) {}
+LocalGraphRunner::LocalGraphRunner(TrainingStep& step)
+    : LocalGraphRunner(step, runner_pool(step.config().cuda_graph)) {}
 
 LocalGraphRunner::LocalGraphRunner(TrainingStep& step, const capture::GraphPool& pool)
     : step_(step),

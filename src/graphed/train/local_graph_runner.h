@@ -4,8 +4,8 @@
 // runners and records the forward and backward of every microbatch in execution order; at its end
 // GraphRegistry::create_cudagraphs() captures every graph in that order into one pool, and from then on
 // the iterations replay, with autograd through the replay. With the stage units (or
-// --optimizer-cuda-graph) the optimizer step is a graph too. Evaluation replays forward-only graphs, captured on its first call. Everything runs on
-// one side stream.
+// --optimizer-cuda-graph) the optimizer step is a graph too. Evaluation replays forward-only graphs, captured on its
+// first call. Everything runs on one side stream.
 #pragma once
 
 #include <memory>

@@ -78,8 +78,8 @@ std::optional<std::string> check_memory_fits(const config::RunConfig& config, bo
                           " or less (raise --global-batch-size to keep the tokens per iteration: the microbatches "
                           "then run one after another), or shorten --seq-length";
   if (needed > available_bytes) {
-    throw DataError("this run needs " + figures + ", more than the " + gib(available_bytes) + " available on " +
-                    where + "; fix: " + fix);
+    throw DataError("this run needs " + figures + ", more than the " + gib(available_bytes) + " available on " + where +
+                    "; fix: " + fix);
   }
   if (needed * 10 > available_bytes * 8) {
     return "this run needs " + figures + ", more than 80% of the " + gib(available_bytes) + " available on " + where +

@@ -12,8 +12,8 @@
 namespace graphed::train {
 
 struct MemoryEstimate {
-  int64_t state_bytes = 0;                 ///< parameters, gradients and AdamW's two moments (fp32)
-  int64_t activation_bytes_per_sample = 0; ///< activations kept for backward, and the logits, per sample
+  int64_t state_bytes = 0;                  ///< parameters, gradients and AdamW's two moments (fp32)
+  int64_t activation_bytes_per_sample = 0;  ///< activations kept for backward, and the logits, per sample
   int64_t micro_batch_size = 0;
   int64_t total_bytes() const { return state_bytes + activation_bytes_per_sample * micro_batch_size; }
 };

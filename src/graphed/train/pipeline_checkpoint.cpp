@@ -61,10 +61,9 @@ GatheredState gather_pipeline_state(model::GptModel& model, AdamW& optimizer, di
     share(parameter.detach().clone(), owner, name, true);
     for (const char* part : {".exp_avg", ".exp_avg_sq", ".step"}) {
       const auto found = own_state.find(name + part);
-      at::Tensor buffer = found != own_state.end() ? found->second.clone()
-                          : std::string(part) == ".step"
-                              ? at::zeros({}, parameter.options().dtype(at::kFloat))
-                              : at::zeros_like(parameter);
+      at::Tensor buffer = found != own_state.end()       ? found->second.clone()
+                          : std::string(part) == ".step" ? at::zeros({}, parameter.options().dtype(at::kFloat))
+                                                         : at::zeros_like(parameter);
       share(buffer, owner, name + part, false);
     }
   }

@@ -20,7 +20,8 @@ PipelineSchedule::PipelineSchedule(TrainingStep& step, dist::ProcessGroups& grou
   const auto& config = step.config();
   // With sequence parallelism a stage sends its tensor rank's part of the sequence.
   const int64_t sequence_parts = config.train.sequence_parallel ? layout.tensor_size : 1;
-  activation_shape_ = {config.train.micro_batch_size, config.model.seq_length / sequence_parts, config.model.hidden_size};
+  activation_shape_ = {config.train.micro_batch_size, config.model.seq_length / sequence_parts,
+                       config.model.hidden_size};
 }
 
 std::vector<int64_t> PipelineSchedule::order(int64_t microbatches) const {
@@ -31,8 +32,9 @@ std::vector<int64_t> PipelineSchedule::order(int64_t microbatches) const {
   rank.pipeline_size = layout.pipeline_size;
   rank.rank = layout.pipeline_rank();
   rank.microbatch_group = layout.pipeline_size;  // Megatron's default group per virtual stage
-  return capture::convert_schedule_table_to_order(capture::warmup_microbatches(rank), layout.chunks,
-                                                  capture::schedule_table(microbatches, layout.chunks, rank.microbatch_group));
+  return capture::convert_schedule_table_to_order(
+      capture::warmup_microbatches(rank), layout.chunks,
+      capture::schedule_table(microbatches, layout.chunks, rank.microbatch_group));
 }
 
 int64_t PipelineSchedule::stage_of(int64_t chunk) const {

@@ -11,8 +11,16 @@ using Clock = std::chrono::steady_clock;
 
 Progress::Progress(int64_t first, int64_t total, double tokens_per_iteration, EventLog& log, bool bar,
                    bool out_is_terminal, std::chrono::milliseconds heartbeat)
-    : first_(first), total_(total), tokens_per_iteration_(tokens_per_iteration), log_(log), bar_(bar),
-      heartbeat_(heartbeat), start_(Clock::now()), done_(first), last_draw_(start_), last_line_(start_) {
+    : first_(first),
+      total_(total),
+      tokens_per_iteration_(tokens_per_iteration),
+      log_(log),
+      bar_(bar),
+      heartbeat_(heartbeat),
+      start_(Clock::now()),
+      done_(first),
+      last_draw_(start_),
+      last_line_(start_) {
   if (!out_is_terminal) watcher_ = std::thread([this] { watch(); });
 }
 
@@ -58,7 +66,8 @@ void Progress::watch() {
     const int64_t done = done_.load();
     const double elapsed = elapsed_seconds();
     const double tokens = static_cast<double>(done - first_) * tokens_per_iteration_;
-    nlohmann::json fields{{"iteration", done}, {"train_iters", total_}, {"elapsed_s", elapsed}, {"tokens_seen", tokens}};
+    nlohmann::json fields{
+        {"iteration", done}, {"train_iters", total_}, {"elapsed_s", elapsed}, {"tokens_seen", tokens}};
     std::string eta;
     if (done > first_) {
       fields["eta_s"] = eta_seconds(done);

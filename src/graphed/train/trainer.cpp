@@ -12,11 +12,11 @@
 #include <sstream>
 
 #include "graphed/capture/capture_state.h"
-#include "graphed/runtime/device.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/dist/tensor_collectives.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/model/fused_path.h"
+#include "graphed/runtime/device.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/data_parallel_sync.h"
 #include "graphed/train/interval_timer.h"
@@ -54,8 +54,11 @@ std::shared_ptr<capture::RandomStream> model_parallel_random(const config::RunCo
 
 Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device,
                  dist::ProcessGroups* groups)
-    : config_(config), data_(std::move(data)), device_(device),
-      layout_(groups != nullptr ? groups->layout() : dist::make_parallel_layout(config, 0)), groups_(groups) {
+    : config_(config),
+      data_(std::move(data)),
+      device_(device),
+      layout_(groups != nullptr ? groups->layout() : dist::make_parallel_layout(config, 0)),
+      groups_(groups) {
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = model::GptModel(config.model, config.moe_layers);
   if (layout_.tensor_size > 1) {  // each tensor rank keeps its part of the whole model it built
@@ -81,15 +84,15 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   // The fused path (model/fused_path.h) with bf16 autocast and --fused-kernels where the kernels run (a
   // CUDA build on a GPU): the optimizer keeps bf16 working copies of the weights for it.
   const runtime::Precision precision = runtime::choose_precision(config.model.bf16, device_);  // once, for the run
-  const bool fused = runtime::autocasts(precision) &&
-                     config.model.fused_kernels && !model_->parameters().empty() &&
+  const bool fused = runtime::autocasts(precision) && config.model.fused_kernels && !model_->parameters().empty() &&
                      kernels::training_kernels_supported(model_->parameters().front());
   if (fused) options.working_copies = at::kBFloat16;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
   // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
   // same number of gradients in every backward (not so for MoE experts that receive no token); the
   // overlap watches AccumulateGrad, so the fused norms then leave accumulation to autograd.
-  const bool overlap = groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
+  const bool overlap =
+      groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
   if (fused) {
     model_->use_kernel_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, !overlap));
   }
@@ -122,8 +125,7 @@ std::vector<Batch> Trainer::host_batches(Split split, int64_t index) const {
   // d-th consecutive share, so the ranks together see what one process would.
   const int64_t micro = config_.train.micro_batch_size;
   const int64_t microbatches = config_.num_microbatches();
-  const int64_t first_sample =
-      index * *config_.train.global_batch_size + layout_.data_rank() * microbatches * micro;
+  const int64_t first_sample = index * *config_.train.global_batch_size + layout_.data_rank() * microbatches * micro;
   std::vector<Batch> batches;
   for (int64_t m = 0; m < microbatches; ++m) {
     Batch batch = data_.batch(split, first_sample + m * micro, micro);
@@ -181,7 +183,8 @@ double Trainer::flops_per_iteration() const {
     if (parts.mixer == model::Mixer::kMamba) parameters += mamba_projections;  // the scan itself is not counted
     if (parts.feed_forward == model::FeedForward::kMoe) {
       parameters += h * static_cast<double>(m.num_experts.value_or(0));
-      parameters += static_cast<double>(m.moe_router_topk) * ffn_factor * h * static_cast<double>(m.moe_ffn_hidden_size.value_or(0));
+      parameters += static_cast<double>(m.moe_router_topk) * ffn_factor * h *
+                    static_cast<double>(m.moe_ffn_hidden_size.value_or(0));
       parameters += ffn_factor * h * static_cast<double>(m.moe_shared_expert_intermediate_size.value_or(0));
     } else if (parts.feed_forward == model::FeedForward::kDense) {
       parameters += ffn_factor * h * static_cast<double>(m.ffn_hidden_size.value_or(0));
@@ -264,11 +267,14 @@ void Trainer::report_capture(Progress& progress, int64_t iteration) {
   const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
   std::ostringstream line;
   line << "captured " << report.what << " at iteration " << iteration << " in " << std::fixed << std::setprecision(3)
-       << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.memory.pool_bytes) << " MiB, graphs "
-       << mib(report.memory.graph_bytes) << " MiB); replaying from here";
+       << report.seconds << " s (graph pool " << std::setprecision(1) << mib(report.memory.pool_bytes)
+       << " MiB, graphs " << mib(report.memory.graph_bytes) << " MiB); replaying from here";
   progress.print("capture",
-                 {{"what", report.what}, {"iteration", iteration}, {"seconds", report.seconds},
-                  {"pool_bytes", report.memory.pool_bytes}, {"graph_bytes", report.memory.graph_bytes}},
+                 {{"what", report.what},
+                  {"iteration", iteration},
+                  {"seconds", report.seconds},
+                  {"pool_bytes", report.memory.pool_bytes},
+                  {"graph_bytes", report.memory.graph_bytes}},
                  line.str());
 }
 
@@ -292,15 +298,19 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
   record.tokens_per_second = tokens_per_iteration() * count / seconds;
   record.tflops = flops_per_iteration() * count / seconds / 1e12;
   record.learning_rate = learning_rate(t, done - 1);
-  nlohmann::json fields{{"iteration", done}, {"lr", record.learning_rate}, {"loss", record.loss},
-                        {"grad_norm", record.grad_norm}, {"ms_per_iter", record.ms_per_iteration},
-                        {"tokens_per_s", record.tokens_per_second}, {"tflops", record.tflops}};
+  nlohmann::json fields{{"iteration", done},
+                        {"lr", record.learning_rate},
+                        {"loss", record.loss},
+                        {"grad_norm", record.grad_norm},
+                        {"ms_per_iter", record.ms_per_iteration},
+                        {"tokens_per_s", record.tokens_per_second},
+                        {"tflops", record.tflops}};
   std::ostringstream line;
-  line << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr " << scientific(record.learning_rate, 3)
-       << " | loss " << std::fixed << std::setprecision(4) << record.loss << " | grad norm " << std::setprecision(3)
-       << record.grad_norm << " | " << std::setprecision(1) << record.ms_per_iteration << " ms/iter | "
-       << group_thousands(record.tokens_per_second) << " tokens/s | " << std::defaultfloat << std::setprecision(3)
-       << record.tflops << " TFLOP/s";
+  line << "iteration " << std::setw(6) << done << "/" << t.train_iters << " | lr "
+       << scientific(record.learning_rate, 3) << " | loss " << std::fixed << std::setprecision(4) << record.loss
+       << " | grad norm " << std::setprecision(3) << record.grad_norm << " | " << std::setprecision(1)
+       << record.ms_per_iteration << " ms/iter | " << group_thousands(record.tokens_per_second) << " tokens/s | "
+       << std::defaultfloat << std::setprecision(3) << record.tflops << " TFLOP/s";
   write_metrics(fields);
   if (peak_) {
     // Every rank's device counts: the run's FLOPs over the peak of all its devices.

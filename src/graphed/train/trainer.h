@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "graphed/runtime/peak_throughput.h"
 #include "graphed/config/run_config.h"
 #include "graphed/dist/parallel_layout.h"
 #include "graphed/model/gpt_model.h"
+#include "graphed/runtime/peak_throughput.h"
 #include "graphed/train/adamw.h"
 #include "graphed/train/event_log.h"
 #include "graphed/train/iteration_runner.h"
@@ -42,8 +42,8 @@ struct TrainSummary {
   int64_t last_iteration = 0;   ///< the iterations done when the loop ended (this run's and the earlier ones)
   bool stopped = false;         ///< the loop ended early, on a stop request
   std::optional<std::string> last_checkpoint;  ///< the folder this run saved last, if any
-  double seconds = 0;  ///< the loop's wall time (evaluations and checkpoints included)
-  double tokens = 0;   ///< tokens trained on by this run (from the start or the checkpoint)
+  double seconds = 0;                          ///< the loop's wall time (evaluations and checkpoints included)
+  double tokens = 0;                           ///< tokens trained on by this run (from the start or the checkpoint)
   std::vector<IntervalRecord> intervals;
   std::vector<std::pair<int64_t, double>> validation_losses;  ///< (iteration, loss)
 };

@@ -11,9 +11,8 @@
 
 namespace graphed::train {
 
-TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer,
-                           GradientSync& sync, const at::Device& device, runtime::Precision precision,
-                           dist::ProcessGroups* groups)
+TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel model, AdamW& optimizer, GradientSync& sync,
+                           const at::Device& device, runtime::Precision precision, dist::ProcessGroups* groups)
     : config_(config),
       model_(std::move(model)),
       optimizer_(optimizer),
@@ -21,7 +20,8 @@ TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel mode
       device_(device),
       precision_(precision),
       zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {
-  if (groups != nullptr && groups->layout().is_pipelined()) pipeline_ = std::make_unique<PipelineSchedule>(*this, *groups, sync);
+  if (groups != nullptr && groups->layout().is_pipelined())
+    pipeline_ = std::make_unique<PipelineSchedule>(*this, *groups, sync);
 }
 
 TrainingStep::~TrainingStep() = default;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "graphed/config/run_config.h"
-#include "graphed/runtime/precision.h"
 #include "graphed/model/gpt_model.h"
+#include "graphed/runtime/precision.h"
 #include "graphed/train/adamw.h"
 #include "graphed/train/gradient_sync.h"
 #include "graphed/train/token_dataset.h"

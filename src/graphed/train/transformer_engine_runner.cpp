@@ -82,9 +82,7 @@ std::optional<CaptureReport> TransformerEngineRunner::capture_report() const {
   return report;
 }
 
-int64_t TransformerEngineRunner::graph_count() const {
-  return layers_.graph_count() + optimizer_.graph_count();
-}
+int64_t TransformerEngineRunner::graph_count() const { return layers_.graph_count() + optimizer_.graph_count(); }
 
 void TransformerEngineRunner::delete_cuda_graphs() {
   const capture::GraphPool pool = runner_pool(step_.config().cuda_graph);

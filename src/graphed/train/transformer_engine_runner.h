@@ -1,8 +1,8 @@
 // train/transformer_engine_runner.h — --cuda-graph-impl transformer_engine (research §3): after
 // --cuda-graph-warmup-steps eager iterations, every unit that train/graph_targets.h selects is captured
 // ahead of time (train/layer_graph_helper.h) at the top of an iteration; with the stage units (or
-// --optimizer-cuda-graph) the optimizer step becomes a graph too (train/optimizer_step_graph.h). Evaluation stays eager, as in
-// TransformerEngine. Everything runs on one side stream.
+// --optimizer-cuda-graph) the optimizer step becomes a graph too (train/optimizer_step_graph.h). Evaluation stays
+// eager, as in TransformerEngine. Everything runs on one side stream.
 #pragma once
 
 #include "graphed/capture/cuda_graph.h"

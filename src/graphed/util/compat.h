@@ -25,8 +25,7 @@ namespace graphed::compat {
 /// Causal scaled-dot-product attention over [batch, heads, seq, head_dim] tensors (same head count
 /// for q, k and v). 2.x: at::scaled_dot_product_attention (cuDNN/flash on Hopper, capturable);
 /// 1.13: the math path written out (1.13's private SDPA has no causal backward on every backend).
-inline at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                   double dropout_p) {
+inline at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout_p) {
 #if GRAPHED_TORCH_AT_LEAST(2, 0)
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout_p, /*is_causal=*/true);
 #else
@@ -115,14 +114,13 @@ class AutocastScope {
 /// multi-tensor kernel); elsewhere the same arithmetic per tensor.
 inline void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
                        const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
-                       const std::vector<at::Tensor>& state_steps, const at::Tensor& lr, double beta1,
-                       double beta2, double weight_decay, double eps,
-                       const std::optional<at::Tensor>& grad_scale) {
+                       const std::vector<at::Tensor>& state_steps, const at::Tensor& lr, double beta1, double beta2,
+                       double weight_decay, double eps, const std::optional<at::Tensor>& grad_scale) {
 #if GRAPHED_TORCH_AT_LEAST(2, 2)
   if (!params.empty() && params.front().is_cuda()) {
     at::_foreach_add_(state_steps, 1);
-    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps, lr, beta1,
-                      beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, grad_scale,
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps, lr, beta1, beta2,
+                      weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, grad_scale,
                       /*found_inf=*/std::nullopt);
     return;
   }

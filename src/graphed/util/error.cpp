@@ -3,8 +3,7 @@
 
 namespace graphed::detail {
 
-void throw_internal_error(const char* file, int line, const char* condition,
-                          const std::string& message) {
+void throw_internal_error(const char* file, int line, const char* condition, const std::string& message) {
   std::ostringstream out;
   out << "internal error, please report: " << file << ":" << line << ": " << condition;
   if (!message.empty()) out << ": " << message;

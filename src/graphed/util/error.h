@@ -75,25 +75,24 @@ std::string concat(const Parts&... parts) {
   (out << ... << parts);
   return out.str();
 }
-[[noreturn]] void throw_internal_error(const char* file, int line, const char* condition,
-                                       const std::string& message);
+[[noreturn]] void throw_internal_error(const char* file, int line, const char* condition, const std::string& message);
 }  // namespace detail
 
 }  // namespace graphed
 
 /// Throws ErrorType(message) when the condition is false. For mistakes a user can make.
-#define GRAPHED_CHECK(condition, ErrorType, ...)                   \
-  do {                                                             \
-    if (!(condition)) {                                            \
-      throw ErrorType(::graphed::detail::concat(__VA_ARGS__));     \
-    }                                                              \
+#define GRAPHED_CHECK(condition, ErrorType, ...)               \
+  do {                                                         \
+    if (!(condition)) {                                        \
+      throw ErrorType(::graphed::detail::concat(__VA_ARGS__)); \
+    }                                                          \
   } while (false)
 
 /// Marks a bug in graphed: throws a std::logic_error asking for a report.
-#define GRAPHED_INTERNAL_ASSERT(condition, ...)                                          \
-  do {                                                                                   \
-    if (!(condition)) {                                                                  \
-      ::graphed::detail::throw_internal_error(__FILE__, __LINE__, #condition,            \
+#define GRAPHED_INTERNAL_ASSERT(condition, ...)                                              \
+  do {                                                                                       \
+    if (!(condition)) {                                                                      \
+      ::graphed::detail::throw_internal_error(__FILE__, __LINE__, #condition,                \
                                               ::graphed::detail::concat("", ##__VA_ARGS__)); \
-    }                                                                                    \
+    }                                                                                        \
   } while (false)

@@ -78,7 +78,8 @@ int write_file_atomically(const std::string& path, const std::string& contents, 
   if (file == nullptr) return fail(errno, "writing");
   const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
   const int write_error = written ? 0 : (errno != 0 ? errno : EIO);
-  if (std::fclose(file) != 0 || !written) return fail(write_error != 0 ? write_error : (errno != 0 ? errno : EIO), "writing");
+  if (std::fclose(file) != 0 || !written)
+    return fail(write_error != 0 ? write_error : (errno != 0 ? errno : EIO), "writing");
   if (const int error = fsync_path(temporary)) return fail(error, "syncing");
   if (const int error = rename_path(temporary, path)) return fail(error, "renaming");
   return 0;

@@ -15,7 +15,6 @@ void keep_freed_host_memory() {
   mallopt(M_TRIM_THRESHOLD, INT_MAX);  // and the heap is not given back while the run goes on
 }
 
-
 std::optional<int64_t> available_from_meminfo(const std::string& meminfo) {
   const std::size_t at = meminfo.find("MemAvailable:");
   if (at == std::string::npos) return std::nullopt;

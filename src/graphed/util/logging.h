@@ -29,11 +29,11 @@ void log_debug(const std::string& channel, const std::string& message);
 
 /// GRAPHED_DEBUG("capture", "captured " << n << " graphs") — the message is built only when the
 /// channel is on.
-#define GRAPHED_DEBUG(channel, stream_expression)                               \
-  do {                                                                          \
-    if (::graphed::is_debug_channel_enabled(channel)) {                         \
-      std::ostringstream graphed_debug_out_;                                    \
-      graphed_debug_out_ << stream_expression;                                  \
-      ::graphed::log_debug(channel, graphed_debug_out_.str());                  \
-    }                                                                           \
+#define GRAPHED_DEBUG(channel, stream_expression)              \
+  do {                                                         \
+    if (::graphed::is_debug_channel_enabled(channel)) {        \
+      std::ostringstream graphed_debug_out_;                   \
+      graphed_debug_out_ << stream_expression;                 \
+      ::graphed::log_debug(channel, graphed_debug_out_.str()); \
+    }                                                          \
   } while (false)

@@ -20,9 +20,8 @@ namespace {
 
 const std::vector<std::pair<std::string, at::ScalarType>>& dtype_names() {
   static const std::vector<std::pair<std::string, at::ScalarType>> names{
-      {"F64", at::kDouble}, {"F32", at::kFloat}, {"F16", at::kHalf}, {"BF16", at::kBFloat16},
-      {"I64", at::kLong},   {"I32", at::kInt},   {"I16", at::kShort}, {"I8", at::kChar},
-      {"U8", at::kByte},    {"BOOL", at::kBool}};
+      {"F64", at::kDouble}, {"F32", at::kFloat}, {"F16", at::kHalf}, {"BF16", at::kBFloat16}, {"I64", at::kLong},
+      {"I32", at::kInt},    {"I16", at::kShort}, {"I8", at::kChar},  {"U8", at::kByte},       {"BOOL", at::kBool}};
   return names;
 }
 
@@ -63,8 +62,8 @@ at::ScalarType parse_dtype(const std::string& name, const nlohmann::json& dtype)
 }
 
 /// The shape, and its element count × element size in bytes, both checked against overflow.
-std::vector<int64_t> parse_shape(const std::string& name, const nlohmann::json& shape,
-                                 std::size_t element_size, uint64_t& bytes) {
+std::vector<int64_t> parse_shape(const std::string& name, const nlohmann::json& shape, std::size_t element_size,
+                                 uint64_t& bytes) {
   std::vector<int64_t> sizes;
   bool valid = shape.is_array();
   for (std::size_t i = 0; valid && i < shape.size(); ++i) {
@@ -85,8 +84,7 @@ std::vector<int64_t> parse_shape(const std::string& name, const nlohmann::json& 
 }
 
 /// Checks one entry against the data section's size (data_bytes); allocates nothing.
-TensorEntry parse_entry(const std::string& name, const nlohmann::json& entry,
-                        uint64_t data_bytes) {
+TensorEntry parse_entry(const std::string& name, const nlohmann::json& entry, uint64_t data_bytes) {
   if (!entry.is_object()) corrupt("tensor '" + name + "' has entry " + shown(entry) + ", expected an object");
   for (const char* field : {"dtype", "shape", "data_offsets"}) {
     if (!entry.contains(field)) corrupt("tensor '" + name + "' has no field '" + field + "'");
@@ -100,19 +98,18 @@ TensorEntry parse_entry(const std::string& name, const nlohmann::json& entry,
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned() || offsets[0].get<uint64_t>() > offsets[1].get<uint64_t>()) {
     corrupt("tensor '" + name + "' has data_offsets " + shown(offsets) +
-                      ", expected [begin, end] with 0 <= begin <= end");
+            ", expected [begin, end] with 0 <= begin <= end");
   }
   result.begin = offsets[0].get<uint64_t>();
   result.end = offsets[1].get<uint64_t>();
   if (result.end > data_bytes) {
     corrupt("tensor '" + name + "' has data_offsets " + shown(offsets) + ", beyond the data section of " +
-                      std::to_string(data_bytes) + " bytes (truncated?)");
+            std::to_string(data_bytes) + " bytes (truncated?)");
   }
   if (result.end - result.begin != bytes) {
     corrupt("tensor '" + name + "' has data_offsets " + shown(offsets) + " (" +
-                      std::to_string(result.end - result.begin) + " bytes), but dtype " +
-                      entry["dtype"].get<std::string>() + " and shape " + shown(entry["shape"]) + " need " +
-                      std::to_string(bytes) + " bytes");
+            std::to_string(result.end - result.begin) + " bytes), but dtype " + entry["dtype"].get<std::string>() +
+            " and shape " + shown(entry["shape"]) + " need " + std::to_string(bytes) + " bytes");
   }
   return result;
 }
@@ -133,8 +130,8 @@ void check_no_overlap(std::vector<TensorEntry>& entries) {
     if (entry.begin == entry.end) continue;
     if (previous != nullptr && entry.begin < previous->end) {
       corrupt("tensors '" + previous->name + "' [" + std::to_string(previous->begin) + ", " +
-                        std::to_string(previous->end) + ") and '" + entry.name + "' [" + std::to_string(entry.begin) +
-                        ", " + std::to_string(entry.end) + ") overlap in the data section");
+              std::to_string(previous->end) + ") and '" + entry.name + "' [" + std::to_string(entry.begin) + ", " +
+              std::to_string(entry.end) + ") overlap in the data section");
     }
     previous = &entry;
   }
@@ -147,7 +144,7 @@ std::vector<TensorEntry> parse_header(const std::string& bytes, uint64_t& data_s
   std::memcpy(&length, bytes.data(), 8);
   if (length > bytes.size() - 8) {
     corrupt("header length " + std::to_string(length) + " exceeds the " + std::to_string(bytes.size() - 8) +
-                      " bytes after it");
+            " bytes after it");
   }
   nlohmann::json header;
   try {
@@ -199,7 +196,9 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   for (const auto& [name, tensor] : tensors) {
     const at::Tensor cpu = tensor.detach().to(at::kCPU).contiguous();
     const uint64_t bytes = static_cast<uint64_t>(cpu.numel()) * cpu.element_size();
-    header[name] = {{"dtype", stored_dtype_name(cpu.scalar_type())}, {"shape", cpu.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", stored_dtype_name(cpu.scalar_type())},
+                    {"shape", cpu.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     contents.push_back(cpu);
   }
@@ -210,10 +209,11 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 
   FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) {
-    throw DataError("cannot write " + wording.file + " '" + path + "': " + std::strerror(errno) + "; fix: " +
-                    wording.unwritable_fix);
+    throw DataError("cannot write " + wording.file + " '" + path + "': " + std::strerror(errno) +
+                    "; fix: " + wording.unwritable_fix);
   }
-  bool ok = std::fwrite(&length, sizeof(length), 1, file) == 1 && std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  bool ok = std::fwrite(&length, sizeof(length), 1, file) == 1 &&
+            std::fwrite(text.data(), 1, text.size(), file) == text.size();
   for (const auto& tensor : contents) {
     const std::size_t bytes = static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
     ok = ok && (bytes == 0 || std::fwrite(tensor.data_ptr(), 1, bytes, file) == bytes);
@@ -222,16 +222,16 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   const int saved_errno = errno;
   ok = (std::fclose(file) == 0) && ok;
   if (!ok) {
-    throw DataError("writing " + wording.file + " '" + path + "' failed: " + std::strerror(saved_errno) + "; fix: " +
-                    wording.write_failed_fix);
+    throw DataError("writing " + wording.file + " '" + path + "' failed: " + std::strerror(saved_errno) +
+                    "; fix: " + wording.write_failed_fix);
   }
 }
 
 std::map<std::string, at::Tensor> read_safetensors(const std::string& path, const SafetensorsWording& wording) {
   std::string bytes;
   if (const int error = read_file(path, bytes)) {
-    throw CheckpointError("cannot read " + wording.file + " '" + path + "': " + std::strerror(error) + "; fix: " +
-                          wording.unreadable_fix);
+    throw CheckpointError("cannot read " + wording.file + " '" + path + "': " + std::strerror(error) +
+                          "; fix: " + wording.unreadable_fix);
   }
   uint64_t data_start = 0;
   std::vector<TensorEntry> entries;

@@ -17,22 +17,21 @@
 namespace graphed {
 
 /// How the reader's and writer's messages name the file and what to do about it; each user words its
-/// own (training: "checkpoint file", "...; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder, say)").
+/// own (training: "checkpoint file", "...; fix: pass another checkpoint to --load (an earlier iter_* folder of the same
+/// --save folder, say)").
 struct SafetensorsWording {
   std::string file = "safetensors file";  ///< what the file is, e.g. "checkpoint file"
-  std::string unreadable_fix = "check that the file exists and can be read";  ///< cannot open or read it
-  std::string corrupt_fix = "write the file again";                          ///< a malformed header or data
+  std::string unreadable_fix = "check that the file exists and can be read";       ///< cannot open or read it
+  std::string corrupt_fix = "write the file again";                                ///< a malformed header or data
   std::string unwritable_fix = "check that the folder is writable and has space";  ///< cannot create it
-  std::string write_failed_fix = "check the space left in the folder";  ///< a write or fsync failed
+  std::string write_failed_fix = "check the space left in the folder";             ///< a write or fsync failed
 };
-
 
 /// Writes the tensors (copied to the CPU, contiguous) and string metadata to path, fsynced.
 /// Throws DataError "cannot write FILE 'PATH': REASON; fix: UNWRITABLE_FIX" (or "writing FILE 'PATH'
 /// failed: ...; fix: WRITE_FAILED_FIX") when the file cannot be written.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata = {},
-                       const SafetensorsWording& wording = {});
+                       const std::map<std::string, std::string>& metadata = {}, const SafetensorsWording& wording = {});
 
 /// Throws CheckpointError "FILE 'PATH' is corrupt: WHAT; fix: CORRUPT_FIX" (with wording's file and fix).
 [[noreturn]] void throw_corrupt_safetensors(const std::string& path, const std::string& what,

@@ -56,8 +56,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-std::optional<std::string> nearest_match(const std::string& word,
-                                         const std::vector<std::string>& candidates) {
+std::optional<std::string> nearest_match(const std::string& word, const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const auto& candidate : candidates) {

@@ -26,8 +26,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 
 /// The candidate nearest to the word, if it is close enough to be a plausible typo
 /// (distance <= max(2, size/3)); ties go to the first candidate.
-std::optional<std::string> nearest_match(const std::string& word,
-                                         const std::vector<std::string>& candidates);
+std::optional<std::string> nearest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 /// A library's exception message without its leading "[tag] " ("[json.exception.parse_error.101] parse
 /// error at line 1" -> "parse error at line 1"), for wrapping into a message of graphed's own.

@@ -73,8 +73,9 @@ std::string hex_byte(unsigned char byte) {
 }
 
 [[noreturn]] void throw_invalid_utf8(std::string_view text, std::size_t at, const std::string& what) {
-  throw DataError(what + " is not valid UTF-8: byte " + hex_byte(static_cast<unsigned char>(text[at])) + " at byte offset " +
-                  std::to_string(at) + "; fix: convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+  throw DataError(what + " is not valid UTF-8: byte " + hex_byte(static_cast<unsigned char>(text[at])) +
+                  " at byte offset " + std::to_string(at) +
+                  "; fix: convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
 }
 
 }  // namespace

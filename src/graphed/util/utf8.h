@@ -1,7 +1,7 @@
-// util/utf8.h — UTF-8 for the tokenizers and for text shown to users: strict decoding of input text into code points (an
-// invalid byte is a DataError giving its offset), lossy decoding of model output (each maximal
-// invalid subsequence becomes U+FFFD, as Rust's String::from_utf8_lossy and the WHATWG decoder do),
-// and encoding a code point. No locale, no ICU.
+// util/utf8.h — UTF-8 for the tokenizers and for text shown to users: strict decoding of input text into code points
+// (an invalid byte is a DataError giving its offset), lossy decoding of model output (each maximal invalid subsequence
+// becomes U+FFFD, as Rust's String::from_utf8_lossy and the WHATWG decoder do), and encoding a code point. No locale,
+// no ICU.
 #pragma once
 
 #include <cstddef>

@@ -27,19 +27,19 @@ struct GraphedUnitState {
   int64_t microbatch = 0;
   /// Which copy of the unit this is, for messages: "microbatch 1" (graphed callables), "runner 3" (local).
   std::string slot = "microbatch 0";
-  std::vector<std::string> keyword_names;      ///< sorted; the trailing keyword arguments
-  std::vector<ArgumentSignature> signatures;   ///< of the flattened arguments
-  std::vector<at::Tensor> static_inputs;       ///< one buffer per flattened argument
-  std::vector<InputBinding> input_bindings;    ///< per argument; empty = all kCopyWhenDifferent
+  std::vector<std::string> keyword_names;     ///< sorted; the trailing keyword arguments
+  std::vector<ArgumentSignature> signatures;  ///< of the flattened arguments
+  std::vector<at::Tensor> static_inputs;      ///< one buffer per flattened argument
+  std::vector<InputBinding> input_bindings;   ///< per argument; empty = all kCopyWhenDifferent
   /// Producer of each kMustBeBuffer argument, for the error message ("layers.0.layer output 0").
   std::vector<std::string> input_producers;
-  std::vector<at::Tensor> parameters;          ///< parameters the unit uses (unused ones dropped)
+  std::vector<at::Tensor> parameters;  ///< parameters the unit uses (unused ones dropped)
   std::vector<std::string> parameter_names;
   /// Per parameter: its grad is added to param.grad inside the backward graph (else autograd gets it).
   std::vector<bool> accumulate_in_graph;
   std::vector<const void*> parameter_addresses;       ///< at capture: parameters must not move
   std::vector<const void*> parameter_grad_addresses;  ///< at capture, where accumulated in the graph
-  std::vector<bool> needs_grad;                ///< per surface entry (arguments, then parameters)
+  std::vector<bool> needs_grad;                       ///< per surface entry (arguments, then parameters)
   CudaGraph forward_graph;
   CudaGraph backward_graph;
   /// Whether the warmup saw the forward / backward draw random numbers; graphs that draw none are

@@ -101,8 +101,8 @@ struct GraphReplay : torch::autograd::Function<GraphReplay> {
     const auto holder = c10::static_intrusive_pointer_cast<StateHolder>(context->saved_data["state"].toCapsule());
     GraphedUnitState& state = *holder->state;
     require_captured(state, "before the backward pass of an earlier call ran");
-    GRAPHED_INTERNAL_ASSERT(grads.size() == state.static_outputs.size(), "unit ", state.label(), " got ",
-                            grads.size(), " grads for ", state.static_outputs.size(), " outputs");
+    GRAPHED_INTERNAL_ASSERT(grads.size() == state.static_outputs.size(), "unit ", state.label(), " got ", grads.size(),
+                            " grads for ", state.static_outputs.size(), " outputs");
     for (std::size_t i = 0; i < grads.size(); ++i) {
       at::Tensor& buffer = state.static_grad_outputs[i];
       if (!buffer.defined()) continue;
@@ -117,7 +117,8 @@ struct GraphReplay : torch::autograd::Function<GraphReplay> {
       const at::Tensor& grad = state.parameters[i].grad();
       GRAPHED_CHECK(grad.defined() && grad.data_ptr() == state.parameter_grad_addresses[i], CaptureError, "unit ",
                     state.label(), ": the grad of parameter '", state.parameter_names[i], "' was ",
-                    grad.defined() ? "replaced" : "set to none", " since the capture, but its graph accumulates into "
+                    grad.defined() ? "replaced" : "set to none",
+                    " since the capture, but its graph accumulates into "
                     "the old one; fix: zero grads in place (zero_grad without set_to_none), or capture again");
     }
     launch(state.backward_graph, state.backward_draws_random);
@@ -151,7 +152,8 @@ void check_call(const GraphedUnitState& state, const std::vector<at::Tensor>& ar
     if (state.input_bindings[i] != InputBinding::kMustBeBuffer) continue;
     if (arguments[i].data_ptr() == state.static_inputs[i].data_ptr()) continue;
     throw CaptureError("unit " + state.label() + ": argument '" + state.signatures[i].name + "' was recorded as " +
-                           state.input_producers[i] + ", and the graphs share that buffer, but this call passes "
+                           state.input_producers[i] +
+                           ", and the graphs share that buffer, but this call passes "
                            "another tensor",
                        "call the graphed units in the recorded order and pass each unit's output on unchanged (no "
                        "operation in between), or delete the graphs and record again");
@@ -259,8 +261,9 @@ void capture_backward(GraphedUnitState& state, const std::vector<at::Tensor>& se
   const std::size_t arguments = state.static_inputs.size();
   const auto grads = state.backward_graph.capture(
       [&] {
-        std::vector<at::Tensor> result = torch::autograd::grad(problem.outputs, problem.inputs, problem_seeds,
-                                                               retain_graph, /*create_graph=*/false, /*allow_unused=*/true);
+        std::vector<at::Tensor> result =
+            torch::autograd::grad(problem.outputs, problem.inputs, problem_seeds, retain_graph, /*create_graph=*/false,
+                                  /*allow_unused=*/true);
         // As autograd's AccumulateGrad does (grad += new, in place), but captured: no eager add per call.
         for (std::size_t k = 0; k < result.size(); ++k) {
           const std::size_t i = problem.input_index[k];
@@ -298,7 +301,8 @@ void finish_capture(GraphedUnitState& state) {
   state.captured = true;
 }
 
-std::vector<at::Tensor> replay(const std::shared_ptr<GraphedUnitState>& state, const std::vector<at::Tensor>& arguments) {
+std::vector<at::Tensor> replay(const std::shared_ptr<GraphedUnitState>& state,
+                               const std::vector<at::Tensor>& arguments) {
   check_call(*state, arguments);
   std::vector<at::Tensor> surface = arguments;
   if (state->parameters_in_surface) surface.insert(surface.end(), state->parameters.begin(), state->parameters.end());

@@ -62,7 +62,8 @@ void finish_capture(GraphedUnitState& state);
 /// A call: checks the arguments against the capture, copies them into the static inputs where needed,
 /// replays the forward graph and returns its outputs, with a backward node that replays the backward
 /// graph when grads flow. Throws CaptureError for a mismatched call or deleted graphs.
-std::vector<at::Tensor> replay(const std::shared_ptr<GraphedUnitState>& state, const std::vector<at::Tensor>& arguments);
+std::vector<at::Tensor> replay(const std::shared_ptr<GraphedUnitState>& state,
+                               const std::vector<at::Tensor>& arguments);
 
 /// A tensor aliasing another's memory without owning it (TransformerEngine's make_weak_ref).
 at::Tensor non_owning_alias(const at::Tensor& tensor);

@@ -39,7 +39,8 @@ std::shared_ptr<BackendHandle> make_gloo_backend(const c10::intrusive_ptr<c10d::
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(gloo_device(master_address));
   auto handle = std::make_shared<BackendHandle>();
-  handle->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank), static_cast<int>(size), options);
+  handle->backend =
+      c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank), static_cast<int>(size), options);
   return handle;
 }
 
@@ -49,9 +50,10 @@ bool gloo_available() { return false; }
 
 std::shared_ptr<BackendHandle> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>&, int64_t, int64_t,
                                                  std::chrono::milliseconds, const std::string&) {
-  throw DistributedError("this graphed binary was built without Gloo (no gloo headers were found at build time), "
-                         "so its ranks cannot talk on CPUs; fix: train the ranks on GPUs (NCCL), or install "
-                         "libgloo-dev (scripts/setup) and rebuild");
+  throw DistributedError(
+      "this graphed binary was built without Gloo (no gloo headers were found at build time), "
+      "so its ranks cannot talk on CPUs; fix: train the ranks on GPUs (NCCL), or install "
+      "libgloo-dev (scripts/setup) and rebuild");
 }
 
 #endif

@@ -27,7 +27,8 @@ std::shared_ptr<BackendHandle> make_nccl_backend(const c10::intrusive_ptr<c10d::
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   auto handle = std::make_shared<BackendHandle>();
-  handle->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(rank), static_cast<int>(size), options);
+  handle->backend =
+      c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(rank), static_cast<int>(size), options);
   handle->backend->setBoundDeviceId(device);
   return handle;
 }
@@ -38,9 +39,10 @@ bool nccl_available() { return false; }
 
 std::shared_ptr<BackendHandle> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>&, int64_t, int64_t,
                                                  std::chrono::milliseconds, const at::Device&) {
-  throw DistributedError("this graphed binary was built without NCCL (a CPU-only LibTorch), so its ranks cannot "
-                         "talk on GPUs; fix: build against a CUDA PyTorch's LibTorch (scripts/build on the GPU "
-                         "machine), or train on CPUs with --device cpu (Gloo)");
+  throw DistributedError(
+      "this graphed binary was built without NCCL (a CPU-only LibTorch), so its ranks cannot "
+      "talk on GPUs; fix: build against a CUDA PyTorch's LibTorch (scripts/build on the GPU "
+      "machine), or train on CPUs with --device cpu (Gloo)");
 }
 
 #endif

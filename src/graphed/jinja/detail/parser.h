@@ -12,8 +12,8 @@ namespace graphed::jinja::detail {
 
 /// The block whose body is being parsed, for "not closed" and "unexpected end tag" messages.
 struct OpenBlock {
-  std::string keyword;                  // "for", "if", ... ("" at the top level)
-  SourceLocation location;              // of its {%
+  std::string keyword;                 // "for", "if", ... ("" at the top level)
+  SourceLocation location;             // of its {%
   std::vector<std::string> end_names;  // tags that end this body: "endfor", "else", ...
 };
 

@@ -70,8 +70,8 @@ class Renderer {
 
   const TemplateOptions& options_;
   std::string* output_;
-  std::vector<Value> block_inputs_;                 // bodies of the {% filter %}/{% set %} blocks being filtered
-  std::vector<std::shared_ptr<Scope>> closures_;    // scopes that macros close over, alive for the render
+  std::vector<Value> block_inputs_;               // bodies of the {% filter %}/{% set %} blocks being filtered
+  std::vector<std::shared_ptr<Scope>> closures_;  // scopes that macros close over, alive for the render
   int call_depth_ = 0;
   int evaluation_depth_ = 0;
   int64_t loop_iterations_ = 0;

@@ -30,8 +30,8 @@ __device__ __forceinline__ void let_next_kernel_start() {
 /// Launches `kernel` with the programmatic stream serialization attribute where the device takes it,
 /// plainly elsewhere.
 template <typename... Parameters, typename... Arguments>
-void launch_programmatic(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
-                         cudaStream_t stream, Arguments... arguments) {
+void launch_programmatic(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+                         Arguments... arguments) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <limits>
 
-#include "graphed/util/utf8.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 #include "graphed/util/text.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::tokenizer::detail {
 
@@ -72,7 +72,8 @@ std::optional<std::string> optional_string_field(const json& object, const std::
   if (!object.is_object()) return std::nullopt;
   const auto found = object.find(key);
   if (found == object.end() || found->is_null()) return std::nullopt;
-  if (!found->is_string()) fail_at(place.field(key), "must be a string or null, got " + json_excerpt(*found), "repair the file");
+  if (!found->is_string())
+    fail_at(place.field(key), "must be a string or null, got " + json_excerpt(*found), "repair the file");
   return found->get<std::string>();
 }
 
@@ -80,13 +81,16 @@ bool bool_field(const json& object, const std::string& key, const JsonPlace& pla
   if (!object.is_object()) return fallback;
   const auto found = object.find(key);
   if (found == object.end() || found->is_null()) return fallback;
-  if (!found->is_boolean()) fail_at(place.field(key), "must be true or false, got " + json_excerpt(*found), "repair the file");
+  if (!found->is_boolean())
+    fail_at(place.field(key), "must be true or false, got " + json_excerpt(*found), "repair the file");
   return found->get<bool>();
 }
 
 int64_t token_id_value(const json& value, const JsonPlace& place) {
-  if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-    fail_at(place, "must be a token id (an integer from 0 to 2147483647), got " + json_excerpt(value), "repair the file");
+  if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+      value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    fail_at(place, "must be a token id (an integer from 0 to 2147483647), got " + json_excerpt(value),
+            "repair the file");
   }
   return value.get<int64_t>();
 }
@@ -96,7 +100,8 @@ int64_t index_field(const json& object, const std::string& key, const JsonPlace&
 }
 
 std::string type_of(const json& object, const JsonPlace& place, const std::string& accepted) {
-  if (!object.is_object()) fail_at(place, "must be an object with a \"type\", got " + json_excerpt(object), "use one of " + accepted);
+  if (!object.is_object())
+    fail_at(place, "must be an object with a \"type\", got " + json_excerpt(object), "use one of " + accepted);
   const auto found = object.find("type");
   if (found == object.end() || !found->is_string()) {
     fail_at(place.field("type"), "is missing or not a string", "use one of " + accepted);
