@@ -130,6 +130,34 @@ TEST_F(TrainingOpsCudaTest, NormsAccumulatingInPlaceGiveAutogradsBits) {
   }
 }
 
+TEST_F(TrainingOpsCudaTest, LinearsAccumulatingInTheGemmGiveAutogradsSum) {
+  // Megatron's gradient-accumulation fusion: the weight's gradient GEMM adds into .grad (beta = 1) where
+  // autograd would add its fp32 output. The sum is the same one, rounded once either way; cuBLAS may pick
+  // another kernel for beta = 1, so the test allows fp32 rounding of the sum, no more.
+  const at::Tensor input = at::randn({300, 768}, kBf16);
+  const at::Tensor upstream = at::randn({300, 512}, kBf16);
+  const at::Tensor start = at::randn({512, 768}, kFloat);  // gradients already accumulated (an earlier microbatch)
+  std::vector<at::Tensor> grads, bias_grads;
+  for (const bool in_place : {false, true}) {
+    at::Tensor weight = (at::randn({512, 768}, kFloat) * 0.05).requires_grad_(true);
+    at::Tensor bias = at::zeros({512}, kFloat).requires_grad_(true);
+    weight.mutable_grad() = start.clone();
+    const at::Tensor weight_copy = weight.detach().to(at::kBFloat16);
+    const at::Tensor bias_copy = bias.detach().to(at::kBFloat16);
+    linear(input, weight, weight_copy, bias, bias_copy, in_place).backward(upstream);
+    grads.push_back(weight.grad());
+    bias_grads.push_back(bias.grad());
+  }
+  EXPECT_TRUE(at::allclose(grads[1], grads[0], /*rtol=*/1e-6, /*atol=*/1e-6))
+      << "max difference " << (grads[1] - grads[0]).abs().max().item<float>();
+  EXPECT_TRUE(at::equal(bias_grads[1], bias_grads[0]));  // the bias keeps autograd's accumulation
+  // Without a .grad to add into (the first backward of a run) the gradient comes back as usual.
+  at::Tensor fresh = (at::randn({512, 768}, kFloat) * 0.05).requires_grad_(true);
+  linear(input, fresh, fresh.detach().to(at::kBFloat16), {}, {}, /*accumulate_in_place=*/true).backward(upstream);
+  ASSERT_TRUE(fresh.grad().defined());
+  EXPECT_TRUE(at::allclose(fresh.grad(), grads[0] - start, 1e-4, 1e-4));
+}
+
 TEST_F(TrainingOpsCudaTest, LinearGivesTheMastersFloat32GradientsFromTheCopies) {
   const at::Tensor input = at::randn({3, 5, 72}, kBf16);
   const at::Tensor weight = at::randn({33, 72}, kFloat) * 0.1;

@@ -25,9 +25,11 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
 
 /// input · weight_copyᵀ + bias_copy, where the copies are the bf16 working weights of the fp32 masters
 /// weight and bias (may be undefined). The backward gives the masters fp32 gradients straight from the
-/// GEMM (no bf16 gradient, no cast). Without copies: at::linear(input, weight, bias).
+/// GEMM (no bf16 gradient, no cast). accumulate_in_place: the weight's gradient GEMM adds into its fp32
+/// .grad itself (beta = 1: Megatron's gradient-accumulation fusion), with no gradient tensor and no
+/// AccumulateGrad add, where .grad is defined, fp32 and contiguous. Without copies: at::linear(input, weight, bias).
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
-                  const at::Tensor& bias, const at::Tensor& bias_copy);
+                  const at::Tensor& bias, const at::Tensor& bias_copy, bool accumulate_in_place = false);
 
 /// Rotary embedding of x [batch, heads, seq, head_dim] (any strides, head_dim contiguous) at positions
 /// 0..seq-1; cos, sin fp32 [>= seq, head_dim / 2]. Rotates the two halves of each head.

@@ -12,7 +12,7 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor&, const at::Tensor& bias,
-                  const at::Tensor&) {
+                  const at::Tensor&, bool) {
   return reference::linear(input, weight, bias);
 }
 

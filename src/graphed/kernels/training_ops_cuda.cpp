@@ -114,11 +114,13 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
 
 struct LinearFunction : torch::autograd::Function<LinearFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
-                            const at::Tensor& weight_copy, const at::Tensor& bias, const at::Tensor& bias_copy) {
+                            const at::Tensor& weight_copy, const at::Tensor& bias, const at::Tensor& bias_copy,
+                            bool accumulate) {
     const at::Tensor rows = as_bf16(input).reshape({-1, input.size(-1)});
     const at::Tensor output =
         present(bias_copy) ? at::addmm(bias_copy, rows, weight_copy.t()) : at::mm(rows, weight_copy.t());
-    context->save_for_backward({rows, weight_copy});
+    context->save_for_backward({rows, weight_copy, weight});
+    context->saved_data["accumulate"] = accumulate;
     std::vector<int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
     return output.view(sizes);
@@ -135,11 +137,19 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
       sizes.back() = weight_copy.size(1);
       grad_input = at::mm(dy, weight_copy).view(sizes);
     }
-    if (context->needs_input_grad(1)) grad_weight = at::mm(dy.t(), rows, at::kFloat);  // fp32 out of the GEMM
+    if (context->needs_input_grad(1)) {
+      const at::Tensor& weight = saved[2];
+      if (context->saved_data["accumulate"].toBool() && accumulable(weight)) {
+        at::Tensor gradient = weight.grad();  // beta = 1 into the fp32 gradient: no gradient tensor, no add kernel
+        at::addmm_out(gradient, gradient, dy.t(), rows, at::kFloat);
+      } else {
+        grad_weight = at::mm(dy.t(), rows, at::kFloat);  // fp32 out of the GEMM
+      }
+    }
     if (context->needs_input_grad(3)) {  // the column sums of dy as a GEMV with fp32 output: faster than a reduction
       grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
     }
-    return {grad_input, grad_weight, at::Tensor(), grad_bias, at::Tensor()};
+    return {grad_input, grad_weight, at::Tensor(), grad_bias, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -267,12 +277,13 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
-                  const at::Tensor& bias, const at::Tensor& bias_copy) {
+                  const at::Tensor& bias, const at::Tensor& bias_copy, bool accumulate_in_place) {
   const bool fits = input.is_cuda() && is_cuda_of(weight_copy, at::kBFloat16) &&
                     bias.defined() == bias_copy.defined() &&
                     (!bias_copy.defined() || bias_copy.scalar_type() == at::kBFloat16) && input.numel() > 0;
   if (!fits) return reference::linear(input, weight, bias);
-  return LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy));
+  return LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy),
+                               accumulate_in_place);
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {

@@ -19,7 +19,13 @@ at::Tensor FusedPath::copy_of(const at::Tensor& master) const {
 }
 
 at::Tensor FusedPath::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
-  return kernels::linear(input, weight, copy_of(weight), bias, copy_of(bias));
+  return kernels::linear(input, weight, copy_of(weight), bias, copy_of(bias), accumulates_in_place());
+}
+
+bool FusedPath::accumulates_in_place() const {
+  // A graph's warmup runs the backward only to look at the gradients (autograd::grad), or as an ordinary
+  // iteration: either way autograd's own accumulation, whose bits in-place accumulation repeats.
+  return accumulate_in_place_ && !capture::is_graph_warmup();
 }
 
 at::Tensor FusedPath::decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
@@ -29,10 +35,7 @@ at::Tensor FusedPath::decode_linear(const at::Tensor& input, const at::Tensor& w
 
 at::Tensor FusedPath::norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                            double epsilon) const {
-  // A graph's warmup runs the backward only to look at the gradients (autograd::grad), or as an ordinary
-  // iteration: either way autograd's own accumulation, whose bits in-place accumulation repeats.
-  const bool in_place = accumulate_in_place_ && !capture::is_graph_warmup();
-  return kernels::norm(input, weight, bias, epsilon, activation_type_, in_place);
+  return kernels::norm(input, weight, bias, epsilon, activation_type_, accumulates_in_place());
 }
 
 at::Tensor FusedPath::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {

@@ -17,9 +17,9 @@ namespace graphed::model {
 class FusedPath final : public KernelPath {
  public:
   /// copies: (master parameter, its working copy of the same shape) pairs; activation_type: what the
-  /// fused norms hand to the linears (bf16 on a GPU); accumulate_in_place: the norms add their
-  /// parameters' gradients straight into .grad (off where gradient hooks watch AccumulateGrad: the
-  /// data-parallel overlap).
+  /// fused norms hand to the linears (bf16 on a GPU); accumulate_in_place: the norms and the linears add
+  /// their weights' gradients straight into .grad, the linears inside the gradient GEMM (off where gradient
+  /// hooks watch AccumulateGrad: the data-parallel overlap).
   FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type,
             bool accumulate_in_place = false);
 
@@ -45,6 +45,9 @@ class FusedPath final : public KernelPath {
                                   const at::Tensor& labels) const override;
 
  private:
+  /// Whether the norms and linears add their weights' gradients into .grad now (never in a graph's warmup).
+  bool accumulates_in_place() const;
+
   std::unordered_map<const void*, at::Tensor> copies_;  ///< by the master's TensorImpl
   at::ScalarType activation_type_;
   bool accumulate_in_place_;
