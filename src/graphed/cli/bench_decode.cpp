@@ -11,6 +11,7 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
+#include "graphed/capture/graph_support.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/dist/peer_collectives.h"
@@ -57,12 +58,13 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
                                    const at::Device& device) {
   std::vector<DecodeRow> rows;
   const auto& batches = command_line.decode_batches;
-  if (scope != InferenceCudaGraphScope::kNone && !device.is_cuda()) {
+  const auto why_not = capture::why_graphs_cannot_run(device);
+  if (scope != InferenceCudaGraphScope::kNone && why_not) {
     for (const int64_t batch : batches) {
       DecodeRow row;
       row.scope = config::to_string(scope);
       row.batch = batch;
-      row.skipped = "decode graphs need a CUDA device";
+      row.skipped = "decode graphs cannot run: " + *why_not;
       rows.push_back(row);
     }
     return rows;

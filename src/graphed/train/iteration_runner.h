@@ -46,7 +46,7 @@ inline capture::GraphPool runner_pool(const config::CudaGraphConfig& graphs) {
   return graphs.use_single_mempool ? capture::GraphPool::create() : capture::GraphPool();
 }
 
-/// The runner for step.config().cuda_graph: impl none -> eager; the others need a CUDA device (a
+/// The runner for step.config().cuda_graph: impl none -> eager; the others need CUDA graphs (capture/graph_support.h; a
 /// ConfigError otherwise). step: not owned; outlives the runner.
 std::unique_ptr<IterationRunner> make_iteration_runner(TrainingStep& step);
 
