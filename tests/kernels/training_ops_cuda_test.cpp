@@ -148,7 +148,8 @@ TEST_F(TrainingOpsCudaTest, LinearsAccumulatingInTheGemmGiveAutogradsSum) {
     grads.push_back(weight.grad());
     bias_grads.push_back(bias.grad());
   }
-  EXPECT_TRUE(at::allclose(grads[1], grads[0], /*rtol=*/1e-6, /*atol=*/1e-6))
+  // A sum of 300 products rounded in fp32 by either kernel: a few units in the last place of values up to ~70.
+  EXPECT_TRUE(at::allclose(grads[1], grads[0], /*rtol=*/1e-5, /*atol=*/1e-5))
       << "max difference " << (grads[1] - grads[0]).abs().max().item<float>();
   EXPECT_TRUE(at::equal(bias_grads[1], bias_grads[0]));  // the bias keeps autograd's accumulation
   // Without a .grad to add into (the first backward of a run) the gradient comes back as usual.

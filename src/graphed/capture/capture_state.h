@@ -13,6 +13,9 @@ namespace graphed::capture {
 bool is_graph_capturing();
 /// True while a WarmupScope is alive on any thread.
 bool is_graph_warmup();
+/// True while a WarmupScope of kind kGradientProbe is alive on any thread: a backward that only looks at
+/// the gradients (autograd::grad) and must leave every parameter's .grad alone.
+bool is_gradient_probe();
 
 /// Marks a capture for its lifetime. Nests.
 class CaptureScope {
@@ -36,13 +39,21 @@ class EagerScope {
   EagerScope& operator=(const EagerScope&) = delete;
 };
 
+/// What a warmup's backward is: an ordinary iteration (a full-iteration graph's eager first steps, whose
+/// gradients accumulate into .grad as any step's) or a probe of the gradients (the per-layer engines'
+/// warmups, through autograd::grad).
+enum class WarmupKind { kOrdinaryIteration, kGradientProbe };
+
 /// Marks a warmup for its lifetime. Nests.
 class WarmupScope {
  public:
-  WarmupScope();
+  explicit WarmupScope(WarmupKind kind);
   ~WarmupScope();
   WarmupScope(const WarmupScope&) = delete;
   WarmupScope& operator=(const WarmupScope&) = delete;
+
+ private:
+  WarmupKind kind_;
 };
 
 }  // namespace graphed::capture

@@ -137,7 +137,7 @@ std::vector<at::Tensor> CudaGraphRunner::record(const std::vector<at::Tensor>& a
 }
 
 void CudaGraphRunner::warm_up(const LocalGraphOptions& options, const at::Device& device) {
-  WarmupScope warming;
+  WarmupScope warming(WarmupKind::kGradientProbe);
   const bool with_backward = kind_ == Kind::kTraining;
   for (int64_t pass = 0; pass < options.warmup_passes; ++pass) {
     std::vector<at::Tensor> copies;

@@ -25,7 +25,7 @@ std::vector<at::Tensor> FullIterationGraph::run(const CudaGraph::Region& region)
                                          << memory_.pool_bytes << " bytes");
     graph_.replay();  // capturing executes nothing: this call's work is the first replay
   } else {
-    WarmupScope warmup;
+    WarmupScope warmup(WarmupKind::kOrdinaryIteration);
     outputs_ = region();
   }
   ++calls_;

@@ -211,7 +211,7 @@ void assign_static_inputs(States& states, const std::vector<UnitArguments>& samp
 /// 4. Warmup: walks the order warmup_iterations times on the static inputs, with autograd::grad.
 void warm_up(States& states, const GraphedCallablesLayout& layout, const GraphedCallablesOptions& options,
              const at::Device& device) {
-  WarmupScope warming;
+  WarmupScope warming(WarmupKind::kGradientProbe);
   std::vector<detail::WarmupPass> in_flight(states.size());
   for (int64_t iteration = 0; iteration < options.warmup_iterations; ++iteration) {
     const bool first = iteration == 0;

@@ -18,6 +18,7 @@
 #include "graphed/cli/run_setup.h"
 #include "graphed/cli/serving_flags.h"
 #include "graphed/infer/serving_engine.h"
+#include "graphed/runtime/device.h"
 #include "graphed/tokenizer/stream_decoder.h"
 #include "graphed/util/error.h"
 #include "graphed/util/text.h"

@@ -8,6 +8,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "graphed/infer/batch_buckets.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::infer {

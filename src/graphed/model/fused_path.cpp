@@ -23,9 +23,10 @@ at::Tensor FusedPath::linear(const at::Tensor& input, const at::Tensor& weight, 
 }
 
 bool FusedPath::accumulates_in_place() const {
-  // A graph's warmup runs the backward only to look at the gradients (autograd::grad), or as an ordinary
-  // iteration: either way autograd's own accumulation, whose bits in-place accumulation repeats.
-  return accumulate_in_place_ && !capture::is_graph_warmup();
+  // A per-layer engine's warmup runs the backward only to look at the gradients (autograd::grad): .grad
+  // stays untouched. A full-iteration graph's warmup steps are ordinary iterations and accumulate in place
+  // as eager steps and the graph do, so their bits are the same whatever cuBLAS picks for beta = 1.
+  return accumulate_in_place_ && !capture::is_gradient_probe();
 }
 
 at::Tensor FusedPath::decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,

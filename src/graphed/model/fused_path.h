@@ -45,7 +45,8 @@ class FusedPath final : public KernelPath {
                                   const at::Tensor& labels) const override;
 
  private:
-  /// Whether the norms and linears add their weights' gradients into .grad now (never in a graph's warmup).
+  /// Whether the norms and linears add their weights' gradients into .grad now (never while a warmup only
+  /// probes the gradients).
   bool accumulates_in_place() const;
 
   std::unordered_map<const void*, at::Tensor> copies_;  ///< by the master's TensorImpl

@@ -177,6 +177,7 @@ void GptModelImpl::set_stage_runner(StageUnit which, std::shared_ptr<capture::Un
 }
 
 void GptModelImpl::use_kernel_path(std::shared_ptr<const KernelPath> path) {
+  GRAPHED_INTERNAL_ASSERT(path != nullptr, "a model needs a kernel path (model::aten_path() for LibTorch's ops)");
   path_ = std::move(path);
   for (auto& layer : layers_) layer->use_kernel_path(path_);
   final_norm_->use_kernel_path(path_);

@@ -24,7 +24,7 @@ class KernelPath {
                                       const at::Tensor& bias) const = 0;
   /// Decoding's projection with its input transform and residual (kernels::decode_linear's contract).
   virtual at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                   const kernels::LinearInput& first = {}, const at::Tensor& residual = {}) const = 0;
+                                   const kernels::LinearInput& first, const at::Tensor& residual) const = 0;
   /// Whether decoding may take graphed's decode kernels (each still asks whether the tensors fit).
   virtual bool decode_kernels() const = 0;
   /// Serving's attention over paged caches (kernels::paged_attention's contract).

@@ -26,12 +26,12 @@ at::Tensor NormImpl::forward_inference(const at::Tensor& input) const {
 }
 
 at::Tensor NormImpl::then_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
-  if (!takes_decode_kernels(input)) return path_->decode_linear(forward_inference(input), weight, bias);
+  if (!takes_decode_kernels(input)) return path_->decode_linear(forward_inference(input), weight, bias, {}, {});
   kernels::LinearInput first;
   first.transform = kernels::RowTransform::kRmsNorm;
   first.norm_weight = weight_;
   first.epsilon = epsilon_;
-  return path_->decode_linear(input, weight, bias, first);
+  return path_->decode_linear(input, weight, bias, first, {});
 }
 
 }  // namespace graphed::model

@@ -90,7 +90,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
   // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
   // same number of gradients in every backward (not so for MoE experts that receive no token); the
-  // overlap watches AccumulateGrad, so the fused norms then leave accumulation to autograd.
+  // overlap watches AccumulateGrad, so the fused norms and linears then leave accumulation to autograd.
   const bool overlap =
       groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
   if (fused) {

@@ -17,6 +17,7 @@
 #include "graphed/dist/parallel_layout.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/runtime/peak_throughput.h"
+#include "graphed/runtime/precision.h"
 #include "graphed/train/adamw.h"
 #include "graphed/train/event_log.h"
 #include "graphed/train/iteration_runner.h"
