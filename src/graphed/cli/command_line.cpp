@@ -7,6 +7,7 @@
 #include <map>
 
 #include "graphed/cli/tokenize_command.h"
+#include "graphed/cli/unknown_flags.h"
 #include "graphed/config/config_file.h"
 #include "graphed/config/cuda_graph_config.h"
 #include "graphed/config/presets.h"
@@ -168,138 +169,6 @@ void add_setting_flags(CLI::App& app, FlagSet& flags, const std::string& command
   app.add_option("--preset", flags.preset,
                  "starting values: " + join(config::preset_names(), ", ") + " (flags override)");
   app.add_option("--config", flags.config_file, "JSON file of settings, applied after --preset (flags override)");
-}
-
-/// The flags a command takes, dash spellings (the migrated legacy ones left out).
-std::vector<std::string> flags_of(const CLI::App& command) {
-  std::vector<std::string> names;
-  for (const CLI::Option* option : command.get_options()) {
-    for (const std::string& name : option->get_lnames()) {
-      if (name.find('_') != std::string::npos) continue;  // the underscore spelling of a dashed flag
-      const config::SettingSpec* spec = config::find_setting(name);
-      if (spec != nullptr && spec->deprecated) continue;
-      names.push_back("--" + name);
-    }
-  }
-  return names;
-}
-
-/// Other projects' names for graphed's flags (nanoGPT, llm.c, Hugging Face's Trainer and generate,
-/// vLLM), for suggestions only: graphed takes Megatron-LM's names.
-const std::map<std::string, std::string>& other_names() {
-  static const std::map<std::string, std::string> names{
-      {"--learning-rate", "--lr"},
-      {"--max-lr", "--lr"},
-      {"--min-learning-rate", "--min-lr"},
-      {"--batch-size", "--micro-batch-size"},
-      {"--per-device-train-batch-size", "--micro-batch-size"},
-      {"--total-batch-size", "--global-batch-size"},
-      {"--gradient-accumulation-steps", "--global-batch-size"},
-      {"--max-steps", "--train-iters"},
-      {"--max-iters", "--train-iters"},
-      {"--num-train-steps", "--train-iters"},
-      {"--num-iterations", "--train-iters"},
-      {"--steps", "--train-iters"},
-      {"--iters", "--train-iters"},
-      {"--warmup-steps", "--lr-warmup-iters"},
-      {"--warmup-iters", "--lr-warmup-iters"},
-      {"--lr-decay-steps", "--lr-decay-iters"},
-      {"--lr-scheduler-type", "--lr-decay-style"},
-      {"--n-layer", "--num-layers"},
-      {"--n-layers", "--num-layers"},
-      {"--num-hidden-layers", "--num-layers"},
-      {"--n-head", "--num-attention-heads"},
-      {"--num-heads", "--num-attention-heads"},
-      {"--num-key-value-heads", "--num-query-groups"},
-      {"--n-embd", "--hidden-size"},
-      {"--d-model", "--hidden-size"},
-      {"--intermediate-size", "--ffn-hidden-size"},
-      {"--block-size", "--seq-length"},
-      {"--context-length", "--seq-length"},
-      {"--max-seq-len", "--seq-length"},
-      {"--seq-len", "--seq-length"},
-      {"--sequence-length", "--seq-length"},
-      {"--dropout", "--hidden-dropout"},
-      {"--grad-clip", "--clip-grad"},
-      {"--max-grad-norm", "--clip-grad"},
-      {"--gradient-clipping", "--clip-grad"},
-      {"--beta1", "--adam-beta1"},
-      {"--beta2", "--adam-beta2"},
-      {"--adam-epsilon", "--adam-eps"},
-      {"--output-dir", "--save"},
-      {"--out-dir", "--save"},
-      {"--checkpoint-dir", "--save"},
-      {"--resume-from-checkpoint", "--load"},
-      {"--init-from", "--load"},
-      {"--logging-steps", "--log-interval"},
-      {"--eval-steps", "--eval-interval"},
-      {"--save-steps", "--save-interval"},
-      {"--checkpoint-every", "--save-interval"},
-      {"--dataset", "--data-path"},
-      {"--data", "--data-path"},
-      {"--train-file", "--data-path"},
-      {"--input-bin", "--data-path"},
-      {"--vocab", "--vocab-size"},
-      {"--n-vocab", "--vocab-size"},
-      {"--cuda-graph", "--cuda-graph-impl"},
-      {"--cuda-graphs", "--cuda-graph-impl"},
-      {"--max-tokens", "--max-new-tokens"},
-      {"--max-length", "--max-new-tokens"},
-      {"--num-tokens", "--max-new-tokens"},
-      {"--temp", "--temperature"},
-      {"--model", "--hf"},
-      {"--model-path", "--hf"},
-      {"--stop", "--stop-token"},
-      {"--eos-token-id", "--stop-token"},
-  };
-  return names;
-}
-
-/// The commands other than `command` that take `flag`, in help order.
-std::vector<std::string> commands_taking(const std::string& flag, const std::string& command,
-                                         const std::map<std::string, CLI::App*>& subcommands) {
-  std::vector<std::string> taking;
-  for (const auto& name : command_names()) {
-    const auto found = subcommands.find(name);
-    if (name == command || found == subcommands.end()) continue;
-    const std::vector<std::string> flags = flags_of(*found->second);
-    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) taking.push_back(name);
-  }
-  return taking;
-}
-
-std::string unknown_argument_message(const std::string& argument, const std::string& command = "",
-                                     const std::map<std::string, CLI::App*>& subcommands = {}) {
-  const std::string help = command.empty() ? "graphed --help" : "graphed " + command + " --help";
-  if (argument.rfind("-", 0) != 0) {
-    return "unexpected argument '" + argument + "'; fix: flags start with -- (see " + help + ")";
-  }
-  const std::string name = argument.substr(0, argument.find('='));
-  std::string dashed = name;
-  std::replace(dashed.begin(), dashed.end(), '_', '-');
-  std::vector<std::string> known;  // the command's flags; every command's before a command is named
-  for (const auto& [name, app] : subcommands) {
-    if (!command.empty() && name != command) continue;
-    for (const std::string& flag : flags_of(*app)) known.push_back(flag);
-  }
-  const std::string fix = "; fix: see " + help + " for its flags";
-  const auto other = other_names().find(dashed);
-  if (other != other_names().end() && std::find(known.begin(), known.end(), other->second) != known.end()) {
-    return "unknown flag '" + name + "' (did you mean " + other->second + "? graphed takes Megatron-LM's flag names)" +
-           fix;
-  }
-  if (const std::vector<std::string> elsewhere = commands_taking(dashed, command, subcommands); !elsewhere.empty()) {
-    std::string message =
-        "'" + name + "' is not a flag of graphed " + command + " (it is one of graphed " + join(elsewhere, ", ") + ")";
-    const bool model_setting = config::find_setting(dashed) != nullptr || dashed == "--preset" || dashed == "--config";
-    if (runs_a_model(command) && model_setting) {
-      return message + "; fix: leave it out: " + command + " takes the model and its settings from --load or --hf";
-    }
-    return message + fix;
-  }
-  std::string message = "unknown flag '" + name + "'";
-  if (const auto near = nearest_match(dashed, known)) message += " (did you mean " + *near + "?)";
-  return message + fix;
 }
 
 /// Converts the collected CLI11 results into a JSON object of settings, collecting every problem.
@@ -503,7 +372,7 @@ std::vector<std::string> unknown_argument_problems(const std::vector<std::string
                                                    const std::map<std::string, CLI::App*>& subcommands) {
   std::vector<std::string> problems;
   for (std::size_t i = 0; i < extras.size(); ++i) {
-    problems.push_back(unknown_argument_message(extras[i], command, subcommands));
+    problems.push_back(unknown_argument_message(extras[i], command, subcommands, runs_a_model(command)));
     // "--num-layer 4": the 4 belongs to the unknown flag; report the flag only.
     const bool flag_without_value = extras[i].rfind("--", 0) == 0 && extras[i].find('=') == std::string::npos;
     if (flag_without_value && i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0) ++i;
@@ -644,7 +513,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
       if (const auto near = nearest_match(extras.front(), command_names())) message += " (did you mean " + *near + "?)";
       fail_with({message + "; fix: use one of " + join(command_names(), ", ")});
     }
-    if (!extras.empty()) fail_with({unknown_argument_message(extras.front(), "", subcommands)});
+    if (!extras.empty()) fail_with({unknown_argument_message(extras.front(), "", subcommands, false)});
     result.early_output = help_with_lists(app, std::nullopt, "");
     result.exit_code = arguments.empty() ? 1 : 0;
     return result;

@@ -123,17 +123,15 @@ namespace {
 
 /// The device --device asks for, without printing anything; throws ConfigError for an impossible one.
 at::Device decide_device(const std::string& requested) {
-  const bool cuda = runtime::cuda_available();
+  const auto why_not = runtime::why_cuda_is_unavailable();
   if (requested == "cpu") return at::Device(at::kCPU);
-  if (requested == "cuda" && !cuda) {
-    const std::string why = built_with_cuda() ? "no CUDA device is visible"
-                                              : "this binary was built against a CPU-only LibTorch (GRAPHED_CUDA=0)";
-    const std::string message = "--device cuda is not possible: " + why +
+  if (requested == "cuda" && why_not) {
+    const std::string message = "--device cuda is not possible: " + *why_not +
                                 "; fix: --device cpu, or build on a GPU "
                                 "machine with scripts/gpu-check";
     throw ConfigError(message, {message});
   }
-  return cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  return why_not ? at::Device(at::kCPU) : at::Device(at::kCUDA, 0);
 }
 
 std::string machine_summary() {

@@ -32,6 +32,48 @@ json with(json base, const json& overrides) {
   return base;
 }
 
+/// The learning-rate schedule and the logging of a preset's run (10 evaluation batches each time).
+json schedule(double lr, int warmup_iters, int train_iters, int log_interval, int eval_interval) {
+  return json{{"lr", lr},
+              {"lr_warmup_iters", warmup_iters},
+              {"train_iters", train_iters},
+              {"log_interval", log_interval},
+              {"eval_interval", eval_interval},
+              {"eval_iters", 10}};
+}
+
+/// The MoE layers of moe-small and hybrid-small: 8 experts of ffn 512, top-2, drop-and-pad at capacity 1.0.
+json eight_experts_top_two() {
+  return json{{"num_experts", 8},
+              {"moe_router_topk", 2},
+              {"moe_ffn_hidden_size", 512},
+              {"moe_expert_capacity_factor", 1.0},
+              {"moe_pad_expert_input_to_capacity", true},
+              {"moe_aux_loss_coeff", 0.01}};
+}
+
+/// llama-1b's model: Llama style (RMSNorm, RoPE, SwiGLU, GQA, no biases, untied output), 16 x 2048.
+json llama_style_1b() {
+  return json{{"num_layers", 16},
+              {"hidden_size", 2048},
+              {"num_attention_heads", 32},
+              {"group_query_attention", true},
+              {"num_query_groups", 8},
+              {"ffn_hidden_size", 8192},
+              {"swiglu", true},
+              {"normalization", "RMSNorm"},
+              {"position_embedding_type", "rope"},
+              {"add_bias_linear", false},
+              {"untie_embeddings_and_output_weights", true},
+              {"seq_length", 2048},
+              {"max_position_embeddings", 2048},
+              {"micro_batch_size", 1},
+              {"vocab_size", 32000},
+              {"attention_dropout", 0.0},
+              {"hidden_dropout", 0.0},
+              {"bf16", true}};
+}
+
 }  // namespace
 
 const std::vector<std::string>& preset_names() {
@@ -42,88 +84,23 @@ const std::vector<std::string>& preset_names() {
 std::optional<json> preset_settings(const std::string& name) {
   if (name == "tiny") {
     // Long enough on a 2-core CPU (~40 s) for samples with words in them: 768k bytes seen.
-    return with(gpt2_style(2, 128, 2, 64, 8, 1024), {{"lr", 2e-3},
-                                                     {"lr_warmup_iters", 100},
-                                                     {"train_iters", 1500},
-                                                     {"log_interval", 100},
-                                                     {"eval_interval", 500},
-                                                     {"eval_iters", 10}});
+    return with(gpt2_style(2, 128, 2, 64, 8, 1024), schedule(2e-3, 100, 1500, 100, 500));
   }
-  if (name == "small") {
-    return with(gpt2_style(4, 256, 4, 128, 8, 1024), {{"lr", 1e-3},
-                                                      {"lr_warmup_iters", 20},
-                                                      {"train_iters", 200},
-                                                      {"log_interval", 20},
-                                                      {"eval_interval", 100},
-                                                      {"eval_iters", 10}});
-  }
-  if (name == "gpt-125m") {
-    return with(gpt2_style(12, 768, 12, 512, 8, 50304), {{"lr", 6e-4},
-                                                         {"lr_warmup_iters", 50},
-                                                         {"train_iters", 200},
-                                                         {"log_interval", 20},
-                                                         {"eval_interval", 100},
-                                                         {"eval_iters", 10}});
-  }
+  if (name == "small") return with(gpt2_style(4, 256, 4, 128, 8, 1024), schedule(1e-3, 20, 200, 20, 100));
+  if (name == "gpt-125m") return with(gpt2_style(12, 768, 12, 512, 8, 50304), schedule(6e-4, 50, 200, 20, 100));
   if (name == "moe-small") {
-    return with(gpt2_style(4, 256, 4, 128, 8, 1024), {{"ffn_hidden_size", 512},
-                                                      {"num_experts", 8},
-                                                      {"moe_router_topk", 2},
-                                                      {"moe_ffn_hidden_size", 512},
-                                                      {"moe_expert_capacity_factor", 1.0},
-                                                      {"moe_pad_expert_input_to_capacity", true},
-                                                      {"moe_aux_loss_coeff", 0.01},
-                                                      {"lr", 1e-3},
-                                                      {"lr_warmup_iters", 20},
-                                                      {"train_iters", 200},
-                                                      {"log_interval", 20},
-                                                      {"eval_interval", 100},
-                                                      {"eval_iters", 10}});
+    const json dense = with(gpt2_style(4, 256, 4, 128, 8, 1024), {{"ffn_hidden_size", 512}});
+    return with(with(dense, eight_experts_top_two()), schedule(1e-3, 20, 200, 20, 100));
   }
-  if (name == "llama-1b") {
-    return json{{"num_layers", 16},
-                {"hidden_size", 2048},
-                {"num_attention_heads", 32},
-                {"group_query_attention", true},
-                {"num_query_groups", 8},
-                {"ffn_hidden_size", 8192},
-                {"swiglu", true},
-                {"normalization", "RMSNorm"},
-                {"position_embedding_type", "rope"},
-                {"add_bias_linear", false},
-                {"untie_embeddings_and_output_weights", true},
-                {"seq_length", 2048},
-                {"max_position_embeddings", 2048},
-                {"micro_batch_size", 1},
-                {"vocab_size", 32000},
-                {"attention_dropout", 0.0},
-                {"hidden_dropout", 0.0},
-                {"bf16", true},
-                {"lr", 3e-4},
-                {"lr_warmup_iters", 50},
-                {"train_iters", 200},
-                {"log_interval", 10},
-                {"eval_interval", 100},
-                {"eval_iters", 10}};
-  }
+  if (name == "llama-1b") return with(llama_style_1b(), schedule(3e-4, 50, 200, 10, 100));
   if (name == "hybrid-small") {
-    return with(gpt2_style(8, 256, 4, 128, 8, 1024), {{"is_hybrid_model", true},
-                                                      {"hybrid_override_pattern", "M*M-M*ME"},
-                                                      {"mamba_state_dim", 64},
-                                                      {"mamba_head_dim", 32},
-                                                      {"mamba_num_groups", 2},
-                                                      {"num_experts", 8},
-                                                      {"moe_router_topk", 2},
-                                                      {"moe_ffn_hidden_size", 512},
-                                                      {"moe_expert_capacity_factor", 1.0},
-                                                      {"moe_pad_expert_input_to_capacity", true},
-                                                      {"moe_aux_loss_coeff", 0.01},
-                                                      {"lr", 1e-3},
-                                                      {"lr_warmup_iters", 20},
-                                                      {"train_iters", 200},
-                                                      {"log_interval", 20},
-                                                      {"eval_interval", 100},
-                                                      {"eval_iters", 10}});
+    const json mamba{{"is_hybrid_model", true},
+                     {"hybrid_override_pattern", "M*M-M*ME"},
+                     {"mamba_state_dim", 64},
+                     {"mamba_head_dim", 32},
+                     {"mamba_num_groups", 2}};
+    const json hybrid = with(with(gpt2_style(8, 256, 4, 128, 8, 1024), mamba), eight_experts_top_two());
+    return with(hybrid, schedule(1e-3, 20, 200, 20, 100));
   }
   return std::nullopt;
 }

@@ -15,6 +15,9 @@ namespace graphed::runtime {
 bool cuda_available();
 /// CUDA devices this process sees (0 without CUDA).
 int64_t cuda_device_count();
+/// Why no CUDA device can be used ("this binary was built against a CPU-only LibTorch (GRAPHED_CUDA=0)",
+/// "no CUDA device is visible"); nullopt when one can.
+std::optional<std::string> why_cuda_is_unavailable();
 /// A one-line description of the device ("NVIDIA H200" or "cpu").
 std::string device_name(const at::Device& device);
 /// Waits for all work queued on the device (a no-op on the CPU).

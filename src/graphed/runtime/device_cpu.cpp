@@ -9,6 +9,9 @@ namespace graphed::runtime {
 
 bool cuda_available() { return false; }
 int64_t cuda_device_count() { return 0; }
+std::optional<std::string> why_cuda_is_unavailable() {
+  return "this binary was built against a CPU-only LibTorch (GRAPHED_CUDA=0)";
+}
 std::string device_name(const at::Device&) { return "cpu"; }
 void synchronize(const at::Device&) {}
 int64_t peak_memory_bytes(const at::Device&) { return 0; }

@@ -18,6 +18,10 @@ namespace graphed::runtime {
 
 bool cuda_available() { return torch::cuda::is_available(); }
 int64_t cuda_device_count() { return static_cast<int64_t>(torch::cuda::device_count()); }
+std::optional<std::string> why_cuda_is_unavailable() {
+  if (cuda_available()) return std::nullopt;
+  return "no CUDA device is visible";
+}
 
 std::string device_name(const at::Device& device) {
   if (!device.is_cuda()) return "cpu";
