@@ -130,6 +130,36 @@ TEST_F(TrainingOpsCudaTest, NormsAccumulatingInPlaceGiveAutogradsBits) {
   }
 }
 
+TEST_F(TrainingOpsCudaTest, ResidualNormsAddTheStreamsGradientWithAutogradsBits) {
+  // residual_norm hands the stream back, so the stream's gradient reaches the norm's backward, whose kernel
+  // adds it where autograd would sum the two branches: the bits of that sum, in fp32 and in bf16; a
+  // transposed (non-contiguous) stream gradient takes a separate add.
+  for (const bool layer_norm : {true, false}) {
+    for (const auto input_type : {at::kFloat, at::kBFloat16}) {
+      for (const bool contiguous : {true, false}) {
+        const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + ", " + c10::toString(input_type) +
+                                 (contiguous ? "" : ", transposed stream gradient");
+        const at::Tensor input = at::randn({300, 768}, kCuda.dtype(input_type)) * 3 + 1;
+        const at::Tensor weight = at::randn({768}, kFloat);
+        const at::Tensor bias = layer_norm ? at::randn({768}, kFloat) : at::Tensor();
+        const at::Tensor upstream = at::randn({300, 768}, kBf16);
+        const at::Tensor stream_gradient = contiguous ? at::randn({300, 768}, kCuda.dtype(input_type))
+                                                      : at::randn({768, 300}, kCuda.dtype(input_type)).t();
+        std::vector<std::vector<at::Tensor>> results;
+        for (const bool fused : {false, true}) {
+          const at::Tensor x = input.clone().requires_grad_(true);
+          const NormedStream out = fused ? residual_norm(x, weight, bias, 1e-5, at::kBFloat16)
+                                         : NormedStream{x.view_as(x), norm(x, weight, bias, 1e-5, at::kBFloat16)};
+          const auto grads = torch::autograd::grad({out.stream, out.normed}, {x}, {stream_gradient, upstream});
+          results.push_back({out.stream.detach(), out.normed.detach(), grads[0]});
+        }
+        EXPECT_TRUE(at::equal(results[1][0], input)) << what << ": the stream comes back as itself";
+        expect_all_equal(results[1], results[0], what);
+      }
+    }
+  }
+}
+
 TEST_F(TrainingOpsCudaTest, LinearsAccumulatingInTheGemmGiveAutogradsSum) {
   // Megatron's gradient-accumulation fusion: the weight's gradient GEMM adds into .grad (beta = 1) where
   // autograd would add its fp32 output. The sum is the same one, rounded once either way; cuBLAS may pick

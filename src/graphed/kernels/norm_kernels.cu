@@ -28,6 +28,17 @@ __device__ __forceinline__ void store(float* data, int64_t i, float value) { dat
 __device__ __forceinline__ void store(__nv_bfloat16* data, int64_t i, float value) {
   data[i] = __float2bfloat16_rn(value);
 }
+/// value as a T would hold it, back in fp32.
+template <typename T>
+__device__ __forceinline__ float rounded(float value);
+template <>
+__device__ __forceinline__ float rounded<float>(float value) {
+  return value;
+}
+template <>
+__device__ __forceinline__ float rounded<__nv_bfloat16>(float value) {
+  return __bfloat162float(__float2bfloat16_rn(value));
+}
 
 /// A warp per row: the mean (LayerNorm), the variance, then the output, each a pass over the row (the
 /// later passes hit the cache; keeping the row in registers measured slower, its occupancy lower).
@@ -63,13 +74,14 @@ __global__ void norm_forward_kernel(const T* input, const float* weight, const f
 }
 
 /// dx = rstd (dy w - mean(dy w) - xhat mean(dy w xhat)) for LayerNorm (RMSNorm: without the mean(dy w)
-/// term, xhat = x rstd). Warp w of block b takes rows b * kBackwardWarps + w, then every
+/// term, xhat = x rstd), plus residual[row] where residual is not null (rounded as autograd's separate add
+/// would: the sum is never contracted into an FMA). Warp w of block b takes rows b * kBackwardWarps + w, then every
 /// gridDim.x * kBackwardWarps-th; it keeps the weight (and bias) gradient sums of its rows in its own
 /// shared slice (lane l owns columns l, l + 32, ...), and the block adds its warps' slices in order.
 template <typename T>
 __global__ void norm_backward_kernel(const __nv_bfloat16* grad_output, const T* input, const float* weight,
-                                     const float* mean_in, const float* rstd_in, T* grad_input, float* weight_partials,
-                                     float* bias_partials, int64_t rows, int columns) {
+                                     const float* mean_in, const float* rstd_in, const T* residual, T* grad_input,
+                                     float* weight_partials, float* bias_partials, int64_t rows, int columns) {
   extern __shared__ float sums[];  // [kBackwardWarps][columns] weight sums, then as many bias sums
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -99,9 +111,15 @@ __global__ void norm_backward_kernel(const __nv_bfloat16* grad_output, const T* 
     const float mean_dot = warp_sum(dot) / static_cast<float>(columns);
     const float mean_total = layer_norm ? warp_sum(total) / static_cast<float>(columns) : 0.0f;
     T* dx = grad_input + row * columns;
+    const T* stream = residual != nullptr ? residual + row * columns : nullptr;
     for (int c = lane; c < columns; c += 32) {
       const float normalized = (load(x, c) - mean) * rstd;
-      store(dx, c, rstd * (__bfloat162float(dy[c]) * weight[c] - mean_total - normalized * mean_dot));
+      const float own = rstd * (__bfloat162float(dy[c]) * weight[c] - mean_total - normalized * mean_dot);
+      if (stream == nullptr) {
+        store(dx, c, own);
+      } else {
+        store(dx, c, __fadd_rn(rounded<T>(own), load(stream, c)));
+      }
     }
   }
   __syncthreads();
@@ -145,15 +163,15 @@ std::size_t backward_shared_bytes(int64_t columns, bool with_bias) {
 
 template <typename T>
 void launch_backward(const __nv_bfloat16* dy, const T* x, const float* weight, const float* mean, const float* rstd,
-                     T* dx, float* weight_partials, float* bias_partials, int64_t rows, int64_t columns,
-                     cudaStream_t stream) {
+                     const T* residual, T* dx, float* weight_partials, float* bias_partials, int64_t rows,
+                     int64_t columns, cudaStream_t stream) {
   const std::size_t shared = backward_shared_bytes(columns, bias_partials != nullptr);
   if (shared > 48 * 1024) {  // beyond the default: opt in (idempotent, cheap)
     cudaFuncSetAttribute(norm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes);
   }
   const auto blocks = static_cast<unsigned>(norm_partial_rows(rows));
   norm_backward_kernel<T><<<blocks, kBackwardWarps * 32, shared, stream>>>(
-      dy, x, weight, mean, rstd, dx, weight_partials, bias_partials, rows, static_cast<int>(columns));
+      dy, x, weight, mean, rstd, residual, dx, weight_partials, bias_partials, rows, static_cast<int>(columns));
 }
 
 }  // namespace
@@ -184,18 +202,19 @@ void launch_norm_forward(const void* input, Element input_type, const float* wei
 }
 
 void launch_norm_backward(const void* grad_output, const void* input, Element input_type, const float* weight,
-                          const float* mean, const float* rstd, void* grad_input, float* weight_partials,
-                          float* bias_partials, int64_t rows, int64_t columns, void* stream) {
+                          const float* mean, const float* rstd, const void* residual_gradient, void* grad_input,
+                          float* weight_partials, float* bias_partials, int64_t rows, int64_t columns, void* stream) {
   if (rows == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   const auto* dy = static_cast<const __nv_bfloat16*>(grad_output);
   if (input_type == Element::kFloat32) {
-    launch_backward(dy, static_cast<const float*>(input), weight, mean, rstd, static_cast<float*>(grad_input),
-                    weight_partials, bias_partials, rows, columns, cuda_stream);
+    launch_backward(dy, static_cast<const float*>(input), weight, mean, rstd,
+                    static_cast<const float*>(residual_gradient), static_cast<float*>(grad_input), weight_partials,
+                    bias_partials, rows, columns, cuda_stream);
   } else {
     launch_backward(dy, static_cast<const __nv_bfloat16*>(input), weight, mean, rstd,
-                    static_cast<__nv_bfloat16*>(grad_input), weight_partials, bias_partials, rows, columns,
-                    cuda_stream);
+                    static_cast<const __nv_bfloat16*>(residual_gradient), static_cast<__nv_bfloat16*>(grad_input),
+                    weight_partials, bias_partials, rows, columns, cuda_stream);
   }
 }
 

@@ -30,10 +30,11 @@ int64_t norm_partial_rows(int64_t rows);
 
 /// From grad_output (bf16) and the forward's input, mean (null: RMSNorm) and rstd: grad_input (of the
 /// input's type) and per-block partial sums of the weight's gradient (and of the bias's, where
-/// bias_partials is not null), fp32 [norm_partial_rows(rows), columns].
+/// bias_partials is not null), fp32 [norm_partial_rows(rows), columns]. Where residual_gradient (the
+/// input's type and shape) is not null it is added to grad_input, with the bits of a separate add.
 void launch_norm_backward(const void* grad_output, const void* input, Element input_type, const float* weight,
-                          const float* mean, const float* rstd, void* grad_input, float* weight_partials,
-                          float* bias_partials, int64_t rows, int64_t columns, void* stream);
+                          const float* mean, const float* rstd, const void* residual_gradient, void* grad_input,
+                          float* weight_partials, float* bias_partials, int64_t rows, int64_t columns, void* stream);
 
 /// output[c] = sum over p of partials[p, c] (fp32 [partial_rows, columns]), in a fixed order: the weight
 /// and bias gradients from launch_norm_backward's partial sums; the second pair (may be null) in the same

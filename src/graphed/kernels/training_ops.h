@@ -23,6 +23,19 @@ bool training_kernels_supported(const at::Tensor& like);
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
                 at::ScalarType output_type, bool accumulate_in_place = false);
 
+/// A residual stream and its norm, from residual_norm.
+struct NormedStream {
+  at::Tensor stream;  ///< the stream itself, to add the branch's update to
+  at::Tensor normed;  ///< norm(stream), the branch's input
+};
+
+/// norm(hidden, ...) with the stream handed on: {hidden, norm(hidden)}. A residual branch that adds its
+/// update to `stream` (not to `hidden`) lets the norm's backward add the stream's gradient to its own input
+/// gradient in its kernel, where autograd would sum the two branches' gradients in an add kernel of its
+/// own. The same bits either way.
+NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
+                           at::ScalarType output_type, bool accumulate_in_place = false);
+
 /// input · weight_copyᵀ + bias_copy, where the copies are the bf16 working weights of the fp32 masters
 /// weight and bias (may be undefined). The backward gives the masters fp32 gradients straight from the
 /// GEMM (no bf16 gradient, no cast). accumulate_in_place: the weight's gradient GEMM adds into its fp32

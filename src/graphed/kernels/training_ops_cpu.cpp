@@ -11,6 +11,11 @@ at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Ten
   return reference::norm(input, weight, bias, epsilon, output_type);
 }
 
+NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
+                           at::ScalarType output_type, bool) {
+  return {hidden, reference::norm(hidden, weight, bias, epsilon, output_type)};
+}
+
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor&, const at::Tensor& bias,
                   const at::Tensor&, bool) {
   return reference::linear(input, weight, bias);

@@ -59,56 +59,95 @@ bool accumulable(const at::Tensor& parameter) {
          grad.sizes() == parameter.sizes();
 }
 
+/// The norm's forward for NormFunction and ResidualNormFunction: the bf16 output; saves what the
+/// backward reads.
+at::Tensor norm_forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
+                        const at::Tensor& bias, double epsilon, bool accumulate) {
+  const at::Tensor x = input.contiguous();
+  const int64_t columns = x.size(-1);
+  const int64_t rows = x.numel() / columns;
+  at::Tensor output = at::empty(x.sizes(), x.options().dtype(at::kBFloat16));
+  const auto statistics = x.options().dtype(at::kFloat);
+  const at::Tensor rstd = at::empty({rows}, statistics);
+  const bool layer_norm = present(bias);
+  const at::Tensor mean = layer_norm ? at::empty({rows}, statistics) : rstd;  // RMSNorm has no mean
+  launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(),
+                      layer_norm ? bias.data_ptr<float>() : nullptr, output.data_ptr(),
+                      layer_norm ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), rows, columns,
+                      static_cast<float>(epsilon), current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  context->save_for_backward({x, weight, mean, rstd, bias});
+  context->saved_data["layer_norm"] = layer_norm;
+  context->saved_data["accumulate"] = accumulate;
+  return output;
+}
+
+/// Whether the kernel can add `residual` (a gradient of the stream) to the input's gradient itself.
+bool addable(const at::Tensor& residual, const at::Tensor& x) {
+  return residual.defined() && residual.scalar_type() == x.scalar_type() && residual.is_contiguous() &&
+         residual.sizes() == x.sizes();
+}
+
+/// The norm's backward: {input, weight, bias} gradients for dy, the input's plus `residual` where that is
+/// defined (the stream's own gradient, from ResidualNormFunction).
+tensor_list norm_backward(AutogradContext* context, const at::Tensor& grad_output, const at::Tensor& residual) {
+  const auto saved = context->get_saved_variables();
+  const at::Tensor& x = saved[0];
+  const at::Tensor& mean = saved[2];
+  const bool layer_norm = context->saved_data["layer_norm"].toBool();
+  const at::Tensor dy = as_bf16(grad_output).contiguous();
+  const int64_t columns = x.size(-1);
+  const int64_t rows = x.numel() / columns;
+  const int64_t partial_rows = norm_partial_rows(rows);
+  const auto options = x.options().dtype(at::kFloat);
+  const bool adds_residual = addable(residual, x);
+  at::Tensor grad_input = at::empty_like(x);
+  const at::Tensor weight_partials = at::empty({partial_rows, columns}, options);
+  const at::Tensor bias_partials = layer_norm ? at::empty({partial_rows, columns}, options) : at::Tensor();
+  launch_norm_backward(dy.data_ptr(), x.data_ptr(), element_of(x), saved[1].data_ptr<float>(),
+                       layer_norm ? mean.data_ptr<float>() : nullptr, saved[3].data_ptr<float>(),
+                       adds_residual ? residual.data_ptr() : nullptr, grad_input.data_ptr(),
+                       weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials), rows, columns,
+                       current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (residual.defined() && !adds_residual) grad_input = grad_input + residual;
+  const at::Tensor& weight = saved[1];
+  const at::Tensor& bias = saved[4];
+  const bool in_place =
+      context->saved_data["accumulate"].toBool() && accumulable(weight) && (!layer_norm || accumulable(bias));
+  if (in_place) {  // straight into the parameters' gradients: no gradient tensor, no AccumulateGrad add
+    column_sums(weight_partials, bias_partials, weight.grad(), layer_norm ? bias.grad() : at::Tensor());
+    return {grad_input, at::Tensor(), at::Tensor()};
+  }
+  auto [grad_weight, grad_bias] = column_sums(weight_partials, bias_partials);
+  return {grad_input, grad_weight, grad_bias};
+}
+
 struct NormFunction : torch::autograd::Function<NormFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& bias, double epsilon, bool accumulate) {
-    const at::Tensor x = input.contiguous();
-    const int64_t columns = x.size(-1);
-    const int64_t rows = x.numel() / columns;
-    at::Tensor output = at::empty(x.sizes(), x.options().dtype(at::kBFloat16));
-    const auto statistics = x.options().dtype(at::kFloat);
-    const at::Tensor rstd = at::empty({rows}, statistics);
-    const bool layer_norm = present(bias);
-    const at::Tensor mean = layer_norm ? at::empty({rows}, statistics) : rstd;  // RMSNorm has no mean
-    launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(),
-                        layer_norm ? bias.data_ptr<float>() : nullptr, output.data_ptr(),
-                        layer_norm ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), rows, columns,
-                        static_cast<float>(epsilon), current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    context->save_for_backward({x, weight, mean, rstd, bias});
-    context->saved_data["layer_norm"] = layer_norm;
-    context->saved_data["accumulate"] = accumulate;
-    return output;
+    return norm_forward(context, input, weight, bias, epsilon, accumulate);
   }
 
   static tensor_list backward(AutogradContext* context, tensor_list grads) {
-    const auto saved = context->get_saved_variables();
-    const at::Tensor& x = saved[0];
-    const at::Tensor& mean = saved[2];
-    const bool layer_norm = context->saved_data["layer_norm"].toBool();
-    const at::Tensor dy = as_bf16(grads[0]).contiguous();
-    const int64_t columns = x.size(-1);
-    const int64_t rows = x.numel() / columns;
-    const int64_t partial_rows = norm_partial_rows(rows);
-    const auto options = x.options().dtype(at::kFloat);
-    at::Tensor grad_input = at::empty_like(x);
-    const at::Tensor weight_partials = at::empty({partial_rows, columns}, options);
-    const at::Tensor bias_partials = layer_norm ? at::empty({partial_rows, columns}, options) : at::Tensor();
-    launch_norm_backward(dy.data_ptr(), x.data_ptr(), element_of(x), saved[1].data_ptr<float>(),
-                         layer_norm ? mean.data_ptr<float>() : nullptr, saved[3].data_ptr<float>(),
-                         grad_input.data_ptr(), weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials),
-                         rows, columns, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    const at::Tensor& weight = saved[1];
-    const at::Tensor& bias = saved[4];
-    const bool in_place =
-        context->saved_data["accumulate"].toBool() && accumulable(weight) && (!layer_norm || accumulable(bias));
-    if (in_place) {  // straight into the parameters' gradients: no gradient tensor, no AccumulateGrad add
-      column_sums(weight_partials, bias_partials, weight.grad(), layer_norm ? bias.grad() : at::Tensor());
-      return {grad_input, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-    }
-    auto [grad_weight, grad_bias] = column_sums(weight_partials, bias_partials);
-    return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor()};
+    tensor_list gradients = norm_backward(context, grads[0], at::Tensor());
+    gradients.resize(5);  // none for epsilon and accumulate
+    return gradients;
+  }
+};
+
+/// {input, norm(input)}: the stream comes back as itself (autograd makes it a view), so the stream's
+/// gradient arrives here beside the norm's and the kernel adds the two.
+struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
+  static tensor_list forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
+                             const at::Tensor& bias, double epsilon, bool accumulate) {
+    return {input, norm_forward(context, input, weight, bias, epsilon, accumulate)};
+  }
+
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    tensor_list gradients = norm_backward(context, grads[1], grads[0]);
+    gradients.resize(5);
+    return gradients;
   }
 };
 
@@ -262,18 +301,31 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
   }
 };
 
+/// Whether the norm's kernels take these tensors.
+bool norm_fits(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType output_type) {
+  return (is_cuda_of(input, at::kFloat) || is_cuda_of(input, at::kBFloat16)) && is_cuda_of(weight, at::kFloat) &&
+         weight.is_contiguous() && (!bias.defined() || (is_cuda_of(bias, at::kFloat) && bias.is_contiguous())) &&
+         output_type == at::kBFloat16 && input.numel() > 0 && norm_backward_fits(input.size(-1), bias.defined());
+}
+
 }  // namespace
 
 bool training_kernels_supported(const at::Tensor& like) { return like.defined() && like.is_cuda(); }
 
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
                 at::ScalarType output_type, bool accumulate_in_place) {
-  const bool fits =
-      (is_cuda_of(input, at::kFloat) || is_cuda_of(input, at::kBFloat16)) && is_cuda_of(weight, at::kFloat) &&
-      weight.is_contiguous() && (!bias.defined() || (is_cuda_of(bias, at::kFloat) && bias.is_contiguous())) &&
-      output_type == at::kBFloat16 && input.numel() > 0 && norm_backward_fits(input.size(-1), bias.defined());
-  if (!fits) return reference::norm(input, weight, bias, epsilon, output_type);
+  if (!norm_fits(input, weight, bias, output_type)) return reference::norm(input, weight, bias, epsilon, output_type);
   return NormFunction::apply(input, weight, or_empty(bias, weight), epsilon, accumulate_in_place);
+}
+
+NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
+                           at::ScalarType output_type, bool accumulate_in_place) {
+  if (!norm_fits(hidden, weight, bias, output_type)) {
+    return {hidden, reference::norm(hidden, weight, bias, epsilon, output_type)};
+  }
+  const tensor_list outputs =
+      ResidualNormFunction::apply(hidden, weight, or_empty(bias, weight), epsilon, accumulate_in_place);
+  return {outputs[0], outputs[1]};
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,

@@ -39,6 +39,11 @@ at::Tensor FusedPath::norm(const at::Tensor& input, const at::Tensor& weight, co
   return kernels::norm(input, weight, bias, epsilon, activation_type_, accumulates_in_place());
 }
 
+kernels::NormedStream FusedPath::residual_norm(const at::Tensor& hidden, const at::Tensor& weight,
+                                               const at::Tensor& bias, double epsilon) const {
+  return kernels::residual_norm(hidden, weight, bias, epsilon, activation_type_, accumulates_in_place());
+}
+
 at::Tensor FusedPath::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
   return kernels::rope(x, cos, sin);
 }

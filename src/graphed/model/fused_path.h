@@ -36,6 +36,8 @@ class FusedPath final : public KernelPath {
   bool decode_kernels() const override { return true; }
   at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                   double epsilon) const override;
+  kernels::NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
+                                      double epsilon) const override;
   at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const override;
   at::Tensor swiglu(const at::Tensor& x) const override;
   at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const override;

@@ -10,6 +10,7 @@
 
 #include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/paged_attention_ops.h"
+#include "graphed/kernels/training_ops.h"
 
 namespace graphed::model {
 
@@ -38,6 +39,12 @@ class KernelPath {
   /// LayerNorm (bias defined) or RMSNorm over the last dimension.
   virtual at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                           double epsilon) const = 0;
+  /// The residual stream `hidden` and its norm (kernels::residual_norm's contract): a branch adds its update
+  /// to the returned stream, so a path may add the stream's gradient inside the norm's backward.
+  virtual kernels::NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight,
+                                              const at::Tensor& bias, double epsilon) const {
+    return {hidden, norm(hidden, weight, bias, epsilon)};
+  }
   /// Rotary embedding at positions 0..s-1 by cos/sin.
   virtual at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const = 0;
   /// silu(first half) * second half.

@@ -15,6 +15,10 @@ at::Tensor NormImpl::forward(const at::Tensor& input) const {
   return path_->norm(input, weight_, bias_, epsilon_);  // bias_ only for LayerNorm
 }
 
+kernels::NormedStream NormImpl::forward_stream(const at::Tensor& hidden) const {
+  return path_->residual_norm(hidden, weight_, bias_, epsilon_);
+}
+
 bool NormImpl::takes_decode_kernels(const at::Tensor& input) const {
   return rms_ && path_->decode_kernels() && kernels::decode_kernels_supported(input) &&
          weight_.scalar_type() == input.scalar_type();

@@ -17,6 +17,9 @@ class NormImpl : public torch::nn::Module {
   /// rms: RMSNorm (weight only) instead of LayerNorm (weight and bias).
   NormImpl(int64_t hidden_size, bool rms, double epsilon);
   at::Tensor forward(const at::Tensor& input) const;  // [..., hidden] -> [..., hidden]
+  /// The residual stream `hidden` and its norm (KernelPath::residual_norm): the branch this norm feeds adds
+  /// its update to the returned stream.
+  kernels::NormedStream forward_stream(const at::Tensor& hidden) const;
   /// The same norm for decoding: RMSNorm of a bf16 CUDA tensor through one fused kernel
   /// (kernels/decode_ops.h), anything else through forward().
   at::Tensor forward_inference(const at::Tensor& input) const;

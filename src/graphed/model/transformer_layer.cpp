@@ -162,31 +162,36 @@ at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Te
   return hidden + tensor_.with_rank_random([&] { return at::dropout(update, hidden_dropout_, /*train=*/true); });
 }
 
+// Each branch adds its update to the stream its norm hands back (Norm::forward_stream), so the fused
+// path sums the stream's two gradients inside the norm's backward.
 std::vector<at::Tensor> TransformerLayerImpl::attention_unit(const at::Tensor& hidden) {
-  return {residual(hidden, attention_->forward(input_norm_->forward(hidden)))};
+  const kernels::NormedStream input = input_norm_->forward_stream(hidden);
+  return {residual(input.stream, attention_->forward(input.normed))};
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::mamba_unit(const at::Tensor& hidden) {
-  return {residual(hidden, mamba_->forward(input_norm_->forward(hidden)))};
+  const kernels::NormedStream input = input_norm_->forward_stream(hidden);
+  return {residual(input.stream, mamba_->forward(input.normed))};
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::mlp_unit(const at::Tensor& hidden) {
-  return {residual(hidden, mlp_->forward(mlp_norm_->forward(hidden)))};
+  const kernels::NormedStream input = mlp_norm_->forward_stream(hidden);
+  return {residual(input.stream, mlp_->forward(input.normed))};
 }
 
-at::Tensor TransformerLayerImpl::moe_tokens(const at::Tensor& hidden) {
-  const at::Tensor normed = mlp_norm_->forward(hidden);
+at::Tensor TransformerLayerImpl::moe_tokens(const at::Tensor& normed) const {
   // With sequence parallelism the MoE gathers the ranks' parts along the sequence: it takes [b, s / T, h].
-  return tensor_.sequence_parallel() ? normed : normed.reshape({-1, hidden.size(-1)});
+  return tensor_.sequence_parallel() ? normed : normed.reshape({-1, normed.size(-1)});
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::moe_unit(const at::Tensor& hidden) {
-  auto [output, aux_loss] = moe_->forward(moe_tokens(hidden));
-  return {residual(hidden, output.view(hidden.sizes())), aux_loss};
+  const kernels::NormedStream input = mlp_norm_->forward_stream(hidden);
+  auto [output, aux_loss] = moe_->forward(moe_tokens(input.normed));
+  return {residual(input.stream, output.view(hidden.sizes())), aux_loss};
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::router_unit(const at::Tensor& hidden) {
-  const at::Tensor tokens = moe_tokens(hidden);
+  const at::Tensor tokens = moe_tokens(mlp_norm_->forward(hidden));
   const Routing routing = moe_->route(tokens);
   std::vector<at::Tensor> outputs{tokens, routing.weights, routing.indices, routing.aux_loss};
   const at::Tensor shared = moe_->shared_expert(tokens);

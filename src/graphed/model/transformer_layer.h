@@ -108,8 +108,9 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// The feed-forward part after the mixer's output, through the runners ({hidden, aux loss}).
   std::pair<at::Tensor, at::Tensor> compose_feed_forward(const at::Tensor& hidden, int64_t microbatch);
   std::vector<at::Tensor> mlp_unit(const at::Tensor& hidden);
-  /// The MoE's input: the normed tokens [b s, h], or this rank's part [b, s / T, h] with sequence parallelism.
-  at::Tensor moe_tokens(const at::Tensor& hidden);
+  /// The MoE's input from the norm's output: the tokens [b s, h], or this rank's part [b, s / T, h] with
+  /// sequence parallelism.
+  at::Tensor moe_tokens(const at::Tensor& normed) const;
   std::vector<at::Tensor> moe_unit(const at::Tensor& hidden);
   std::vector<at::Tensor> router_unit(const at::Tensor& hidden);
   std::vector<at::Tensor> preprocess_unit(const at::Tensor& weights, const at::Tensor& indices);
