@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/util/error.h"
 
 namespace graphed::dist {
@@ -40,7 +41,9 @@ GradientReducer::GradientReducer(Communicator& group, std::vector<at::Tensor> pa
   if (options_.overlap_with_backward && group_.size() > 1) install_hooks();
 }
 
-GradientReducer::~GradientReducer() = default;
+GradientReducer::~GradientReducer() {
+  if (listener_ >= 0) kernels::remove_accumulation_listener(listener_);
+}
 
 void GradientReducer::make_buckets(int64_t bucket_bytes) {
   bucket_of_.assign(parameters_.size(), 0);
@@ -77,6 +80,18 @@ void GradientReducer::install_hooks() {
     accumulator->add_post_hook(std::make_unique<AccumulatedHook>([this, index] { on_accumulated(index); }));
     accumulators_.push_back(std::move(accumulator));  // the parameter holds its accumulator only weakly
   }
+  // The fused kernels that add into .grad themselves run no accumulator: they tell the listeners instead.
+  // A gradient is known by its data (a view of the flat buffer), whatever tensor object the kernel holds.
+  for (std::size_t p = 0; p < gradients_.size(); ++p) {
+    if (gradients_[p].defined() && gradients_[p].numel() > 0)
+      parameter_of_gradient_.emplace(gradients_[p].data_ptr(), static_cast<int64_t>(p));
+  }
+  listener_ = kernels::add_accumulation_listener([this](const at::Tensor& parameter) {
+    const at::Tensor& gradient = parameter.grad();
+    if (!gradient.defined()) return;
+    const auto found = parameter_of_gradient_.find(gradient.data_ptr());
+    if (found != parameter_of_gradient_.end()) on_accumulated(found->second);
+  });
 }
 
 void GradientReducer::arm() {

@@ -2,17 +2,21 @@
 // Megatron's and PyTorch's DDP do). The gradients are views of the optimizer's flat buffer, so a
 // bucket is one contiguous slice: parameters are bucketed from the last to the first, the order in
 // which backward produces their gradients. With overlap, hooks on the parameters' gradient
-// accumulators launch each bucket's all-reduce during the last microbatch's backward as soon as its
-// gradients are complete, in bucket order (so every rank issues the same collectives in the same
-// order); the hooks learn how often each gradient is accumulated per backward (tied embeddings: twice)
-// from the first backward, which reduces after the fact, and need every later backward to accumulate
-// the same (a static backward: dense models). Without overlap (graphed runs, MoE) finish() launches
-// every bucket after the backward. Either way the sums are the same numbers.
+// accumulators, and a listener for the fused kernels that accumulate in place
+// (kernels/accumulation_listeners.h), launch each bucket's all-reduce during the last microbatch's
+// backward as soon as its gradients are complete, in bucket order (so every rank issues the same
+// collectives in the same order). Inside a full-iteration graph's capture the launches are recorded where
+// they happen, so the graph overlaps them with the rest of the backward as eager runs do. The hooks learn
+// how often each gradient is accumulated per backward (tied embeddings: twice) from the first backward,
+// which reduces after the fact, and need every later backward to accumulate the same (a static backward:
+// dense models). Without overlap (per-layer graphs, MoE) finish() launches every bucket after the
+// backward. Either way the sums are the same numbers.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -68,6 +72,8 @@ class GradientReducer {
   std::vector<int64_t> expected_;   ///< accumulations per backward (learned; -1 = not yet)
   std::vector<int64_t> seen_;       ///< accumulations in the armed backward
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::unordered_map<const void*, int64_t> parameter_of_gradient_;  ///< a gradient's data -> parameter
+  int64_t listener_ = -1;  ///< kernels::add_accumulation_listener's id (-1: none)
   bool armed_ = false;
   bool learned_ = false;
   std::size_t next_bucket_ = 0;  ///< buckets launch in order

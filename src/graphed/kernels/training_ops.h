@@ -18,8 +18,8 @@ bool training_kernels_supported(const at::Tensor& like);
 /// and bias, computed in fp32 and returned as `output_type` (bf16: what the next linear reads).
 /// accumulate_in_place: the backward adds the weight's and bias's gradients straight into their fp32
 /// .grad (where they have one) and hands autograd none: the same bits as autograd's accumulation, one
-/// kernel fewer per parameter. Only where nothing else watches those gradients (no accumulation hooks)
-/// and nothing runs the backward to inspect them (a graph's warmup).
+/// kernel fewer per parameter; no AccumulateGrad runs for them, so kernels/accumulation_listeners.h hears of
+/// each. Only where nothing runs the backward to inspect the gradients (a per-layer graph's warmup).
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
                 at::ScalarType output_type, bool accumulate_in_place = false);
 
@@ -40,7 +40,8 @@ NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, c
 /// weight and bias (may be undefined). The backward gives the masters fp32 gradients straight from the
 /// GEMM (no bf16 gradient, no cast). accumulate_in_place: the weight's gradient GEMM adds into its fp32
 /// .grad itself (beta = 1: Megatron's gradient-accumulation fusion), with no gradient tensor and no
-/// AccumulateGrad add, where .grad is defined, fp32 and contiguous. Without copies: at::linear(input, weight, bias).
+/// AccumulateGrad add, where .grad is defined, fp32 and contiguous (the listeners hear of it). Without copies:
+/// at::linear(input, weight, bias).
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
                   const at::Tensor& bias, const at::Tensor& bias_copy, bool accumulate_in_place = false);
 

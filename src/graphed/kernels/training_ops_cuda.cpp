@@ -7,6 +7,7 @@
 #include <c10/cuda/CUDAException.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/training_kernels.h"
 #include "graphed/kernels/training_ops.h"
 
@@ -117,6 +118,8 @@ tensor_list norm_backward(AutogradContext* context, const at::Tensor& grad_outpu
       context->saved_data["accumulate"].toBool() && accumulable(weight) && (!layer_norm || accumulable(bias));
   if (in_place) {  // straight into the parameters' gradients: no gradient tensor, no AccumulateGrad add
     column_sums(weight_partials, bias_partials, weight.grad(), layer_norm ? bias.grad() : at::Tensor());
+    gradient_accumulated(weight);
+    if (layer_norm) gradient_accumulated(bias);
     return {grad_input, at::Tensor(), at::Tensor()};
   }
   auto [grad_weight, grad_bias] = column_sums(weight_partials, bias_partials);
@@ -181,6 +184,7 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
       if (context->saved_data["accumulate"].toBool() && accumulable(weight)) {
         at::Tensor gradient = weight.grad();  // beta = 1 into the fp32 gradient: no gradient tensor, no add kernel
         at::addmm_out(gradient, gradient, dy.t(), rows, at::kFloat);
+        gradient_accumulated(weight);
       } else {
         grad_weight = at::mm(dy.t(), rows, at::kFloat);  // fp32 out of the GEMM
       }

@@ -18,8 +18,8 @@ class FusedPath final : public KernelPath {
  public:
   /// copies: (master parameter, its working copy of the same shape) pairs; activation_type: what the
   /// fused norms hand to the linears (bf16 on a GPU); accumulate_in_place: the norms and the linears add
-  /// their weights' gradients straight into .grad, the linears inside the gradient GEMM (off where gradient
-  /// hooks watch AccumulateGrad: the data-parallel overlap).
+  /// their weights' gradients straight into .grad, the linears inside the gradient GEMM (a watcher of
+  /// gradients hears of each through kernels/accumulation_listeners.h).
   FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type,
             bool accumulate_in_place = false);
 
