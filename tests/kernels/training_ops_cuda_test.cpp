@@ -280,7 +280,8 @@ TEST_F(TrainingOpsCudaTest, ChunkedLinearCrossEntropyMatchesTheReference) {
       {input, weight}, upstream);
   for (const int64_t chunk_rows : {int64_t{10}, rows}) {  // four chunks (the last of 7 rows), and one
     const auto fused = [&](const std::vector<at::Tensor>& x) {
-      return linear_cross_entropy(x[0], x[1], weight_copy, labels, chunk_rows * vocab * 2);
+      return linear_cross_entropy(x[0], x[1], weight_copy, labels, /*accumulate_in_place=*/false,
+                                  chunk_rows * vocab * 2);
     };
     const auto got = forward_backward(fused, {input, weight}, upstream);
     const std::string what = "cross-entropy in chunks of " + std::to_string(chunk_rows) + " rows";
@@ -290,6 +291,27 @@ TEST_F(TrainingOpsCudaTest, ChunkedLinearCrossEntropyMatchesTheReference) {
   }
   at::NoGradGuard no_grad;  // evaluation: the loss alone
   expect_close(linear_cross_entropy(input, weight, weight_copy, labels), want[0], "cross-entropy without grad");
+}
+
+TEST_F(TrainingOpsCudaTest, LinearCrossEntropyAccumulatingInPlaceGivesAutogradsBits) {
+  // The output weight's gradient times the incoming one, added into .grad in one kernel, against autograd's
+  // product and AccumulateGrad's add: exact where the scale is a power of two (1 / microbatches).
+  const int64_t rows = 37, hidden = 64, vocab = 1001;
+  const at::Tensor input = at::randn({rows, hidden}, kBf16);
+  const at::Tensor labels = at::randint(0, vocab, {rows}, kCuda.dtype(at::kLong));
+  const at::Tensor start = at::randn({vocab, hidden}, kFloat);  // an earlier microbatch's gradient
+  const at::Tensor initial = at::randn({vocab, hidden}, kFloat) * 0.02;
+  for (const double scale : {1.0, 0.125}) {
+    std::vector<at::Tensor> grads;
+    for (const bool in_place : {false, true}) {
+      at::Tensor weight = initial.clone().requires_grad_(true);
+      weight.mutable_grad() = start.clone();
+      const at::Tensor loss = linear_cross_entropy(input, weight, weight.detach().to(at::kBFloat16), labels, in_place);
+      (loss * scale).backward();
+      grads.push_back(weight.grad());
+    }
+    EXPECT_TRUE(at::equal(grads[0], grads[1])) << "scale " << scale;
+  }
 }
 
 TEST_F(TrainingOpsCudaTest, FlatAdamWMatchesTheReferenceAlignedAndNot) {

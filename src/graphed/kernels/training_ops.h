@@ -58,9 +58,12 @@ at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update);
 /// The mean cross-entropy (fp32 scalar) of logits hidden · weight_copyᵀ [rows, vocab] against labels
 /// [rows]: the output layer and the loss in one, never holding fp32 logits. The bf16 logits are made
 /// chunk_bytes at a time; each chunk's gradient is taken at once, so only the gradients of hidden and of
-/// the master weight are kept for the backward. Without a copy: the ATen reference over weight.
+/// the master weight are kept for the backward. accumulate_in_place: the backward adds the weight's gradient
+/// times the incoming one into its fp32 .grad in one kernel (the listeners hear of it). Without a copy: the
+/// ATen reference over weight.
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& weight_copy,
-                                const at::Tensor& labels, int64_t chunk_bytes = int64_t{512} << 20);
+                                const at::Tensor& labels, bool accumulate_in_place = false,
+                                int64_t chunk_bytes = int64_t{512} << 20);
 
 /// Hyperparameters of adamw_step.
 struct AdamWSettings {

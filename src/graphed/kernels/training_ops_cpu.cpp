@@ -32,7 +32,7 @@ at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) {
 }
 
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor&,
-                                const at::Tensor& labels, int64_t) {
+                                const at::Tensor& labels, bool, int64_t) {
   return reference::linear_cross_entropy(hidden, weight, labels);
 }
 

@@ -267,8 +267,8 @@ struct ResidualAddFunction : torch::autograd::Function<ResidualAddFunction> {
 /// loss); backward: those gradients times the incoming one.
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& hidden, const at::Tensor& weight,
-                            const at::Tensor& weight_copy, const at::Tensor& labels, int64_t chunk_rows,
-                            bool with_grad) {
+                            const at::Tensor& weight_copy, const at::Tensor& labels, int64_t chunk_rows, bool with_grad,
+                            bool accumulate) {
     const at::Tensor x = as_bf16(hidden).contiguous();
     const at::Tensor targets = labels.reshape({-1}).contiguous();
     const int64_t rows = x.size(0);
@@ -292,7 +292,8 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
         grad_weight = at::mm(logits.t(), chunk, at::kFloat);
       }
     }
-    if (with_grad) context->save_for_backward({grad_hidden, grad_weight});
+    if (with_grad) context->save_for_backward({grad_hidden, grad_weight, weight});
+    context->saved_data["accumulate"] = accumulate;
     return losses.mean();
   }
 
@@ -300,8 +301,17 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     const auto saved = context->get_saved_variables();
     const at::Tensor& scale = grads[0];
     at::Tensor grad_hidden = context->needs_input_grad(0) ? saved[0] * scale : at::Tensor();
-    at::Tensor grad_weight = context->needs_input_grad(1) ? saved[1] * scale : at::Tensor();
-    return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    at::Tensor grad_weight;
+    if (context->needs_input_grad(1)) {
+      const at::Tensor& weight = saved[2];
+      if (context->saved_data["accumulate"].toBool() && accumulable(weight)) {
+        weight.grad().addcmul_(saved[1], scale);  // .grad += gradient x scale: no product tensor, no add kernel
+        gradient_accumulated(weight);
+      } else {
+        grad_weight = saved[1] * scale;
+      }
+    }
+    return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -363,7 +373,7 @@ at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) {
 }
 
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& weight_copy,
-                                const at::Tensor& labels, int64_t chunk_bytes) {
+                                const at::Tensor& labels, bool accumulate_in_place, int64_t chunk_bytes) {
   const bool fits = hidden.is_cuda() && hidden.dim() == 2 && is_cuda_of(weight_copy, at::kBFloat16) &&
                     is_cuda_of(weight, at::kFloat) && is_cuda_of(labels, at::kLong) &&
                     labels.numel() == hidden.size(0) && hidden.size(0) > 0;
@@ -371,7 +381,8 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
   const int64_t row_bytes = weight_copy.size(0) * static_cast<int64_t>(sizeof(at::BFloat16));
   const int64_t chunk_rows = std::max<int64_t>(1, chunk_bytes / row_bytes);
   const bool with_grad = at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
-  return LinearCrossEntropyFunction::apply(hidden, weight, weight_copy, labels, chunk_rows, with_grad);
+  return LinearCrossEntropyFunction::apply(hidden, weight, weight_copy, labels, chunk_rows, with_grad,
+                                           accumulate_in_place);
 }
 
 void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const at::Tensor& exp_avg,

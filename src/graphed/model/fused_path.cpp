@@ -60,7 +60,7 @@ at::Tensor FusedPath::logits(const at::Tensor& normed, const at::Tensor& weight)
 
 at::Tensor FusedPath::linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,
                                            const at::Tensor& labels) const {
-  return kernels::linear_cross_entropy(normed, weight, copy_of(weight), labels);
+  return kernels::linear_cross_entropy(normed, weight, copy_of(weight), labels, accumulates_in_place());
 }
 
 }  // namespace graphed::model
