@@ -1,6 +1,8 @@
 // dist/gradient_reducer.cpp — see dist/gradient_reducer.h.
 #include "graphed/dist/gradient_reducer.h"
 
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -96,6 +98,9 @@ void GradientReducer::install_hooks() {
 
 void GradientReducer::arm() {
   armed_ = true;
+  const at::Device device = gradients_.empty() ? at::Device(at::kCPU) : gradients_.front().device();
+  backward_stream_.reset();
+  if (device.is_cuda()) backward_stream_ = c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
   std::fill(seen_.begin(), seen_.end(), 0);
   next_bucket_ = 0;
   for (Bucket& bucket : buckets_) {
@@ -122,6 +127,12 @@ void GradientReducer::launch_ready_buckets() {
 void GradientReducer::launch(Bucket& bucket) {
   if (bucket.launched) return;
   bucket.launched = true;
+  if (!backward_stream_) return launch_collectives(bucket);
+  const c10::StreamGuard on_backward_stream(*backward_stream_);
+  launch_collectives(bucket);
+}
+
+void GradientReducer::launch_collectives(Bucket& bucket) {
   if (bucket.slice.defined()) {
     bucket.work.push_back(group_.all_reduce_sum(bucket.slice));
   } else {

@@ -16,10 +16,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <c10/core/Stream.h>
 
 #include "graphed/dist/communicator.h"
 
@@ -62,6 +64,7 @@ class GradientReducer {
   void on_accumulated(int64_t parameter);
   void launch_ready_buckets();
   void launch(Bucket& bucket);
+  void launch_collectives(Bucket& bucket);
 
   Communicator& group_;
   std::vector<at::Tensor> parameters_, gradients_;
@@ -74,6 +77,9 @@ class GradientReducer {
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::unordered_map<const void*, int64_t> parameter_of_gradient_;  ///< a gradient's data -> parameter
   int64_t listener_ = -1;  ///< kernels::add_accumulation_listener's id (-1: none)
+  /// The stream the backward runs on (CUDA), taken by arm(): buckets launch after its work wherever the hooks
+  /// run (autograd's thread, whose current stream may be another; inside a capture, the capturing stream).
+  std::optional<c10::Stream> backward_stream_;
   bool armed_ = false;
   bool learned_ = false;
   std::size_t next_bucket_ = 0;  ///< buckets launch in order
