@@ -5,12 +5,10 @@
 // accumulators, and a listener for the fused kernels that accumulate in place
 // (kernels/accumulation_listeners.h), launch each bucket's all-reduce during the last microbatch's
 // backward as soon as its gradients are complete, in bucket order (so every rank issues the same
-// collectives in the same order). Inside a full-iteration graph's capture the launches are recorded where
-// they happen, so the graph overlaps them with the rest of the backward as eager runs do. The hooks learn
-// how often each gradient is accumulated per backward (tied embeddings: twice) from the first backward,
-// which reduces after the fact, and need every later backward to accumulate the same (a static backward:
-// dense models). Without overlap (per-layer graphs, MoE) finish() launches every bucket after the
-// backward. Either way the sums are the same numbers.
+// collectives in the same order). The hooks learn how often each gradient is accumulated per backward
+// (tied embeddings: twice) from the first backward, which reduces after the fact, and need every later
+// backward to accumulate the same (a static backward: dense models). Without overlap (graphed runs, MoE)
+// finish() launches every bucket after the backward. Either way the sums are the same numbers.
 #pragma once
 
 #include <atomic>

@@ -88,13 +88,14 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
                      kernels::training_kernels_supported(model_->parameters().front());
   if (fused) options.working_copies = at::kBFloat16;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
-  // Gradients averaged in buckets, overlapped with the backward where it runs eagerly or is captured whole
-  // (full_iteration) and every parameter gets the same number of gradients in every backward (not so for
-  // MoE experts that receive no token). The reducer hears autograd's accumulations and the fused kernels'
-  // in-place ones alike (kernels/accumulation_listeners.h).
-  const auto impl = config.cuda_graph.impl;
-  const bool overlap = groups != nullptr && !config.model.is_moe() &&
-                       (impl == config::CudaGraphImpl::kNone || impl == config::CudaGraphImpl::kFullIteration);
+  // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
+  // same number of gradients in every backward (not so for MoE experts that receive no token). The reducer
+  // hears autograd's accumulations and the fused kernels' in-place ones alike
+  // (kernels/accumulation_listeners.h). Inside a full-iteration graph the buckets still launch after the
+  // backward: launched from the hooks during the capture they broke it on 2 H100s (2026-11-26,
+  // docs/benchmarks.md), cause not found.
+  const bool overlap =
+      groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
   if (fused) {
     model_->use_kernel_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16,
                                                                /*accumulate_in_place=*/true));
