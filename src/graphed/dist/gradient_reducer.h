@@ -76,7 +76,7 @@ class GradientReducer {
   std::unordered_map<const void*, int64_t> parameter_of_gradient_;  ///< a gradient's data -> parameter
   int64_t listener_ = -1;  ///< kernels::add_accumulation_listener's id (-1: none)
   /// The stream the backward runs on (CUDA), taken by arm(): buckets launch after its work wherever the hooks
-  /// run (autograd's thread, whose current stream may be another; inside a capture, the capturing stream).
+  /// run (autograd's thread, whose current stream may be another).
   std::optional<c10::Stream> backward_stream_;
   bool armed_ = false;
   bool learned_ = false;
