@@ -5,11 +5,13 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "child_processes.h"
@@ -56,6 +58,17 @@ inline std::map<int64_t, double> losses_of(const std::string& metrics_file) {
     if (record.contains("loss")) losses[record.at("iteration").get<int64_t>()] = record.at("loss").get<double>();
   }
   return losses;
+}
+
+/// Every loss of `got` within `tolerance` (relative) of `expected`'s, at the same iterations.
+inline void expect_losses_near(const std::map<int64_t, double>& got, const std::map<int64_t, double>& expected,
+                               std::size_t count, double tolerance, const std::string& what) {
+  ASSERT_EQ(expected.size(), count) << what;
+  ASSERT_EQ(got.size(), count) << what;
+  for (const auto& [iteration, loss] : expected) {
+    ASSERT_TRUE(got.count(iteration)) << what << " iteration " << iteration;
+    EXPECT_NEAR(got.at(iteration), loss, tolerance * std::abs(loss)) << what << " iteration " << iteration;
+  }
 }
 
 inline std::vector<std::string> plus(std::vector<std::string> arguments, const std::vector<std::string>& more) {

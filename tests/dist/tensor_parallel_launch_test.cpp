@@ -4,8 +4,8 @@
 // (drop-and-pad, experts split by the tensor ranks), a Qwen3-style model (q/k norms) and a Mamba-hybrid tiny (M*:
 // the mixer split by heads and groups; also with --sequence-parallel) follow one process over 20 iterations, and the
 // checkpoint they save is the whole model; a checkpoint crosses layouts both ways (TP=2 resumes one process's, one
-// process TP=2's); TP=2 x PP=2 (4 ranks) trains, saves and resumes as one process does; `bench --decode` runs on the
-// tensor ranks.
+// process TP=2's); `bench --decode` runs on the tensor ranks. Layouts that mix kinds of parallelism:
+// tests/dist/mixed_layout_launch_test.cpp.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -20,6 +20,7 @@ namespace graphed {
 namespace {
 
 using testing::describe;
+using testing::expect_losses_near;
 using testing::launch;
 using testing::losses_of;
 using testing::pick_port;
@@ -111,17 +112,6 @@ class TensorParallelLaunchTest : public ::testing::TestWithParam<ModelCase> {
   }
   std::string folder_ = make_temporary_directory("graphed-tensor-parallel");
 };
-
-/// Every loss of `got` within `tolerance` (relative) of `expected`'s, at the same iterations.
-void expect_losses_near(const std::map<int64_t, double>& got, const std::map<int64_t, double>& expected,
-                        std::size_t count, double tolerance, const std::string& what) {
-  ASSERT_EQ(expected.size(), count) << what;
-  ASSERT_EQ(got.size(), count) << what;
-  for (const auto& [iteration, loss] : expected) {
-    ASSERT_TRUE(got.count(iteration)) << what << " iteration " << iteration;
-    EXPECT_NEAR(got.at(iteration), loss, tolerance * std::abs(loss)) << what << " iteration " << iteration;
-  }
-}
 
 TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeModel) {
   const std::vector<std::string> arguments =
@@ -243,57 +233,6 @@ TEST(TensorParallelDropoutTest, TensorRanksWithDropoutResumeWhereTheyStopped) {
     for (const auto& [iteration, loss] : again)
       EXPECT_EQ(loss, whole.at(iteration)) << name << " iteration " << iteration;
   }
-  remove_all(folder);
-}
-
-/// `world` ranks of `arguments` in folder/<name><rank>, beside one process in folder/<name>-one (all at once).
-std::vector<ProcessResult> with_one_process(int world, int port, const std::vector<std::string>& one,
-                                            const std::vector<std::string>& ranks, const std::string& folder,
-                                            const std::string& name) {
-  std::vector<testing::ProcessSpec> specs = {{one, {}, {}, join_path(folder, name + "-one")}};
-  for (int rank = 0; rank < world; ++rank) {
-    specs.push_back(
-        {ranks, testing::rank_environment(world, rank, port), {}, join_path(folder, name + std::to_string(rank))});
-  }
-  return run_processes(specs);
-}
-
-TEST(TensorParallelPipelineTest, TwoTensorRanksTimesTwoStagesTrainAsOneProcessAndResume) {
-  const std::string folder = make_temporary_directory("graphed-tensor-pipeline");
-  ASSERT_FALSE(folder.empty());
-  // tiny's 2 layers, one a stage; 4 microbatches of 2; the learning rate decays over 12 iterations in every run.
-  const std::vector<std::string> arguments =
-      plus(kTensorTrain, {"--micro-batch-size", "2", "--lr-decay-iters", "12", "--save", "checkpoints"});
-  const std::vector<std::string> layout = {"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"};
-  const auto first =
-      with_one_process(4, pick_port(13), plus(arguments, {"--train-iters", "12", "--save-interval", "10"}),
-                       plus(plus(arguments, layout), {"--train-iters", "10"}), folder, "first");
-  for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
-  EXPECT_NE(first[1].out.find("(data-parallel 1 x pipeline 2 x tensor 2)"), std::string::npos) << first[1].out;
-  std::map<int64_t, double> early;
-  for (const auto& [iteration, loss] : losses_of(join_path(folder, "first-one/metrics.jsonl"))) {
-    if (iteration <= 10) early[iteration] = loss;
-  }
-  expect_losses_near(losses_of(join_path(folder, "first0/metrics.jsonl")), early, 10, 1e-5, "TP=2 x PP=2");
-  // The 4 ranks' checkpoint is the whole model: one process's names and shapes and values.
-  const auto reference = read_safetensors(join_path(folder, "first-one/checkpoints/iter_0000010/model.safetensors"));
-  const auto trained = read_safetensors(join_path(folder, "first0/checkpoints/iter_0000010/model.safetensors"));
-  ASSERT_EQ(trained.size(), reference.size());
-  for (const auto& [name, tensor] : reference) {
-    ASSERT_TRUE(trained.count(name)) << name;
-    ASSERT_EQ(trained.at(name).sizes(), tensor.sizes()) << name;
-    EXPECT_LE((trained.at(name).to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>(), 1e-4) << name;
-  }
-  // And the 4 ranks resume one process's checkpoint at iteration 10 as that process went on.
-  const std::string saved = join_path(folder, "first-one/checkpoints/iter_0000010");
-  const auto resumed = launch(4, pick_port(14), plus(plus(arguments, layout), {"--train-iters", "12", "--load", saved}),
-                              join_path(folder, "resumed"));
-  for (const auto& result : resumed) ASSERT_EQ(result.exit_code, 0) << describe(resumed);
-  std::map<int64_t, double> later;
-  for (const auto& [iteration, loss] : losses_of(join_path(folder, "first-one/metrics.jsonl"))) {
-    if (iteration > 10) later[iteration] = loss;
-  }
-  expect_losses_near(losses_of(join_path(folder, "resumed/rank0/metrics.jsonl")), later, 2, 1e-5, "resumed");
   remove_all(folder);
 }
 
