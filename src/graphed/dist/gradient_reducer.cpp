@@ -40,7 +40,6 @@ GradientReducer::GradientReducer(Communicator& group, std::vector<at::Tensor> pa
   make_buckets(options_.bucket_bytes);
   expected_.assign(parameters_.size(), -1);
   seen_.assign(parameters_.size(), 0);
-  if (options_.overlap_with_backward && group_.size() > 1) install_hooks();
 }
 
 GradientReducer::~GradientReducer() {
@@ -97,6 +96,11 @@ void GradientReducer::install_hooks() {
 }
 
 void GradientReducer::arm() {
+  // The hooks go in at the first arm(), on the stream the backward runs on: an AccumulateGrad node keeps the
+  // stream that was current when it was made, and a CUDA graph's capture refuses a node of another stream (why
+  // PyTorch builds DDP on the capture's side stream, and Megatron-LM builds its DDP on the full-iteration
+  // capture stream, PR 6021). Made at start-up they would belong to the default stream.
+  if (options_.overlap_with_backward && group_.size() > 1 && listener_ < 0) install_hooks();
   armed_ = true;
   const at::Device device = gradients_.empty() ? at::Device(at::kCPU) : gradients_.front().device();
   backward_stream_.reset();

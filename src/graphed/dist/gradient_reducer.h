@@ -42,7 +42,8 @@ class GradientReducer {
                   at::Tensor flat, GradientReducerOptions options);
   ~GradientReducer();
 
-  /// Call before the last microbatch's backward: from here, complete buckets are launched by the hooks.
+  /// Call before the last microbatch's backward, on the stream the backward runs on: from here, complete
+  /// buckets are launched by the hooks (installed at the first call).
   void arm();
   /// Launches the buckets not yet launched, makes the current stream wait for all, and divides every
   /// gradient by the group size (the mean of the ranks' gradients).

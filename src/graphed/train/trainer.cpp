@@ -93,7 +93,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   // hears autograd's accumulations and the fused kernels' in-place ones alike
   // (kernels/accumulation_listeners.h). Inside a full-iteration graph the buckets still launch after the
   // backward: launched from the hooks during the capture they broke it on 2 H100s (2026-11-26,
-  // docs/benchmarks.md), cause not found.
+  // docs/benchmarks.md) while the hooks' AccumulateGrad nodes were made at start-up on the default stream. They
+  // are now made at the first arm() on the backward's stream (Megatron-LM's fix, PR 6021), not yet run on GPUs.
   const bool overlap =
       groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
   if (fused) {
