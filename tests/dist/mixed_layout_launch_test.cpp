@@ -27,30 +27,8 @@ using testing::run_processes;
 
 // tiny (2 layers, one a stage), 4 microbatches of 2 in one process; every run's learning rate decays over 12
 // iterations.
-const std::vector<std::string> kMixedTrain = {"train",
-                                              "--preset",
-                                              "tiny",
-                                              "--mock-data",
-                                              "--device",
-                                              "cpu",
-                                              "--eval-iters",
-                                              "0",
-                                              "--sample-tokens",
-                                              "0",
-                                              "--hidden-dropout",
-                                              "0",
-                                              "--attention-dropout",
-                                              "0",
-                                              "--global-batch-size",
-                                              "8",
-                                              "--micro-batch-size",
-                                              "2",
-                                              "--log-interval",
-                                              "1",
-                                              "--lr-decay-iters",
-                                              "12",
-                                              "--metrics-file",
-                                              "metrics.jsonl"};
+const std::vector<std::string> kMixedTrain =
+    plus(testing::kTinyCpuTrain, {"--micro-batch-size", "2", "--lr-decay-iters", "12"});
 
 /// `world` ranks of `arguments` in folder/<name><rank>, beside one process in folder/<name>-one (all at once).
 std::vector<ProcessResult> with_one_process(int world, int port, const std::vector<std::string>& one,

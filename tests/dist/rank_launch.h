@@ -19,6 +19,31 @@
 
 namespace graphed::testing {
 
+/// `graphed train` of tiny on the CPU without dropout or evaluation, 8 samples an iteration in microbatches of 4,
+/// every iteration logged to metrics.jsonl (in the process's folder).
+inline const std::vector<std::string> kTinyCpuTrain = {"train",
+                                                       "--preset",
+                                                       "tiny",
+                                                       "--mock-data",
+                                                       "--device",
+                                                       "cpu",
+                                                       "--eval-iters",
+                                                       "0",
+                                                       "--sample-tokens",
+                                                       "0",
+                                                       "--hidden-dropout",
+                                                       "0",
+                                                       "--attention-dropout",
+                                                       "0",
+                                                       "--global-batch-size",
+                                                       "8",
+                                                       "--micro-batch-size",
+                                                       "4",
+                                                       "--log-interval",
+                                                       "1",
+                                                       "--metrics-file",
+                                                       "metrics.jsonl"};
+
 /// A port of its own for each test (index) and each test process (ctest runs them apart, maybe at once).
 inline int pick_port(int index) { return 29600 + static_cast<int>(::getpid() % 200) * 16 + index; }
 

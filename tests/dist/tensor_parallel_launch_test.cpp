@@ -28,29 +28,6 @@ using testing::plus;
 using testing::ProcessResult;
 using testing::run_processes;
 
-const std::vector<std::string> kTensorTrain = {"train",
-                                               "--preset",
-                                               "tiny",
-                                               "--mock-data",
-                                               "--device",
-                                               "cpu",
-                                               "--eval-iters",
-                                               "0",
-                                               "--sample-tokens",
-                                               "0",
-                                               "--hidden-dropout",
-                                               "0",
-                                               "--attention-dropout",
-                                               "0",
-                                               "--global-batch-size",
-                                               "8",
-                                               "--micro-batch-size",
-                                               "4",
-                                               "--log-interval",
-                                               "1",
-                                               "--metrics-file",
-                                               "metrics.jsonl"};
-
 struct ModelCase {
   const char* name;
   std::vector<std::string> flags;
@@ -115,7 +92,7 @@ class TensorParallelLaunchTest : public ::testing::TestWithParam<ModelCase> {
 
 TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeModel) {
   const std::vector<std::string> arguments =
-      plus(plus(kTensorTrain, GetParam().flags), {"--train-iters", "20", "--save", "checkpoints"});
+      plus(plus(testing::kTinyCpuTrain, GetParam().flags), {"--train-iters", "20", "--save", "checkpoints"});
   const int port = pick_port(8);
   const std::vector<ProcessResult> results = run_processes({{arguments, {}, {}, join_path(folder_, "one")},
                                                             {plus(arguments, GetParam().tensor_flags),
@@ -157,7 +134,8 @@ TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeM
 
 TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
   // The learning rate decays over 20 iterations in every run, also in the one that stops at 10.
-  const std::vector<std::string> arguments = plus(plus(kTensorTrain, GetParam().flags), {"--lr-decay-iters", "20"});
+  const std::vector<std::string> arguments =
+      plus(plus(testing::kTinyCpuTrain, GetParam().flags), {"--lr-decay-iters", "20"});
   const std::string one_saves = join_path(folder_, "one-saves");
   const std::string tensor_saves = join_path(folder_, "tensor-saves");
   // First: one process trains 20 iterations (saving at 10), and two tensor ranks train 10 and save.
@@ -197,7 +175,7 @@ TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
                      "tensor ranks from one process's checkpoint");
 }
 
-/// kTensorTrain with dropout 0.1 (attention's and the hidden states').
+/// testing::kTinyCpuTrain with dropout 0.1 (attention's and the hidden states').
 std::vector<std::string> with_dropout(std::vector<std::string> arguments) {
   for (std::size_t i = 0; i + 1 < arguments.size(); ++i) {
     if (arguments[i] == "--hidden-dropout" || arguments[i] == "--attention-dropout") arguments[i + 1] = "0.1";
@@ -214,7 +192,7 @@ TEST(TensorParallelDropoutTest, TensorRanksWithDropoutResumeWhereTheyStopped) {
   for (const bool sequence : {false, true}) {
     const std::string name = sequence ? "sequence" : "tensor";
     std::vector<std::string> arguments =
-        plus(with_dropout(kTensorTrain), {"--lr-decay-iters", "10", "--tensor-model-parallel-size", "2"});
+        plus(with_dropout(testing::kTinyCpuTrain), {"--lr-decay-iters", "10", "--tensor-model-parallel-size", "2"});
     if (sequence) arguments.push_back("--sequence-parallel");
     const std::string saves = join_path(folder, name + "-saves");
     const int port = pick_port(sequence ? 13 : 11);
