@@ -1,8 +1,5 @@
-// tests/dist/mixed_layout_launch_test.cpp — `graphed train` in layouts that mix kinds of parallelism, as Gloo
-// ranks on the CPU (tests/dist/rank_launch.h): DP 2 x PP 2 and TP 2 x DP 2, also with --sequence-parallel (4 ranks),
-// and TP 2 x PP 2 x DP 2 (8 ranks)
-// follow one process over 10 iterations and save the whole model; TP 2 x PP 2 (4 ranks) also resumes one
-// process's checkpoint as that process went on. The same layouts on GPUs: scripts/dist-check, part mixed.
+// tests/dist/mixed_layout_launch_test.cpp — `graphed train` as Gloo CPU ranks in layouts that mix kinds of
+// parallelism (DP2xPP2, TP2xDP2, TP2xPP2, TP2xPP2xDP2) against one process; on GPUs: dist-check, part mixed.
 #include <ostream>
 #include <string>
 #include <vector>

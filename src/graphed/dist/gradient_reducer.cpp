@@ -13,13 +13,15 @@
 namespace graphed::dist {
 namespace {
 
-/// Runs a callback after a gradient accumulator has added its gradient.
+/// Runs a callback after a gradient accumulator has added its gradient. Autograd runs the accumulator (and
+/// its hooks) even when the gradient is undefined, as for a parameter a fused kernel accumulated in place:
+/// that one was counted by the listener, so the hook stays quiet.
 class AccumulatedHook final : public torch::autograd::FunctionPostHook {
  public:
   explicit AccumulatedHook(std::function<void()> callback) : callback_(std::move(callback)) {}
   torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    callback_();
+                                            const torch::autograd::variable_list& inputs) override {
+    if (!inputs.empty() && inputs[0].defined()) callback_();
     return outputs;
   }
 
@@ -96,10 +98,11 @@ void GradientReducer::install_hooks() {
 }
 
 void GradientReducer::arm() {
-  // The hooks go in at the first arm(), on the stream the backward runs on: an AccumulateGrad node keeps the
-  // stream that was current when it was made, and a CUDA graph's capture refuses a node of another stream (why
-  // PyTorch builds DDP on the capture's side stream, and Megatron-LM builds its DDP on the full-iteration
-  // capture stream, PR 6021). Made at start-up they would belong to the default stream.
+  // The hooks go in at the first arm(), after that iteration's forward: the AccumulateGrad nodes they hold are
+  // the ones that forward made, on the stream it ran on (a full-iteration graph's side stream, where its warmup
+  // and capture run). A node keeps the stream current when it was made, and a capture refuses a node of
+  // another stream: why PyTorch builds DDP on the capture's side stream, and Megatron-LM its DDP on the
+  // full-iteration capture stream (PR 6021). Made at start-up they would belong to the default stream.
   if (options_.overlap_with_backward && group_.size() > 1 && listener_ < 0) install_hooks();
   armed_ = true;
   const at::Device device = gradients_.empty() ? at::Device(at::kCPU) : gradients_.front().device();
@@ -117,6 +120,7 @@ void GradientReducer::arm() {
 }
 
 void GradientReducer::on_accumulated(int64_t parameter) {
+  const std::lock_guard<std::mutex> lock(mutex_);  // autograd's threads may report at once
   if (!armed_) return;
   ++seen_[static_cast<std::size_t>(parameter)];
   if (!learned_) return;  // the first backward only counts
@@ -146,6 +150,7 @@ void GradientReducer::launch_collectives(Bucket& bucket) {
 }
 
 void GradientReducer::finish() {
+  const std::lock_guard<std::mutex> lock(mutex_);
   if (group_.size() > 1) {
     for (; next_bucket_ < buckets_.size(); ++next_bucket_) launch(buckets_[next_bucket_]);
     for (Bucket& bucket : buckets_) {

@@ -1,19 +1,11 @@
 // dist/gradient_reducer.h — data-parallel gradient averaging over a Communicator, in buckets (as
-// Megatron's and PyTorch's DDP do). The gradients are views of the optimizer's flat buffer, so a
-// bucket is one contiguous slice: parameters are bucketed from the last to the first, the order in
-// which backward produces their gradients. With overlap, hooks on the parameters' gradient
-// accumulators, and a listener for the fused kernels that accumulate in place
-// (kernels/accumulation_listeners.h), launch each bucket's all-reduce during the last microbatch's
-// backward as soon as its gradients are complete, in bucket order (so every rank issues the same
-// collectives in the same order). The hooks learn how often each gradient is accumulated per backward
-// (tied embeddings: twice) from the first backward, which reduces after the fact, and need every later
-// backward to accumulate the same (a static backward: dense models). Without overlap (graphed runs, MoE)
-// finish() launches every bucket after the backward. Either way the sums are the same numbers.
+// Megatron's and PyTorch's DDP do), launched after the backward or overlapped with it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +26,15 @@ struct GradientReducerOptions {
   bool overlap_with_backward = true;        ///< launch buckets from backward hooks (eager runs)
 };
 
+/// The gradients are views of the optimizer's flat buffer, so a bucket is one contiguous slice: parameters
+/// are bucketed from the last to the first, the order in which backward produces their gradients. With
+/// overlap, hooks on the parameters' gradient accumulators, and a listener for the fused kernels that
+/// accumulate in place (kernels/accumulation_listeners.h), launch each bucket's all-reduce during the last
+/// microbatch's backward as soon as its gradients are complete, in bucket order (so every rank issues the
+/// same collectives in the same order). They learn how often each gradient is accumulated per backward (tied
+/// embeddings: twice) from the first backward, which reduces after the fact, and need every later backward to
+/// accumulate the same (a static backward: dense models). Without overlap (graphed runs, MoE) finish()
+/// launches every bucket after the backward. Either way the sums are the same numbers.
 class GradientReducer {
  public:
   /// parameters and their gradients (allocated, each a view of `flat` when it is defined), in the
@@ -79,6 +80,7 @@ class GradientReducer {
   /// The stream the backward runs on (CUDA), taken by arm(): buckets launch after its work wherever the hooks
   /// run (autograd's thread, whose current stream may be another).
   std::optional<c10::Stream> backward_stream_;
+  std::mutex mutex_;  ///< the hooks and the listener may run on several of autograd's threads
   bool armed_ = false;
   bool learned_ = false;
   std::size_t next_bucket_ = 0;  ///< buckets launch in order

@@ -1,6 +1,6 @@
 // kernels/accumulation_listeners.h — who hears that a fused kernel has added a parameter's gradient into
-// its .grad in place. No AccumulateGrad node runs for such a gradient, so whatever watches gradients
-// arrive (the data-parallel reducer, which launches a bucket once its gradients are in) listens here too.
+// its .grad in place. Autograd's AccumulateGrad then gets no gradient, so whatever watches gradients arrive
+// (the data-parallel reducer, which launches a bucket once its gradients are in) listens here too.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@ using AccumulationListener = std::function<void(const at::Tensor& parameter)>;
 int64_t add_accumulation_listener(AccumulationListener listener);
 void remove_accumulation_listener(int64_t id);
 
-/// Tells every listener that `parameter`'s gradient was accumulated in place (the fused kernels call it).
+/// Tells every listener that `parameter`'s gradient was accumulated in place (the fused kernels call it while
+/// they enqueue the work: eagerly, or while a graph is captured; a graph's replay tells no one).
 void gradient_accumulated(const at::Tensor& parameter);
 
 }  // namespace graphed::kernels

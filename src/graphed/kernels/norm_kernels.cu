@@ -111,14 +111,14 @@ __global__ void norm_backward_kernel(const __nv_bfloat16* grad_output, const T* 
     const float mean_dot = warp_sum(dot) / static_cast<float>(columns);
     const float mean_total = layer_norm ? warp_sum(total) / static_cast<float>(columns) : 0.0f;
     T* dx = grad_input + row * columns;
-    const T* stream = residual != nullptr ? residual + row * columns : nullptr;
+    const T* residual_row = residual != nullptr ? residual + row * columns : nullptr;
     for (int c = lane; c < columns; c += 32) {
       const float normalized = (load(x, c) - mean) * rstd;
       const float own = rstd * (__bfloat162float(dy[c]) * weight[c] - mean_total - normalized * mean_dot);
-      if (stream == nullptr) {
+      if (residual_row == nullptr) {
         store(dx, c, own);
       } else {
-        store(dx, c, __fadd_rn(rounded<T>(own), load(stream, c)));
+        store(dx, c, __fadd_rn(rounded<T>(own), load(residual_row, c)));
       }
     }
   }

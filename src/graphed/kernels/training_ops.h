@@ -18,8 +18,8 @@ bool training_kernels_supported(const at::Tensor& like);
 /// and bias, computed in fp32 and returned as `output_type` (bf16: what the next linear reads).
 /// accumulate_in_place: the backward adds the weight's and bias's gradients straight into their fp32
 /// .grad (where they have one) and hands autograd none: the same bits as autograd's accumulation, one
-/// kernel fewer per parameter; no AccumulateGrad runs for them, so kernels/accumulation_listeners.h hears of
-/// each. Only where nothing runs the backward to inspect the gradients (a per-layer graph's warmup).
+/// kernel fewer per parameter; AccumulateGrad gets no gradient for them, so kernels/accumulation_listeners.h
+/// hears of each. Only where nothing runs the backward to inspect the gradients (a per-layer graph's warmup).
 at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
                 at::ScalarType output_type, bool accumulate_in_place = false);
 
@@ -32,7 +32,8 @@ struct NormedStream {
 /// norm(hidden, ...) with the stream handed on: {hidden, norm(hidden)}. A residual branch that adds its
 /// update to `stream` (not to `hidden`) lets the norm's backward add the stream's gradient to its own input
 /// gradient in its kernel, where autograd would sum the two branches' gradients in an add kernel of its
-/// own. The same bits either way.
+/// own. The same bits either way. The returned stream is a view autograd made of `hidden` inside a custom
+/// function: an in-place operation on it throws (add to it out of place), and it requires grad like the norm.
 NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias, double epsilon,
                            at::ScalarType output_type, bool accumulate_in_place = false);
 
