@@ -13,15 +13,16 @@
 namespace graphed::dist {
 namespace {
 
-/// Runs a callback after a gradient accumulator has added its gradient. Autograd runs the accumulator (and
-/// its hooks) even when the gradient is undefined, as for a parameter a fused kernel accumulated in place:
-/// that one was counted by the listener, so the hook stays quiet.
+/// Runs a callback after a gradient accumulator has run. Autograd runs it (and its hooks) also without a
+/// gradient, after a fused kernel accumulated the parameter's in place and told the listener: such a parameter
+/// is then counted twice per backward, every backward alike, which the learned counts absorb; the hook's count
+/// comes after the kernel's work either way, so it never launches a bucket early.
 class AccumulatedHook final : public torch::autograd::FunctionPostHook {
  public:
   explicit AccumulatedHook(std::function<void()> callback) : callback_(std::move(callback)) {}
   torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& inputs) override {
-    if (!inputs.empty() && inputs[0].defined()) callback_();
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    callback_();
     return outputs;
   }
 
