@@ -8,12 +8,12 @@
 
 #include "dist/rank_launch.h"
 #include "graphed/util/file_system.h"
-#include "graphed/util/safetensors.h"
 
 namespace graphed {
 namespace {
 
 using testing::describe;
+using testing::expect_checkpoint_near;
 using testing::expect_losses_near;
 using testing::launch;
 using testing::losses_of;
@@ -55,14 +55,8 @@ TEST(TensorParallelPipelineTest, TwoTensorRanksTimesTwoStagesTrainAsOneProcessAn
   }
   expect_losses_near(losses_of(join_path(folder, "first0/metrics.jsonl")), early, 10, 1e-5, "TP=2 x PP=2");
   // The 4 ranks' checkpoint is the whole model: one process's names and shapes and values.
-  const auto reference = read_safetensors(join_path(folder, "first-one/checkpoints/iter_0000010/model.safetensors"));
-  const auto trained = read_safetensors(join_path(folder, "first0/checkpoints/iter_0000010/model.safetensors"));
-  ASSERT_EQ(trained.size(), reference.size());
-  for (const auto& [name, tensor] : reference) {
-    ASSERT_TRUE(trained.count(name)) << name;
-    ASSERT_EQ(trained.at(name).sizes(), tensor.sizes()) << name;
-    EXPECT_LE((trained.at(name).to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>(), 1e-4) << name;
-  }
+  expect_checkpoint_near(join_path(folder, "first-one/checkpoints/iter_0000010/model.safetensors"),
+                         join_path(folder, "first0/checkpoints/iter_0000010/model.safetensors"), 1e-4, "TP=2 x PP=2");
   // And the 4 ranks resume one process's checkpoint at iteration 10 as that process went on.
   const std::string saved = join_path(folder, "first-one/checkpoints/iter_0000010");
   const auto resumed = launch(4, pick_port(14), plus(plus(arguments, layout), {"--train-iters", "12", "--load", saved}),
@@ -85,13 +79,9 @@ struct MixedLayout {
 
 void PrintTo(const MixedLayout& layout, std::ostream* out) { *out << layout.name; }  // ctest's names
 
-class MixedLayoutLaunchTest : public ::testing::TestWithParam<MixedLayout> {
+class MixedLayoutLaunchTest : public testing::InTemporaryFolder<::testing::TestWithParam<MixedLayout>> {
  protected:
-  void SetUp() override { ASSERT_FALSE(folder_.empty()) << "cannot create a temporary folder"; }
-  void TearDown() override {
-    if (!HasFailure()) remove_all(folder_);
-  }
-  std::string folder_ = make_temporary_directory("graphed-mixed-layout");
+  MixedLayoutLaunchTest() : InTemporaryFolder("graphed-mixed-layout") {}
 };
 
 TEST_P(MixedLayoutLaunchTest, RanksTrainAsOneProcessAndSaveTheWholeModel) {
@@ -106,15 +96,8 @@ TEST_P(MixedLayoutLaunchTest, RanksTrainAsOneProcessAndSaveTheWholeModel) {
   expect_losses_near(losses_of(join_path(folder_, "ranks0/metrics.jsonl")),
                      losses_of(join_path(folder_, "ranks-one/metrics.jsonl")), 10, 1e-5, layout.name);
   // The checkpoint is the whole model: one process's names and shapes, the values up to that rounding.
-  const auto reference = read_safetensors(join_path(folder_, "ranks-one/checkpoints/iter_0000010/model.safetensors"));
-  const auto trained = read_safetensors(join_path(folder_, "ranks0/checkpoints/iter_0000010/model.safetensors"));
-  ASSERT_EQ(trained.size(), reference.size()) << layout.name;
-  for (const auto& [name, tensor] : reference) {
-    ASSERT_TRUE(trained.count(name)) << layout.name << ": " << name;
-    ASSERT_EQ(trained.at(name).sizes(), tensor.sizes()) << layout.name << ": " << name;
-    EXPECT_LE((trained.at(name).to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>(), 1e-4)
-        << layout.name << ": " << name;
-  }
+  expect_checkpoint_near(join_path(folder_, "ranks-one/checkpoints/iter_0000010/model.safetensors"),
+                         join_path(folder_, "ranks0/checkpoints/iter_0000010/model.safetensors"), 1e-4, layout.name);
 }
 
 const std::vector<MixedLayout>& mixed_layouts() {

@@ -50,15 +50,10 @@ const std::vector<std::string> kTrain = {"train", "--preset",     "tiny", "--moc
 /// Relative paths: each process writes in its own folder, so what a rank wrote shows where.
 const std::vector<std::string> kOutputs = {"--metrics-file", "metrics.jsonl", "--save", "checkpoints"};
 
-/// Each test's processes work in a new temporary folder, removed when the test passes (kept to look
-/// into when it fails).
-class MultiProcessTest : public ::testing::Test {
+/// Each test's processes work in a new temporary folder (tests/dist/rank_launch.h).
+class MultiProcessTest : public testing::InTemporaryFolder<::testing::Test> {
  protected:
-  void SetUp() override { ASSERT_FALSE(folder_.empty()) << "cannot create a temporary folder"; }
-  void TearDown() override {
-    if (!HasFailure()) remove_all(folder_);
-  }
-  std::string folder_ = make_temporary_directory("graphed-multi-process");
+  MultiProcessTest() : InTemporaryFolder("graphed-multi-process") {}
 };
 
 TEST_F(MultiProcessTest, TwoDataParallelRanksTrainAsOneProcess) {

@@ -16,6 +16,7 @@
 
 #include "child_processes.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/safetensors.h"
 
 namespace graphed::testing {
 
@@ -93,6 +94,34 @@ inline void expect_losses_near(const std::map<int64_t, double>& got, const std::
   for (const auto& [iteration, loss] : expected) {
     ASSERT_TRUE(got.count(iteration)) << what << " iteration " << iteration;
     EXPECT_NEAR(got.at(iteration), loss, tolerance * std::abs(loss)) << what << " iteration " << iteration;
+  }
+}
+
+/// A test whose processes work in a new temporary folder, removed when the test passes (kept to look into
+/// when it fails). Base: ::testing::Test or a ::testing::TestWithParam.
+template <typename Base>
+class InTemporaryFolder : public Base {
+ protected:
+  explicit InTemporaryFolder(const std::string& prefix) : folder_(make_temporary_directory(prefix)) {}
+  void SetUp() override { ASSERT_FALSE(folder_.empty()) << "cannot create a temporary folder"; }
+  void TearDown() override {
+    if (!this->HasFailure()) remove_all(folder_);
+  }
+  std::string folder_;
+};
+
+/// The checkpoint `trained` holds the same tensors as `reference` (names and shapes), each within
+/// `max_difference` of it in every value.
+inline void expect_checkpoint_near(const std::string& reference_file, const std::string& trained_file,
+                                   double max_difference, const std::string& what) {
+  const auto reference = read_safetensors(reference_file);
+  const auto trained = read_safetensors(trained_file);
+  ASSERT_EQ(trained.size(), reference.size()) << what;
+  for (const auto& [name, tensor] : reference) {
+    ASSERT_TRUE(trained.count(name)) << what << ": " << name;
+    ASSERT_EQ(trained.at(name).sizes(), tensor.sizes()) << what << ": " << name;
+    EXPECT_LE((trained.at(name).to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>(), max_difference)
+        << what << ": " << name;
   }
 }
 

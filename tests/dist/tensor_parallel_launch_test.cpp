@@ -81,13 +81,9 @@ const std::vector<ModelCase>& model_cases() {
   return cases;
 }
 
-class TensorParallelLaunchTest : public ::testing::TestWithParam<ModelCase> {
+class TensorParallelLaunchTest : public testing::InTemporaryFolder<::testing::TestWithParam<ModelCase>> {
  protected:
-  void SetUp() override { ASSERT_FALSE(folder_.empty()) << "cannot create a temporary folder"; }
-  void TearDown() override {
-    if (!HasFailure()) remove_all(folder_);
-  }
-  std::string folder_ = make_temporary_directory("graphed-tensor-parallel");
+  TensorParallelLaunchTest() : InTemporaryFolder("graphed-tensor-parallel") {}
 };
 
 TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeModel) {
