@@ -88,15 +88,14 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
                      kernels::training_kernels_supported(model_->parameters().front());
   if (fused) options.working_copies = at::kBFloat16;
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
-  // Gradients averaged in buckets, overlapped with the backward when eager and every parameter gets the
-  // same number of gradients in every backward (not so for MoE experts that receive no token). The reducer
-  // hears autograd's accumulations and the fused kernels' in-place ones alike
-  // (kernels/accumulation_listeners.h). Inside a full-iteration graph the buckets still launch after the
-  // backward: launched from the hooks during the capture they broke it on 2 H100s (2026-11-26,
-  // docs/benchmarks.md) while the hooks' AccumulateGrad nodes were made at start-up on the default stream. They
-  // are now made at the first arm() on the backward's stream (Megatron-LM's fix, PR 6021), not yet run on GPUs.
-  const bool overlap =
-      groups != nullptr && config.cuda_graph.impl == config::CudaGraphImpl::kNone && !config.model.is_moe();
+  // Gradients averaged in buckets, overlapped with the backward, eager or inside a full-iteration graph,
+  // wherever every parameter gets the same number of gradients in every backward (not so for MoE experts that
+  // receive no token). The reducer hears autograd's accumulations and the fused kernels' in-place ones alike
+  // (kernels/accumulation_listeners.h), and makes its hooks at the first arm(), on the backward's stream, which
+  // a capture needs (Megatron-LM PR 6021). The per-layer graphs reduce after the backward.
+  const bool overlap = groups != nullptr && !config.model.is_moe() &&
+                       (config.cuda_graph.impl == config::CudaGraphImpl::kNone ||
+                        config.cuda_graph.impl == config::CudaGraphImpl::kFullIteration);
   if (fused) {
     model_->use_kernel_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16,
                                                                /*accumulate_in_place=*/true));
