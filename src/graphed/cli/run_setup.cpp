@@ -7,6 +7,7 @@
 #include "graphed/capture/graph_support.h"
 #include "graphed/config/config_file.h"
 #include "graphed/config/presets.h"
+#include "graphed/kernels/fp8_linear.h"
 #include "graphed/runtime/device.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/util/build_info.h"
@@ -110,6 +111,14 @@ void refuse_multi_process_launch(const std::string& command) {
 }
 
 void require_available_impl(const config::RunConfig& config, const at::Device& device) {
+  std::string why_no_fp8;
+  if (config.model.fp8() && !kernels::fp8_supported(device, &why_no_fp8)) {
+    const std::string message = "--fp8-format " + *config.model.fp8_format +
+                                " needs a GPU with FP8 tensor cores, but " + why_no_fp8 +
+                                "; fix: train on an H100 or H200 (compute capability 8.9 or more), or drop "
+                                "--fp8-format";
+    throw ConfigError(message, {message});
+  }
   const config::CudaGraphImpl impl = config.cuda_graph.impl;
   if (impl == config::CudaGraphImpl::kNone) return;
   const auto why_not = capture::why_graphs_cannot_run(device);

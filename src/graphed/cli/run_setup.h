@@ -39,7 +39,8 @@ config::RunConfig resolve_for_run(const CommandLine& command_line, std::ostream&
 void refuse_multi_process_launch(const std::string& command);
 
 /// Throws ConfigError unless the impl can run on the device: none anywhere, the others (full_iteration,
-/// transformer_engine, local) on a CUDA device only.
+/// transformer_engine, local) on a CUDA device only; and unless the device has FP8 tensor cores where
+/// --fp8-format asks for them.
 void require_available_impl(const config::RunConfig& config, const at::Device& device);
 
 /// --device auto|cuda|cpu -> the device; auto picks CUDA when this build and machine have it.

@@ -81,6 +81,17 @@ struct ModelConfig {
   int64_t mamba_conv_width = 4;            ///< --mamba-conv-width: the causal convolution's taps
   int64_t mamba_chunk_size = 128;          ///< --mamba-chunk-size: positions per chunk of the scan
 
+  // FP8 (Megatron's fp8 settings; config/fp8_rules.h, model/fp8_path.h).
+  std::optional<std::string> fp8_format;              ///< --fp8-format e4m3|hybrid; unset = no FP8 (bf16)
+  std::string fp8_recipe = "delayed";                 ///< --fp8-recipe delayed|tensorwise
+  int64_t fp8_margin = 0;                             ///< --fp8-margin: 2^margin of headroom, >= 0
+  int64_t fp8_amax_history_len = 1;                   ///< --fp8-amax-history-len, >= 1 (delayed)
+  std::string fp8_amax_compute_algo = "most_recent";  ///< --fp8-amax-compute-algo most_recent|max (delayed)
+  bool fp8_wgrad = true;                              ///< --no-fp8-wgrad: weight gradients in bf16
+  bool first_last_layers_bf16 = false;                ///< --first-last-layers-bf16 (tensorwise only)
+  int64_t num_layers_at_start_in_bf16 = 1;            ///< with it: leading layers kept in bf16
+  int64_t num_layers_at_end_in_bf16 = 1;              ///< with it: trailing layers kept in bf16
+
   // Activation recomputation.
   std::optional<std::string> recompute_granularity;           ///< full|selective; unset = none
   std::optional<std::string> recompute_method;                ///< uniform|block (full only)
@@ -94,6 +105,15 @@ struct ModelConfig {
   /// Whether a layer is Mamba: a hybrid model whose pattern has M at that layer.
   bool has_mamba_layers() const {
     return is_hybrid_model && hybrid_override_pattern && hybrid_override_pattern->find('M') != std::string::npos;
+  }
+  /// Whether FP8 training is on (--fp8-format given).
+  bool fp8() const { return fp8_format.has_value(); }
+  /// Whether layer n (from 1) runs FP8: FP8 is on and, with --first-last-layers-bf16, n is outside the
+  /// leading and trailing bf16 layers.
+  bool fp8_layer(int64_t layer_number) const {
+    if (!fp8()) return false;
+    if (!first_last_layers_bf16) return true;
+    return layer_number > num_layers_at_start_in_bf16 && layer_number <= num_layers - num_layers_at_end_in_bf16;
   }
   /// Whether MoE layers drop and pad to a static capacity (capacity factor set and padding on).
   bool is_drop_and_pad() const { return moe_expert_capacity_factor.has_value() && moe_pad_expert_input_to_capacity; }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "graphed/config/fp8_rules.h"
 #include "graphed/config/hybrid_rules.h"
 #include "graphed/config/parallel_rules.h"
 #include "graphed/config/run_config.h"
@@ -405,6 +406,7 @@ void validate_run_config(const RunConfig& config, IssueList& issues) {
   validate_parallel(config, issues);
   validate_cuda_graph(config, issues);
   validate_recompute(config, issues);
+  validate_fp8(config, issues);
 }
 
 const std::vector<RuleInfo>& all_rules() {
@@ -496,6 +498,11 @@ const std::vector<RuleInfo>& all_rules() {
       {"PL-9", "--sequence-parallel without tensor parallelism is ignored (note)"},
       {"PL-10", "dropout under tensor parallelism draws from the model-parallel random states (note)"},
       {"PL-11", "no training samples under --sequence-parallel (note)"},
+      {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
+      {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},
+      {"FP-3", "--first-last-layers-bf16: tensorwise recipe only; layer counts >= 0 (warning: all layers bf16)"},
+      {"FP-4", "FP8 GEMM sizes (hidden, attention, QKV, ffn per tensor rank; microbatch tokens) multiples of 16"},
+      {"FP-5", "MoE experts and router stay bf16 under FP8 (note)"},
   };
   return rules;
 }

@@ -39,4 +39,10 @@ void Fp8ScalingState::update() {
   amax_history_.select(0, 0).zero_();
 }
 
+Fp8Slot slot_of(const Fp8ScalingState& state, int64_t index) {
+  GRAPHED_INTERNAL_ASSERT(index >= 0 && index < state.scale().numel(), "an FP8 slot outside its state");
+  return {state.scale().narrow(0, index, 1), state.scale_inverse().narrow(0, index, 1),
+          state.amax_history().select(0, 0).narrow(0, index, 1)};
+}
+
 }  // namespace graphed::kernels

@@ -1,6 +1,6 @@
 // kernels/fp8_scaling.h — FP8 delayed scaling (TransformerEngine's recipe; Megatron's --fp8-recipe delayed): the
 // amax history and scales of a set of tensors, kept on their device and updated without a host sync, so the
-// update can run inside a CUDA graph. The FP8 GEMMs that will read the scales are not written yet (issue 28).
+// update can run inside a CUDA graph. The FP8 linears (kernels/fp8_linear.h) read the scales through slots.
 #pragma once
 
 #include <cstdint>
@@ -51,5 +51,15 @@ class Fp8ScalingState {
   at::Tensor scale_;
   at::Tensor scale_inverse_;
 };
+
+/// One tensor's delayed scale: [1] views of one slot of an Fp8ScalingState (its scale, inverse scale and the
+/// history's row 0, where a cast records the amax). Undefined tensors: current scaling.
+struct Fp8Slot {
+  at::Tensor scale;
+  at::Tensor scale_inverse;
+  at::Tensor amax;
+};
+/// Slot `index` of `state`: views, so they follow update().
+Fp8Slot slot_of(const Fp8ScalingState& state, int64_t index);
 
 }  // namespace graphed::kernels

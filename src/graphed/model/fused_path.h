@@ -46,11 +46,11 @@ class FusedPath final : public KernelPath {
   at::Tensor linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,
                                   const at::Tensor& labels) const override;
 
- private:
   /// Whether the norms and linears add their weights' gradients into .grad now (never while a warmup only
   /// probes the gradients).
   bool accumulates_in_place() const;
 
+ private:
   std::unordered_map<const void*, at::Tensor> copies_;  ///< by the master's TensorImpl
   at::ScalarType activation_type_;
   bool accumulate_in_place_;

@@ -1,6 +1,7 @@
 // model/gpt_model.cpp — see model/gpt_model.h.
 #include "graphed/model/gpt_model.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -181,6 +182,28 @@ void GptModelImpl::use_kernel_path(std::shared_ptr<const KernelPath> path) {
   path_ = std::move(path);
   for (auto& layer : layers_) layer->use_kernel_path(path_);
   final_norm_->use_kernel_path(path_);
+  layer_paths_.clear();
+}
+
+void GptModelImpl::use_layer_kernel_paths(
+    const std::function<std::shared_ptr<const KernelPath>(int64_t layer_number)>& path_of) {
+  layer_paths_.clear();
+  for (auto& layer : layers_) {
+    std::shared_ptr<const KernelPath> path = path_of(layer->layer_number());
+    GRAPHED_INTERNAL_ASSERT(path != nullptr, "layer ", layer->layer_number(), " was given no kernel path");
+    layer->use_kernel_path(path);
+    layer_paths_.push_back(std::move(path));
+  }
+}
+
+void GptModelImpl::end_step() {
+  std::vector<const KernelPath*> done{path_.get()};
+  path_->end_step();
+  for (const auto& path : layer_paths_) {
+    if (std::find(done.begin(), done.end(), path.get()) != done.end()) continue;
+    path->end_step();
+    done.push_back(path.get());
+  }
 }
 
 void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel,

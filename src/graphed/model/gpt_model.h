@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -106,6 +107,11 @@ class GptModelImpl : public torch::nn::Module {
   /// default the ATen path, with decode kernels unless the config turns fused kernels off; the trainer's
   /// fused path (model/fused_path.h: fused kernels over working copies of the weights).
   void use_kernel_path(std::shared_ptr<const KernelPath> path);
+  /// After use_kernel_path: layer n (counted from 1, as Megatron does, across pipeline stages) runs
+  /// path_of(n) instead, e.g. FP8 except the first and last layers (model/fp8_path.h).
+  void use_layer_kernel_paths(const std::function<std::shared_ptr<const KernelPath>(int64_t layer_number)>& path_of);
+  /// After each optimizer step: every distinct path the model runs moves on once (KernelPath::end_step).
+  void end_step();
 
   /// Tensor parallelism (Megatron's layout): keeps this rank's part of every layer's attention and MLP and
   /// of the vocabulary (the embedding and the output layer, vocab-parallel, the loss computed without
@@ -145,6 +151,7 @@ class GptModelImpl : public torch::nn::Module {
   Norm final_norm_{nullptr};
   std::array<std::shared_ptr<capture::UnitRunner>, 2> stage_runners_;
   std::shared_ptr<const KernelPath> path_ = aten_path();
+  std::vector<std::shared_ptr<const KernelPath>> layer_paths_;  ///< each layer's, where use_layer_kernel_paths set one
   TensorParallel tensor_;
 };
 TORCH_MODULE(GptModel);

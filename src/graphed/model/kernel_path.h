@@ -59,6 +59,10 @@ class KernelPath {
   /// That fused loss: mean cross entropy of normed [tokens, hidden] x weight^T against labels [tokens].
   virtual at::Tensor linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,
                                           const at::Tensor& labels) const = 0;
+
+  /// After each optimizer step (wherever it runs: eagerly or inside a graph): state the path keeps across
+  /// steps moves on (FP8 delayed scales, model/fp8_path.h). Device work only, no host sync.
+  virtual void end_step() const {}
 };
 
 /// LibTorch's ops; decoding takes graphed's decode kernels where they fit when `decode_kernels`.

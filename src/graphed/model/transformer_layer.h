@@ -94,6 +94,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   void use_eager_runner(LayerUnit unit);
   /// The kernels every part of the layer runs (model/kernel_path.h).
   void use_kernel_path(const std::shared_ptr<const KernelPath>& path);
+  /// Megatron's layer number, from 1 over the whole model.
+  int64_t layer_number() const { return layer_number_; }
   /// Keeps this rank's part of the attention, the Mamba mixer, the dense MLP or the MoE
   /// (model/tensor_parallel.h); the norms stay whole. Once.
   void split_for_tensor_parallel(const TensorParallel& tensor);

@@ -14,7 +14,9 @@
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/dist/tensor_collectives.h"
+#include "graphed/kernels/fp8_linear.h"
 #include "graphed/kernels/training_ops.h"
+#include "graphed/model/fp8_path.h"
 #include "graphed/model/fused_path.h"
 #include "graphed/runtime/device.h"
 #include "graphed/train/checkpoint.h"
@@ -32,6 +34,33 @@
 
 namespace graphed::train {
 namespace {
+
+/// FP8 (model/fp8_path.h) for the layers the config runs in FP8 (all, or all but the first and last); the
+/// others, the norms and the output layer keep the fused bf16 path. Refused where no FP8 tensor core is.
+void use_fp8_layers(model::GptModel& model, const config::ModelConfig& config,
+                    const std::shared_ptr<const model::FusedPath>& fused, const at::Device& device) {
+  model::Fp8Path::Options options;
+  options.recipe.gradient_format =
+      *config.fp8_format == "hybrid" ? kernels::Fp8Format::kE5M2 : kernels::Fp8Format::kE4M3;
+  options.recipe.fp8_weight_gradient = config.fp8_wgrad;
+  if (config.fp8_recipe == "delayed") {
+    options.delayed = kernels::DelayedScaling{
+        config.fp8_amax_history_len, config.fp8_margin,
+        config.fp8_amax_compute_algo == "max" ? kernels::AmaxAlgorithm::kMax : kernels::AmaxAlgorithm::kMostRecent};
+  }
+  std::vector<at::Tensor> weights;  // every matrix of an FP8 layer gets delayed-scaling slots
+  for (auto& layer : model->layers()) {
+    if (!config.fp8_layer(layer->layer_number())) continue;
+    for (const auto& parameter : layer->parameters()) {
+      if (parameter.dim() == 2) weights.push_back(parameter);
+    }
+  }
+  const auto fp8 = std::make_shared<model::Fp8Path>(fused, weights, options, device);
+  model->use_layer_kernel_paths([&](int64_t layer_number) -> std::shared_ptr<const model::KernelPath> {
+    if (config.fp8_layer(layer_number)) return fp8;
+    return fused;
+  });
+}
 
 std::string scientific(double value, int digits) {
   std::ostringstream out;
@@ -59,6 +88,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
       device_(device),
       layout_(groups != nullptr ? groups->layout() : dist::make_parallel_layout(config, 0)),
       groups_(groups) {
+  GRAPHED_INTERNAL_ASSERT(!config.model.fp8() || kernels::fp8_supported(device_),
+                          "FP8 training on a device without FP8 tensor cores (cli's require_available_impl checks)");
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = model::GptModel(config.model, config.moe_layers);
   if (layout_.tensor_size > 1) {  // each tensor rank keeps its part of the whole model it built
@@ -96,9 +127,12 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   const bool overlap = groups != nullptr && !config.model.is_moe() &&
                        (config.cuda_graph.impl == config::CudaGraphImpl::kNone ||
                         config.cuda_graph.impl == config::CudaGraphImpl::kFullIteration);
+  GRAPHED_INTERNAL_ASSERT(fused || !config.model.fp8(), "FP8 without the fused path (config rule FP-1 checks)");
   if (fused) {
-    model_->use_kernel_path(std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16,
-                                                               /*accumulate_in_place=*/true));
+    auto fused_path =
+        std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, /*accumulate_in_place=*/true);
+    model_->use_kernel_path(fused_path);
+    if (config.model.fp8()) use_fp8_layers(model_, config.model, fused_path, device_);
   }
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();

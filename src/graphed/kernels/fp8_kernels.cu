@@ -1,0 +1,119 @@
+// kernels/fp8_kernels.cu — see kernels/fp8_kernels.h. Grid-stride loops of four values per step where
+// the pointers and count allow (one otherwise); each block folds its amax once into the device value with
+// an integer atomic max, which orders non-negative floats as their bits do.
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/fp8_kernels.h"
+
+namespace graphed::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t work) {
+  const int64_t blocks = (work + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1024 ? (blocks > 0 ? blocks : 1) : 1024);
+}
+
+template <typename T>
+__device__ __forceinline__ float to_float(T value);
+template <>
+__device__ __forceinline__ float to_float<float>(float value) {
+  return value;
+}
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 value) {
+  return __bfloat162float(value);
+}
+
+__device__ __forceinline__ void fold_amax(float local, float* amax) {
+  __shared__ float scratch[32];
+  const float block = detail::block_reduce<true>(local, scratch);
+  if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(block));
+}
+
+__device__ __forceinline__ __nv_fp8_storage_t cast_one(float value, bool e5m2) {
+  return __nv_cvt_float_to_fp8(value, __NV_SATFINITE, e5m2 ? __NV_E5M2 : __NV_E4M3);
+}
+
+/// kVector values per step: 4 (aligned pointers, count a multiple of 4) or 1. kCast: write the FP8 values.
+template <typename T, int kVector, bool kCast>
+__global__ void fp8_kernel(const T* input, int64_t count, const float* scale, __nv_fp8_storage_t* output, bool e5m2,
+                           float* amax) {
+  const float factor = kCast ? *scale : 1.0f;
+  float local = 0.0f;
+  const int64_t steps = count / kVector;
+  for (int64_t step = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; step < steps;
+       step += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float values[kVector];
+    const int64_t first = step * kVector;
+#pragma unroll
+    for (int v = 0; v < kVector; ++v) values[v] = to_float(input[first + v]);
+#pragma unroll
+    for (int v = 0; v < kVector; ++v) local = fmaxf(local, fabsf(values[v]));
+    if (kCast) {
+      if (kVector == 4) {
+        uint32_t packed = 0;
+#pragma unroll
+        for (int v = 0; v < 4; ++v) packed |= static_cast<uint32_t>(cast_one(values[v] * factor, e5m2)) << (8 * v);
+        *reinterpret_cast<uint32_t*>(output + first) = packed;
+      } else {
+        output[first] = cast_one(values[0] * factor, e5m2);
+      }
+    }
+  }
+  if (amax != nullptr) fold_amax(local, amax);
+}
+
+template <typename T, bool kCast>
+void launch(const void* input, int64_t count, const float* scale, void* output, bool e5m2, float* amax,
+            void* stream) {
+  const auto* typed = static_cast<const T*>(input);
+  auto* bytes = static_cast<__nv_fp8_storage_t*>(output);
+  const bool aligned = reinterpret_cast<uintptr_t>(input) % (4 * sizeof(T)) == 0 &&
+                       (!kCast || reinterpret_cast<uintptr_t>(output) % 4 == 0);
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (aligned && count % 4 == 0) {
+    fp8_kernel<T, 4, kCast><<<blocks_for(count / 4), kThreads, 0, cuda_stream>>>(typed, count, scale, bytes, e5m2, amax);
+  } else {
+    fp8_kernel<T, 1, kCast><<<blocks_for(count), kThreads, 0, cuda_stream>>>(typed, count, scale, bytes, e5m2, amax);
+  }
+}
+
+__global__ void scale_kernel(const float* amax, float largest, float* scale, float* scale_inverse) {
+  const float value = *amax;
+  float next = isfinite(value) && value > 0.0f ? largest / value : 1.0f;
+  if (isinf(next)) next = 3.402823466e38f;
+  *scale = next;
+  *scale_inverse = 1.0f / next;
+}
+
+}  // namespace
+
+void launch_scale_from_amax(const float* amax, float largest, float* scale, float* scale_inverse, void* stream) {
+  scale_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(amax, largest, scale, scale_inverse);
+}
+
+void launch_amax(const void* input, Element input_type, int64_t count, float* amax, void* stream) {
+  if (input_type == Element::kFloat32) {
+    launch<float, false>(input, count, nullptr, nullptr, false, amax, stream);
+  } else {
+    launch<__nv_bfloat16, false>(input, count, nullptr, nullptr, false, amax, stream);
+  }
+}
+
+void launch_cast_to_fp8(const void* input, Element input_type, int64_t count, const float* scale, void* output,
+                        bool e5m2, float* amax, void* stream) {
+  if (input_type == Element::kFloat32) {
+    launch<float, true>(input, count, scale, output, e5m2, amax, stream);
+  } else {
+    launch<__nv_bfloat16, true>(input, count, scale, output, e5m2, amax, stream);
+  }
+}
+
+}  // namespace graphed::kernels

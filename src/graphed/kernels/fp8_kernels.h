@@ -1,0 +1,26 @@
+// kernels/fp8_kernels.h — the CUDA kernels behind FP8 linears (kernels/fp8_linear.h), free of ATen like
+// kernels/training_kernels.h: the amax of a tensor, and its cast to E4M3 or E5M2 after a scale read from
+// the device (so a graph replays with the scale of the moment), recording the amax as it goes.
+#pragma once
+
+#include <cstdint>
+
+#include "graphed/kernels/training_kernels.h"
+
+namespace graphed::kernels {
+
+/// Raises *amax (fp32 on the device, >= 0) to max |input| over `count` values of `input_type`. Atomic:
+/// the order of the blocks does not change the result.
+void launch_amax(const void* input, Element input_type, int64_t count, float* amax, void* stream);
+
+/// output[i] = fp8(input[i] * *scale), saturating at the format's largest finite value (E5M2 when `e5m2`,
+/// else E4M3); one byte per value. Where amax is not null, also raises *amax to max |input| (before the
+/// scale), as launch_amax does.
+void launch_cast_to_fp8(const void* input, Element input_type, int64_t count, const float* scale, void* output,
+                        bool e5m2, float* amax, void* stream);
+
+/// Current scaling in one thread: *scale = largest / *amax where that amax is finite and above 0 (else 1;
+/// an infinite quotient becomes the largest float), *scale_inverse = 1 / *scale.
+void launch_scale_from_amax(const float* amax, float largest, float* scale, float* scale_inverse, void* stream);
+
+}  // namespace graphed::kernels

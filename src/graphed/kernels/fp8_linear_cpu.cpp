@@ -1,0 +1,28 @@
+// kernels/fp8_linear_cpu.cpp — kernels/fp8_linear.h on a CPU build: no device has FP8 tensor cores here, and
+// the trainer refuses FP8 before any linear could run (so the two operations are never reached).
+#include "graphed/kernels/fp8_linear.h"
+
+#include "graphed/util/error.h"
+
+namespace graphed::kernels {
+
+bool fp8_supported(const at::Device& device, std::string* why_not) {
+  if (why_not) {
+    *why_not = "this graphed binary was built against a CPU-only LibTorch, so no device (here " + device.str() +
+               ") can run FP8 GEMMs";
+  }
+  return false;
+}
+
+Fp8Tensor quantize_fp8(const at::Tensor&, Fp8Format, const Fp8Slot&, bool) {
+  GRAPHED_INTERNAL_ASSERT(false, "FP8 casts need a CUDA build (the trainer checks fp8_supported first)");
+  return {};
+}
+
+at::Tensor fp8_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                      const Fp8LinearRecipe&, const Fp8LinearScaling&, bool) {
+  GRAPHED_INTERNAL_ASSERT(false, "FP8 linears need a CUDA build (the trainer checks fp8_supported first)");
+  return {};
+}
+
+}  // namespace graphed::kernels

@@ -1,0 +1,182 @@
+// kernels/fp8_linear_cuda.cpp — kernels/fp8_linear.h on a CUDA build. The GEMMs are at::_scaled_mm with
+// per-tensor inverse scales: on Hopper its first operand must be row-major and its second column-major,
+// so the backward transposes the FP8 copies it needs (the weight for the input's gradient; the input and
+// the output's gradient for the weight's). The forward accumulates fast (TransformerEngine's choice for
+// fprop), the backward's two GEMMs in full precision.
+#include <optional>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "graphed/kernels/accumulation_listeners.h"
+#include "graphed/kernels/fp8_kernels.h"
+#include "graphed/kernels/fp8_linear.h"
+#include "graphed/util/error.h"
+
+namespace graphed::kernels {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+Element element_of(const at::Tensor& tensor) {
+  return tensor.scalar_type() == at::kFloat ? Element::kFloat32 : Element::kBFloat16;
+}
+
+at::Tensor as_bf16(const at::Tensor& tensor) {
+  return tensor.scalar_type() == at::kBFloat16 ? tensor : tensor.to(at::kBFloat16);
+}
+
+bool delayed(const Fp8Slot& slot) { return slot.scale.defined(); }
+
+/// IValues hold tensors, not structs: a slot as three saved tensors (empty ones for current scaling).
+void save_slot(AutogradContext* context, const Fp8Slot& slot, const at::Tensor& like) {
+  const at::Tensor none = at::empty({0}, like.options().dtype(at::kFloat));
+  context->saved_data["gradient_scale"] = delayed(slot) ? slot.scale : none;
+  context->saved_data["gradient_scale_inverse"] = delayed(slot) ? slot.scale_inverse : none;
+  context->saved_data["gradient_amax"] = delayed(slot) ? slot.amax : none;
+}
+
+Fp8Slot saved_slot(AutogradContext* context) {
+  Fp8Slot slot{context->saved_data["gradient_scale"].toTensor(), context->saved_data["gradient_scale_inverse"].toTensor(),
+               context->saved_data["gradient_amax"].toTensor()};
+  return slot.scale.numel() > 0 ? slot : Fp8Slot{};
+}
+
+/// The same matrix stored column-major (what _scaled_mm's second operand must be).
+at::Tensor column_major(const at::Tensor& matrix) { return matrix.t().contiguous().t(); }
+
+at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at::Tensor& second_scale_inverse,
+                     const at::Tensor& bias, at::ScalarType output_type, bool fast_accumulation) {
+  const std::optional<at::Tensor> bias_argument = bias.defined() && bias.numel() > 0 ? std::optional<at::Tensor>(bias)
+                                                                                    : std::nullopt;
+  return at::_scaled_mm(first.data, second, first.scale_inverse, second_scale_inverse, bias_argument,
+                        /*scale_result=*/std::nullopt, output_type, fast_accumulation);
+}
+
+bool accumulable(const at::Tensor& parameter) {
+  const at::Tensor& grad = parameter.grad();
+  return grad.defined() && grad.scalar_type() == at::kFloat && grad.is_contiguous() &&
+         grad.sizes() == parameter.sizes();
+}
+
+struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
+  static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& weight_copy, const at::Tensor& bias, const at::Tensor& bias_copy,
+                            const Fp8LinearRecipe& recipe, const Fp8LinearScaling& scaling, bool accumulate,
+                            bool record) {
+    const at::Tensor rows = as_bf16(input).reshape({-1, input.size(-1)});
+    const Fp8Tensor x = quantize_fp8(rows, Fp8Format::kE4M3, scaling.input, record);
+    const Fp8Tensor w = quantize_fp8(weight_copy, Fp8Format::kE4M3, scaling.weight, record);
+    const at::Tensor output = scaled_mm(x, w.data.t(), w.scale_inverse, bias_copy, at::kBFloat16, true);
+    // The weight gradient reads the input in FP8 (transposed once here) or in bf16.
+    const at::Tensor input_for_weight = recipe.fp8_weight_gradient ? column_major(x.data) : rows;
+    context->save_for_backward({input_for_weight, x.scale_inverse, column_major(w.data), w.scale_inverse, weight});
+    context->saved_data["accumulate"] = accumulate;
+    context->saved_data["fp8_weight_gradient"] = recipe.fp8_weight_gradient;
+    context->saved_data["e5m2"] = recipe.gradient_format == Fp8Format::kE5M2;
+    save_slot(context, scaling.gradient, rows);
+    std::vector<int64_t> sizes = input.sizes().vec();
+    sizes.back() = weight.size(0);
+    return output.view(sizes);
+  }
+
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    const auto saved = context->get_saved_variables();
+    const at::Tensor& weight = saved[4];
+    const int64_t out_features = weight.size(0);
+    const at::Tensor dy = as_bf16(grads[0]).reshape({-1, out_features});
+    const Fp8Format format = context->saved_data["e5m2"].toBool() ? Fp8Format::kE5M2 : Fp8Format::kE4M3;
+    const Fp8Tensor gradient = quantize_fp8(dy, format, saved_slot(context), /*record=*/true);
+    at::Tensor grad_input, grad_weight, grad_bias;
+    if (context->needs_input_grad(0)) {  // dy [rows, out] x weight [out, in], the weight column-major
+      std::vector<int64_t> sizes = grads[0].sizes().vec();
+      sizes.back() = weight.size(1);
+      grad_input = scaled_mm(gradient, saved[2], saved[3], {}, at::kBFloat16, false).view(sizes);
+    }
+    if (context->needs_input_grad(1)) {  // dyᵀ [out, rows] x input [rows, in], fp32
+      at::Tensor product;
+      if (context->saved_data["fp8_weight_gradient"].toBool()) {
+        const Fp8Tensor transposed{gradient.data.t().contiguous(), gradient.scale_inverse};
+        product = scaled_mm(transposed, saved[0], saved[1], {}, at::kFloat, false);
+      } else {
+        product = at::mm(dy.t(), saved[0], at::kFloat);
+      }
+      if (context->saved_data["accumulate"].toBool() && accumulable(weight)) {
+        weight.grad().add_(product);
+        gradient_accumulated(weight);
+      } else {
+        grad_weight = product;
+      }
+    }
+    if (context->needs_input_grad(3)) {
+      grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
+    }
+    return {grad_input, grad_weight, at::Tensor(), grad_bias,   at::Tensor(),
+            at::Tensor(), at::Tensor(),  at::Tensor(), at::Tensor()};
+  }
+};
+
+/// Function::apply takes no undefined tensors: an absent bias is an empty one.
+at::Tensor or_empty(const at::Tensor& tensor, const at::Tensor& like) {
+  return tensor.defined() ? tensor : at::empty({0}, like.options());
+}
+
+}  // namespace
+
+bool fp8_supported(const at::Device& device, std::string* why_not) {
+  if (!device.is_cuda()) {
+    if (why_not) *why_not = "the device is the CPU (" + device.str() + ")";
+    return false;
+  }
+  const cudaDeviceProp* properties = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
+  const bool capable = properties->major > 8 || (properties->major == 8 && properties->minor >= 9);
+  if (!capable && why_not) {
+    *why_not = std::string(properties->name) + " has compute capability " + std::to_string(properties->major) + "." +
+               std::to_string(properties->minor) + ", without FP8 tensor cores (8.9 or more: Ada, Hopper, Blackwell)";
+  }
+  return capable;
+}
+
+Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot, bool record) {
+  const at::Tensor input = x.contiguous();
+  GRAPHED_INTERNAL_ASSERT(
+      input.is_cuda() && (input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat),
+      "FP8 casts take bf16 or fp32 CUDA tensors");
+  const bool e5m2 = format == Fp8Format::kE5M2;
+  at::Tensor data = at::empty(input.sizes(), input.options().dtype(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn));
+  if (delayed(slot)) {
+    launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), slot.scale.data_ptr<float>(),
+                       data.data_ptr(), e5m2, record ? slot.amax.data_ptr<float>() : nullptr, current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {data, slot.scale_inverse};
+  }
+  const auto options = input.options().dtype(at::kFloat);
+  const at::Tensor amax = at::zeros({1}, options);
+  const at::Tensor scale = at::empty({1}, options);
+  const at::Tensor scale_inverse = at::empty({1}, options);
+  launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
+                         scale_inverse.data_ptr<float>(), current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(), data.data_ptr(),
+                     e5m2, nullptr, current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {data, scale_inverse};
+}
+
+at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
+                      const at::Tensor& bias, const at::Tensor& bias_copy, const Fp8LinearRecipe& recipe,
+                      const Fp8LinearScaling& scaling, bool accumulate_in_place) {
+  GRAPHED_INTERNAL_ASSERT(weight_copy.defined() && weight_copy.scalar_type() == at::kBFloat16,
+                          "an FP8 linear reads the weight's bf16 working copy");
+  const bool record = at::GradMode::is_enabled();
+  return Fp8LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy),
+                                  recipe, scaling, accumulate_in_place, record);
+}
+
+}  // namespace graphed::kernels

@@ -1,0 +1,52 @@
+// model/fp8_path.cpp — see model/fp8_path.h.
+#include "graphed/model/fp8_path.h"
+
+#include "graphed/util/error.h"
+
+namespace graphed::model {
+
+Fp8Path::Fp8Path(std::shared_ptr<const FusedPath> fused, const std::vector<at::Tensor>& weights,
+                 const Options& options, const at::Device& device)
+    : fused_(std::move(fused)), recipe_(options.recipe) {
+  GRAPHED_INTERNAL_ASSERT(fused_ != nullptr, "the FP8 path wraps the fused path");
+  for (const auto& weight : weights) slots_.emplace(weight.unsafeGetTensorImpl(), static_cast<int64_t>(slots_.size()));
+  if (options.delayed && !slots_.empty()) {
+    const auto count = static_cast<int64_t>(slots_.size());
+    forward_ = std::make_shared<kernels::Fp8ScalingState>(2 * count, kernels::Fp8Format::kE4M3, *options.delayed,
+                                                          device);
+    backward_ =
+        std::make_shared<kernels::Fp8ScalingState>(count, options.recipe.gradient_format, *options.delayed, device);
+  }
+}
+
+kernels::Fp8LinearScaling Fp8Path::scaling_of(const at::Tensor& weight) const {
+  if (forward_ == nullptr) return {};
+  const auto found = slots_.find(weight.unsafeGetTensorImpl());
+  GRAPHED_INTERNAL_ASSERT(found != slots_.end(), "an FP8 linear whose weight has no delayed-scaling slot");
+  const int64_t index = found->second;
+  return {kernels::slot_of(*forward_, 2 * index), kernels::slot_of(*forward_, 2 * index + 1),
+          kernels::slot_of(*backward_, index)};
+}
+
+at::Tensor Fp8Path::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  return kernels::fp8_linear(input, weight, fused_->copy_of(weight), bias, fused_->copy_of(bias), recipe_,
+                             scaling_of(weight), fused_->accumulates_in_place());
+}
+
+void Fp8Path::end_step() const {
+  if (forward_ == nullptr) return;
+  forward_->update();
+  backward_->update();
+}
+
+std::vector<std::pair<std::string, at::Tensor>> Fp8Path::state() const {
+  if (forward_ == nullptr) return {};
+  return {{"fp8.forward.amax_history", forward_->amax_history()},
+          {"fp8.forward.scale", forward_->scale()},
+          {"fp8.forward.scale_inverse", forward_->scale_inverse()},
+          {"fp8.backward.amax_history", backward_->amax_history()},
+          {"fp8.backward.scale", backward_->scale()},
+          {"fp8.backward.scale_inverse", backward_->scale_inverse()}};
+}
+
+}  // namespace graphed::model
