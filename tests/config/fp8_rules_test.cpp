@@ -96,9 +96,8 @@ TEST(Fp8RulesTest, SizesMustBeMultiplesOf16) {
 }
 
 TEST(Fp8RulesTest, NotesThatExpertsStayBf16) {
-  const Resolution resolution = resolve_fp8({{"num_experts", 4},
-                                             {"moe_expert_capacity_factor", 1.0},
-                                             {"moe_pad_expert_input_to_capacity", true}});
+  const Resolution resolution = resolve_fp8(
+      {{"num_experts", 4}, {"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true}});
   EXPECT_EQ(issues_of(resolution, "FP-5"),
             "note [FP-5]: --fp8-format hybrid: the MoE experts and router stay in bf16 (only attention, dense MLP "
             "and shared-expert linears run FP8)\n");

@@ -78,7 +78,8 @@ LinearRun run_linear(const at::Tensor& x, const at::Tensor& weight, const at::Te
   const at::Tensor master = weight.detach().to(at::kFloat).requires_grad_(true);
   const at::Tensor master_bias = bias.detach().to(at::kFloat).requires_grad_(true);
   const at::Tensor output =
-      fp8_linear(input, master, weight, master_bias, bias, recipe, Fp8LinearScaling{}, /*accumulate_in_place=*/false);
+      fp8_linear(input, master, weight, master_bias, bias, recipe, Fp8LinearScaling{}, /*accumulate_in_place=*/false,
+                 /*record_amax=*/false);
   output.backward(upstream);
   return {output.detach(), input.grad(), master.grad(), master_bias.grad()};
 }
@@ -117,7 +118,8 @@ TEST_F(Fp8LinearCudaTest, AccumulatesTheWeightGradientInPlace) {
   const at::Tensor upstream = at::randn({64, 16}, kBf16);
   const at::Tensor master = weight.to(at::kFloat).requires_grad_(true);
   master.mutable_grad() = at::ones_like(master);
-  const at::Tensor output = fp8_linear(x, master, weight, {}, {}, Fp8LinearRecipe{}, {}, /*accumulate_in_place=*/true);
+  const at::Tensor output =
+      fp8_linear(x, master, weight, {}, {}, Fp8LinearRecipe{}, {}, /*accumulate_in_place=*/true, false);
   output.backward(upstream);
   const LinearRun fresh = run_linear(x, weight, at::zeros({16}, kBf16), upstream, Fp8LinearRecipe{});
   EXPECT_TRUE(at::equal(master.grad(), fresh.grad_weight + 1)) << "the gradient was not added to .grad";
@@ -136,7 +138,7 @@ TEST_F(Fp8LinearCudaTest, AGraphReplaysTheEagerBits) {
   const auto step = [&] {  // forward, backward and the scales' update, as one training step
     input.mutable_grad() = at::Tensor();
     master.mutable_grad() = at::Tensor();
-    fp8_linear(input, master, weight, {}, {}, recipe, scaling, false).backward(upstream);
+    fp8_linear(input, master, weight, {}, {}, recipe, scaling, false, /*record_amax=*/true).backward(upstream);
     const at::Tensor result = at::cat({input.grad().to(at::kFloat).flatten(), master.grad().flatten()});
     forward.update();
     backward.update();

@@ -19,8 +19,8 @@ using graphed::testing::bitwise_equal;
 using graphed::testing::expect_graphed_run_equals_eager;
 using graphed::testing::GraphCase;
 using graphed::testing::preset_config;
-using graphed::testing::TrainRun;
 using graphed::testing::train_on_gpu;
+using graphed::testing::TrainRun;
 using nlohmann::json;
 
 struct Fp8Case {
@@ -47,28 +47,30 @@ TEST_P(Fp8TrainingCudaTest, GraphsEqualEagerBitwise) {
   expect_graphed_run_equals_eager(graph_case, c.impl, 30);
 }
 
-const json kDelayed{{"fp8_format", "hybrid"}, {"fp8_recipe", "delayed"}, {"fp8_amax_history_len", 4},
-                    {"fp8_amax_compute_algo", "max"}};
+const json kDelayed{
+    {"fp8_format", "hybrid"}, {"fp8_recipe", "delayed"}, {"fp8_amax_history_len", 4}, {"fp8_amax_compute_algo", "max"}};
 const json kTensorwise{{"fp8_format", "e4m3"}, {"fp8_recipe", "tensorwise"}};
 const json kTensorwiseEnds{{"fp8_format", "hybrid"}, {"fp8_recipe", "tensorwise"}, {"first_last_layers_bf16", true}};
 
 INSTANTIATE_TEST_SUITE_P(
     RecipesAndImpls, Fp8TrainingCudaTest,
-    ::testing::Values(Fp8Case{"delayed_full_iteration_optimizer", kDelayed, "full_iteration", {{"optimizer_cuda_graph", true}}},
-                      Fp8Case{"delayed_full_iteration", kDelayed, "full_iteration"},
-                      Fp8Case{"delayed_local", kDelayed, "local", {{"optimizer_cuda_graph", true}}},
-                      Fp8Case{"delayed_transformer_engine", kDelayed, "transformer_engine"},
-                      Fp8Case{"tensorwise_full_iteration_optimizer", kTensorwise, "full_iteration",
-                              {{"optimizer_cuda_graph", true}}},
-                      Fp8Case{"tensorwise_local", kTensorwise, "local"},
-                      Fp8Case{"tensorwise_transformer_engine", kTensorwise, "transformer_engine"},
-                      Fp8Case{"bf16_ends_full_iteration", kTensorwiseEnds, "full_iteration"}),
+    ::testing::Values(
+        Fp8Case{"delayed_full_iteration_optimizer", kDelayed, "full_iteration", {{"optimizer_cuda_graph", true}}},
+        Fp8Case{"delayed_full_iteration", kDelayed, "full_iteration"},
+        Fp8Case{"delayed_local", kDelayed, "local", {{"optimizer_cuda_graph", true}}},
+        Fp8Case{"delayed_transformer_engine", kDelayed, "transformer_engine"},
+        Fp8Case{"tensorwise_full_iteration_optimizer", kTensorwise, "full_iteration", {{"optimizer_cuda_graph", true}}},
+        Fp8Case{"tensorwise_local", kTensorwise, "local"},
+        Fp8Case{"tensorwise_transformer_engine", kTensorwise, "transformer_engine"},
+        Fp8Case{"bf16_ends_full_iteration", kTensorwiseEnds, "full_iteration"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(Fp8LossCudaTest, StaysNearBf16OnTheCorpus) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
   if (!kernels::fp8_supported(at::Device(at::kCUDA, 0))) GTEST_SKIP() << "no FP8 tensor cores";
-  const json corpus{{"mock_data", false}, {"global_batch_size", 16}};
+  const json corpus{{"mock_data", false},
+                    {"data_path", std::string(GRAPHED_SOURCE_DIR) + "/.deps/data/sotu.txt"},
+                    {"global_batch_size", 16}};
   const auto settings = [&](const json& more) {
     json all = corpus;
     all.update(more);

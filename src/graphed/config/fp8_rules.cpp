@@ -66,8 +66,8 @@ void validate_fp8_sizes(const RunConfig& config, IssueList& issues) {
   const int64_t ffn = m.ffn_hidden_size.value_or(4 * m.hidden_size);
   std::vector<std::pair<std::string, int64_t>> sizes{
       {"--hidden-size " + num(m.hidden_size), m.hidden_size},
-      {"the attention output (heads " + num(m.num_attention_heads) + " x head size " + num(head) + " / " +
-           num(tensor) + " tensor ranks)",
+      {"the attention output (heads " + num(m.num_attention_heads) + " x head size " + num(head) + " / " + num(tensor) +
+           " tensor ranks)",
        m.num_attention_heads * head / tensor},
       {"the QKV projection ((heads " + num(m.num_attention_heads) + " + 2 x " + num(groups) + " query groups) x " +
            num(head) + " / " + num(tensor) + " tensor ranks)",
@@ -87,8 +87,7 @@ void validate_fp8_sizes(const RunConfig& config, IssueList& issues) {
   for (const auto& [what, size] : sizes) {
     if (size % 16 == 0) continue;
     issues.error("FP-4", "--fp8-format needs every FP8 GEMM size a multiple of 16 (Hopper's FP8 tensor cores), but " +
-                             what + " is " + num(size) +
-                             "; fix: change that size to a multiple of 16" +
+                             what + " is " + num(size) + "; fix: change that size to a multiple of 16" +
                              (what.rfind("the tokens", 0) == 0 ? ", or pass --no-fp8-wgrad" : "") +
                              ", or drop --fp8-format");
   }

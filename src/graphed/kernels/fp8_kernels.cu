@@ -71,15 +71,15 @@ __global__ void fp8_kernel(const T* input, int64_t count, const float* scale, __
 }
 
 template <typename T, bool kCast>
-void launch(const void* input, int64_t count, const float* scale, void* output, bool e5m2, float* amax,
-            void* stream) {
+void launch(const void* input, int64_t count, const float* scale, void* output, bool e5m2, float* amax, void* stream) {
   const auto* typed = static_cast<const T*>(input);
   auto* bytes = static_cast<__nv_fp8_storage_t*>(output);
   const bool aligned = reinterpret_cast<uintptr_t>(input) % (4 * sizeof(T)) == 0 &&
                        (!kCast || reinterpret_cast<uintptr_t>(output) % 4 == 0);
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   if (aligned && count % 4 == 0) {
-    fp8_kernel<T, 4, kCast><<<blocks_for(count / 4), kThreads, 0, cuda_stream>>>(typed, count, scale, bytes, e5m2, amax);
+    fp8_kernel<T, 4, kCast>
+        <<<blocks_for(count / 4), kThreads, 0, cuda_stream>>>(typed, count, scale, bytes, e5m2, amax);
   } else {
     fp8_kernel<T, 1, kCast><<<blocks_for(count), kThreads, 0, cuda_stream>>>(typed, count, scale, bytes, e5m2, amax);
   }

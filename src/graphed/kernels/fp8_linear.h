@@ -34,11 +34,12 @@ bool fp8_supported(const at::Device& device, std::string* why_not = nullptr);
 /// input [..., in] (bf16) times the weight's working copy [out, in] (bf16), transposed, plus the bias's copy:
 /// bf16 [..., out]. The backward gives the master weight (fp32) its gradient, added to .grad in place where
 /// `accumulate_in_place` (telling kernels/accumulation_listeners.h). Sizes: in and out multiples of 16, and
-/// the rows (the product of input's leading sizes) too when the weight gradient is FP8. Delayed slots record
-/// amaxes while autograd records (training), not in evaluation.
+/// the rows (the product of input's leading sizes) too when the weight gradient is FP8. Where `record_amax`,
+/// delayed slots record the amaxes of the input and weight here and of the output's gradient in the backward
+/// (a training step; not an evaluation, nor a graph's warmup probe, whose amaxes would be counted twice).
 at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
                       const at::Tensor& bias, const at::Tensor& bias_copy, const Fp8LinearRecipe& recipe,
-                      const Fp8LinearScaling& scaling, bool accumulate_in_place);
+                      const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax);
 
 /// The per-tensor scaled FP8 form of x (bf16 or fp32, on a GPU): data (one byte a value, x's shape) and the
 /// fp32 [1] inverse scale that multiplies it back. Current scaling when `slot` is undefined; else the slot's

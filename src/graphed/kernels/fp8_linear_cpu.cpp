@@ -20,7 +20,7 @@ Fp8Tensor quantize_fp8(const at::Tensor&, Fp8Format, const Fp8Slot&, bool) {
 }
 
 at::Tensor fp8_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                      const Fp8LinearRecipe&, const Fp8LinearScaling&, bool) {
+                      const Fp8LinearRecipe&, const Fp8LinearScaling&, bool, bool) {
   GRAPHED_INTERNAL_ASSERT(false, "FP8 linears need a CUDA build (the trainer checks fp8_supported first)");
   return {};
 }

@@ -41,7 +41,8 @@ void save_slot(AutogradContext* context, const Fp8Slot& slot, const at::Tensor& 
 }
 
 Fp8Slot saved_slot(AutogradContext* context) {
-  Fp8Slot slot{context->saved_data["gradient_scale"].toTensor(), context->saved_data["gradient_scale_inverse"].toTensor(),
+  Fp8Slot slot{context->saved_data["gradient_scale"].toTensor(),
+               context->saved_data["gradient_scale_inverse"].toTensor(),
                context->saved_data["gradient_amax"].toTensor()};
   return slot.scale.numel() > 0 ? slot : Fp8Slot{};
 }
@@ -51,8 +52,8 @@ at::Tensor column_major(const at::Tensor& matrix) { return matrix.t().contiguous
 
 at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at::Tensor& second_scale_inverse,
                      const at::Tensor& bias, at::ScalarType output_type, bool fast_accumulation) {
-  const std::optional<at::Tensor> bias_argument = bias.defined() && bias.numel() > 0 ? std::optional<at::Tensor>(bias)
-                                                                                    : std::nullopt;
+  const std::optional<at::Tensor> bias_argument =
+      bias.defined() && bias.numel() > 0 ? std::optional<at::Tensor>(bias) : std::nullopt;
   return at::_scaled_mm(first.data, second, first.scale_inverse, second_scale_inverse, bias_argument,
                         /*scale_result=*/std::nullopt, output_type, fast_accumulation);
 }
@@ -79,6 +80,7 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
     context->saved_data["fp8_weight_gradient"] = recipe.fp8_weight_gradient;
     context->saved_data["e5m2"] = recipe.gradient_format == Fp8Format::kE5M2;
     save_slot(context, scaling.gradient, rows);
+    context->saved_data["record"] = record;
     std::vector<int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
     return output.view(sizes);
@@ -90,7 +92,7 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
     const int64_t out_features = weight.size(0);
     const at::Tensor dy = as_bf16(grads[0]).reshape({-1, out_features});
     const Fp8Format format = context->saved_data["e5m2"].toBool() ? Fp8Format::kE5M2 : Fp8Format::kE4M3;
-    const Fp8Tensor gradient = quantize_fp8(dy, format, saved_slot(context), /*record=*/true);
+    const Fp8Tensor gradient = quantize_fp8(dy, format, saved_slot(context), context->saved_data["record"].toBool());
     at::Tensor grad_input, grad_weight, grad_bias;
     if (context->needs_input_grad(0)) {  // dy [rows, out] x weight [out, in], the weight column-major
       std::vector<int64_t> sizes = grads[0].sizes().vec();
@@ -115,8 +117,8 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
     if (context->needs_input_grad(3)) {
       grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
     }
-    return {grad_input, grad_weight, at::Tensor(), grad_bias,   at::Tensor(),
-            at::Tensor(), at::Tensor(),  at::Tensor(), at::Tensor()};
+    return {grad_input,   grad_weight,  at::Tensor(), grad_bias,   at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -152,7 +154,8 @@ Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slo
     launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), slot.scale.data_ptr<float>(),
                        data.data_ptr(), e5m2, record ? slot.amax.data_ptr<float>() : nullptr, current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return {data, slot.scale_inverse};
+    // cuBLASLt wants 16-byte aligned scale pointers, and a slot's view sits 4 bytes per slot into its state.
+    return {data, slot.scale_inverse.clone()};
   }
   const auto options = input.options().dtype(at::kFloat);
   const at::Tensor amax = at::zeros({1}, options);
@@ -163,20 +166,19 @@ Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slo
   launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
                          scale_inverse.data_ptr<float>(), current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(), data.data_ptr(),
-                     e5m2, nullptr, current_stream());
+  launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(), data.data_ptr(), e5m2,
+                     nullptr, current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {data, scale_inverse};
 }
 
 at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
                       const at::Tensor& bias, const at::Tensor& bias_copy, const Fp8LinearRecipe& recipe,
-                      const Fp8LinearScaling& scaling, bool accumulate_in_place) {
+                      const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax) {
   GRAPHED_INTERNAL_ASSERT(weight_copy.defined() && weight_copy.scalar_type() == at::kBFloat16,
                           "an FP8 linear reads the weight's bf16 working copy");
-  const bool record = at::GradMode::is_enabled();
   return Fp8LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy),
-                                  recipe, scaling, accumulate_in_place, record);
+                                  recipe, scaling, accumulate_in_place, record_amax);
 }
 
 }  // namespace graphed::kernels

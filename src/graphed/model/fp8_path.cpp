@@ -1,19 +1,22 @@
 // model/fp8_path.cpp — see model/fp8_path.h.
 #include "graphed/model/fp8_path.h"
 
+#include <ATen/core/grad_mode.h>
+
+#include "graphed/capture/capture_state.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
 
-Fp8Path::Fp8Path(std::shared_ptr<const FusedPath> fused, const std::vector<at::Tensor>& weights,
-                 const Options& options, const at::Device& device)
+Fp8Path::Fp8Path(std::shared_ptr<const FusedPath> fused, const std::vector<at::Tensor>& weights, const Options& options,
+                 const at::Device& device)
     : fused_(std::move(fused)), recipe_(options.recipe) {
   GRAPHED_INTERNAL_ASSERT(fused_ != nullptr, "the FP8 path wraps the fused path");
   for (const auto& weight : weights) slots_.emplace(weight.unsafeGetTensorImpl(), static_cast<int64_t>(slots_.size()));
   if (options.delayed && !slots_.empty()) {
     const auto count = static_cast<int64_t>(slots_.size());
-    forward_ = std::make_shared<kernels::Fp8ScalingState>(2 * count, kernels::Fp8Format::kE4M3, *options.delayed,
-                                                          device);
+    forward_ =
+        std::make_shared<kernels::Fp8ScalingState>(2 * count, kernels::Fp8Format::kE4M3, *options.delayed, device);
     backward_ =
         std::make_shared<kernels::Fp8ScalingState>(count, options.recipe.gradient_format, *options.delayed, device);
   }
@@ -29,8 +32,10 @@ kernels::Fp8LinearScaling Fp8Path::scaling_of(const at::Tensor& weight) const {
 }
 
 at::Tensor Fp8Path::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  // Amaxes count once per training pass: not in evaluation, nor in a per-layer engine's warmup probe.
+  const bool record = at::GradMode::is_enabled() && !capture::is_gradient_probe();
   return kernels::fp8_linear(input, weight, fused_->copy_of(weight), bias, fused_->copy_of(bias), recipe_,
-                             scaling_of(weight), fused_->accumulates_in_place());
+                             scaling_of(weight), fused_->accumulates_in_place(), record);
 }
 
 void Fp8Path::end_step() const {
