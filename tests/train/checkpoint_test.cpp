@@ -145,5 +145,35 @@ TEST_F(CheckpointTest, ASaveFolderThatIsAFileIsRefusedWhenTheTrainerIsBuilt) {
                                                            "write to (it is created if missing)");
 }
 
+// FP8 delayed scaling's state (OptionalState, "fp8.*") travels in the optimizer's file: loaded where the
+// checkpoint has it with its shape, listed as missing otherwise, and skipped by a run that keeps none.
+TEST_F(CheckpointTest, OptionalStateLoadsWhereTheCheckpointHasIt) {
+  nlohmann::json settings = small_checkpoint_settings();
+  Trainer trainer = make_trainer(settings);
+  std::vector<std::pair<std::string, at::Tensor>> parameters;
+  for (const auto& item : trainer.model()->named_parameters()) parameters.emplace_back(item.key(), item.value());
+  auto state = trainer.optimizer().state();
+  state.emplace_back("fp8.forward.scale", at::full({4}, 2.5));
+  state.emplace_back("fp8.forward.amax_history", at::full({1, 4}, 7.0));
+  const config::RunConfig config = graphed::testing::run_config(settings);
+  const std::string saved = save_checkpoint_tensors(in_dir("run"), 2, parameters, state, config, at::Device(at::kCPU));
+
+  Trainer other = make_trainer(settings);
+  OptionalState optional;
+  optional.tensors = {{"fp8.forward.scale", at::ones({4})},             // in the checkpoint: loaded
+                      {"fp8.forward.amax_history", at::zeros({2, 4})},  // another history length: missing
+                      {"fp8.backward.scale", at::ones({2})}};           // not in the checkpoint: missing
+  EXPECT_EQ(load_checkpoint(saved, other.model(), other.optimizer(), config, at::Device(at::kCPU), false, &optional),
+            2);
+  EXPECT_TRUE(at::equal(optional.tensors[0].second, at::full({4}, 2.5)));
+  EXPECT_TRUE(at::equal(optional.tensors[1].second, at::zeros({2, 4})));
+  EXPECT_EQ(optional.missing, (std::vector<std::string>{"fp8.forward.amax_history", "fp8.backward.scale"}));
+
+  Trainer plain = make_trainer(settings);  // a run without FP8 state skips it
+  plain.load(saved);
+  EXPECT_EQ(plain.start_iteration(), 2);
+  EXPECT_TRUE(plain.state_not_in_checkpoint().empty());
+}
+
 }  // namespace
 }  // namespace graphed::train

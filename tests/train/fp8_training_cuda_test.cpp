@@ -2,7 +2,8 @@
 // is bitwise reproducible and every graph implementation (full_iteration with the optimizer inside, local and
 // transformer_engine) is bitwise equal to it, for both recipes (the delayed scales update inside the graphs
 // that hold the optimizer step) and with the first and last layers in bf16; on the corpus, 60 FP8 steps stay
-// within 2% of bf16's losses, and the bf16 layers change the curve.
+// within 2% of bf16's losses, and the bf16 layers change the curve; a delayed-recipe run resumed from its
+// checkpoint (the amax history and scales saved beside the optimizer's state) repeats the uninterrupted run.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "graphed/kernels/fp8_linear.h"
+#include "graphed/util/file_system.h"
 #include "train/train_run_for_test.h"
 
 namespace graphed::train {
@@ -89,6 +91,32 @@ TEST(Fp8LossCudaTest, StaysNearBf16OnTheCorpus) {
     EXPECT_FALSE(bitwise_equal(*run, bf16)) << "the FP8 run gave bf16's bits: FP8 did not run";
   }
   EXPECT_FALSE(bitwise_equal(ends, tensorwise)) << "bf16 first and last layers changed nothing";
+}
+
+TEST(Fp8ResumeCudaTest, DelayedScalesTravelInTheCheckpoint) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+  if (!kernels::fp8_supported(at::Device(at::kCUDA, 0))) GTEST_SKIP() << "no FP8 tensor cores";
+  const std::string folder = make_temporary_directory("fp8_resume");
+  ASSERT_FALSE(folder.empty());
+  json settings = kDelayed;
+  settings.update({{"global_batch_size", 16}, {"save", join_path(folder, "run")}});
+  const config::RunConfig config = preset_config("small", settings);
+  const auto make_trainer = [&] {
+    return Trainer(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCUDA, 0));
+  };
+  Trainer uninterrupted = make_trainer();
+  std::vector<double> expected;
+  for (int64_t it = 0; it < 8; ++it) {
+    expected.push_back(uninterrupted.train_step(it).loss.item<double>());
+    if (it == 3) uninterrupted.save(4);
+  }
+  Trainer resumed = make_trainer();
+  resumed.load(join_path(folder, "run"));
+  EXPECT_TRUE(resumed.state_not_in_checkpoint().empty());
+  for (int64_t it = 4; it < 8; ++it) {
+    EXPECT_EQ(resumed.train_step(it).loss.item<double>(), expected[static_cast<std::size_t>(it)]) << "iteration " << it;
+  }
+  remove_all(folder);
 }
 
 }  // namespace

@@ -160,11 +160,11 @@ int train_rank(const config::RunConfig& config, const at::Device& device, dist::
     trainer.load(*config.train.load);
     log.print("resumed", {{"folder", *config.train.load}, {"iteration", trainer.start_iteration()}},
               "resumed from " + *config.train.load + " at iteration " + std::to_string(trainer.start_iteration()));
-    if (config.model.fp8() && config.model.fp8_recipe == "delayed") {
+    if (!trainer.state_not_in_checkpoint().empty()) {
       log.note(
-          "--fp8-recipe delayed: checkpoints do not hold the FP8 amax history and scales yet, so they start "
-          "again from 1 and the first steps after this resume differ from an uninterrupted run (--fp8-recipe "
-          "tensorwise keeps no such state)");
+          "the checkpoint holds no FP8 amax history and scales for this run (a bf16 or tensorwise run, "
+          "another --fp8-amax-history-len, or tensor or pipeline parallelism, whose checkpoints keep none), "
+          "so they start again from 1 and the first steps differ from an uninterrupted run");
     }
     if (trainer.start_iteration() >= config.train.train_iters) {
       log.note("nothing to train: the checkpoint is at iteration " + std::to_string(trainer.start_iteration()) +

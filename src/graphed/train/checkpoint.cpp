@@ -371,6 +371,25 @@ void copy_into(const SavedTensors& saved, const NamedTensors& targets) {
   for (const auto& [name, target] : targets) target.copy_(saved.at(name));
 }
 
+/// The optional state's names (OptionalState): FP8 delayed scaling's.
+bool is_optional_state(const std::string& name) { return name.rfind("fp8.", 0) == 0; }
+
+/// Copies each optional tensor the checkpoint has with its dtype and shape; lists the others as missing.
+void copy_optional(const SavedTensors& saved, OptionalState& optional) {
+  at::NoGradGuard no_grad;
+  optional.missing.clear();
+  for (const auto& [name, target] : optional.tensors) {
+    GRAPHED_INTERNAL_ASSERT(is_optional_state(name), "optional checkpoint state named '", name, "'");
+    const auto found = saved.find(name);
+    if (found == saved.end() || found->second.scalar_type() != target.scalar_type() ||
+        found->second.sizes() != target.sizes()) {
+      optional.missing.push_back(name);
+      continue;
+    }
+    target.copy_(found->second);
+  }
+}
+
 }  // namespace
 
 CheckpointInfo read_checkpoint_info(const std::string& load_dir) {
@@ -392,15 +411,16 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir) {
 }
 
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
-                        const config::RunConfig& config, const at::Device& device, bool own_stage) {
+                        const config::RunConfig& config, const at::Device& device, bool own_stage,
+                        OptionalState* optional) {
   NamedTensors model_parameters;
   for (const auto& item : model->named_parameters()) model_parameters.emplace_back(item.key(), item.value());
-  return load_checkpoint_tensors(load_dir, model_parameters, optimizer.state(), config, device, own_stage);
+  return load_checkpoint_tensors(load_dir, model_parameters, optimizer.state(), config, device, own_stage, optional);
 }
 
 int64_t load_checkpoint_tensors(const std::string& load_dir, const NamedTensors& model_parameters,
                                 const NamedTensors& optimizer_state, const config::RunConfig& config,
-                                const at::Device& device, bool own_stage) {
+                                const at::Device& device, bool own_stage, OptionalState* optional) {
   const CheckpointInfo info = read_checkpoint_info(load_dir);
   check_architecture(info, config);
   const std::string model_file = join_path(info.folder, "model.safetensors");
@@ -425,12 +445,13 @@ int64_t load_checkpoint_tensors(const std::string& load_dir, const NamedTensors&
     }
   }
   for (const auto& [name, tensor] : state) {  // another layout's model-parallel stream: kept only where one runs
-    if (is_stream_offset(name)) known.insert(name);
+    if (is_stream_offset(name) || is_optional_state(name)) known.insert(name);
   }
   check_no_extra(optimizer_file, state, known, "the optimizer");
 
   copy_into(parameters, model_parameters);
   copy_into(state, optimizer_state);
+  if (optional != nullptr) copy_optional(state, *optional);
   std::map<std::string, at::Tensor> rng;
   for (const auto& [name, tensor] : rng_states) rng.emplace(name.substr(4), state.at(name));
   capture::restore_rng_states(device, rng);

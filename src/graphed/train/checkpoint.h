@@ -55,14 +55,25 @@ CheckpointInfo read_checkpoint_info(const std::string& load_dir);
 /// nothing else. Throws CheckpointError naming the file, the tensor or field, and what was expected.
 /// own_stage: the optimizer holds one pipeline stage's parameters; the saved optimizer state of the other
 /// stages' parameters (the model's own) is then skipped rather than refused.
+/// Tensors a run keeps across steps beside the optimizer's (FP8 delayed scaling: "fp8.*"), saved in the
+/// optimizer's file. A load copies each where the checkpoint has it with the same dtype and shape, and lists
+/// the others in `missing` (left as they were: a bf16 checkpoint resumed in FP8, or another history length).
+/// A checkpoint's optional tensors that the run has no use for are skipped.
+struct OptionalState {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::vector<std::string> missing;
+};
+
 int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, AdamW& optimizer,
-                        const config::RunConfig& config, const at::Device& device, bool own_stage = false);
+                        const config::RunConfig& config, const at::Device& device, bool own_stage = false,
+                        OptionalState* optional = nullptr);
 /// load_checkpoint into (name, tensor) lists of the whole shapes, which the caller then spreads (a
 /// tensor-parallel rank takes its shards of them): the same checks and the same RNG restore.
 int64_t load_checkpoint_tensors(const std::string& load_dir,
                                 const std::vector<std::pair<std::string, at::Tensor>>& model_parameters,
                                 const std::vector<std::pair<std::string, at::Tensor>>& optimizer_state,
-                                const config::RunConfig& config, const at::Device& device, bool own_stage);
+                                const config::RunConfig& config, const at::Device& device, bool own_stage,
+                                OptionalState* optional = nullptr);
 
 /// Loads only the model weights of the checkpoint `load_dir` names (for inference): the same checks
 /// as load_checkpoint on model.safetensors; the optimizer file is not read. Returns its iteration count.

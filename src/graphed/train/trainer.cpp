@@ -37,8 +37,11 @@ namespace {
 
 /// FP8 (model/fp8_path.h) for the layers the config runs in FP8 (all, or all but the first and last); the
 /// others, the norms and the output layer keep the fused bf16 path. Refused where no FP8 tensor core is.
-void use_fp8_layers(model::GptModel& model, const config::ModelConfig& config,
-                    const std::shared_ptr<const model::FusedPath>& fused, const at::Device& device) {
+/// Returns the state the FP8 path keeps across steps (model::Fp8Path::state), for checkpoints.
+std::vector<std::pair<std::string, at::Tensor>> use_fp8_layers(model::GptModel& model,
+                                                               const config::ModelConfig& config,
+                                                               const std::shared_ptr<const model::FusedPath>& fused,
+                                                               const at::Device& device) {
   model::Fp8Path::Options options;
   options.recipe.gradient_format =
       *config.fp8_format == "hybrid" ? kernels::Fp8Format::kE5M2 : kernels::Fp8Format::kE4M3;
@@ -60,6 +63,7 @@ void use_fp8_layers(model::GptModel& model, const config::ModelConfig& config,
     if (config.fp8_layer(layer_number)) return fp8;
     return fused;
   });
+  return fp8->state();
 }
 
 std::string scientific(double value, int digits) {
@@ -132,7 +136,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     auto fused_path =
         std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, /*accumulate_in_place=*/true);
     model_->use_kernel_path(fused_path);
-    if (config.model.fp8()) use_fp8_layers(model_, config.model, fused_path, device_);
+    if (config.model.fp8()) carried_state_ = use_fp8_layers(model_, config.model, fused_path, device_);
   }
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();
@@ -255,7 +259,13 @@ Trainer::TensorParameters Trainer::tensor_parameters() {
 
 void Trainer::load(const std::string& dir) {
   const bool own_stage = layout_.is_pipelined();
-  if (layout_.tensor_size == 1) {
+  OptionalState carried{carried_state_, {}};
+  state_not_in_checkpoint_.clear();
+  for (const auto& [name, tensor] : carried_state_) state_not_in_checkpoint_.push_back(name);
+  if (layout_.holds_whole_model()) {
+    start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage, &carried);
+    state_not_in_checkpoint_ = carried.missing;
+  } else if (layout_.tensor_size == 1) {
     start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage);
   } else {  // the whole tensors are read, then each rank keeps its part
     NamedTensorList parameters;
@@ -295,7 +305,8 @@ std::string Trainer::save(int64_t iterations) {
   }
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
   if (layout_.holds_whole_model()) {  // every data-parallel rank holds the whole state
-    return save_checkpoint(folder, iterations, model_, *optimizer_, config_, device_);
+    state.insert(state.end(), carried_state_.begin(), carried_state_.end());
+    return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_);
   }
   return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_);
 }

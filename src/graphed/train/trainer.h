@@ -97,6 +97,10 @@ class Trainer {
   /// Whether this rank prints, writes metrics and checkpoints (rank 0).
   bool is_main_rank() const { return layout_.rank == 0; }
   int64_t start_iteration() const { return start_iteration_; }
+  /// After load(): the state the model's paths keep across steps (FP8 delayed scaling) that the checkpoint
+  /// did not hold and that therefore starts afresh. Checkpoints hold it only where one process holds the
+  /// whole model (no tensor or pipeline parallelism).
+  const std::vector<std::string>& state_not_in_checkpoint() const { return state_not_in_checkpoint_; }
   /// Tokens of one iteration (global batch x sequence length).
   double tokens_per_iteration() const;
   /// Model FLOPs of one iteration (forward + backward), Megatron's estimate.
@@ -139,6 +143,9 @@ class Trainer {
   std::unique_ptr<TrainingStep> step_;
   std::unique_ptr<IterationRunner> runner_;
   int64_t start_iteration_ = 0;
+  /// Tensors the model's paths keep across steps (FP8 delayed scaling, "fp8.*"), saved beside the optimizer's.
+  std::vector<std::pair<std::string, at::Tensor>> carried_state_;
+  std::vector<std::string> state_not_in_checkpoint_;
   std::optional<std::ofstream> metrics_;
   std::optional<runtime::PeakThroughput> peak_;
 };
