@@ -10,6 +10,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/accumulation_listeners.h"
+#include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/fp8_kernels.h"
 #include "graphed/kernels/fp8_linear.h"
 #include "graphed/util/error.h"
@@ -17,18 +18,14 @@
 namespace graphed::kernels {
 namespace {
 
+using detail::accumulable;
+using detail::as_bf16;
+using detail::current_stream;
+using detail::element_of;
+using detail::or_empty;
+using detail::present;
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-
-void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
-
-Element element_of(const at::Tensor& tensor) {
-  return tensor.scalar_type() == at::kFloat ? Element::kFloat32 : Element::kBFloat16;
-}
-
-at::Tensor as_bf16(const at::Tensor& tensor) {
-  return tensor.scalar_type() == at::kBFloat16 ? tensor : tensor.to(at::kBFloat16);
-}
 
 bool delayed(const Fp8Slot& slot) { return slot.scale.defined(); }
 
@@ -56,12 +53,6 @@ at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at:
       bias.defined() && bias.numel() > 0 ? std::optional<at::Tensor>(bias) : std::nullopt;
   return at::_scaled_mm(first.data, second, first.scale_inverse, second_scale_inverse, bias_argument,
                         /*scale_result=*/std::nullopt, output_type, fast_accumulation);
-}
-
-bool accumulable(const at::Tensor& parameter) {
-  const at::Tensor& grad = parameter.grad();
-  return grad.defined() && grad.scalar_type() == at::kFloat && grad.is_contiguous() &&
-         grad.sizes() == parameter.sizes();
 }
 
 struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
@@ -121,11 +112,6 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
-
-/// Function::apply takes no undefined tensors: an absent bias is an empty one.
-at::Tensor or_empty(const at::Tensor& tensor, const at::Tensor& like) {
-  return tensor.defined() ? tensor : at::empty({0}, like.options());
-}
 
 }  // namespace
 

@@ -8,36 +8,27 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/accumulation_listeners.h"
+#include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/training_kernels.h"
 #include "graphed/kernels/training_ops.h"
 
 namespace graphed::kernels {
 namespace {
 
+using detail::accumulable;
+using detail::as_bf16;
+using detail::current_stream;
+using detail::element_of;
+using detail::or_empty;
+using detail::present;
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-
-void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
 bool is_cuda_of(const at::Tensor& tensor, at::ScalarType type) {
   return tensor.defined() && tensor.is_cuda() && tensor.scalar_type() == type;
 }
 
-Element element_of(const at::Tensor& tensor) {
-  return tensor.scalar_type() == at::kFloat ? Element::kFloat32 : Element::kBFloat16;
-}
-
 float* mutable_float_pointer(const at::Tensor& tensor) { return tensor.defined() ? tensor.data_ptr<float>() : nullptr; }
-
-/// Function::apply takes no undefined tensors: an absent optional input is an empty one.
-at::Tensor or_empty(const at::Tensor& tensor, const at::Tensor& like) {
-  return tensor.defined() ? tensor : at::empty({0}, like.options());
-}
-bool present(const at::Tensor& tensor) { return tensor.numel() > 0; }
-
-at::Tensor as_bf16(const at::Tensor& tensor) {
-  return tensor.scalar_type() == at::kBFloat16 ? tensor : tensor.to(at::kBFloat16);
-}
 
 /// The sums over the first dimension of fp32 partials [rows, columns] (and of second_partials, when
 /// defined), in a fixed order, in one launch: into new tensors, or added to `into` (and second_into).
@@ -51,13 +42,6 @@ std::pair<at::Tensor, at::Tensor> column_sums(const at::Tensor& partials, const 
                      current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {sums, second_sums};
-}
-
-/// Whether a parameter's gradient can be accumulated in place: fp32, contiguous, its own shape.
-bool accumulable(const at::Tensor& parameter) {
-  const at::Tensor& grad = parameter.grad();
-  return grad.defined() && grad.scalar_type() == at::kFloat && grad.is_contiguous() &&
-         grad.sizes() == parameter.sizes();
 }
 
 /// The norm's forward for NormFunction and ResidualNormFunction: the bf16 output; saves what the
