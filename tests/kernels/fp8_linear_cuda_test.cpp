@@ -2,7 +2,8 @@
 // scaled cast maps the amax to the format's largest value and multiplies back within the format's rounding;
 // a delayed cast uses its slot's scale and records the amax; the linear's output and both gradients stay
 // within FP8's error of the bf16 product (relative norm of the difference); the weight's gradient accumulates
-// in place where asked; the same inputs give the same bits twice, and a CUDA graph replays the eager bits.
+// in place where asked (telling the accumulation listeners once); the same inputs give the same bits twice,
+// and a CUDA graph replays the eager bits.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/fp8_linear.h"
 
 namespace graphed::kernels {
@@ -118,9 +120,15 @@ TEST_F(Fp8LinearCudaTest, AccumulatesTheWeightGradientInPlace) {
   const at::Tensor upstream = at::randn({64, 16}, kBf16);
   const at::Tensor master = weight.to(at::kFloat).requires_grad_(true);
   master.mutable_grad() = at::ones_like(master);
+  int heard = 0;  // the in-place path tells the listeners (the data-parallel reducer) once
+  const int64_t listener = add_accumulation_listener([&](const at::Tensor& parameter) {
+    if (parameter.is_same(master)) ++heard;
+  });
   const at::Tensor output =
       fp8_linear(x, master, weight, {}, {}, Fp8LinearRecipe{}, {}, /*accumulate_in_place=*/true, false);
   output.backward(upstream);
+  remove_accumulation_listener(listener);
+  EXPECT_EQ(heard, 1);
   const LinearRun fresh = run_linear(x, weight, at::zeros({16}, kBf16), upstream, Fp8LinearRecipe{});
   EXPECT_TRUE(at::equal(master.grad(), fresh.grad_weight + 1)) << "the gradient was not added to .grad";
 }

@@ -161,10 +161,11 @@ int train_rank(const config::RunConfig& config, const at::Device& device, dist::
     log.print("resumed", {{"folder", *config.train.load}, {"iteration", trainer.start_iteration()}},
               "resumed from " + *config.train.load + " at iteration " + std::to_string(trainer.start_iteration()));
     if (!trainer.state_not_in_checkpoint().empty()) {
-      log.note(
-          "the checkpoint holds no FP8 amax history and scales for this run (a bf16 or tensorwise run, "
-          "another --fp8-amax-history-len, or tensor or pipeline parallelism, whose checkpoints keep none), "
-          "so they start again from 1 and the first steps differ from an uninterrupted run");
+      log.note("the checkpoint lacks this run's FP8 delayed-scaling state " +
+               join(trainer.state_not_in_checkpoint(), ", ") +
+               " (saved by a bf16 or tensorwise run, another --fp8-format or --fp8-amax-history-len, or under "
+               "tensor or pipeline parallelism, whose checkpoints keep none): it starts afresh (scales 1, an "
+               "empty history), so the first steps differ from an uninterrupted run");
     }
     if (trainer.start_iteration() >= config.train.train_iters) {
       log.note("nothing to train: the checkpoint is at iteration " + std::to_string(trainer.start_iteration()) +

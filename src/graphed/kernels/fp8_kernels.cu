@@ -95,6 +95,13 @@ __global__ void scale_kernel(const float* amax, float largest, float* scale, flo
 
 }  // namespace
 
+bool fp8_kernels_built_for_current_device() {
+  cudaFuncAttributes attributes;
+  const bool found = cudaFuncGetAttributes(&attributes, fp8_kernel<__nv_bfloat16, 4, true>) == cudaSuccess;
+  if (!found) cudaGetLastError();  // clear the error this question left behind
+  return found;
+}
+
 void launch_scale_from_amax(const float* amax, float largest, float* scale, float* scale_inverse, void* stream) {
   scale_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(amax, largest, scale, scale_inverse);
 }

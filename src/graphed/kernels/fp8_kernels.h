@@ -23,4 +23,8 @@ void launch_cast_to_fp8(const void* input, Element input_type, int64_t count, co
 /// an infinite quotient becomes the largest float), *scale_inverse = 1 / *scale.
 void launch_scale_from_amax(const float* amax, float largest, float* scale, float* scale_inverse, void* stream);
 
+/// Whether this binary holds the cast kernels for the current device (nvcc built them for the first
+/// architecture of TORCH_CUDA_ARCH_LIST only, 9.0a by default).
+bool fp8_kernels_built_for_current_device();
+
 }  // namespace graphed::kernels

@@ -3,10 +3,12 @@
 // so the backward transposes the FP8 copies it needs (the weight for the input's gradient; the input and
 // the output's gradient for the weight's). The forward accumulates fast (TransformerEngine's choice for
 // fprop), the backward's two GEMMs in full precision.
+#include <cstdint>
 #include <optional>
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/accumulation_listeners.h"
@@ -49,8 +51,10 @@ at::Tensor column_major(const at::Tensor& matrix) { return matrix.t().contiguous
 
 at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at::Tensor& second_scale_inverse,
                      const at::Tensor& bias, at::ScalarType output_type, bool fast_accumulation) {
-  const std::optional<at::Tensor> bias_argument =
-      bias.defined() && bias.numel() > 0 ? std::optional<at::Tensor>(bias) : std::nullopt;
+  std::optional<at::Tensor> bias_argument;
+  if (bias.defined() && present(bias)) {  // cuBLASLt wants it 16-byte aligned; a view into a flat buffer may not be
+    bias_argument = reinterpret_cast<uintptr_t>(bias.data_ptr()) % 16 == 0 ? bias : bias.clone();
+  }
   return at::_scaled_mm(first.data, second, first.scale_inverse, second_scale_inverse, bias_argument,
                         /*scale_result=*/std::nullopt, output_type, fast_accumulation);
 }
@@ -120,13 +124,25 @@ bool fp8_supported(const at::Device& device, std::string* why_not) {
     if (why_not) *why_not = "the device is the CPU (" + device.str() + ")";
     return false;
   }
-  const cudaDeviceProp* properties = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
-  const bool capable = properties->major > 8 || (properties->major == 8 && properties->minor >= 9);
-  if (!capable && why_not) {
-    *why_not = std::string(properties->name) + " has compute capability " + std::to_string(properties->major) + "." +
-               std::to_string(properties->minor) + ", without FP8 tensor cores (8.9 or more: Ada, Hopper, Blackwell)";
+  const int index = device.index() < 0 ? 0 : device.index();
+  const cudaDeviceProp* properties = at::cuda::getDeviceProperties(index);
+  const std::string capability = std::to_string(properties->major) + "." + std::to_string(properties->minor);
+  if (properties->major < 8 || (properties->major == 8 && properties->minor < 9)) {
+    if (why_not) {
+      *why_not = std::string(properties->name) + " has compute capability " + capability +
+                 ", without FP8 tensor cores (8.9 or more: Ada, Hopper, Blackwell)";
+    }
+    return false;
   }
-  return capable;
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+  if (!fp8_kernels_built_for_current_device()) {
+    if (why_not) {
+      *why_not = "this binary's kernels were built for another GPU than " + std::string(properties->name) +
+                 " (compute capability " + capability + "; rebuild with TORCH_CUDA_ARCH_LIST=" + capability + ")";
+    }
+    return false;
+  }
+  return true;
 }
 
 Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot, bool record) {
@@ -163,6 +179,7 @@ at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const a
                       const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax) {
   GRAPHED_INTERNAL_ASSERT(weight_copy.defined() && weight_copy.scalar_type() == at::kBFloat16,
                           "an FP8 linear reads the weight's bf16 working copy");
+  GRAPHED_INTERNAL_ASSERT(bias.defined() == bias_copy.defined(), "an FP8 linear's bias comes with its working copy");
   return Fp8LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy),
                                   recipe, scaling, accumulate_in_place, record_amax);
 }

@@ -46,12 +46,15 @@ void Fp8Path::end_step() const {
 
 std::vector<std::pair<std::string, at::Tensor>> Fp8Path::state() const {
   if (forward_ == nullptr) return {};
+  // The gradients' format is in their names: an e4m3 run's scales never load into a hybrid run's.
+  const std::string backward =
+      backward_->format() == kernels::Fp8Format::kE5M2 ? "fp8.backward_e5m2." : "fp8.backward_e4m3.";
   return {{"fp8.forward.amax_history", forward_->amax_history()},
           {"fp8.forward.scale", forward_->scale()},
           {"fp8.forward.scale_inverse", forward_->scale_inverse()},
-          {"fp8.backward.amax_history", backward_->amax_history()},
-          {"fp8.backward.scale", backward_->scale()},
-          {"fp8.backward.scale_inverse", backward_->scale_inverse()}};
+          {backward + "amax_history", backward_->amax_history()},
+          {backward + "scale", backward_->scale()},
+          {backward + "scale_inverse", backward_->scale_inverse()}};
 }
 
 }  // namespace graphed::model

@@ -65,8 +65,8 @@ class Fp8Path final : public KernelPath {
   /// Delayed scaling: the next step's scales from this step's amaxes; nothing for current scaling.
   void end_step() const override;
 
-  /// The delayed-scaling tensors by checkpoint name (fp8.forward.amax_history, fp8.forward.scale, ...; the
-  /// inverse scales follow from the scales); empty for current scaling. Loading copies into them in place.
+  /// The delayed-scaling tensors by checkpoint name (fp8.forward.amax_history, fp8.forward.scale, ...,
+  /// fp8.backward_e5m2.scale in the hybrid format); empty for current scaling. Loading copies into them in place.
   std::vector<std::pair<std::string, at::Tensor>> state() const;
 
  private:
