@@ -32,6 +32,10 @@ kernels::Fp8LinearScaling Fp8Path::scaling_of(const at::Tensor& weight) const {
 }
 
 at::Tensor Fp8Path::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  // Without autograd a few rows (a training sample's tokens) take the bf16 GEMM: the FP8 ones are sized for
+  // multiples of 16 (training's rows are checked by rule FP-4).
+  const int64_t rows = input.size(-1) > 0 ? input.numel() / input.size(-1) : 0;
+  if (!at::GradMode::is_enabled() && rows % 16 != 0) return fused_->linear(input, weight, bias);
   // Amaxes count once per training pass: not in evaluation, nor in a per-layer engine's warmup probe.
   const bool record = at::GradMode::is_enabled() && !capture::is_gradient_probe();
   return kernels::fp8_linear(input, weight, fused_->copy_of(weight), bias, fused_->copy_of(bias), recipe_,
