@@ -217,6 +217,12 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
   if (command_line.bench_decode && command_line.serve_bench.serve) {
     throw ConfigError("bench was given both --decode and --serve; fix: give one of them");
   }
+  const auto& fp8 = command_line.settings.model.fp8_format;
+  if ((command_line.bench_decode || command_line.serve_bench.serve) && fp8) {
+    throw ConfigError("--fp8-format " + *fp8 + " trains in FP8, but bench " +
+                      (command_line.bench_decode ? "--decode" : "--serve") +
+                      " decodes in bf16 (FP8 decoding is not written yet); fix: drop --fp8-format");
+  }
   if (command_line.serve_bench.serve) return run_bench_serve(command_line, out);
   refuse_serve_flags_without_serve(command_line);
   if (command_line.bench_decode) return run_bench_decode(command_line, out);
