@@ -191,6 +191,18 @@ std::vector<SettingSpec> model_specs() {
       model(&M::mamba_num_heads, "mamba_num_heads", "Mamba heads; unset = 2 x hidden / head dim"),
       model(&M::mamba_conv_width, "mamba_conv_width", "taps of the Mamba causal convolution"),
       model(&M::mamba_chunk_size, "mamba_chunk_size", "positions per chunk of the Mamba scan"),
+      model(&M::recompute_granularity, "recompute_granularity", "activation recomputation", {"full", "selective"}),
+      model(&M::recompute_method, "recompute_method", "full recomputation method", {"uniform", "block"}),
+      model(&M::recompute_num_layers, "recompute_num_layers", "layers per full-recomputation unit"),
+      model(&M::recompute_modules, "recompute_modules", "modules recomputed by selective recomputation",
+            {"core_attn", "mlp", "moe", "moe_act", "layernorm", "shared_experts"}),
+  };
+}
+
+/// The model's FP8 settings (Megatron's fp8 arguments; config/fp8_rules.h).
+std::vector<SettingSpec> fp8_specs() {
+  using M = ModelConfig;
+  return {
       model(&M::fp8_format, "fp8_format",
             "FP8 GEMMs in the transformer layers (H100/H200): e4m3 everywhere, or hybrid (E5M2 gradients); "
             "unset = bf16",
@@ -209,11 +221,6 @@ std::vector<SettingSpec> model_specs() {
             "leading layers in bf16 with --first-last-layers-bf16"),
       model(&M::num_layers_at_end_in_bf16, "num_layers_at_end_in_bf16",
             "trailing layers in bf16 with --first-last-layers-bf16"),
-      model(&M::recompute_granularity, "recompute_granularity", "activation recomputation", {"full", "selective"}),
-      model(&M::recompute_method, "recompute_method", "full recomputation method", {"uniform", "block"}),
-      model(&M::recompute_num_layers, "recompute_num_layers", "layers per full-recomputation unit"),
-      model(&M::recompute_modules, "recompute_modules", "modules recomputed by selective recomputation",
-            {"core_attn", "mlp", "moe", "moe_act", "layernorm", "shared_experts"}),
   };
 }
 
@@ -302,7 +309,9 @@ std::vector<SettingSpec> cuda_graph_specs() {
 
 std::vector<SettingSpec> make_specs() {
   std::vector<SettingSpec> specs = model_specs();
-  for (const auto& part : {train_specs(), cuda_graph_specs()}) specs.insert(specs.end(), part.begin(), part.end());
+  for (const auto& part : {fp8_specs(), train_specs(), cuda_graph_specs()}) {
+    specs.insert(specs.end(), part.begin(), part.end());
+  }
   return specs;
 }
 

@@ -409,8 +409,12 @@ void validate_run_config(const RunConfig& config, IssueList& issues) {
   validate_fp8(config, issues);
 }
 
-const std::vector<RuleInfo>& all_rules() {
-  static const std::vector<RuleInfo> rules{
+namespace {
+
+/// The CUDA-graph rules (migration, normalization, capture regions), the hybrid rules and the
+/// recomputation-under-graphs rules, in all_rules' order.
+std::vector<RuleInfo> graph_and_hybrid_rules() {
+  return {
       {"M1", "--enable-cuda-graph migrates to --cuda-graph-impl local (warning)"},
       {"M2", "--external-cuda-graph migrates to --cuda-graph-impl transformer_engine (warning)"},
       {"M3", "--cuda-graph-scope migrates to --cuda-graph-modules (warning)"},
@@ -457,6 +461,12 @@ const std::vector<RuleInfo>& all_rules() {
       {"TC-16", "selective moe recompute with moe_router under transformer_engine"},
       {"TC-17", "attention dropout with core_attn recomputed inside a graph"},
       {"TC-18", "hidden dropout with mlp/moe recomputed inside a graph"},
+  };
+}
+
+/// The model, float, training, parallel-layout and FP8 rules, in all_rules' order.
+std::vector<RuleInfo> model_and_run_rules() {
+  return {
       {"MC-1", "sizes and counts must be positive"},
       {"MC-2", "hidden size divisible by attention heads"},
       {"MC-3", "attention heads divisible by query groups"},
@@ -504,6 +514,17 @@ const std::vector<RuleInfo>& all_rules() {
       {"FP-4", "FP8 GEMM sizes (hidden, attention, QKV, ffn per tensor rank; microbatch tokens) multiples of 16"},
       {"FP-5", "MoE experts and router stay bf16 under FP8 (note)"},
   };
+}
+
+}  // namespace
+
+const std::vector<RuleInfo>& all_rules() {
+  static const std::vector<RuleInfo> rules = [] {
+    std::vector<RuleInfo> all = graph_and_hybrid_rules();
+    const std::vector<RuleInfo> rest = model_and_run_rules();
+    all.insert(all.end(), rest.begin(), rest.end());
+    return all;
+  }();
   return rules;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
 #include "graphed/kernels/fp8_kernels.h"
 
@@ -18,17 +19,6 @@ constexpr int kThreads = 256;
 unsigned blocks_for(int64_t work) {
   const int64_t blocks = (work + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 1024 ? (blocks > 0 ? blocks : 1) : 1024);
-}
-
-template <typename T>
-__device__ __forceinline__ float to_float(T value);
-template <>
-__device__ __forceinline__ float to_float<float>(float value) {
-  return value;
-}
-template <>
-__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 value) {
-  return __bfloat162float(value);
 }
 
 __device__ __forceinline__ void fold_amax(float local, float* amax) {
@@ -53,7 +43,7 @@ __global__ void fp8_kernel(const T* input, int64_t count, const float* scale, __
     float values[kVector];
     const int64_t first = step * kVector;
 #pragma unroll
-    for (int v = 0; v < kVector; ++v) values[v] = to_float(input[first + v]);
+    for (int v = 0; v < kVector; ++v) values[v] = detail::load(input, first + v);
 #pragma unroll
     for (int v = 0; v < kVector; ++v) local = fmaxf(local, fabsf(values[v]));
     if (kCast) {

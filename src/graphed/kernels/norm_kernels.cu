@@ -8,12 +8,14 @@
 
 #include <cstdint>
 
+#include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
 #include "graphed/kernels/training_kernels.h"
 
 namespace graphed::kernels {
 namespace {
 
+using detail::load;
 using detail::warp_sum;
 
 constexpr int kForwardWarps = 8;        // rows per forward block, a warp each
@@ -22,8 +24,6 @@ constexpr int64_t kPartialRows = 1056;  // backward blocks: eight per multiproce
 constexpr int kSumSlices = 32;          // row slices of the column-sum kernel (a warp each)
 constexpr int kMaxSharedBytes = 100 * 1024;
 
-__device__ __forceinline__ float load(const float* data, int64_t i) { return data[i]; }
-__device__ __forceinline__ float load(const __nv_bfloat16* data, int64_t i) { return __bfloat162float(data[i]); }
 __device__ __forceinline__ void store(float* data, int64_t i, float value) { data[i] = value; }
 __device__ __forceinline__ void store(__nv_bfloat16* data, int64_t i, float value) {
   data[i] = __float2bfloat16_rn(value);

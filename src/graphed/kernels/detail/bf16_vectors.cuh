@@ -1,4 +1,5 @@
-// kernels/detail/bf16_vectors.cuh — eight bf16 values through one 16-byte load or store, as floats:
+// kernels/detail/bf16_vectors.cuh — one fp32 or bf16 value, or eight bf16 values through one 16-byte load
+// or store, as floats:
 // how the .cu files of kernels/ read and write bf16 rows at the memory's width (and a dot product built
 // on them that keeps eight loads in flight).
 #pragma once
@@ -6,7 +7,13 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 namespace graphed::kernels::detail {
+
+/// One value of a row of fp32 or bf16, as a float.
+__device__ __forceinline__ float load(const float* data, int64_t i) { return data[i]; }
+__device__ __forceinline__ float load(const __nv_bfloat16* data, int64_t i) { return __bfloat162float(data[i]); }
 
 /// Eight bf16 values from 16 aligned bytes, as floats.
 __device__ __forceinline__ void load_eight(const __nv_bfloat16* source, float* values) {
