@@ -160,5 +160,28 @@ TEST(RunSetupTest, CheckConfigSaysWhetherThisMachineCanRunIt) {
       << graphed.str();
 }
 
+TEST(RunSetupTest, Fp8WithoutFp8TensorCoresIsRefusedNamingTheDevice) {
+  std::ostringstream checked;
+  run_check_config(parse_command_line({"check-config", "--device", "cpu", "--bf16", "--fp8-format", "hybrid"}),
+                   checked);
+  EXPECT_NE(checked.str().find("this build and machine cannot run it: --fp8-format hybrid needs a GPU with FP8 "
+                               "tensor cores, but "),
+            std::string::npos)
+      << checked.str();
+  std::ostringstream out;
+  try {
+    run_train(parse_command_line({"train", "--mock-data", "--device", "cpu", "--bf16", "--fp8-format", "e4m3",
+                                  "--num-layers", "1", "--hidden-size", "32", "--num-attention-heads", "2",
+                                  "--seq-length", "16", "--vocab-size", "64", "--train-iters", "1"}),
+              out);
+    ADD_FAILURE() << "FP8 on the CPU was not refused";
+  } catch (const ConfigError& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("--fp8-format e4m3 needs a GPU with FP8 tensor cores, but ", 0), 0u) << message;
+    EXPECT_NE(message.find("cpu"), std::string::npos) << "the device is not named: " << message;
+    EXPECT_NE(message.find("; fix: train on an H100 or H200"), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace graphed::cli
