@@ -3,7 +3,7 @@
 // a delayed cast uses its slot's scale and records the amax; the linear's output and both gradients stay
 // within FP8's error of the bf16 product (relative norm of the difference); the weight's gradient accumulates
 // in place where asked (telling the accumulation listeners once); the same inputs give the same bits twice,
-// and a CUDA graph replays the eager bits.
+// and a CUDA graph replays the eager bits. A cast's transpose is the transposed cast, bit for bit.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -68,6 +68,28 @@ TEST_F(Fp8LinearCudaTest, DelayedScalingUsesTheSlotAndRecordsTheAmax) {
   EXPECT_FLOAT_EQ(second.scale_inverse.item<float>(), x.abs().max().to(at::kFloat).item<float>() / 448.0f);
   EXPECT_EQ(state.amax_history()[0][1].item<float>(), 0.0f);  // not recorded
   EXPECT_LT(relative_error(second.data.to(at::kFloat) * second.scale_inverse, x), 0.04);
+}
+
+TEST_F(Fp8LinearCudaTest, TheCastWritesItsTransposeBitForBit) {
+  // Whole 64 x 64 tiles, edge tiles, and a shape the tiled kernel does not take (rows not a multiple of 4).
+  const std::vector<std::vector<int64_t>> shapes = {{128, 192}, {100, 36}, {4, 260}, {6, 10}};
+  for (const auto& shape : shapes) {
+    const at::Tensor x = at::randn(shape, kBf16) * 5;
+    for (const Fp8Format format : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
+      const Fp8Tensor plain = quantize_fp8(x, format);
+      const Fp8Tensor both = quantize_fp8(x, format, {}, false, /*transpose=*/true);
+      ASSERT_TRUE(both.transposed.defined());
+      ASSERT_EQ(both.transposed.sizes(), (std::vector<int64_t>{shape[1], shape[0]}));
+      EXPECT_TRUE(at::equal(both.data.view(at::kByte), plain.data.view(at::kByte))) << shape[0] << "x" << shape[1];
+      EXPECT_TRUE(at::equal(both.transposed.view(at::kByte), plain.data.t().contiguous().view(at::kByte)))
+          << shape[0] << "x" << shape[1];
+    }
+  }
+  // A delayed cast with its transpose records the same amax as without.
+  Fp8ScalingState state(1, Fp8Format::kE4M3, DelayedScaling{}, at::Device(at::kCUDA, 0));
+  const at::Tensor x = at::randn({96, 64}, kBf16);
+  quantize_fp8(x, Fp8Format::kE4M3, slot_of(state, 0), /*record=*/true, /*transpose=*/true);
+  EXPECT_EQ(state.amax_history()[0][0].item<float>(), x.abs().max().to(at::kFloat).item<float>());
 }
 
 struct LinearRun {

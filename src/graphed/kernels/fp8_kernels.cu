@@ -75,6 +75,52 @@ void launch(const void* input, int64_t count, const float* scale, void* output, 
   }
 }
 
+constexpr int kTile = 64;  // cast-transpose tiles: 64 x 64 values, a row of 16 four-byte words each
+
+/// One tile of the cast and its transpose: each thread casts four neighbours of a row at a time and writes
+/// them as one word (rows of the cast), keeping the tile's bytes in shared memory; then gathers four bytes
+/// of a column at a time into one word of the transpose.
+template <typename T>
+__global__ void cast_transpose_kernel(const T* input, int64_t rows, int64_t columns, const float* scale,
+                                      __nv_fp8_storage_t* output, __nv_fp8_storage_t* transposed, bool e5m2,
+                                      float* amax) {
+  __shared__ uint32_t tile[kTile][kTile / 4 + 1];  // + 1: the column reads fall in different banks
+  const int64_t first_row = static_cast<int64_t>(blockIdx.y) * kTile;
+  const int64_t first_column = static_cast<int64_t>(blockIdx.x) * kTile;
+  const float factor = *scale;
+  float local = 0.0f;
+  for (int item = threadIdx.x; item < kTile * kTile / 4; item += kThreads) {
+    const int r = item / (kTile / 4);
+    const int word = item % (kTile / 4);
+    const int64_t row = first_row + r;
+    const int64_t column = first_column + 4 * word;
+    uint32_t packed = 0;
+    if (row < rows && column < columns) {
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const float value = detail::load(input, row * columns + column + v);
+        local = fmaxf(local, fabsf(value));
+        packed |= static_cast<uint32_t>(cast_one(value * factor, e5m2)) << (8 * v);
+      }
+      *reinterpret_cast<uint32_t*>(output + row * columns + column) = packed;
+    }
+    tile[r][word] = packed;
+  }
+  __syncthreads();
+  for (int item = threadIdx.x; item < kTile * kTile / 4; item += kThreads) {
+    const int c = item / (kTile / 4);  // the tile's column: a row of the transpose
+    const int word = item % (kTile / 4);
+    const int64_t column = first_column + c;
+    const int64_t row = first_row + 4 * word;
+    if (column >= columns || row >= rows) continue;
+    uint32_t packed = 0;
+#pragma unroll
+    for (int v = 0; v < 4; ++v) packed |= ((tile[4 * word + v][c / 4] >> (8 * (c % 4))) & 0xffu) << (8 * v);
+    *reinterpret_cast<uint32_t*>(transposed + column * rows + row) = packed;
+  }
+  if (amax != nullptr) fold_amax(local, amax);
+}
+
 __global__ void scale_kernel(const float* amax, float largest, float* scale, float* scale_inverse) {
   const float value = *amax;
   float next = isfinite(value) && value > 0.0f ? largest / value : 1.0f;
@@ -110,6 +156,27 @@ void launch_cast_to_fp8(const void* input, Element input_type, int64_t count, co
     launch<float, true>(input, count, scale, output, e5m2, amax, stream);
   } else {
     launch<__nv_bfloat16, true>(input, count, scale, output, e5m2, amax, stream);
+  }
+}
+
+bool cast_transpose_fits(int64_t rows, int64_t columns) {
+  return rows > 0 && columns > 0 && rows % 4 == 0 && columns % 4 == 0 && (rows + kTile - 1) / kTile <= 65535;
+}
+
+void launch_cast_transpose_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns,
+                                  const float* scale, void* output, void* transposed, bool e5m2, float* amax,
+                                  void* stream) {
+  const dim3 grid(static_cast<unsigned>((columns + kTile - 1) / kTile),
+                  static_cast<unsigned>((rows + kTile - 1) / kTile));
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  auto* bytes = static_cast<__nv_fp8_storage_t*>(output);
+  auto* transposed_bytes = static_cast<__nv_fp8_storage_t*>(transposed);
+  if (input_type == Element::kFloat32) {
+    cast_transpose_kernel<float><<<grid, kThreads, 0, cuda_stream>>>(static_cast<const float*>(input), rows, columns,
+                                                                     scale, bytes, transposed_bytes, e5m2, amax);
+  } else {
+    cast_transpose_kernel<__nv_bfloat16><<<grid, kThreads, 0, cuda_stream>>>(
+        static_cast<const __nv_bfloat16*>(input), rows, columns, scale, bytes, transposed_bytes, e5m2, amax);
   }
 }
 

@@ -19,6 +19,14 @@ void launch_amax(const void* input, Element input_type, int64_t count, float* am
 void launch_cast_to_fp8(const void* input, Element input_type, int64_t count, const float* scale, void* output,
                         bool e5m2, float* amax, void* stream);
 
+/// launch_cast_to_fp8 of a row-major [rows, columns] matrix that also writes its transpose [columns, rows]
+/// (the column-major operand an FP8 GEMM of the backward reads) from the same read of the input. Only where
+/// cast_transpose_fits(rows, columns): both multiples of 4; output and transposed 4-byte aligned.
+bool cast_transpose_fits(int64_t rows, int64_t columns);
+void launch_cast_transpose_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns,
+                                  const float* scale, void* output, void* transposed, bool e5m2, float* amax,
+                                  void* stream);
+
 /// Current scaling in one thread: *scale = largest / *amax where that amax is finite and above 0 (else 1;
 /// an infinite quotient becomes the largest float), *scale_inverse = 1 / *scale.
 void launch_scale_from_amax(const float* amax, float largest, float* scale, float* scale_inverse, void* stream);

@@ -42,12 +42,15 @@ at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const a
                       const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax);
 
 /// The per-tensor scaled FP8 form of x (bf16 or fp32, on a GPU): data (one byte a value, x's shape) and the
-/// fp32 [1] inverse scale that multiplies it back. Current scaling when `slot` is undefined; else the slot's
-/// scale, recording x's amax in the slot when `record`.
+/// fp32 [1] inverse scale that multiplies it back; with `transpose` (x a matrix) also data's transpose,
+/// contiguous, written by the same kernel. Current scaling when `slot` is undefined; else the slot's scale,
+/// recording x's amax in the slot when `record`.
 struct Fp8Tensor {
   at::Tensor data;
   at::Tensor scale_inverse;
+  at::Tensor transposed;  ///< [columns, rows]; undefined unless asked for
 };
-Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot = {}, bool record = false);
+Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot = {}, bool record = false,
+                       bool transpose = false);
 
 }  // namespace graphed::kernels

@@ -14,7 +14,7 @@ bool fp8_supported(const at::Device& device, std::string* why_not) {
   return false;
 }
 
-Fp8Tensor quantize_fp8(const at::Tensor&, Fp8Format, const Fp8Slot&, bool) {
+Fp8Tensor quantize_fp8(const at::Tensor&, Fp8Format, const Fp8Slot&, bool, bool) {
   GRAPHED_INTERNAL_ASSERT(false, "FP8 casts need a CUDA build (the trainer checks fp8_supported first)");
   return {};
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -46,9 +47,6 @@ Fp8Slot saved_slot(AutogradContext* context) {
   return slot.scale.numel() > 0 ? slot : Fp8Slot{};
 }
 
-/// The same matrix stored column-major (what _scaled_mm's second operand must be).
-at::Tensor column_major(const at::Tensor& matrix) { return matrix.t().contiguous().t(); }
-
 at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at::Tensor& second_scale_inverse,
                      const at::Tensor& bias, at::ScalarType output_type, bool fast_accumulation) {
   std::optional<at::Tensor> bias_argument;
@@ -63,14 +61,18 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& weight_copy, const at::Tensor& bias, const at::Tensor& bias_copy,
                             const Fp8LinearRecipe& recipe, const Fp8LinearScaling& scaling, bool accumulate,
-                            bool record) {
+                            bool record, bool backward) {
     const at::Tensor rows = as_bf16(input).reshape({-1, input.size(-1)});
-    const Fp8Tensor x = quantize_fp8(rows, Fp8Format::kE4M3, scaling.input, record);
-    const Fp8Tensor w = quantize_fp8(weight_copy, Fp8Format::kE4M3, scaling.weight, record);
+    // The backward reads the weight column-major, and the input too where its GEMM is FP8: their casts
+    // write the transposes as well.
+    const bool fp8_input_for_weight = backward && recipe.fp8_weight_gradient;
+    const Fp8Tensor x = quantize_fp8(rows, Fp8Format::kE4M3, scaling.input, record, fp8_input_for_weight);
+    const Fp8Tensor w = quantize_fp8(weight_copy, Fp8Format::kE4M3, scaling.weight, record, backward);
     const at::Tensor output = scaled_mm(x, w.data.t(), w.scale_inverse, bias_copy, at::kBFloat16, true);
-    // The weight gradient reads the input in FP8 (transposed once here) or in bf16.
-    const at::Tensor input_for_weight = recipe.fp8_weight_gradient ? column_major(x.data) : rows;
-    context->save_for_backward({input_for_weight, x.scale_inverse, column_major(w.data), w.scale_inverse, weight});
+    if (backward) {
+      const at::Tensor input_for_weight = fp8_input_for_weight ? x.transposed.t() : rows;
+      context->save_for_backward({input_for_weight, x.scale_inverse, w.transposed.t(), w.scale_inverse, weight});
+    }
     context->saved_data["accumulate"] = accumulate;
     context->saved_data["fp8_weight_gradient"] = recipe.fp8_weight_gradient;
     context->saved_data["e5m2"] = recipe.gradient_format == Fp8Format::kE5M2;
@@ -87,7 +89,10 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
     const int64_t out_features = weight.size(0);
     const at::Tensor dy = as_bf16(grads[0]).reshape({-1, out_features});
     const Fp8Format format = context->saved_data["e5m2"].toBool() ? Fp8Format::kE5M2 : Fp8Format::kE4M3;
-    const Fp8Tensor gradient = quantize_fp8(dy, format, saved_slot(context), context->saved_data["record"].toBool());
+    const bool fp8_weight_gradient =
+        context->needs_input_grad(1) && context->saved_data["fp8_weight_gradient"].toBool();
+    const Fp8Tensor gradient =
+        quantize_fp8(dy, format, saved_slot(context), context->saved_data["record"].toBool(), fp8_weight_gradient);
     at::Tensor grad_input, grad_weight, grad_bias;
     if (context->needs_input_grad(0)) {  // dy [rows, out] x weight [out, in], the weight column-major
       std::vector<int64_t> sizes = grads[0].sizes().vec();
@@ -96,8 +101,8 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
     }
     if (context->needs_input_grad(1)) {  // dyᵀ [out, rows] x input [rows, in], fp32
       at::Tensor product;
-      if (context->saved_data["fp8_weight_gradient"].toBool()) {
-        const Fp8Tensor transposed{gradient.data.t().contiguous(), gradient.scale_inverse};
+      if (fp8_weight_gradient) {
+        const Fp8Tensor transposed{gradient.transposed, gradient.scale_inverse};
         product = scaled_mm(transposed, saved[0], saved[1], {}, at::kFloat, false);
       } else {
         product = at::mm(dy.t(), saved[0], at::kFloat);
@@ -112,8 +117,8 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
     if (context->needs_input_grad(3)) {
       grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
     }
-    return {grad_input,   grad_weight,  at::Tensor(), grad_bias,   at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_input,   grad_weight,  at::Tensor(), grad_bias,    at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -145,33 +150,46 @@ bool fp8_supported(const at::Device& device, std::string* why_not) {
   return true;
 }
 
-Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot, bool record) {
+Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot, bool record, bool transpose) {
   const at::Tensor input = x.contiguous();
   GRAPHED_INTERNAL_ASSERT(
       input.is_cuda() && (input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat),
       "FP8 casts take bf16 or fp32 CUDA tensors");
-  const bool e5m2 = format == Fp8Format::kE5M2;
-  at::Tensor data = at::empty(input.sizes(), input.options().dtype(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn));
+  GRAPHED_INTERNAL_ASSERT(!transpose || input.dim() == 2, "an FP8 cast's transpose is of a matrix");
+  Fp8Tensor result;
+  at::Tensor scale = slot.scale;
   if (delayed(slot)) {
-    launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), slot.scale.data_ptr<float>(),
-                       data.data_ptr(), e5m2, record ? slot.amax.data_ptr<float>() : nullptr, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
     // cuBLASLt wants 16-byte aligned scale pointers, and a slot's view sits 4 bytes per slot into its state.
-    return {data, slot.scale_inverse.clone()};
+    result.scale_inverse = slot.scale_inverse.clone();
+  } else {  // current scaling: the amax first, then the scale from it
+    const auto options = input.options().dtype(at::kFloat);
+    const at::Tensor amax = at::zeros({1}, options);
+    scale = at::empty({1}, options);
+    result.scale_inverse = at::empty({1}, options);
+    launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
+                           result.scale_inverse.data_ptr<float>(), current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    record = false;
   }
-  const auto options = input.options().dtype(at::kFloat);
-  const at::Tensor amax = at::zeros({1}, options);
-  const at::Tensor scale = at::empty({1}, options);
-  const at::Tensor scale_inverse = at::empty({1}, options);
-  launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
+  const bool e5m2 = format == Fp8Format::kE5M2;
+  const auto options = input.options().dtype(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn);
+  result.data = at::empty(input.sizes(), options);
+  float* amax = record ? slot.amax.data_ptr<float>() : nullptr;
+  if (transpose && cast_transpose_fits(input.size(0), input.size(1))) {
+    result.transposed = at::empty({input.size(1), input.size(0)}, options);
+    launch_cast_transpose_to_fp8(input.data_ptr(), element_of(input), input.size(0), input.size(1),
+                                 scale.data_ptr<float>(), result.data.data_ptr(), result.transposed.data_ptr(), e5m2,
+                                 amax, current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return result;
+  }
+  launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(),
+                     result.data.data_ptr(), e5m2, amax, current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
-                         scale_inverse.data_ptr<float>(), current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(), data.data_ptr(), e5m2,
-                     nullptr, current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {data, scale_inverse};
+  if (transpose) result.transposed = result.data.t().contiguous();
+  return result;
 }
 
 at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
@@ -180,8 +198,11 @@ at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const a
   GRAPHED_INTERNAL_ASSERT(weight_copy.defined() && weight_copy.scalar_type() == at::kBFloat16,
                           "an FP8 linear reads the weight's bf16 working copy");
   GRAPHED_INTERNAL_ASSERT(bias.defined() == bias_copy.defined(), "an FP8 linear's bias comes with its working copy");
+  // Inside forward autograd is off: whether a backward will follow is asked here.
+  const bool backward = at::GradMode::is_enabled() &&
+                        (input.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   return Fp8LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy),
-                                  recipe, scaling, accumulate_in_place, record_amax);
+                                  recipe, scaling, accumulate_in_place, record_amax, backward);
 }
 
 }  // namespace graphed::kernels
