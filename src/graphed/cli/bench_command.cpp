@@ -12,6 +12,7 @@
 #include "graphed/capture/op_counter.h"
 #include "graphed/cli/bench_decode.h"
 #include "graphed/cli/bench_serve.h"
+#include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/config/presets.h"
 #include "graphed/runtime/device.h"
@@ -217,11 +218,18 @@ int run_bench(const CommandLine& command_line, std::ostream& out) {
   if (command_line.bench_decode && command_line.serve_bench.serve) {
     throw ConfigError("bench was given both --decode and --serve; fix: give one of them");
   }
+  const bool decodes = command_line.bench_decode || command_line.serve_bench.serve;
   const auto& fp8 = command_line.settings.model.fp8_format;
-  if ((command_line.bench_decode || command_line.serve_bench.serve) && fp8) {
+  if (decodes && fp8) {
     throw ConfigError("--fp8-format " + *fp8 + " trains in FP8, but bench " +
                       (command_line.bench_decode ? "--decode" : "--serve") +
-                      " decodes in bf16 (FP8 decoding is not written yet); fix: drop --fp8-format");
+                      " decodes; fix: give --quantization fp8 for FP8 weights in decoding, and drop --fp8-format");
+  }
+  check_quantization(command_line.serving.quantization);
+  if (!decodes && command_line.serving.quantization != "none") {
+    throw ConfigError("--quantization " + command_line.serving.quantization +
+                      " holds weights in FP8 for decoding, but bench times training here; fix: add --decode or "
+                      "--serve, or give --fp8-format hybrid to train in FP8");
   }
   if (command_line.serve_bench.serve) return run_bench_serve(command_line, out);
   refuse_serve_flags_without_serve(command_line);

@@ -13,6 +13,7 @@
 
 #include "graphed/capture/graph_support.h"
 #include "graphed/cli/distributed_setup.h"
+#include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/dist/peer_collectives.h"
 #include "graphed/infer/decode_engine.h"
@@ -55,7 +56,7 @@ std::vector<std::vector<int64_t>> random_prompts(int64_t batch, int64_t length, 
 
 std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptModel& model,
                                    const config::RunConfig& config, InferenceCudaGraphScope scope,
-                                   const at::Device& device) {
+                                   const at::Device& device, double weight_bytes_saved) {
   std::vector<DecodeRow> rows;
   const auto& batches = command_line.decode_batches;
   const auto why_not = capture::why_graphs_cannot_run(device);
@@ -105,8 +106,8 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
     row.first_token_ms = median(first_ms);
     row.tokens_per_second = static_cast<double>(batch) / (row.ms_per_step / 1000.0);
     if (bandwidth) {
-      const double ideal_ms =
-          infer::decode_bytes_per_step(model, batch, context) / bandwidth->bytes_per_second * 1000.0;
+      const double ideal_ms = infer::decode_bytes_per_step(model, batch, context, weight_bytes_saved) /
+                              bandwidth->bytes_per_second * 1000.0;
       row.roofline_share = ideal_ms / row.ms_per_step;
     }
     row.capture_seconds = capture_seconds;
@@ -123,7 +124,9 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
   const int64_t tensor_size = config.train.tensor_model_parallel_size;
   out << "bench --decode: preset " << command_line.preset.value_or("(none)") << " (" << config.model.num_layers
       << " layers, hidden " << config.model.hidden_size << ", vocab " << config.model.vocab_size << "), random "
-      << (dtype == at::kBFloat16 ? "bf16" : "fp32") << " weights, " << runtime::device_name(device)
+      << (dtype == at::kBFloat16 ? "bf16" : "fp32") << " weights"
+      << (command_line.serving.quantization == "fp8" ? " held in FP8 (--quantization fp8)" : "") << ", "
+      << runtime::device_name(device)
       << (tensor_size > 1 ? " x " + std::to_string(tensor_size) + " (tensor parallel; roofline per GPU)" : "") << ", "
       << build_summary() << "; prompt " << command_line.decode_prompt_tokens << " tokens, "
       << command_line.decode_new_tokens << " new tokens, greedy; median of 3 runs after 1 warmup; roofline: "
@@ -154,6 +157,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
                         {"scope", r.scope},
                         {"batch", r.batch},
                         {"preset", command_line.preset.value_or("")},
+                        {"quantization", command_line.serving.quantization},
                         {"device", runtime::device_name(device)}};
     if (r.skipped) {
       item["skipped"] = *r.skipped;
@@ -208,10 +212,13 @@ int run_bench_decode(const CommandLine& command_line, std::ostream& out) {
   model->to(device, dtype);
   model->eval();
   at::NoGradGuard no_grad;
+  const auto fp8 = apply_quantization(command_line.serving.quantization, model, device,
+                                      environment.rank == 0 ? std::cerr : null_stream());
+  const double bytes_saved = fp8 ? static_cast<double>(fp8->replaced_bytes() - fp8->fp8_bytes()) : 0.0;
   std::vector<DecodeRow> rows;
   for (const auto& name : command_line.decode_scopes) {
     const InferenceCudaGraphScope scope = *config::parse_inference_cuda_graph_scope(name);
-    for (auto& row : bench_scope(command_line, model, config, scope, device)) rows.push_back(row);
+    for (auto& row : bench_scope(command_line, model, config, scope, device, bytes_saved)) rows.push_back(row);
   }
   if (command_line.json_output) {
     print_json(command_line, device, rows, print);

@@ -16,6 +16,7 @@
 
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
+#include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/infer/serving_engine.h"
 #include "graphed/runtime/device.h"
@@ -239,6 +240,10 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   const at::Device device = choose_device(command_line.settings.train.device, "serving eagerly in fp32");
   const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
   ServedModel served = served_model(command_line, device);
+  {
+    const at::NoGradGuard no_grad;
+    apply_quantization(command_line.serving.quantization, served.model, device, std::cerr);
+  }
   infer::ServingOptions options = serving_options(command_line.serving, graphs, 64);
   if (!command_line.serving.max_sequence) options.max_sequence = served.context;
   const int64_t vocabulary = served.model->config().vocab_size;

@@ -15,6 +15,7 @@
 
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
+#include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/cli/serving_flags.h"
 #include "graphed/infer/serving_engine.h"
@@ -209,8 +210,13 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
   const GenerateFlags& flags = command_line.generate;
   refuse_multi_process_launch("generate");
   const at::Device device = choose_device(command_line.settings.train.device, "decoding eagerly in fp32");
+  check_quantization(command_line.serving.quantization);
   const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
   GenerationModel model = load_generation_model(command_line, device, std::cerr);
+  {
+    const at::NoGradGuard no_grad;
+    apply_quantization(command_line.serving.quantization, model.model, device, std::cerr);
+  }
   const at::ScalarType dtype = model.model->parameters().at(0).scalar_type();
   const auto prompts = read_prompts(flags, model.tokenizer.get());
   check_flags(flags, static_cast<int64_t>(prompts.size()));

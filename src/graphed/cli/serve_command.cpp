@@ -11,6 +11,7 @@
 
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
+#include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/cli/serve_tensor_parallel.h"
 #include "graphed/cli/serving_flags.h"
@@ -184,6 +185,7 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
   const at::Device device =
       device_for_rank(choose_device(command_line.settings.train.device, "serving eagerly in fp32"), environment);
   std::ostream& notes = environment.rank == 0 ? std::cerr : null_stream();  // the first rank speaks for all
+  check_quantization(command_line.serving.quantization);
   const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, notes);
   // A tensor-parallel rank loads the whole model into host memory and moves only its part to the GPU.
   GenerationModel model = load_generation_model(command_line, device, notes, /*on_host=*/tensor_size > 1);
@@ -198,8 +200,12 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
     group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model,
                                            !command_line.disable_custom_all_reduce);
   infer::ServingOptions options = engine_options(command_line, graphs, model);
+  if (group) model.model->to(device);
+  {  // before the cache takes what memory is left
+    const at::NoGradGuard no_grad;
+    apply_quantization(command_line.serving.quantization, model.model, device, notes);
+  }
   if (group) {
-    model.model->to(device);
     options.cache_blocks = group->agree_on_blocks(infer::ServingEngine::blocks_that_fit(model.model, device, options));
     options.prompt_vocabulary = group->prompt_vocabulary();
   }

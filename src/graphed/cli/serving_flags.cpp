@@ -55,6 +55,12 @@ void add_serving_flags(CLI::App& command, ServingFlags& flags) {
                 "a request whose prompt begins with the same full cache blocks as a running request's shares "
                 "their keys and values instead of computing them (not for Mamba-hybrid models)")
       ->group(group);
+  command
+      .add_option("--quantization", flags.quantization,
+                  "none (default), or fp8: linear weights cast once to FP8 E4M3 with a scale per output row, so a "
+                  "decode step reads half the bytes (bf16 models on GPUs with FP8 tensor cores: Ada, Hopper, "
+                  "Blackwell)")
+      ->group(group);
 }
 
 void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags) {

@@ -30,6 +30,7 @@ struct ServingFlags {
   bool decode_only_cuda_graphs = false;  ///< --decode-only-cuda-graphs
   bool disable_chunked_prefill = false;  ///< --disable-chunked-prefill
   bool enable_prefix_caching = false;    ///< --enable-prefix-caching (vLLM's name; Megatron has none)
+  std::string quantization = "none";     ///< --quantization none|fp8 (vLLM's name; cli/quantization.h)
 };
 
 /// `graphed bench --serve`'s workload.

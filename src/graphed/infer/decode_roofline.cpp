@@ -3,9 +3,9 @@
 
 namespace graphed::infer {
 
-double decode_bytes_per_step(model::GptModel& model, int64_t batch, int64_t context) {
+double decode_bytes_per_step(model::GptModel& model, int64_t batch, int64_t context, double weight_bytes_saved) {
   const config::ModelConfig& config = model->config();
-  double bytes = 0;
+  double bytes = -weight_bytes_saved;
   for (const auto& item : model->named_parameters()) {
     const at::Tensor& parameter = item.value();
     const double size = static_cast<double>(parameter.numel() * parameter.element_size());

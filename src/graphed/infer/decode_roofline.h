@@ -10,7 +10,8 @@
 
 namespace graphed::infer {
 
-/// Bytes one decode step of `batch` rows, each with `context` cached positions, must read at the least.
-double decode_bytes_per_step(model::GptModel& model, int64_t batch, int64_t context);
+/// Bytes one decode step of `batch` rows, each with `context` cached positions, must read at the least;
+/// `weight_bytes_saved` less where some weights are read in a smaller form (FP8: model/fp8_weights_path.h).
+double decode_bytes_per_step(model::GptModel& model, int64_t batch, int64_t context, double weight_bytes_saved = 0);
 
 }  // namespace graphed::infer

@@ -121,6 +121,31 @@ __global__ void cast_transpose_kernel(const T* input, int64_t rows, int64_t colu
   if (amax != nullptr) fold_amax(local, amax);
 }
 
+/// Row blockIdx.x of input [rows, columns] in E4M3 at its own scale, largest / the row's amax (1 for a row of
+/// zeros or one that is not finite): four neighbours a thread at a time (columns a multiple of 4).
+template <typename T>
+__global__ void cast_rows_kernel(const T* input, int64_t columns, float largest, __nv_fp8_storage_t* output,
+                                 float* scale_inverse) {
+  __shared__ float scratch[32];
+  const int64_t offset = static_cast<int64_t>(blockIdx.x) * columns;
+  float local = 0.0f;
+  for (int64_t column = 4 * threadIdx.x; column < columns; column += 4 * blockDim.x) {
+#pragma unroll
+    for (int v = 0; v < 4; ++v) local = fmaxf(local, fabsf(detail::load(input, offset + column + v)));
+  }
+  const float amax = detail::block_reduce<true>(local, scratch);
+  const float scale = isfinite(amax) && amax > 0.0f ? largest / amax : 1.0f;
+  for (int64_t column = 4 * threadIdx.x; column < columns; column += 4 * blockDim.x) {
+    uint32_t packed = 0;
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      packed |= static_cast<uint32_t>(cast_one(detail::load(input, offset + column + v) * scale, false)) << (8 * v);
+    }
+    *reinterpret_cast<uint32_t*>(output + offset + column) = packed;
+  }
+  if (threadIdx.x == 0) scale_inverse[blockIdx.x] = 1.0f / scale;
+}
+
 __global__ void scale_kernel(const float* amax, float largest, float* scale, float* scale_inverse) {
   const float value = *amax;
   float next = isfinite(value) && value > 0.0f ? largest / value : 1.0f;
@@ -177,6 +202,21 @@ void launch_cast_transpose_to_fp8(const void* input, Element input_type, int64_t
   } else {
     cast_transpose_kernel<__nv_bfloat16><<<grid, kThreads, 0, cuda_stream>>>(
         static_cast<const __nv_bfloat16*>(input), rows, columns, scale, bytes, transposed_bytes, e5m2, amax);
+  }
+}
+
+void launch_cast_rows_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns, float largest,
+                             void* output, float* scale_inverse, void* stream) {
+  if (rows == 0) return;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  auto* bytes = static_cast<__nv_fp8_storage_t*>(output);
+  const auto grid = static_cast<unsigned>(rows);
+  if (input_type == Element::kFloat32) {
+    cast_rows_kernel<float>
+        <<<grid, kThreads, 0, cuda_stream>>>(static_cast<const float*>(input), columns, largest, bytes, scale_inverse);
+  } else {
+    cast_rows_kernel<__nv_bfloat16><<<grid, kThreads, 0, cuda_stream>>>(static_cast<const __nv_bfloat16*>(input),
+                                                                        columns, largest, bytes, scale_inverse);
   }
 }
 

@@ -27,6 +27,12 @@ void launch_cast_transpose_to_fp8(const void* input, Element input_type, int64_t
                                   const float* scale, void* output, void* transposed, bool e5m2, float* amax,
                                   void* stream);
 
+/// Each row of a row-major [rows, columns] matrix in E4M3 with a scale of its own (per token for activations,
+/// per output channel for weights): output[r, c] = fp8(input[r, c] * largest / amax(row r)), and
+/// scale_inverse[r] (fp32) = the factor that multiplies row r back. columns a multiple of 4; output 4-byte aligned.
+void launch_cast_rows_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns, float largest,
+                             void* output, float* scale_inverse, void* stream);
+
 /// Current scaling in one thread: *scale = largest / *amax where that amax is finite and above 0 (else 1;
 /// an infinite quotient becomes the largest float), *scale_inverse = 1 / *scale.
 void launch_scale_from_amax(const float* amax, float largest, float* scale, float* scale_inverse, void* stream);

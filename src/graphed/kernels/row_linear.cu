@@ -1,11 +1,14 @@
 // kernels/row_linear.cu — see kernels/row_linear.h. As many blocks as fit on the GPU at once (two a
 // multiprocessor; fewer for small layers); each warp owns output features warp, warp + warps in grid, ...
 // and streams their weight rows through registers, eight 16-byte vectors per lane at a time with the next
-// eight already in flight. Each block stages the transformed input rows in shared memory once. Launched as
-// a programmatic dependent launch: the first weights load while the kernel before is still running.
+// eight already in flight (four of sixteen FP8 values for FP8 weights, scaled per row at the end). Each block stages
+// the transformed input rows in shared memory once. Launched as a programmatic dependent launch: the first weights load
+// while the kernel before is still running.
 #include "graphed/kernels/row_linear.h"
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,8 +29,6 @@ using detail::warp_sum;
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kGroup = 8;                       // 16-byte weight vectors a lane holds per step
-constexpr int kVectorsPerStep = 32 * kGroup;    // a warp's step covers 2,048 columns
 constexpr int64_t kMaxStagedBytes = 48 * 1024;  // rows x in bf16 values in shared memory: the default limit
 
 struct Parameters {
@@ -35,6 +36,7 @@ struct Parameters {
   const __nv_bfloat16* norm_weight;
   float epsilon;
   const uint4* weight;
+  const float* weight_scale;  // FP8 weights only
   const __nv_bfloat16* bias;
   const __nv_bfloat16* residual;
   __nv_bfloat16* output;
@@ -122,47 +124,80 @@ __device__ void stage_input(const Parameters& p, __nv_bfloat16* staged) {
   __syncthreads();
 }
 
-/// Loads step `step` of weight row `feature`: vectors step x 256 + c x 32 + lane, zero past the row.
+/// How a weight row lies in 16-byte vectors: eight bf16 values, or sixteen FP8 ones. A lane holds kGroup
+/// vectors per step, so a warp's step covers 2,048 columns either way.
+template <bool kFp8>
+struct WeightLayout {
+  static constexpr int kValues = kFp8 ? 16 : 8;  // values a vector
+  static constexpr int kGroup = kFp8 ? 4 : 8;    // vectors a lane holds per step
+  static constexpr int kVectorsPerStep = 32 * kGroup;
+};
+
+/// Loads step `step` of weight row `feature`: vectors step x kVectorsPerStep + c x 32 + lane, zero past the row.
+template <bool kFp8>
 __device__ __forceinline__ void load_step(const uint4* weight, int vectors, int feature, int step, int lane,
-                                          uint4 (&target)[kGroup]) {
+                                          uint4 (&target)[WeightLayout<kFp8>::kGroup]) {
+  using Layout = WeightLayout<kFp8>;
   const uint4* row = weight + static_cast<int64_t>(feature) * vectors;
 #pragma unroll
-  for (int c = 0; c < kGroup; ++c) {
-    const int v = step * kVectorsPerStep + c * 32 + lane;
+  for (int c = 0; c < Layout::kGroup; ++c) {
+    const int v = step * Layout::kVectorsPerStep + c * 32 + lane;
     target[c] = v < vectors ? __ldg(row + v) : make_uint4(0, 0, 0, 0);
   }
 }
 
-/// sums[r] += the step's weights . staged row r, in column order.
-template <int kRows>
-__device__ __forceinline__ void accumulate(const uint4 (&weights)[kGroup], const __nv_bfloat16* staged, int rows,
-                                           int in, int vectors, int step, int lane, float (&sums)[kRows]) {
+/// The values of one weight vector as floats: eight bf16, or sixteen E4M3 (unscaled).
+__device__ __forceinline__ void unpack(const uint4& vector, float (&w)[8]) {
+  load_eight(reinterpret_cast<const __nv_bfloat16*>(&vector), w);
+}
+__device__ __forceinline__ void unpack(const uint4& vector, float (&w)[16]) {
+  const auto* pairs = reinterpret_cast<const __nv_fp8x2_storage_t*>(&vector);
 #pragma unroll
-  for (int c = 0; c < kGroup; ++c) {
-    const int v = step * kVectorsPerStep + c * 32 + lane;
+  for (int p = 0; p < 8; ++p) {
+    const __half2 pair(__nv_cvt_fp8x2_to_halfraw2(pairs[p], __NV_E4M3));
+    const float2 values = __half22float2(pair);
+    w[2 * p] = values.x;
+    w[2 * p + 1] = values.y;
+  }
+}
+
+/// sums[r] += the step's weights . staged row r, in column order.
+template <bool kFp8, int kRows>
+__device__ __forceinline__ void accumulate(const uint4 (&weights)[WeightLayout<kFp8>::kGroup],
+                                           const __nv_bfloat16* staged, int rows, int in, int vectors, int step,
+                                           int lane, float (&sums)[kRows]) {
+  using Layout = WeightLayout<kFp8>;
+#pragma unroll
+  for (int c = 0; c < Layout::kGroup; ++c) {
+    const int v = step * Layout::kVectorsPerStep + c * 32 + lane;
     if (v >= vectors) continue;
-    float w[8];
-    load_eight(reinterpret_cast<const __nv_bfloat16*>(&weights[c]), w);
+    float w[Layout::kValues];
+    unpack(weights[c], w);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r >= rows) break;
-      float x[8];
-      load_eight(staged + static_cast<int64_t>(r) * in + v * 8, x);
+      float x[Layout::kValues];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) sums[r] += w[e] * x[e];
+      for (int half = 0; half < Layout::kValues / 8; ++half) {
+        load_eight(staged + static_cast<int64_t>(r) * in + v * Layout::kValues + 8 * half, x + 8 * half);
+      }
+#pragma unroll
+      for (int e = 0; e < Layout::kValues; ++e) sums[r] += w[e] * x[e];
     }
   }
 }
 
-/// Reduces the warp's sums of one feature and writes each row's output (lane r writes row r).
+/// Reduces the warp's sums of one feature and writes each row's output (lane r writes row r); FP8 weights'
+/// sums are multiplied by the row's scale first.
 template <int kRows>
 __device__ __forceinline__ void write_feature(const Parameters& p, int feature, int lane, float (&sums)[kRows]) {
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     if (r >= p.rows) break;
-    const float total = warp_sum(sums[r]);
+    float total = warp_sum(sums[r]);
     sums[r] = 0.0f;
     if (lane != r) continue;
+    if (p.weight_scale != nullptr) total *= p.weight_scale[feature];
     const float biased = total + (p.bias != nullptr ? __bfloat162float(p.bias[feature]) : 0.0f);
     const int64_t at = static_cast<int64_t>(r) * p.out_features + feature;
     __nv_bfloat16 value = __float2bfloat16(biased);
@@ -171,21 +206,22 @@ __device__ __forceinline__ void write_feature(const Parameters& p, int feature, 
   }
 }
 
-template <int kRows, RowTransform kTransform>
+template <bool kFp8, int kRows, RowTransform kTransform>
 __global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
+  using Layout = WeightLayout<kFp8>;
   extern __shared__ uint4 shared_vectors[];
   __nv_bfloat16* staged = reinterpret_cast<__nv_bfloat16*>(shared_vectors);
   const int lane = threadIdx.x & 31;
   const int first_feature = blockIdx.x * kWarps + (threadIdx.x >> 5);
   const int warp_count = gridDim.x * kWarps;
-  const int vectors = p.in_features / 8;
-  const int steps = (vectors + kVectorsPerStep - 1) / kVectorsPerStep;
+  const int vectors = p.in_features / Layout::kValues;
+  const int steps = (vectors + Layout::kVectorsPerStep - 1) / Layout::kVectorsPerStep;
   const int features =
       p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
   const int items = features * steps;  // (feature, step) pairs of this warp, feature-major
 
-  uint4 current[kGroup];
-  if (items > 0) load_step(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
+  uint4 current[Layout::kGroup];
+  if (items > 0) load_step<kFp8>(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
   detail::wait_for_previous_kernel();
   // Fewer vectors in flight where both SwiGLU halves are live: no spills.
   stage_input<kTransform == RowTransform::kSwiglu ? 2 : kInFlight, kTransform>(p, staged);
@@ -195,20 +231,21 @@ __global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
 #pragma unroll
   for (int r = 0; r < kRows; ++r) sums[r] = 0.0f;
   for (int item = 0; item < items; ++item) {  // the next item's weights load while this one's are summed
-    uint4 next[kGroup];
+    uint4 next[Layout::kGroup];
     if (item + 1 < items) {
-      load_step(p.weight, vectors, first_feature + ((item + 1) / steps) * warp_count, (item + 1) % steps, lane, next);
+      load_step<kFp8>(p.weight, vectors, first_feature + ((item + 1) / steps) * warp_count, (item + 1) % steps, lane,
+                      next);
     }
     const int step = item % steps;
-    accumulate<kRows>(current, staged, p.rows, p.in_features, vectors, step, lane, sums);
+    accumulate<kFp8, kRows>(current, staged, p.rows, p.in_features, vectors, step, lane, sums);
     if (step == steps - 1) write_feature<kRows>(p, first_feature + (item / steps) * warp_count, lane, sums);
 #pragma unroll
-    for (int c = 0; c < kGroup; ++c) current[c] = next[c];
+    for (int c = 0; c < Layout::kGroup; ++c) current[c] = next[c];
   }
 }
 
 /// Blocks of the kernel that fit on one multiprocessor with this much staging, asked once per size.
-template <int kRows, RowTransform kTransform>
+template <bool kFp8, int kRows, RowTransform kTransform>
 int resident_blocks(size_t shared_bytes) {
   static std::mutex mutex;
   static std::map<size_t, int> known;
@@ -216,30 +253,35 @@ int resident_blocks(size_t shared_bytes) {
   const auto found = known.find(shared_bytes);
   if (found != known.end()) return found->second;
   int blocks = 1;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, row_linear_kernel<kRows, kTransform>, kThreads, shared_bytes);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, row_linear_kernel<kFp8, kRows, kTransform>, kThreads,
+                                                shared_bytes);
   known.emplace(shared_bytes, std::max(blocks, 1));
   return std::max(blocks, 1);
 }
 
-template <int kRows, RowTransform kTransform>
+template <bool kFp8, int kRows, RowTransform kTransform>
 void launch_with(const Parameters& p, cudaStream_t stream) {
-  const auto kernel = row_linear_kernel<kRows, kTransform>;
+  const auto kernel = row_linear_kernel<kFp8, kRows, kTransform>;
   const auto shared = static_cast<size_t>(p.rows) * p.in_features * sizeof(__nv_bfloat16);
   const int wanted = (p.out_features + kWarps - 1) / kWarps;
-  const int resident = resident_blocks<kRows, kTransform>(shared) * detail::multiprocessor_count();
+  const int resident = resident_blocks<kFp8, kRows, kTransform>(shared) * detail::multiprocessor_count();
   detail::launch_programmatic(kernel, dim3(std::max(1, std::min(wanted, resident))), dim3(kThreads), shared, stream, p);
 }
 
 template <RowTransform kTransform>
 void launch_rows(const Parameters& p, cudaStream_t stream) {
-  if (p.rows <= 1) return launch_with<1, kTransform>(p, stream);
-  launch_with<2, kTransform>(p, stream);
+  if (p.weight_scale != nullptr) {
+    if (p.rows <= 1) return launch_with<true, 1, kTransform>(p, stream);
+    return launch_with<true, 2, kTransform>(p, stream);
+  }
+  if (p.rows <= 1) return launch_with<false, 1, kTransform>(p, stream);
+  launch_with<false, 2, kTransform>(p, stream);
 }
 
 }  // namespace
 
-bool row_linear_fits(int64_t rows, int64_t in_features) {
-  return rows >= 1 && rows <= kRowLinearMaxRows && in_features % 8 == 0 && in_features > 0 &&
+bool row_linear_fits(int64_t rows, int64_t in_features, bool fp8_weight) {
+  return rows >= 1 && rows <= kRowLinearMaxRows && in_features % (fp8_weight ? 16 : 8) == 0 && in_features > 0 &&
          rows * in_features * static_cast<int64_t>(sizeof(__nv_bfloat16)) <= kMaxStagedBytes;
 }
 
@@ -248,6 +290,7 @@ void launch_row_linear(const RowLinearArguments& arguments, void* stream) {
                      static_cast<const __nv_bfloat16*>(arguments.norm_weight),
                      arguments.epsilon,
                      static_cast<const uint4*>(arguments.weight),
+                     arguments.weight_scale,
                      static_cast<const __nv_bfloat16*>(arguments.bias),
                      static_cast<const __nv_bfloat16*>(arguments.residual),
                      static_cast<__nv_bfloat16*>(arguments.output),

@@ -17,15 +17,16 @@ enum class RowTransform {
 
 /// output [rows, out] = residual + (transform(input) weight^T + bias), all bf16, fp32 sums; the product is
 /// rounded to bf16 before the residual is added (what the unfused ops compute). bias, residual and
-/// norm_weight may be null. All pointers 16-byte aligned; in a multiple of 8.
+/// norm_weight may be null. All pointers 16-byte aligned; in a multiple of 8 (16 for FP8 weights).
 struct RowLinearArguments {
   const void* input = nullptr;
-  const void* norm_weight = nullptr;  ///< [in], kRmsNorm only
-  float epsilon = 0.0f;               ///< kRmsNorm only
-  const void* weight = nullptr;       ///< [out, in]
-  const void* bias = nullptr;         ///< [out]
-  const void* residual = nullptr;     ///< [rows, out]
-  void* output = nullptr;             ///< [rows, out]; not one of the inputs
+  const void* norm_weight = nullptr;    ///< [in], kRmsNorm only
+  float epsilon = 0.0f;                 ///< kRmsNorm only
+  const void* weight = nullptr;         ///< [out, in]: bf16, or FP8 E4M3 where weight_scale is given
+  const float* weight_scale = nullptr;  ///< [out] fp32: FP8 weight row o stands for row o x weight_scale[o]
+  const void* bias = nullptr;           ///< [out]
+  const void* residual = nullptr;       ///< [rows, out]
+  void* output = nullptr;               ///< [rows, out]; not one of the inputs
   int64_t rows = 0;
   int64_t in_features = 0;
   int64_t out_features = 0;
@@ -36,8 +37,8 @@ struct RowLinearArguments {
 constexpr int64_t kRowLinearMaxRows = 2;
 
 /// Whether launch_row_linear takes this many rows of this width (rows x in bf16 values are staged in
-/// shared memory).
-bool row_linear_fits(int64_t rows, int64_t in_features);
+/// shared memory; FP8 weights want in a multiple of 16).
+bool row_linear_fits(int64_t rows, int64_t in_features, bool fp8_weight = false);
 
 /// Launches the kernel on `stream` (a cudaStream_t). Each output is one warp's dot product in a fixed
 /// order: the same bits on every run and for every grid.

@@ -1,6 +1,8 @@
 // model/gpt_model.cpp — see model/gpt_model.h.
 #include "graphed/model/gpt_model.h"
 
+#include "graphed/model/fp8_weights_path.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -194,6 +196,22 @@ void GptModelImpl::use_layer_kernel_paths(
     layer->use_kernel_path(path);
     layer_paths_.push_back(std::move(path));
   }
+}
+
+std::shared_ptr<const Fp8WeightsPath> GptModelImpl::use_fp8_weights() {
+  std::vector<at::Tensor> weights;
+  for (auto& layer : layers_) {
+    for (const auto& parameter : layer->named_parameters()) {
+      if (parameter.value().dim() == 2 && parameter.key().find("expert") == std::string::npos &&
+          parameter.key().find("router") == std::string::npos) {
+        weights.push_back(parameter.value());
+      }
+    }
+  }
+  weights.push_back(output_layer_weight());
+  auto path = std::make_shared<const Fp8WeightsPath>(path_, weights);
+  use_kernel_path(path);
+  return path;
 }
 
 void GptModelImpl::end_step() {

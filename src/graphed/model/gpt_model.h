@@ -27,6 +27,8 @@
 
 namespace graphed::model {
 
+class Fp8WeightsPath;
+
 struct GptOutput {
   at::Tensor loss;      ///< lm_loss + aux_loss: what backward runs on
   at::Tensor lm_loss;   ///< mean token cross-entropy, float32 scalar
@@ -112,6 +114,9 @@ class GptModelImpl : public torch::nn::Module {
   void use_layer_kernel_paths(const std::function<std::shared_ptr<const KernelPath>(int64_t layer_number)>& path_of);
   /// After each optimizer step: every distinct path the model runs moves on once (KernelPath::end_step).
   void end_step();
+  /// Decoding with FP8 weights (--quantization fp8, model/fp8_weights_path.h): the layers' matrices (not MoE
+  /// experts or routers, which never take the path) and the output layer's weight, cast once, over the current path.
+  std::shared_ptr<const Fp8WeightsPath> use_fp8_weights();
 
   /// Tensor parallelism (Megatron's layout): keeps this rank's part of every layer's attention and MLP and
   /// of the vocabulary (the embedding and the output layer, vocab-parallel, the loss computed without
