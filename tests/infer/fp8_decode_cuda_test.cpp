@@ -65,7 +65,8 @@ TEST_F(Fp8DecodeCudaTest, GraphsEqualEagerAndLogitsStayNearBf16) {
     EXPECT_EQ(decode(fp8, scope), eager) << config::to_string(scope);
   }
 
-  const at::Tensor input = at::arange(40, at::TensorOptions().dtype(at::kLong).device(at::kCUDA)).view({1, -1}) * 11 % 512;
+  const at::Tensor input =
+      at::arange(40, at::TensorOptions().dtype(at::kLong).device(at::kCUDA)).view({1, -1}) * 11 % 512;
   const at::Tensor want = bf16->logits(input).to(at::kDouble);
   const at::Tensor got = fp8->logits(input).to(at::kDouble);
   const double error = ((got - want).norm() / want.norm()).item<double>();

@@ -1,9 +1,9 @@
 // kernels/row_linear.cu — see kernels/row_linear.h. As many blocks as fit on the GPU at once (two a
 // multiprocessor; fewer for small layers); each warp owns output features warp, warp + warps in grid, ...
 // and streams their weight rows through registers, eight 16-byte vectors per lane at a time with the next
-// eight already in flight (four of sixteen FP8 values for FP8 weights, scaled per row at the end). Each block stages
-// the transformed input rows in shared memory once. Launched as a programmatic dependent launch: the first weights load
-// while the kernel before is still running.
+// eight already in flight (8-byte vectors of FP8 weights, three blocks a multiprocessor, each row scaled at the end).
+// Each block stages the transformed input rows in shared memory once. Launched as a programmatic dependent launch: the
+// first weights load while the kernel before is still running.
 #include "graphed/kernels/row_linear.h"
 
 #include <cuda_bf16.h>
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
@@ -124,38 +125,41 @@ __device__ void stage_input(const Parameters& p, __nv_bfloat16* staged) {
   __syncthreads();
 }
 
-/// How a weight row lies in 16-byte vectors: eight bf16 values, or sixteen FP8 ones. A lane holds kGroup
-/// vectors per step, so a warp's step covers 2,048 columns either way.
+/// How a weight row lies in vectors of eight values: 16 bytes of bf16, or 8 bytes of FP8 (so a lane's staged
+/// input is read the same way for both, one 16-byte shared load a vector). A lane holds kGroup vectors per step,
+/// so a warp's step covers 2,048 columns either way.
 template <bool kFp8>
 struct WeightLayout {
-  static constexpr int kValues = kFp8 ? 16 : 8;  // values a vector
-  static constexpr int kGroup = kFp8 ? 4 : 8;    // vectors a lane holds per step
+  using Vector = typename std::conditional<kFp8, uint2, uint4>::type;
+  static constexpr int kValues = 8;  // values a vector
+  static constexpr int kGroup = 8;   // vectors a lane holds per step
   static constexpr int kVectorsPerStep = 32 * kGroup;
+  static constexpr int kBlocksPerMultiprocessor = kFp8 ? 3 : 2;  // FP8: half the bytes in flight a warp, more warps
 };
 
 /// Loads step `step` of weight row `feature`: vectors step x kVectorsPerStep + c x 32 + lane, zero past the row.
 template <bool kFp8>
-__device__ __forceinline__ void load_step(const uint4* weight, int vectors, int feature, int step, int lane,
-                                          uint4 (&target)[WeightLayout<kFp8>::kGroup]) {
+__device__ __forceinline__ void load_step(const void* weight, int vectors, int feature, int step, int lane,
+                                          typename WeightLayout<kFp8>::Vector (&target)[WeightLayout<kFp8>::kGroup]) {
   using Layout = WeightLayout<kFp8>;
-  const uint4* row = weight + static_cast<int64_t>(feature) * vectors;
+  using Vector = typename Layout::Vector;
+  const Vector* row = static_cast<const Vector*>(weight) + static_cast<int64_t>(feature) * vectors;
 #pragma unroll
   for (int c = 0; c < Layout::kGroup; ++c) {
     const int v = step * Layout::kVectorsPerStep + c * 32 + lane;
-    target[c] = v < vectors ? __ldg(row + v) : make_uint4(0, 0, 0, 0);
+    target[c] = v < vectors ? __ldg(row + v) : Vector{};
   }
 }
 
-/// The values of one weight vector as floats: eight bf16, or sixteen E4M3 (unscaled).
+/// The eight values of one weight vector as floats: bf16, or E4M3 (unscaled).
 __device__ __forceinline__ void unpack(const uint4& vector, float (&w)[8]) {
   load_eight(reinterpret_cast<const __nv_bfloat16*>(&vector), w);
 }
-__device__ __forceinline__ void unpack(const uint4& vector, float (&w)[16]) {
+__device__ __forceinline__ void unpack(const uint2& vector, float (&w)[8]) {
   const auto* pairs = reinterpret_cast<const __nv_fp8x2_storage_t*>(&vector);
 #pragma unroll
-  for (int p = 0; p < 8; ++p) {
-    const __half2 pair(__nv_cvt_fp8x2_to_halfraw2(pairs[p], __NV_E4M3));
-    const float2 values = __half22float2(pair);
+  for (int p = 0; p < 4; ++p) {
+    const float2 values = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pairs[p], __NV_E4M3)));
     w[2 * p] = values.x;
     w[2 * p + 1] = values.y;
   }
@@ -163,26 +167,23 @@ __device__ __forceinline__ void unpack(const uint4& vector, float (&w)[16]) {
 
 /// sums[r] += the step's weights . staged row r, in column order.
 template <bool kFp8, int kRows>
-__device__ __forceinline__ void accumulate(const uint4 (&weights)[WeightLayout<kFp8>::kGroup],
-                                           const __nv_bfloat16* staged, int rows, int in, int vectors, int step,
-                                           int lane, float (&sums)[kRows]) {
+__device__ __forceinline__ void accumulate(
+    const typename WeightLayout<kFp8>::Vector (&weights)[WeightLayout<kFp8>::kGroup], const __nv_bfloat16* staged,
+    int rows, int in, int vectors, int step, int lane, float (&sums)[kRows]) {
   using Layout = WeightLayout<kFp8>;
 #pragma unroll
   for (int c = 0; c < Layout::kGroup; ++c) {
     const int v = step * Layout::kVectorsPerStep + c * 32 + lane;
     if (v >= vectors) continue;
-    float w[Layout::kValues];
+    float w[8];
     unpack(weights[c], w);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r >= rows) break;
-      float x[Layout::kValues];
+      float x[8];
+      load_eight(staged + static_cast<int64_t>(r) * in + v * 8, x);
 #pragma unroll
-      for (int half = 0; half < Layout::kValues / 8; ++half) {
-        load_eight(staged + static_cast<int64_t>(r) * in + v * Layout::kValues + 8 * half, x + 8 * half);
-      }
-#pragma unroll
-      for (int e = 0; e < Layout::kValues; ++e) sums[r] += w[e] * x[e];
+      for (int e = 0; e < 8; ++e) sums[r] += w[e] * x[e];
     }
   }
 }
@@ -207,20 +208,21 @@ __device__ __forceinline__ void write_feature(const Parameters& p, int feature, 
 }
 
 template <bool kFp8, int kRows, RowTransform kTransform>
-__global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
+__global__ void __launch_bounds__(kThreads, WeightLayout<kFp8>::kBlocksPerMultiprocessor)
+    row_linear_kernel(Parameters p) {
   using Layout = WeightLayout<kFp8>;
   extern __shared__ uint4 shared_vectors[];
   __nv_bfloat16* staged = reinterpret_cast<__nv_bfloat16*>(shared_vectors);
   const int lane = threadIdx.x & 31;
   const int first_feature = blockIdx.x * kWarps + (threadIdx.x >> 5);
   const int warp_count = gridDim.x * kWarps;
-  const int vectors = p.in_features / Layout::kValues;
+  const int vectors = p.in_features / Layout::kValues;  // of the weight row; eight values each
   const int steps = (vectors + Layout::kVectorsPerStep - 1) / Layout::kVectorsPerStep;
   const int features =
       p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
   const int items = features * steps;  // (feature, step) pairs of this warp, feature-major
 
-  uint4 current[Layout::kGroup];
+  typename Layout::Vector current[Layout::kGroup];
   if (items > 0) load_step<kFp8>(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
   detail::wait_for_previous_kernel();
   // Fewer vectors in flight where both SwiGLU halves are live: no spills.
@@ -231,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, 2) row_linear_kernel(Parameters p) {
 #pragma unroll
   for (int r = 0; r < kRows; ++r) sums[r] = 0.0f;
   for (int item = 0; item < items; ++item) {  // the next item's weights load while this one's are summed
-    uint4 next[Layout::kGroup];
+    typename Layout::Vector next[Layout::kGroup];
     if (item + 1 < items) {
       load_step<kFp8>(p.weight, vectors, first_feature + ((item + 1) / steps) * warp_count, (item + 1) % steps, lane,
                       next);
