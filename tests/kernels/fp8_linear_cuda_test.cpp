@@ -2,8 +2,8 @@
 // scaled cast maps the amax to the format's largest value and multiplies back within the format's rounding;
 // a delayed cast uses its slot's scale and records the amax; the linear's output and both gradients stay
 // within FP8's error of the bf16 product (relative norm of the difference); the weight's gradient accumulates
-// in place where asked (telling the accumulation listeners once); the same inputs give the same bits twice,
-// and a CUDA graph replays the eager bits. A cast's transpose is the transposed cast, bit for bit.
+// in place where asked (telling the accumulation listeners once), inside the GEMM; the same inputs give the same bits
+// twice, and a CUDA graph replays the eager bits. A cast's transpose is the transposed cast, bit for bit.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graphed/kernels/accumulation_listeners.h"
+#include "graphed/kernels/fp8_gemm.h"
 #include "graphed/kernels/fp8_linear.h"
 
 namespace graphed::kernels {
@@ -152,7 +153,26 @@ TEST_F(Fp8LinearCudaTest, AccumulatesTheWeightGradientInPlace) {
   remove_accumulation_listener(listener);
   EXPECT_EQ(heard, 1);
   const LinearRun fresh = run_linear(x, weight, at::zeros({16}, kBf16), upstream, Fp8LinearRecipe{});
-  EXPECT_TRUE(at::equal(master.grad(), fresh.grad_weight + 1)) << "the gradient was not added to .grad";
+  // Added inside the GEMM (kernels/fp8_gemm.h), whose kernel may sum in another order than the fresh one's.
+  EXPECT_TRUE(at::allclose(master.grad(), fresh.grad_weight + 1, 1e-5, 1e-5)) << "the gradient was not added to .grad";
+}
+
+TEST_F(Fp8LinearCudaTest, TheWeightGradientGemmAddsIntoFp32InPlace) {
+  const int64_t rows = 128, in = 96, out = 48;
+  const at::Tensor dy = at::randn({rows, out}, kBf16);
+  const at::Tensor x = at::randn({rows, in}, kBf16);
+  for (const Fp8Format format : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
+    const Fp8Tensor gradient = quantize_fp8(dy, format, {}, false, /*transpose=*/true);
+    const Fp8Tensor input = quantize_fp8(x, Fp8Format::kE4M3, {}, false, /*transpose=*/true);
+    const at::Tensor before = at::randn({out, in}, kFloat);
+    at::Tensor sum = before.clone();
+    ASSERT_TRUE(
+        fp8_gemm_accumulate(gradient.transposed, gradient.scale_inverse, input.transposed, input.scale_inverse, sum))
+        << "cuBLASLt's FP8 GEMM into fp32 with beta = 1 is not available here";
+    const at::Tensor product = at::matmul((gradient.data.to(at::kFloat) * gradient.scale_inverse).t(),
+                                          input.data.to(at::kFloat) * input.scale_inverse);
+    EXPECT_TRUE(at::allclose(sum, before + product, 1e-4, 1e-4)) << (format == Fp8Format::kE5M2 ? "e5m2" : "e4m3");
+  }
 }
 
 TEST_F(Fp8LinearCudaTest, AGraphReplaysTheEagerBits) {

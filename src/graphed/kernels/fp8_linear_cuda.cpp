@@ -14,6 +14,7 @@
 
 #include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/detail/aten_glue.h"
+#include "graphed/kernels/fp8_gemm.h"
 #include "graphed/kernels/fp8_kernels.h"
 #include "graphed/kernels/fp8_linear.h"
 #include "graphed/util/error.h"
@@ -55,6 +56,30 @@ at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at:
   }
   return at::_scaled_mm(first.data, second, first.scale_inverse, second_scale_inverse, bias_argument,
                         /*scale_result=*/std::nullopt, output_type, fast_accumulation);
+}
+
+/// dyᵀ [out, rows] x input [rows, in] in fp32: added to the weight's .grad where `accumulate` and .grad can take
+/// it (inside the FP8 GEMM where cuBLASLt has one, else after it), returning an undefined tensor; else returned.
+/// input_for_weight is the FP8 input column-major (fp8) or the bf16 rows.
+at::Tensor weight_gradient(const at::Tensor& weight, const Fp8Tensor& gradient, const at::Tensor& dy,
+                           const at::Tensor& input_for_weight, const at::Tensor& input_scale_inverse, bool fp8,
+                           bool accumulate) {
+  const bool in_place = accumulate && accumulable(weight);
+  if (in_place && fp8) {
+    at::Tensor sum = weight.grad();
+    if (fp8_gemm_accumulate(gradient.transposed, gradient.scale_inverse, input_for_weight.t(), input_scale_inverse,
+                            sum)) {
+      gradient_accumulated(weight);
+      return {};
+    }
+  }
+  const at::Tensor product = fp8 ? scaled_mm(Fp8Tensor{gradient.transposed, gradient.scale_inverse}, input_for_weight,
+                                             input_scale_inverse, {}, at::kFloat, false)
+                                 : at::mm(dy.t(), input_for_weight, at::kFloat);
+  if (!in_place) return product;
+  weight.grad().add_(product);
+  gradient_accumulated(weight);
+  return {};
 }
 
 struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
@@ -99,20 +124,9 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
       sizes.back() = weight.size(1);
       grad_input = scaled_mm(gradient, saved[2], saved[3], {}, at::kBFloat16, false).view(sizes);
     }
-    if (context->needs_input_grad(1)) {  // dyᵀ [out, rows] x input [rows, in], fp32
-      at::Tensor product;
-      if (fp8_weight_gradient) {
-        const Fp8Tensor transposed{gradient.transposed, gradient.scale_inverse};
-        product = scaled_mm(transposed, saved[0], saved[1], {}, at::kFloat, false);
-      } else {
-        product = at::mm(dy.t(), saved[0], at::kFloat);
-      }
-      if (context->saved_data["accumulate"].toBool() && accumulable(weight)) {
-        weight.grad().add_(product);
-        gradient_accumulated(weight);
-      } else {
-        grad_weight = product;
-      }
+    if (context->needs_input_grad(1)) {
+      grad_weight = weight_gradient(weight, gradient, dy, saved[0], saved[1], fp8_weight_gradient,
+                                    context->saved_data["accumulate"].toBool());
     }
     if (context->needs_input_grad(3)) {
       grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
