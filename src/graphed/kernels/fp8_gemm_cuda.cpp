@@ -119,12 +119,11 @@ bool fp8_gemm_accumulate(const at::Tensor& dy_transposed, const at::Tensor& scal
       const size_t workspace = kWorkspaceBytes;
       cublasLtMatmulHeuristicResult_t result{};
       int count = 0;
-      const bool asked =
-          f.preference_create(&d.preference) == CUBLAS_STATUS_SUCCESS &&
-          f.preference_set(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)) ==
-              CUBLAS_STATUS_SUCCESS &&
-          f.heuristic(at::cuda::getCurrentCUDABlasLtHandle(), d.operation, d.a, d.b, d.c, d.c, d.preference, 1, &result,
-                      &count) == CUBLAS_STATUS_SUCCESS;
+      const bool asked = f.preference_create(&d.preference) == CUBLAS_STATUS_SUCCESS &&
+                         f.preference_set(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                          sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
+                         f.heuristic(at::cuda::getCurrentCUDABlasLtHandle(), d.operation, d.a, d.b, d.c, d.c,
+                                     d.preference, 1, &result, &count) == CUBLAS_STATUS_SUCCESS;
       algorithm = {asked && count > 0, result.algo};
       chosen.emplace(key, algorithm);
     }
