@@ -41,17 +41,6 @@ EngineOptions engine_options(InferenceCudaGraphScope scope, bool sampled, bool p
   return options;
 }
 
-/// Prompts of mixed lengths (1 to 17 tokens) for a batch.
-std::vector<std::vector<int64_t>> prompts(int64_t batch) {
-  std::vector<std::vector<int64_t>> result;
-  for (int64_t row = 0; row < batch; ++row) {
-    std::vector<int64_t> prompt;
-    for (int64_t i = 0; i < 1 + (row * 5) % 17; ++i) prompt.push_back((row * 31 + i * 7) % 512);
-    result.push_back(prompt);
-  }
-  return result;
-}
-
 struct Decoded {
   std::vector<Generation> generations;
   std::vector<std::vector<at::Tensor>> caches;  // per batch: every layer's key, value, conv and SSM state rows
@@ -62,7 +51,7 @@ Decoded decode_batches(model::GptModel model, InferenceCudaGraphScope scope, boo
   DecodeEngine engine(model, at::Device(at::kCUDA), engine_options(scope, sampled, padded));
   Decoded decoded;
   for (const int64_t batch : {1, 2, 3, 5, 8}) {
-    const Generation generation = engine.generate(prompts(batch), 24);
+    const Generation generation = engine.generate(testing::mixed_prompts(batch), 24);
     std::vector<at::Tensor> cache;
     for (const auto& layer : engine.cache().rows(generation.rows)) {
       for (const at::Tensor& tensor : {layer.key, layer.value, layer.conv_state, layer.ssm_state}) {
@@ -141,10 +130,10 @@ TEST(DecodeGraphsCuda, CapturesEveryBucketAndRecapturesAfterRelease) {
       std::cout << config::to_string(scope) << " bucket " << capture.rows << ": " << capture.seconds * 1000.0
                 << " ms, pool " << capture.memory.pool_bytes << " B, graphs " << capture.memory.graph_bytes << " B\n";
     }
-    const Generation before = engine.generate(prompts(3), 24);
+    const Generation before = engine.generate(testing::mixed_prompts(3), 24);
     engine.release_graphs();
     EXPECT_TRUE(engine.captures().empty());
-    const Generation after = engine.generate(prompts(3), 24);
+    const Generation after = engine.generate(testing::mixed_prompts(3), 24);
     EXPECT_TRUE(after.graphed);
     EXPECT_EQ(after.tokens, before.tokens);
     EXPECT_EQ(engine.captures().size(), 1u);  // only the bucket it needed

@@ -29,16 +29,6 @@ class Fp8DecodeCudaTest : public ::testing::Test {
   }
 };
 
-std::vector<std::vector<int64_t>> prompts(int64_t batch) {
-  std::vector<std::vector<int64_t>> result;
-  for (int64_t row = 0; row < batch; ++row) {
-    std::vector<int64_t> prompt;
-    for (int64_t i = 0; i < 1 + (row * 5) % 17; ++i) prompt.push_back((row * 31 + i * 7) % 512);
-    result.push_back(prompt);
-  }
-  return result;
-}
-
 std::vector<std::vector<std::vector<int64_t>>> decode(model::GptModel& model, InferenceCudaGraphScope scope) {
   EngineOptions options;
   options.scope = scope;
@@ -47,7 +37,7 @@ std::vector<std::vector<std::vector<int64_t>>> decode(model::GptModel& model, In
   options.max_new_tokens = 24;
   DecodeEngine engine(model, at::Device(at::kCUDA), options);
   std::vector<std::vector<std::vector<int64_t>>> tokens;
-  for (const int64_t batch : {1, 2, 3, 5}) tokens.push_back(engine.generate(prompts(batch), 24).tokens);
+  for (const int64_t batch : {1, 2, 3, 5}) tokens.push_back(engine.generate(testing::mixed_prompts(batch), 24).tokens);
   return tokens;
 }
 

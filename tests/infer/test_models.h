@@ -84,6 +84,17 @@ inline model::GptModel gpu_test_model(ModelStyle style, int64_t sequence) {
   return test_model(style, shape, at::kBFloat16, at::Device(at::kCUDA));
 }
 
+/// Prompts of mixed lengths (1 to 17 tokens, ids below 512) for a batch of the GPU tests.
+inline std::vector<std::vector<int64_t>> mixed_prompts(int64_t batch) {
+  std::vector<std::vector<int64_t>> result;
+  for (int64_t row = 0; row < batch; ++row) {
+    std::vector<int64_t> prompt;
+    for (int64_t i = 0; i < 1 + (row * 5) % 17; ++i) prompt.push_back((row * 31 + i * 7) % 512);
+    result.push_back(prompt);
+  }
+  return result;
+}
+
 /// Greedy continuation by recomputing the whole sequence at every step.
 inline std::vector<int64_t> recompute_greedy(model::GptModel& model, std::vector<int64_t> sequence, int64_t count) {
   at::NoGradGuard no_grad;

@@ -10,8 +10,7 @@ namespace graphed::model {
 
 Fp8Path::Fp8Path(std::shared_ptr<const FusedPath> fused, const std::vector<at::Tensor>& weights, const Options& options,
                  const at::Device& device)
-    : fused_(std::move(fused)), recipe_(options.recipe) {
-  GRAPHED_INTERNAL_ASSERT(fused_ != nullptr, "the FP8 path wraps the fused path");
+    : WrappedPath(fused), fused_(std::move(fused)), recipe_(options.recipe) {
   for (const auto& weight : weights) slots_.emplace(weight.unsafeGetTensorImpl(), static_cast<int64_t>(slots_.size()));
   if (options.delayed && !slots_.empty()) {
     const auto count = static_cast<int64_t>(slots_.size());

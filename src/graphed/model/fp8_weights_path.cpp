@@ -8,8 +8,7 @@
 namespace graphed::model {
 
 Fp8WeightsPath::Fp8WeightsPath(std::shared_ptr<const KernelPath> base, const std::vector<at::Tensor>& weights)
-    : base_(std::move(base)) {
-  GRAPHED_INTERNAL_ASSERT(base_ != nullptr, "the FP8 weights path wraps the model's path");
+    : WrappedPath(std::move(base)) {
   for (const auto& weight : weights) {
     if (!weight.defined() || !kernels::fp8_weight_fits(weight) || fp8_of(weight) != nullptr) continue;
     kernels::Fp8Weight fp8 = kernels::quantize_weight_fp8(weight.detach());
@@ -26,19 +25,25 @@ const kernels::Fp8Weight* Fp8WeightsPath::fp8_of(const at::Tensor& weight) const
 
 at::Tensor Fp8WeightsPath::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
   const kernels::Fp8Weight* fp8 = fp8_of(weight);
-  return fp8 != nullptr ? kernels::fp8_weight_linear(input, *fp8, bias) : base_->linear(input, weight, bias);
+  return fp8 != nullptr ? kernels::fp8_weight_linear(input, *fp8, bias) : inner().linear(input, weight, bias);
+}
+
+at::Tensor Fp8WeightsPath::inference_linear(const at::Tensor& input, const at::Tensor& weight,
+                                            const at::Tensor& bias) const {
+  const kernels::Fp8Weight* fp8 = fp8_of(weight);
+  return fp8 != nullptr ? kernels::fp8_weight_linear(input, *fp8, bias) : inner().inference_linear(input, weight, bias);
 }
 
 at::Tensor Fp8WeightsPath::decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                          const kernels::LinearInput& first, const at::Tensor& residual) const {
   const kernels::Fp8Weight* fp8 = fp8_of(weight);
-  if (fp8 == nullptr) return base_->decode_linear(input, weight, bias, first, residual);
+  if (fp8 == nullptr) return inner().decode_linear(input, weight, bias, first, residual);
   return kernels::fp8_weight_linear(input, *fp8, bias, first, residual);
 }
 
 at::Tensor Fp8WeightsPath::logits(const at::Tensor& normed, const at::Tensor& weight) const {
   const kernels::Fp8Weight* fp8 = fp8_of(weight);
-  if (fp8 == nullptr) return base_->logits(normed, weight);
+  if (fp8 == nullptr) return inner().logits(normed, weight);
   return kernels::fp8_weight_linear(normed, *fp8, {}).to(at::kFloat);
 }
 

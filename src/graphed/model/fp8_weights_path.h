@@ -1,7 +1,7 @@
 // model/fp8_weights_path.h — decoding with FP8 weights (--quantization fp8): a KernelPath over the model's
 // own path that holds every linear weight it can as kernels/fp8_weights.h's E4M3 rows with a scale each, and
 // runs those linears (a decode step's, a prefill's, the output layer's) on them; everything else (norms,
-// attention, RoPE, the embedding lookup) is the wrapped path's, in bf16.
+// attention, RoPE, the embedding lookup) is the wrapped path's (model/wrapped_path.h), in bf16.
 #pragma once
 
 #include <memory>
@@ -11,11 +11,11 @@
 #include <ATen/ATen.h>
 
 #include "graphed/kernels/fp8_weights.h"
-#include "graphed/model/kernel_path.h"
+#include "graphed/model/wrapped_path.h"
 
 namespace graphed::model {
 
-class Fp8WeightsPath final : public KernelPath {
+class Fp8WeightsPath final : public WrappedPath {
  public:
   /// Casts each of `weights` that kernels::fp8_weight_fits to FP8 now; the others stay on `base`.
   Fp8WeightsPath(std::shared_ptr<const KernelPath> base, const std::vector<at::Tensor>& weights);
@@ -28,42 +28,14 @@ class Fp8WeightsPath final : public KernelPath {
 
   at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override;
   at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
-                              const at::Tensor& bias) const override {
-    return linear(input, weight, bias);
-  }
+                              const at::Tensor& bias) const override;
   at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                            const kernels::LinearInput& first, const at::Tensor& residual) const override;
-  bool decode_kernels() const override { return base_->decode_kernels(); }
-  at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                             const kernels::PagedContext& context, double scale) const override {
-    return base_->paged_attention(query, key_cache, value_cache, context, scale);
-  }
-  at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                  double epsilon) const override {
-    return base_->norm(input, weight, bias, epsilon);
-  }
-  kernels::NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
-                                      double epsilon) const override {
-    return base_->residual_norm(hidden, weight, bias, epsilon);
-  }
-  at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const override {
-    return base_->rope(x, cos, sin);
-  }
-  at::Tensor swiglu(const at::Tensor& x) const override { return base_->swiglu(x); }
-  at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const override {
-    return base_->residual_add(hidden, update);
-  }
   at::Tensor logits(const at::Tensor& normed, const at::Tensor& weight) const override;
-  bool fuses_output_loss() const override { return false; }
-  at::Tensor linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,
-                                  const at::Tensor& labels) const override {
-    return base_->linear_cross_entropy(normed, weight, labels);
-  }
 
  private:
   const kernels::Fp8Weight* fp8_of(const at::Tensor& weight) const;
 
-  std::shared_ptr<const KernelPath> base_;
   std::unordered_map<const void*, kernels::Fp8Weight> weights_;  ///< by the bf16 weight's TensorImpl
   int64_t fp8_bytes_ = 0;
   int64_t replaced_bytes_ = 0;
