@@ -27,8 +27,7 @@ class Fp8WeightsPath final : public WrappedPath {
   int64_t replaced_bytes() const { return replaced_bytes_; }
 
   at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override;
-  at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
-                              const at::Tensor& bias) const override;
+  at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override;
   at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                            const kernels::LinearInput& first, const at::Tensor& residual) const override;
   at::Tensor logits(const at::Tensor& normed, const at::Tensor& weight) const override;
