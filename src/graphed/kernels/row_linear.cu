@@ -1,9 +1,9 @@
 // kernels/row_linear.cu — see kernels/row_linear.h. As many blocks as fit on the GPU at once (two a
-// multiprocessor, three for FP8 weights; fewer for small layers); each warp owns output features warp, warp +
-// warps in grid, ... and streams their weight rows through registers, eight vectors per lane at a time (16 bytes
-// of bf16, or 8 of FP8) with the next item already in flight (the next two for FP8). Each block stages the
-// transformed input rows in shared memory once. Launched as a programmatic dependent launch: the first weights
-// load while the kernel before is still running. FP8 rows are scaled at the end.
+// multiprocessor; fewer for small layers); each warp owns output features warp, warp + warps in grid, ...
+// and streams their weight rows through registers, eight 16-byte vectors per lane at a time with the next
+// eight already in flight (8-byte vectors of FP8 weights, three blocks a multiprocessor, each row scaled at the end).
+// Each block stages the transformed input rows in shared memory once. Launched as a programmatic dependent launch: the
+// first weights load while the kernel before is still running.
 #include "graphed/kernels/row_linear.h"
 
 #include <cuda_bf16.h>
@@ -222,16 +222,8 @@ __global__ void __launch_bounds__(kThreads, WeightLayout<kFp8>::kBlocksPerMultip
       p.out_features > first_feature ? (p.out_features - first_feature + warp_count - 1) / warp_count : 0;
   const int items = features * steps;  // (feature, step) pairs of this warp, feature-major
 
-  // The weights of the items ahead load while an item is summed: one item ahead for bf16, two for FP8 (whose
-  // items are half the bytes). The first load before the previous kernel ends: they read no earlier output.
-  using Vector = typename Layout::Vector;
-  const auto load_item = [&](int item, Vector(&target)[Layout::kGroup]) {
-    load_step<kFp8>(p.weight, vectors, first_feature + (item / steps) * warp_count, item % steps, lane, target);
-  };
-  Vector current[Layout::kGroup];
-  Vector ahead[Layout::kGroup];  // FP8 only: the item after current
-  if (items > 0) load_item(0, current);
-  if (kFp8 && items > 1) load_item(1, ahead);
+  typename Layout::Vector current[Layout::kGroup];
+  if (items > 0) load_step<kFp8>(p.weight, vectors, first_feature, 0, lane, current);  // reads no earlier output
   detail::wait_for_previous_kernel();
   // Fewer vectors in flight where both SwiGLU halves are live: no spills.
   stage_input<kTransform == RowTransform::kSwiglu ? 2 : kInFlight, kTransform>(p, staged);
@@ -240,25 +232,21 @@ __global__ void __launch_bounds__(kThreads, WeightLayout<kFp8>::kBlocksPerMultip
   float sums[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) sums[r] = 0.0f;
-  constexpr int kAhead = kFp8 ? 2 : 1;
-  for (int item = 0; item < items; ++item) {
-    Vector next[Layout::kGroup];
-    if (item + kAhead < items) load_item(item + kAhead, next);
+  for (int item = 0; item < items; ++item) {  // the next item's weights load while this one's are summed
+    typename Layout::Vector next[Layout::kGroup];
+    if (item + 1 < items) {
+      load_step<kFp8>(p.weight, vectors, first_feature + ((item + 1) / steps) * warp_count, (item + 1) % steps, lane,
+                      next);
+    }
     const int step = item % steps;
     accumulate<kFp8, kRows>(current, staged, p.rows, p.in_features, vectors, step, lane, sums);
     if (step == steps - 1) write_feature<kRows>(p, first_feature + (item / steps) * warp_count, lane, sums);
 #pragma unroll
-    for (int c = 0; c < Layout::kGroup; ++c) {
-      if (kFp8) {
-        current[c] = ahead[c];
-        ahead[c] = next[c];
-      } else {
-        current[c] = next[c];
-      }
-    }
+    for (int c = 0; c < Layout::kGroup; ++c) current[c] = next[c];
   }
 }
 
+/// Blocks of the kernel that fit on one multiprocessor with this much staging, asked once per size.
 template <bool kFp8, int kRows, RowTransform kTransform>
 int resident_blocks(size_t shared_bytes) {
   static std::mutex mutex;
