@@ -59,4 +59,18 @@ at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, cons
 /// silu(first half) * second half of input [..., 2 width]: [..., width].
 at::Tensor silu_and_mul(const at::Tensor& input);
 
+/// first(input) as decode_linear applies it unfused: rms_norm, silu_and_mul, or the input itself.
+at::Tensor transformed_input(const at::Tensor& input, const LinearInput& first);
+
+/// Whether one kernels/row_linear.h launch takes decode_linear's tensors, for a weight [out, in] in bf16 or in
+/// FP8 E4M3 rows (kernels/fp8_weights.h): bf16, contiguous and 16-byte aligned, rows and width as
+/// row_linear_fits says. Always false on a CPU build.
+bool row_linear_takes(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                      const LinearInput& first, const at::Tensor& residual);
+
+/// That launch (where row_linear_takes): decode_linear's contract, the weight's rows scaled by weight_scale
+/// [out] (fp32) where it is defined (FP8 rows).
+at::Tensor row_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_scale,
+                      const at::Tensor& bias, const LinearInput& first, const at::Tensor& residual);
+
 }  // namespace graphed::kernels

@@ -29,10 +29,20 @@ at::Tensor decode_attention(const at::Tensor&, const at::Tensor&, const at::Tens
 }
 bool decode_attention_fits(int64_t, int64_t, int64_t) { return false; }
 at::Tensor silu_and_mul(const at::Tensor&) { unreachable("silu_and_mul"); }
+at::Tensor transformed_input(const at::Tensor& input, const LinearInput& first) {
+  if (first.transform != RowTransform::kNone) unreachable("decode_linear's fused input transform");
+  return input;
+}
+bool row_linear_takes(const at::Tensor&, const at::Tensor&, const at::Tensor&, const LinearInput&, const at::Tensor&) {
+  return false;
+}
+at::Tensor row_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const LinearInput&,
+                      const at::Tensor&) {
+  unreachable("row_linear");
+}
 at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          const LinearInput& first, const at::Tensor& residual) {
-  if (first.transform != RowTransform::kNone) unreachable("decode_linear's fused input transform");
-  const at::Tensor output = at::linear(input, weight, bias);
+  const at::Tensor output = at::linear(transformed_input(input, first), weight, bias);
   return residual.defined() ? residual + output : output;
 }
 

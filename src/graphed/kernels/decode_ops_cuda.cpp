@@ -4,13 +4,14 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "graphed/kernels/decode_kernels.h"
+#include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/paged_attention.h"
 #include "graphed/util/error.h"
 
 namespace graphed::kernels {
 namespace {
 
-void* current_stream() { return static_cast<void*>(c10::cuda::getCurrentCUDAStream().stream()); }
+using detail::current_stream;
 
 void require(const at::Tensor& tensor, const char* name) {
   GRAPHED_INTERNAL_ASSERT(tensor.is_cuda() && tensor.scalar_type() == at::kBFloat16 && tensor.is_contiguous(), name,
@@ -29,19 +30,15 @@ void require_rope_inputs(const at::Tensor& qkv, const at::Tensor& positions, con
   }
 }
 
-bool aligned(const at::Tensor& tensor) { return reinterpret_cast<uintptr_t>(tensor.data_ptr()) % 16 == 0; }
-
 bool bf16_rows(const at::Tensor& tensor) {
-  return tensor.is_cuda() && tensor.scalar_type() == at::kBFloat16 && tensor.is_contiguous() && aligned(tensor);
+  return tensor.is_cuda() && tensor.scalar_type() == at::kBFloat16 && tensor.is_contiguous() &&
+         detail::aligned_16(tensor);
 }
 
 /// The unfused steps of decode_linear: the input transform, at::linear, the residual add.
 at::Tensor unfused_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                           const LinearInput& first, const at::Tensor& residual) {
-  at::Tensor x = input;
-  if (first.transform == RowTransform::kRmsNorm) x = rms_norm(input, first.norm_weight, first.epsilon);
-  if (first.transform == RowTransform::kSwiglu) x = silu_and_mul(input);
-  const at::Tensor output = at::linear(x, weight, bias);
+  const at::Tensor output = at::linear(transformed_input(input, first), weight, bias);
   return residual.defined() ? residual + output : output;
 }
 
@@ -126,17 +123,24 @@ bool decode_attention_fits(int64_t heads, int64_t groups, int64_t head_dim) {
   return head_dim % 8 == 0 && head_dim <= 256 && groups > 0 && heads % groups == 0 && heads / groups <= 16;
 }
 
-at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                         const LinearInput& first, const at::Tensor& residual) {
+bool row_linear_takes(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                      const LinearInput& first, const at::Tensor& residual) {
+  const bool fp8_weight = weight.scalar_type() == at::kFloat8_e4m3fn;
+  const bool weight_rows =
+      fp8_weight ? weight.is_cuda() && weight.is_contiguous() && detail::aligned_16(weight) : bf16_rows(weight);
+  const int64_t rows = input.size(-1) > 0 ? input.numel() / input.size(-1) : 0;
+  return bf16_rows(input) && weight_rows && row_linear_fits(rows, weight.size(1), fp8_weight) &&
+         (!bias.defined() || bf16_rows(bias)) && (!residual.defined() || bf16_rows(residual)) &&
+         (first.transform != RowTransform::kRmsNorm || bf16_rows(first.norm_weight));
+}
+
+at::Tensor row_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_scale,
+                      const at::Tensor& bias, const LinearInput& first, const at::Tensor& residual) {
   const int64_t in_features = weight.size(1);
-  const int64_t rows = input.numel() / input.size(-1);
-  const bool fits = bf16_rows(input) && bf16_rows(weight) && row_linear_fits(rows, in_features) &&
-                    (!bias.defined() || bf16_rows(bias)) && (!residual.defined() || bf16_rows(residual)) &&
-                    (first.transform != RowTransform::kRmsNorm || bf16_rows(first.norm_weight));
-  if (!fits) return unfused_linear(input, weight, bias, first, residual);
   const int64_t width = first.transform == RowTransform::kSwiglu ? 2 * in_features : in_features;
+  const int64_t rows = input.numel() / input.size(-1);
   GRAPHED_INTERNAL_ASSERT(input.size(-1) == width && (!residual.defined() || residual.numel() == rows * weight.size(0)),
-                          "decode_linear: input [..., ", width, "] and residual [..., ", weight.size(0), "]");
+                          "row_linear: input [..., ", width, "] and residual [..., ", weight.size(0), "]");
   std::vector<int64_t> sizes = input.sizes().vec();
   sizes.back() = weight.size(0);
   at::Tensor output = at::empty(sizes, input.options());
@@ -145,6 +149,7 @@ at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, cons
   arguments.norm_weight = first.transform == RowTransform::kRmsNorm ? first.norm_weight.data_ptr() : nullptr;
   arguments.epsilon = static_cast<float>(first.epsilon);
   arguments.weight = weight.data_ptr();
+  arguments.weight_scale = weight_scale.defined() ? weight_scale.data_ptr<float>() : nullptr;
   arguments.bias = bias.defined() ? bias.data_ptr() : nullptr;
   arguments.residual = residual.defined() ? residual.data_ptr() : nullptr;
   arguments.output = output.data_ptr();
@@ -154,6 +159,19 @@ at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, cons
   arguments.transform = first.transform;
   launch_row_linear(arguments, current_stream());
   return output;
+}
+
+at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const LinearInput& first, const at::Tensor& residual) {
+  if (!row_linear_takes(input, weight, bias, first, residual))
+    return unfused_linear(input, weight, bias, first, residual);
+  return row_linear(input, weight, {}, bias, first, residual);
+}
+
+at::Tensor transformed_input(const at::Tensor& input, const LinearInput& first) {
+  if (first.transform == RowTransform::kRmsNorm) return rms_norm(input, first.norm_weight, first.epsilon);
+  if (first.transform == RowTransform::kSwiglu) return silu_and_mul(input);
+  return input;
 }
 
 at::Tensor silu_and_mul(const at::Tensor& input) {

@@ -52,7 +52,7 @@ at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at:
                      const at::Tensor& bias, at::ScalarType output_type, bool fast_accumulation) {
   std::optional<at::Tensor> bias_argument;
   if (bias.defined() && present(bias)) {  // cuBLASLt wants it 16-byte aligned; a view into a flat buffer may not be
-    bias_argument = reinterpret_cast<uintptr_t>(bias.data_ptr()) % 16 == 0 ? bias : bias.clone();
+    bias_argument = detail::aligned_16_copy(bias);
   }
   return at::_scaled_mm(first.data, second, first.scale_inverse, second_scale_inverse, bias_argument,
                         /*scale_result=*/std::nullopt, output_type, fast_accumulation);

@@ -31,45 +31,14 @@ Fp8Weight cast_rows(const at::Tensor& matrix) {
   return result;
 }
 
-bool bf16_rows(const at::Tensor& tensor) {
-  return tensor.is_cuda() && tensor.scalar_type() == at::kBFloat16 && tensor.is_contiguous() &&
-         reinterpret_cast<uintptr_t>(tensor.data_ptr()) % 16 == 0;
-}
-
-/// A step's few rows: one row_linear launch over the FP8 rows.
-at::Tensor few_rows(const at::Tensor& input, const Fp8Weight& weight, const at::Tensor& bias, const LinearInput& first,
-                    const at::Tensor& residual) {
-  const int64_t rows = input.numel() / input.size(-1);
-  std::vector<int64_t> sizes = input.sizes().vec();
-  sizes.back() = weight.data.size(0);
-  at::Tensor output = at::empty(sizes, input.options());
-  RowLinearArguments arguments;
-  arguments.input = input.data_ptr();
-  arguments.norm_weight = first.transform == RowTransform::kRmsNorm ? first.norm_weight.data_ptr() : nullptr;
-  arguments.epsilon = static_cast<float>(first.epsilon);
-  arguments.weight = weight.data.data_ptr();
-  arguments.weight_scale = weight.scale.data_ptr<float>();
-  arguments.bias = bias.defined() ? bias.data_ptr() : nullptr;
-  arguments.residual = residual.defined() ? residual.data_ptr() : nullptr;
-  arguments.output = output.data_ptr();
-  arguments.rows = rows;
-  arguments.in_features = weight.data.size(1);
-  arguments.out_features = weight.data.size(0);
-  arguments.transform = first.transform;
-  launch_row_linear(arguments, current_stream());
-  return output;
-}
-
 /// Any number of rows: the input transform, then every activation row in E4M3 and the rowwise scaled GEMM.
 at::Tensor many_rows(const at::Tensor& input, const Fp8Weight& weight, const at::Tensor& bias, const LinearInput& first,
                      const at::Tensor& residual) {
-  at::Tensor x = input;
-  if (first.transform == RowTransform::kRmsNorm) x = rms_norm(input, first.norm_weight, first.epsilon);
-  if (first.transform == RowTransform::kSwiglu) x = silu_and_mul(input);
+  const at::Tensor x = transformed_input(input, first);
   const at::Tensor rows = x.reshape({-1, x.size(-1)});
   const Fp8Weight activations = cast_rows(rows);
   std::optional<at::Tensor> bias_argument;
-  if (bias.defined()) bias_argument = reinterpret_cast<uintptr_t>(bias.data_ptr()) % 16 == 0 ? bias : bias.clone();
+  if (bias.defined()) bias_argument = detail::aligned_16_copy(bias);  // cuBLASLt wants it 16-byte aligned
   const at::Tensor product =
       at::_scaled_mm(activations.data, weight.data.t(), activations.scale.view({-1, 1}), weight.scale.view({1, -1}),
                      bias_argument, /*scale_result=*/std::nullopt, at::kBFloat16, /*use_fast_accum=*/true);
@@ -95,14 +64,13 @@ Fp8Weight quantize_weight_fp8(const at::Tensor& weight) {
 
 at::Tensor fp8_weight_linear(const at::Tensor& input, const Fp8Weight& weight, const at::Tensor& bias,
                              const LinearInput& first, const at::Tensor& residual) {
-  const int64_t in_features = weight.data.size(1);
-  const int64_t width = first.transform == RowTransform::kSwiglu ? 2 * in_features : in_features;
+  // A step's few rows: one kernels/row_linear.h launch over the FP8 rows.
+  if (row_linear_takes(input, weight.data, bias, first, residual)) {
+    return row_linear(input, weight.data, weight.scale, bias, first, residual);
+  }
+  const int64_t width = first.transform == RowTransform::kSwiglu ? 2 * weight.data.size(1) : weight.data.size(1);
   GRAPHED_INTERNAL_ASSERT(input.size(-1) == width, "an FP8-weight linear: input [..., ", width, "]");
-  const int64_t rows = input.numel() / width;
-  const bool few = bf16_rows(input) && row_linear_fits(rows, in_features, /*fp8_weight=*/true) &&
-                   (!bias.defined() || bf16_rows(bias)) && (!residual.defined() || bf16_rows(residual)) &&
-                   (first.transform != RowTransform::kRmsNorm || bf16_rows(first.norm_weight));
-  return few ? few_rows(input, weight, bias, first, residual) : many_rows(input, weight, bias, first, residual);
+  return many_rows(input, weight, bias, first, residual);
 }
 
 }  // namespace graphed::kernels

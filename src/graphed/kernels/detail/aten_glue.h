@@ -1,6 +1,6 @@
 // kernels/detail/aten_glue.h — the small helpers the CUDA builds' ATen-facing files of kernels/ share
-// (training_ops_cuda.cpp, fp8_linear_cuda.cpp): the current stream, tensor facts a launch needs, and the
-// rules for optional tensors and in-place gradients. CUDA builds only.
+// (training_ops_cuda.cpp, fp8_linear_cuda.cpp, fp8_weights_cuda.cpp, decode_ops_cuda.cpp): the current stream, tensor
+// facts a launch needs, and the rules for optional tensors and in-place gradients. CUDA builds only.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,6 +12,12 @@ namespace graphed::kernels::detail {
 
 /// The current CUDA stream, as the launchers take it.
 inline void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+/// Whether a tensor's data starts on a 16-byte boundary (what vector loads and cuBLASLt's bias and scales want).
+inline bool aligned_16(const at::Tensor& tensor) { return reinterpret_cast<uintptr_t>(tensor.data_ptr()) % 16 == 0; }
+
+/// The tensor, or a copy of it where its data does not start on a 16-byte boundary (a view into a flat buffer).
+inline at::Tensor aligned_16_copy(const at::Tensor& tensor) { return aligned_16(tensor) ? tensor : tensor.clone(); }
 
 /// fp32 or bf16, as the kernels name them.
 inline Element element_of(const at::Tensor& tensor) {
