@@ -3,7 +3,8 @@
 // a delayed cast uses its slot's scale and records the amax; the linear's output and both gradients stay
 // within FP8's error of the bf16 product (relative norm of the difference); the weight's gradient accumulates
 // in place where asked (telling the accumulation listeners once), inside the GEMM; the same inputs give the same bits
-// twice, and a CUDA graph replays the eager bits. A cast's transpose is the transposed cast, bit for bit.
+// twice, and a CUDA graph replays the eager bits. A cast's transpose is the transposed cast, bit for bit; a cast
+// in place writes a fresh cast's bytes; SwiGLU's fused cast and linear equal SwiGLU and then the cast or linear.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -17,6 +18,7 @@
 #include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/fp8_gemm.h"
 #include "graphed/kernels/fp8_linear.h"
+#include "graphed/kernels/training_ops.h"
 
 namespace graphed::kernels {
 namespace {
@@ -40,6 +42,13 @@ double relative_error(const at::Tensor& got, const at::Tensor& want) {
   const at::Tensor difference = got.to(at::kDouble) - want.to(at::kDouble);
   return (difference.norm() / want.to(at::kDouble).norm()).item<double>();
 }
+
+/// A weight's E4M3 cast with its transpose, current scaling: what fp8_linear reads.
+Fp8Tensor weight_cast(const at::Tensor& weight) {
+  return quantize_fp8(weight, Fp8Format::kE4M3, {}, false, /*transpose=*/true);
+}
+
+bool same_bytes(const at::Tensor& a, const at::Tensor& b) { return at::equal(a.view(at::kByte), b.view(at::kByte)); }
 
 TEST_F(Fp8LinearCudaTest, CurrentScalingMapsTheAmaxToTheLargestValue) {
   const at::Tensor x = at::randn({64, 96}, kBf16) * 3;
@@ -102,9 +111,8 @@ LinearRun run_linear(const at::Tensor& x, const at::Tensor& weight, const at::Te
   const at::Tensor input = x.detach().clone().requires_grad_(true);
   const at::Tensor master = weight.detach().to(at::kFloat).requires_grad_(true);
   const at::Tensor master_bias = bias.detach().to(at::kFloat).requires_grad_(true);
-  const at::Tensor output =
-      fp8_linear(input, master, weight, master_bias, bias, recipe, Fp8LinearScaling{}, /*accumulate_in_place=*/false,
-                 /*record_amax=*/false);
+  const at::Tensor output = fp8_linear(input, master, weight_cast(weight), master_bias, bias, recipe,
+                                       Fp8LinearScaling{}, /*accumulate_in_place=*/false, /*record_amax=*/false);
   output.backward(upstream);
   return {output.detach(), input.grad(), master.grad(), master_bias.grad()};
 }
@@ -148,7 +156,7 @@ TEST_F(Fp8LinearCudaTest, AccumulatesTheWeightGradientInPlace) {
     if (parameter.is_same(master)) ++heard;
   });
   const at::Tensor output =
-      fp8_linear(x, master, weight, {}, {}, Fp8LinearRecipe{}, {}, /*accumulate_in_place=*/true, false);
+      fp8_linear(x, master, weight_cast(weight), {}, {}, Fp8LinearRecipe{}, {}, /*accumulate_in_place=*/true, false);
   output.backward(upstream);
   remove_accumulation_listener(listener);
   EXPECT_EQ(heard, 1);
@@ -183,17 +191,19 @@ TEST_F(Fp8LinearCudaTest, TheWeightGradientGemmAddsIntoFp32InPlace) {
 TEST_F(Fp8LinearCudaTest, AGraphReplaysTheEagerBits) {
   Fp8ScalingState forward(2, Fp8Format::kE4M3, DelayedScaling{}, at::Device(at::kCUDA, 0));
   Fp8ScalingState backward(1, Fp8Format::kE5M2, DelayedScaling{}, at::Device(at::kCUDA, 0));
-  const Fp8LinearScaling scaling{slot_of(forward, 0), slot_of(forward, 1), slot_of(backward, 0)};
+  const Fp8LinearScaling scaling{slot_of(forward, 0), slot_of(backward, 0)};
   const Fp8LinearRecipe recipe{Fp8Format::kE5M2, true};
   const at::Tensor x = at::randn({128, 64}, kBf16);
   const at::Tensor weight = at::randn({32, 64}, kBf16);
   const at::Tensor upstream = at::randn({128, 32}, kBf16);
   const at::Tensor master = weight.to(at::kFloat).requires_grad_(true);
   const at::Tensor input = x.clone().requires_grad_(true);
-  const auto step = [&] {  // forward, backward and the scales' update, as one training step
+  const Fp8Tensor cast = empty_fp8_matrix(weight, Fp8Format::kE4M3);
+  const auto step = [&] {  // the weight's cast, forward, backward and the scales' update, as one training step
     input.mutable_grad() = at::Tensor();
     master.mutable_grad() = at::Tensor();
-    fp8_linear(input, master, weight, {}, {}, recipe, scaling, false, /*record_amax=*/true).backward(upstream);
+    quantize_fp8_into(weight, Fp8Format::kE4M3, slot_of(forward, 1), /*record=*/true, cast);
+    fp8_linear(input, master, cast, {}, {}, recipe, scaling, false, /*record_amax=*/true).backward(upstream);
     const at::Tensor result = at::cat({input.grad().to(at::kFloat).flatten(), master.grad().flatten()});
     forward.update();
     backward.update();
@@ -232,6 +242,73 @@ TEST_F(Fp8LinearCudaTest, AGraphReplaysTheEagerBits) {
     graph.replay();
     EXPECT_TRUE(at::equal(captured, eager[static_cast<std::size_t>(i)])) << "replay " << i << " differs from eager";
   }
+}
+
+TEST_F(Fp8LinearCudaTest, ACastInPlaceWritesTheCastsBytes) {
+  const at::Tensor weight = at::randn({96, 64}, kBf16);
+  Fp8ScalingState state(1, Fp8Format::kE4M3, DelayedScaling{}, at::Device(at::kCUDA, 0));
+  state.scale().fill_(3);
+  state.scale_inverse().fill_(1.0 / 3);
+  const Fp8Tensor cast = empty_fp8_matrix(weight, Fp8Format::kE4M3);
+  const void* address = cast.data.data_ptr();
+  quantize_fp8_into(weight, Fp8Format::kE4M3, slot_of(state, 0), /*record=*/true, cast);
+  const Fp8Tensor fresh = quantize_fp8(weight, Fp8Format::kE4M3, slot_of(state, 0), false, /*transpose=*/true);
+  EXPECT_EQ(cast.data.data_ptr(), address);
+  EXPECT_TRUE(same_bytes(cast.data, fresh.data) && same_bytes(cast.transposed, fresh.transposed));
+  EXPECT_TRUE(at::equal(cast.scale_inverse, fresh.scale_inverse));
+  EXPECT_EQ(state.amax_history()[0][0].item<float>(), weight.abs().max().to(at::kFloat).item<float>());
+  // Current scaling too.
+  quantize_fp8_into(weight, Fp8Format::kE4M3, {}, false, cast);
+  const Fp8Tensor current = weight_cast(weight);
+  EXPECT_TRUE(same_bytes(cast.data, current.data) && same_bytes(cast.transposed, current.transposed));
+  EXPECT_TRUE(at::equal(cast.scale_inverse, current.scale_inverse));
+}
+
+TEST_F(Fp8LinearCudaTest, TheSwigluCastEqualsSwigluThenTheCastBitForBit) {
+  // Whole tiles, edge tiles, and widths the fused kernel does not take (SwiGLU first, then the cast).
+  const std::vector<std::vector<int64_t>> shapes = {{128, 384}, {100, 72}, {6, 20}};
+  for (const auto& shape : shapes) {
+    const at::Tensor x = at::randn(shape, kBf16) * 3;
+    const at::Tensor activated = swiglu(x);
+    const std::string what = std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+    for (const Fp8Format format : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
+      const Fp8Tensor fused = quantize_fp8(x, format, {}, false, true, Fp8InputTransform::kSwiglu);
+      const Fp8Tensor apart = quantize_fp8(activated, format, {}, false, true);
+      EXPECT_TRUE(same_bytes(fused.data, apart.data) && same_bytes(fused.transposed, apart.transposed)) << what;
+      EXPECT_TRUE(at::equal(fused.scale_inverse, apart.scale_inverse)) << what << ": current scaling's amax";
+    }
+    Fp8ScalingState state(2, Fp8Format::kE4M3, DelayedScaling{}, at::Device(at::kCUDA, 0));
+    state.scale().fill_(5);
+    const Fp8Tensor fused =
+        quantize_fp8(x, Fp8Format::kE4M3, slot_of(state, 0), /*record=*/true, false, Fp8InputTransform::kSwiglu);
+    const Fp8Tensor apart = quantize_fp8(activated, Fp8Format::kE4M3, slot_of(state, 1), /*record=*/true);
+    EXPECT_TRUE(same_bytes(fused.data, apart.data)) << what << ", delayed";
+    EXPECT_FALSE(fused.transposed.defined());
+    EXPECT_EQ(state.amax_history()[0][0].item<float>(), state.amax_history()[0][1].item<float>()) << what;
+  }
+}
+
+TEST_F(Fp8LinearCudaTest, ASwigluFusedLinearEqualsSwigluThenTheLinear) {
+  const at::Tensor x = at::randn({2, 64, 192}, kBf16);
+  const at::Tensor weight = (at::randn({80, 96}, kBf16) * 0.1).to(at::kBFloat16);
+  const at::Tensor upstream = at::randn({2, 64, 80}, kBf16);
+  const Fp8Tensor cast = weight_cast(weight);
+  const Fp8LinearRecipe recipe{Fp8Format::kE5M2, true};
+  const auto run = [&](bool fused) {
+    const at::Tensor input = x.clone().requires_grad_(true);
+    const at::Tensor master = weight.to(at::kFloat).requires_grad_(true);
+    const at::Tensor output =
+        fused ? fp8_linear(input, master, cast, {}, {}, recipe, {}, false, false, Fp8InputTransform::kSwiglu)
+              : fp8_linear(swiglu(input), master, cast, {}, {}, recipe, {}, false, false);
+    output.backward(upstream);
+    return std::vector<at::Tensor>{output.detach(), input.grad(), master.grad()};
+  };
+  const std::vector<at::Tensor> fused = run(true);
+  const std::vector<at::Tensor> apart = run(false);
+  EXPECT_EQ(fused[1].sizes(), x.sizes());
+  EXPECT_TRUE(at::equal(fused[0], apart[0])) << "the output";
+  EXPECT_TRUE(at::equal(fused[1], apart[1])) << "the input's gradient";
+  EXPECT_TRUE(at::equal(fused[2], apart[2])) << "the weight's gradient";
 }
 
 }  // namespace

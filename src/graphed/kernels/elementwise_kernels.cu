@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "graphed/kernels/detail/swiglu.cuh"
 #include "graphed/kernels/training_kernels.h"
 
 namespace graphed::kernels {
@@ -67,7 +68,8 @@ __global__ void rope_kernel(const __nv_bfloat16* input, HeadStrides in, __nv_bfl
   }
 }
 
-__device__ __forceinline__ float sigmoid(float value) { return 1.0f / (1.0f + __expf(-value)); }
+using detail::sigmoid;
+using detail::swiglu;
 
 /// A block per row; thread t takes kWidth consecutive columns at a time.
 template <bool kPairs>
@@ -79,7 +81,7 @@ __global__ void swiglu_forward_kernel(const __nv_bfloat16* input, __nv_bfloat16*
   for (int64_t column = threadIdx.x * kWidth; column < width; column += blockDim.x * kWidth) {
     const float2 gate = load_two<kPairs>(gate_row + column);
     const float2 up = load_two<kPairs>(up_row + column);
-    store_two<kPairs>(out_row + column, make_float2(gate.x * sigmoid(gate.x) * up.x, gate.y * sigmoid(gate.y) * up.y));
+    store_two<kPairs>(out_row + column, make_float2(swiglu(gate.x, up.x), swiglu(gate.y, up.y)));
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/swiglu.cuh"
 #include "graphed/kernels/fp8_kernels.h"
 
 namespace graphed::kernels {
@@ -77,11 +78,32 @@ void launch(const void* input, int64_t count, const float* scale, void* output, 
 
 constexpr int kTile = 64;  // cast-transpose tiles: 64 x 64 values, a row of 16 four-byte words each
 
+/// The values a cast reads, by (row, column) of the matrix it casts: the input itself ...
+template <typename T>
+struct PlainValues {
+  const T* input;
+  int64_t columns;
+  __device__ __forceinline__ float operator()(int64_t row, int64_t column) const {
+    return detail::load(input, row * columns + column);
+  }
+};
+
+/// ... or SwiGLU of a bf16 input [rows, 2 columns], rounded to bf16 as launch_swiglu_forward writes it.
+struct SwigluValues {
+  const __nv_bfloat16* input;
+  int64_t columns;
+  __device__ __forceinline__ float operator()(int64_t row, int64_t column) const {
+    const __nv_bfloat16* gate = input + row * 2 * columns + column;
+    const float value = detail::swiglu(__bfloat162float(gate[0]), __bfloat162float(gate[columns]));
+    return __bfloat162float(__float2bfloat16_rn(value));
+  }
+};
+
 /// One tile of the cast and its transpose: each thread casts four neighbours of a row at a time and writes
 /// them as one word (rows of the cast), keeping the tile's bytes in shared memory; then gathers four bytes
-/// of a column at a time into one word of the transpose.
-template <typename T>
-__global__ void cast_transpose_kernel(const T* input, int64_t rows, int64_t columns, const float* scale,
+/// of a column at a time into one word of the transpose (none where transposed is null).
+template <typename Values>
+__global__ void cast_transpose_kernel(Values values, int64_t rows, int64_t columns, const float* scale,
                                       __nv_fp8_storage_t* output, __nv_fp8_storage_t* transposed, bool e5m2,
                                       float* amax) {
   __shared__ uint32_t tile[kTile][kTile / 4 + 1];  // + 1: the column reads fall in different banks
@@ -98,7 +120,7 @@ __global__ void cast_transpose_kernel(const T* input, int64_t rows, int64_t colu
     if (row < rows && column < columns) {
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        const float value = detail::load(input, row * columns + column + v);
+        const float value = values(row, column + v);
         local = fmaxf(local, fabsf(value));
         packed |= static_cast<uint32_t>(cast_one(value * factor, e5m2)) << (8 * v);
       }
@@ -106,19 +128,36 @@ __global__ void cast_transpose_kernel(const T* input, int64_t rows, int64_t colu
     }
     tile[r][word] = packed;
   }
-  __syncthreads();
-  for (int item = threadIdx.x; item < kTile * kTile / 4; item += kThreads) {
-    const int c = item / (kTile / 4);  // the tile's column: a row of the transpose
-    const int word = item % (kTile / 4);
-    const int64_t column = first_column + c;
-    const int64_t row = first_row + 4 * word;
-    if (column >= columns || row >= rows) continue;
-    uint32_t packed = 0;
+  if (transposed != nullptr) {
+    __syncthreads();
+    for (int item = threadIdx.x; item < kTile * kTile / 4; item += kThreads) {
+      const int c = item / (kTile / 4);  // the tile's column: a row of the transpose
+      const int word = item % (kTile / 4);
+      const int64_t column = first_column + c;
+      const int64_t row = first_row + 4 * word;
+      if (column >= columns || row >= rows) continue;
+      uint32_t packed = 0;
 #pragma unroll
-    for (int v = 0; v < 4; ++v) packed |= ((tile[4 * word + v][c / 4] >> (8 * (c % 4))) & 0xffu) << (8 * v);
-    *reinterpret_cast<uint32_t*>(transposed + column * rows + row) = packed;
+      for (int v = 0; v < 4; ++v) packed |= ((tile[4 * word + v][c / 4] >> (8 * (c % 4))) & 0xffu) << (8 * v);
+      *reinterpret_cast<uint32_t*>(transposed + column * rows + row) = packed;
+    }
   }
   if (amax != nullptr) fold_amax(local, amax);
+}
+
+/// Raises *amax to the largest |value| of a rows x columns matrix of values (a grid-stride loop).
+template <typename Values>
+__global__ void values_amax_kernel(Values values, int64_t rows, int64_t columns, float* amax) {
+  float local = 0.0f;
+  for (int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; index < rows * columns;
+       index += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    local = fmaxf(local, fabsf(values(index / columns, index % columns)));
+  }
+  fold_amax(local, amax);
+}
+
+dim3 tiles_of(int64_t rows, int64_t columns) {
+  return dim3(static_cast<unsigned>((columns + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile));
 }
 
 /// Row blockIdx.x of input [rows, columns] in E4M3 at its own scale, largest / the row's amax (1 for a row of
@@ -191,18 +230,30 @@ bool cast_transpose_fits(int64_t rows, int64_t columns) {
 void launch_cast_transpose_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns,
                                   const float* scale, void* output, void* transposed, bool e5m2, float* amax,
                                   void* stream) {
-  const dim3 grid(static_cast<unsigned>((columns + kTile - 1) / kTile),
-                  static_cast<unsigned>((rows + kTile - 1) / kTile));
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   auto* bytes = static_cast<__nv_fp8_storage_t*>(output);
   auto* transposed_bytes = static_cast<__nv_fp8_storage_t*>(transposed);
   if (input_type == Element::kFloat32) {
-    cast_transpose_kernel<float><<<grid, kThreads, 0, cuda_stream>>>(static_cast<const float*>(input), rows, columns,
-                                                                     scale, bytes, transposed_bytes, e5m2, amax);
+    cast_transpose_kernel<<<tiles_of(rows, columns), kThreads, 0, cuda_stream>>>(
+        PlainValues<float>{static_cast<const float*>(input), columns}, rows, columns, scale, bytes, transposed_bytes,
+        e5m2, amax);
   } else {
-    cast_transpose_kernel<__nv_bfloat16><<<grid, kThreads, 0, cuda_stream>>>(
-        static_cast<const __nv_bfloat16*>(input), rows, columns, scale, bytes, transposed_bytes, e5m2, amax);
+    cast_transpose_kernel<<<tiles_of(rows, columns), kThreads, 0, cuda_stream>>>(
+        PlainValues<__nv_bfloat16>{static_cast<const __nv_bfloat16*>(input), columns}, rows, columns, scale, bytes,
+        transposed_bytes, e5m2, amax);
   }
+}
+
+void launch_swiglu_cast_transpose_to_fp8(const void* input, int64_t rows, int64_t columns, const float* scale,
+                                         void* output, void* transposed, bool e5m2, float* amax, void* stream) {
+  cast_transpose_kernel<<<tiles_of(rows, columns), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      SwigluValues{static_cast<const __nv_bfloat16*>(input), columns}, rows, columns, scale,
+      static_cast<__nv_fp8_storage_t*>(output), static_cast<__nv_fp8_storage_t*>(transposed), e5m2, amax);
+}
+
+void launch_swiglu_amax(const void* input, int64_t rows, int64_t columns, float* amax, void* stream) {
+  values_amax_kernel<<<blocks_for(rows * columns), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      SwigluValues{static_cast<const __nv_bfloat16*>(input), columns}, rows, columns, amax);
 }
 
 void launch_cast_rows_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns, float largest,

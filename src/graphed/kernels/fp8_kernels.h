@@ -1,6 +1,7 @@
 // kernels/fp8_kernels.h — the CUDA kernels behind FP8 linears (kernels/fp8_linear.h), free of ATen like
 // kernels/training_kernels.h: the amax of a tensor, and its cast to E4M3 or E5M2 after a scale read from
-// the device (so a graph replays with the scale of the moment), recording the amax as it goes.
+// the device (so a graph replays with the scale of the moment), recording the amax as it goes. SwiGLU's
+// output is cast by the kernel that computes it, never written in bf16.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,15 @@ bool cast_transpose_fits(int64_t rows, int64_t columns);
 void launch_cast_transpose_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns,
                                   const float* scale, void* output, void* transposed, bool e5m2, float* amax,
                                   void* stream);
+
+/// launch_cast_transpose_to_fp8 of SwiGLU's output, fused: the matrix cast is silu(input[:, :columns]) *
+/// input[:, columns:] for a bf16 input [rows, 2 columns], each value rounded to bf16 as launch_swiglu_forward
+/// writes it (so the bytes equal that kernel's output cast). transposed may be null: the cast alone. Where
+/// cast_transpose_fits(rows, columns).
+void launch_swiglu_cast_transpose_to_fp8(const void* input, int64_t rows, int64_t columns, const float* scale,
+                                         void* output, void* transposed, bool e5m2, float* amax, void* stream);
+/// launch_amax of that SwiGLU output (current scaling's first pass), without writing it.
+void launch_swiglu_amax(const void* input, int64_t rows, int64_t columns, float* amax, void* stream);
 
 /// Each row of a row-major [rows, columns] matrix in E4M3 with a scale of its own (per token for activations,
 /// per output channel for weights): output[r, c] = fp8(input[r, c] * largest / amax(row r)), and

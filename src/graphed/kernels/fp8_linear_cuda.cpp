@@ -1,7 +1,7 @@
 // kernels/fp8_linear_cuda.cpp — kernels/fp8_linear.h on a CUDA build. The GEMMs are at::_scaled_mm with
 // per-tensor inverse scales: on Hopper its first operand must be row-major and its second column-major,
-// so the backward transposes the FP8 copies it needs (the weight for the input's gradient; the input and
-// the output's gradient for the weight's). The forward accumulates fast (TransformerEngine's choice for
+// so the backward reads transposed FP8 copies (the weight's, made with its cast; the input's and the output
+// gradient's, written by their casts). The forward accumulates fast (TransformerEngine's choice for
 // fprop), the backward's two GEMMs in full precision.
 #include <cstdint>
 #include <optional>
@@ -17,6 +17,7 @@
 #include "graphed/kernels/fp8_gemm.h"
 #include "graphed/kernels/fp8_kernels.h"
 #include "graphed/kernels/fp8_linear.h"
+#include "graphed/kernels/training_kernels.h"
 #include "graphed/util/error.h"
 
 namespace graphed::kernels {
@@ -82,21 +83,33 @@ at::Tensor weight_gradient(const at::Tensor& weight, const Fp8Tensor& gradient, 
   return {};
 }
 
+/// The input's gradient through the transform, from the gradient of what the GEMM read (bf16 [rows, in]).
+at::Tensor through_transform(const at::Tensor& grad_read, const at::Tensor& transform_input) {
+  if (!transform_input.defined()) return grad_read;  // no transform: the GEMM read the input itself
+  const int64_t rows = grad_read.size(0), width = grad_read.size(1);
+  at::Tensor grad_input = at::empty({rows, 2 * width}, grad_read.options());
+  launch_swiglu_backward(grad_read.data_ptr(), transform_input.data_ptr(), grad_input.data_ptr(), rows, width,
+                         current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return grad_input;
+}
+
 struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
-                            const at::Tensor& weight_copy, const at::Tensor& bias, const at::Tensor& bias_copy,
+                            const at::Tensor& weight_data, const at::Tensor& weight_transposed,
+                            const at::Tensor& weight_scale_inverse, const at::Tensor& bias, const at::Tensor& bias_copy,
                             const Fp8LinearRecipe& recipe, const Fp8LinearScaling& scaling, bool accumulate,
-                            bool record, bool backward) {
+                            bool record, bool backward, Fp8InputTransform transform) {
     const at::Tensor rows = as_bf16(input).reshape({-1, input.size(-1)});
-    // The backward reads the weight column-major, and the input too where its GEMM is FP8: their casts
-    // write the transposes as well.
+    // The backward reads the input column-major where its GEMM is FP8: the cast writes the transpose as well.
     const bool fp8_input_for_weight = backward && recipe.fp8_weight_gradient;
-    const Fp8Tensor x = quantize_fp8(rows, Fp8Format::kE4M3, scaling.input, record, fp8_input_for_weight);
-    const Fp8Tensor w = quantize_fp8(weight_copy, Fp8Format::kE4M3, scaling.weight, record, backward);
-    const at::Tensor output = scaled_mm(x, w.data.t(), w.scale_inverse, bias_copy, at::kBFloat16, true);
+    const Fp8Tensor x = quantize_fp8(rows, Fp8Format::kE4M3, scaling.input, record, fp8_input_for_weight, transform);
+    const at::Tensor output = scaled_mm(x, weight_data.t(), weight_scale_inverse, bias_copy, at::kBFloat16, true);
     if (backward) {
       const at::Tensor input_for_weight = fp8_input_for_weight ? x.transposed.t() : rows;
-      context->save_for_backward({input_for_weight, x.scale_inverse, w.transposed.t(), w.scale_inverse, weight});
+      const at::Tensor transform_input = transform == Fp8InputTransform::kSwiglu ? rows : at::Tensor();
+      context->save_for_backward({input_for_weight, x.scale_inverse, weight_transposed.t(), weight_scale_inverse,
+                                  weight, or_empty(transform_input, rows)});
     }
     context->saved_data["accumulate"] = accumulate;
     context->saved_data["fp8_weight_gradient"] = recipe.fp8_weight_gradient;
@@ -120,21 +133,74 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
         quantize_fp8(dy, format, saved_slot(context), context->saved_data["record"].toBool(), fp8_weight_gradient);
     at::Tensor grad_input, grad_weight, grad_bias;
     if (context->needs_input_grad(0)) {  // dy [rows, out] x weight [out, in], the weight column-major
+      const at::Tensor grad_read = scaled_mm(gradient, saved[2], saved[3], {}, at::kBFloat16, false);
       std::vector<int64_t> sizes = grads[0].sizes().vec();
-      sizes.back() = weight.size(1);
-      grad_input = scaled_mm(gradient, saved[2], saved[3], {}, at::kBFloat16, false).view(sizes);
+      const at::Tensor transform_input = present(saved[5]) ? saved[5] : at::Tensor();
+      sizes.back() = transform_input.defined() ? transform_input.size(1) : weight.size(1);
+      grad_input = through_transform(grad_read, transform_input).view(sizes);
     }
     if (context->needs_input_grad(1)) {
       grad_weight = weight_gradient(weight, gradient, dy, saved[0], saved[1], fp8_weight_gradient,
                                     context->saved_data["accumulate"].toBool());
     }
-    if (context->needs_input_grad(3)) {
+    if (context->needs_input_grad(5)) {
       grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
     }
-    return {grad_input,   grad_weight,  at::Tensor(), grad_bias,    at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    tensor_list gradients(13);
+    gradients[0] = grad_input;
+    gradients[1] = grad_weight;
+    gradients[5] = grad_bias;
+    return gradients;
   }
 };
+
+/// Casts `input` (contiguous) into `into`: data, and its transpose where `into.transposed` is defined, at
+/// `scale`, recording the amax where `amax` is not null; SwiGLU's output of it with that transform.
+void cast_into(const at::Tensor& input, Fp8InputTransform transform, Fp8Format format, const at::Tensor& scale,
+               float* amax, const Fp8Tensor& into) {
+  const bool e5m2 = format == Fp8Format::kE5M2;
+  const bool transpose = into.transposed.defined();
+  void* transposed = transpose ? into.transposed.data_ptr() : nullptr;
+  if (transform == Fp8InputTransform::kSwiglu) {
+    launch_swiglu_cast_transpose_to_fp8(input.data_ptr(), input.size(0), input.size(1) / 2, scale.data_ptr<float>(),
+                                        into.data.data_ptr(), transposed, e5m2, amax, current_stream());
+  } else if (transpose && cast_transpose_fits(input.size(0), input.size(1))) {
+    launch_cast_transpose_to_fp8(input.data_ptr(), element_of(input), input.size(0), input.size(1),
+                                 scale.data_ptr<float>(), into.data.data_ptr(), transposed, e5m2, amax,
+                                 current_stream());
+  } else {
+    launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(),
+                       into.data.data_ptr(), e5m2, amax, current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (transpose) into.transposed.copy_(into.data.t());
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+/// The scale to cast `input` with, its inverse written into scale_inverse: the slot's (delayed), or from
+/// the amax of transform(input), computed first (current scaling).
+at::Tensor scale_for(const at::Tensor& input, Fp8InputTransform transform, Fp8Format format, const Fp8Slot& slot,
+                     const at::Tensor& scale_inverse) {
+  if (delayed(slot)) {  // copied out: a slot's view sits 4 bytes per slot into its state, not 16-byte aligned
+    scale_inverse.copy_(slot.scale_inverse);
+    return slot.scale;
+  }
+  const auto options = input.options().dtype(at::kFloat);
+  const at::Tensor amax = at::zeros({1}, options);
+  const at::Tensor scale = at::empty({1}, options);
+  if (transform == Fp8InputTransform::kSwiglu) {
+    launch_swiglu_amax(input.data_ptr(), input.size(0), input.size(1) / 2, amax.data_ptr<float>(), current_stream());
+  } else {
+    launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
+                         scale_inverse.data_ptr<float>(), current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return scale;
+}
+
+at::ScalarType fp8_type(Fp8Format format) { return format == Fp8Format::kE5M2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn; }
 
 }  // namespace
 
@@ -164,59 +230,67 @@ bool fp8_supported(const at::Device& device, std::string* why_not) {
   return true;
 }
 
-Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot, bool record, bool transpose) {
-  const at::Tensor input = x.contiguous();
+Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot, bool record, bool transpose,
+                       Fp8InputTransform transform) {
+  at::Tensor input = x.contiguous();
   GRAPHED_INTERNAL_ASSERT(
       input.is_cuda() && (input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat),
       "FP8 casts take bf16 or fp32 CUDA tensors");
   GRAPHED_INTERNAL_ASSERT(!transpose || input.dim() == 2, "an FP8 cast's transpose is of a matrix");
+  if (transform == Fp8InputTransform::kSwiglu) {
+    GRAPHED_INTERNAL_ASSERT(input.dim() == 2 && input.scalar_type() == at::kBFloat16 && input.size(1) % 2 == 0,
+                            "a SwiGLU cast takes a bf16 matrix of an even width");
+    if (!cast_transpose_fits(input.size(0), input.size(1) / 2)) {  // SwiGLU first, then the plain cast
+      at::Tensor activated = at::empty({input.size(0), input.size(1) / 2}, input.options());
+      launch_swiglu_forward(input.data_ptr(), activated.data_ptr(), input.size(0), input.size(1) / 2, current_stream());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return quantize_fp8(activated, format, slot, record, transpose);
+    }
+  }
+  std::vector<int64_t> sizes = input.sizes().vec();
+  if (transform == Fp8InputTransform::kSwiglu) sizes.back() /= 2;
+  const auto options = input.options().dtype(fp8_type(format));
   Fp8Tensor result;
-  at::Tensor scale = slot.scale;
-  if (delayed(slot)) {
-    // cuBLASLt wants 16-byte aligned scale pointers, and a slot's view sits 4 bytes per slot into its state.
-    result.scale_inverse = slot.scale_inverse.clone();
-  } else {  // current scaling: the amax first, then the scale from it
-    const auto options = input.options().dtype(at::kFloat);
-    const at::Tensor amax = at::zeros({1}, options);
-    scale = at::empty({1}, options);
-    result.scale_inverse = at::empty({1}, options);
-    launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
-                           result.scale_inverse.data_ptr<float>(), current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    record = false;
-  }
-  const bool e5m2 = format == Fp8Format::kE5M2;
-  const auto options = input.options().dtype(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn);
-  result.data = at::empty(input.sizes(), options);
-  float* amax = record ? slot.amax.data_ptr<float>() : nullptr;
-  if (transpose && cast_transpose_fits(input.size(0), input.size(1))) {
-    result.transposed = at::empty({input.size(1), input.size(0)}, options);
-    launch_cast_transpose_to_fp8(input.data_ptr(), element_of(input), input.size(0), input.size(1),
-                                 scale.data_ptr<float>(), result.data.data_ptr(), result.transposed.data_ptr(), e5m2,
-                                 amax, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return result;
-  }
-  launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(),
-                     result.data.data_ptr(), e5m2, amax, current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (transpose) result.transposed = result.data.t().contiguous();
+  result.data = at::empty(sizes, options);
+  if (transpose) result.transposed = at::empty({sizes[1], sizes[0]}, options);
+  result.scale_inverse = at::empty({1}, input.options().dtype(at::kFloat));
+  const at::Tensor scale = scale_for(input, transform, format, slot, result.scale_inverse);
+  float* amax = record && delayed(slot) ? slot.amax.data_ptr<float>() : nullptr;
+  cast_into(input, transform, format, scale, amax, result);
   return result;
 }
 
-at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& weight_copy,
+Fp8Tensor empty_fp8_matrix(const at::Tensor& like, Fp8Format format) {
+  const auto options = like.options().dtype(fp8_type(format));
+  return {at::empty({like.size(0), like.size(1)}, options), at::empty({1}, like.options().dtype(at::kFloat)),
+          at::empty({like.size(1), like.size(0)}, options)};
+}
+
+void quantize_fp8_into(const at::Tensor& x, Fp8Format format, const Fp8Slot& slot, bool record, const Fp8Tensor& into) {
+  const at::Tensor input = x.contiguous();
+  GRAPHED_INTERNAL_ASSERT(input.is_cuda() && input.dim() == 2 && into.data.sizes() == input.sizes() &&
+                              detail::aligned_16(into.scale_inverse),
+                          "an FP8 cast in place takes a CUDA matrix and buffers of its shape");
+  const at::Tensor scale = scale_for(input, Fp8InputTransform::kNone, format, slot, into.scale_inverse);
+  cast_into(input, Fp8InputTransform::kNone, format, scale,
+            record && delayed(slot) ? slot.amax.data_ptr<float>() : nullptr, into);
+}
+
+at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const Fp8Tensor& weight_fp8,
                       const at::Tensor& bias, const at::Tensor& bias_copy, const Fp8LinearRecipe& recipe,
-                      const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax) {
-  GRAPHED_INTERNAL_ASSERT(weight_copy.defined() && weight_copy.scalar_type() == at::kBFloat16,
-                          "an FP8 linear reads the weight's bf16 working copy");
+                      const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax,
+                      Fp8InputTransform transform) {
+  GRAPHED_INTERNAL_ASSERT(weight_fp8.data.defined() && weight_fp8.transposed.defined(),
+                          "an FP8 linear reads the weight's E4M3 cast and its transpose");
   GRAPHED_INTERNAL_ASSERT(bias.defined() == bias_copy.defined(), "an FP8 linear's bias comes with its working copy");
+  GRAPHED_INTERNAL_ASSERT(transform == Fp8InputTransform::kNone || recipe.fp8_weight_gradient,
+                          "a SwiGLU-fused FP8 linear keeps no bf16 input for a bf16 weight gradient");
   // Inside forward autograd is off: whether a backward will follow is asked here.
   const bool backward = at::GradMode::is_enabled() &&
                         (input.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
-  return Fp8LinearFunction::apply(input, weight, weight_copy, or_empty(bias, weight), or_empty(bias_copy, weight_copy),
-                                  recipe, scaling, accumulate_in_place, record_amax, backward);
+  return Fp8LinearFunction::apply(input, weight, weight_fp8.data, weight_fp8.transposed, weight_fp8.scale_inverse,
+                                  or_empty(bias, weight), or_empty(bias_copy, weight_fp8.scale_inverse), recipe,
+                                  scaling, accumulate_in_place, record_amax, backward, transform);
 }
 
 }  // namespace graphed::kernels

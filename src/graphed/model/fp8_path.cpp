@@ -11,7 +11,12 @@ namespace graphed::model {
 Fp8Path::Fp8Path(std::shared_ptr<const FusedPath> fused, const std::vector<at::Tensor>& weights, const Options& options,
                  const at::Device& device)
     : WrappedPath(fused), fused_(std::move(fused)), recipe_(options.recipe) {
-  for (const auto& weight : weights) slots_.emplace(weight.unsafeGetTensorImpl(), static_cast<int64_t>(slots_.size()));
+  for (const auto& weight : weights) {
+    slots_.emplace(weight.unsafeGetTensorImpl(), static_cast<int64_t>(weights_.size()));
+    const at::Tensor copy = fused_->copy_of(weight);
+    GRAPHED_INTERNAL_ASSERT(copy.defined() && copy.dim() == 2, "an FP8 weight without a bf16 working copy");
+    weights_.push_back({copy, kernels::empty_fp8_matrix(copy, kernels::Fp8Format::kE4M3)});
+  }
   if (options.delayed && !slots_.empty()) {
     const auto count = static_cast<int64_t>(slots_.size());
     forward_ =
@@ -19,33 +24,71 @@ Fp8Path::Fp8Path(std::shared_ptr<const FusedPath> fused, const std::vector<at::T
     backward_ =
         std::make_shared<kernels::Fp8ScalingState>(count, options.recipe.gradient_format, *options.delayed, device);
   }
+  cast_weights();
 }
 
-kernels::Fp8LinearScaling Fp8Path::scaling_of(const at::Tensor& weight) const {
-  if (forward_ == nullptr) return {};
+int64_t Fp8Path::slot_index(const at::Tensor& weight) const {
   const auto found = slots_.find(weight.unsafeGetTensorImpl());
-  GRAPHED_INTERNAL_ASSERT(found != slots_.end(), "an FP8 linear whose weight has no delayed-scaling slot");
-  const int64_t index = found->second;
-  return {kernels::slot_of(*forward_, 2 * index), kernels::slot_of(*forward_, 2 * index + 1),
-          kernels::slot_of(*backward_, index)};
+  GRAPHED_INTERNAL_ASSERT(found != slots_.end(), "an FP8 linear whose weight the FP8 path was not given");
+  return found->second;
 }
 
-at::Tensor Fp8Path::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
-  // Without autograd a few rows (a training sample's tokens) take the bf16 GEMM: the FP8 ones are sized for
-  // multiples of 16 (training's rows are checked by rule FP-4).
-  const int64_t rows = input.size(-1) > 0 ? input.numel() / input.size(-1) : 0;
-  if (!at::GradMode::is_enabled() && rows % 16 != 0) return fused_->linear(input, weight, bias);
+kernels::Fp8LinearScaling Fp8Path::scaling_of(int64_t index) const {
+  if (forward_ == nullptr) return {};
+  return {kernels::slot_of(*forward_, 2 * index), kernels::slot_of(*backward_, index)};
+}
+
+void Fp8Path::cast_weights() const {
+  for (std::size_t index = 0; index < weights_.size(); ++index) {
+    const kernels::Fp8Slot slot =
+        forward_ == nullptr ? kernels::Fp8Slot{} : kernels::slot_of(*forward_, 2 * static_cast<int64_t>(index) + 1);
+    kernels::quantize_fp8_into(weights_[index].copy, kernels::Fp8Format::kE4M3, slot, /*record=*/true,
+                               weights_[index].cast);
+  }
+}
+
+at::Tensor Fp8Path::fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                               kernels::Fp8InputTransform transform) const {
   // Amaxes count once per training pass: not in evaluation, nor in a per-layer engine's warmup probe.
   const bool record = at::GradMode::is_enabled() && !capture::is_gradient_probe();
-  return kernels::fp8_linear(input, weight, fused_->copy_of(weight), bias, fused_->copy_of(bias), recipe_,
-                             scaling_of(weight), fused_->accumulates_in_place(), record);
+  const int64_t index = slot_index(weight);
+  return kernels::fp8_linear(input, weight, weights_[index].cast, bias, fused_->copy_of(bias), recipe_,
+                             scaling_of(index), fused_->accumulates_in_place(), record, transform);
+}
+
+namespace {
+
+/// Without autograd a few rows (a training sample's tokens) take bf16: the FP8 GEMMs are sized for multiples
+/// of 16 (training's rows are checked by rule FP-4).
+bool rows_fit(const at::Tensor& input) {
+  const int64_t rows = input.size(-1) > 0 ? input.numel() / input.size(-1) : 0;
+  return at::GradMode::is_enabled() || rows % 16 == 0;
+}
+
+}  // namespace
+
+at::Tensor Fp8Path::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
+  if (!rows_fit(input)) return fused_->linear(input, weight, bias);
+  return fp8_linear(input, weight, bias, kernels::Fp8InputTransform::kNone);
+}
+
+at::Tensor Fp8Path::swiglu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const {
+  // The fused cast keeps no bf16 SwiGLU output, which a bf16 weight gradient (--no-fp8-wgrad) would read.
+  if (!rows_fit(x) || !recipe_.fp8_weight_gradient || x.scalar_type() != at::kBFloat16) {
+    return KernelPath::swiglu_linear(x, weight, bias);
+  }
+  return fp8_linear(x, weight, bias, kernels::Fp8InputTransform::kSwiglu);
 }
 
 void Fp8Path::end_step() const {
-  if (forward_ == nullptr) return;
-  forward_->update();
-  backward_->update();
+  if (forward_ != nullptr) {
+    forward_->update();
+    backward_->update();
+  }
+  cast_weights();  // after the optimizer's update: the next step's weights, at the next step's scales
 }
+
+void Fp8Path::weights_loaded() const { cast_weights(); }
 
 std::vector<std::pair<std::string, at::Tensor>> Fp8Path::state() const {
   if (forward_ == nullptr) return {};

@@ -214,14 +214,22 @@ std::shared_ptr<const Fp8WeightsPath> GptModelImpl::use_fp8_weights() {
   return path;
 }
 
-void GptModelImpl::end_step() {
+void GptModelImpl::for_each_path(const std::function<void(const KernelPath&)>& visit) const {
   std::vector<const KernelPath*> done{path_.get()};
-  path_->end_step();
+  visit(*path_);
   for (const auto& path : layer_paths_) {
     if (std::find(done.begin(), done.end(), path.get()) != done.end()) continue;
-    path->end_step();
+    visit(*path);
     done.push_back(path.get());
   }
+}
+
+void GptModelImpl::end_step() {
+  for_each_path([](const KernelPath& path) { path.end_step(); });
+}
+
+void GptModelImpl::weights_loaded() {
+  for_each_path([](const KernelPath& path) { path.weights_loaded(); });
 }
 
 void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel,

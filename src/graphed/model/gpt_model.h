@@ -114,6 +114,9 @@ class GptModelImpl : public torch::nn::Module {
   void use_layer_kernel_paths(const std::function<std::shared_ptr<const KernelPath>(int64_t layer_number)>& path_of);
   /// After each optimizer step: every distinct path the model runs moves on once (KernelPath::end_step).
   void end_step();
+  /// After the weights' working copies were loaded: every distinct path remakes what it made from them once
+  /// (KernelPath::weights_loaded).
+  void weights_loaded();
   /// Decoding with FP8 weights (--quantization fp8, model/fp8_weights_path.h): the layers' matrices (not MoE
   /// experts or routers, which never take the path) and the output layer's weight, cast once, over the current path.
   std::shared_ptr<const Fp8WeightsPath> use_fp8_weights();
@@ -138,6 +141,8 @@ class GptModelImpl : public torch::nn::Module {
   const TensorParallel& tensor_parallel() const { return tensor_; }
 
  private:
+  /// `visit` once for each distinct path the model runs.
+  void for_each_path(const std::function<void(const KernelPath&)>& visit) const;
   at::Tensor embed(const at::Tensor& tokens);
   /// Logits [..., vocab] (float32) of hidden states, gathered over the tensor-parallel ranks.
   at::Tensor output_logits(const at::Tensor& hidden);

@@ -49,6 +49,12 @@ class KernelPath {
   virtual at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const = 0;
   /// silu(first half) * second half.
   virtual at::Tensor swiglu(const at::Tensor& x) const = 0;
+  /// linear(swiglu(x), weight, bias): the MLP's second linear with its activation, so a path may compute
+  /// SwiGLU inside the kernel that prepares the linear's input (FP8: its cast, model/fp8_path.h). A path
+  /// that wraps another composes its own swiglu and linear (model/wrapped_path.h does not forward this).
+  virtual at::Tensor swiglu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const {
+    return linear(swiglu(x), weight, bias);
+  }
   /// hidden + update.
   virtual at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const = 0;
 
@@ -63,6 +69,9 @@ class KernelPath {
   /// After each optimizer step (wherever it runs: eagerly or inside a graph): state the path keeps across
   /// steps moves on (FP8 delayed scales, model/fp8_path.h). Device work only, no host sync.
   virtual void end_step() const {}
+  /// After the weights' working copies were written outside a step (a checkpoint load): state the path made
+  /// from them is made again (the FP8 casts of the weights). Eager, between steps.
+  virtual void weights_loaded() const {}
 };
 
 /// LibTorch's ops; decoding takes graphed's decode kernels where they fit when `decode_kernels`.

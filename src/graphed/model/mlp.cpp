@@ -43,9 +43,9 @@ std::vector<std::pair<std::string, ParameterSplit>> MlpImpl::tensor_splits() con
 
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
   const at::Tensor projected = path_->linear(tensor_.enter(input), fc1_weight_, fc1_bias_);
-  const at::Tensor hidden =
-      shape_.swiglu ? path_->swiglu(projected) : mlp_activation(projected, false, shape_.openai_gelu);
-  return tensor_.leave(path_->linear(hidden, fc2_weight_, tensor_.on_first_rank(fc2_bias_)));
+  const at::Tensor bias = tensor_.on_first_rank(fc2_bias_);
+  if (shape_.swiglu) return tensor_.leave(path_->swiglu_linear(projected, fc2_weight_, bias));
+  return tensor_.leave(path_->linear(mlp_activation(projected, false, shape_.openai_gelu), fc2_weight_, bias));
 }
 
 at::Tensor MlpImpl::forward_inference(const at::Tensor& hidden, const NormImpl& norm) {

@@ -56,7 +56,8 @@ class WrappedPath : public KernelPath {
                                   const at::Tensor& labels) const override {
     return inner_->linear_cross_entropy(normed, weight, labels);
   }
-  // end_step is not forwarded: the model calls each distinct path it holds once (GptModel::end_step).
+  // Not forwarded: swiglu_linear, which composes this path's own swiglu and linear, and end_step and
+  // weights_loaded, which the model calls once on each distinct path it holds (GptModel::end_step).
 
  protected:
   const KernelPath& inner() const { return *inner_; }

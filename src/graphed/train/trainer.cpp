@@ -51,11 +51,13 @@ std::vector<std::pair<std::string, at::Tensor>> use_fp8_layers(model::GptModel& 
         config.fp8_amax_history_len, config.fp8_margin,
         config.fp8_amax_compute_algo == "max" ? kernels::AmaxAlgorithm::kMax : kernels::AmaxAlgorithm::kMostRecent};
   }
-  std::vector<at::Tensor> weights;  // every matrix of an FP8 layer gets delayed-scaling slots
+  std::vector<at::Tensor> weights;  // every matrix of an FP8 layer's linears (not an MoE router's: bf16)
   for (auto& layer : model->layers()) {
     if (!config.fp8_layer(layer->layer_number())) continue;
-    for (const auto& parameter : layer->parameters()) {
-      if (parameter.dim() == 2) weights.push_back(parameter);
+    for (const auto& parameter : layer->named_parameters()) {
+      if (parameter.value().dim() == 2 && parameter.key().find("router") == std::string::npos) {
+        weights.push_back(parameter.value());
+      }
     }
   }
   const auto fp8 = std::make_shared<model::Fp8Path>(fused, weights, options, device);
@@ -280,6 +282,7 @@ void Trainer::load(const std::string& dir) {
     keep_own_parts(whole_state, state, splits, shard);
   }
   optimizer_->refresh_working_copies();
+  model_->weights_loaded();  // e.g. the FP8 casts of the weights, from the loaded ones
 }
 
 std::string Trainer::save(int64_t iterations) {
