@@ -4,7 +4,8 @@
 // within FP8's error of the bf16 product (relative norm of the difference); the weight's gradient accumulates
 // in place where asked (telling the accumulation listeners once), inside the GEMM; the same inputs give the same bits
 // twice, and a CUDA graph replays the eager bits. A cast's transpose is the transposed cast, bit for bit; a cast
-// in place writes a fresh cast's bytes; SwiGLU's fused cast and linear equal SwiGLU and then the cast or linear.
+// in place writes a fresh cast's bytes; SwiGLU's fused cast and linear, and the norm that writes E4M3 with its
+// linear, equal the two apart.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -309,6 +310,59 @@ TEST_F(Fp8LinearCudaTest, ASwigluFusedLinearEqualsSwigluThenTheLinear) {
   EXPECT_TRUE(at::equal(fused[0], apart[0])) << "the output";
   EXPECT_TRUE(at::equal(fused[1], apart[1])) << "the input's gradient";
   EXPECT_TRUE(at::equal(fused[2], apart[2])) << "the weight's gradient";
+}
+
+TEST_F(Fp8LinearCudaTest, ANormFusedLinearEqualsTheNormThenTheLinear) {
+  const at::Tensor weight = (at::randn({96, 128}, kBf16) * 0.1).to(at::kBFloat16);
+  const at::Tensor upstream = at::randn({2, 32, 96}, kBf16);
+  const at::Tensor stream_upstream = at::randn({2, 32, 128}, kFloat);
+  const Fp8Tensor cast = weight_cast(weight);
+  const Fp8LinearRecipe recipe{Fp8Format::kE5M2, true};
+  for (const bool layer_norm : {false, true}) {
+    const at::Tensor hidden = at::randn({2, 32, 128}, kFloat) * 2;
+    const at::Tensor norm_weight = at::rand({128}, kFloat) + 0.5;
+    const at::Tensor norm_bias = layer_norm ? at::randn({128}, kFloat) * 0.1 : at::Tensor();
+    const auto run = [&](bool fused) {
+      Fp8ScalingState forward(1, Fp8Format::kE4M3, DelayedScaling{}, at::Device(at::kCUDA, 0));
+      Fp8ScalingState backward(1, Fp8Format::kE5M2, DelayedScaling{}, at::Device(at::kCUDA, 0));
+      forward.scale().fill_(3);
+      forward.scale_inverse().fill_(1.0 / 3);
+      const Fp8LinearScaling scaling{slot_of(forward, 0), slot_of(backward, 0)};
+      const at::Tensor input = hidden.clone().requires_grad_(true);
+      const at::Tensor gamma = norm_weight.clone().requires_grad_(true);
+      const at::Tensor beta = layer_norm ? norm_bias.clone().requires_grad_(true) : at::Tensor();
+      const at::Tensor master = weight.to(at::kFloat).requires_grad_(true);
+      at::Tensor stream, output;
+      if (fused) {
+        EXPECT_TRUE(fp8_norm_linear_fits(input, gamma, beta, recipe, scaling));
+        const Fp8NormLinear result =
+            fp8_norm_linear(input, gamma, beta, 1e-5, master, cast, {}, {}, recipe, scaling, false, true);
+        stream = result.stream, output = result.output;
+      } else {
+        const NormedStream normed = residual_norm(input, gamma, beta, 1e-5, at::kBFloat16);
+        stream = normed.stream;
+        output = fp8_linear(normed.normed, master, cast, {}, {}, recipe, scaling, false, true);
+      }
+      ((output.to(at::kFloat) * upstream.to(at::kFloat)).sum() + (stream * stream_upstream).sum()).backward();
+      std::vector<at::Tensor> results{output.detach(),
+                                      input.grad(),
+                                      gamma.grad(),
+                                      master.grad(),
+                                      forward.amax_history().clone(),
+                                      backward.amax_history().clone()};
+      if (layer_norm) results.push_back(beta.grad());
+      return results;
+    };
+    const std::vector<at::Tensor> fused = run(true);
+    const std::vector<at::Tensor> apart = run(false);
+    const std::vector<std::string> names = {
+        "output",     "input's gradient", "norm weight's gradient", "weight's gradient",
+        "input amax", "gradient amax",    "norm bias's gradient"};
+    ASSERT_EQ(fused.size(), apart.size());
+    for (std::size_t i = 0; i < fused.size(); ++i) {
+      EXPECT_TRUE(at::equal(fused[i], apart[i])) << names[i] << (layer_norm ? ", LayerNorm" : ", RMSNorm");
+    }
+  }
 }
 
 }  // namespace

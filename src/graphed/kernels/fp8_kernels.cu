@@ -99,6 +99,24 @@ struct SwigluValues {
   }
 };
 
+/// Writes a tile of bytes (rows of four-byte words) into the transpose: four bytes of a column at a time,
+/// gathered into one word of a row of the transpose.
+__device__ __forceinline__ void write_transposed_tile(const uint32_t (&tile)[kTile][kTile / 4 + 1], int64_t first_row,
+                                                      int64_t first_column, int64_t rows, int64_t columns,
+                                                      __nv_fp8_storage_t* transposed) {
+  for (int item = threadIdx.x; item < kTile * kTile / 4; item += kThreads) {
+    const int c = item / (kTile / 4);  // the tile's column: a row of the transpose
+    const int word = item % (kTile / 4);
+    const int64_t column = first_column + c;
+    const int64_t row = first_row + 4 * word;
+    if (column >= columns || row >= rows) continue;
+    uint32_t packed = 0;
+#pragma unroll
+    for (int v = 0; v < 4; ++v) packed |= ((tile[4 * word + v][c / 4] >> (8 * (c % 4))) & 0xffu) << (8 * v);
+    *reinterpret_cast<uint32_t*>(transposed + column * rows + row) = packed;
+  }
+}
+
 /// One tile of the cast and its transpose: each thread casts four neighbours of a row at a time and writes
 /// them as one word (rows of the cast), keeping the tile's bytes in shared memory; then gathers four bytes
 /// of a column at a time into one word of the transpose (none where transposed is null).
@@ -130,19 +148,27 @@ __global__ void cast_transpose_kernel(Values values, int64_t rows, int64_t colum
   }
   if (transposed != nullptr) {
     __syncthreads();
-    for (int item = threadIdx.x; item < kTile * kTile / 4; item += kThreads) {
-      const int c = item / (kTile / 4);  // the tile's column: a row of the transpose
-      const int word = item % (kTile / 4);
-      const int64_t column = first_column + c;
-      const int64_t row = first_row + 4 * word;
-      if (column >= columns || row >= rows) continue;
-      uint32_t packed = 0;
-#pragma unroll
-      for (int v = 0; v < 4; ++v) packed |= ((tile[4 * word + v][c / 4] >> (8 * (c % 4))) & 0xffu) << (8 * v);
-      *reinterpret_cast<uint32_t*>(transposed + column * rows + row) = packed;
-    }
+    write_transposed_tile(tile, first_row, first_column, rows, columns, transposed);
   }
   if (amax != nullptr) fold_amax(local, amax);
+}
+
+/// The transpose of a byte matrix, a tile at a time.
+__global__ void transpose_kernel(const __nv_fp8_storage_t* input, int64_t rows, int64_t columns,
+                                 __nv_fp8_storage_t* transposed) {
+  __shared__ uint32_t tile[kTile][kTile / 4 + 1];
+  const int64_t first_row = static_cast<int64_t>(blockIdx.y) * kTile;
+  const int64_t first_column = static_cast<int64_t>(blockIdx.x) * kTile;
+  for (int item = threadIdx.x; item < kTile * kTile / 4; item += kThreads) {
+    const int r = item / (kTile / 4);
+    const int word = item % (kTile / 4);
+    const int64_t row = first_row + r;
+    const int64_t column = first_column + 4 * word;
+    tile[r][word] =
+        row < rows && column < columns ? *reinterpret_cast<const uint32_t*>(input + row * columns + column) : 0u;
+  }
+  __syncthreads();
+  write_transposed_tile(tile, first_row, first_column, rows, columns, transposed);
 }
 
 /// Raises *amax to the largest |value| of a rows x columns matrix of values (a grid-stride loop).
@@ -249,6 +275,11 @@ void launch_swiglu_cast_transpose_to_fp8(const void* input, int64_t rows, int64_
   cast_transpose_kernel<<<tiles_of(rows, columns), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       SwigluValues{static_cast<const __nv_bfloat16*>(input), columns}, rows, columns, scale,
       static_cast<__nv_fp8_storage_t*>(output), static_cast<__nv_fp8_storage_t*>(transposed), e5m2, amax);
+}
+
+void launch_transpose_fp8(const void* input, int64_t rows, int64_t columns, void* transposed, void* stream) {
+  transpose_kernel<<<tiles_of(rows, columns), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const __nv_fp8_storage_t*>(input), rows, columns, static_cast<__nv_fp8_storage_t*>(transposed));
 }
 
 void launch_swiglu_amax(const void* input, int64_t rows, int64_t columns, float* amax, void* stream) {

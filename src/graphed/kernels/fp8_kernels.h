@@ -37,6 +37,17 @@ void launch_swiglu_cast_transpose_to_fp8(const void* input, int64_t rows, int64_
 /// launch_amax of that SwiGLU output (current scaling's first pass), without writing it.
 void launch_swiglu_amax(const void* input, int64_t rows, int64_t columns, float* amax, void* stream);
 
+/// launch_norm_forward (kernels/training_kernels.h) writing E4M3 at *scale instead of bf16: each value is
+/// rounded to bf16 first, so the bytes equal the bf16 output's cast, and raises *amax (may be null) to the
+/// largest |value| as that cast would. The norm of an FP8 linear's input, never written in bf16.
+void launch_norm_forward_to_fp8(const void* input, Element input_type, const float* weight, const float* bias,
+                                const float* scale, void* output, float* amax, float* mean, float* rstd, int64_t rows,
+                                int64_t columns, float epsilon, void* stream);
+
+/// transposed [columns, rows] = input [rows, columns], one byte a value (an FP8 matrix's column-major form),
+/// through 64 x 64 tiles in shared memory. Where cast_transpose_fits(rows, columns).
+void launch_transpose_fp8(const void* input, int64_t rows, int64_t columns, void* transposed, void* stream);
+
 /// Each row of a row-major [rows, columns] matrix in E4M3 with a scale of its own (per token for activations,
 /// per output channel for weights): output[r, c] = fp8(input[r, c] * largest / amax(row r)), and
 /// scale_inverse[r] (fp32) = the factor that multiplies row r back. columns a multiple of 4; output 4-byte aligned.

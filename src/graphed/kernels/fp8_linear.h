@@ -57,6 +57,23 @@ at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const F
                       const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax,
                       Fp8InputTransform transform = Fp8InputTransform::kNone);
 
+/// kernels::residual_norm followed by fp8_linear of the norm, in one: RMSNorm (norm_bias undefined) or LayerNorm of
+/// hidden [..., in] (fp32 or bf16) with fp32 weights, written by the norm's kernel straight in E4M3 at the input
+/// slot's delayed scale (TransformerEngine's LayerNormLinear), never in bf16. `stream` is residual_norm's: the
+/// branch adds its update to it, and its gradient joins the norm's in the norm's backward kernel.
+struct Fp8NormLinear {
+  at::Tensor stream;
+  at::Tensor output;
+};
+/// Whether fp8_norm_linear takes these: delayed scaling with an FP8 weight gradient, CUDA tensors the fused norm
+/// takes, and rows and in multiples of 16.
+bool fp8_norm_linear_fits(const at::Tensor& hidden, const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                          const Fp8LinearRecipe& recipe, const Fp8LinearScaling& scaling);
+Fp8NormLinear fp8_norm_linear(const at::Tensor& hidden, const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                              double epsilon, const at::Tensor& weight, const Fp8Tensor& weight_fp8,
+                              const at::Tensor& bias, const at::Tensor& bias_copy, const Fp8LinearRecipe& recipe,
+                              const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax);
+
 /// The FP8 form of transform(x) (x bf16 or fp32 on a GPU; bf16 for SwiGLU), with `transpose` (a matrix) its
 /// transpose too, written by the same kernel. Current scaling when `slot` is undefined; else the slot's
 /// scale, recording the amax in the slot when `record`.

@@ -34,4 +34,16 @@ at::Tensor fp8_linear(const at::Tensor&, const at::Tensor&, const Fp8Tensor&, co
   return {};
 }
 
+bool fp8_norm_linear_fits(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Fp8LinearRecipe&,
+                          const Fp8LinearScaling&) {
+  return false;
+}
+
+Fp8NormLinear fp8_norm_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&, double, const at::Tensor&,
+                              const Fp8Tensor&, const at::Tensor&, const at::Tensor&, const Fp8LinearRecipe&,
+                              const Fp8LinearScaling&, bool, bool) {
+  GRAPHED_INTERNAL_ASSERT(false, "FP8 linears need a CUDA build (the trainer checks fp8_supported first)");
+  return {};
+}
+
 }  // namespace graphed::kernels

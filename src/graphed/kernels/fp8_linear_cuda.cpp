@@ -14,6 +14,7 @@
 
 #include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/detail/aten_glue.h"
+#include "graphed/kernels/detail/norm_steps.h"
 #include "graphed/kernels/fp8_gemm.h"
 #include "graphed/kernels/fp8_kernels.h"
 #include "graphed/kernels/fp8_linear.h"
@@ -83,6 +84,48 @@ at::Tensor weight_gradient(const at::Tensor& weight, const Fp8Tensor& gradient, 
   return {};
 }
 
+/// What both FP8 functions' backward reads of the linear, beside its saved tensors.
+void save_linear_settings(AutogradContext* context, const Fp8LinearRecipe& recipe, const Fp8Slot& gradient_slot,
+                          bool accumulate, bool record, const at::Tensor& like) {
+  context->saved_data["accumulate"] = accumulate;
+  context->saved_data["fp8_weight_gradient"] = recipe.fp8_weight_gradient;
+  context->saved_data["e5m2"] = recipe.gradient_format == Fp8Format::kE5M2;
+  save_slot(context, gradient_slot, like);
+  context->saved_data["record"] = record;
+}
+
+/// The linear's saved tensors: the input for the weight's gradient (FP8 column-major, or the bf16 rows) and
+/// its inverse scale, the weight's cast column-major and its inverse scale, and the master weight.
+struct LinearSaved {
+  at::Tensor input_for_weight, input_scale_inverse, weight_column_major, weight_scale_inverse, weight;
+};
+
+struct LinearGradients {
+  at::Tensor read;  ///< of what the GEMM read, bf16 [rows, in] (undefined unless asked)
+  at::Tensor weight, bias;
+};
+
+/// The FP8 linear's backward for dy [rows, out]: the output's gradient cast (recording its amax), the
+/// gradient of what the GEMM read, the weight's (into .grad where it accumulates) and the bias's.
+LinearGradients linear_backward(AutogradContext* context, const LinearSaved& saved, const at::Tensor& dy,
+                                bool needs_read, bool needs_weight, bool needs_bias) {
+  const Fp8Format format = context->saved_data["e5m2"].toBool() ? Fp8Format::kE5M2 : Fp8Format::kE4M3;
+  const bool fp8_weight_gradient = needs_weight && context->saved_data["fp8_weight_gradient"].toBool();
+  const Fp8Tensor gradient =
+      quantize_fp8(dy, format, saved_slot(context), context->saved_data["record"].toBool(), fp8_weight_gradient);
+  LinearGradients gradients;
+  if (needs_read) {  // dy [rows, out] x weight [out, in], the weight column-major
+    gradients.read =
+        scaled_mm(gradient, saved.weight_column_major, saved.weight_scale_inverse, {}, at::kBFloat16, false);
+  }
+  if (needs_weight) {
+    gradients.weight = weight_gradient(saved.weight, gradient, dy, saved.input_for_weight, saved.input_scale_inverse,
+                                       fp8_weight_gradient, context->saved_data["accumulate"].toBool());
+  }
+  if (needs_bias) gradients.bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
+  return gradients;
+}
+
 /// The input's gradient through the transform, from the gradient of what the GEMM read (bf16 [rows, in]).
 at::Tensor through_transform(const at::Tensor& grad_read, const at::Tensor& transform_input) {
   if (!transform_input.defined()) return grad_read;  // no transform: the GEMM read the input itself
@@ -92,6 +135,12 @@ at::Tensor through_transform(const at::Tensor& grad_read, const at::Tensor& tran
                          current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return grad_input;
+}
+
+std::vector<int64_t> with_last(at::IntArrayRef sizes, int64_t last) {
+  std::vector<int64_t> result = sizes.vec();
+  result.back() = last;
+  return result;
 }
 
 struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
@@ -111,45 +160,84 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
       context->save_for_backward({input_for_weight, x.scale_inverse, weight_transposed.t(), weight_scale_inverse,
                                   weight, or_empty(transform_input, rows)});
     }
-    context->saved_data["accumulate"] = accumulate;
-    context->saved_data["fp8_weight_gradient"] = recipe.fp8_weight_gradient;
-    context->saved_data["e5m2"] = recipe.gradient_format == Fp8Format::kE5M2;
-    save_slot(context, scaling.gradient, rows);
-    context->saved_data["record"] = record;
-    std::vector<int64_t> sizes = input.sizes().vec();
-    sizes.back() = weight.size(0);
-    return output.view(sizes);
+    save_linear_settings(context, recipe, scaling.gradient, accumulate, record, rows);
+    return output.view(with_last(input.sizes(), weight.size(0)));
   }
 
   static tensor_list backward(AutogradContext* context, tensor_list grads) {
     const auto saved = context->get_saved_variables();
     const at::Tensor& weight = saved[4];
-    const int64_t out_features = weight.size(0);
-    const at::Tensor dy = as_bf16(grads[0]).reshape({-1, out_features});
-    const Fp8Format format = context->saved_data["e5m2"].toBool() ? Fp8Format::kE5M2 : Fp8Format::kE4M3;
-    const bool fp8_weight_gradient =
-        context->needs_input_grad(1) && context->saved_data["fp8_weight_gradient"].toBool();
-    const Fp8Tensor gradient =
-        quantize_fp8(dy, format, saved_slot(context), context->saved_data["record"].toBool(), fp8_weight_gradient);
-    at::Tensor grad_input, grad_weight, grad_bias;
-    if (context->needs_input_grad(0)) {  // dy [rows, out] x weight [out, in], the weight column-major
-      const at::Tensor grad_read = scaled_mm(gradient, saved[2], saved[3], {}, at::kBFloat16, false);
-      std::vector<int64_t> sizes = grads[0].sizes().vec();
-      const at::Tensor transform_input = present(saved[5]) ? saved[5] : at::Tensor();
-      sizes.back() = transform_input.defined() ? transform_input.size(1) : weight.size(1);
-      grad_input = through_transform(grad_read, transform_input).view(sizes);
-    }
-    if (context->needs_input_grad(1)) {
-      grad_weight = weight_gradient(weight, gradient, dy, saved[0], saved[1], fp8_weight_gradient,
-                                    context->saved_data["accumulate"].toBool());
-    }
-    if (context->needs_input_grad(5)) {
-      grad_bias = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy, at::kFloat).view({dy.size(1)});
-    }
+    const at::Tensor dy = as_bf16(grads[0]).reshape({-1, weight.size(0)});
+    const LinearGradients linear =
+        linear_backward(context, {saved[0], saved[1], saved[2], saved[3], weight}, dy, context->needs_input_grad(0),
+                        context->needs_input_grad(1), context->needs_input_grad(5));
     tensor_list gradients(13);
-    gradients[0] = grad_input;
-    gradients[1] = grad_weight;
-    gradients[5] = grad_bias;
+    if (linear.read.defined()) {
+      const at::Tensor transform_input = present(saved[5]) ? saved[5] : at::Tensor();
+      const at::Tensor grad_input = through_transform(linear.read, transform_input);
+      gradients[0] = grad_input.view(with_last(grads[0].sizes(), grad_input.size(1)));
+    }
+    gradients[1] = linear.weight;
+    gradients[5] = linear.bias;
+    return gradients;
+  }
+};
+
+/// {hidden, linear(norm(hidden))}: the norm's kernel writes the linear's E4M3 input itself (delayed scale), and
+/// the backward runs the linear's and then the norm's, the stream's gradient added in the norm's kernel.
+struct Fp8NormLinearFunction : torch::autograd::Function<Fp8NormLinearFunction> {
+  static tensor_list forward(AutogradContext* context, const at::Tensor& hidden, const at::Tensor& norm_weight,
+                             const at::Tensor& norm_bias, const at::Tensor& weight, const at::Tensor& weight_data,
+                             const at::Tensor& weight_transposed, const at::Tensor& weight_scale_inverse,
+                             const at::Tensor& bias, const at::Tensor& bias_copy, double epsilon,
+                             const Fp8LinearRecipe& recipe, const Fp8LinearScaling& scaling, bool accumulate,
+                             bool record, bool backward) {
+    const detail::NormSaved norm = detail::norm_statistics(hidden, norm_weight, norm_bias);
+    const at::Tensor& x = norm.input;
+    const int64_t columns = x.size(-1);
+    const int64_t rows = x.numel() / columns;
+    const bool layer_norm = present(norm_bias);
+    const auto options = x.options().dtype(at::kFloat8_e4m3fn);
+    // cuBLASLt wants 16-byte aligned scale pointers, and a slot's view sits 4 bytes per slot into its state.
+    const Fp8Tensor cast{at::empty({rows, columns}, options), scaling.input.scale_inverse.clone()};
+    launch_norm_forward_to_fp8(
+        x.data_ptr(), element_of(x), norm_weight.data_ptr<float>(), layer_norm ? norm_bias.data_ptr<float>() : nullptr,
+        scaling.input.scale.data_ptr<float>(), cast.data.data_ptr(),
+        record ? scaling.input.amax.data_ptr<float>() : nullptr, layer_norm ? norm.mean.data_ptr<float>() : nullptr,
+        norm.rstd.data_ptr<float>(), rows, columns, static_cast<float>(epsilon), current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const at::Tensor output = scaled_mm(cast, weight_data.t(), weight_scale_inverse, bias_copy, at::kBFloat16, true);
+    if (backward) {
+      const at::Tensor transposed = at::empty({columns, rows}, options);
+      launch_transpose_fp8(cast.data.data_ptr(), rows, columns, transposed.data_ptr(), current_stream());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      context->save_for_backward({transposed.t(), cast.scale_inverse, weight_transposed.t(), weight_scale_inverse,
+                                  weight, x, norm_weight, norm.mean, norm.rstd, norm_bias});
+    }
+    save_linear_settings(context, recipe, scaling.gradient, accumulate, record, x);
+    context->saved_data["rows"] = rows;
+    return {hidden, output.view(with_last(hidden.sizes(), weight.size(0)))};
+  }
+
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    const auto saved = context->get_saved_variables();
+    const at::Tensor& weight = saved[4];
+    const at::Tensor dy = as_bf16(grads[1]).reshape({context->saved_data["rows"].toInt(), weight.size(0)});
+    const bool needs_norm =
+        context->needs_input_grad(0) || context->needs_input_grad(1) || context->needs_input_grad(2);
+    const LinearGradients linear =
+        linear_backward(context, {saved[0], saved[1], saved[2], saved[3], weight}, dy, needs_norm,
+                        context->needs_input_grad(3), context->needs_input_grad(7));
+    tensor_list gradients(16);
+    if (needs_norm) {
+      const tensor_list norm = detail::norm_backward({saved[5], saved[6], saved[7], saved[8], saved[9]}, linear.read,
+                                                     grads[0], context->saved_data["accumulate"].toBool());
+      gradients[0] = norm[0];
+      gradients[1] = norm[1];
+      gradients[2] = norm[2];
+    }
+    gradients[3] = linear.weight;
+    gradients[7] = linear.bias;
     return gradients;
   }
 };
@@ -291,6 +379,35 @@ at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const F
   return Fp8LinearFunction::apply(input, weight, weight_fp8.data, weight_fp8.transposed, weight_fp8.scale_inverse,
                                   or_empty(bias, weight), or_empty(bias_copy, weight_fp8.scale_inverse), recipe,
                                   scaling, accumulate_in_place, record_amax, backward, transform);
+}
+
+bool fp8_norm_linear_fits(const at::Tensor& hidden, const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                          const Fp8LinearRecipe& recipe, const Fp8LinearScaling& scaling) {
+  const auto cuda_of = [](const at::Tensor& tensor, at::ScalarType type) {
+    return tensor.defined() && tensor.is_cuda() && tensor.scalar_type() == type && tensor.is_contiguous();
+  };
+  if (!delayed(scaling.input) || !recipe.fp8_weight_gradient || hidden.dim() < 2) return false;
+  const int64_t columns = hidden.size(-1);
+  const int64_t rows = columns > 0 ? hidden.numel() / columns : 0;
+  return (cuda_of(hidden, at::kFloat) || cuda_of(hidden, at::kBFloat16)) && cuda_of(norm_weight, at::kFloat) &&
+         (!norm_bias.defined() || cuda_of(norm_bias, at::kFloat)) && rows > 0 && rows % 16 == 0 && columns % 16 == 0 &&
+         cast_transpose_fits(rows, columns) && norm_backward_fits(columns, norm_bias.defined());
+}
+
+Fp8NormLinear fp8_norm_linear(const at::Tensor& hidden, const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                              double epsilon, const at::Tensor& weight, const Fp8Tensor& weight_fp8,
+                              const at::Tensor& bias, const at::Tensor& bias_copy, const Fp8LinearRecipe& recipe,
+                              const Fp8LinearScaling& scaling, bool accumulate_in_place, bool record_amax) {
+  GRAPHED_INTERNAL_ASSERT(fp8_norm_linear_fits(hidden, norm_weight, norm_bias, recipe, scaling),
+                          "an FP8 norm-linear its caller did not check (fp8_norm_linear_fits)");
+  GRAPHED_INTERNAL_ASSERT(bias.defined() == bias_copy.defined(), "an FP8 linear's bias comes with its working copy");
+  const bool backward =
+      at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad() || norm_weight.requires_grad());
+  const tensor_list outputs = Fp8NormLinearFunction::apply(
+      hidden, norm_weight, or_empty(norm_bias, norm_weight), weight, weight_fp8.data, weight_fp8.transposed,
+      weight_fp8.scale_inverse, or_empty(bias, weight), or_empty(bias_copy, weight_fp8.scale_inverse), epsilon, recipe,
+      scaling, accumulate_in_place, record_amax, backward);
+  return {outputs[0], outputs[1]};
 }
 
 }  // namespace graphed::kernels

@@ -1,15 +1,18 @@
 // kernels/norm_kernels.cu — LayerNorm and RMSNorm forward and backward (kernels/training_kernels.h).
-// Forward: a block per row, two passes over the row (statistics, then the output in bf16). Backward: a
+// Forward: a warp per row, two passes over the row (statistics, then the output in bf16, or in E4M3 for an
+// FP8 linear that reads it). Backward: a
 // fixed set of blocks walks the rows in a fixed order, writes each row's input gradient and keeps the
 // weight (and bias) gradient sums of its rows in shared memory; the partial sums are reduced afterwards
 // by the caller, so the result never depends on timing.
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/fp8_kernels.h"
 #include "graphed/kernels/training_kernels.h"
 
 namespace graphed::kernels {
@@ -40,16 +43,41 @@ __device__ __forceinline__ float rounded<__nv_bfloat16>(float value) {
   return __bfloat162float(__float2bfloat16_rn(value));
 }
 
+/// Where the forward's outputs go: bf16 values ...
+struct Bf16Rows {
+  __nv_bfloat16* data;
+  __device__ __forceinline__ void write(int64_t i, float value, float& /*amax*/) const {
+    data[i] = __float2bfloat16_rn(value);
+  }
+  __device__ __forceinline__ void finish(float /*amax*/) const {}
+};
+
+/// ... or their E4M3 cast at a delayed scale: each value rounded to bf16 first, so the bytes (and the amax,
+/// raised per warp into *amax where that is not null) equal the bf16 output's cast (kernels/fp8_kernels.h).
+struct Fp8Rows {
+  __nv_fp8_storage_t* data;
+  const float* scale;
+  float* amax;
+  __device__ __forceinline__ void write(int64_t i, float value, float& row_amax) const {
+    const float rounded = __bfloat162float(__float2bfloat16_rn(value));
+    row_amax = fmaxf(row_amax, fabsf(rounded));
+    data[i] = __nv_cvt_float_to_fp8(rounded * *scale, __NV_SATFINITE, __NV_E4M3);
+  }
+  __device__ __forceinline__ void finish(float row_amax) const {
+    const float warp = detail::warp_max(row_amax);
+    if (amax != nullptr && (threadIdx.x & 31) == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(warp));
+  }
+};
+
 /// A warp per row: the mean (LayerNorm), the variance, then the output, each a pass over the row (the
 /// later passes hit the cache; keeping the row in registers measured slower, its occupancy lower).
-template <typename T>
-__global__ void norm_forward_kernel(const T* input, const float* weight, const float* bias, __nv_bfloat16* output,
+template <typename T, typename Rows>
+__global__ void norm_forward_kernel(const T* input, const float* weight, const float* bias, Rows output,
                                     float* mean_out, float* rstd_out, int64_t rows, int columns, float epsilon) {
   const int lane = threadIdx.x & 31;
   const int64_t row = blockIdx.x * static_cast<int64_t>(kForwardWarps) + (threadIdx.x >> 5);
   if (row >= rows) return;
   const T* x = input + row * columns;
-  __nv_bfloat16* y = output + row * columns;
   const bool layer_norm = mean_out != nullptr;
   float mean = 0.0f;
   if (layer_norm) {
@@ -63,13 +91,31 @@ __global__ void norm_forward_kernel(const T* input, const float* weight, const f
     squares += centered * centered;
   }
   const float rstd = rsqrtf(warp_sum(squares) / static_cast<float>(columns) + epsilon);
+  float amax = 0.0f;
   for (int c = lane; c < columns; c += 32) {
     const float normalized = (load(x, c) - mean) * rstd * weight[c];
-    store(y, c, bias != nullptr ? normalized + bias[c] : normalized);
+    output.write(row * columns + c, bias != nullptr ? normalized + bias[c] : normalized, amax);
   }
+  output.finish(amax);
   if (lane == 0) {
     rstd_out[row] = rstd;
     if (layer_norm) mean_out[row] = mean;
+  }
+}
+
+template <typename Rows>
+void launch_forward(const void* input, Element input_type, const float* weight, const float* bias, Rows output,
+                    float* mean, float* rstd, int64_t rows, int64_t columns, float epsilon, void* stream) {
+  if (rows == 0) return;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  const auto blocks = static_cast<unsigned>((rows + kForwardWarps - 1) / kForwardWarps);
+  const auto width = static_cast<int>(columns);
+  if (input_type == Element::kFloat32) {
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const float*>(input), weight, bias,
+                                                                        output, mean, rstd, rows, width, epsilon);
+  } else {
+    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(
+        static_cast<const __nv_bfloat16*>(input), weight, bias, output, mean, rstd, rows, width, epsilon);
   }
 }
 
@@ -187,18 +233,15 @@ int64_t norm_partial_rows(int64_t rows) {
 
 void launch_norm_forward(const void* input, Element input_type, const float* weight, const float* bias, void* output,
                          float* mean, float* rstd, int64_t rows, int64_t columns, float epsilon, void* stream) {
-  if (rows == 0) return;
-  const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  const auto blocks = static_cast<unsigned>((rows + kForwardWarps - 1) / kForwardWarps);
-  auto* y = static_cast<__nv_bfloat16*>(output);
-  const auto width = static_cast<int>(columns);
-  if (input_type == Element::kFloat32) {
-    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(static_cast<const float*>(input), weight, bias,
-                                                                        y, mean, rstd, rows, width, epsilon);
-  } else {
-    norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(
-        static_cast<const __nv_bfloat16*>(input), weight, bias, y, mean, rstd, rows, width, epsilon);
-  }
+  launch_forward(input, input_type, weight, bias, Bf16Rows{static_cast<__nv_bfloat16*>(output)}, mean, rstd, rows,
+                 columns, epsilon, stream);
+}
+
+void launch_norm_forward_to_fp8(const void* input, Element input_type, const float* weight, const float* bias,
+                                const float* scale, void* output, float* amax, float* mean, float* rstd, int64_t rows,
+                                int64_t columns, float epsilon, void* stream) {
+  launch_forward(input, input_type, weight, bias, Fp8Rows{static_cast<__nv_fp8_storage_t*>(output), scale, amax}, mean,
+                 rstd, rows, columns, epsilon, stream);
 }
 
 void launch_norm_backward(const void* grad_output, const void* input, Element input_type, const float* weight,

@@ -9,6 +9,7 @@
 
 #include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/detail/aten_glue.h"
+#include "graphed/kernels/detail/norm_steps.h"
 #include "graphed/kernels/training_kernels.h"
 #include "graphed/kernels/training_ops.h"
 
@@ -44,42 +45,29 @@ std::pair<at::Tensor, at::Tensor> column_sums(const at::Tensor& partials, const 
   return {sums, second_sums};
 }
 
-/// The norm's forward for NormFunction and ResidualNormFunction: the bf16 output; saves what the
-/// backward reads.
-at::Tensor norm_forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
-                        const at::Tensor& bias, double epsilon, bool accumulate) {
-  const at::Tensor x = input.contiguous();
-  const int64_t columns = x.size(-1);
-  const int64_t rows = x.numel() / columns;
-  at::Tensor output = at::empty(x.sizes(), x.options().dtype(at::kBFloat16));
-  const auto statistics = x.options().dtype(at::kFloat);
-  const at::Tensor rstd = at::empty({rows}, statistics);
-  const bool layer_norm = present(bias);
-  const at::Tensor mean = layer_norm ? at::empty({rows}, statistics) : rstd;  // RMSNorm has no mean
-  launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(),
-                      layer_norm ? bias.data_ptr<float>() : nullptr, output.data_ptr(),
-                      layer_norm ? mean.data_ptr<float>() : nullptr, rstd.data_ptr<float>(), rows, columns,
-                      static_cast<float>(epsilon), current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  context->save_for_backward({x, weight, mean, rstd, bias});
-  context->saved_data["layer_norm"] = layer_norm;
-  context->saved_data["accumulate"] = accumulate;
-  return output;
-}
-
 /// Whether the kernel can add `residual` (a gradient of the stream) to the input's gradient itself.
 bool addable(const at::Tensor& residual, const at::Tensor& x) {
   return residual.defined() && residual.scalar_type() == x.scalar_type() && residual.is_contiguous() &&
          residual.sizes() == x.sizes();
 }
 
-/// The norm's backward: {input, weight, bias} gradients for dy, the input's plus `residual` where that is
-/// defined (the stream's own gradient, from ResidualNormFunction).
-tensor_list norm_backward(AutogradContext* context, const at::Tensor& grad_output, const at::Tensor& residual) {
-  const auto saved = context->get_saved_variables();
-  const at::Tensor& x = saved[0];
-  const at::Tensor& mean = saved[2];
-  const bool layer_norm = context->saved_data["layer_norm"].toBool();
+}  // namespace
+
+namespace detail {
+
+NormSaved norm_statistics(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  const at::Tensor x = input.contiguous();
+  const int64_t rows = x.numel() / x.size(-1);
+  const auto statistics = x.options().dtype(at::kFloat);
+  const at::Tensor rstd = at::empty({rows}, statistics);
+  const bool layer_norm = present(bias);
+  return {x, weight, layer_norm ? at::empty({rows}, statistics) : rstd, rstd, bias};  // RMSNorm has no mean
+}
+
+tensor_list norm_backward(const NormSaved& saved, const at::Tensor& grad_output, const at::Tensor& residual,
+                          bool accumulate) {
+  const at::Tensor& x = saved.input;
+  const bool layer_norm = present(saved.bias);
   const at::Tensor dy = as_bf16(grad_output).contiguous();
   const int64_t columns = x.size(-1);
   const int64_t rows = x.numel() / columns;
@@ -89,25 +77,52 @@ tensor_list norm_backward(AutogradContext* context, const at::Tensor& grad_outpu
   at::Tensor grad_input = at::empty_like(x);
   const at::Tensor weight_partials = at::empty({partial_rows, columns}, options);
   const at::Tensor bias_partials = layer_norm ? at::empty({partial_rows, columns}, options) : at::Tensor();
-  launch_norm_backward(dy.data_ptr(), x.data_ptr(), element_of(x), saved[1].data_ptr<float>(),
-                       layer_norm ? mean.data_ptr<float>() : nullptr, saved[3].data_ptr<float>(),
+  launch_norm_backward(dy.data_ptr(), x.data_ptr(), element_of(x), saved.weight.data_ptr<float>(),
+                       layer_norm ? saved.mean.data_ptr<float>() : nullptr, saved.rstd.data_ptr<float>(),
                        adds_residual ? residual.data_ptr() : nullptr, grad_input.data_ptr(),
                        weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials), rows, columns,
                        current_stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (residual.defined() && !adds_residual) grad_input = grad_input + residual;
-  const at::Tensor& weight = saved[1];
-  const at::Tensor& bias = saved[4];
-  const bool in_place =
-      context->saved_data["accumulate"].toBool() && accumulable(weight) && (!layer_norm || accumulable(bias));
+  const bool in_place = accumulate && accumulable(saved.weight) && (!layer_norm || accumulable(saved.bias));
   if (in_place) {  // straight into the parameters' gradients: no gradient tensor, no AccumulateGrad add
-    column_sums(weight_partials, bias_partials, weight.grad(), layer_norm ? bias.grad() : at::Tensor());
-    gradient_accumulated(weight);
-    if (layer_norm) gradient_accumulated(bias);
+    column_sums(weight_partials, bias_partials, saved.weight.grad(), layer_norm ? saved.bias.grad() : at::Tensor());
+    gradient_accumulated(saved.weight);
+    if (layer_norm) gradient_accumulated(saved.bias);
     return {grad_input, at::Tensor(), at::Tensor()};
   }
   auto [grad_weight, grad_bias] = column_sums(weight_partials, bias_partials);
   return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace detail
+
+namespace {
+
+/// The norm's forward for NormFunction and ResidualNormFunction: the bf16 output; saves what the
+/// backward reads.
+at::Tensor norm_forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
+                        const at::Tensor& bias, double epsilon, bool accumulate) {
+  const detail::NormSaved saved = detail::norm_statistics(input, weight, bias);
+  const at::Tensor& x = saved.input;
+  const int64_t columns = x.size(-1);
+  at::Tensor output = at::empty(x.sizes(), x.options().dtype(at::kBFloat16));
+  const bool layer_norm = present(bias);
+  launch_norm_forward(x.data_ptr(), element_of(x), weight.data_ptr<float>(),
+                      layer_norm ? bias.data_ptr<float>() : nullptr, output.data_ptr(),
+                      layer_norm ? saved.mean.data_ptr<float>() : nullptr, saved.rstd.data_ptr<float>(),
+                      x.numel() / columns, columns, static_cast<float>(epsilon), current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  context->save_for_backward({x, weight, saved.mean, saved.rstd, bias});
+  context->saved_data["accumulate"] = accumulate;
+  return output;
+}
+
+/// The norm's backward from what norm_forward saved.
+tensor_list norm_backward(AutogradContext* context, const at::Tensor& grad_output, const at::Tensor& residual) {
+  const auto saved = context->get_saved_variables();
+  return detail::norm_backward({saved[0], saved[1], saved[2], saved[3], saved[4]}, grad_output, residual,
+                               context->saved_data["accumulate"].toBool());
 }
 
 struct NormFunction : torch::autograd::Function<NormFunction> {

@@ -112,10 +112,13 @@ at::Tensor AttentionImpl::apply_rope(const at::Tensor& x, const at::Tensor& posi
 }
 
 AttentionImpl::Projection AttentionImpl::project(const at::Tensor& input, const at::Tensor& positions) const {
+  // [b, s, (heads + 2 groups) d]; the whole sequence also where the input is a sequence part
+  return split_projection(project_linear(tensor_.enter(input), qkv_weight_, qkv_bias_), positions);
+}
+
+AttentionImpl::Projection AttentionImpl::split_projection(const at::Tensor& qkv, const at::Tensor& positions) const {
   const int64_t heads = heads_;
   const int64_t groups = groups_;
-  // [b, s, (heads + 2 groups) d]; the whole sequence also where the input is a sequence part
-  const at::Tensor qkv = project_linear(tensor_.enter(input), qkv_weight_, qkv_bias_);
   const int64_t batch = qkv.size(0);
   const int64_t seq = qkv.size(1);
   const auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
@@ -151,8 +154,20 @@ bool AttentionImpl::decode_kernels_take(const at::Tensor& hidden) const {
          (!shape_.rope || rope_cos_.scalar_type() == hidden.scalar_type());
 }
 
-at::Tensor AttentionImpl::forward(const at::Tensor& input) {
-  Projection projection = project(input);
+at::Tensor AttentionImpl::forward(const at::Tensor& input) { return attend(project(input)); }
+
+NormedLinear AttentionImpl::forward_from_stream(const at::Tensor& hidden, const NormImpl& norm) {
+  // With tensor parallelism the norm's output enters the tensor region first; without autograd the projection
+  // takes its inference form.
+  if (tensor_.size() > 1 || !at::GradMode::is_enabled()) {
+    const kernels::NormedStream input = norm.forward_stream(hidden);
+    return {input.stream, forward(input.normed)};
+  }
+  const NormedLinear projected = norm.stream_then_linear(hidden, qkv_weight_, qkv_bias_);
+  return {projected.stream, attend(split_projection(projected.output, {}))};
+}
+
+at::Tensor AttentionImpl::attend(Projection projection) {
   const int64_t ratio = heads_ / groups_;
   if (ratio != 1) {
     projection.key = projection.key.repeat_interleave(ratio, 1);

@@ -56,6 +56,9 @@ class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [b, s, h] -> [b, s, h]
+  /// The stream and forward(norm(hidden)) (a training step's): the norm and the QKV projection in one call to the
+  /// path where nothing stands between them (one tensor-parallel rank), so the path may fuse them.
+  NormedLinear forward_from_stream(const at::Tensor& hidden, const NormImpl& norm);
 
   /// The attention inputs of `input` [b, s, h]: q [b, heads, s, d], k and v [b, groups, s, d], with
   /// the q/k norm (when on) and then the rotary embedding applied at `positions` [b, s] (int64, each
@@ -101,6 +104,10 @@ class AttentionImpl : public torch::nn::Module {
   /// Dense attention of one prefill run's queries [heads, length, d] over its request's cached context.
   at::Tensor prefill_attention(const at::Tensor& query, const PrefillSegment& segment, const PagedBatch& batch,
                                const LayerCache& cache) const;
+  /// The attention inputs of the QKV projection's output `qkv` [b, s, (heads + 2 groups) d] (project's second half).
+  Projection split_projection(const at::Tensor& qkv, const at::Tensor& positions) const;
+  /// The attention of a projection and its output projection (forward's second half).
+  at::Tensor attend(Projection projection);
   /// The path's linear, or without autograd its inference form.
   at::Tensor project_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const;
 

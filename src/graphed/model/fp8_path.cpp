@@ -80,6 +80,20 @@ at::Tensor Fp8Path::swiglu_linear(const at::Tensor& x, const at::Tensor& weight,
   return fp8_linear(x, weight, bias, kernels::Fp8InputTransform::kSwiglu);
 }
 
+NormedLinear Fp8Path::norm_linear(const at::Tensor& hidden, const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                                  double epsilon, const at::Tensor& weight, const at::Tensor& bias) const {
+  const int64_t index = slot_index(weight);
+  const kernels::Fp8LinearScaling scaling = scaling_of(index);
+  if (!at::GradMode::is_enabled() || !kernels::fp8_norm_linear_fits(hidden, norm_weight, norm_bias, recipe_, scaling)) {
+    return KernelPath::norm_linear(hidden, norm_weight, norm_bias, epsilon, weight, bias);
+  }
+  const bool record = !capture::is_gradient_probe();
+  const kernels::Fp8NormLinear result =
+      kernels::fp8_norm_linear(hidden, norm_weight, norm_bias, epsilon, weight, weights_[index].cast, bias,
+                               fused_->copy_of(bias), recipe_, scaling, fused_->accumulates_in_place(), record);
+  return {result.stream, result.output};
+}
+
 void Fp8Path::end_step() const {
   if (forward_ != nullptr) {
     forward_->update();

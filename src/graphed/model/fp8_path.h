@@ -1,9 +1,9 @@
 // model/fp8_path.h — the FP8 training path (issue 28; Megatron's --fp8-format): the linears of the layers
 // that run it are kernels/fp8_linear.h's FP8 GEMMs; norms, RoPE, the residuals and the output layer with its
-// loss stay the fused path's (bf16, through model/wrapped_path.h), as in Megatron. SwiGLU is computed inside
-// the cast of the MLP's second linear's input. The weights are cast once a step, after the optimizer's
-// update, into buffers every graph reads. Delayed scaling keeps one slot per scaled tensor and moves the
-// scales on after every optimizer step.
+// loss stay the fused path's (bf16, through model/wrapped_path.h), as in Megatron. The norms before the QKV and
+// first MLP linears write E4M3 themselves, and SwiGLU is computed inside the cast of the second MLP linear's input. The
+// weights are cast once a step, after the optimizer's update, into buffers every graph reads. Delayed scaling keeps one
+// slot per scaled tensor and moves the scales on after every optimizer step.
 #pragma once
 
 #include <memory>
@@ -32,6 +32,10 @@ class Fp8Path final : public WrappedPath {
           const at::Device& device);
 
   at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override;
+  /// The norm written in E4M3 by its kernel, then the FP8 linear (a training step with delayed scaling and an FP8
+  /// weight gradient, where kernels::fp8_norm_linear_fits; else the norm and linear apart).
+  NormedLinear norm_linear(const at::Tensor& hidden, const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                           double epsilon, const at::Tensor& weight, const at::Tensor& bias) const override;
   /// The SwiGLU of x cast to FP8 in one kernel, then the FP8 linear (where a training step's FP8 weight
   /// gradient reads the cast; else SwiGLU and linear apart).
   at::Tensor swiglu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const override;

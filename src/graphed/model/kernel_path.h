@@ -14,6 +14,12 @@
 
 namespace graphed::model {
 
+/// A residual stream and the output of the linear that reads its norm (KernelPath::norm_linear).
+struct NormedLinear {
+  at::Tensor stream;  ///< the stream itself, to add the branch's update to (residual_norm's contract)
+  at::Tensor output;  ///< linear(norm(stream))
+};
+
 class KernelPath {
  public:
   virtual ~KernelPath() = default;
@@ -44,6 +50,14 @@ class KernelPath {
   virtual kernels::NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight,
                                               const at::Tensor& bias, double epsilon) const {
     return {hidden, norm(hidden, weight, bias, epsilon)};
+  }
+  /// residual_norm(hidden, ...) and the linear that reads its norm, in one call, so a path may write the norm
+  /// straight into the form the linear reads (FP8: E4M3, model/fp8_path.h; TransformerEngine's LayerNormLinear).
+  /// A path that wraps another composes its own (model/wrapped_path.h does not forward this).
+  virtual NormedLinear norm_linear(const at::Tensor& hidden, const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                                   double epsilon, const at::Tensor& weight, const at::Tensor& bias) const {
+    const kernels::NormedStream input = residual_norm(hidden, norm_weight, norm_bias, epsilon);
+    return {input.stream, linear(input.normed, weight, bias)};
   }
   /// Rotary embedding at positions 0..s-1 by cos/sin.
   virtual at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const = 0;

@@ -42,7 +42,19 @@ std::vector<std::pair<std::string, ParameterSplit>> MlpImpl::tensor_splits() con
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& input) {
-  const at::Tensor projected = path_->linear(tensor_.enter(input), fc1_weight_, fc1_bias_);
+  return activate_and_project(path_->linear(tensor_.enter(input), fc1_weight_, fc1_bias_));
+}
+
+NormedLinear MlpImpl::forward_from_stream(const at::Tensor& hidden, const NormImpl& norm) {
+  if (tensor_.size() > 1) {  // the norm's output enters the tensor region first
+    const kernels::NormedStream input = norm.forward_stream(hidden);
+    return {input.stream, forward(input.normed)};
+  }
+  const NormedLinear projected = norm.stream_then_linear(hidden, fc1_weight_, fc1_bias_);
+  return {projected.stream, activate_and_project(projected.output)};
+}
+
+at::Tensor MlpImpl::activate_and_project(const at::Tensor& projected) {
   const at::Tensor bias = tensor_.on_first_rank(fc2_bias_);
   if (shape_.swiglu) return tensor_.leave(path_->swiglu_linear(projected, fc2_weight_, bias));
   return tensor_.leave(path_->linear(mlp_activation(projected, false, shape_.openai_gelu), fc2_weight_, bias));

@@ -29,6 +29,9 @@ class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const MlpShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [..., hidden] -> [..., hidden]
+  /// The stream and forward(norm(hidden)) (a training step's): the norm and fc1 in one call to the path where
+  /// nothing stands between them (one tensor-parallel rank), so the path may fuse them.
+  NormedLinear forward_from_stream(const at::Tensor& hidden, const NormImpl& norm);
   /// Decoding: the residual stream after this MLP, hidden + mlp(norm(hidden)). For a bf16 CUDA tensor of a
   /// few rows, two kernels (kernels::decode_linear): RMSNorm + fc1, then SwiGLU + fc2 + the residual.
   at::Tensor forward_inference(const at::Tensor& hidden, const NormImpl& norm);
@@ -41,6 +44,9 @@ class MlpImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
 
  private:
+  /// The activation and fc2 of fc1's output (forward's second half).
+  at::Tensor activate_and_project(const at::Tensor& projected);
+
   MlpShape shape_;
   TensorParallel tensor_;
   at::Tensor fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;

@@ -19,6 +19,11 @@ kernels::NormedStream NormImpl::forward_stream(const at::Tensor& hidden) const {
   return path_->residual_norm(hidden, weight_, bias_, epsilon_);
 }
 
+NormedLinear NormImpl::stream_then_linear(const at::Tensor& hidden, const at::Tensor& weight,
+                                          const at::Tensor& bias) const {
+  return path_->norm_linear(hidden, weight_, bias_, epsilon_, weight, bias);
+}
+
 bool NormImpl::takes_decode_kernels(const at::Tensor& input) const {
   return rms_ && path_->decode_kernels() && kernels::decode_kernels_supported(input) &&
          weight_.scalar_type() == input.scalar_type();

@@ -20,6 +20,9 @@ class NormImpl : public torch::nn::Module {
   /// The residual stream `hidden` and its norm (KernelPath::residual_norm): the branch this norm feeds adds
   /// its update to the returned stream.
   kernels::NormedStream forward_stream(const at::Tensor& hidden) const;
+  /// forward_stream(hidden) and linear(normed, weight, bias) in one (KernelPath::norm_linear): the stream, and
+  /// the linear's output.
+  NormedLinear stream_then_linear(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias) const;
   /// The same norm for decoding: RMSNorm of a bf16 CUDA tensor through one fused kernel
   /// (kernels/decode_ops.h), anything else through forward().
   at::Tensor forward_inference(const at::Tensor& input) const;

@@ -162,11 +162,12 @@ at::Tensor TransformerLayerImpl::residual(const at::Tensor& hidden, const at::Te
   return hidden + tensor_.with_rank_random([&] { return at::dropout(update, hidden_dropout_, /*train=*/true); });
 }
 
-// Each branch adds its update to the stream its norm hands back (Norm::forward_stream), so the fused
-// path sums the stream's two gradients inside the norm's backward.
+// Each branch adds its update to the stream its norm hands back (Norm::forward_stream, or with the branch's
+// first linear Norm::stream_then_linear), so the fused path sums the stream's two gradients inside the norm's
+// backward.
 std::vector<at::Tensor> TransformerLayerImpl::attention_unit(const at::Tensor& hidden) {
-  const kernels::NormedStream input = input_norm_->forward_stream(hidden);
-  return {residual(input.stream, attention_->forward(input.normed))};
+  const NormedLinear branch = attention_->forward_from_stream(hidden, *input_norm_);
+  return {residual(branch.stream, branch.output)};
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::mamba_unit(const at::Tensor& hidden) {
@@ -175,8 +176,8 @@ std::vector<at::Tensor> TransformerLayerImpl::mamba_unit(const at::Tensor& hidde
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::mlp_unit(const at::Tensor& hidden) {
-  const kernels::NormedStream input = mlp_norm_->forward_stream(hidden);
-  return {residual(input.stream, mlp_->forward(input.normed))};
+  const NormedLinear branch = mlp_->forward_from_stream(hidden, *mlp_norm_);
+  return {residual(branch.stream, branch.output)};
 }
 
 at::Tensor TransformerLayerImpl::moe_tokens(const at::Tensor& normed) const {

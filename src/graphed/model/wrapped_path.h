@@ -56,7 +56,7 @@ class WrappedPath : public KernelPath {
                                   const at::Tensor& labels) const override {
     return inner_->linear_cross_entropy(normed, weight, labels);
   }
-  // Not forwarded: swiglu_linear, which composes this path's own swiglu and linear, and end_step and
+  // Not forwarded: norm_linear and swiglu_linear, which compose this path's own norm or swiglu and linear; end_step and
   // weights_loaded, which the model calls once on each distinct path it holds (GptModel::end_step).
 
  protected:
