@@ -1,8 +1,8 @@
 // tests/dist/tensor_collectives_test.cpp — the model's tensor-parallel collectives over a real Gloo group:
 // two ranks as threads of this process, meeting through one in-memory store. The sum, the gather in rank
 // order and the reduce-scatter, the caller's tensor untouched, and Megatron's copy/reduce regions carried
-// by them (a column- then row-parallel linear pair equals one process, forward and backward). Skipped where
-// this build has no Gloo.
+// by them (a column- then row-parallel linear pair equals one process, forward and backward); and the group's
+// element-wise max, which FP8 amaxes take. Skipped where this build has no Gloo.
 #include "graphed/dist/tensor_collectives.h"
 
 #include "graphed/dist/peer_collectives.h"
@@ -64,6 +64,20 @@ TEST_F(TensorCollectivesTest, InferenceCollectivesOnTheCpuAreTheGroupsOwn) {
     EXPECT_NE(std::dynamic_pointer_cast<GroupTensorCollectives>(collectives), nullptr) << "rank " << rank;
     const at::Tensor mine = at::full({4}, static_cast<double>(rank + 1), kDoubleOptions);
     EXPECT_TRUE(at::equal(collectives->all_reduce_sum(mine), at::full({4}, 3.0, kDoubleOptions))) << "rank " << rank;
+  });
+}
+
+TEST_F(TensorCollectivesTest, TheGroupsMaxIsElementWiseAndInPlace) {
+  const auto store = c10::make_intrusive<c10d::HashStore>();
+  testing::run_ranks_on_threads(2, [&](int64_t rank) {
+    Communicator group(detail::make_gloo_backend(store, rank, 2, std::chrono::seconds(30), "127.0.0.1"),
+                       "data-parallel", {0, 1}, rank);
+    // rank 0 holds [3, 0, 5], rank 1 [1, 4, 5]: each element's larger value, the tensor itself updated
+    at::Tensor amaxes = rank == 0 ? at::tensor({3.0f, 0.0f, 5.0f}) : at::tensor({1.0f, 4.0f, 5.0f});
+    const void* address = amaxes.data_ptr();
+    group.all_reduce_max(amaxes).wait();
+    EXPECT_TRUE(at::equal(amaxes, at::tensor({3.0f, 4.0f, 5.0f}))) << "rank " << rank;
+    EXPECT_EQ(amaxes.data_ptr(), address);
   });
 }
 

@@ -81,6 +81,15 @@ PendingWork Communicator::all_reduce_sum(at::Tensor& tensor) {
   });
 }
 
+PendingWork Communicator::all_reduce_max(at::Tensor& tensor) {
+  return guarded("a max all-reduce", [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::MAX;
+    return erase(backend_->backend->allreduce(tensors, options));
+  });
+}
+
 PendingWork Communicator::all_gather(std::vector<at::Tensor>& parts, at::Tensor& tensor) {
   return guarded("an all-gather", [&] {
     std::vector<std::vector<at::Tensor>> outputs{parts};

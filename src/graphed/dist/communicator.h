@@ -1,5 +1,5 @@
 // dist/communicator.h — one c10d process group (NCCL on GPUs, Gloo on CPUs) over a set of ranks, with
-// the few operations training needs: in-place sum, all-gather, send, receive, broadcast and barrier. Every
+// the few operations training needs: in-place sum and max, all-gather, send, receive, broadcast and barrier. Every
 // failure (a timeout, a peer that closed its connection) becomes a DistributedError naming this
 // rank, the group and the operation; no library message reaches the user raw.
 #pragma once
@@ -47,6 +47,8 @@ class Communicator {
 
   /// tensor <- sum over the group, in place.
   PendingWork all_reduce_sum(at::Tensor& tensor);
+  /// tensor <- element-wise max over the group, in place (FP8 amaxes).
+  PendingWork all_reduce_max(at::Tensor& tensor);
   /// parts[r] <- member r's `tensor` (parts: one tensor of tensor's shape per member, in group order).
   PendingWork all_gather(std::vector<at::Tensor>& parts, at::Tensor& tensor);
   /// output <- this member's part (dimension 0 split into equal parts in group order) of the sum of every

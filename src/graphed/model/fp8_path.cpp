@@ -10,7 +10,7 @@ namespace graphed::model {
 
 Fp8Path::Fp8Path(std::shared_ptr<const FusedPath> fused, const std::vector<at::Tensor>& weights, const Options& options,
                  const at::Device& device)
-    : WrappedPath(fused), fused_(std::move(fused)), recipe_(options.recipe) {
+    : WrappedPath(fused), fused_(std::move(fused)), recipe_(options.recipe), reduce_amaxes_(options.reduce_amaxes) {
   for (const auto& weight : weights) {
     slots_.emplace(weight.unsafeGetTensorImpl(), static_cast<int64_t>(weights_.size()));
     const at::Tensor copy = fused_->copy_of(weight);
@@ -96,6 +96,12 @@ NormedLinear Fp8Path::norm_linear(const at::Tensor& hidden, const at::Tensor& no
 
 void Fp8Path::end_step() const {
   if (forward_ != nullptr) {
+    if (reduce_amaxes_) {  // this step's row of each history: the amaxes every rank recorded
+      for (const auto& state : {forward_, backward_}) {
+        at::Tensor recorded = state->amax_history().select(0, 0);
+        reduce_amaxes_(recorded);
+      }
+    }
     forward_->update();
     backward_->update();
   }

@@ -6,6 +6,7 @@
 // slot per scaled tensor and moves the scales on after every optimizer step.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ class Fp8Path final : public WrappedPath {
   struct Options {
     kernels::Fp8LinearRecipe recipe;
     std::optional<kernels::DelayedScaling> delayed;  ///< unset: current (per-tensor) scaling
+    /// Delayed scaling over several ranks: replaces a row of amaxes (fp32, on the device) in place by its
+    /// element-wise max over every rank that holds the same slots, the data- and tensor-parallel ranks of
+    /// one pipeline stage (TransformerEngine's amax reduction). It may run inside a graph. Unset: one rank.
+    std::function<void(at::Tensor&)> reduce_amaxes;
   };
 
   /// weights: the master weights of the linears this path may run (each gets its slots, in this order).
@@ -44,7 +49,8 @@ class Fp8Path final : public WrappedPath {
     return linear(input, weight, bias);
   }
 
-  /// Delayed scaling: the next step's scales from this step's amaxes. Then the weights' casts for the next step.
+  /// Delayed scaling: the next step's scales from this step's amaxes (the ranks' max, where reduce_amaxes is
+  /// set). Then the weights' casts for the next step.
   void end_step() const override;
   /// The weights' casts again, from the working copies as loaded.
   void weights_loaded() const override;
@@ -71,8 +77,9 @@ class Fp8Path final : public WrappedPath {
   kernels::Fp8LinearRecipe recipe_;
   std::shared_ptr<kernels::Fp8ScalingState> forward_;   ///< E4M3: input and weight of each linear
   std::shared_ptr<kernels::Fp8ScalingState> backward_;  ///< the output's gradient of each linear
-  std::unordered_map<const void*, int64_t> slots_;      ///< by the master weight's TensorImpl
-  std::vector<CastWeight> weights_;                     ///< by slot index
+  std::function<void(at::Tensor&)> reduce_amaxes_;
+  std::unordered_map<const void*, int64_t> slots_;  ///< by the master weight's TensorImpl
+  std::vector<CastWeight> weights_;                 ///< by slot index
 };
 
 }  // namespace graphed::model

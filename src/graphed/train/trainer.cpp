@@ -35,14 +35,29 @@
 namespace graphed::train {
 namespace {
 
+/// The max of each FP8 amax over the data- and tensor-parallel ranks of this pipeline stage, which hold the same
+/// delayed-scaling slots (TransformerEngine reduces over the same group): every rank then scales alike, and a
+/// checkpoint's state (rank 0's) is every rank's. Nothing to do for one process.
+std::function<void(at::Tensor&)> amax_reduction(dist::ProcessGroups* groups) {
+  if (groups == nullptr) return {};
+  const bool data = groups->layout().data_size > 1;
+  const bool tensor = groups->layout().tensor_size > 1;
+  if (!data && !tensor) return {};
+  return [groups, data, tensor](at::Tensor& amaxes) {
+    if (data) groups->data().all_reduce_max(amaxes).wait();
+    if (tensor) groups->tensor().all_reduce_max(amaxes).wait();
+  };
+}
+
 /// FP8 (model/fp8_path.h) for the layers the config runs in FP8 (all, or all but the first and last); the
 /// others, the norms and the output layer keep the fused bf16 path. Refused where no FP8 tensor core is.
 /// Returns the state the FP8 path keeps across steps (model::Fp8Path::state), for checkpoints.
 std::vector<std::pair<std::string, at::Tensor>> use_fp8_layers(model::GptModel& model,
                                                                const config::ModelConfig& config,
                                                                const std::shared_ptr<const model::FusedPath>& fused,
-                                                               const at::Device& device) {
+                                                               const at::Device& device, dist::ProcessGroups* groups) {
   model::Fp8Path::Options options;
+  options.reduce_amaxes = amax_reduction(groups);
   options.recipe.gradient_format =
       *config.fp8_format == "hybrid" ? kernels::Fp8Format::kE5M2 : kernels::Fp8Format::kE4M3;
   options.recipe.fp8_weight_gradient = config.fp8_wgrad;
@@ -55,7 +70,9 @@ std::vector<std::pair<std::string, at::Tensor>> use_fp8_layers(model::GptModel& 
   for (auto& layer : model->layers()) {
     if (!config.fp8_layer(layer->layer_number())) continue;
     for (const auto& parameter : layer->named_parameters()) {
-      if (parameter.value().dim() == 2 && parameter.key().find("router") == std::string::npos) {
+      // Another pipeline stage's layers have no working copy here (this rank never runs them).
+      if (parameter.value().dim() == 2 && parameter.key().find("router") == std::string::npos &&
+          fused->copy_of(parameter.value()).defined()) {
         weights.push_back(parameter.value());
       }
     }
@@ -138,7 +155,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     auto fused_path =
         std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, /*accumulate_in_place=*/true);
     model_->use_kernel_path(fused_path);
-    if (config.model.fp8()) carried_state_ = use_fp8_layers(model_, config.model, fused_path, device_);
+    if (config.model.fp8()) carried_state_ = use_fp8_layers(model_, config.model, fused_path, device_, groups);
   }
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();
