@@ -7,7 +7,7 @@
 // told of, and exits 0.
 // Usage: node load_fault_test.mjs GRAPHED MODEL_DIR
 import net from 'node:net';
-import { check, metric, readEvents, startServer, waitForIdle } from './server_process.mjs';
+import { check, metric, readEvents, startServer, waitForIdle, waitForRequests } from './server_process.mjs';
 
 const [graphed, modelDir] = process.argv.slice(2);
 let seed = 12345;
@@ -128,12 +128,15 @@ async function fullQueue() {
 
 /** A whole (not streamed) answer whose client hangs up while it waits: the server notices at its next
  * heartbeat (a space before the JSON body) and cancels it. One request runs at a time, so the hung-up one
- * waits behind long ones. */
+ * waits behind long ones (sent before it and held by the engine when it goes out). */
 async function wholeAnswerHangUp() {
   const server = await startServer(graphed, ['--hf', modelDir, '--device', 'cpu', '--inference-max-requests', '1']);
   try {
-    const long = Array.from({ length: 20 }, (_, i) => post(server.base, '/v1/completions',
+    // Concurrent requests reach the engine in any order: the hung-up one goes out once 30 of the 40 long ones are
+    // held, so it waits behind at least 30 x 480 tokens (seconds on any CPU), past the abort and a heartbeat.
+    const long = Array.from({ length: 40 }, (_, i) => post(server.base, '/v1/completions',
       { prompt: `Long ${i}`, max_tokens: 480, temperature: 0, ignore_eos: true }).then((response) => response.json()));
+    await waitForRequests(server.base, 30);
     const controller = new AbortController();
     const leaving = post(server.base, '/v1/completions', { prompt: 'I will leave', max_tokens: 8 }, { signal: controller.signal })
       .then((response) => response.text()).catch((error) => error.name);

@@ -80,6 +80,18 @@ export async function metric(base, name) {
   return Number(line.split(' ')[1]);
 }
 
+/** Waits until the engine holds at least `count` requests, running or queued: a request sent after that queues
+ * behind them, whatever order concurrent connections reached the server in. */
+export async function waitForRequests(base, count, timeoutMs = 30000) {
+  const start = Date.now();
+  for (;;) {
+    const held = (await metric(base, 'graphed_running_requests')) + (await metric(base, 'graphed_queued_requests'));
+    if (held >= count) return;
+    if (Date.now() - start > timeoutMs) throw new Error(`the server held ${held} requests, not ${count}, after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** Waits until the engine holds no request and no block (a cancelled one gives its blocks back). */
 export async function waitForIdle(base, timeoutMs = 60000) {
   const start = Date.now();
