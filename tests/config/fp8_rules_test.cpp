@@ -43,8 +43,8 @@ TEST(Fp8RulesTest, AValidConfigurationHasNoFp8Issue) {
 
 TEST(Fp8RulesTest, NeedsBf16AndTheFusedKernels) {
   EXPECT_EQ(issues_of(resolve_fp8({{"bf16", false}}), "FP-1"),
-            "error [FP-1]: --fp8-format hybrid needs --bf16 (the FP8 GEMMs read bf16 working copies of the weights "
-            "and the layers between them run in bf16); fix: add --bf16, or drop --fp8-format\n");
+            "error [FP-1]: --fp8-format hybrid needs --bf16 (the weights' FP8 casts are made from bf16 working copies "
+            "and the layers between the FP8 GEMMs run in bf16); fix: add --bf16, or drop --fp8-format\n");
   EXPECT_EQ(issues_of(resolve_fp8({{"fused_kernels", false}}), "FP-1"),
             "error [FP-1]: --fp8-format hybrid runs on graphed's fused kernels, but --no-fused-kernels turns them "
             "off; fix: drop --no-fused-kernels, or drop --fp8-format\n");

@@ -130,7 +130,9 @@ async function fullQueue() {
  * heartbeat (a space before the JSON body) and cancels it. One request runs at a time, so the hung-up one
  * waits behind long ones (sent before it and held by the engine when it goes out). */
 async function wholeAnswerHangUp() {
-  const server = await startServer(graphed, ['--hf', modelDir, '--device', 'cpu', '--inference-max-requests', '1']);
+  // More HTTP threads than connections: each open one holds a thread, and /metrics must answer meanwhile.
+  const server = await startServer(graphed, ['--hf', modelDir, '--device', 'cpu', '--inference-max-requests', '1',
+                                             '--http-threads', '64']);
   try {
     // Concurrent requests reach the engine in any order: the hung-up one goes out once 30 of the 40 long ones are
     // held, so it waits behind at least 30 x 480 tokens (seconds on any CPU), past the abort and a heartbeat.

@@ -17,8 +17,8 @@ std::string num(int64_t value) { return std::to_string(value); }
 void validate_fp8_needs(const ModelConfig& m, IssueList& issues) {
   if (!m.bf16) {
     issues.error("FP-1", "--fp8-format " + *m.fp8_format +
-                             " needs --bf16 (the FP8 GEMMs read bf16 working copies of the weights and the layers "
-                             "between them run in bf16); fix: add --bf16, or drop --fp8-format");
+                             " needs --bf16 (the weights' FP8 casts are made from bf16 working copies and the layers "
+                             "between the FP8 GEMMs run in bf16); fix: add --bf16, or drop --fp8-format");
   } else if (!m.fused_kernels) {
     issues.error("FP-1", "--fp8-format " + *m.fp8_format +
                              " runs on graphed's fused kernels, but --no-fused-kernels turns them off; fix: drop "

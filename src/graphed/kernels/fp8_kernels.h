@@ -1,7 +1,7 @@
 // kernels/fp8_kernels.h — the CUDA kernels behind FP8 linears (kernels/fp8_linear.h), free of ATen like
 // kernels/training_kernels.h: the amax of a tensor, and its cast to E4M3 or E5M2 after a scale read from
 // the device (so a graph replays with the scale of the moment), recording the amax as it goes. SwiGLU's
-// output is cast by the kernel that computes it, never written in bf16.
+// output can be cast by the kernel that computes it, and a norm's by the norm's kernel, without a bf16 copy.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
 // kernels/fp8_linear.h — a linear layer whose three GEMMs (forward, input gradient, weight gradient) run on
 // Hopper's FP8 tensor cores through cuBLASLt (LibTorch's _scaled_mm): the input, the weight and the output's
-// gradient are cast to FP8 with one scale each, per tensor (the weight once a step, by its caller). The scales are
-// current (from the tensor's own amax, Megatron's --fp8-recipe tensorwise) or delayed (from the amax history of
-// kernels/fp8_scaling.h,
-// --fp8-recipe delayed). Everything stays on the device, so eager steps and graph replays give the same bits.
+// gradient are cast to FP8 with one scale each, per tensor (the weight once a step, by its caller). The scales
+// are current (from the tensor's own amax, Megatron's --fp8-recipe tensorwise) or delayed (from the amax history
+// of kernels/fp8_scaling.h, --fp8-recipe delayed). Everything stays on the device, so eager steps and graph
+// replays give the same bits. The input's producer (a norm, SwiGLU) may be fused into its cast.
 #pragma once
 
 #include <string>
@@ -34,7 +34,8 @@ struct Fp8Tensor {
 /// the cast is of silu(first half) * second half [..., w], rounded to bf16 as kernels::swiglu writes it).
 enum class Fp8InputTransform { kNone, kSwiglu };
 
-/// A linear's two scaled activations; the weight's scale travels with its cast (Fp8Tensor).
+/// The delayed slots of a linear's input and of its output's gradient; the weight's scale travels with its
+/// cast (Fp8Tensor).
 struct Fp8LinearScaling {
   Fp8Slot input;
   Fp8Slot gradient;  ///< the output's gradient (E5M2 in the hybrid format)

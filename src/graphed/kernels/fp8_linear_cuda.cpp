@@ -156,7 +156,7 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
     const at::Tensor output = scaled_mm(x, weight_data.t(), weight_scale_inverse, bias_copy, at::kBFloat16, true);
     if (backward) {
       const at::Tensor input_for_weight = fp8_input_for_weight ? x.transposed.t() : rows;
-      const at::Tensor transform_input = transform == Fp8InputTransform::kSwiglu ? rows : at::Tensor();
+      const at::Tensor transform_input = transform == Fp8InputTransform::kSwiglu ? rows.contiguous() : at::Tensor();
       context->save_for_backward({input_for_weight, x.scale_inverse, weight_transposed.t(), weight_scale_inverse,
                                   weight, or_empty(transform_input, rows)});
     }
@@ -228,7 +228,7 @@ struct Fp8NormLinearFunction : torch::autograd::Function<Fp8NormLinearFunction> 
     const LinearGradients linear =
         linear_backward(context, {saved[0], saved[1], saved[2], saved[3], weight}, dy, needs_norm,
                         context->needs_input_grad(3), context->needs_input_grad(7));
-    tensor_list gradients(16);
+    tensor_list gradients(15);
     if (needs_norm) {
       const tensor_list norm = detail::norm_backward({saved[5], saved[6], saved[7], saved[8], saved[9]}, linear.read,
                                                      grads[0], context->saved_data["accumulate"].toBool());
@@ -401,8 +401,9 @@ Fp8NormLinear fp8_norm_linear(const at::Tensor& hidden, const at::Tensor& norm_w
   GRAPHED_INTERNAL_ASSERT(fp8_norm_linear_fits(hidden, norm_weight, norm_bias, recipe, scaling),
                           "an FP8 norm-linear its caller did not check (fp8_norm_linear_fits)");
   GRAPHED_INTERNAL_ASSERT(bias.defined() == bias_copy.defined(), "an FP8 linear's bias comes with its working copy");
-  const bool backward =
-      at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad() || norm_weight.requires_grad());
+  const auto needs = [](const at::Tensor& tensor) { return tensor.defined() && tensor.requires_grad(); };
+  const bool backward = at::GradMode::is_enabled() &&
+                        (needs(hidden) || needs(weight) || needs(norm_weight) || needs(norm_bias) || needs(bias));
   const tensor_list outputs = Fp8NormLinearFunction::apply(
       hidden, norm_weight, or_empty(norm_bias, norm_weight), weight, weight_fp8.data, weight_fp8.transposed,
       weight_fp8.scale_inverse, or_empty(bias, weight), or_empty(bias_copy, weight_fp8.scale_inverse), epsilon, recipe,

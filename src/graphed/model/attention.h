@@ -1,8 +1,9 @@
 // model/attention.h — causal self-attention: fused QKV projection (MHA or GQA), optional per-head
 // q/k norm (Qwen3), optional rotary position embedding (with Llama 3.1's frequency scaling), SDPA
-// through util/compat.h, output projection. Input and output [batch, seq, hidden]. For training no norm of
-// the input, dropout on the output or residual: the layer's attention unit adds those. The decoding paths
-// take the layer's norm and add the residual themselves, so that their kernels fold both in.
+// through util/compat.h, output projection. Input and output [batch, seq, hidden]. Dropout on the output and
+// the residual are the layer's; forward_from_stream takes the layer's norm (so a path may fuse it with the QKV
+// projection), and the decoding paths take the norm and add the residual themselves, so that their kernels fold both
+// in.
 #pragma once
 
 #include <memory>

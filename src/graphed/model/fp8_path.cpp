@@ -108,7 +108,12 @@ void Fp8Path::end_step() const {
   cast_weights();  // after the optimizer's update: the next step's weights, at the next step's scales
 }
 
-void Fp8Path::weights_loaded() const { cast_weights(); }
+void Fp8Path::weights_loaded() const {
+  // The amaxes the casts record only rise: this step's row forgets the weights it held before (the initial
+  // ones, where no checkpoint state replaced the row) and takes the loaded weights'. Weights are the odd slots.
+  if (forward_ != nullptr) forward_->amax_history().select(0, 0).slice(0, 1, c10::nullopt, 2).zero_();
+  cast_weights();
+}
 
 std::vector<std::pair<std::string, at::Tensor>> Fp8Path::state() const {
   if (forward_ == nullptr) return {};

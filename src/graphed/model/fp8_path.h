@@ -1,9 +1,10 @@
 // model/fp8_path.h — the FP8 training path (issue 28; Megatron's --fp8-format): the linears of the layers
-// that run it are kernels/fp8_linear.h's FP8 GEMMs; norms, RoPE, the residuals and the output layer with its
-// loss stay the fused path's (bf16, through model/wrapped_path.h), as in Megatron. The norms before the QKV and
-// first MLP linears write E4M3 themselves, and SwiGLU is computed inside the cast of the second MLP linear's input. The
-// weights are cast once a step, after the optimizer's update, into buffers every graph reads. Delayed scaling keeps one
-// slot per scaled tensor and moves the scales on after every optimizer step.
+// that run it are kernels/fp8_linear.h's FP8 GEMMs; the norms' arithmetic, RoPE, the residuals and the output
+// layer with its loss stay the fused path's (bf16, through model/wrapped_path.h), as in Megatron. SwiGLU is
+// computed inside the cast of the second MLP linear's input where the weight gradient is FP8; with delayed
+// scaling the norms before the QKV and first MLP linears write their E4M3 output themselves. The weights are cast
+// once a step, after the optimizer's update, into buffers every graph reads. Delayed scaling keeps one slot per
+// scaled tensor and moves the scales on after every optimizer step.
 #pragma once
 
 #include <functional>

@@ -1,6 +1,6 @@
 // model/mlp.h — the dense MLP (fc1 -> GELU or SwiGLU -> fc2), also used as the MoE shared expert.
-// For training no norm, dropout or residual here: the transformer layer's units add those; decoding takes
-// the norm and adds the residual, so that the kernels fold them in.
+// Dropout and the residual are the transformer layer's; forward_from_stream takes the layer's norm (so a
+// path may fuse it with fc1), and decoding takes the norm and adds the residual, so that the kernels fold them in.
 #pragma once
 
 #include <memory>

@@ -50,7 +50,7 @@ std::function<void(at::Tensor&)> amax_reduction(dist::ProcessGroups* groups) {
 }
 
 /// FP8 (model/fp8_path.h) for the layers the config runs in FP8 (all, or all but the first and last); the
-/// others, the norms and the output layer keep the fused bf16 path. Refused where no FP8 tensor core is.
+/// others and the output layer keep the fused bf16 path. Refused where no FP8 tensor core is.
 /// Returns the state the FP8 path keeps across steps (model::Fp8Path::state), for checkpoints.
 std::vector<std::pair<std::string, at::Tensor>> use_fp8_layers(model::GptModel& model,
                                                                const config::ModelConfig& config,
