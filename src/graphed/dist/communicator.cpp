@@ -72,23 +72,18 @@ PendingWork Communicator::guarded(const std::string& what, const std::function<s
   }
 }
 
-PendingWork Communicator::all_reduce_sum(at::Tensor& tensor) {
-  return guarded("an all-reduce", [&] {
+PendingWork Communicator::all_reduce(at::Tensor& tensor, bool maximum) {
+  return guarded(maximum ? "a max all-reduce" : "an all-reduce", [&] {
     std::vector<at::Tensor> tensors{tensor};
     c10d::AllreduceOptions options;
-    options.reduceOp = c10d::ReduceOp::SUM;
+    options.reduceOp = maximum ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
     return erase(backend_->backend->allreduce(tensors, options));
   });
 }
 
-PendingWork Communicator::all_reduce_max(at::Tensor& tensor) {
-  return guarded("a max all-reduce", [&] {
-    std::vector<at::Tensor> tensors{tensor};
-    c10d::AllreduceOptions options;
-    options.reduceOp = c10d::ReduceOp::MAX;
-    return erase(backend_->backend->allreduce(tensors, options));
-  });
-}
+PendingWork Communicator::all_reduce_sum(at::Tensor& tensor) { return all_reduce(tensor, /*maximum=*/false); }
+
+PendingWork Communicator::all_reduce_max(at::Tensor& tensor) { return all_reduce(tensor, /*maximum=*/true); }
 
 PendingWork Communicator::all_gather(std::vector<at::Tensor>& parts, at::Tensor& tensor) {
   return guarded("an all-gather", [&] {

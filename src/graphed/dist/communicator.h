@@ -66,6 +66,8 @@ class Communicator {
 
  private:
   PendingWork guarded(const std::string& what, const std::function<std::shared_ptr<void>()>& launch);
+  /// tensor <- the sum (or, with `maximum`, the max) over the group, in place.
+  PendingWork all_reduce(at::Tensor& tensor, bool maximum);
 
   std::shared_ptr<detail::BackendHandle> backend_;
   std::string name_;

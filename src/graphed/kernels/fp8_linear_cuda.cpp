@@ -35,6 +35,14 @@ using torch::autograd::tensor_list;
 
 bool delayed(const Fp8Slot& slot) { return slot.scale.defined(); }
 
+/// Where a cast records its amax: the delayed slot's, when asked to; else nowhere (null).
+float* recorded_amax(const Fp8Slot& slot, bool record) {
+  return record && delayed(slot) ? slot.amax.data_ptr<float>() : nullptr;
+}
+
+/// Whether autograd will want a gradient for this (optional) input.
+bool needs_gradient(const at::Tensor& tensor) { return tensor.defined() && tensor.requires_grad(); }
+
 /// IValues hold tensors, not structs: a slot as three saved tensors (empty ones for current scaling).
 void save_slot(AutogradContext* context, const Fp8Slot& slot, const at::Tensor& like) {
   const at::Tensor none = at::empty({0}, like.options().dtype(at::kFloat));
@@ -58,6 +66,52 @@ at::Tensor scaled_mm(const Fp8Tensor& first, const at::Tensor& second, const at:
   }
   return at::_scaled_mm(first.data, second, first.scale_inverse, second_scale_inverse, bias_argument,
                         /*scale_result=*/std::nullopt, output_type, fast_accumulation);
+}
+
+/// Casts `input` (contiguous) into `into`: data, and its transpose where `into.transposed` is defined, at
+/// `scale`, recording the amax where `amax` is not null; SwiGLU's output of it with that transform.
+void cast_into(const at::Tensor& input, Fp8InputTransform transform, Fp8Format format, const at::Tensor& scale,
+               float* amax, const Fp8Tensor& into) {
+  const bool e5m2 = format == Fp8Format::kE5M2;
+  const bool transpose = into.transposed.defined();
+  void* transposed = transpose ? into.transposed.data_ptr() : nullptr;
+  if (transform == Fp8InputTransform::kSwiglu) {
+    launch_swiglu_cast_transpose_to_fp8(input.data_ptr(), input.size(0), input.size(1) / 2, scale.data_ptr<float>(),
+                                        into.data.data_ptr(), transposed, e5m2, amax, current_stream());
+  } else if (transpose && cast_transpose_fits(input.size(0), input.size(1))) {
+    launch_cast_transpose_to_fp8(input.data_ptr(), element_of(input), input.size(0), input.size(1),
+                                 scale.data_ptr<float>(), into.data.data_ptr(), transposed, e5m2, amax,
+                                 current_stream());
+  } else {
+    launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(),
+                       into.data.data_ptr(), e5m2, amax, current_stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (transpose) into.transposed.copy_(into.data.t());
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+/// The scale to cast `input` with, its inverse written into scale_inverse: the slot's (delayed), or from
+/// the amax of transform(input), computed first (current scaling).
+at::Tensor scale_for(const at::Tensor& input, Fp8InputTransform transform, Fp8Format format, const Fp8Slot& slot,
+                     const at::Tensor& scale_inverse) {
+  if (delayed(slot)) {  // copied out: a slot's view sits 4 bytes per slot into its state, not 16-byte aligned
+    scale_inverse.copy_(slot.scale_inverse);
+    return slot.scale;
+  }
+  const auto options = input.options().dtype(at::kFloat);
+  const at::Tensor amax = at::zeros({1}, options);
+  const at::Tensor scale = at::empty({1}, options);
+  if (transform == Fp8InputTransform::kSwiglu) {
+    launch_swiglu_amax(input.data_ptr(), input.size(0), input.size(1) / 2, amax.data_ptr<float>(), current_stream());
+  } else {
+    launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
+                         scale_inverse.data_ptr<float>(), current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return scale;
 }
 
 /// dyᵀ [out, rows] x input [rows, in] in fp32: added to the weight's .grad where `accumulate` and .grad can take
@@ -198,13 +252,14 @@ struct Fp8NormLinearFunction : torch::autograd::Function<Fp8NormLinearFunction> 
     const int64_t rows = x.numel() / columns;
     const bool layer_norm = present(norm_bias);
     const auto options = x.options().dtype(at::kFloat8_e4m3fn);
-    // cuBLASLt wants 16-byte aligned scale pointers, and a slot's view sits 4 bytes per slot into its state.
-    const Fp8Tensor cast{at::empty({rows, columns}, options), scaling.input.scale_inverse.clone()};
-    launch_norm_forward_to_fp8(
-        x.data_ptr(), element_of(x), norm_weight.data_ptr<float>(), layer_norm ? norm_bias.data_ptr<float>() : nullptr,
-        scaling.input.scale.data_ptr<float>(), cast.data.data_ptr(),
-        record ? scaling.input.amax.data_ptr<float>() : nullptr, layer_norm ? norm.mean.data_ptr<float>() : nullptr,
-        norm.rstd.data_ptr<float>(), rows, columns, static_cast<float>(epsilon), current_stream());
+    const Fp8Tensor cast{at::empty({rows, columns}, options), at::empty({1}, x.options().dtype(at::kFloat))};
+    const at::Tensor scale =
+        scale_for(x, Fp8InputTransform::kNone, Fp8Format::kE4M3, scaling.input, cast.scale_inverse);
+    launch_norm_forward_to_fp8(x.data_ptr(), element_of(x), norm_weight.data_ptr<float>(),
+                               layer_norm ? norm_bias.data_ptr<float>() : nullptr, scale.data_ptr<float>(),
+                               cast.data.data_ptr(), recorded_amax(scaling.input, record),
+                               layer_norm ? norm.mean.data_ptr<float>() : nullptr, norm.rstd.data_ptr<float>(), rows,
+                               columns, static_cast<float>(epsilon), current_stream());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const at::Tensor output = scaled_mm(cast, weight_data.t(), weight_scale_inverse, bias_copy, at::kBFloat16, true);
     if (backward) {
@@ -241,52 +296,6 @@ struct Fp8NormLinearFunction : torch::autograd::Function<Fp8NormLinearFunction> 
     return gradients;
   }
 };
-
-/// Casts `input` (contiguous) into `into`: data, and its transpose where `into.transposed` is defined, at
-/// `scale`, recording the amax where `amax` is not null; SwiGLU's output of it with that transform.
-void cast_into(const at::Tensor& input, Fp8InputTransform transform, Fp8Format format, const at::Tensor& scale,
-               float* amax, const Fp8Tensor& into) {
-  const bool e5m2 = format == Fp8Format::kE5M2;
-  const bool transpose = into.transposed.defined();
-  void* transposed = transpose ? into.transposed.data_ptr() : nullptr;
-  if (transform == Fp8InputTransform::kSwiglu) {
-    launch_swiglu_cast_transpose_to_fp8(input.data_ptr(), input.size(0), input.size(1) / 2, scale.data_ptr<float>(),
-                                        into.data.data_ptr(), transposed, e5m2, amax, current_stream());
-  } else if (transpose && cast_transpose_fits(input.size(0), input.size(1))) {
-    launch_cast_transpose_to_fp8(input.data_ptr(), element_of(input), input.size(0), input.size(1),
-                                 scale.data_ptr<float>(), into.data.data_ptr(), transposed, e5m2, amax,
-                                 current_stream());
-  } else {
-    launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(),
-                       into.data.data_ptr(), e5m2, amax, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (transpose) into.transposed.copy_(into.data.t());
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-/// The scale to cast `input` with, its inverse written into scale_inverse: the slot's (delayed), or from
-/// the amax of transform(input), computed first (current scaling).
-at::Tensor scale_for(const at::Tensor& input, Fp8InputTransform transform, Fp8Format format, const Fp8Slot& slot,
-                     const at::Tensor& scale_inverse) {
-  if (delayed(slot)) {  // copied out: a slot's view sits 4 bytes per slot into its state, not 16-byte aligned
-    scale_inverse.copy_(slot.scale_inverse);
-    return slot.scale;
-  }
-  const auto options = input.options().dtype(at::kFloat);
-  const at::Tensor amax = at::zeros({1}, options);
-  const at::Tensor scale = at::empty({1}, options);
-  if (transform == Fp8InputTransform::kSwiglu) {
-    launch_swiglu_amax(input.data_ptr(), input.size(0), input.size(1) / 2, amax.data_ptr<float>(), current_stream());
-  } else {
-    launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
-                         scale_inverse.data_ptr<float>(), current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return scale;
-}
 
 at::ScalarType fp8_type(Fp8Format format) { return format == Fp8Format::kE5M2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn; }
 
@@ -343,8 +352,7 @@ Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slo
   if (transpose) result.transposed = at::empty({sizes[1], sizes[0]}, options);
   result.scale_inverse = at::empty({1}, input.options().dtype(at::kFloat));
   const at::Tensor scale = scale_for(input, transform, format, slot, result.scale_inverse);
-  float* amax = record && delayed(slot) ? slot.amax.data_ptr<float>() : nullptr;
-  cast_into(input, transform, format, scale, amax, result);
+  cast_into(input, transform, format, scale, recorded_amax(slot, record), result);
   return result;
 }
 
@@ -360,8 +368,7 @@ void quantize_fp8_into(const at::Tensor& x, Fp8Format format, const Fp8Slot& slo
                               detail::aligned_16(into.scale_inverse),
                           "an FP8 cast in place takes a CUDA matrix and buffers of its shape");
   const at::Tensor scale = scale_for(input, Fp8InputTransform::kNone, format, slot, into.scale_inverse);
-  cast_into(input, Fp8InputTransform::kNone, format, scale,
-            record && delayed(slot) ? slot.amax.data_ptr<float>() : nullptr, into);
+  cast_into(input, Fp8InputTransform::kNone, format, scale, recorded_amax(slot, record), into);
 }
 
 at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const Fp8Tensor& weight_fp8,
@@ -374,8 +381,8 @@ at::Tensor fp8_linear(const at::Tensor& input, const at::Tensor& weight, const F
   GRAPHED_INTERNAL_ASSERT(transform == Fp8InputTransform::kNone || recipe.fp8_weight_gradient,
                           "a SwiGLU-fused FP8 linear keeps no bf16 input for a bf16 weight gradient");
   // Inside forward autograd is off: whether a backward will follow is asked here.
-  const bool backward = at::GradMode::is_enabled() &&
-                        (input.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+  const bool backward =
+      at::GradMode::is_enabled() && (needs_gradient(input) || needs_gradient(weight) || needs_gradient(bias));
   return Fp8LinearFunction::apply(input, weight, weight_fp8.data, weight_fp8.transposed, weight_fp8.scale_inverse,
                                   or_empty(bias, weight), or_empty(bias_copy, weight_fp8.scale_inverse), recipe,
                                   scaling, accumulate_in_place, record_amax, backward, transform);
@@ -401,9 +408,9 @@ Fp8NormLinear fp8_norm_linear(const at::Tensor& hidden, const at::Tensor& norm_w
   GRAPHED_INTERNAL_ASSERT(fp8_norm_linear_fits(hidden, norm_weight, norm_bias, recipe, scaling),
                           "an FP8 norm-linear its caller did not check (fp8_norm_linear_fits)");
   GRAPHED_INTERNAL_ASSERT(bias.defined() == bias_copy.defined(), "an FP8 linear's bias comes with its working copy");
-  const auto needs = [](const at::Tensor& tensor) { return tensor.defined() && tensor.requires_grad(); };
-  const bool backward = at::GradMode::is_enabled() &&
-                        (needs(hidden) || needs(weight) || needs(norm_weight) || needs(norm_bias) || needs(bias));
+  const bool backward =
+      at::GradMode::is_enabled() && (needs_gradient(hidden) || needs_gradient(weight) || needs_gradient(norm_weight) ||
+                                     needs_gradient(norm_bias) || needs_gradient(bias));
   const tensor_list outputs = Fp8NormLinearFunction::apply(
       hidden, norm_weight, or_empty(norm_bias, norm_weight), weight, weight_fp8.data, weight_fp8.transposed,
       weight_fp8.scale_inverse, or_empty(bias, weight), or_empty(bias_copy, weight_fp8.scale_inverse), epsilon, recipe,

@@ -47,15 +47,6 @@ void Fp8Path::cast_weights() const {
   }
 }
 
-at::Tensor Fp8Path::fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                               kernels::Fp8InputTransform transform) const {
-  // Amaxes count once per training pass: not in evaluation, nor in a per-layer engine's warmup probe.
-  const bool record = at::GradMode::is_enabled() && !capture::is_gradient_probe();
-  const int64_t index = slot_index(weight);
-  return kernels::fp8_linear(input, weight, weights_[index].cast, bias, fused_->copy_of(bias), recipe_,
-                             scaling_of(index), fused_->accumulates_in_place(), record, transform);
-}
-
 namespace {
 
 /// Without autograd a few rows (a training sample's tokens) take bf16: the FP8 GEMMs are sized for multiples
@@ -65,7 +56,17 @@ bool rows_fit(const at::Tensor& input) {
   return at::GradMode::is_enabled() || rows % 16 == 0;
 }
 
+/// Amaxes count once per training pass: not in evaluation, nor in a per-layer engine's warmup probe.
+bool records_amaxes() { return at::GradMode::is_enabled() && !capture::is_gradient_probe(); }
+
 }  // namespace
+
+at::Tensor Fp8Path::fp8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                               kernels::Fp8InputTransform transform) const {
+  const int64_t index = slot_index(weight);
+  return kernels::fp8_linear(input, weight, weights_[index].cast, bias, fused_->copy_of(bias), recipe_,
+                             scaling_of(index), fused_->accumulates_in_place(), records_amaxes(), transform);
+}
 
 at::Tensor Fp8Path::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
   if (!rows_fit(input)) return fused_->linear(input, weight, bias);
@@ -87,10 +88,9 @@ NormedLinear Fp8Path::norm_linear(const at::Tensor& hidden, const at::Tensor& no
   if (!at::GradMode::is_enabled() || !kernels::fp8_norm_linear_fits(hidden, norm_weight, norm_bias, recipe_, scaling)) {
     return KernelPath::norm_linear(hidden, norm_weight, norm_bias, epsilon, weight, bias);
   }
-  const bool record = !capture::is_gradient_probe();
-  const kernels::Fp8NormLinear result =
-      kernels::fp8_norm_linear(hidden, norm_weight, norm_bias, epsilon, weight, weights_[index].cast, bias,
-                               fused_->copy_of(bias), recipe_, scaling, fused_->accumulates_in_place(), record);
+  const kernels::Fp8NormLinear result = kernels::fp8_norm_linear(
+      hidden, norm_weight, norm_bias, epsilon, weight, weights_[index].cast, bias, fused_->copy_of(bias), recipe_,
+      scaling, fused_->accumulates_in_place(), records_amaxes());
   return {result.stream, result.output};
 }
 
