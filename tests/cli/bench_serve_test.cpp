@@ -72,11 +72,59 @@ TEST(BenchServe, ASmallRunReportsWhatTheIssueAsksFor) {
   EXPECT_GE(result["ttft_ms_p99"].get<double>(), result["ttft_ms_p50"].get<double>());
 }
 
+/// tiny's context is 64 positions: the default workload (prompts 64..2048) cannot run at all and is refused up
+/// front, naming the flags; one that partly fits runs, its refusals counted, and exits 0.
+TEST(BenchServe, AWorkloadThatCannotFitIsRefusedAndOneThatPartlyFitsRuns) {
+  std::ostringstream out;
+  try {
+    run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu"}), out);
+    ADD_FAILURE() << "the default workload ran on tiny";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "bench --serve: none of the 64 requests (prompts 64..2048 tokens, outputs 32..512) can run: the first "
+              "the prompt has 1944 tokens, and the context holds 64 positions, the prompt's and the new tokens'; fix: "
+              "pass --prompt-lengths and --output-lengths whose sums fit the context of 64 positions, e.g. "
+              "--prompt-lengths 8..32 --output-lengths 4..32");
+  }
+  EXPECT_EQ(out.str(), "");
+  const int status =
+      run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu", "--requests", "8",
+                                    "--prompt-lengths", "20..60", "--output-lengths", "10", "--json"}),
+                out);
+  EXPECT_EQ(status, 0);
+  const auto result = nlohmann::json::parse(out.str());
+  int64_t fitting = 0, wanted = 0;
+  for (const auto& length : result["workload"]["prompt_lengths"]) {
+    if (length.get<int64_t>() + 10 <= 64) ++fitting, wanted += 10;
+  }
+  ASSERT_GT(fitting, 0);
+  ASSERT_LT(fitting, 8);
+  EXPECT_EQ(result["refused_requests"].get<int64_t>(), 8 - fitting);
+  EXPECT_EQ(result["output_tokens"].get<int64_t>(), wanted);
+}
+
+/// --temperature samples every request with a seed of its own; the report says how it sampled.
+TEST(BenchServe, SampledRequestsDrawTheirWholeLengths) {
+  std::ostringstream out;
+  const int status = run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu",
+                                                   "--requests", "4", "--prompt-lengths", "3..20", "--output-lengths",
+                                                   "5", "--temperature", "1", "--top-p", "0.9"}),
+                               out);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(out.str().find("all at once, temperature 1, top-p 0.9) on preset tiny"), std::string::npos) << out.str();
+  std::ostringstream bad;
+  EXPECT_THROW(
+      run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu", "--temperature", "-1"}),
+                bad),
+      ConfigError);
+}
+
 TEST(BenchServe, ItsFlagsWithoutServeAreRefused) {
   std::ostringstream out;
   for (const std::vector<std::string> arguments :
        {std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--requests", "8"},
-        std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--inference-max-requests", "8"}}) {
+        std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--inference-max-requests", "8"},
+        std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--temperature", "1"}}) {
     try {
       run_bench(parse_command_line(arguments), out);
       ADD_FAILURE() << arguments.back();

@@ -3,9 +3,12 @@
 // they should, and ids past the tokenizer's vocabulary are never drawn.
 #include "graphed/infer/sampler.h"
 
+#include "graphed/util/compat.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -13,6 +16,26 @@ namespace graphed::infer {
 namespace {
 
 at::Tensor step_tensor(int64_t step) { return at::full({1}, step, at::kLong); }
+
+/// What the sampler computed before its draw became one pass (kernels/sampling_ops.h), in tensor ops: the
+/// filters as masks, the noise of hashed_uniform materialized, argmax of the sum. The pass must match it.
+at::Tensor reference_draw(const at::Tensor& logits, const SamplingOptions& options, int64_t step) {
+  const double infinity = std::numeric_limits<double>::infinity();
+  at::Tensor scaled = logits / options.temperature;
+  if (options.top_k > 0 && options.top_k < scaled.size(1)) {
+    const at::Tensor kth = std::get<0>(scaled.topk(options.top_k, -1)).narrow(-1, options.top_k - 1, 1);
+    scaled = scaled.masked_fill(scaled < kth, -infinity);
+  }
+  if (options.top_p < 1.0) {
+    const auto [sorted, order] = scaled.sort(-1, /*descending=*/true);
+    const at::Tensor probabilities = at::softmax(sorted, -1);
+    const at::Tensor before = probabilities.cumsum(-1) - probabilities;
+    scaled =
+        scaled.masked_fill(at::zeros_like(before, at::kBool).scatter(-1, order, before > options.top_p), -infinity);
+  }
+  const at::Tensor uniform = hashed_uniform(logits.size(0), logits.size(1), options.seed, step_tensor(step));
+  return (scaled + at::neg(at::log(at::neg(at::log(uniform)))).to(at::kFloat)).argmax(-1);
+}
 
 TEST(Sampler, GreedyIsArgmax) {
   const at::Tensor logits = at::tensor({0.1f, 2.0f, -1.0f, 1.9f, 0.0f, 3.0f}, at::kFloat).view({2, 3});
@@ -63,6 +86,73 @@ TEST(Sampler, TopKAndTopPKeepOnlyTheLikeliest) {
   }
   EXPECT_EQ(from_k, (std::set<int64_t>{1, 2}));
   EXPECT_EQ(from_p, (std::set<int64_t>{1, 2, 3}));
+}
+
+/// The draw looks at the noise only where it can matter; it must still be exactly the argmax over every
+/// column, with and without the filters, at temperatures that flatten and sharpen the logits.
+TEST(Sampler, TheDrawIsTheArgmaxOfTheTemperedLogitsPlusTheWholeNoise) {
+  at::manual_seed(3);
+  for (const double spread : {0.01, 1.0, 6.0}) {  // nearly flat logits, a language model's, a peaked one
+    const at::Tensor logits = at::randn({6, 3000}) * spread;
+    for (const double temperature : {0.3, 1.0, 2.0}) {
+      SamplingOptions options;
+      options.temperature = temperature;
+      options.seed = 17;
+      for (int64_t step = 0; step < 12; ++step) {
+        options.top_k = step % 3 == 1 ? 40 : 0;
+        options.top_p = step % 4 == 2 ? 0.8 : 1.0;
+        EXPECT_TRUE(at::equal(sample_tokens(logits, options, step_tensor(step)), reference_draw(logits, options, step)))
+            << "spread " << spread << ", temperature " << temperature << ", step " << step;
+      }
+    }
+  }
+}
+
+/// Zero logits: the draw is the column of the largest noise, hashed_uniform's argmax.
+TEST(Sampler, FlatLogitsDrawTheLargestNoise) {
+  SamplingOptions options;
+  options.temperature = 1.0;
+  options.seed = 99;
+  for (int64_t step = 0; step < 5; ++step) {
+    EXPECT_TRUE(at::equal(sample_tokens(at::zeros({4, 5000}), options, step_tensor(step)),
+                          hashed_uniform(4, 5000, 99, step_tensor(step)).argmax(-1)));
+  }
+}
+
+/// A sampled step allocates nothing the size of the vocabulary: 50 requests over 50,257 ids once built int64 and
+/// float64 noise tensors of 20 MB each, and a CPU server spent its time in page faults.
+TEST(Sampler, ASampledStepAllocatesNothingTheSizeOfTheVocabulary) {
+  const at::Tensor logits = at::randn({50, 50257});
+  const auto options = at::TensorOptions().dtype(at::kLong);
+  SamplingRows rows{at::full({50}, 1.0, at::kDouble), at::zeros({50}, options), at::ones({50}, at::kDouble),
+                    at::arange(50, options), at::full({50}, 3, options)};
+  at::Tensor out = at::empty({50}, options);
+  sample_rows_into(logits, rows, SamplingMode::kTemperature, 0, out);  // warm: nothing is allocated lazily later
+  for (const SamplingMode mode : {SamplingMode::kGreedy, SamplingMode::kTemperature}) {
+    const compat::CountedCpuAllocations counted;
+    for (int step = 0; step < 3; ++step) {
+      rows.draw.add_(1);
+      sample_rows_into(logits, rows, mode, 50000, out);
+    }
+    EXPECT_LT(counted.bytes(), 64u * 1024u) << "mode " << static_cast<int>(mode);  // a row of logits is 200 KB
+  }
+}
+
+/// The serving step's form writes the tokens where it is told (a static buffer), whatever the mode.
+TEST(Sampler, RowsAreDrawnIntoTheGivenBuffer) {
+  const at::Tensor logits = at::randn({3, 700});
+  SamplingRows rows{at::tensor({0.0, 1.0, 0.8}, at::kDouble), at::tensor(std::vector<int64_t>{0, 0, 5}, at::kLong),
+                    at::tensor({1.0, 1.0, 0.9}, at::kDouble), at::tensor(std::vector<int64_t>{7, 8, 9}, at::kLong),
+                    at::tensor(std::vector<int64_t>{0, 1, 2}, at::kLong)};
+  at::Tensor buffer = at::full({5}, -1, at::kLong);
+  for (const SamplingMode mode : {SamplingMode::kGreedy, SamplingMode::kTemperature, SamplingMode::kFiltered}) {
+    at::Tensor out = buffer.narrow(0, 0, 3);
+    sample_rows_into(logits, rows, mode, 0, out);
+    EXPECT_EQ(out.data_ptr(), buffer.data_ptr());
+    EXPECT_TRUE(at::equal(out, sample_rows(logits, rows, mode, 0)));
+    EXPECT_EQ(buffer[3].item<int64_t>(), -1);
+    EXPECT_EQ(out[0].item<int64_t>(), logits[0].argmax().item<int64_t>());  // the greedy row
+  }
 }
 
 double correlation(const at::Tensor& a, const at::Tensor& b) {

@@ -179,6 +179,32 @@ TEST(ServingEngine, BadRequestsAreRefusedAloneWithTheirReasons) {
   EXPECT_NE(done.at(too_big).message.find("with chunked prefill off"), std::string::npos) << done.at(too_big).message;
 }
 
+/// Each refusal names the part of the request at fault, and its remedy is one that fits: never "shorten the
+/// prompt to at most 0 tokens" when the new tokens alone fill the context of 48.
+TEST(ServingEngine, ARefusalNamesThePartAtFaultAndARemedyThatFits) {
+  model::GptModel model = small_model(Kind::kGpt2);
+  ServingEngine engine(model, at::Device(at::kCPU), small_engine());
+  const auto refusal = [&](std::vector<int64_t> prompt, RequestOptions options) {
+    const auto found = engine.rejection(prompt, options);
+    EXPECT_TRUE(found.has_value());
+    return found.value_or(Rejection{});
+  };
+  const Rejection a_little_long = refusal(std::vector<int64_t>(45, 3), greedy(4));
+  EXPECT_EQ(a_little_long.part, RejectedPart::kMaxNewTokens);
+  EXPECT_EQ(a_little_long.remedy, "ask for at most 3 new tokens, or shorten the prompt to at most 44 tokens");
+  const Rejection too_many_new = refusal(std::vector<int64_t>(10, 3), greedy(60));
+  EXPECT_EQ(too_many_new.part, RejectedPart::kMaxNewTokens);
+  EXPECT_EQ(too_many_new.remedy, "ask for at most 38 new tokens");
+  const Rejection prompt_alone = refusal(std::vector<int64_t>(48, 3), greedy(1));
+  EXPECT_EQ(prompt_alone.part, RejectedPart::kPrompt);
+  EXPECT_EQ(prompt_alone.remedy, "shorten the prompt to at most 47 tokens");
+  EXPECT_EQ(refusal({1, 64, 2}, greedy(4)).part, RejectedPart::kPrompt);
+  RequestOptions sampled = greedy(4);
+  sampled.sampling.top_p = 0.0;
+  EXPECT_EQ(refusal({1, 2}, sampled).part, RejectedPart::kSampling);
+  EXPECT_FALSE(engine.rejection(std::vector<int64_t>(44, 3), greedy(4)).has_value());
+}
+
 TEST(ServingEngine, CancellingFreesTheBlocksAndTheOthersGoOn) {
   model::GptModel model = small_model(Kind::kLlama);
   ServingEngine engine(model, at::Device(at::kCPU), small_engine());

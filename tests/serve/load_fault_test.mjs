@@ -127,7 +127,7 @@ async function fullQueue() {
 }
 
 /** A whole (not streamed) answer whose client hangs up while it waits: the server notices at its next
- * heartbeat (a space before the JSON body) and cancels it. One request runs at a time, so the hung-up one
+ * heartbeat (asking the connection, without writing to it) and cancels it. One request runs at a time, so the hung-up one
  * waits behind long ones (sent before it and held by the engine when it goes out). */
 async function wholeAnswerHangUp() {
   // More HTTP threads than connections: each open one holds a thread, and /metrics must answer meanwhile.
@@ -157,6 +157,34 @@ async function wholeAnswerHangUp() {
   }
 }
 
+/** Whole answers that fail late keep their status: with one request running at a time, SIGTERM without grace
+ * comes after the waiting ones have waited past two heartbeats; each answer is then 200 with its whole text, or
+ * 503 with an OpenAI-style error, never 200 with an error in the body. */
+async function lateFailuresKeepTheirStatus() {
+  const server = await startServer(graphed, ['--hf', modelDir, '--device', 'cpu', '--inference-max-requests', '1',
+                                             '--shutdown-grace-seconds', '0', '--http-threads', '64']);
+  const answers = Array.from({ length: 40 }, (_, i) => post(server.base, '/v1/completions',
+    { prompt: `Wait ${i}`, max_tokens: 480, temperature: 0, ignore_eos: true })
+    .then(async (response) => ({ status: response.status, text: await response.text() })));
+  await waitForRequests(server.base, 30);
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  const code = await server.stop(60000);
+  const results = await Promise.all(answers);
+  check(code === 0, `exit ${code} after SIGTERM:\n${server.stderr()}`);
+  for (const { status, text } of results) {
+    const body = JSON.parse(text);
+    if (status === 200) {
+      check(body.error === undefined && body.usage?.completion_tokens === 480, `a 200 that is not a whole answer: ${text.slice(0, 300)}`);
+    } else {
+      check(status === 503 && /shut down before the request finished/.test(body.error?.message ?? ''), `status ${status}: ${text}`);
+    }
+  }
+  const refused = results.filter(({ status }) => status === 503).length;
+  check(refused >= 1, 'no answer was still waiting at SIGTERM');
+  console.log(`ok - SIGTERM after the whole answers waited 2.5 s: ${results.length - refused} answered 200, ${refused} ` +
+              '503 with an error body, none 200 with an error inside');
+}
+
 /** SIGTERM with a stream running: with a grace of 0 the stream is cancelled at once, its client told so
  * with an error event and [DONE], and the server exits 0. */
 async function shutdownCancelsARunningStream() {
@@ -181,6 +209,7 @@ try {
   await loadAndFaults();
   await fullQueue();
   await wholeAnswerHangUp();
+  await lateFailuresKeepTheirStatus();
   await shutdownCancelsARunningStream();
 } catch (error) {
   console.error(`FAILED: ${error.stack ?? error}`);

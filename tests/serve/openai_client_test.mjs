@@ -57,6 +57,28 @@ try {
     check(usage !== null && usage.prompt_tokens === 5, `usage ${JSON.stringify(usage)}`);
   });
 
+  await step('a list of prompts (LangChain\'s OpenAI.generate(["The", "Our"])): one choice each, in order', async () => {
+    const ask = (prompt) => client.completions.create({ model, prompt, max_tokens: 6, temperature: 0 });
+    const [both, first, second] = await Promise.all([ask(['The', 'Our']), ask('The'), ask('Our')]);
+    check(both.choices.length === 2, `${both.choices.length} choices for two prompts`);
+    check(both.choices[0].index === 0 && both.choices[1].index === 1, 'choices out of order');
+    check(both.choices[0].text === first.choices[0].text && both.choices[1].text === second.choices[0].text,
+          `the list's answers ${JSON.stringify(both.choices.map((c) => c.text))} differ from one prompt each`);
+    check(both.usage.prompt_tokens === first.usage.prompt_tokens + second.usage.prompt_tokens, 'usage not summed');
+    const stream = await client.completions.create({ model, prompt: ['The', 'Our'], max_tokens: 6, temperature: 0,
+                                                     stream: true });
+    const texts = ['', ''];
+    const finished = [false, false];
+    for await (const chunk of stream) {
+      for (const choice of chunk.choices) {
+        texts[choice.index] += choice.text;
+        if (choice.finish_reason) finished[choice.index] = true;
+      }
+    }
+    check(texts[0] === first.choices[0].text && texts[1] === second.choices[0].text && finished.every(Boolean),
+          `streamed ${JSON.stringify(texts)}`);
+  });
+
   await step('a seed repeats a sampled completion', async () => {
     const ask = (seed) => client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0.9,
                                                       top_p: 0.95, seed });

@@ -27,7 +27,8 @@ std::string chat_error(const json& body) { return error_of(parse_chat_request, b
 TEST(OpenAiProtocolTest, CompletionDefaultsAreOpenAis) {
   const CompletionRequest request = parse_completion_request(json{{"model", "m"}, {"prompt", "Hi"}});
   EXPECT_EQ(request.model, "m");
-  EXPECT_EQ(*request.prompt_text, "Hi");
+  ASSERT_EQ(request.prompts.size(), 1u);
+  EXPECT_EQ(*request.prompts[0].text, "Hi");
   EXPECT_FALSE(request.generation.max_tokens.has_value());
   EXPECT_EQ(request.generation.temperature, 1.0);
   EXPECT_EQ(request.generation.top_p, 1.0);
@@ -41,7 +42,8 @@ TEST(OpenAiProtocolTest, ReadsEveryGenerationField) {
     "prompt": [[5, 6, 7]], "max_tokens": 9, "temperature": 0, "top_p": 0.5, "top_k": 40, "seed": 7,
     "stop": ["END", 13], "stop_token_ids": [2], "ignore_eos": true, "stream": true,
     "stream_options": {"include_usage": true}, "n": 1, "logprobs": null, "presence_penalty": 0})"));
-  EXPECT_EQ(request.prompt_ids, (std::vector<int64_t>{5, 6, 7}));
+  ASSERT_EQ(request.prompts.size(), 1u);
+  EXPECT_EQ(request.prompts[0].ids, (std::vector<int64_t>{5, 6, 7}));
   EXPECT_EQ(*request.generation.max_tokens, 9);
   EXPECT_EQ(request.generation.temperature, 0.0);
   EXPECT_EQ(request.generation.top_p, 0.5);
@@ -54,10 +56,42 @@ TEST(OpenAiProtocolTest, ReadsEveryGenerationField) {
   EXPECT_TRUE(request.generation.include_usage);
 }
 
+/// LangChain's OpenAI.generate(["The", "Our"]) sends a list of prompts: one choice each, index in order.
+TEST(OpenAiProtocolTest, AListOfPromptsIsSeveralPrompts) {
+  const CompletionRequest texts = parse_completion_request(json{{"prompt", {"The", "Our"}}});
+  ASSERT_EQ(texts.prompts.size(), 2u);
+  EXPECT_EQ(*texts.prompts[0].text, "The");
+  EXPECT_EQ(*texts.prompts[1].text, "Our");
+  const CompletionRequest ids = parse_completion_request(json::parse(R"({"prompt": [[1, 2], [3]]})"));
+  ASSERT_EQ(ids.prompts.size(), 2u);
+  EXPECT_FALSE(ids.prompts[1].text.has_value());
+  EXPECT_EQ(ids.prompts[1].ids, std::vector<int64_t>{3});
+  const CompletionRequest one = parse_completion_request(json::parse(R"({"prompt": [1, 2]})"));
+  ASSERT_EQ(one.prompts.size(), 1u);
+  EXPECT_EQ(one.prompts[0].ids, (std::vector<int64_t>{1, 2}));
+  const json body = completion_body({"cmpl-2", "m", 1}, {{"a", "stop"}, {"b", "length"}}, Usage{4, 3});
+  ASSERT_EQ(body["choices"].size(), 2u);
+  EXPECT_EQ(body["choices"][1]["index"], 1);
+  EXPECT_EQ(body["choices"][1]["text"], "b");
+  EXPECT_EQ(body["choices"][1]["finish_reason"], "length");
+}
+
 TEST(OpenAiProtocolTest, EveryMistakeNamesItsFieldAndWhatToSend) {
   EXPECT_EQ(completion_error(json::object()), "400 prompt: 'prompt' is missing; send the text to continue as a string");
   EXPECT_EQ(completion_error({{"prompt", 5}}),
-            "400 prompt: 'prompt' is an integer; send a string or an array of token ids");
+            "400 prompt: 'prompt' is an integer; send a string, an array of token ids, or an array of several of "
+            "either");
+  EXPECT_EQ(
+      completion_error({{"prompt", {"a", 5}}}),
+      "400 prompt[1]: 'prompt[1]' is an integer; send a string or an array of token ids, as the prompts before it");
+  EXPECT_EQ(completion_error({{"prompt", json::array()}}),
+            "400 prompt: 'prompt' is an empty array; send a string, an array of token ids, or an array of several of "
+            "either");
+  // A type that is not a string is a 400, not an internal error.
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"response_format", {{"type", 5}}}}).find("400 response_format"),
+            std::string::npos);
+  EXPECT_NE(chat_error({{"messages", {{{"role", "user"}, {"content", {{{"type", 5}, {"text", "x"}}}}}}}}).find("400"),
+            std::string::npos);
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"temperature", "hot"}}),
             "400 temperature: 'temperature' is a string; send a number from 0 to 2");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"temperature", 3}}),
@@ -70,7 +104,7 @@ TEST(OpenAiProtocolTest, EveryMistakeNamesItsFieldAndWhatToSend) {
             std::string::npos);
   EXPECT_NE(completion_error({{"prompt", "x"}, {"logprobs", 3}}).find("400 logprobs: 'logprobs' is not supported yet"),
             std::string::npos);
-  EXPECT_NE(completion_error({{"prompt", {"a", "b"}}}).find("holds several prompts"), std::string::npos);
+  EXPECT_EQ(completion_error({{"prompt", {"a", "b"}}}), "no error");  // several prompts: one choice each
   EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", {1.5}}}).find("400 stop: 'stop' is a number"),
             std::string::npos);
   EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", ""}}).find("empty string"), std::string::npos);
@@ -116,12 +150,13 @@ TEST(OpenAiProtocolTest, ChatMessagesAreCheckedAndTextPartsJoined) {
 
 TEST(OpenAiProtocolTest, ResponseShapesAreOpenAis) {
   const ResponseHeader header{"cmpl-1", "m", 100};
-  const json body = completion_body(header, "text", "length", Usage{3, 2});
+  const json body = completion_body(header, {{"text", "length"}}, Usage{3, 2});
   EXPECT_EQ(body["object"], "text_completion");
   EXPECT_EQ(body["choices"][0]["text"], "text");
   EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(body["usage"], (json{{"prompt_tokens", 3}, {"completion_tokens", 2}, {"total_tokens", 5}}));
-  EXPECT_TRUE(completion_chunk(header, "t", std::nullopt)["choices"][0]["finish_reason"].is_null());
+  EXPECT_TRUE(completion_chunk(header, 0, "t", std::nullopt)["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(completion_chunk(header, 2, "t", std::nullopt)["choices"][0]["index"], 2);
   const json chat = chat_body(header, "hi", "stop", Usage{1, 1});
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["choices"][0]["message"], (json{{"role", "assistant"}, {"content", "hi"}}));

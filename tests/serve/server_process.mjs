@@ -27,6 +27,7 @@ export async function startServer(graphed, args, { readyTimeoutMs = 180000, env 
   });
   return {
     ready,
+    pid: child.pid,
     port: ready.port,
     base: `http://127.0.0.1:${ready.port}`,
     stderr: () => stderr,

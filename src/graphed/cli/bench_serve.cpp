@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
+#include "graphed/cli/serving_flags.h"
 #include "graphed/infer/serving_engine.h"
 #include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
@@ -52,6 +54,11 @@ ServeWorkload make_workload(const ServeBenchFlags& flags, uint64_t seed) {
   GRAPHED_CHECK(flags.shared_prefix >= 0 && flags.shared_prefix < prompts.first, ConfigError,
                 "--shared-prefix-tokens is ", flags.shared_prefix, " and the shortest prompt ", prompts.first,
                 " tokens; fix: give 0 to ", prompts.first - 1);
+  GRAPHED_CHECK(flags.temperature >= 0 && std::isfinite(flags.temperature), ConfigError, "--temperature is ",
+                flags.temperature, "; fix: give 0 (greedy) or a positive number");
+  GRAPHED_CHECK(flags.top_k >= 0, ConfigError, "--top-k is ", flags.top_k, "; fix: give 0 (all) or more");
+  GRAPHED_CHECK(flags.top_p > 0 && flags.top_p <= 1, ConfigError, "--top-p is ", flags.top_p,
+                "; fix: give a value in (0, 1]");
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   // long-tail: exponential above the low end with a mean of an eighth of the range, cut at the high end.
@@ -115,9 +122,14 @@ std::vector<int64_t> random_prompt(int64_t length, int64_t vocabulary, std::mt19
   return prompt;
 }
 
-infer::RequestOptions greedy_request(int64_t new_tokens) {
+/// A request of the workload: no stop tokens (it draws exactly its length), the sampling flags, its own seed.
+infer::RequestOptions request_options(const ServeBenchFlags& flags, int64_t new_tokens, uint64_t seed) {
   infer::RequestOptions options;
-  options.max_new_tokens = new_tokens;  // no stop tokens: every request draws exactly its length
+  options.max_new_tokens = new_tokens;
+  options.sampling.temperature = flags.temperature;
+  options.sampling.top_k = flags.top_k;
+  options.sampling.top_p = flags.top_p;
+  options.sampling.seed = seed;
   return options;
 }
 
@@ -130,7 +142,8 @@ struct Timings {
   std::vector<std::string> refused;
 };
 
-Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload, int64_t vocabulary, uint64_t seed) {
+Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload, const ServeBenchFlags& flags,
+                     int64_t vocabulary, uint64_t seed) {
   std::mt19937_64 random(seed ^ 0x5eedULL);
   const std::vector<int64_t> prefix = random_prompt(workload.shared_prefix, vocabulary, random);
   std::vector<std::vector<int64_t>> prompts;
@@ -150,7 +163,8 @@ Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload
   std::size_t next = 0;
   while (next < prompts.size() || engine.has_work()) {
     for (; next < prompts.size() && workload.arrival_seconds[next] <= now(); ++next) {
-      const int64_t id = engine.add_request(prompts[next], greedy_request(workload.output_lengths[next]));
+      const int64_t id =
+          engine.add_request(prompts[next], request_options(flags, workload.output_lengths[next], seed + next));
       progress[id].arrival = workload.arrival_seconds[next];
     }
     if (!engine.has_work()) {
@@ -183,10 +197,10 @@ Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload
 /// --profile-iterations N with --serve: one more request after the timed run (the first prompt), whose
 /// decode steps 9 to 8 + N run inside a profiler range (ncu --profile-from-start off), the step loop and
 /// its host work included.
-void profile_decode_steps(infer::ServingEngine& engine, const std::vector<int64_t>& prompt, int64_t steps,
-                          const at::Device& device) {
+void profile_decode_steps(infer::ServingEngine& engine, const std::vector<int64_t>& prompt,
+                          const ServeBenchFlags& flags, int64_t steps, const at::Device& device) {
   constexpr int64_t kWarmSteps = 8;
-  engine.add_request(prompt, greedy_request(kWarmSteps + steps + 1));
+  engine.add_request(prompt, request_options(flags, kWarmSteps + steps + 1, 0));
   for (int64_t i = 0; i < kWarmSteps + 1 && engine.has_work(); ++i) engine.step();  // the prompt, then 8 decode steps
   {
     runtime::ProfilerRange range(device);
@@ -218,7 +232,8 @@ void refuse_serve_flags_without_serve(const CommandLine& command_line) {
   const bool workload_given =
       given.requests != workload.requests || given.prompt_lengths != workload.prompt_lengths ||
       given.output_lengths != workload.output_lengths || given.distribution != workload.distribution ||
-      given.request_rate != workload.request_rate || given.shared_prefix != workload.shared_prefix;
+      given.request_rate != workload.request_rate || given.shared_prefix != workload.shared_prefix ||
+      given.temperature != workload.temperature || given.top_k != workload.top_k || given.top_p != workload.top_p;
   const bool engine_given =
       serving.max_requests || serving.max_sequence || serving.max_tokens != engine.max_tokens ||
       serving.block_size != engine.block_size || serving.buffer_size_gb != engine.buffer_size_gb ||
@@ -231,6 +246,89 @@ void refuse_serve_flags_without_serve(const CommandLine& command_line) {
                       "it out");
   }
 }
+
+namespace {
+
+/// Refuses a workload none of whose requests can run, naming the flags and the context; a workload that partly
+/// fits runs, its refusals counted. Asks the engine about each request's lengths (the ids do not matter).
+void refuse_a_workload_that_cannot_run(const infer::ServingEngine& engine, const ServeWorkload& workload,
+                                       const ServeBenchFlags& flags) {
+  std::optional<infer::Rejection> first;
+  for (std::size_t i = 0; i < workload.prompt_lengths.size(); ++i) {
+    const std::vector<int64_t> prompt(static_cast<std::size_t>(workload.prompt_lengths[i]), 0);
+    const auto refused = engine.rejection(prompt, request_options(flags, workload.output_lengths[i], 0));
+    if (!refused) return;
+    if (!first) first = refused;
+  }
+  const int64_t context = engine.max_sequence();
+  std::string fix = refusal_fix(*first, "--output-lengths");
+  if (first->part == infer::RejectedPart::kPrompt || first->part == infer::RejectedPart::kMaxNewTokens) {
+    const int64_t half = std::max<int64_t>(1, context / 2);
+    fix = "pass --prompt-lengths and --output-lengths whose sums fit the context of " + std::to_string(context) +
+          " positions, e.g. --prompt-lengths " + std::to_string(std::max<int64_t>(1, context / 8)) + ".." +
+          std::to_string(half) + " --output-lengths " + std::to_string(std::max<int64_t>(1, context / 16)) + ".." +
+          std::to_string(context - half);
+  }
+  throw ConfigError("bench --serve: none of the " + std::to_string(flags.requests) + " requests (prompts " +
+                    flags.prompt_lengths + " tokens, outputs " + flags.output_lengths + ") can run: the first " +
+                    first->problem + "; fix: " + fix);
+}
+
+std::string sampling_text(const ServeBenchFlags& flags) {
+  if (flags.temperature <= 0) return "greedy";
+  std::string text = "temperature " + format_number(flags.temperature);
+  if (flags.top_k > 0) text += ", top-k " + std::to_string(flags.top_k);
+  if (flags.top_p < 1) text += ", top-p " + format_number(flags.top_p);
+  return text;
+}
+
+nlohmann::json result_json(const ServeBenchFlags& flags, const ServeWorkload& workload, uint64_t seed,
+                           const Timings& timings) {
+  const auto served = flags.requests - static_cast<int64_t>(timings.refused.size());
+  return {{"workload",
+           {{"prompt_lengths", workload.prompt_lengths},
+            {"output_lengths", workload.output_lengths},
+            {"arrival_seconds", workload.arrival_seconds},
+            {"seed", seed},
+            {"distribution", flags.distribution},
+            {"request_rate", flags.request_rate},
+            {"shared_prefix_tokens", flags.shared_prefix}}},
+          {"sampling", {{"temperature", flags.temperature}, {"top_k", flags.top_k}, {"top_p", flags.top_p}}},
+          {"requests", flags.requests},
+          {"refused_requests", timings.refused.size()},
+          {"refused", timings.refused},
+          {"output_tokens", timings.output_tokens},
+          {"seconds", timings.seconds},
+          {"requests_per_second", static_cast<double>(served) / timings.seconds},
+          {"output_tokens_per_second", static_cast<double>(timings.output_tokens) / timings.seconds},
+          {"ttft_ms_p50", percentile(timings.ttft_ms, 0.5)},
+          {"ttft_ms_p99", percentile(timings.ttft_ms, 0.99)},
+          {"tpot_ms_p50", percentile(timings.tpot_ms, 0.5)},
+          {"tpot_ms_p99", percentile(timings.tpot_ms, 0.99)}};
+}
+
+void print_table(const nlohmann::json& result, const ServeBenchFlags& flags, const std::string& model,
+                 const std::string& device, const infer::ServingEngine& engine, const infer::EngineStats& stats,
+                 const Timings& timings, std::ostream& out) {
+  out << "serving " << flags.requests << " requests (prompts " << flags.prompt_lengths << ", outputs "
+      << flags.output_lengths << ", " << flags.distribution << ", "
+      << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once") << ", "
+      << sampling_text(flags) << ") on " << model << ", " << device << "\n";
+  out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | peak blocks | refused |\n"
+      << "|---|---|---|---|---|---|---|\n"
+      << "| " << fixed_decimals(result["requests_per_second"], 2) << " | "
+      << fixed_decimals(result["output_tokens_per_second"], 0) << " | " << fixed_decimals(result["ttft_ms_p50"], 1)
+      << " / " << fixed_decimals(result["ttft_ms_p99"], 1) << " | " << fixed_decimals(result["tpot_ms_p50"], 2) << " / "
+      << fixed_decimals(result["tpot_ms_p99"], 2) << " | " << fixed_decimals(timings.seconds, 2) << " | "
+      << stats.peak_blocks << " of " << engine.blocks_total() << " | " << timings.refused.size() << " |\n";
+  print_engine_line(engine, stats, out);
+  if (!timings.refused.empty()) {
+    out << "refused: " << timings.refused.size() << " of " << flags.requests
+        << " requests, not counted above; the first: " << timings.refused.front() << "\n";
+  }
+}
+
+}  // namespace
 
 int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   refuse_multi_process_launch("bench");
@@ -249,68 +347,39 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   const int64_t vocabulary = served.model->config().vocab_size;
   at::NoGradGuard no_grad;
   infer::ServingEngine engine(served.model, device, options);
-  engine.capture_graphs();
+  refuse_a_workload_that_cannot_run(engine, workload, flags);
+  // The workload's own sampling mode, so that no graph is captured while the clock runs.
+  engine.capture_graphs({infer::SamplingMode::kGreedy, infer::sampling_mode_of(request_options(flags, 1, 0).sampling)});
   // Warmup: the longest prompt and a few short ones through every eager path, untimed.
   ServeWorkload warmup;
   const int64_t longest = *std::max_element(workload.prompt_lengths.begin(), workload.prompt_lengths.end());
   for (const int64_t length : {longest, int64_t{8}, int64_t{8}}) {
-    warmup.prompt_lengths.push_back(std::min(length, options.max_sequence - 4));
+    warmup.prompt_lengths.push_back(std::max<int64_t>(1, std::min(length, options.max_sequence - 4)));
     warmup.output_lengths.push_back(4);
     warmup.arrival_seconds.push_back(0);
   }
-  run_workload(engine, warmup, vocabulary, seed + 1);
+  run_workload(engine, warmup, flags, vocabulary, seed + 1);
   const infer::EngineStats before = engine.stats();
-  const Timings timings = run_workload(engine, workload, vocabulary, seed);
+  const Timings timings = run_workload(engine, workload, flags, vocabulary, seed);
   const infer::EngineStats stats = stats_since(engine.stats(), before);
   if (command_line.profile_iterations > 0) {
     std::mt19937_64 random(seed);
     const int64_t length =
         std::min(workload.prompt_lengths.front(), options.max_sequence - command_line.profile_iterations - 10);
-    profile_decode_steps(engine, random_prompt(std::max<int64_t>(1, length), vocabulary, random),
+    profile_decode_steps(engine, random_prompt(std::max<int64_t>(1, length), vocabulary, random), flags,
                          command_line.profile_iterations, device);
   }
-  nlohmann::json result{
-      {"device", runtime::device_name(device)},
-      {"model", served.description},
-      {"model_shape", model_shape(served.model->config(), served.context)},
-      {"workload",
-       {{"prompt_lengths", workload.prompt_lengths},
-        {"output_lengths", workload.output_lengths},
-        {"arrival_seconds", workload.arrival_seconds},
-        {"seed", seed},
-        {"distribution", flags.distribution},
-        {"request_rate", flags.request_rate},
-        {"shared_prefix_tokens", flags.shared_prefix}}},
-      {"requests", flags.requests},
-      {"refused", timings.refused},
-      {"output_tokens", timings.output_tokens},
-      {"seconds", timings.seconds},
-      {"requests_per_second",
-       static_cast<double>(flags.requests - static_cast<int64_t>(timings.refused.size())) / timings.seconds},
-      {"output_tokens_per_second", static_cast<double>(timings.output_tokens) / timings.seconds},
-      {"ttft_ms_p50", percentile(timings.ttft_ms, 0.5)},
-      {"ttft_ms_p99", percentile(timings.ttft_ms, 0.99)},
-      {"tpot_ms_p50", percentile(timings.tpot_ms, 0.5)},
-      {"tpot_ms_p99", percentile(timings.tpot_ms, 0.99)},
-      {"engine", engine_json(engine, stats)}};
+  nlohmann::json result{{"device", runtime::device_name(device)},
+                        {"model", served.description},
+                        {"model_shape", model_shape(served.model->config(), served.context)}};
+  result.update(result_json(flags, workload, seed, timings));
+  result["engine"] = engine_json(engine, stats);
   if (command_line.json_output) {
     out << result.dump() << std::endl;
-    return timings.refused.empty() ? 0 : 1;
+  } else {
+    print_table(result, flags, served.description, runtime::device_name(device), engine, stats, timings, out);
   }
-  out << "serving " << flags.requests << " requests (prompts " << flags.prompt_lengths << ", outputs "
-      << flags.output_lengths << ", " << flags.distribution << ", "
-      << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once") << ") on "
-      << served.description << ", " << runtime::device_name(device) << "\n";
-  out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | peak blocks |\n"
-      << "|---|---|---|---|---|---|\n"
-      << "| " << fixed_decimals(result["requests_per_second"], 2) << " | "
-      << fixed_decimals(result["output_tokens_per_second"], 0) << " | " << fixed_decimals(result["ttft_ms_p50"], 1)
-      << " / " << fixed_decimals(result["ttft_ms_p99"], 1) << " | " << fixed_decimals(result["tpot_ms_p50"], 2) << " / "
-      << fixed_decimals(result["tpot_ms_p99"], 2) << " | " << fixed_decimals(timings.seconds, 2) << " | "
-      << stats.peak_blocks << " of " << engine.blocks_total() << " |\n";
-  print_engine_line(engine, stats, out);
-  for (const auto& reason : timings.refused) out << "refused: " << reason << "\n";
-  return timings.refused.empty() ? 0 : 1;
+  return 0;
 }
 
 }  // namespace graphed::cli

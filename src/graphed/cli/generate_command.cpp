@@ -110,6 +110,28 @@ infer::RequestOptions request_options(const CommandLine& command_line, const Gen
   return options;
 }
 
+/// Refuses, before any work, the prompts the engine would refuse: one line each, with the flag to change (the
+/// rows repeat the prompts, so the first of each is asked).
+void refuse_prompts_that_cannot_run(const infer::ServingEngine& engine, const CommandLine& command_line,
+                                    const GenerationModel& model, const std::vector<std::vector<int64_t>>& rows,
+                                    std::size_t prompt_count, int64_t new_tokens) {
+  std::vector<std::string> problems;
+  const std::size_t checked = std::min(prompt_count, rows.size());
+  for (std::size_t row = 0; row < checked; ++row) {
+    const auto refused =
+        engine.rejection(rows[row], request_options(command_line, model, static_cast<int64_t>(row), new_tokens));
+    if (!refused) continue;
+    const std::string label =
+        checked > 1 ? "prompt " + std::to_string(row + 1) + " of " + std::to_string(checked) + ": " : "";
+    problems.push_back(label + refused->problem + "; fix: " + refusal_fix(*refused, "--max-new-tokens"));
+  }
+  if (problems.size() == 1) throw ConfigError(problems.front());
+  if (!problems.empty()) {
+    throw ConfigError(std::to_string(problems.size()) + " of " + std::to_string(checked) + " prompts cannot run",
+                      problems);
+  }
+}
+
 std::string decode_text(const tokenizer::Tokenizer* tokenizer, const std::vector<int64_t>& ids) {
   return tokenizer ? tokenizer->decode(ids) : bracketed(ids);
 }
@@ -224,12 +246,13 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
   std::size_t longest = 0;
   for (const auto& row : rows) longest = std::max(longest, row.size());
   const int64_t new_tokens = new_token_count(flags, static_cast<int64_t>(longest), model.context);
+  infer::ServingEngine engine(model.model, device, engine_options(command_line, graphs, model, rows));
+  refuse_prompts_that_cannot_run(engine, command_line, model, rows, prompts.size(), new_tokens);
   if (!command_line.json_output) {
     out << "model: " << model.description << " on " << runtime::device_name(device) << ", " << dtype_name(dtype)
         << (model.tokenizer ? "; tokenizer: " + model.tokenizer->description() : "") << std::endl;
   }
-  infer::ServingEngine engine(model.model, device, engine_options(command_line, graphs, model, rows));
-  engine.capture_graphs();
+  engine.capture_graphs({infer::sampling_mode_of(request_options(command_line, model, 0, new_tokens).sampling)});
   const bool stream = !command_line.json_output && rows.size() == 1 && model.tokenizer && &out == &std::cout &&
                       ::isatty(::fileno(stdout)) != 0;
   std::optional<tokenizer::StreamDecoder> streamer;
@@ -254,8 +277,7 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
     print_summary(graphs, engine, completions, out);
   }
   if (!refused) return 0;
-  std::cerr << "error: the engine refused some prompts (see above); fix: shorten them or lower --max-new-tokens"
-            << std::endl;
+  std::cerr << "error: the engine refused some prompts (see above); fix: change each as its refusal says" << std::endl;
   return 1;
 }
 

@@ -110,7 +110,7 @@ int follow_first_rank(infer::ServingEngine& engine, ServingGroup& group) {
   try {
     stopped = serve::follow_engine(engine, group.channel());
   } catch (const std::exception& error) {
-    group.report_failure(error.what());  // the first rank must not wait in a collective for this one
+    group.report_failure(error);  // the first rank must not wait in a collective for this one
     throw;
   }
   if (!stopped) return 1;  // the first rank failed and said why
@@ -210,7 +210,8 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
     options.prompt_vocabulary = group->prompt_vocabulary();
   }
   infer::ServingEngine engine(model.model, device, options);
-  engine.capture_graphs();
+  // OpenAI's default is temperature 1: most requests sample, so their graphs are ready before the first one.
+  engine.capture_graphs({infer::SamplingMode::kGreedy, infer::SamplingMode::kTemperature});
   if (group && !group->is_first()) return follow_first_rank(engine, *group);
   std::unique_ptr<serve::EngineCalls> calls;
   if (group) {

@@ -87,6 +87,15 @@ void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags) {
                   "every prompt starts with the same this many tokens, as a shared system prompt would "
                   "(default 0; see --enable-prefix-caching)")
       ->group(group);
+  bench
+      .add_option("--temperature", flags.temperature,
+                  "0 = greedy (default); else every request samples from softmax(logits / T) with a seed of its own")
+      ->group(group);
+  bench.add_option("--top-k", flags.top_k, "sample among the k likeliest tokens; 0 = all (default)")->group(group);
+  bench
+      .add_option("--top-p", flags.top_p,
+                  "sample among the likeliest tokens holding this probability; 1 = all (default)")
+      ->group(group);
 }
 
 infer::ServingOptions serving_options(const ServingFlags& flags, const config::CudaGraphConfig& graphs,
@@ -134,6 +143,19 @@ infer::ServingOptions serving_options(const ServingFlags& flags, const config::C
   options.prefix_sharing = flags.enable_prefix_caching;
   if (!problems.empty()) fail_with(problems);
   return options;
+}
+
+std::string refusal_fix(const infer::Rejection& refused, const std::string& new_tokens_flag) {
+  switch (refused.part) {
+    case infer::RejectedPart::kPrompt: return refused.remedy;
+    case infer::RejectedPart::kMaxNewTokens: return refused.remedy + " (" + new_tokens_flag + ")";
+    case infer::RejectedPart::kSampling: return refused.remedy + " (--temperature, --top-k, --top-p)";
+    case infer::RejectedPart::kCache:
+      return "ask for fewer tokens, or give the cache more memory with --inference-dynamic-batching-buffer-size-gb";
+    case infer::RejectedPart::kStepTokens:
+      return "drop --disable-chunked-prefill, or raise --inference-dynamic-batching-max-tokens";
+  }
+  return refused.remedy;
 }
 
 }  // namespace graphed::cli

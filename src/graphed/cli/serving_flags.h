@@ -15,6 +15,7 @@
 
 namespace graphed::infer {
 struct ServingOptions;
+struct Rejection;
 }  // namespace graphed::infer
 
 namespace graphed::cli {
@@ -42,6 +43,9 @@ struct ServeBenchFlags {
   std::string distribution = "uniform";     ///< --length-distribution uniform|long-tail
   double request_rate = 0;                  ///< --request-rate R (requests/s, Poisson); 0 = all at once
   int64_t shared_prefix = 0;                ///< --shared-prefix-tokens N: every prompt starts with the same N tokens
+  double temperature = 0;                   ///< --temperature: 0 = greedy; each request draws with its own seed
+  int64_t top_k = 0;                        ///< --top-k; 0 = all
+  double top_p = 1.0;                       ///< --top-p; 1 = all
 };
 
 /// Registers the flags on a command, in their own help group.
@@ -54,5 +58,9 @@ void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags);
 /// cuda-graphs) and the command's default request limit. Throws ConfigError naming each bad flag.
 infer::ServingOptions serving_options(const ServingFlags& flags, const config::CudaGraphConfig& graphs,
                                       int64_t default_max_requests);
+
+/// The fix of an engine's refusal in flags: its remedy, with the flags that change what it is about (the
+/// command's `new_tokens_flag`, the cache's memory, chunked prefill, the sampling flags).
+std::string refusal_fix(const infer::Rejection& refused, const std::string& new_tokens_flag);
 
 }  // namespace graphed::cli

@@ -19,7 +19,7 @@ at::Tensor PagedStep::layer(int64_t index, const at::Tensor& hidden, StepViews& 
 void PagedStep::finish(const at::Tensor& hidden, StepViews& views) {
   const at::Tensor last = hidden.index_select(1, views.last_token);  // [1, requests, h]
   const at::Tensor logits = model_->decode_logits(last).view({views.last_token.size(0), -1});
-  views.next_tokens.copy_(sample_rows(logits, views.sampling, views.mode, vocabulary_));
+  sample_rows_into(logits, views.sampling, views.mode, vocabulary_, views.next_tokens);
 }
 
 void PagedStep::run(StepViews& views) {

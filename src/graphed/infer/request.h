@@ -18,6 +18,24 @@ struct RequestOptions {
   std::vector<int64_t> stop_tokens;  ///< the request ends after drawing one of these (it is kept)
 };
 
+/// The part of a request a refusal is about, so that each front end can name its own field or flag.
+enum class RejectedPart {
+  kPrompt,        ///< empty, an id outside the vocabulary, or too long for the context on its own
+  kMaxNewTokens,  ///< the prompt fits, but not with that many new tokens
+  kSampling,      ///< temperature, top-k or top-p out of range
+  kCache,         ///< more positions than the whole cache holds
+  kStepTokens,    ///< without chunked prefill, more tokens than one step takes
+};
+
+/// Why the engine refuses a request, in its own words: what is wrong (with the values) and what to change.
+struct Rejection {
+  std::string problem;
+  std::string remedy;
+  RejectedPart part = RejectedPart::kPrompt;
+
+  std::string message() const { return problem + "; " + remedy; }
+};
+
 enum class FinishReason {
   kStopToken,  ///< drew one of its stop tokens
   kLength,     ///< drew max_new_tokens tokens

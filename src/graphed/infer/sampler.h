@@ -1,6 +1,8 @@
 // infer/sampler.h — picks each row's next token on the device, with no host sync and no generator
 // state, so that sampling can sit inside a CUDA graph: greedy (argmax), or temperature, top-k and
-// top-p with Gumbel-max noise hashed from (seed, step, row, token). The same seed gives the same text,
+// top-p with Gumbel-max noise hashed from (seed, step, row, token). The draw is one pass of
+// kernels/sampling_ops.h over the logits (the noise is never stored), so sampling costs about what greedy
+// costs; top-k and top-p add a sort that finds each row's threshold. The same seed gives the same text,
 // eager or graphed; ids past the tokenizer's vocabulary (a padded embedding table) are never drawn.
 #pragma once
 
@@ -56,5 +58,8 @@ struct SamplingRows {
 /// token) alone, so a request draws the same tokens whichever requests share its steps (and the same
 /// as sample_tokens' row 0 with that seed). `vocabulary` as SamplingOptions::vocabulary. int64 [requests].
 at::Tensor sample_rows(const at::Tensor& logits, const SamplingRows& rows, SamplingMode mode, int64_t vocabulary);
+/// sample_rows written into `out` (int64 [requests], contiguous); allocates nothing but the filters' sort.
+void sample_rows_into(const at::Tensor& logits, const SamplingRows& rows, SamplingMode mode, int64_t vocabulary,
+                      at::Tensor& out);
 
 }  // namespace graphed::infer

@@ -148,53 +148,70 @@ ServingEngine::~ServingEngine() {
   if (graph_runner_) graph_runner_->release();
 }
 
-std::optional<std::string> ServingEngine::rejection(const std::vector<int64_t>& prompt,
-                                                    const RequestOptions& options) const {
+std::optional<Rejection> ServingEngine::rejection(const std::vector<int64_t>& prompt,
+                                                  const RequestOptions& options) const {
   const auto length = static_cast<int64_t>(prompt.size());
-  if (prompt.empty()) return "the prompt is empty; give at least one token";
+  const auto count = [](int64_t value) { return std::to_string(value); };
+  if (prompt.empty()) return Rejection{"the prompt is empty", "give at least one token", RejectedPart::kPrompt};
   if (options.max_new_tokens < 1) {
-    return "max new tokens is " + std::to_string(options.max_new_tokens) + "; ask for at least 1";
+    return Rejection{"max new tokens is " + count(options.max_new_tokens), "ask for at least 1",
+                     RejectedPart::kMaxNewTokens};
   }
   const int64_t vocab = options_.prompt_vocabulary > 0 ? options_.prompt_vocabulary : model_->config().vocab_size;
   for (const int64_t id : prompt) {
     if (id < 0 || id >= vocab) {
-      return "the prompt holds token id " + std::to_string(id) + ", outside the model's vocabulary of " +
-             std::to_string(vocab) + " (ids 0 to " + std::to_string(vocab - 1) +
-             "); encode it with the model's tokenizer";
+      return Rejection{"the prompt holds token id " + count(id) + ", outside the model's vocabulary of " +
+                           count(vocab) + " (ids 0 to " + count(vocab - 1) + ")",
+                       "encode it with the model's tokenizer", RejectedPart::kPrompt};
     }
   }
+  if (auto too_long = context_rejection(length, options.max_new_tokens)) return too_long;
   const int64_t needed = length + options.max_new_tokens;
-  if (needed > sizes_.max_sequence) {
-    return "the prompt has " + std::to_string(length) + " tokens, and with " + std::to_string(options.max_new_tokens) +
-           " new tokens that is " + std::to_string(needed) + " positions, past the context of " +
-           std::to_string(sizes_.max_sequence) + "; shorten the prompt to at most " +
-           std::to_string(std::max<int64_t>(0, sizes_.max_sequence - options.max_new_tokens)) +
-           " tokens or ask for fewer";
-  }
   if (blocks_for(needed, options_.block_size) > pool_.usable()) {
-    return "the request needs " + std::to_string(blocks_for(needed, options_.block_size)) + " cache blocks of " +
-           std::to_string(options_.block_size) + " positions, and the cache has " + std::to_string(pool_.usable()) +
-           "; ask for fewer tokens or give the cache more memory";
+    return Rejection{"the request needs " + count(blocks_for(needed, options_.block_size)) + " cache blocks of " +
+                         count(options_.block_size) + " positions, and the cache has " + count(pool_.usable()),
+                     "ask for fewer tokens or give the cache more memory", RejectedPart::kCache};
   }
   if (!options_.chunked_prefill && needed - 1 > options_.max_tokens) {
     // Without chunks a prompt runs in one step, and so does its recompute (prompt and drawn tokens) after
     // a preemption.
-    return "the prompt has " + std::to_string(length) + " tokens, and with " + std::to_string(options.max_new_tokens) +
-           " new tokens a recompute after preemption may need " + std::to_string(needed - 1) +
-           " tokens in one step, more than the step's " + std::to_string(options_.max_tokens) +
-           " with chunked prefill off; turn chunked prefill on, or allow more tokens per step";
+    return Rejection{"the prompt has " + count(length) + " tokens, and with " + count(options.max_new_tokens) +
+                         " new tokens a recompute after preemption may need " + count(needed - 1) +
+                         " tokens in one step, more than the step's " + count(options_.max_tokens) +
+                         " with chunked prefill off",
+                     "turn chunked prefill on, or allow more tokens per step", RejectedPart::kStepTokens};
   }
   if (options.sampling.temperature < 0 || options.sampling.top_k < 0 || !(options.sampling.top_p > 0.0) ||
       options.sampling.top_p > 1.0) {
-    return "the sampling settings are out of range (temperature >= 0, top-k >= 0, top-p in (0, 1])";
+    return Rejection{"the sampling settings are out of range", "give temperature >= 0, top-k >= 0, top-p in (0, 1]",
+                     RejectedPart::kSampling};
   }
   return std::nullopt;
 }
 
+std::optional<Rejection> ServingEngine::context_rejection(int64_t length, int64_t new_tokens) const {
+  const int64_t context = sizes_.max_sequence;
+  if (length + new_tokens <= context) return std::nullopt;
+  const auto tokens = [](int64_t count, const char* kind) {
+    return std::to_string(count) + " " + kind + (count == 1 ? "token" : "tokens");
+  };
+  if (length >= context) {  // the prompt alone leaves no room for a new token
+    return Rejection{"the prompt has " + tokens(length, "") + ", and the context holds " + std::to_string(context) +
+                         " positions, the prompt's and the new tokens'",
+                     "shorten the prompt to at most " + tokens(context - 1, ""), RejectedPart::kPrompt};
+  }
+  std::string remedy = "ask for at most " + tokens(context - length, "new ");
+  if (context - new_tokens >= 1) remedy += ", or shorten the prompt to at most " + tokens(context - new_tokens, "");
+  return Rejection{"the prompt has " + tokens(length, "") + ", and with " + tokens(new_tokens, "new ") + " that is " +
+                       std::to_string(length + new_tokens) + " positions, past the context of " +
+                       std::to_string(context),
+                   remedy, RejectedPart::kMaxNewTokens};
+}
+
 int64_t ServingEngine::add_request(std::vector<int64_t> prompt, RequestOptions options) {
   const int64_t id = next_id_++;
-  if (auto reason = rejection(prompt, options)) {
-    pending_reports_.push_back({id, FinishReason::kRejected, *reason, {}});
+  if (auto refused = rejection(prompt, options)) {
+    pending_reports_.push_back({id, FinishReason::kRejected, refused->message(), {}});
     return id;
   }
   auto request = std::make_unique<Request>();
@@ -232,14 +249,16 @@ void ServingEngine::ensure_captured(const StepKey& key) {
   stats_.capture_seconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void ServingEngine::capture_graphs() {
+void ServingEngine::capture_graphs(const std::vector<SamplingMode>& modes) {
   if (options_.scope == config::InferenceCudaGraphScope::kNone) return;
   at::NoGradGuard no_grad;
   std::optional<capture::SideStream::Use> use;
   if (stream_) use.emplace(*stream_);
   std::vector<BatchDimensions> largest_first = buckets_;
   std::sort(largest_first.begin(), largest_first.end(), [](const auto& a, const auto& b) { return b < a; });
-  for (const auto& dimensions : largest_first) ensure_captured({dimensions, SamplingMode::kGreedy});
+  for (const SamplingMode mode : modes) {
+    for (const auto& dimensions : largest_first) ensure_captured({dimensions, mode});
+  }
 }
 
 void ServingEngine::finish(Request& request, FinishReason reason, StepResult& result) {

@@ -107,9 +107,9 @@ class ServingEngine {
   /// Whether any request waits or runs (or a rejection or cancellation waits to be reported).
   bool has_work() const;
 
-  /// Captures every bucket's graphs (greedy mode), largest first; other modes are captured when first
-  /// needed. A no-op in scope none.
-  void capture_graphs();
+  /// Captures every bucket's graphs in each of `modes`, largest bucket first; other modes are captured when
+  /// first needed (a step that waits for it). A no-op in scope none.
+  void capture_graphs(const std::vector<SamplingMode>& modes = {SamplingMode::kGreedy});
   const std::vector<BatchDimensions>& buckets() const { return buckets_; }
   int64_t graph_count() const { return graph_runner_->graph_count(); }
   const EngineStats& stats() const { return stats_; }
@@ -125,9 +125,11 @@ class ServingEngine {
   static int64_t blocks_that_fit(model::GptModel& model, const at::Device& device, const ServingOptions& options);
   /// Why add_request would refuse this request, or nullopt when it would take it. Reads only what is
   /// fixed at construction, so any thread may ask while another steps the engine.
-  std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;
+  std::optional<Rejection> rejection(const std::vector<int64_t>& prompt, const RequestOptions& options) const;
 
  private:
+  /// The refusal of a prompt of `length` tokens asking for `new_tokens` more, past the context.
+  std::optional<Rejection> context_rejection(int64_t length, int64_t new_tokens) const;
   void ensure_captured(const StepKey& key);
   /// Schedules, runs and absorbs one step into `result` (nothing when no request waits or runs).
   void run_step(StepResult& result);

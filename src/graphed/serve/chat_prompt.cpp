@@ -52,7 +52,7 @@ std::optional<std::string> config_template(const json& config, const std::string
   if (found->is_string()) return found->get<std::string>();
   if (found->is_array()) {
     for (const auto& entry : *found) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+      if (entry.is_object() && entry.contains("name") && entry["name"] == "default" && entry.contains("template") &&
           entry["template"].is_string()) {
         return entry["template"].get<std::string>();
       }
@@ -112,7 +112,9 @@ std::string ChatPrompt::render(const nlohmann::ordered_json& messages, const nlo
     return template_->render(context);
   } catch (const jinja::TemplateError& error) {
     if (error.raised_by_template()) {
-      throw invalid_request("the model's chat template refused the messages: " + error.problem(), "messages");
+      throw invalid_request("the model's chat template refused the messages: " + error.problem() +
+                                "; send messages in the form this template accepts (its own words are above)",
+                            "messages");
     }
     throw invalid_request("the model's chat template could not render these messages (line " +
                               std::to_string(error.line()) + " of the template: " + error.problem() +

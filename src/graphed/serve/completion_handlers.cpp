@@ -1,7 +1,8 @@
 // serve/completion_handlers.cpp — see serve/completion_handlers.h. A streamed answer is a chunked HTTP
 // body written by httplib's content provider on the connection's thread after the handler returns; its
-// state lives in one shared Exchange. A whole answer that is not ready within two heartbeats becomes a
-// chunked body too, so that a hung-up client is noticed while it waits (JSON allows the leading spaces).
+// state lives in one shared Exchange, and several prompts stream one after another (they run at once; the
+// later ones' tokens wait in their streams). A whole answer is waited for in the handler, so that nothing
+// (not even the status) goes out before it is known to have succeeded.
 #include "graphed/serve/completion_handlers.h"
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "graphed/serve/api_error.h"
+#include "graphed/serve/client_connection.h"
 #include "graphed/serve/generation.h"
 
 namespace graphed::serve {
@@ -37,11 +39,18 @@ uint64_t fresh_seed() {
 
 std::string event(const json& body) { return "data: " + body.dump() + "\n\n"; }
 
+/// One prompt's generation and what it wrote so far.
+struct Choice {
+  std::unique_ptr<Generation> generation;
+  std::string text;                          // a whole answer's text so far
+  std::optional<std::string> finish_reason;  // set once it ended
+};
+
 /// One request between its handler and httplib's content provider.
 struct Exchange {
-  Exchange(std::unique_ptr<Generation> generation, ResponseHeader header, bool chat, bool include_usage,
-           ServerMetrics& metrics, std::shared_ptr<std::atomic<int>> open)
-      : generation(std::move(generation)),
+  Exchange(std::vector<Choice> choices, ResponseHeader header, bool chat, bool include_usage, ServerMetrics& metrics,
+           std::shared_ptr<std::atomic<int>> open)
+      : choices(std::move(choices)),
         header(std::move(header)),
         chat(chat),
         include_usage(include_usage),
@@ -53,38 +62,51 @@ struct Exchange {
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
-  std::unique_ptr<Generation> generation;
+  std::vector<Choice> choices;
   ResponseHeader header;
   bool chat;
   bool include_usage;
   ServerMetrics& metrics;
   std::shared_ptr<std::atomic<int>> open;  // the handlers' count of open requests
-  std::string text;                        // a whole answer's text so far
+  std::size_t streaming = 0;               // the choice a stream writes now (each in turn; all run at once)
   bool role_sent = false;                  // a chat stream's first chunk
   bool settled = false;                    // counted in the metrics
 
-  json body(const std::string& finish_reason) const {
-    const Usage usage = generation->usage();
-    return chat ? chat_body(header, text, finish_reason, usage) : completion_body(header, text, finish_reason, usage);
+  Usage usage() const {
+    Usage total;
+    for (const auto& choice : choices) {
+      const Usage one = choice.generation->usage();
+      total.prompt_tokens += one.prompt_tokens;
+      total.completion_tokens += one.completion_tokens;
+    }
+    return total;
+  }
+  json body() const {
+    if (chat) return chat_body(header, choices[0].text, *choices[0].finish_reason, usage());
+    std::vector<ChoiceText> texts;
+    for (const auto& choice : choices) texts.push_back({choice.text, *choice.finish_reason});
+    return completion_body(header, texts, usage());
   }
   json chunk(const std::string& piece, const std::optional<std::string>& finish_reason) const {
-    if (!chat) return completion_chunk(header, piece, finish_reason);
+    if (!chat) return completion_chunk(header, static_cast<int64_t>(streaming), piece, finish_reason);
     return chat_chunk(header, finish_reason && piece.empty() ? json::object() : json{{"content", piece}},
                       finish_reason);
   }
+  /// Counts the request's outcome once; a completed one's tokens and the first prompt's timings.
   void settle(Outcome outcome) {
     if (settled) return;
     settled = true;
     metrics.count(outcome);
     if (outcome == Outcome::kCompleted) {
-      const Usage usage = generation->usage();
-      metrics.record(usage.prompt_tokens, usage.completion_tokens, generation->first_token_seconds(),
-                     generation->per_output_token_seconds(), generation->duration_seconds());
+      const Usage total = usage();
+      const Generation& first = *choices[0].generation;
+      metrics.record(total.prompt_tokens, total.completion_tokens, first.first_token_seconds(),
+                     first.per_output_token_seconds(), first.duration_seconds());
     }
   }
-  /// The client hung up: the request ends and its blocks go back.
+  /// The client hung up: the requests end and their blocks go back.
   bool hung_up() {
-    generation->cancel();
+    for (auto& choice : choices) choice.generation->cancel();
     settle(Outcome::kCancelled);
     return false;
   }
@@ -100,18 +122,22 @@ bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milli
     }
   }
   try {
-    const auto piece = exchange.generation->next(heartbeat);
+    Choice& choice = exchange.choices[exchange.streaming];
+    const auto piece = choice.generation->next(heartbeat);
     if (!piece) return write(": keep-alive\n\n") || exchange.hung_up();
     if (!piece->text.empty() && !write(event(exchange.chunk(piece->text, std::nullopt)))) return exchange.hung_up();
     if (!piece->finish_reason) return true;
+    choice.finish_reason = piece->finish_reason;
     std::string tail = event(exchange.chunk("", piece->finish_reason));
+    if (++exchange.streaming < exchange.choices.size()) return write(tail) || exchange.hung_up();
     if (exchange.include_usage) {
-      tail += event(usage_chunk(exchange.header, exchange.chat ? "chat.completion.chunk" : "text_completion",
-                                exchange.generation->usage()));
+      tail += event(
+          usage_chunk(exchange.header, exchange.chat ? "chat.completion.chunk" : "text_completion", exchange.usage()));
     }
     if (!write(tail + "data: [DONE]\n\n")) return exchange.hung_up();
     exchange.settle(Outcome::kCompleted);
   } catch (const ApiError& error) {
+    for (auto& choice : exchange.choices) choice.generation->cancel();
     exchange.settle(outcome_of_status(error.status()));
     write(event(error.body()) + "data: [DONE]\n\n");
   }
@@ -119,21 +145,24 @@ bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milli
   return true;
 }
 
-/// One call of a late whole answer's provider: a space while it waits, the body once it is done.
-bool pump_whole(Exchange& exchange, httplib::DataSink& sink, std::chrono::milliseconds heartbeat) {
-  const auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
-  try {
-    const auto piece = exchange.generation->next(heartbeat);
-    if (!piece) return write(" ") || exchange.hung_up();
-    exchange.text += piece->text;
-    if (!piece->finish_reason) return true;
-    if (!write(exchange.body(*piece->finish_reason).dump())) return exchange.hung_up();
-    exchange.settle(Outcome::kCompleted);
-  } catch (const ApiError& error) {  // the status went out already: the body says what happened
-    exchange.settle(outcome_of_status(error.status()));
-    write(error.body().dump());
+/// A whole answer, waited for in the handler with nothing sent, so that it leaves with its outcome's status:
+/// the body, or the ApiError a generation throws (500, 503, ...). Once a heartbeat passes, the connection is
+/// asked whether its client left (without writing to it); false: it did, and the requests are cancelled.
+bool wait_for_whole(Exchange& exchange, const httplib::Request& request, std::chrono::milliseconds heartbeat) {
+  std::optional<ClientConnection> connection;  // looked up only for an answer slower than a heartbeat
+  auto next_look = Clock::now() + heartbeat;
+  for (auto& choice : exchange.choices) {
+    while (!choice.finish_reason) {
+      if (const auto piece = choice.generation->next(heartbeat)) {
+        choice.text += piece->text;
+        choice.finish_reason = piece->finish_reason;
+      }
+      if (Clock::now() < next_look) continue;
+      next_look = Clock::now() + heartbeat;
+      if (!connection) connection = ClientConnection::of(request);
+      if (connection->client_left()) return exchange.hung_up();
+    }
   }
-  sink.done();
   return true;
 }
 
@@ -151,11 +180,28 @@ void CompletionHandlers::check_model(const std::string& model) const {
       "model");
 }
 
-GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const GenerationFields& fields, bool chat) const {
+namespace {
+
+/// The request field a refusal is about.
+std::string param_of(infer::RejectedPart part, bool chat) {
+  switch (part) {
+    case infer::RejectedPart::kPrompt: return chat ? "messages" : "prompt";
+    case infer::RejectedPart::kMaxNewTokens: return chat ? "max_completion_tokens" : "max_tokens";
+    case infer::RejectedPart::kSampling: return "temperature";
+    case infer::RejectedPart::kCache:
+    case infer::RejectedPart::kStepTokens: return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const GenerationFields& fields, bool chat,
+                                        const std::string& label) const {
   GenerationPlan plan;
   const auto length = static_cast<int64_t>(prompt.size());
   if (length == 0)
-    throw invalid_request("the prompt is empty; send at least one token of text", chat ? "messages" : "prompt");
+    throw invalid_request(label + "the prompt is empty; send at least one token of text", chat ? "messages" : "prompt");
   // OpenAI's defaults: 16 tokens for a completion; a chat may use whatever the context leaves.
   plan.options.max_new_tokens = fields.max_tokens.value_or(chat ? std::max<int64_t>(1, model_.context - length) : 16);
   plan.options.sampling.temperature = fields.temperature;
@@ -165,58 +211,52 @@ GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const Gener
   if (!fields.ignore_eos) plan.options.stop_tokens = model_.end_tokens;
   plan.options.stop_tokens.insert(plan.options.stop_tokens.end(), fields.stop_ids.begin(), fields.stop_ids.end());
   plan.stop_strings = fields.stop_strings;
-  if (const auto reason = loop_.rejection(prompt, plan.options)) {
-    throw invalid_request(*reason, fields.max_tokens ? "max_tokens" : (chat ? "messages" : "prompt"));
+  if (const auto refused = loop_.rejection(prompt, plan.options)) {
+    throw invalid_request(label + refused->message(), param_of(refused->part, chat));
   }
   plan.prompt = std::move(prompt);
   return plan;
 }
 
-void CompletionHandlers::run(bool chat, std::vector<int64_t> prompt, const GenerationFields& fields,
-                             httplib::Response& response) {
+void CompletionHandlers::run(bool chat, std::vector<std::vector<int64_t>> prompts, const GenerationFields& fields,
+                             const httplib::Request& request, httplib::Response& response) {
   const auto arrival = Clock::now();
   ResponseHeader header{new_id(chat ? "chatcmpl-" : "cmpl-"), model_.id, static_cast<int64_t>(std::time(nullptr))};
-  auto generation =
-      std::make_unique<Generation>(loop_, *model_.tokenizer, plan(std::move(prompt), fields, chat), arrival);
-  auto exchange =
-      std::make_shared<Exchange>(std::move(generation), header, chat, fields.include_usage, metrics_, open_);
-  const auto release = [exchange](bool) {
-    if (!exchange->settled) exchange->hung_up();
-  };
-  const auto heartbeat = heartbeat_;
-  if (fields.stream) {
-    response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider(
-        "text/event-stream",
-        [exchange, heartbeat](size_t, httplib::DataSink& sink) { return pump_stream(*exchange, sink, heartbeat); },
-        release);
+  std::vector<GenerationPlan> plans;  // every prompt checked before any is queued
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const std::string label =
+        prompts.size() > 1 ? "prompt " + std::to_string(i + 1) + " of " + std::to_string(prompts.size()) + ": " : "";
+    plans.push_back(plan(std::move(prompts[i]), fields, chat, label));
+  }
+  std::vector<Choice> choices;
+  for (auto& planned : plans) {
+    choices.push_back({std::make_unique<Generation>(loop_, *model_.tokenizer, std::move(planned), arrival), "", {}});
+  }
+  auto exchange = std::make_shared<Exchange>(std::move(choices), header, chat, fields.include_usage, metrics_, open_);
+  if (!fields.stream) {
+    if (!wait_for_whole(*exchange, request, heartbeat_)) return;  // the client left: nobody reads an answer
+    response.set_content(exchange->body().dump(), "application/json");
+    exchange->settle(Outcome::kCompleted);
     return;
   }
-  // A whole answer: wait up to two heartbeats here, so that most answers (and their errors) go out with
-  // their own status and length.
-  const auto deadline = arrival + 2 * heartbeat_;
-  while (Clock::now() < deadline) {
-    const auto piece = exchange->generation->next(heartbeat_);  // ApiError propagates: nothing sent yet
-    if (!piece) continue;
-    exchange->text += piece->text;
-    if (piece->finish_reason) {
-      response.set_content(exchange->body(*piece->finish_reason).dump(), "application/json");
-      exchange->settle(Outcome::kCompleted);
-      return;
-    }
-  }
+  const auto heartbeat = heartbeat_;
+  response.set_header("Cache-Control", "no-cache");
   response.set_chunked_content_provider(
-      "application/json",
-      [exchange, heartbeat](size_t, httplib::DataSink& sink) { return pump_whole(*exchange, sink, heartbeat); },
-      release);
+      "text/event-stream",
+      [exchange, heartbeat](size_t, httplib::DataSink& sink) { return pump_stream(*exchange, sink, heartbeat); },
+      [exchange](bool) {
+        if (!exchange->settled) exchange->hung_up();
+      });
 }
 
 void CompletionHandlers::completions(const httplib::Request& request, httplib::Response& response) {
   const CompletionRequest parsed = parse_completion_request(parse_body(request.body));
   check_model(parsed.model);
-  std::vector<int64_t> prompt = parsed.prompt_ids;
-  if (parsed.prompt_text) prompt = model_.tokenizer->encode(*parsed.prompt_text, /*add_special_tokens=*/true);
-  run(false, std::move(prompt), parsed.generation, response);
+  std::vector<std::vector<int64_t>> prompts;
+  for (const PromptInput& prompt : parsed.prompts) {
+    prompts.push_back(prompt.text ? model_.tokenizer->encode(*prompt.text, /*add_special_tokens=*/true) : prompt.ids);
+  }
+  run(false, std::move(prompts), parsed.generation, request, response);
 }
 
 void CompletionHandlers::chat(const httplib::Request& request, httplib::Response& response) {
@@ -231,7 +271,7 @@ void CompletionHandlers::chat(const httplib::Request& request, httplib::Response
   const std::string text =
       model_.chat->render(parsed.messages, parsed.tools, parsed.add_generation_prompt, parsed.template_kwargs);
   // The template writes the special tokens (bos) itself, as transformers' apply_chat_template does.
-  run(true, model_.tokenizer->encode(text, /*add_special_tokens=*/false), parsed.generation, response);
+  run(true, {model_.tokenizer->encode(text, /*add_special_tokens=*/false)}, parsed.generation, request, response);
 }
 
 }  // namespace graphed::serve

@@ -1,7 +1,8 @@
 // serve/completion_handlers.h — POST /v1/completions and POST /v1/chat/completions: a checked request
-// becomes a prompt (the text encoded, or the chat rendered by the model's template), the engine loop
-// runs it, and the answer goes back whole or as server-sent events ending in "data: [DONE]". A client
-// that hangs up cancels its request, so its blocks go back at once.
+// becomes prompts (each text encoded, or the chat rendered by the model's template), the engine loop
+// runs each as a request of its own, and the answer goes back whole (one choice per prompt, with the
+// status of its outcome: 200, or the error's own) or as server-sent events ending in "data: [DONE]". A
+// client that hangs up cancels its requests, so their blocks go back at once.
 #pragma once
 
 #include <atomic>
@@ -20,8 +21,8 @@ namespace graphed::serve {
 
 class CompletionHandlers {
  public:
-  /// `heartbeat`: how often a waiting response writes something (an SSE comment, or a space before a JSON
-  /// body), which is how a hung-up client is noticed.
+  /// `heartbeat`: how often a waiting response looks for a hung-up client: a stream writes an SSE comment,
+  /// a whole answer asks its connection without writing to it.
   CompletionHandlers(EngineLoop& loop, ServerMetrics& metrics, const ServedModel& model,
                      std::chrono::milliseconds heartbeat);
 
@@ -32,10 +33,13 @@ class CompletionHandlers {
   int open_requests() const { return open_->load(); }
 
  private:
-  /// Runs a prompt and answers, in the endpoint's shape (chat or not), whole or streamed.
-  void run(bool chat, std::vector<int64_t> prompt, const GenerationFields& fields, httplib::Response& response);
-  /// The engine's options for the request; ApiError 400 when the engine would refuse it.
-  GenerationPlan plan(std::vector<int64_t> prompt, const GenerationFields& fields, bool chat) const;
+  /// Runs the prompts (a chat has one) and answers, in the endpoint's shape, whole or streamed.
+  void run(bool chat, std::vector<std::vector<int64_t>> prompts, const GenerationFields& fields,
+           const httplib::Request& request, httplib::Response& response);
+  /// The engine's options for one prompt (`label` names it among several: "prompt 2 of 3: "); ApiError 400
+  /// naming the field at fault when the engine would refuse it.
+  GenerationPlan plan(std::vector<int64_t> prompt, const GenerationFields& fields, bool chat,
+                      const std::string& label) const;
   void check_model(const std::string& model) const;
 
   EngineLoop& loop_;

@@ -80,7 +80,8 @@ class EngineLoop {
   LoopSnapshot snapshot() const;
   /// Why the engine would refuse this request (too long for the context or the cache, an id outside the
   /// vocabulary), or nullopt; any thread may ask, so a server can answer 400 before it queues anything.
-  std::optional<std::string> rejection(const std::vector<int64_t>& prompt, const infer::RequestOptions& options) const {
+  std::optional<infer::Rejection> rejection(const std::vector<int64_t>& prompt,
+                                            const infer::RequestOptions& options) const {
     return engine_.rejection(prompt, options);
   }
   /// The most positions one request may hold.

@@ -60,7 +60,9 @@ ApiError library_error(const httplib::Request& request, int status, std::size_t 
                         " bytes; send a smaller one");
   }
   if (status == 400) return invalid_request("the request could not be read as HTTP/1.1; send a well-formed request");
-  return ApiError(status, "server_error", "the request failed with HTTP status " + std::to_string(status));
+  return ApiError(status, status < 500 ? "invalid_request_error" : "server_error",
+                  "the request failed with HTTP status " + std::to_string(status) +
+                      "; send a well-formed request of normal size to one of " + kRoutes);
 }
 
 json model_card(const ServedModel& model) {

@@ -18,7 +18,7 @@ std::string kind_of(const json& value) {
     case json::value_t::null: return "null";
     case json::value_t::boolean: return "a boolean";
     case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
+    case json::value_t::array: return value.empty() ? "an empty array" : "an array";
     case json::value_t::object: return "an object";
     case json::value_t::number_integer:
     case json::value_t::number_unsigned: return "an integer";
@@ -104,7 +104,8 @@ void refuse_unsupported(const json& body) {
     }
   }
   if (const json* format = field_of(body, "response_format"); format != nullptr) {
-    if (!format->is_object() || format->value("type", "") != "text") {
+    const json* type = format->is_object() ? field_of(*format, "type") : nullptr;
+    if (type == nullptr || !type->is_string() || *type != "text") {
       throw invalid_request("'response_format' other than {\"type\": \"text\"} is not supported; leave it out",
                             "response_format");
     }
@@ -176,26 +177,40 @@ std::string model_of(const json& body) {
   return model->get<std::string>();
 }
 
-/// One prompt: a string, or token ids; an array of one of either is that one.
-void read_prompt(const json& body, CompletionRequest& request) {
-  const json* prompt = field_of(body, "prompt");
-  const std::string wanted = "a string or an array of token ids";
-  if (prompt == nullptr) throw invalid_request("'prompt' is missing; send the text to continue as a string", "prompt");
-  const json* one = prompt;
-  if (prompt->is_array() && prompt->size() == 1 && (prompt->front().is_string() || prompt->front().is_array())) {
-    one = &prompt->front();
+/// Token ids: an array of integers.
+std::vector<int64_t> prompt_ids(const json& items, const std::string& field) {
+  std::vector<int64_t> ids;
+  for (const auto& item : items) {
+    if (!item.is_number_integer()) wrong_type(field, item, "a token id (an integer)");
+    ids.push_back(item.get<int64_t>());
   }
-  if (one->is_string()) {
-    request.prompt_text = one->get<std::string>();
+  return ids;
+}
+
+/// The prompts: a string, token ids, or an array of either kind, one prompt each.
+void read_prompts(const json& body, CompletionRequest& request) {
+  const json* prompt = field_of(body, "prompt");
+  const std::string wanted = "a string, an array of token ids, or an array of several of either";
+  if (prompt == nullptr) throw invalid_request("'prompt' is missing; send the text to continue as a string", "prompt");
+  if (prompt->is_string()) {
+    request.prompts.push_back({prompt->get<std::string>(), {}});
     return;
   }
-  if (!one->is_array()) wrong_type("prompt", *prompt, wanted);
-  for (const auto& item : *one) {
-    if (item.is_string() || item.is_array()) {
-      throw invalid_request("'prompt' holds several prompts; send one prompt per request", "prompt");
+  if (!prompt->is_array() || prompt->empty()) wrong_type("prompt", *prompt, wanted);
+  if (!prompt->front().is_string() && !prompt->front().is_array()) {  // one prompt of ids
+    request.prompts.push_back({std::nullopt, prompt_ids(*prompt, "prompt")});
+    return;
+  }
+  for (std::size_t i = 0; i < prompt->size(); ++i) {
+    const json& item = (*prompt)[i];
+    const std::string field = "prompt[" + std::to_string(i) + "]";
+    if (item.is_string()) {
+      request.prompts.push_back({item.get<std::string>(), {}});
+    } else if (item.is_array()) {
+      request.prompts.push_back({std::nullopt, prompt_ids(item, field)});
+    } else {
+      wrong_type(field, item, "a string or an array of token ids, as the prompts before it");
     }
-    if (!item.is_number_integer()) wrong_type("prompt", item, wanted);
-    request.prompt_ids.push_back(item.get<int64_t>());
   }
 }
 
@@ -209,7 +224,9 @@ json content_of(const json& message, std::size_t index) {
     wrong_type(field, *found, "a string or an array of {\"type\": \"text\", \"text\": ...} parts");
   std::string text;
   for (const auto& part : *found) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+    const bool text_part = part.is_object() && part.contains("type") && part["type"] == "text" &&
+                           part.contains("text") && part["text"].is_string();
+    if (!text_part) {
       throw invalid_request("'" + field +
                                 "' holds a part that is not text; graphed serves text models: send "
                                 "{\"type\": \"text\", \"text\": ...} parts only",
@@ -253,15 +270,23 @@ json checked_messages(const json& body) {
 
 /// A body of `object` with one choice: index, finish_reason (null while the text goes on), then `field`
 /// (text, message or delta) and logprobs (null).
+json choice(int64_t index, const std::optional<std::string>& finish_reason, const std::string& field, json value) {
+  json entry{{"index", index}};
+  entry["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
+  entry[field] = std::move(value);
+  entry["logprobs"] = nullptr;
+  return entry;
+}
+
+json with_choices(const ResponseHeader& header, const std::string& object, json choices) {
+  json body{{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
+  body["choices"] = std::move(choices);
+  return body;
+}
+
 json one_choice(const ResponseHeader& header, const std::string& object,
                 const std::optional<std::string>& finish_reason, const std::string& field, json value) {
-  json choice{{"index", 0}};
-  choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
-  choice[field] = std::move(value);
-  choice["logprobs"] = nullptr;
-  json body{{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
-  body["choices"] = json::array({std::move(choice)});
-  return body;
+  return with_choices(header, object, json::array({choice(0, finish_reason, field, std::move(value))}));
 }
 
 }  // namespace
@@ -278,7 +303,7 @@ json parse_body(const std::string& text) {
 CompletionRequest parse_completion_request(const json& body) {
   CompletionRequest request;
   request.model = model_of(body);
-  read_prompt(body, request);
+  read_prompts(body, request);
   request.generation = read_generation(body, "max_tokens");
   return request;
 }
@@ -295,8 +320,8 @@ ChatRequest parse_chat_request(const json& body) {
   if (const json* choice = field_of(body, "tool_choice"); choice != nullptr) {
     if (!(choice->is_string() && (*choice == "auto" || *choice == "none"))) {
       throw invalid_request(
-          "'tool_choice' other than \"auto\" or \"none\" is not supported; the model's tool calls come "
-          "back as its text",
+          "'tool_choice' other than \"auto\" or \"none\" is not supported (the model's tool calls come back as "
+          "its text); send \"auto\" or \"none\", or leave it out",
           "tool_choice");
     }
   }
@@ -316,16 +341,19 @@ json Usage::to_json() const {
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json completion_body(const ResponseHeader& header, const std::string& text, const std::string& finish_reason,
-                     const Usage& usage) {
-  json body = one_choice(header, "text_completion", finish_reason, "text", text);
+json completion_body(const ResponseHeader& header, const std::vector<ChoiceText>& choices, const Usage& usage) {
+  json entries = json::array();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    entries.push_back(choice(static_cast<int64_t>(i), choices[i].finish_reason, "text", choices[i].text));
+  }
+  json body = with_choices(header, "text_completion", std::move(entries));
   body["usage"] = usage.to_json();
   return body;
 }
 
-json completion_chunk(const ResponseHeader& header, const std::string& text,
+json completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text,
                       const std::optional<std::string>& finish_reason) {
-  return one_choice(header, "text_completion", finish_reason, "text", text);
+  return with_choices(header, "text_completion", json::array({choice(index, finish_reason, "text", text)}));
 }
 
 json chat_body(const ResponseHeader& header, const std::string& content, const std::string& finish_reason,

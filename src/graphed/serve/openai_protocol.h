@@ -28,10 +28,16 @@ struct GenerationFields {
   bool include_usage = false;  ///< stream_options.include_usage: a last chunk with the usage
 };
 
+/// One prompt of a completion request.
+struct PromptInput {
+  std::optional<std::string> text;  ///< the prompt as text
+  std::vector<int64_t> ids;         ///< the prompt as token ids (when text is unset)
+};
+
 struct CompletionRequest {
   std::string model;
-  std::optional<std::string> prompt_text;  ///< prompt as text
-  std::vector<int64_t> prompt_ids;         ///< prompt as token ids (when prompt_text is unset)
+  /// One or more (a list of strings or of id lists): each prompt gets its own choice, index in order.
+  std::vector<PromptInput> prompts;
   GenerationFields generation;
 };
 
@@ -63,10 +69,17 @@ struct ResponseHeader {
   int64_t created = 0;  ///< Unix seconds
 };
 
-nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::string& text,
-                                       const std::string& finish_reason, const Usage& usage);
-/// A text_completion chunk; finish_reason null while the text goes on.
-nlohmann::ordered_json completion_chunk(const ResponseHeader& header, const std::string& text,
+/// One finished choice of a completion.
+struct ChoiceText {
+  std::string text;
+  std::string finish_reason;
+};
+
+/// A text_completion with one choice per prompt, index in order.
+nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::vector<ChoiceText>& choices,
+                                       const Usage& usage);
+/// A text_completion chunk of the choice at `index`; finish_reason null while the text goes on.
+nlohmann::ordered_json completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text,
                                         const std::optional<std::string>& finish_reason);
 nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::string& content,
                                  const std::string& finish_reason, const Usage& usage);

@@ -5,8 +5,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/CPUAllocator.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -159,5 +161,41 @@ inline void route_library_warnings(void (*sink)(const std::string&)) {
   c10::Warning::set_warning_handler(&handler);
 #endif
 }
+
+/// Counts the bytes LibTorch's CPU allocator hands out while it lives (what a step allocates, in tests), passing
+/// every call on to the allocator it replaced. The interface differs: 2.3 made allocate() non-const and added
+/// copy_data().
+class CountedCpuAllocations {
+ public:
+  CountedCpuAllocations() : counter_(c10::GetCPUAllocator()) { c10::SetCPUAllocator(&counter_, kPriority); }
+  ~CountedCpuAllocations() { c10::SetCPUAllocator(counter_.base, kPriority); }
+  CountedCpuAllocations(const CountedCpuAllocations&) = delete;
+  CountedCpuAllocations& operator=(const CountedCpuAllocations&) = delete;
+
+  std::size_t bytes() const { return counter_.bytes.load(); }
+
+ private:
+  static constexpr uint8_t kPriority = 200;  // above the default allocator's registration
+  struct Counter final : c10::Allocator {
+    explicit Counter(c10::Allocator* base) : base(base) {}
+#if GRAPHED_TORCH_AT_LEAST(2, 3)
+    c10::DataPtr allocate(std::size_t n) override {
+      bytes += n;
+      return base->allocate(n);
+    }
+    void copy_data(void* dest, const void* src, std::size_t count) const override { base->copy_data(dest, src, count); }
+#else
+    c10::DataPtr allocate(std::size_t n) const override {
+      bytes += n;
+      return base->allocate(n);
+    }
+#endif
+    c10::DeleterFnPtr raw_deleter() const override { return base->raw_deleter(); }
+
+    c10::Allocator* base;  // not owned: LibTorch's
+    mutable std::atomic<std::size_t> bytes{0};
+  };
+  Counter counter_;
+};
 
 }  // namespace graphed::compat

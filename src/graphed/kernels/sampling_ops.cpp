@@ -1,0 +1,125 @@
+// kernels/sampling_ops.cpp — see kernels/sampling_ops.h. The CPU loop runs the kernel's two passes over a whole
+// row (kernels/gumbel_max.cu says why two), tightening its bound as better columns turn up.
+#include "graphed/kernels/sampling_ops.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "graphed/kernels/detail/gumbel_noise.h"
+#include "graphed/util/error.h"
+
+namespace graphed::kernels {
+namespace {
+
+using detail::kTopNoiseBucket;
+
+uint32_t bits_of(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+float value_of(uint64_t key) {
+  const uint32_t bits = detail::float_bits_of_key(key);
+  float value = 0;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+uint64_t key_of(float value, int64_t column) { return detail::candidate_key(bits_of(value), column); }
+
+uint64_t greedy_key(const float* logits, int64_t columns) {
+  uint64_t best = 0;
+  for (int64_t column = 0; column < columns; ++column) best = std::max(best, key_of(logits[column], column));
+  return best;
+}
+
+/// One sampled row: the top bucket's columns, then those that can still beat the best so far.
+uint64_t sampled_key(const float* logits, int64_t columns, float temperature, float threshold, uint32_t state,
+                     float below_top) {
+  uint64_t best = 0;
+  for (int64_t column = 0; column < columns; ++column) {
+    const uint32_t bits = detail::noise_bits(state, column);
+    if (bits < kTopNoiseBucket) continue;
+    const float scaled = logits[column] / temperature;
+    if (scaled >= threshold) best = std::max(best, key_of(scaled + detail::gumbel_of(bits), column));
+  }
+  float reach = value_of(best);
+  for (int64_t column = 0; column < columns; ++column) {
+    const float scaled = logits[column] / temperature;
+    if (!(scaled >= threshold) || scaled + below_top < reach) continue;  // below the threshold, or cannot win
+    const uint32_t bits = detail::noise_bits(state, column);
+    if (bits >= kTopNoiseBucket) continue;  // the first pass took it
+    const uint64_t key = key_of(scaled + detail::gumbel_of(bits), column);
+    if (key > best) {
+      best = key;
+      reach = value_of(best);
+    }
+  }
+  return best;
+}
+
+void check_arguments(const at::Tensor& logits, const GumbelRows& rows, const at::Tensor& out) {
+  GRAPHED_INTERNAL_ASSERT(logits.dim() == 2 && logits.scalar_type() == at::kFloat && logits.stride(1) == 1,
+                          "gumbel_max_into takes float32 logits [rows, columns] with contiguous rows");
+  const int64_t count = logits.size(0);
+  GRAPHED_INTERNAL_ASSERT(out.scalar_type() == at::kLong && out.is_contiguous() && out.numel() == count,
+                          "gumbel_max_into writes a contiguous int64 tensor of ", count, " rows");
+  for (const at::Tensor* setting : {&rows.temperature, &rows.seed_state, &rows.draw, &rows.threshold}) {
+    GRAPHED_INTERNAL_ASSERT(!setting->defined() || (setting->numel() == count && setting->is_contiguous() &&
+                                                    setting->device() == logits.device()),
+                            "gumbel_max_into's row settings must be contiguous [", count, "] on the logits' device");
+  }
+  GRAPHED_INTERNAL_ASSERT(rows.temperature.scalar_type() == at::kDouble && rows.seed_state.scalar_type() == at::kLong &&
+                              rows.draw.scalar_type() == at::kLong &&
+                              (!rows.threshold.defined() || rows.threshold.scalar_type() == at::kFloat),
+                          "gumbel_max_into's row settings have the wrong dtypes");
+}
+
+void gumbel_max_on_host(const at::Tensor& logits, const GumbelRows& rows, at::Tensor& out, float below_top) {
+  const int64_t columns = logits.size(1);
+  const int64_t stride = logits.stride(0);
+  const float* data = logits.data_ptr<float>();
+  const double* temperature = rows.temperature.data_ptr<double>();
+  const float* threshold = rows.threshold.defined() ? rows.threshold.data_ptr<float>() : nullptr;
+  const int64_t* seed_state = rows.seed_state.data_ptr<int64_t>();
+  const int64_t* draw = rows.draw.data_ptr<int64_t>();
+  int64_t* drawn = out.data_ptr<int64_t>();
+  at::parallel_for(0, logits.size(0), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float* row_logits = data + row * stride;
+      uint64_t key = 0;
+      if (temperature[row] > 0.0) {
+        const uint32_t state = detail::noise_row_state(static_cast<uint32_t>(seed_state[row]), draw[row],
+                                                       rows.row_word_is_index ? static_cast<uint32_t>(row) : 0u);
+        key = sampled_key(row_logits, columns, static_cast<float>(temperature[row]),
+                          threshold != nullptr ? threshold[row] : -INFINITY, state, below_top);
+      } else {
+        key = greedy_key(row_logits, columns);
+      }
+      drawn[row] = detail::column_of_key(key);
+    }
+  });
+}
+
+}  // namespace
+
+void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tensor& out) {
+  check_arguments(logits, rows, out);
+  static const float below_top = detail::gumbel_below_top();
+  if (logits.is_cuda()) {
+    device::gumbel_max_into(logits, rows, out, below_top);
+  } else {
+    gumbel_max_on_host(logits, rows, out, below_top);
+  }
+}
+
+uint32_t noise_seed_state(uint64_t seed) {
+  constexpr uint32_t kInitialState = 0x9e3779b9u;  // the golden ratio's bits: the state before any word
+  return detail::mix_word(detail::mix_word(kInitialState ^ static_cast<uint32_t>(seed)) ^
+                          static_cast<uint32_t>(seed >> 32));
+}
+
+}  // namespace graphed::kernels

@@ -1,0 +1,23 @@
+// kernels/sampling_ops_cuda.cpp — kernels/sampling_ops.h's launch on a CUDA build: kernels/gumbel_max.h on the
+// current stream.
+#include <c10/cuda/CUDAException.h>
+
+#include "graphed/kernels/detail/aten_glue.h"
+#include "graphed/kernels/gumbel_max.h"
+#include "graphed/kernels/sampling_ops.h"
+
+namespace graphed::kernels::device {
+
+void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tensor& out, float below_top) {
+  GumbelMaxRows settings;
+  settings.temperature = rows.temperature.data_ptr<double>();
+  settings.threshold = rows.threshold.defined() ? rows.threshold.data_ptr<float>() : nullptr;
+  settings.seed_state = rows.seed_state.data_ptr<int64_t>();
+  settings.draw = rows.draw.data_ptr<int64_t>();
+  settings.row_word_is_index = rows.row_word_is_index;
+  launch_gumbel_max(logits.data_ptr<float>(), logits.stride(0), logits.size(0), logits.size(1), settings, below_top,
+                    out.data_ptr<int64_t>(), detail::current_stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace graphed::kernels::device

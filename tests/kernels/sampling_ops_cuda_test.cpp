@@ -1,0 +1,96 @@
+// tests/kernels/sampling_ops_cuda_test.cpp — the sampler's draw on the GPU (kernels/gumbel_max.cu) against the CPU
+// loop of kernels/sampling_ops.cpp on the same inputs: a vocabulary of 50,257 ids in rows of 50,304 (a padded
+// table), greedy, tempered and thresholded rows side by side, logits from nearly flat to peaked; the same tokens
+// on every run, and captured in a CUDA graph the same tokens as eager while the draw index moves on.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <vector>
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "graphed/kernels/sampling_ops.h"
+
+namespace graphed::kernels {
+namespace {
+
+constexpr int64_t kRows = 12;
+
+/// Rows of every kind: greedy, tempered at 0.5 to 1.5, and every third one under a threshold.
+GumbelRows row_settings(const at::Tensor& logits, int64_t first_draw) {
+  std::vector<double> temperature;
+  std::vector<int64_t> seeds, draws;
+  for (int64_t row = 0; row < kRows; ++row) {
+    temperature.push_back(row % 4 == 0 ? 0.0 : 0.5 + 0.25 * static_cast<double>(row % 5));
+    seeds.push_back(static_cast<int64_t>(noise_seed_state(1000 + static_cast<uint64_t>(row))));
+    draws.push_back(first_draw + row);
+  }
+  GumbelRows rows;
+  rows.temperature = at::tensor(temperature, at::kDouble);
+  rows.seed_state = at::tensor(seeds, at::kLong);
+  rows.draw = at::tensor(draws, at::kLong);
+  const at::Tensor third = at::arange(kRows, at::kLong).remainder(3).eq(2);
+  const at::Tensor median =
+      std::get<0>((logits.cpu() / rows.temperature.clamp_min(0.5).to(at::kFloat).unsqueeze(1)).median(1));
+  rows.threshold = at::where(third, median, at::full_like(median, -INFINITY));
+  return rows;
+}
+
+GumbelRows on_device(const GumbelRows& rows) {
+  return {rows.temperature.cuda(), rows.threshold.cuda(), rows.seed_state.cuda(), rows.draw.cuda(),
+          rows.row_word_is_index};
+}
+
+TEST(GumbelMaxCudaTest, TheKernelDrawsWhatTheCpuLoopDraws) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+  at::manual_seed(4);
+  for (const double spread : {0.01, 1.0, 3.0, 8.0}) {
+    const at::Tensor table = at::randn({kRows, 50304}) * spread;
+    const at::Tensor logits = table.narrow(1, 0, 50257);
+    for (int64_t first_draw = 0; first_draw < 40; first_draw += 13) {
+      const GumbelRows rows = row_settings(logits, first_draw);
+      at::Tensor on_cpu = at::empty({kRows}, at::kLong);
+      gumbel_max_into(logits, rows, on_cpu);
+      const at::Tensor device_table = table.cuda();
+      at::Tensor on_gpu = at::empty({kRows}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+      gumbel_max_into(device_table.narrow(1, 0, 50257), on_device(rows), on_gpu);
+      EXPECT_TRUE(at::equal(on_gpu.cpu(), on_cpu))
+          << "spread " << spread << ", draw " << first_draw << ": " << on_gpu.cpu() << " against " << on_cpu;
+      at::Tensor again = at::empty_like(on_gpu);
+      gumbel_max_into(device_table.narrow(1, 0, 50257), on_device(rows), again);
+      EXPECT_TRUE(at::equal(again, on_gpu));
+      EXPECT_TRUE(
+          at::equal(on_cpu.index({at::arange(0, kRows, 4)}), logits.argmax(1).index({at::arange(0, kRows, 4)})));
+    }
+  }
+}
+
+TEST(GumbelMaxCudaTest, ACapturedDrawMatchesEagerAsTheDrawIndexMovesOn) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+  at::manual_seed(5);
+  const at::Tensor logits = (at::randn({kRows, 32000}) * 2.0).cuda();
+  GumbelRows rows = on_device(row_settings(logits, 0));
+  at::Tensor out = at::empty({kRows}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
+  at::cuda::CUDAGraph graph;
+  {
+    const c10::cuda::CUDAStreamGuard guard(stream);
+    gumbel_max_into(logits, rows, out);  // warmup on the side stream
+    graph.capture_begin();
+    gumbel_max_into(logits, rows, out);
+    graph.capture_end();
+  }
+  for (int64_t step = 1; step < 6; ++step) {
+    rows.draw.add_(1);
+    graph.replay();
+    at::Tensor eager = at::empty_like(out);
+    gumbel_max_into(logits, rows, eager);
+    torch::cuda::synchronize();
+    EXPECT_TRUE(at::equal(out, eager)) << "step " << step;
+  }
+}
+
+}  // namespace
+}  // namespace graphed::kernels
