@@ -161,7 +161,22 @@ TEST(CommandLineTest, UnknownValuesListTheValidOnes) {
   EXPECT_EQ(problem_of({"check-config", "--cuda-graph-modules", "attn,mpl"}),
             "unknown value 'mpl' for --cuda-graph-modules (did you mean mlp?); fix: use one of attn, mlp, moe, "
             "moe_router, moe_preprocess, mamba, full, full_iteration, full_iteration_inference");
-  EXPECT_EQ(problem_of({"check-config", "--num-layers", "four"}), "--num-layers expects an integer, got 'four'");
+  EXPECT_EQ(problem_of({"check-config", "--num-layers", "four"})
+                .rfind("--num-layers expects an integer, got 'four'; fix: "
+                       "give a whole number, such as --num-layers ",
+                       0),
+            0u);
+}
+
+/// A preset's capacity factor can be unset from the command line (MC-7's fix for a dropless MoE), and --help says
+/// how.
+TEST(CommandLineTest, NoneUnsetsAPresetsOptionalNumber) {
+  const CommandLine parsed =
+      parse_command_line({"check-config", "--preset", "moe-small", "--moe-expert-capacity-factor", "none",
+                          "--no-moe-pad-expert-input-to-capacity"});
+  EXPECT_FALSE(parsed.settings.model.moe_expert_capacity_factor.has_value());
+  const std::string help = parse_command_line({"train", "--help"}).early_output.value_or("");
+  EXPECT_NE(help.find("(default: unset; none unsets it)"), std::string::npos);
 }
 
 TEST(CommandLineTest, EveryProblemIsListed) {
@@ -212,7 +227,7 @@ TEST(CommandLineTest, UnknownPresetAndCommand) {
 TEST(CommandLineTest, MissingValueIsReported) {
   const std::string problem = problem_of({"check-config", "--num-layers"});
   EXPECT_NE(problem.find("--num-layers"), std::string::npos) << problem;
-  EXPECT_NE(problem.find("fix: see graphed --help"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("fix: see graphed check-config --help"), std::string::npos) << problem;
 }
 
 TEST(CommandLineTest, HelpAndVersionAreText) {

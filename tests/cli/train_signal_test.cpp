@@ -31,11 +31,12 @@ class TrainSignalTest : public ::testing::Test {
   }
 
   /// graphed train on the CPU in folder_, with the flags; `signal` is sent once the first log line is out.
-  ProcessResult train_until_signal(const std::vector<std::string>& flags, int signal) {
+  ProcessResult train_until_signal(const std::vector<std::string>& flags, int signal,
+                                   const std::string& iterations = "1000000") {
     std::vector<std::string> arguments{"train", "--data-path",           "text.txt", "--device",
                                        "cpu",   "--num-layers",          "1",        "--hidden-size",
                                        "32",    "--num-attention-heads", "2",        "--seq-length",
-                                       "16",    "--train-iters",         "1000000",  "--log-interval",
+                                       "16",    "--train-iters",         iterations, "--log-interval",
                                        "1",     "--eval-iters",          "0",        "--sample-tokens",
                                        "0"};
     arguments.insert(arguments.end(), flags.begin(), flags.end());
@@ -43,8 +44,7 @@ class TrainSignalTest : public ::testing::Test {
     const auto results =
         run_processes({{arguments, {}, {}, folder_}}, std::chrono::seconds(120),
                       [&](const std::vector<pid_t>& pids, const std::vector<std::string>& out_paths) {
-                        if (sent || read_text(out_paths[0]).find("iteration      1/1000000") == std::string::npos)
-                          return;
+                        if (sent || read_text(out_paths[0]).find(" 1/" + iterations + " ") == std::string::npos) return;
                         ::kill(pids[0], signal);
                         sent = true;
                       });
@@ -74,11 +74,11 @@ TEST_F(TrainSignalTest, CtrlCWithSaveFinishesTheIterationSavesAndSaysHowToGoOn) 
   const int64_t iteration = stopped_at(result.out);
   ASSERT_GE(iteration, 1) << result.out;
   const std::string checkpoint = "run/" + iteration_folder(iteration);
-  EXPECT_NE(
-      result.out.find("saved checkpoint " + checkpoint + "\nstopped by SIGINT after iteration " +
-                      std::to_string(iteration) + " of 1000000; saved checkpoint " + checkpoint +
-                      "; to go on: graphed train --load run\ndone: " + std::to_string(iteration) + " iterations in "),
-      std::string::npos)
+  EXPECT_NE(result.out.find("saved checkpoint " + checkpoint + "\nstopped by SIGINT after iteration " +
+                            std::to_string(iteration) + " of 1000000; saved checkpoint " + checkpoint +
+                            "; to go on: graphed train --load run --save run --device cpu\ndone: " +
+                            std::to_string(iteration) + " iterations in "),
+            std::string::npos)
       << result.out;
   EXPECT_NE(
       result.err.find("\nstopping after this iteration, then saving to run; press Ctrl-C again to exit at once\n"),
@@ -99,6 +99,35 @@ TEST_F(TrainSignalTest, CtrlCWithSaveFinishesTheIterationSavesAndSaysHowToGoOn) 
                                 std::to_string(iteration + 2) + ") in "),
             std::string::npos)
       << resumed[0].out;
+}
+
+/// The printed command, run as printed, goes on as the stopped run would have: it saves into the same folder
+/// (at the same interval and at the end) and appends to the same metrics file.
+TEST_F(TrainSignalTest, ThePrintedCommandGoesOnSavingAndLogging) {
+  const ProcessResult result = train_until_signal(
+      {"--save", "run", "--save-interval", "100", "--metrics-file", "logs/metrics.jsonl"}, SIGINT, "240");
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const std::string marker = "; to go on: graphed ";
+  const std::size_t at = result.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << result.out;
+  const std::string command = result.out.substr(at + marker.size(), result.out.find('\n', at) - at - marker.size());
+  EXPECT_EQ(command, "train --load run --save run --save-interval 100 --metrics-file logs/metrics.jsonl --device cpu");
+  std::vector<std::string> arguments;
+  for (std::size_t start = 0; start <= command.size();) {
+    const std::size_t space = std::min(command.find(' ', start), command.size());
+    arguments.push_back(command.substr(start, space - start));
+    start = space + 1;
+  }
+  const auto resumed = run_processes({{arguments, {}, {}, folder_}}, std::chrono::seconds(120));
+  ASSERT_EQ(resumed[0].exit_code, 0) << resumed[0].out << resumed[0].err;
+  for (const int64_t iteration : {200, 240}) {
+    EXPECT_TRUE(path_exists(join_path(folder_, "run/" + iteration_folder(iteration) + "/model.safetensors")))
+        << iteration;
+  }
+  EXPECT_EQ(read_text(join_path(folder_, "run/latest_checkpointed_iteration.txt")), "240\n");
+  const std::string metrics = read_text(join_path(folder_, "logs/metrics.jsonl"));
+  EXPECT_NE(metrics.find("\"iteration\":1,"), std::string::npos) << metrics.substr(0, 300);
+  EXPECT_NE(metrics.find("\"iteration\":240,"), std::string::npos) << metrics.substr(metrics.size() - 300);
 }
 
 TEST_F(TrainSignalTest, SigtermWithTheHandlerAndNoSaveStopsAndSaysNothingWasSaved) {

@@ -49,13 +49,59 @@ TEST(SettingsTest, TokensAreParsedAndCheckedWithTheFlagName) {
   const SettingSpec& layers = *find_setting("num_layers");
   EXPECT_EQ(parse_setting_tokens(layers, {"12"}, "--num-layers"), json(12));
   EXPECT_EQ(error_of([&] { parse_setting_tokens(layers, {"abc"}, "--num-layers"); }),
-            "--num-layers expects an integer, got 'abc'");
-  EXPECT_EQ(error_of([&] { parse_setting_tokens(layers, {"1.5"}, "--num-layers"); }),
-            "--num-layers expects an integer, got '1.5'");
+            "--num-layers expects an integer, got 'abc'; fix: give a whole number, such as --num-layers " +
+                setting_value_text(layers.read(Settings{})));
+  EXPECT_NE(error_of([&] {
+              parse_setting_tokens(layers, {"1.5"}, "--num-layers");
+            }).find("--num-layers expects an integer, got '1.5'; fix: "),
+            std::string::npos);
   EXPECT_EQ(parse_setting_tokens(*find_setting("lr"), {"6e-4"}, "--lr"), json(6e-4));
   EXPECT_EQ(error_of([&] { parse_setting_tokens(*find_setting("lr"), {"fast"}, "--lr"); }),
-            "--lr expects a number, got 'fast'");
+            "--lr expects a number, got 'fast'; fix: give a number, such as --lr " +
+                setting_value_text(find_setting("lr")->read(Settings{})));
+  EXPECT_EQ(error_of([&] { parse_setting_tokens(*find_setting("bf16"), {"maybe"}, "--bf16"); }),
+            "--bf16 expects true or false, got 'maybe'; fix: give true or false, or leave the value out (--bf16 turns "
+            "it on, --no-bf16 off)");
   EXPECT_EQ(parse_setting_tokens(*find_setting("bf16"), {"false"}, "--bf16"), json(false));
+}
+
+/// A preset can set an optional number (--moe-expert-capacity-factor, say); none or null unsets it from the
+/// command line, as leaving it out of a config file does.
+TEST(SettingsTest, NoneUnsetsAnOptionalNumber) {
+  const SettingSpec& capacity = *find_setting("moe_expert_capacity_factor");
+  ASSERT_TRUE(capacity.optional);
+  for (const std::string word : {"none", "None", "null"}) {
+    EXPECT_TRUE(parse_setting_tokens(capacity, {word}, "--moe-expert-capacity-factor").is_null()) << word;
+  }
+  Settings settings;
+  settings.model.moe_expert_capacity_factor = 1.0;
+  apply_settings(settings, json{{"moe_expert_capacity_factor", parse_setting_tokens(capacity, {"none"}, "--x")}},
+                 "command line");
+  EXPECT_FALSE(settings.model.moe_expert_capacity_factor.has_value());
+  EXPECT_EQ(error_of([&] { parse_setting_tokens(capacity, {"lots"}, "--moe-expert-capacity-factor"); }),
+            "--moe-expert-capacity-factor expects a number, got 'lots'; fix: give a number, such as "
+            "--moe-expert-capacity-factor 1, or none to unset it");
+  EXPECT_NE(error_of([&] {
+              parse_setting_tokens(*find_setting("num_layers"), {"none"}, "--num-layers");
+            }).find("expects an integer, got 'none'"),
+            std::string::npos)
+      << "a setting with no unset state takes no none";
+}
+
+/// Every value of the wrong kind, from a flag or a file, says what to give instead.
+TEST(SettingsTest, EveryWrongValueEndsWithAFix) {
+  for (const auto& spec : setting_specs()) {
+    const std::string flag_error = error_of([&] { parse_setting_tokens(spec, {"a", "b"}, spec.flag()); });
+    if (flag_error != "(no error)") EXPECT_NE(flag_error.find("; fix: "), std::string::npos) << flag_error;
+    for (const json& value : {json::object(), json::array({json::object()})}) {
+      const std::string file_error = error_of([&] { check_setting_value(spec, value, spec.key + " in a.json"); });
+      EXPECT_NE(file_error.find("; fix: "), std::string::npos) << file_error;
+    }
+    if (spec.kind == SettingKind::kInt || spec.kind == SettingKind::kFloat || spec.kind == SettingKind::kBool) {
+      const std::string token_error = error_of([&] { parse_setting_tokens(spec, {"x y"}, spec.flag()); });
+      EXPECT_NE(token_error.find("; fix: "), std::string::npos) << token_error;
+    }
+  }
 }
 
 TEST(SettingsTest, ListsAcceptSpacesAndCommas) {
@@ -83,18 +129,22 @@ TEST(SettingsTest, JsonValuesAreTypeChecked) {
   EXPECT_EQ(error_of([&] {
               apply_settings(settings, json{{"num_layers", "4"}}, "--config run.json");
             }),
-            "num_layers in --config run.json expects an integer, got \"4\"");
+            "num_layers in --config run.json expects an integer, got \"4\"; fix: write a JSON integer without quotes, "
+            "such as \"num_layers\": " +
+                setting_value_text(find_setting("num_layers")->read(Settings{})));
   EXPECT_EQ(error_of([&] {
               apply_settings(settings, json{{"bf16", 1}}, "--config run.json");
             }),
-            "bf16 in --config run.json expects true or false, got 1");
+            "bf16 in --config run.json expects true or false, got 1; fix: write true or false without quotes, such as "
+            "\"bf16\": true");
   EXPECT_EQ(error_of([&] {
               apply_settings(settings, json{{"num_layers", nullptr}}, "--config run.json");
             }),
             "num_layers in --config run.json cannot be null (it has no unset state); fix: give a value or leave "
             "the key out");
   EXPECT_EQ(error_of([&] { apply_settings(settings, json::array(), "--config run.json"); }),
-            "--config run.json must be a JSON object of settings, got []");
+            "--config run.json must be a JSON object of settings, got []; fix: write a JSON object of settings, such "
+            "as {\"num_layers\": 4}");
 }
 
 TEST(SettingsTest, JsonAcceptsDashKeysListsCommaStringsAndNullForOptional) {
@@ -117,7 +167,9 @@ TEST(SettingsTest, UnknownKeysSuggestTheNearestAndNothingIsApplied) {
   } catch (const ConfigError& error) {
     ASSERT_EQ(error.details().size(), 2u);
     // Keys are visited in JSON object (sorted) order.
-    EXPECT_EQ(error.details()[0], "lr in --config run.json expects a number, got \"x\"");
+    EXPECT_EQ(
+        error.details()[0].rfind("lr in --config run.json expects a number, got \"x\"; fix: write a JSON number", 0),
+        0u);
     EXPECT_EQ(error.details()[1],
               "unknown setting 'num_layer' in --config run.json (did you mean num_layers?); "
               "fix: see `graphed check-config --help` for the valid settings");
@@ -196,7 +248,7 @@ TEST(SettingsJsonTest, MoeLayerFreqTakesAnIntegerOrAListAsMegatronDoes) {
   EXPECT_EQ(error_of([&] {
               apply_settings(settings, json{{"moe_layer_freq", 1.5}}, "--config run.json");
             }),
-            "moe_layer_freq in --config run.json expects a string, got 1.5");
+            "moe_layer_freq in --config run.json expects a string, got 1.5; fix: write a quoted JSON string");
 }
 
 TEST_F(ConfigFileTest, NonObjectIsRejected) {

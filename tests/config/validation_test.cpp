@@ -156,6 +156,12 @@ INSTANTIATE_TEST_SUITE_P(
                    "MC-18",
                    Severity::kWarning,
                    "--use-rope-scaling has no effect without --position-embedding-type rope; ignored"},
+        FiringCase{"MC20",
+                   {{"position_embedding_type", "rope"}, {"seq_length", 128}, {"max_position_embeddings", 64}},
+                   "MC-20",
+                   Severity::kNote,
+                   "--seq-length 128 is past --max-position-embeddings 64 with RoPE: the model's context becomes 128, "
+                   "the positions it trains on (what generate and serve take)"},
         FiringCase{"MC19",
                    {{"swiglu", true}, {"openai_gelu", true}},
                    "MC-19",
@@ -516,6 +522,9 @@ INSTANTIATE_TEST_SUITE_P(
         QuietCase{"MC17ScalingOff", {{"position_embedding_type", "rope"}, {"rope_scaling_factor", 0.0}}, "MC-17"},
         QuietCase{"MC18WithRope", {{"position_embedding_type", "rope"}, {"use_rope_scaling", true}}, "MC-18"},
         QuietCase{"MC19GeluMlp", {{"openai_gelu", true}}, "MC-19"},
+        QuietCase{"MC20RopeWithinPositions",
+                  {{"position_embedding_type", "rope"}, {"seq_length", 64}, {"max_position_embeddings", 128}},
+                  "MC-20"},
         QuietCase{
             "MC8EveryOtherLayer", {{"num_experts", 4}, {"num_layers", 4}, {"moe_layer_freq", "[1,0,1,0]"}}, "MC-8"},
         QuietCase{"MC10RopeIgnoresPositions",
@@ -847,6 +856,16 @@ TEST(ValidationTest, TheDataParallelSizeFollowsTheLaunch) {
   EXPECT_EQ(resolve_launched(kTwoStagesOfFour, 4).config.train.data_parallel_size, 2);
   // TR-2's global batch default is micro batch x data-parallel size.
   EXPECT_EQ(resolve_launched({{"micro_batch_size", 2}}, 4).config.train.global_batch_size, 8);
+}
+
+/// A RoPE model trained on 128 positions under a preset's 64 serves the 128 it was trained on: resolution raises
+/// its context, also when it reads a checkpoint saved with the smaller one.
+TEST(ValidationTest, ARopeModelsContextIsTheSequenceItTrainsOn) {
+  const Resolution rope =
+      resolve_json({{"position_embedding_type", "rope"}, {"seq_length", 128}, {"max_position_embeddings", 64}});
+  EXPECT_EQ(rope.config.model.max_position_embeddings, 128);
+  const Resolution learned = resolve_json({{"seq_length", 64}, {"max_position_embeddings", 256}});
+  EXPECT_EQ(learned.config.model.max_position_embeddings, 256);
 }
 
 TEST(ValidationTest, DefaultsAreValidWithoutAnyIssue) {

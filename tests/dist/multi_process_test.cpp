@@ -159,7 +159,9 @@ TEST_F(MultiProcessTest, CtrlCStopsEveryRankAtTheSameLogLineAndSaves) {
   const std::string checkpoint =
       "checkpoints/iter_" + std::string(7 - std::to_string(iteration).size(), '0') + std::to_string(iteration);
   EXPECT_NE(out.find("stopped by SIGINT after iteration " + std::to_string(iteration) +
-                     " of 100000; saved checkpoint " + checkpoint + "; to go on: graphed train --load checkpoints\n"),
+                     " of 100000; saved checkpoint " + checkpoint +
+                     "; to go on: torchrun --nproc-per-node 2 --no-python graphed train --load checkpoints --save "
+                     "checkpoints --metrics-file metrics.jsonl --device cpu\n"),
             std::string::npos)
       << out;
   EXPECT_TRUE(path_exists(join_path(folder_, "rank0/" + checkpoint + "/model.safetensors")));

@@ -11,16 +11,50 @@
 namespace graphed::runtime {
 namespace {
 
+/// Two logical CPUs of one core each, as this workplace's machines list them.
+std::string two_cores(const std::string& clock_and_flags) {
+  std::string text;
+  for (const char* core : {"0", "1"}) {
+    text += std::string("processor\t: ") + core + "\nmodel name\t: AMD EPYC\n" + clock_and_flags +
+            "physical id\t: 0\ncore id\t\t: " + core + "\n\n";
+  }
+  return text;
+}
+
 TEST(PeakThroughputTest, CpuEstimateFromCoresClockAndVectorWidth) {
-  const auto wide = runtime::cpu_peak_from_cpuinfo(
-      "model name\t: AMD EPYC\ncpu MHz\t\t: 2500.000\nflags\t\t: fpu sse avx avx2 fma\n", 2);
+  const auto wide = cpu_peak({two_cores("cpu MHz\t\t: 2500.000\nflags\t\t: fpu sse avx avx2 fma\n"), 2, ""});
   ASSERT_TRUE(wide);
   EXPECT_DOUBLE_EQ(wide->flops_per_second, 2 * 2.5e9 * 32);
   EXPECT_EQ(wide->basis, "CPU estimate: 2 cores x 2.5 GHz x 32 fp32 FLOP/cycle");
-  const auto narrow = runtime::cpu_peak_from_cpuinfo("cpu MHz\t\t: 2000\nflags\t\t: fpu sse avx\n", 4);
+  const auto narrow = cpu_peak({"cpu MHz\t\t: 2000\nflags\t\t: fpu sse avx\n", 4, ""});
   ASSERT_TRUE(narrow);
   EXPECT_DOUBLE_EQ(narrow->flops_per_second, 4 * 2e9 * 16);
-  EXPECT_FALSE(runtime::cpu_peak_from_cpuinfo("flags\t\t: avx2 fma\n", 2));
+  EXPECT_FALSE(cpu_peak({"flags\t\t: avx2 fma\n", 2, ""}));
+}
+
+/// The EPYC that showed 108% MFU has AVX-512: two 512-bit FMA pipes make 64 fp32 FLOP a cycle, not 32.
+TEST(PeakThroughputTest, AvxFiveTwelveCountsItsWidth) {
+  const auto peak =
+      cpu_peak({two_cores("cpu MHz\t\t: 2600.000\nflags\t\t: fpu sse avx avx2 fma avx512f avx512bw\n"), 2, ""});
+  ASSERT_TRUE(peak);
+  EXPECT_DOUBLE_EQ(peak->flops_per_second, 2 * 2.6e9 * 64);
+  EXPECT_EQ(peak->basis, "CPU estimate: 2 cores x 2.6 GHz x 64 fp32 FLOP/cycle");
+}
+
+/// The clock is the highest known (cpufreq's maximum, or the model name's, over the current "cpu MHz"); the cores
+/// are physical (hyper-threads share them) and at most those this process may use.
+TEST(PeakThroughputTest, TheHighestClockAndThePhysicalCoresThisProcessMayUse) {
+  const std::string flags = "flags\t\t: avx2 fma\n";
+  EXPECT_DOUBLE_EQ(cpu_peak({two_cores("cpu MHz\t\t: 1500.000\n" + flags), 2, "3700000\n"})->flops_per_second,
+                   2 * 3.7e9 * 32);
+  const std::string intel = "model name\t: Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz\ncpu MHz\t\t: 1000.0\n" + flags;
+  EXPECT_DOUBLE_EQ(cpu_peak({intel, 1, ""})->flops_per_second, 1 * 2.5e9 * 32);
+  std::string smt;  // four logical CPUs on two cores
+  for (const char* core : {"0", "0", "1", "1"}) {
+    smt += "cpu MHz\t\t: 2000\n" + flags + "physical id\t: 0\ncore id\t\t: " + core + "\n\n";
+  }
+  EXPECT_DOUBLE_EQ(cpu_peak({smt, 4, ""})->flops_per_second, 2 * 2e9 * 32);
+  EXPECT_DOUBLE_EQ(cpu_peak({smt, 1, ""})->flops_per_second, 1 * 2e9 * 32);
 }
 
 TEST(PeakThroughputTest, TheCpuDeviceHasAnEstimateWhereCpuinfoListsAClock) {

@@ -38,7 +38,8 @@ TEST_F(CheckpointTest, ResumeContinuesBitwiseWithTheSameLosses) {
   latest >> latest_iteration;
   EXPECT_EQ(latest_iteration, 3);
 
-  at::manual_seed(12345);  // resuming must not depend on the RNG state before the load
+  at::manual_seed(12345);            // resuming must not depend on the RNG state before the load
+  settings["load"] = in_dir("run");  // as graphed train --load passes it (a save there must not go back)
   Trainer resumed = make_trainer(settings);
   resumed.load(in_dir("run"));
   ASSERT_EQ(resumed.start_iteration(), 3);
@@ -56,6 +57,7 @@ TEST_F(CheckpointTest, MismatchedModelIsNamed) {
   Trainer trainer = make_trainer(settings);
   const std::string saved = trainer.save(1);
   settings["hidden_size"] = 64;
+  settings["load"] = saved;
   Trainer other = make_trainer(settings);
   EXPECT_EQ(error_of([&] { other.load(saved); }),
             "checkpoint '" + saved +
@@ -75,6 +77,7 @@ TEST_F(CheckpointTest, HuggingFaceArchitectureSettingsMustMatchToo) {
   settings.erase("kv_channels");
   settings["add_qkv_bias"] = true;
   settings["add_bias_linear"] = false;
+  settings["load"] = saved;  // as graphed train --load passes it (a save there must not go back)
   Trainer other = make_trainer(settings);
   EXPECT_EQ(error_of([&] { other.load(saved); }),
             "checkpoint '" + saved +
@@ -98,6 +101,7 @@ TEST_F(CheckpointTest, OlderCheckpointsWithoutTheNewKeysStillLoad) {
     trainer_json["config"].erase(key);
   }
   std::ofstream(path) << trainer_json.dump();
+  settings["load"] = saved;
   Trainer resumed = make_trainer(settings);
   resumed.load(saved);
   EXPECT_EQ(resumed.start_iteration(), 1);

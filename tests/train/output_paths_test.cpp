@@ -40,6 +40,45 @@ TEST(OutputPathsTest, SaveMustBeAWritableFolder) {
   EXPECT_TRUE(list_files(join_path(root, "new/nested")).empty()) << "the write probe is removed";
 }
 
+/// A fresh run into a folder whose latest checkpoint is iteration 1,500 would point it back at its own first
+/// save: refused, naming the iteration and the ways out. Going on from that folder, or from a later
+/// checkpoint than it holds, is not.
+TEST(OutputPathsTest, ASaveThatWouldRewindAnotherRunsLatestCheckpointIsRefused) {
+  const std::string root = make_temporary_directory("graphed-output-paths");
+  const std::string folder = join_path(root, "run");
+  const auto checkpoint_at = [](const std::string& save, int64_t iteration) {
+    const std::string digits = std::to_string(iteration);
+    const std::string at = join_path(save, "iter_" + std::string(7 - digits.size(), '0') + digits);
+    create_directories(at);
+    std::ofstream(join_path(at, "trainer.json")) << "{\"iteration\": " << iteration << ", \"config\": {}}\n";
+    std::ofstream(join_path(save, "latest_checkpointed_iteration.txt")) << iteration << "\n";
+  };
+  checkpoint_at(folder, 500);
+  checkpoint_at(folder, 1500);
+  config::TrainConfig train;
+  train.save = folder;
+  EXPECT_EQ(error_of(train),
+            "--save folder '" + folder +
+                "' holds a later run's checkpoints (latest: iteration 1500) and this run "
+                "starts at iteration 0 (no --load): its first save would make that folder's latest checkpoint go back; "
+                "fix: pass --load " +
+                folder +
+                " to go on from iteration 1500, or --save another folder (or remove that "
+                "folder's checkpoints to start it over)");
+  train.load = join_path(folder, "iter_0000500");
+  EXPECT_NE(error_of(train).find("and this run starts at iteration 500 (from --load " + *train.load + ")"),
+            std::string::npos);
+  train.load = folder;
+  EXPECT_EQ(error_of(train), "(no error)");
+  const std::string later = join_path(root, "later");
+  checkpoint_at(later, 2000);
+  train.load = later;
+  EXPECT_EQ(error_of(train), "(no error)");
+  train.load.reset();
+  train.save = join_path(root, "empty");
+  EXPECT_EQ(error_of(train), "(no error)");
+}
+
 TEST(OutputPathsTest, MetricsFileMustBeAFileThatCanBeOpened) {
   const std::string root = make_temporary_directory("graphed-output-paths");
   config::TrainConfig train;

@@ -89,8 +89,11 @@ std::optional<std::string> generate_help(const std::string& key) {
 
 std::string help_text(const config::SettingSpec& spec, const std::string& command) {
   const std::optional<std::string> own = runs_a_model(command) ? generate_help(spec.key) : std::nullopt;
-  std::string text =
-      own.value_or(spec.help) + " (default: " + config::setting_value_text(spec.read(config::Settings{})) + ")";
+  const bool unsettable =
+      spec.optional && (spec.kind == config::SettingKind::kInt || spec.kind == config::SettingKind::kFloat);
+  std::string text = own.value_or(spec.help) +
+                     " (default: " + config::setting_value_text(spec.read(config::Settings{})) +
+                     (unsettable ? "; none unsets it" : "") + ")";
   if (!spec.choices.empty()) text += " {" + join(spec.choices, ",") + "}";
   return text;
 }
@@ -497,7 +500,9 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     result.early_output = build_summary() + "\n";
     return result;
   } catch (const CLI::ParseError& error) {
-    fail_with({std::string(error.what()) + "; fix: see graphed --help"});
+    const bool in_command = !arguments.empty() && subcommands.count(arguments.front()) > 0;
+    fail_with(
+        {std::string(error.what()) + "; fix: see graphed " + (in_command ? arguments.front() + " " : "") + "--help"});
   }
   CLI::App* chosen = nullptr;
   for (const auto& [name, sub] : subcommands) {

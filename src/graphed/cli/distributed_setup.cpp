@@ -7,6 +7,7 @@
 #include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
+#include "graphed/util/text.h"
 
 namespace graphed::cli {
 
@@ -26,6 +27,16 @@ DistributedRun::DistributedRun(const config::RunConfig& config, const dist::Laun
 }
 
 DistributedRun::~DistributedRun() = default;
+
+void DistributedRun::report_failure(const std::exception& error) {
+  if (dynamic_cast<const Error*>(&error) != nullptr) {
+    monitor_->report_failure(error.what());
+    return;
+  }
+  const std::string cause = without_library_tag(error.what());
+  monitor_->report_failure("internal error (a bug in graphed): " + cause.substr(0, cause.find('\n')) +
+                           "; fix: please report it with the command line that caused it");
+}
 
 void DistributedRun::finish() {
   groups_->world().barrier();

@@ -3,6 +3,7 @@
 // monitor, and what only rank 0 does (print, write metrics and checkpoints). One process: nothing.
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -23,8 +24,9 @@ class DistributedRun {
   ~DistributedRun();
 
   dist::ProcessGroups& groups() { return *groups_; }
-  /// Tells the other ranks this one failed (they stop too), before the error leaves run_train.
-  void report_failure(const std::string& message) { monitor_->report_failure(message); }
+  /// Tells the other ranks this one failed (they stop too), before the error leaves run_train: a graphed
+  /// error's message, anything else as an internal error's first line (no library backtrace).
+  void report_failure(const std::exception& error);
   /// The error another rank reported, if any (a collective fails here when that rank goes away).
   std::optional<std::string> failure_of_another_rank() { return monitor_->failure_of_another_rank(); }
   /// The end of a good run: every rank waits for the others, so rank 0's store stays up until all are done.

@@ -136,10 +136,7 @@ config::CudaGraphConfig resolve_decode_graphs(const CommandLine& command_line, c
   config::IssueList issues;
   const config::CudaGraphConfig graphs = config::migrate_cuda_graph_inputs(inputs, issues);
   for (const auto& line : issues.formatted(config::Severity::kWarning)) notes << line << "\n";
-  if (issues.has_errors()) {
-    const auto errors = issues.formatted(config::Severity::kError);
-    throw ConfigError(errors.size() == 1 ? errors.front() : "invalid decode graph settings", errors);
-  }
+  issues.throw_errors("invalid decode graph settings");
   const auto why_not = capture::why_graphs_cannot_run(device);
   if (graphs.inference_scope != config::InferenceCudaGraphScope::kNone && why_not) {
     throw ConfigError("--inference-cuda-graph-scope " + config::to_string(graphs.inference_scope) +

@@ -26,9 +26,7 @@ config::RunConfig serving_layout(const config::ModelConfig& model, int64_t tenso
 void require_split(const config::RunConfig& run) {
   config::IssueList issues;
   config::validate_tensor_parallel_model(run, issues);
-  if (!issues.has_errors()) return;
-  const std::vector<std::string> errors = issues.formatted(config::Severity::kError);
-  throw ConfigError(join(errors, "\n"), errors);
+  issues.throw_errors("the model cannot be split over the tensor-parallel ranks");
 }
 
 }  // namespace

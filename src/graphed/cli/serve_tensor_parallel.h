@@ -29,7 +29,7 @@ class ServingGroup {
   /// The vocabulary before any padding for the split: prompt ids must stay below it.
   int64_t prompt_vocabulary() const { return prompt_vocabulary_; }
   /// Tells the other ranks this one failed (their rank monitors stop them).
-  void report_failure(const std::string& message) { run_->report_failure(message); }
+  void report_failure(const std::exception& error) { run_->report_failure(error); }
   /// The fewest of every rank's `blocks` (each rank's cache must hold the same blocks to schedule alike).
   int64_t agree_on_blocks(int64_t blocks);
   serve::CommandChannel& channel() { return *channel_; }

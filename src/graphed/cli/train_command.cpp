@@ -9,6 +9,7 @@
 
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
+#include "graphed/config/config_file.h"
 #include "graphed/runtime/device.h"
 #include "graphed/runtime/precision.h"
 #include "graphed/train/event_log.h"
@@ -96,18 +97,56 @@ void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
   log.print("done", fields, line.str());
 }
 
+/// A word of a shell command, quoted where the shell would split or expand it.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_./=:,+-@%") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+/// The command that goes on from this run's checkpoints as this run would have: --load of its --save folder,
+/// and every setting the checkpoint does not bring back (the launch's: --save, --save-interval,
+/// --metrics-file, --device, the parallel layout; and the CUDA-graph settings) that this run was given.
+std::string resume_command(const CommandLine& command_line, int64_t world_size) {
+  std::string command = world_size > 1
+                            ? "torchrun --nproc-per-node " + std::to_string(world_size) + " --no-python graphed train"
+                            : "graphed train";
+  command += " --load " + shell_word(*command_line.settings.train.save);
+  for (const auto& spec : config::setting_specs()) {
+    if (spec.key == "load" || !(config::is_launch_setting(spec.key) || spec.section == "cuda_graph")) continue;
+    const nlohmann::json* given = nullptr;  // the last source that set it (not a preset: presets set no such key)
+    for (const auto& source : command_line.sources) {
+      if (source.values.contains(spec.key)) given = &source.values[spec.key];
+    }
+    if (given == nullptr || given->is_null()) continue;
+    if (spec.kind == config::SettingKind::kBool) {
+      command += given->get<bool>() ? " " + spec.flag() : " --no-" + spec.flag().substr(2);
+    } else if (spec.kind == config::SettingKind::kList || spec.kind == config::SettingKind::kChoiceList) {
+      if (given->empty()) continue;
+      command += " " + spec.flag();
+      for (const auto& item : *given) command += " " + shell_word(item.get<std::string>());
+    } else {
+      command += " " + spec.flag() + " " + shell_word(config::setting_value_text(*given));
+    }
+  }
+  return command;
+}
+
 /// After a stop request: what was saved and the command that goes on from there.
 void print_stop(const train::TrainSummary& summary, const config::RunConfig& config, const std::string& signal,
-                train::EventLog& log) {
+                const std::string& resume, train::EventLog& log) {
   std::string line = "stopped by " + signal + " after iteration " + std::to_string(summary.last_iteration) + " of " +
                      std::to_string(config.train.train_iters);
   nlohmann::json fields{
       {"signal", signal}, {"iteration", summary.last_iteration}, {"train_iters", config.train.train_iters}};
   if (summary.last_checkpoint) {
-    const std::string command = "graphed train --load " + *config.train.save;
-    line += "; saved checkpoint " + *summary.last_checkpoint + "; to go on: " + command;
+    line += "; saved checkpoint " + *summary.last_checkpoint + "; to go on: " + resume;
     fields["checkpoint"] = *summary.last_checkpoint;
-    fields["resume_command"] = command;
+    fields["resume_command"] = resume;
   } else {
     line += "; nothing was saved (no --save)";
     fields["checkpoint"] = nullptr;
@@ -144,7 +183,7 @@ std::optional<StopSignals> stop_signals_for(const config::RunConfig& config,
 /// Builds the trainer, loads --load, trains and prints the summary (rank 0 prints; the others' log
 /// drops everything).
 int train_rank(const config::RunConfig& config, const at::Device& device, dist::ProcessGroups* groups,
-               train::EventLog& log, const StopSignals* signals) {
+               train::EventLog& log, const StopSignals* signals, const std::string& resume) {
   train::TokenDataset data =
       train::TokenDataset::open(config.train, config.model, default_corpus_path(), config.train.eval_iters);
   log.print("data", {{"description", data.description()}, {"format", data.format_description()}},
@@ -178,7 +217,7 @@ int train_rank(const config::RunConfig& config, const at::Device& device, dist::
   std::function<bool()> stop_requested;
   if (signals != nullptr) stop_requested = [signals] { return signals->requested(); };
   const train::TrainSummary summary = trainer.train(log, stop_requested);
-  if (summary.stopped) print_stop(summary, config, signals->signal_name(), log);
+  if (summary.stopped) print_stop(summary, config, signals->signal_name(), resume, log);
   if (config.train.eval_iters == 0 && !summary.stopped) {  // evaluations sample on their own, the last one included
     if (const auto text = trainer.sample(summary.last_iteration)) {
       log.print("sample", {{"iteration", summary.last_iteration}, {"text", *text}},
@@ -204,7 +243,18 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   train::EventLog log(print, format);
   const std::optional<StopSignals> signals = stop_signals_for(config, environment);
   const StopSignals* stop = signals ? &*signals : nullptr;
-  if (!environment.is_distributed()) return train_rank(config, device, nullptr, log, stop);
+  const std::string resume = config.train.save ? resume_command(command_line, environment.world_size) : "";
+  if (config.train.load && !config.train.save) {
+    std::string folder = *config.train.load;  // a --save folder, or one of its iter_* folders
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+    const std::size_t slash = folder.find_last_of('/');
+    if (folder.compare(slash == std::string::npos ? 0 : slash + 1, 5, "iter_") == 0) {
+      folder = slash == std::string::npos ? "." : folder.substr(0, slash);
+    }
+    log.note("this run saves no checkpoint (no --save); to go on saving where it was loaded from, pass --save " +
+             shell_word(folder));
+  }
+  if (!environment.is_distributed()) return train_rank(config, device, nullptr, log, stop, resume);
   DistributedRun distributed(config, environment, device);
   log.print("launch",
             {{"ranks", environment.world_size},
@@ -218,7 +268,7 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
                 std::to_string(config.train.tensor_model_parallel_size) + "), " + (device.is_cuda() ? "NCCL" : "Gloo") +
                 "; rank 0 prints and writes");
   try {
-    const int status = train_rank(config, device, &distributed.groups(), log, stop);
+    const int status = train_rank(config, device, &distributed.groups(), log, stop, resume);
     distributed.finish();
     return status;
   } catch (const DistributedError& error) {
@@ -226,10 +276,10 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
     if (const auto cause = distributed.failure_of_another_rank()) {
       throw DistributedError("rank " + std::to_string(environment.rank) + " is stopping because " + *cause);
     }
-    distributed.report_failure(error.what());
+    distributed.report_failure(error);
     throw;
   } catch (const std::exception& error) {
-    distributed.report_failure(error.what());  // the other ranks stop instead of waiting for this one
+    distributed.report_failure(error);  // the other ranks stop instead of waiting for this one
     throw;
   }
 }

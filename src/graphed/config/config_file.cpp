@@ -1,7 +1,9 @@
 // config/config_file.cpp — see config/config_file.h.
 #include "graphed/config/config_file.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
@@ -42,17 +44,19 @@ nlohmann::json read_config_file(const std::string& path) {
   return is_saved_configuration(object) ? saved_run_settings(object["config"]) : object;
 }
 
+bool is_launch_setting(const std::string& key) {
+  static const std::vector<std::string> keys{
+      "load", "save", "save_interval", "metrics_file", "device",
+      // The parallel layout belongs to the launch, not to the run: a checkpoint loads under another one.
+      "tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
+      "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "distributed_timeout_minutes"};
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
 nlohmann::json saved_run_settings(const nlohmann::json& resolved) {
-  nlohmann::json settings = resolved;
-  for (const char* key :
-       {"num_microbatches", "moe_layers", "load", "save", "save_interval", "metrics_file", "device"}) {
-    settings.erase(key);
-  }
-  // The parallel layout belongs to the launch, not to the run: a checkpoint loads under another one.
-  for (const char* key :
-       {"tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
-        "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "distributed_timeout_minutes"}) {
-    settings.erase(key);
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& [key, value] : resolved.items()) {
+    if (!is_launch_setting(key) && key != "num_microbatches" && key != "moe_layers") settings[key] = value;
   }
   const auto same = [&](const char* a, const char* b) {
     return settings.contains(a) && settings.contains(b) && settings[a] == settings[b];

@@ -22,4 +22,9 @@ nlohmann::json read_config_file(const std::string& path);
 /// micro batch, lr_decay_iters equal to train_iters), so a longer run derives them again.
 nlohmann::json saved_run_settings(const nlohmann::json& resolved);
 
+/// Whether a setting belongs to the launch rather than to what the run computes, so that a saved
+/// configuration does not carry it: the run's own paths and device (load, save, save_interval,
+/// metrics_file, device) and its parallel layout (a checkpoint loads under another one).
+bool is_launch_setting(const std::string& key);
+
 }  // namespace graphed::config

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "graphed/util/error.h"
+
 namespace graphed::config {
 
 std::string to_string(Severity severity) {
@@ -45,6 +47,15 @@ std::vector<std::string> IssueList::formatted(Severity severity) const {
 
 bool IssueList::contains(const std::string& rule) const {
   return std::any_of(issues_.begin(), issues_.end(), [&](const ConfigIssue& issue) { return issue.rule == rule; });
+}
+
+void IssueList::throw_errors(const std::string& what) const {
+  if (!has_errors()) return;
+  const auto errors = formatted(Severity::kError);
+  if (errors.size() > 1) throw ConfigError(what + " (" + std::to_string(errors.size()) + " errors)", errors);
+  for (const auto& issue : issues_) {
+    if (issue.severity == Severity::kError) throw ConfigError(issue.message + " [" + issue.rule + "]", errors);
+  }
 }
 
 }  // namespace graphed::config

@@ -35,6 +35,9 @@ class IssueList {
   std::vector<std::string> formatted(Severity severity) const;
   /// Whether an issue with this rule id was recorded.
   bool contains(const std::string& rule) const;
+  /// Throws ConfigError carrying every error when there is one: a single one as "<message> [RULE]" (printed
+  /// after "error: "), several under "<what> (N errors)" with each formatted below.
+  void throw_errors(const std::string& what) const;
 
  private:
   std::vector<ConfigIssue> issues_;

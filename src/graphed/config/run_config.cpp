@@ -22,6 +22,15 @@ void derive_model(ModelConfig& model, IssueList& issues) {
     model.ffn_hidden_size = model.swiglu ? (4 * model.hidden_size * 2 / 3) / 64 * 64 : 4 * model.hidden_size;
   }
   if (!model.max_position_embeddings) model.max_position_embeddings = model.seq_length;
+  if (model.position_embedding_type == PositionEmbedding::kRope && *model.max_position_embeddings < model.seq_length) {
+    // RoPE has no table of positions to outgrow: the model is trained on --seq-length positions, and that is the
+    // context generate and serve must give it (learned positions cannot: MC-10).
+    issues.note("MC-20", "--seq-length " + std::to_string(model.seq_length) + " is past --max-position-embeddings " +
+                             std::to_string(*model.max_position_embeddings) +
+                             " with RoPE: the model's context becomes " + std::to_string(model.seq_length) +
+                             ", the positions it trains on (what generate and serve take)");
+    model.max_position_embeddings = model.seq_length;
+  }
   if (!model.is_moe()) {
     std::vector<std::string> unused;
     if (model.moe_expert_capacity_factor) unused.push_back("--moe-expert-capacity-factor");
@@ -109,14 +118,7 @@ Resolution resolve_run_config(const Settings& settings) {
 RunConfig resolve_run_config_or_throw(const Settings& settings, IssueList* issues) {
   Resolution resolution = resolve_run_config(settings);
   if (issues != nullptr) *issues = resolution.issues;
-  if (resolution.issues.has_errors()) {
-    const auto errors = resolution.issues.formatted(Severity::kError);
-    if (errors.size() > 1)
-      throw ConfigError("invalid configuration (" + std::to_string(errors.size()) + " errors)", errors);
-    for (const auto& issue : resolution.issues.all()) {  // one error: "<message> [RULE]", printed after "error: "
-      if (issue.severity == Severity::kError) throw ConfigError(issue.message + " [" + issue.rule + "]", errors);
-    }
-  }
+  resolution.issues.throw_errors("invalid configuration");
   return resolution.config;
 }
 

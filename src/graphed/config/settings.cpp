@@ -324,28 +324,75 @@ std::string quoted(const json& value) { return value.dump(); }
 
 [[noreturn]] void fail(const std::string& message) { throw ConfigError(message, {message}); }
 
+bool is_numeric(const SettingSpec& spec) { return spec.kind == SettingKind::kInt || spec.kind == SettingKind::kFloat; }
+
+/// An example value of the setting: its default where that is a number, else 1.
+std::string example_of(const SettingSpec& spec) {
+  const json fallback = spec.read(Settings{});
+  return fallback.is_number() ? setting_value_text(fallback) : "1";
+}
+
+/// The fix of a flag's value of the wrong kind: the kind, an example, and how to unset an optional number.
+std::string token_fix(const SettingSpec& spec, const std::string& label) {
+  const std::string unset = spec.optional ? ", or none to unset it" : "";
+  if (spec.kind == SettingKind::kInt)
+    return "; fix: give a whole number, such as " + label + " " + example_of(spec) + unset;
+  if (spec.kind == SettingKind::kFloat)
+    return "; fix: give a number, such as " + label + " " + example_of(spec) + unset;
+  return "; fix: give true or false, or leave the value out (" + spec.flag() + " turns it on, --no-" +
+         spec.flag().substr(2) + " off)";
+}
+
+/// The fix of a JSON value of the wrong type: what to write, with an example.
+std::string json_fix(const SettingSpec& spec) {
+  const std::string unset = spec.optional ? ", or null to unset it" : "";
+  const std::string key = "\"" + spec.key + "\": ";
+  switch (spec.kind) {
+    case SettingKind::kInt:
+      return "; fix: write a JSON integer without quotes, such as " + key + example_of(spec) + unset;
+    case SettingKind::kFloat:
+      return "; fix: write a JSON number without quotes, such as " + key + example_of(spec) + unset;
+    case SettingKind::kBool: return "; fix: write true or false without quotes, such as " + key + "true";
+    case SettingKind::kString: return "; fix: write a quoted JSON string" + unset;
+    case SettingKind::kChoice: return "; fix: write one of " + join(spec.choices, ", ") + " as a JSON string" + unset;
+    case SettingKind::kList:
+    case SettingKind::kChoiceList: {
+      const std::string first = spec.choices.empty() ? "a" : spec.choices[0];
+      const std::string second = spec.choices.size() < 2 ? "b" : spec.choices[1];
+      return "; fix: write a list of strings, such as " + key + "[\"" + first + "\", \"" + second +
+             "\"], or one comma-separated string";
+    }
+  }
+  return "";
+}
+
 json parse_scalar_token(const SettingSpec& spec, const std::string& token, const std::string& label) {
+  std::string lower = token;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  if (spec.optional && is_numeric(spec) && (lower == "none" || lower == "null")) return json(nullptr);
   switch (spec.kind) {
     case SettingKind::kInt: {
       errno = 0;
       char* end = nullptr;
       const long long value = std::strtoll(token.c_str(), &end, 10);
-      if (token.empty() || *end != '\0' || errno == ERANGE) fail(label + " expects an integer, got '" + token + "'");
+      if (token.empty() || *end != '\0' || errno == ERANGE) {
+        fail(label + " expects an integer, got '" + token + "'" + token_fix(spec, label));
+      }
       return json(static_cast<int64_t>(value));
     }
     case SettingKind::kFloat: {
       errno = 0;
       char* end = nullptr;
       const double value = std::strtod(token.c_str(), &end);
-      if (token.empty() || *end != '\0' || errno == ERANGE) fail(label + " expects a number, got '" + token + "'");
+      if (token.empty() || *end != '\0' || errno == ERANGE) {
+        fail(label + " expects a number, got '" + token + "'" + token_fix(spec, label));
+      }
       return json(value);
     }
     case SettingKind::kBool: {
-      std::string lower = token;
-      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
       if (lower == "true" || lower == "1" || lower == "yes" || lower == "on") return json(true);
       if (lower == "false" || lower == "0" || lower == "no" || lower == "off") return json(false);
-      fail(label + " expects true or false, got '" + token + "'");
+      fail(label + " expects true or false, got '" + token + "'" + token_fix(spec, label));
     }
     default: return json(token);
   }
@@ -400,7 +447,10 @@ json parse_setting_tokens(const SettingSpec& spec, const std::vector<std::string
     }
     return check_setting_value(spec, json(values), label);
   }
-  if (tokens.size() != 1) fail(label + " expects one value, got " + std::to_string(tokens.size()));
+  if (tokens.size() != 1) {
+    fail(label + " expects one value, got " + std::to_string(tokens.size()) + "; fix: give " + label +
+         " once, with one value");
+  }
   return check_setting_value(spec, parse_scalar_token(spec, tokens.front(), label), label);
 }
 
@@ -410,21 +460,24 @@ json check_setting_value(const SettingSpec& spec, const json& given, const std::
     if (spec.optional) return value;
     fail(label + " cannot be null (it has no unset state); fix: give a value or leave the key out");
   }
+  const auto wrong = [&](const std::string& expected) {
+    fail(label + " expects " + expected + ", got " + quoted(value) + json_fix(spec));
+  };
   switch (spec.kind) {
     case SettingKind::kInt:
-      if (!value.is_number_integer()) fail(label + " expects an integer, got " + quoted(value));
+      if (!value.is_number_integer()) wrong("an integer");
       return value;
     case SettingKind::kFloat:
-      if (!value.is_number()) fail(label + " expects a number, got " + quoted(value));
+      if (!value.is_number()) wrong("a number");
       return json(value.get<double>());
     case SettingKind::kBool:
-      if (!value.is_boolean()) fail(label + " expects true or false, got " + quoted(value));
+      if (!value.is_boolean()) wrong("true or false");
       return value;
     case SettingKind::kString:
-      if (!value.is_string()) fail(label + " expects a string, got " + quoted(value));
+      if (!value.is_string()) wrong("a string");
       return value;
     case SettingKind::kChoice:
-      if (!value.is_string()) fail(label + " expects one of " + join(spec.choices, ", ") + ", got " + quoted(value));
+      if (!value.is_string()) wrong("one of " + join(spec.choices, ", "));
       check_choice(spec, value.get<std::string>(), label);
       return value;
     case SettingKind::kList:
@@ -434,11 +487,11 @@ json check_setting_value(const SettingSpec& spec, const json& given, const std::
         items = split(value.get<std::string>(), ',');
       } else if (value.is_array()) {
         for (const auto& item : value) {
-          if (!item.is_string()) fail(label + " expects a list of strings, got " + quoted(value));
+          if (!item.is_string()) wrong("a list of strings");
           for (auto& piece : split(item.get<std::string>(), ',')) items.push_back(std::move(piece));
         }
       } else {
-        fail(label + " expects a list of strings, got " + quoted(value));
+        wrong("a list of strings");
       }
       if (spec.kind == SettingKind::kChoiceList) {
         for (const auto& item : items) check_choice(spec, item, label);
@@ -450,7 +503,10 @@ json check_setting_value(const SettingSpec& spec, const json& given, const std::
 }
 
 void apply_settings(Settings& settings, const json& object, const std::string& source, SettingOrigins* origins) {
-  if (!object.is_object()) fail(source + " must be a JSON object of settings, got " + quoted(object));
+  if (!object.is_object()) {
+    fail(source + " must be a JSON object of settings, got " + quoted(object) +
+         "; fix: write a JSON object of settings, such as {\"num_layers\": 4}");
+  }
   std::vector<std::string> problems;
   std::vector<std::pair<const SettingSpec*, json>> checked;
   for (const auto& [name, value] : object.items()) {

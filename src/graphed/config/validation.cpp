@@ -486,6 +486,7 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"MC-17", "--rope-scaling-factor > 0"},
       {"MC-18", "--use-rope-scaling without RoPE is ignored (warning)"},
       {"MC-19", "--openai-gelu with --swiglu is ignored (warning)"},
+      {"MC-20", "RoPE with --seq-length past --max-position-embeddings: the context becomes --seq-length (note)"},
       {"FL-1", "every float setting is a finite number (no nan, inf or overflow)"},
       {"TR-1", "batch sizes, iterations and intervals must be positive"},
       {"TR-2", "global batch a multiple of micro batch x data-parallel size"},

@@ -36,8 +36,8 @@ std::string collective_failure(int64_t global_rank, const std::string& what, con
          "failed, or raise --distributed-timeout-minutes when a rank is only slow";
 }
 
-PendingWork::PendingWork(std::shared_ptr<void> work, std::string what)
-    : work_(std::move(work)), what_(std::move(what)) {}
+PendingWork::PendingWork(std::shared_ptr<void> work, int64_t global_rank, std::string what)
+    : work_(std::move(work)), global_rank_(global_rank), what_(std::move(what)) {}
 
 void PendingWork::wait() {
   if (!work_) return;
@@ -47,7 +47,7 @@ void PendingWork::wait() {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& error) {
-    throw DistributedError(what_ + " failed (" + short_reason(error) + ")");
+    throw DistributedError(collective_failure(global_rank_, what_, short_reason(error)));
   }
 }
 
@@ -62,13 +62,13 @@ Communicator::Communicator(std::shared_ptr<detail::BackendHandle> backend, std::
 Communicator::~Communicator() = default;
 
 PendingWork Communicator::guarded(const std::string& what, const std::function<std::shared_ptr<void>()>& launch) {
-  const std::string label = "rank " + std::to_string(global_rank_) + ": " + what + " in the " + name_ + " group";
+  const std::string label = what + " in the " + name_ + " group";
   try {
-    return PendingWork(launch(), label);
+    return PendingWork(launch(), global_rank_, label);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& error) {
-    throw DistributedError(collective_failure(global_rank_, what + " in the " + name_ + " group", short_reason(error)));
+    throw DistributedError(collective_failure(global_rank_, label, short_reason(error)));
   }
 }
 

@@ -24,12 +24,14 @@ struct BackendHandle;  // the c10d backend (dist/detail/backend.h)
 class PendingWork {
  public:
   PendingWork() = default;
-  PendingWork(std::shared_ptr<void> work, std::string what);
+  /// `what`: the collective and its group, as collective_failure() words a failure of it on `global_rank`.
+  PendingWork(std::shared_ptr<void> work, int64_t global_rank, std::string what);
   void wait();
   bool empty() const { return !work_; }
 
  private:
   std::shared_ptr<void> work_;  ///< c10::intrusive_ptr<c10d::Work>, type-erased to keep c10d out of this header
+  int64_t global_rank_ = 0;
   std::string what_;
 };
 

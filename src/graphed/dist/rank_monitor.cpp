@@ -109,14 +109,19 @@ void RankMonitor::watch() {
             last_count[index] = count;
             last_change[index] = now;
           } else if (now - last_change[index] > stall_limit_) {
-            failure = "rank " + std::to_string(r) + " stopped answering (no sign of life for " +
+            failure = "stopping because rank " + std::to_string(r) + " stopped answering (no sign of life for " +
                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(stall_limit_).count()) +
-                      " s): it has probably died; see its own output";
+                      " s): it has probably died; fix: read rank " + std::to_string(r) +
+                      "'s own output (torchrun prints every rank's) for its error, and check that its machine is "
+                      "still up";
           }
         }
       } catch (const std::exception&) {
         if (!stopping_)
-          failure = "lost the rendezvous store (hosted by rank 0 or torchrun): that rank has probably died";
+          failure =
+              "stopping because it lost the rendezvous store (hosted by rank 0 or torchrun): that rank has probably "
+              "died; fix: read rank "
+              "0's output (or torchrun's) for its error, and check that MASTER_ADDR's machine is still up";
       }
     }
     if (!failure.empty() && !stopping_) on_failure_(failure);

@@ -1,9 +1,14 @@
 // runtime/peak_throughput.cpp — see runtime/peak_throughput.h.
 #include "graphed/runtime/peak_throughput.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <thread>
+#include <utility>
 
 #include "graphed/runtime/device.h"
 #include "graphed/util/file_system.h"
@@ -32,15 +37,61 @@ std::string text_of(double value) {
 
 }  // namespace
 
-std::optional<PeakThroughput> cpu_peak_from_cpuinfo(const std::string& cpuinfo, int cores) {
-  const std::size_t at = cpuinfo.find("cpu MHz");
-  if (at == std::string::npos || cores < 1) return std::nullopt;
-  const std::size_t colon = cpuinfo.find(':', at);
-  if (colon == std::string::npos) return std::nullopt;
-  const double megahertz = std::strtod(cpuinfo.c_str() + colon + 1, nullptr);
-  if (!(megahertz > 0.0)) return std::nullopt;
-  const bool wide = cpuinfo.find(" avx2") != std::string::npos && cpuinfo.find(" fma") != std::string::npos;
-  const int per_cycle = wide ? 32 : 16;
+namespace {
+
+/// The value after the colon of the first line that starts with `key`, or "".
+std::string field(const std::string& cpuinfo, const std::string& key) {
+  for (std::size_t at = 0; at < cpuinfo.size();) {
+    const std::size_t end = std::min(cpuinfo.find('\n', at), cpuinfo.size());
+    if (cpuinfo.compare(at, key.size(), key) == 0) {
+      const std::size_t colon = cpuinfo.find(':', at);
+      if (colon != std::string::npos && colon < end) return cpuinfo.substr(colon + 1, end - colon - 1);
+    }
+    at = end + 1;
+  }
+  return "";
+}
+
+/// The highest clock the facts name, in MHz (0: none).
+double highest_megahertz(const CpuFacts& facts) {
+  double megahertz = std::strtod(field(facts.cpuinfo, "cpu MHz").c_str(), nullptr);
+  const std::string model = field(facts.cpuinfo, "model name");
+  const std::size_t at = model.find('@');
+  if (at != std::string::npos) {
+    char* end = nullptr;
+    const double ghz = std::strtod(model.c_str() + at + 1, &end);
+    if (end != nullptr && std::string(end).find("GHz") != std::string::npos) megahertz = std::max(megahertz, ghz * 1e3);
+  }
+  return std::max(megahertz, std::strtod(facts.max_frequency_khz.c_str(), nullptr) / 1e3);
+}
+
+/// Distinct (physical id, core id) pairs: the physical cores; 0 when cpuinfo lists no core ids.
+int physical_cores(const std::string& cpuinfo) {
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string physical;
+  for (std::size_t at = 0; at < cpuinfo.size();) {
+    const std::size_t end = std::min(cpuinfo.find('\n', at), cpuinfo.size());
+    const std::string line = cpuinfo.substr(at, end - at);
+    const std::size_t colon = line.find(':');
+    if (colon != std::string::npos) {
+      if (line.rfind("physical id", 0) == 0) physical = line.substr(colon + 1);
+      if (line.rfind("core id", 0) == 0) cores.emplace(physical, line.substr(colon + 1));
+    }
+    at = end + 1;
+  }
+  return static_cast<int>(cores.size());
+}
+
+}  // namespace
+
+std::optional<PeakThroughput> cpu_peak(const CpuFacts& facts) {
+  const double megahertz = highest_megahertz(facts);
+  const int listed = physical_cores(facts.cpuinfo);
+  const int cores = listed > 0 ? std::min(listed, std::max(1, facts.usable_cpus)) : facts.usable_cpus;
+  if (!(megahertz > 0.0) || cores < 1) return std::nullopt;
+  const std::string flags = " " + field(facts.cpuinfo, "flags") + " ";
+  const auto has = [&](const char* flag) { return flags.find(" " + std::string(flag) + " ") != std::string::npos; };
+  const int per_cycle = has("avx512f") ? 64 : has("avx2") && has("fma") ? 32 : 16;
   const double flops = static_cast<double>(cores) * megahertz * 1e6 * per_cycle;
   return PeakThroughput{flops, "CPU estimate: " + std::to_string(cores) + " cores x " + text_of(megahertz / 1000.0) +
                                    " GHz x " + std::to_string(per_cycle) + " fp32 FLOP/cycle"};
@@ -48,9 +99,14 @@ std::optional<PeakThroughput> cpu_peak_from_cpuinfo(const std::string& cpuinfo, 
 
 std::optional<PeakThroughput> peak_throughput(const c10::Device& device, bool low_precision) {
   if (!device.is_cuda()) {
-    std::string cpuinfo;
-    if (read_file("/proc/cpuinfo", cpuinfo) != 0) return std::nullopt;
-    return cpu_peak_from_cpuinfo(cpuinfo, static_cast<int>(std::thread::hardware_concurrency()));
+    CpuFacts facts;
+    if (read_file("/proc/cpuinfo", facts.cpuinfo) != 0) return std::nullopt;
+    cpu_set_t usable;
+    facts.usable_cpus = ::sched_getaffinity(0, sizeof(usable), &usable) == 0
+                            ? CPU_COUNT(&usable)
+                            : static_cast<int>(std::thread::hardware_concurrency());
+    read_file("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", facts.max_frequency_khz);
+    return cpu_peak(facts);
   }
   const std::string name = device_name(device);
   for (const GpuPeak& peak : kGpuPeaks) {

@@ -27,8 +27,18 @@ struct PeakBandwidth {
 /// an unknown GPU.
 std::optional<PeakBandwidth> peak_memory_bandwidth(const c10::Device& device);
 
-/// The CPU estimate from /proc/cpuinfo text: cores x clock x 32 fp32 FLOP per cycle with FMA and AVX2
-/// (two 256-bit FMA pipes), 16 with AVX only; nullopt when the clock is not listed.
-std::optional<PeakThroughput> cpu_peak_from_cpuinfo(const std::string& cpuinfo, int cores);
+/// What the CPU estimate reads.
+struct CpuFacts {
+  std::string cpuinfo;            ///< /proc/cpuinfo's text
+  int usable_cpus = 0;            ///< logical CPUs this process may run on (its affinity)
+  std::string max_frequency_khz;  ///< cpufreq's cpuinfo_max_freq, empty where the machine has none
+};
+
+/// The CPU estimate, an upper bound: cores x clock x fp32 FLOP per cycle. Cores: the physical cores
+/// (distinct physical and core ids; SMT threads share their core's FMA units), at most the usable CPUs.
+/// Clock: the highest of cpufreq's maximum, the model name's "@ 2.60GHz" and cpuinfo's "cpu MHz". FLOP per
+/// cycle: 64 with AVX-512 (two 512-bit FMA pipes), 32 with AVX2 and FMA (two 256-bit), 16 otherwise.
+/// nullopt when no clock is known.
+std::optional<PeakThroughput> cpu_peak(const CpuFacts& facts);
 
 }  // namespace graphed::runtime

@@ -212,6 +212,19 @@ int64_t read_latest_iteration(const std::string& load_dir) {
   return std::stoll(digits);
 }
 
+}  // namespace
+
+std::optional<int64_t> latest_saved_iteration(const std::string& save_dir) {
+  if (!path_exists(join_path(save_dir, "latest_checkpointed_iteration.txt"))) return std::nullopt;
+  try {
+    return read_latest_iteration(save_dir);
+  } catch (const CheckpointError&) {
+    return std::nullopt;
+  }
+}
+
+namespace {
+
 /// The folder holding trainer.json that load_dir names.
 std::string find_checkpoint_folder(const std::string& load_dir) {
   if (!path_exists(load_dir)) {

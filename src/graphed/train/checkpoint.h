@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,10 @@ struct CheckpointInfo {
   nlohmann::json config;        ///< trainer.json "config": the resolved settings of the run that saved it (an object)
   std::string graphed_version;  ///< trainer.json "graphed_version"; "" when absent
 };
+
+/// The iteration a --save folder's latest_checkpointed_iteration.txt names, or nullopt when it has none (or
+/// one that does not hold an iteration number).
+std::optional<int64_t> latest_saved_iteration(const std::string& save_dir);
 
 /// Finds the checkpoint `load_dir` names (a --save folder → the iteration in its
 /// latest_checkpointed_iteration.txt, or one iter_* folder) and reads its trainer.json, checking that it

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "graphed/train/checkpoint.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 
@@ -31,6 +32,21 @@ void check_save_folder(const std::string& folder) {
   remove_all(probe);
 }
 
+/// Refuses a run whose first save would make the folder's latest checkpoint an earlier one than it holds: a
+/// --load of that folder would then resume the wrong run.
+void refuse_a_rewind(const config::TrainConfig& train) {
+  const auto latest = latest_saved_iteration(*train.save);
+  if (!latest) return;
+  const int64_t start = train.load ? read_checkpoint_info(*train.load).iteration : 0;
+  if (*latest <= start) return;
+  const std::string from = train.load ? " (from --load " + *train.load + ")" : " (no --load)";
+  throw DataError("--save folder '" + *train.save + "' holds a later run's checkpoints (latest: iteration " +
+                  std::to_string(*latest) + ") and this run starts at iteration " + std::to_string(start) + from +
+                  ": its first save would make that folder's latest checkpoint go back; fix: pass --load " +
+                  *train.save + " to go on from iteration " + std::to_string(*latest) +
+                  ", or --save another folder (or remove that folder's checkpoints to start it over)");
+}
+
 void check_metrics_file(const std::string& path) {
   const std::string fix = "pass --metrics-file a path in a writable folder (missing folders are created)";
   if (is_directory(path)) fail("--metrics-file", path, "it is a folder, not a file", fix);
@@ -46,7 +62,10 @@ void check_metrics_file(const std::string& path) {
 }  // namespace
 
 void check_output_paths(const config::TrainConfig& train) {
-  if (train.save) check_save_folder(*train.save);
+  if (train.save) {
+    check_save_folder(*train.save);
+    refuse_a_rewind(train);
+  }
   if (train.metrics_file) check_metrics_file(*train.metrics_file);
 }
 
