@@ -59,9 +59,13 @@ TEST(SvgChartTest, TickLabelsAreReadable) {
   EXPECT_EQ(format_tick(0.6000000000000001, 0.2), "0.6");
   EXPECT_EQ(format_tick(120000, 20000), "120k");
   EXPECT_EQ(format_tick(1250000, 250000), "1.25M");
-  EXPECT_EQ(format_tick(0.0006, 0.0002), "6e-4");
-  EXPECT_EQ(format_tick(0.001, 0.0002), "10e-4");
-  EXPECT_EQ(format_tick(0.000015, 0.000005), "15e-6");
+  EXPECT_EQ(format_tick(0.0006, 0.0002), "6.0e-4");
+  EXPECT_EQ(format_tick(0.001, 0.0002), "1.0e-3");
+  EXPECT_EQ(format_tick(0.0012, 0.0002), "1.2e-3");
+  EXPECT_EQ(format_tick(0.002, 0.0005), "2.0e-3");  // a learning-rate axis once read 20e-4, 15e-4
+  EXPECT_EQ(format_tick(0.0015, 0.0005), "1.5e-3");
+  EXPECT_EQ(format_tick(-0.0015, 0.0005), "-1.5e-3");
+  EXPECT_EQ(format_tick(0.000015, 0.000005), "1.5e-5");
   EXPECT_EQ(format_value(0.000612345678), "0.000612346");
   EXPECT_EQ(format_value(125000), "125000");
 }
@@ -144,6 +148,21 @@ TEST(SvgChartTest, BarWidthsMapBackToTheValues) {
   EXPECT_EQ(titles[2], "pytorch eager: ms/iter 5.768");
   EXPECT_EQ(chart.x.domain_min, 0);
   EXPECT_GE(chart.x.domain_max, 5.768);
+}
+
+/// Bars all of one colour: the measures' swatches are that colour (they once stayed grey beside blue bars); bars of
+/// several colours keep grey measure swatches, and the colours get entries of their own.
+TEST(SvgChartTest, MeasureSwatchesTakeTheBarsColour) {
+  BarChartOptions options;
+  options.measures = {{"ms/iter", 1.0}, {"pipelined ms/iter", 0.45}};
+  const std::string swatch =
+      "<g class=\"legend-entry\"><rect x=\"[0-9.]+\" y=\"[0-9.]+\" width=\"16\" height=\"10\" rx=\"2\" "
+      "fill=\"([^\"]+)\"";
+  const Chart blue = bar_chart(options, {{"none", "#1f77b4", {3.0, 2.5}}, {"local", "#1f77b4", {1.0, 0.9}}});
+  EXPECT_EQ(matches(blue.svg, swatch), (std::vector<std::string>{"#1f77b4", "#1f77b4"}));
+  options.legend = {{"graphed", "#1f77b4", 1.0}, {"PyTorch reference", "#ff7f0e", 1.0}};
+  const Chart mixed = bar_chart(options, {{"none", "#1f77b4", {3.0, 2.5}}, {"eager", "#ff7f0e", {5.0, 4.0}}});
+  EXPECT_EQ(matches(mixed.svg, swatch), (std::vector<std::string>{"#555555", "#555555", "#1f77b4", "#ff7f0e"}));
 }
 
 TEST(SvgChartTest, TextIsEscaped) {

@@ -43,7 +43,9 @@ TEST(TextTest, BracketedIntegers) {
 }
 
 TEST(TextTest, QuotedOneLineKeepsUtf8AndHidesControlCharacters) {
-  EXPECT_EQ(quoted_one_line("Le pr\xC3\xA9sident\n\x01\t!"), "\"Le pr\xC3\xA9sident|??!\"");
+  EXPECT_EQ(quoted_one_line("Le pr\xC3\xA9sident\n\x01\t!"),
+            "\"Le pr\xC3\xA9sident|?"
+            "?!\"");
 }
 
 }  // namespace

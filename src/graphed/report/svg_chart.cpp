@@ -179,10 +179,12 @@ std::string format_tick(double value, double step) {
   if (value == 0) return "0";
   step = std::fabs(step);
   const double magnitude = std::fabs(value);
-  if (step < 1e-3) {  // in units of the step's power of ten, the same on every tick: "2e-4", "10e-4"
-    const int exponent = static_cast<int>(std::floor(std::log10(step) + 1e-9));
-    const double scale = std::pow(10.0, exponent);
-    return fixed_decimals(value / scale, std::min(3, decimals_for(step / scale))) + "e" + std::to_string(exponent);
+  if (step < 1e-3) {  // scientific, with the digits the step needs: "6.0e-4", "1.0e-3", "1.5e-3"
+    const int step_exponent = static_cast<int>(std::floor(std::log10(step) + 1e-9));
+    const int exponent = static_cast<int>(std::floor(std::log10(magnitude) + 1e-9));
+    const int decimals =
+        std::clamp(exponent - step_exponent + decimals_for(step / std::pow(10.0, step_exponent)), 1, 4);
+    return fixed_decimals(value / std::pow(10.0, exponent), decimals) + "e" + std::to_string(exponent);
   }
   if (magnitude >= 1e6) return fixed_decimals(value / 1e6, decimals_for(step / 1e6)) + "M";
   if (magnitude >= 1e4) return fixed_decimals(value / 1e3, decimals_for(step / 1e3)) + "k";
@@ -257,9 +259,14 @@ Chart bar_chart(const BarChartOptions& options, const std::vector<BarRow>& rows)
   Chart chart;
   chart.x = {0, ticks.back(), left, left + plot_width};
 
+  // A measure's swatch shows its shade in the bars' colour, where every bar has the same one; grey where the
+  // colours differ (their own entries say which is which).
+  const bool one_colour =
+      std::all_of(rows.begin(), rows.end(), [&](const BarRow& row) { return row.color == rows[0].color; });
+  const std::string measure_colour = !rows.empty() && one_colour ? rows[0].color : "#555555";
   std::vector<LegendEntry> legend;
   if (options.measures.size() > 1) {
-    for (const auto& measure : options.measures) legend.push_back({measure.name, "#555555", measure.opacity});
+    for (const auto& measure : options.measures) legend.push_back({measure.name, measure_colour, measure.opacity});
   }
   legend.insert(legend.end(), options.legend.begin(), options.legend.end());
   double legend_height = 0;
