@@ -178,6 +178,21 @@ TEST(GenerateCommandTest, APromptThatCannotRunIsOneErrorLineBeforeAnyOutput) {
   EXPECT_EQ(printed, "");
 }
 
+/// tiny's 64 positions, trained with RoPE on sequences of 128: the model's context is the 128 it trained on, so
+/// a prompt of 100 tokens runs (it was refused past 64 once, with the training accepted).
+TEST(GenerateCommandTest, ARopeModelTrainedPastItsPresetsPositionsServesWhatItTrainedOn) {
+  const std::string dir = make_temporary_directory("graphed-generate-rope");
+  std::ofstream(dir + "/text.txt") << std::string(3000, 'a') + "The quick brown fox jumps over the lazy dog. ";
+  std::ostringstream trained;
+  run_train(parse_command_line({"train", "--preset", "tiny", "--position-embedding-type", "rope", "--seq-length", "128",
+                                "--data-path", dir + "/text.txt", "--device", "cpu", "--train-iters", "2",
+                                "--eval-iters", "0", "--sample-tokens", "0", "--save", dir + "/run"}),
+            trained);
+  const auto result = nlohmann::json::parse(
+      generate({"--load", dir + "/run", "--prompt", std::string(100, 'a'), "--max-new-tokens", "20", "--json"}));
+  EXPECT_EQ(result["completions"][0]["ids"].size(), 20u);
+}
+
 /// The same model as checkpoint(), with a table of 1024 ids over the 256-byte tokenizer (tiny's
 /// --vocab-size; Megatron pads vocabularies the same way), trained 2 iterations: far from learned, so
 /// that its padded ids are as likely as the bytes.
