@@ -1,6 +1,6 @@
 // bench/sampling_cost.mjs — what sampling costs a CPU server against greedy (issue 42): `graphed serve` on the CPU,
-// then N concurrent whole completions of T tokens each, greedy and at temperature 1 (OpenAI's default), taken in
-// turn R times (the median run's time counts, the faults of all), and one sampled request alone; for each, the wall
+// then N concurrent whole completions of T tokens each, greedy, at temperature 1 (OpenAI's default) and with top-p
+// 0.9 too, taken in turn R times (the median run's time counts, the faults of all), and one sampled request alone; for each, the wall
 // time, and the server's minor page faults and CPU seconds (from /proc/PID/stat) per drawn token. Usage:
 //   node bench/sampling_cost.mjs GRAPHED MODEL_DIR [--requests 50] [--tokens 32] [--repeat 3] [--json]
 // MODEL_DIR: a Hugging Face folder, e.g. the server tests' tiny Llama with GPT-2's 50,257-id vocabulary
@@ -30,13 +30,14 @@ function usage(pid) {
   return { minorFaults: Number(fields[7]), user: Number(fields[11]) / ticks, system: Number(fields[12]) / ticks };
 }
 
-async function run(server, name, count, temperature) {
+async function run(server, name, count, temperature, topP = 1.0) {
   const before = usage(server.pid);
   const started = Date.now();
   const bodies = await Promise.all(Array.from({ length: count }, (_, i) =>
     fetch(`${server.base}/v1/completions`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ prompt: `Request ${i} says`, max_tokens: tokens, temperature, seed: i, ignore_eos: true }),
+      body: JSON.stringify({ prompt: `Request ${i} says`, max_tokens: tokens, temperature, top_p: topP, seed: i,
+                             ignore_eos: true }),
     }).then((response) => response.json())));
   const seconds = (Date.now() - started) / 1000;
   const after = usage(server.pid);
@@ -65,17 +66,20 @@ let rows;
 try {
   await run(server, 'warmup', 4, 1.0);
   await run(server, 'warmup', 4, 0.0);
-  const greedyRuns = [], sampledRuns = [];
+  const greedyRuns = [], sampledRuns = [], filteredRuns = [];
   for (let i = 0; i < repeat; ++i) {
     greedyRuns.push(await run(server, 'greedy', requests, 0.0));
     sampledRuns.push(await run(server, 'temperature 1', requests, 1.0));
+    filteredRuns.push(await run(server, 'temperature 1, top-p 0.9', requests, 1.0, 0.9));
   }
-  rows = [median(greedyRuns), median(sampledRuns), await run(server, 'temperature 1, alone', 1, 1.0)];
+  rows = [median(greedyRuns), median(sampledRuns), median(filteredRuns),
+          await run(server, 'temperature 1, alone', 1, 1.0)];
 } finally {
   await server.stop();
 }
 const [greedy, sampled] = rows;
-const ratios = { seconds: sampled.seconds / greedy.seconds,
+const filtered = rows[2];
+const ratios = { seconds: sampled.seconds / greedy.seconds, top_p_seconds: filtered.seconds / greedy.seconds,
                  faults_per_token: sampled.faults_per_token / Math.max(greedy.faults_per_token, 1 / greedy.tokens) };
 if (asJson) {
   console.log(JSON.stringify({ requests, tokens, rows, sampled_over_greedy: ratios }));
@@ -88,5 +92,6 @@ if (asJson) {
     console.log(`| ${row.name} | ${row.runs ?? 1} | ${row.requests} | ${row.tokens} | ${row.seconds.toFixed(2)} | ${row.tokens_per_second.toFixed(0)} | ` +
                 `${row.minor_faults} | ${row.faults_per_token.toFixed(2)} | ${row.user_seconds.toFixed(2)} | ${row.system_seconds.toFixed(2)} |`);
   }
-  console.log(`sampled / greedy: ${ratios.seconds.toFixed(2)}x the time, ${ratios.faults_per_token.toFixed(2)}x the faults per token`);
+  console.log(`sampled / greedy: ${ratios.seconds.toFixed(2)}x the time, ${ratios.faults_per_token.toFixed(2)}x the faults ` +
+              `per token; with top-p 0.9: ${ratios.top_p_seconds.toFixed(2)}x the time`);
 }

@@ -81,7 +81,8 @@ TEST(BenchServe, AWorkloadThatCannotFitIsRefusedAndOneThatPartlyFitsRuns) {
     ADD_FAILURE() << "the default workload ran on tiny";
   } catch (const ConfigError& error) {
     EXPECT_EQ(std::string(error.what()),
-              "bench --serve: none of the 64 requests (prompts 64..2048 tokens, outputs 32..512) can run: the first "
+              "bench --serve: none of the 64 requests (prompts 64..2048 tokens, outputs 32..512) can run; the first "
+              "refused: "
               "the prompt has 1944 tokens, and the context holds 64 positions, the prompt's and the new tokens'; fix: "
               "pass --prompt-lengths and --output-lengths whose sums fit the context of 64 positions, e.g. "
               "--prompt-lengths 8..32 --output-lengths 4..32");
@@ -106,12 +107,19 @@ TEST(BenchServe, AWorkloadThatCannotFitIsRefusedAndOneThatPartlyFitsRuns) {
 /// --temperature samples every request with a seed of its own; the report says how it sampled.
 TEST(BenchServe, SampledRequestsDrawTheirWholeLengths) {
   std::ostringstream out;
-  const int status = run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu",
-                                                   "--requests", "4", "--prompt-lengths", "3..20", "--output-lengths",
-                                                   "5", "--temperature", "1", "--top-p", "0.9"}),
-                               out);
-  EXPECT_EQ(status, 0);
+  const std::vector<std::string> arguments{
+      "bench",         "--serve", "--preset",         "tiny",  "--device",         "cpu",
+      "--requests",    "4",       "--prompt-lengths", "3..20", "--output-lengths", "5",
+      "--temperature", "1",       "--top-p",          "0.9"};
+  EXPECT_EQ(run_bench(parse_command_line(arguments), out), 0);
   EXPECT_NE(out.str().find("all at once, temperature 1, top-p 0.9) on preset tiny"), std::string::npos) << out.str();
+  std::vector<std::string> json_arguments = arguments;
+  json_arguments.push_back("--json");
+  std::ostringstream json_out;
+  EXPECT_EQ(run_bench(parse_command_line(json_arguments), json_out), 0);
+  const auto result = nlohmann::json::parse(json_out.str());
+  EXPECT_EQ(result["output_tokens"].get<int64_t>(), 4 * 5);
+  EXPECT_EQ(result["sampling"]["top_p"].get<double>(), 0.9);
   std::ostringstream bad;
   EXPECT_THROW(
       run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu", "--temperature", "-1"}),

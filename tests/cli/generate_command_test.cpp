@@ -167,7 +167,7 @@ TEST(GenerateCommandTest, APromptThatCannotRunIsOneErrorLineBeforeAnyOutput) {
   std::string printed;
   EXPECT_EQ(run({"--prompt", "x", "--prompt", "y y y y y y y y y y y y y y y y", "--max-new-tokens", "20"}, printed),
             "prompt 2 of 2: the prompt has 31 tokens, and with 20 new tokens that is 51 positions, past the context "
-            "of 32; fix: ask for at most 1 new token, or shorten the prompt to at most 12 tokens (--max-new-tokens)");
+            "of 32; fix: ask for at most 1 new token (--max-new-tokens), or shorten the prompt to at most 12 tokens");
   EXPECT_EQ(printed, "");
   EXPECT_EQ(run({"--prompt", "x", "--max-new-tokens", "40"}, printed),
             "the prompt has 1 token, and with 40 new tokens that is 41 positions, past the context of 32; fix: ask "

@@ -102,16 +102,17 @@ TEST_F(TrainSignalTest, CtrlCWithSaveFinishesTheIterationSavesAndSaysHowToGoOn) 
 }
 
 /// The printed command, run as printed, goes on as the stopped run would have: it saves into the same folder
-/// (at the same interval and at the end) and appends to the same metrics file.
+/// (at the same interval and at the end) and appends to the same metrics file, also where a --config file gave
+/// those in its dash spelling.
 TEST_F(TrainSignalTest, ThePrintedCommandGoesOnSavingAndLogging) {
-  const ProcessResult result = train_until_signal(
-      {"--save", "run", "--save-interval", "100", "--metrics-file", "logs/metrics.jsonl"}, SIGINT, "240");
+  std::ofstream(join_path(folder_, "run.json")) << R"({"save-interval": 1000, "metrics-file": "logs/metrics.jsonl"})";
+  const ProcessResult result = train_until_signal({"--save", "run", "--config", "run.json"}, SIGINT, "3000");
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   const std::string marker = "; to go on: graphed ";
   const std::size_t at = result.out.find(marker);
   ASSERT_NE(at, std::string::npos) << result.out;
   const std::string command = result.out.substr(at + marker.size(), result.out.find('\n', at) - at - marker.size());
-  EXPECT_EQ(command, "train --load run --save run --save-interval 100 --metrics-file logs/metrics.jsonl --device cpu");
+  EXPECT_EQ(command, "train --load run --save run --save-interval 1000 --metrics-file logs/metrics.jsonl --device cpu");
   std::vector<std::string> arguments;
   for (std::size_t start = 0; start <= command.size();) {
     const std::size_t space = std::min(command.find(' ', start), command.size());
@@ -120,14 +121,14 @@ TEST_F(TrainSignalTest, ThePrintedCommandGoesOnSavingAndLogging) {
   }
   const auto resumed = run_processes({{arguments, {}, {}, folder_}}, std::chrono::seconds(120));
   ASSERT_EQ(resumed[0].exit_code, 0) << resumed[0].out << resumed[0].err;
-  for (const int64_t iteration : {200, 240}) {
+  for (const int64_t iteration : {2000, 3000}) {
     EXPECT_TRUE(path_exists(join_path(folder_, "run/" + iteration_folder(iteration) + "/model.safetensors")))
         << iteration;
   }
-  EXPECT_EQ(read_text(join_path(folder_, "run/latest_checkpointed_iteration.txt")), "240\n");
+  EXPECT_EQ(read_text(join_path(folder_, "run/latest_checkpointed_iteration.txt")), "3000\n");
   const std::string metrics = read_text(join_path(folder_, "logs/metrics.jsonl"));
   EXPECT_NE(metrics.find("\"iteration\":1,"), std::string::npos) << metrics.substr(0, 300);
-  EXPECT_NE(metrics.find("\"iteration\":240,"), std::string::npos) << metrics.substr(metrics.size() - 300);
+  EXPECT_NE(metrics.find("\"iteration\":3000,"), std::string::npos) << metrics.substr(metrics.size() - 300);
 }
 
 TEST_F(TrainSignalTest, SigtermWithTheHandlerAndNoSaveStopsAndSaysNothingWasSaved) {

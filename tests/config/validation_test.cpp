@@ -859,7 +859,7 @@ TEST(ValidationTest, TheDataParallelSizeFollowsTheLaunch) {
 }
 
 /// A RoPE model trained on 128 positions under a preset's 64 serves the 128 it was trained on: resolution raises
-/// its context, also when it reads a checkpoint saved with the smaller one.
+/// its context (tests/train/checkpoint_test.cpp loads a checkpoint saved with the smaller one).
 TEST(ValidationTest, ARopeModelsContextIsTheSequenceItTrainsOn) {
   const Resolution rope =
       resolve_json({{"position_embedding_type", "rope"}, {"seq_length", 128}, {"max_position_embeddings", 64}});

@@ -108,6 +108,39 @@ TEST(Sampler, TheDrawIsTheArgmaxOfTheTemperedLogitsPlusTheWholeNoise) {
   }
 }
 
+/// top-p cuts by position, as transformers and vLLM do, with ties in column order: of four tokens tied at 0.15
+/// after one of 0.4, top-p 0.6 keeps the 0.4 and the first two of the tie (0.4 + 0.15 = 0.55 before the second),
+/// not the whole tie (bf16 logits tie often, and keeping every tied token would keep far more than 0.6).
+TEST(Sampler, TopPCutsATieByPosition) {
+  const at::Tensor logits = at::log(at::tensor({0.15f, 0.4f, 0.15f, 0.15f, 0.15f}, at::kFloat)).view({1, 5});
+  SamplingOptions options;
+  options.temperature = 1.0;
+  options.top_p = 0.6;
+  std::set<int64_t> drawn;
+  for (int64_t step = 0; step < 400; ++step)
+    drawn.insert(sample_tokens(logits, options, step_tensor(step)).item<int64_t>());
+  EXPECT_EQ(drawn, (std::set<int64_t>{0, 1, 2}));
+  options.top_p = 1.0;
+  options.top_k = 2;  // top-k keeps every token tied with the k-th
+  drawn.clear();
+  for (int64_t step = 0; step < 400; ++step)
+    drawn.insert(sample_tokens(logits, options, step_tensor(step)).item<int64_t>());
+  EXPECT_EQ(drawn, (std::set<int64_t>{0, 1, 2, 3, 4}));
+}
+
+/// A NaN logit wins, the first one, in greedy and sampled rows alike (as argmax takes it), whatever shares the step.
+TEST(Sampler, ANanLogitIsDrawnAsArgmaxWouldTakeIt) {
+  at::Tensor logits = at::randn({2, 300});
+  logits.index_put_({at::indexing::Slice(), 40}, NAN);
+  logits.index_put_({at::indexing::Slice(), 7}, NAN);
+  const auto longs = at::TensorOptions().dtype(at::kLong);
+  const SamplingRows rows{at::tensor({0.0, 1.0}, at::kDouble), at::zeros({2}, longs),
+                          at::tensor({1.0, 0.5}, at::kDouble), at::arange(2, longs), at::zeros({2}, longs)};
+  for (const SamplingMode mode : {SamplingMode::kGreedy, SamplingMode::kTemperature, SamplingMode::kFiltered}) {
+    EXPECT_TRUE(at::equal(sample_rows(logits, rows, mode, 0), at::full({2}, 7, longs))) << static_cast<int>(mode);
+  }
+}
+
 /// Zero logits: the draw is the column of the largest noise, hashed_uniform's argmax.
 TEST(Sampler, FlatLogitsDrawTheLargestNoise) {
   SamplingOptions options;
@@ -119,16 +152,18 @@ TEST(Sampler, FlatLogitsDrawTheLargestNoise) {
   }
 }
 
-/// A sampled step allocates nothing the size of the vocabulary: 50 requests over 50,257 ids once built int64 and
-/// float64 noise tensors of 20 MB each, and a CPU server spent its time in page faults.
+/// A sampled step allocates no tensor the size of the vocabulary, top-p included: 50 requests over 50,257 ids once
+/// built int64 and float64 noise tensors of 20 MB each (and top-p a sort of them all), and a CPU server spent its
+/// time in page faults.
 TEST(Sampler, ASampledStepAllocatesNothingTheSizeOfTheVocabulary) {
   const at::Tensor logits = at::randn({50, 50257});
   const auto options = at::TensorOptions().dtype(at::kLong);
   SamplingRows rows{at::full({50}, 1.0, at::kDouble), at::zeros({50}, options), at::ones({50}, at::kDouble),
                     at::arange(50, options), at::full({50}, 3, options)};
   at::Tensor out = at::empty({50}, options);
-  sample_rows_into(logits, rows, SamplingMode::kTemperature, 0, out);  // warm: nothing is allocated lazily later
-  for (const SamplingMode mode : {SamplingMode::kGreedy, SamplingMode::kTemperature}) {
+  rows.top_p.narrow(0, 0, 25).fill_(0.9);                           // half the requests also filter
+  sample_rows_into(logits, rows, SamplingMode::kFiltered, 0, out);  // warm: nothing is allocated lazily later
+  for (const SamplingMode mode : {SamplingMode::kGreedy, SamplingMode::kTemperature, SamplingMode::kFiltered}) {
     const compat::CountedCpuAllocations counted;
     for (int step = 0; step < 3; ++step) {
       rows.draw.add_(1);

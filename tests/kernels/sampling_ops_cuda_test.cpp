@@ -1,7 +1,8 @@
 // tests/kernels/sampling_ops_cuda_test.cpp — the sampler's draw on the GPU (kernels/gumbel_max.cu) against the CPU
 // loop of kernels/sampling_ops.cpp on the same inputs: a vocabulary of 50,257 ids in rows of 50,304 (a padded
 // table), greedy, tempered and thresholded rows side by side, logits from nearly flat to peaked; the same tokens
-// on every run, and captured in a CUDA graph the same tokens as eager while the draw index moves on.
+// on every run, and captured in a CUDA graph the same tokens as eager while the draw index moves on. The logits
+// hold exact ties, -inf columns and a row with NaNs, where the pruning and the keys' order matter most.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -18,7 +19,8 @@ namespace {
 
 constexpr int64_t kRows = 12;
 
-/// Rows of every kind: greedy, tempered at 0.5 to 1.5, and every third one under a threshold.
+/// Rows of every kind: greedy, tempered at 0.5 to 1.5, and every third one cut at its median (the columns tied with
+/// it kept up to column 25,000).
 GumbelRows row_settings(const at::Tensor& logits, int64_t first_draw) {
   std::vector<double> temperature;
   std::vector<int64_t> seeds, draws;
@@ -35,19 +37,32 @@ GumbelRows row_settings(const at::Tensor& logits, int64_t first_draw) {
   const at::Tensor median =
       std::get<0>((logits.cpu() / rows.temperature.clamp_min(0.5).to(at::kFloat).unsqueeze(1)).median(1));
   rows.threshold = at::where(third, median, at::full_like(median, -INFINITY));
+  rows.threshold_column = at::full({kRows}, 25000, at::kLong);
   return rows;
 }
 
+/// Logits of `spread` with what a model can produce besides: runs of exact ties at the top (bf16 logits tie),
+/// -inf columns (masked ids), and one row holding NaNs (a NaN wins, the first one, as argmax's).
+at::Tensor logits_with_ties(double spread) {
+  at::Tensor table = at::randn({kRows, 50304}) * spread;
+  const at::Tensor top = std::get<0>(table.max(1, /*keepdim=*/true));
+  table.narrow(1, 300, 40).copy_(top.expand({kRows, 40}));
+  table.narrow(1, 40000, 20).fill_(-INFINITY);
+  table[5][777] = NAN;
+  table[5][888] = NAN;
+  return table;
+}
+
 GumbelRows on_device(const GumbelRows& rows) {
-  return {rows.temperature.cuda(), rows.threshold.cuda(), rows.seed_state.cuda(), rows.draw.cuda(),
-          rows.row_word_is_index};
+  return {rows.temperature.cuda(), rows.threshold.cuda(), rows.threshold_column.cuda(),
+          rows.seed_state.cuda(),  rows.draw.cuda(),      rows.row_word_is_index};
 }
 
 TEST(GumbelMaxCudaTest, TheKernelDrawsWhatTheCpuLoopDraws) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
   at::manual_seed(4);
   for (const double spread : {0.01, 1.0, 3.0, 8.0}) {
-    const at::Tensor table = at::randn({kRows, 50304}) * spread;
+    const at::Tensor table = logits_with_ties(spread);
     const at::Tensor logits = table.narrow(1, 0, 50257);
     for (int64_t first_draw = 0; first_draw < 40; first_draw += 13) {
       const GumbelRows rows = row_settings(logits, first_draw);

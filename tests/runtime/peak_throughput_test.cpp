@@ -32,13 +32,21 @@ TEST(PeakThroughputTest, CpuEstimateFromCoresClockAndVectorWidth) {
   EXPECT_FALSE(cpu_peak({"flags\t\t: avx2 fma\n", 2, ""}));
 }
 
-/// The EPYC that showed 108% MFU has AVX-512: two 512-bit FMA pipes make 64 fp32 FLOP a cycle, not 32.
+/// The EPYC that showed 108% MFU is a Zen 5 (family 26) with AVX-512: two 512-bit FMA pipes make 64 fp32 FLOP a
+/// cycle, not 32. A Zen 4 (family 25) runs AVX-512 on 256-bit pipes: 32.
 TEST(PeakThroughputTest, AvxFiveTwelveCountsItsWidth) {
-  const auto peak =
-      cpu_peak({two_cores("cpu MHz\t\t: 2600.000\nflags\t\t: fpu sse avx avx2 fma avx512f avx512bw\n"), 2, ""});
-  ASSERT_TRUE(peak);
-  EXPECT_DOUBLE_EQ(peak->flops_per_second, 2 * 2.6e9 * 64);
-  EXPECT_EQ(peak->basis, "CPU estimate: 2 cores x 2.6 GHz x 64 fp32 FLOP/cycle");
+  const std::string flags = "flags\t\t: fpu sse avx avx2 fma avx512f avx512bw\n";
+  const auto zen5 =
+      cpu_peak({two_cores("vendor_id\t: AuthenticAMD\ncpu family\t: 26\ncpu MHz\t\t: 2600.000\n" + flags), 2, ""});
+  ASSERT_TRUE(zen5);
+  EXPECT_DOUBLE_EQ(zen5->flops_per_second, 2 * 2.6e9 * 64);
+  EXPECT_EQ(zen5->basis, "CPU estimate: 2 cores x 2.6 GHz x 64 fp32 FLOP/cycle");
+  const auto zen4 =
+      cpu_peak({two_cores("vendor_id\t: AuthenticAMD\ncpu family\t: 25\ncpu MHz\t\t: 2600.000\n" + flags), 2, ""});
+  EXPECT_DOUBLE_EQ(zen4->flops_per_second, 2 * 2.6e9 * 32);
+  const auto intel =
+      cpu_peak({two_cores("vendor_id\t: GenuineIntel\ncpu family\t: 6\ncpu MHz\t\t: 2600.000\n" + flags), 2, ""});
+  EXPECT_DOUBLE_EQ(intel->flops_per_second, 2 * 2.6e9 * 64);
 }
 
 /// The clock is the highest known (cpufreq's maximum, or the model name's, over the current "cpu MHz"); the cores

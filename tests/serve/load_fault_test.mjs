@@ -117,6 +117,10 @@ async function fullQueue() {
       await response.json();
     }
     console.log(`ok - a full queue: ${refused.length} of 12 answered 429 with Retry-After, the rest 200`);
+    await expectError(await post(server.base, '/v1/completions', { prompt: ['a', 'b', 'c'], max_tokens: 2 }), 400,
+                      /'prompt' holds 3 prompts, more than this server holds at once \(2, running and queued\)/,
+                      'more prompts than the server holds');
+    console.log('ok - more prompts in one request than the server holds: 400, not a 429 that no retry could pass');
     await waitForIdle(server.base);
     check(await server.stop() === 0, 'exit after the queue test');
   } catch (error) {

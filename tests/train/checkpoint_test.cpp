@@ -107,6 +107,35 @@ TEST_F(CheckpointTest, OlderCheckpointsWithoutTheNewKeysStillLoad) {
   EXPECT_EQ(resumed.start_iteration(), 1);
 }
 
+/// A RoPE model's positions shape no tensor: a checkpoint saved before rule MC-20 raised its context (64 positions
+/// under --seq-length 128) loads, and so does one resumed at a longer --seq-length.
+TEST_F(CheckpointTest, ARopeCheckpointLoadsWhateverItsContext) {
+  nlohmann::json settings = small_checkpoint_settings();
+  settings["position_embedding_type"] = "rope";
+  settings["seq_length"] = 32;
+  settings["save"] = in_dir("run");
+  Trainer trainer = make_trainer(settings);
+  const std::string saved = trainer.save(1);
+  const std::string path = saved + "/trainer.json";
+  std::ifstream in(path);
+  nlohmann::json trainer_json = nlohmann::json::parse(in);
+  in.close();
+  ASSERT_EQ(trainer_json["config"]["max_position_embeddings"], 32);
+  trainer_json["config"]["max_position_embeddings"] = 16;  // what a run before MC-20 saved
+  std::ofstream(path) << trainer_json.dump();
+  settings["load"] = saved;
+  for (const int64_t sequence : {32, 64}) {
+    settings["seq_length"] = sequence;
+    Trainer resumed = make_trainer(settings);
+    EXPECT_EQ(error_of([&] { resumed.load(saved); }), "(no error)") << "--seq-length " << sequence;
+  }
+  settings["position_embedding_type"] = "learned_absolute";  // learned positions are a table: its size counts
+  settings["seq_length"] = 16;
+  settings["max_position_embeddings"] = 32;
+  Trainer learned = make_trainer(settings);
+  EXPECT_NE(error_of([&] { learned.load(saved); }).find("was saved by a different model"), std::string::npos);
+}
+
 TEST_F(CheckpointTest, CorruptOrMissingCheckpointIsNamed) {
   nlohmann::json settings = small_checkpoint_settings();
   settings["save"] = in_dir("run");

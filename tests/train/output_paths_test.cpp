@@ -41,8 +41,9 @@ TEST(OutputPathsTest, SaveMustBeAWritableFolder) {
 }
 
 /// A fresh run into a folder whose latest checkpoint is iteration 1,500 would point it back at its own first
-/// save: refused, naming the iteration and the ways out. Going on from that folder, or from a later
-/// checkpoint than it holds, is not.
+/// save: refused, naming the iteration and the ways out; so is going on there from another folder's earlier
+/// checkpoint. Going on from that folder, from one of its own earlier checkpoints (a rollback), or from a
+/// later checkpoint than it holds, is not.
 TEST(OutputPathsTest, ASaveThatWouldRewindAnotherRunsLatestCheckpointIsRefused) {
   const std::string root = make_temporary_directory("graphed-output-paths");
   const std::string folder = join_path(root, "run");
@@ -65,9 +66,13 @@ TEST(OutputPathsTest, ASaveThatWouldRewindAnotherRunsLatestCheckpointIsRefused) 
                 folder +
                 " to go on from iteration 1500, or --save another folder (or remove that "
                 "folder's checkpoints to start it over)");
-  train.load = join_path(folder, "iter_0000500");
-  EXPECT_NE(error_of(train).find("and this run starts at iteration 500 (from --load " + *train.load + ")"),
+  const std::string earlier = join_path(root, "earlier");
+  checkpoint_at(earlier, 100);
+  train.load = earlier;
+  EXPECT_NE(error_of(train).find("and this run starts at iteration 100 (from --load " + earlier + ")"),
             std::string::npos);
+  train.load = join_path(folder, "iter_0000500");  // a rollback within the folder, on purpose: a warning only
+  EXPECT_EQ(error_of(train), "(no error)");
   train.load = folder;
   EXPECT_EQ(error_of(train), "(no error)");
   const std::string later = join_path(root, "later");

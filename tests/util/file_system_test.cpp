@@ -48,4 +48,11 @@ TEST(FileSystemTest, AtomicWriteReplacesWholeOrLeavesNothing) {
   EXPECT_EQ(step, "writing " + path + "/below.tmp");
 }
 
+TEST(FileSystemTest, ParentFolder) {
+  EXPECT_EQ(parent_folder("runs/a/iter_0000100"), "runs/a");
+  EXPECT_EQ(parent_folder("runs/a/iter_0000100/"), "runs/a");
+  EXPECT_EQ(parent_folder("run"), ".");
+  EXPECT_EQ(parent_folder("/run"), "/");
+}
+
 }  // namespace graphed

@@ -270,8 +270,8 @@ void refuse_a_workload_that_cannot_run(const infer::ServingEngine& engine, const
           std::to_string(context - half);
   }
   throw ConfigError("bench --serve: none of the " + std::to_string(flags.requests) + " requests (prompts " +
-                    flags.prompt_lengths + " tokens, outputs " + flags.output_lengths + ") can run: the first " +
-                    first->problem + "; fix: " + fix);
+                    flags.prompt_lengths + " tokens, outputs " + flags.output_lengths +
+                    ") can run; the first refused: " + first->problem + "; fix: " + fix);
 }
 
 std::string sampling_text(const ServeBenchFlags& flags) {

@@ -1,6 +1,7 @@
 // cli/serving_flags.cpp — see cli/serving_flags.h.
 #include "graphed/cli/serving_flags.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -148,7 +149,10 @@ infer::ServingOptions serving_options(const ServingFlags& flags, const config::C
 std::string refusal_fix(const infer::Rejection& refused, const std::string& new_tokens_flag) {
   switch (refused.part) {
     case infer::RejectedPart::kPrompt: return refused.remedy;
-    case infer::RejectedPart::kMaxNewTokens: return refused.remedy + " (" + new_tokens_flag + ")";
+    case infer::RejectedPart::kMaxNewTokens: {  // "ask for at most 3 new tokens (--max-new-tokens), or shorten ..."
+      std::string remedy = refused.remedy;
+      return remedy.insert(std::min(remedy.find(", or "), remedy.size()), " (" + new_tokens_flag + ")");
+    }
     case infer::RejectedPart::kSampling: return refused.remedy + " (--temperature, --top-k, --top-p)";
     case infer::RejectedPart::kCache:
       return "ask for fewer tokens, or give the cache more memory with --inference-dynamic-batching-buffer-size-gb";

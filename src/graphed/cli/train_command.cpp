@@ -1,6 +1,7 @@
 // cli/train_command.cpp — see cli/train_command.h.
 #include "graphed/cli/train_command.h"
 
+#include <algorithm>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "graphed/train/memory_estimate.h"
 #include "graphed/train/trainer.h"
 #include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
 #include "graphed/util/logging.h"
 #include "graphed/util/stop_signals.h"
 #include "graphed/util/text.h"
@@ -108,27 +110,44 @@ std::string shell_word(const std::string& word) {
   return quoted + "'";
 }
 
+/// How the resume command starts: graphed alone, or under torchrun as this launch was (several nodes also need
+/// their rendezvous flags, which the command cannot know: it says so).
+std::string launcher_of(const dist::LaunchEnvironment& environment) {
+  if (!environment.is_distributed()) return "graphed train";
+  std::string launcher = "torchrun --nproc-per-node " + std::to_string(environment.local_world_size);
+  const int64_t nodes = environment.world_size / std::max<int64_t>(1, environment.local_world_size);
+  if (nodes > 1) launcher += " --nnodes " + std::to_string(nodes) + " <this launch's rendezvous flags>";
+  return launcher + " --no-python graphed train";
+}
+
+/// The value a setting was given by the command line's sources (the last that set it, in either spelling of its
+/// key), or null.
+const nlohmann::json* given_value(const CommandLine& command_line, const config::SettingSpec& spec) {
+  const nlohmann::json* given = nullptr;
+  for (const auto& source : command_line.sources) {
+    for (const auto& [key, value] : source.values.items()) {
+      if (config::find_setting(key) == &spec) given = &value;
+    }
+  }
+  return given != nullptr && !given->is_null() ? given : nullptr;
+}
+
 /// The command that goes on from this run's checkpoints as this run would have: --load of its --save folder,
 /// and every setting the checkpoint does not bring back (the launch's: --save, --save-interval,
 /// --metrics-file, --device, the parallel layout; and the CUDA-graph settings) that this run was given.
-std::string resume_command(const CommandLine& command_line, int64_t world_size) {
-  std::string command = world_size > 1
-                            ? "torchrun --nproc-per-node " + std::to_string(world_size) + " --no-python graphed train"
-                            : "graphed train";
-  command += " --load " + shell_word(*command_line.settings.train.save);
+std::string resume_command(const CommandLine& command_line, const dist::LaunchEnvironment& environment) {
+  std::string command = launcher_of(environment) + " --load " + shell_word(*command_line.settings.train.save);
   for (const auto& spec : config::setting_specs()) {
     if (spec.key == "load" || !(config::is_launch_setting(spec.key) || spec.section == "cuda_graph")) continue;
-    const nlohmann::json* given = nullptr;  // the last source that set it (not a preset: presets set no such key)
-    for (const auto& source : command_line.sources) {
-      if (source.values.contains(spec.key)) given = &source.values[spec.key];
-    }
-    if (given == nullptr || given->is_null()) continue;
+    const nlohmann::json* given = given_value(command_line, spec);
+    if (given == nullptr) continue;
     if (spec.kind == config::SettingKind::kBool) {
       command += given->get<bool>() ? " " + spec.flag() : " --no-" + spec.flag().substr(2);
     } else if (spec.kind == config::SettingKind::kList || spec.kind == config::SettingKind::kChoiceList) {
-      if (given->empty()) continue;
+      const nlohmann::json items = config::check_setting_value(spec, *given, spec.key);  // a list, also from "a,b"
+      if (items.empty()) continue;
       command += " " + spec.flag();
-      for (const auto& item : *given) command += " " + shell_word(item.get<std::string>());
+      for (const auto& item : items) command += " " + shell_word(item.get<std::string>());
     } else {
       command += " " + spec.flag() + " " + shell_word(config::setting_value_text(*given));
     }
@@ -243,14 +262,11 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   train::EventLog log(print, format);
   const std::optional<StopSignals> signals = stop_signals_for(config, environment);
   const StopSignals* stop = signals ? &*signals : nullptr;
-  const std::string resume = config.train.save ? resume_command(command_line, environment.world_size) : "";
+  const std::string resume = config.train.save ? resume_command(command_line, environment) : "";
   if (config.train.load && !config.train.save) {
-    std::string folder = *config.train.load;  // a --save folder, or one of its iter_* folders
-    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
-    const std::size_t slash = folder.find_last_of('/');
-    if (folder.compare(slash == std::string::npos ? 0 : slash + 1, 5, "iter_") == 0) {
-      folder = slash == std::string::npos ? "." : folder.substr(0, slash);
-    }
+    const std::string& load = *config.train.load;  // a --save folder, or one of its iter_* folders
+    const bool iteration_folder = path_exists(join_path(load, "trainer.json"));
+    const std::string folder = iteration_folder ? parent_folder(load) : load;
     log.note("this run saves no checkpoint (no --save); to go on saving where it was loaded from, pass --save " +
              shell_word(folder));
   }

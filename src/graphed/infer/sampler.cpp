@@ -1,11 +1,10 @@
 // infer/sampler.cpp — see infer/sampler.h. The draw itself is kernels/sampling_ops.h's; this file picks the
-// columns (the tokenizer's ids), each row's settings, and for top-k and top-p the threshold the filters keep.
+// columns (the tokenizer's ids) and each row's settings, and asks kernels/ for the top-k / top-p cut where a row
+// sets them.
 // hashed_uniform states the noise's hash in int64 tensor ops whose products stay below 2^63 (no overflow on any
 // backend): the seed's two halves absorbed on the host, then the step, the row and the column, each word
 // joining only after the words before it were mixed (so seed + 1 is not step + 1).
 #include "graphed/infer/sampler.h"
-
-#include <limits>
 
 #include "graphed/kernels/sampling_ops.h"
 
@@ -29,24 +28,6 @@ at::Tensor drawable(const at::Tensor& logits, int64_t vocabulary) {
   return columns.scalar_type() == at::kFloat ? columns : columns.to(at::kFloat);
 }
 
-/// Per row, the smallest logit / temperature the top-k and top-p filters keep: the k-th largest (ties with it
-/// kept), and the last of the likeliest tokens whose probabilities before it stay within top-p (at least one).
-/// A row that sets neither gets its smallest value: it keeps everything.
-at::Tensor filter_thresholds(const at::Tensor& scaled, const at::Tensor& top_k, const at::Tensor& top_p) {
-  const int64_t vocab = scaled.size(-1);
-  const at::Tensor sorted = std::get<0>(scaled.sort(-1, /*descending=*/true));
-  const at::Tensor k = at::where(top_k.gt(0).logical_and(top_k.lt(vocab)), top_k, at::full_like(top_k, vocab));
-  const at::Tensor kth = sorted.gather(1, (k - 1).unsqueeze(1));
-  const at::Tensor probabilities =
-      at::softmax(sorted.masked_fill(sorted < kth, -std::numeric_limits<double>::infinity()), -1);
-  // The mass of the likelier tokens, a running sum that never decreases, so the kept tokens are a prefix.
-  const at::Tensor sums = probabilities.cumsum(-1);
-  const at::Tensor before = at::cat({at::zeros_like(sums.narrow(1, 0, 1)), sums.narrow(1, 0, vocab - 1)}, 1);
-  const at::Tensor kept = before.le(top_p.to(before.scalar_type()).unsqueeze(1)).logical_or(top_p.ge(1.0).unsqueeze(1));
-  const at::Tensor count = kept.sum(1, /*keepdim=*/true, at::kLong).clamp_min(1);
-  return at::maximum(kth, sorted.gather(1, count - 1)).squeeze(1);
-}
-
 /// The draw of rows whose settings are `settings` but for the threshold, which top-k and top-p set.
 void draw_rows(const at::Tensor& logits, kernels::GumbelRows settings, const at::Tensor& top_k, const at::Tensor& top_p,
                SamplingMode mode, at::Tensor& out) {
@@ -54,11 +35,7 @@ void draw_rows(const at::Tensor& logits, kernels::GumbelRows settings, const at:
     at::argmax_out(out, logits, -1);
     return;
   }
-  if (mode == SamplingMode::kFiltered) {
-    const at::Tensor& temperature = settings.temperature;
-    const at::Tensor divisor = at::where(temperature.gt(0), temperature, at::ones_like(temperature));
-    settings.threshold = filter_thresholds(logits / divisor.to(at::kFloat).unsqueeze(1), top_k, top_p);
-  }
+  if (mode == SamplingMode::kFiltered) kernels::find_filter_cuts(logits, top_k, top_p, settings);
   kernels::gumbel_max_into(logits, settings, out);
 }
 

@@ -43,19 +43,20 @@ __device__ __forceinline__ Key key_of(float value, int64_t column) {
 }
 
 /// Columns [begin, end) of one row, sampled: the top bucket's columns, then those that can still beat them.
-__device__ Key sampled_key(const float* logits, int64_t begin, int64_t end, float temperature, float threshold,
+/// `floor`: the key of the row's smallest drawable (value, column), 0 when every column is drawn.
+__device__ Key sampled_key(const float* logits, int64_t begin, int64_t end, float temperature, Key floor,
                            uint32_t state, float below_top, Key* scratch) {
   Key best = 0;
   for (int64_t column = begin + threadIdx.x; column < end; column += kThreads) {
     const uint32_t bits = detail::noise_bits(state, column);
     if (bits < detail::kTopNoiseBucket) continue;
     const float scaled = logits[column] / temperature;
-    if (scaled >= threshold) best = larger(best, key_of(scaled + detail::gumbel_of(bits), column));
+    if (key_of(scaled, column) >= floor) best = larger(best, key_of(scaled + detail::gumbel_of(bits), column));
   }
   const float reach = __uint_as_float(detail::float_bits_of_key(block_max_key(best, scratch)));
   for (int64_t column = begin + threadIdx.x; column < end; column += kThreads) {
     const float scaled = logits[column] / temperature;
-    if (!(scaled >= threshold) || scaled + below_top < reach) continue;  // below the threshold, or cannot win
+    if (scaled + below_top < reach || key_of(scaled, column) < floor) continue;  // cannot win, or cut by the filters
     const uint32_t bits = detail::noise_bits(state, column);
     if (bits >= detail::kTopNoiseBucket) continue;  // the first pass took it
     best = larger(best, key_of(scaled + detail::gumbel_of(bits), column));
@@ -73,10 +74,11 @@ __global__ void __launch_bounds__(kThreads) gumbel_max_kernel(const float* logit
   const double temperature = settings.temperature[row];
   Key best = 0;
   if (temperature > 0.0) {
-    const float threshold = settings.threshold != nullptr ? settings.threshold[row] : -INFINITY;
+    const Key floor =
+        settings.threshold != nullptr ? key_of(settings.threshold[row], settings.threshold_column[row]) : 0ull;
     const uint32_t state = detail::noise_row_state(static_cast<uint32_t>(settings.seed_state[row]), settings.draw[row],
                                                    settings.row_word_is_index ? static_cast<uint32_t>(row) : 0u);
-    best = sampled_key(row_logits, begin, end, static_cast<float>(temperature), threshold, state, below_top, scratch);
+    best = sampled_key(row_logits, begin, end, static_cast<float>(temperature), floor, state, below_top, scratch);
   } else {
     for (int64_t column = begin + threadIdx.x; column < end; column += kThreads) {
       best = larger(best, key_of(row_logits[column], column));
@@ -95,7 +97,7 @@ __global__ void columns_of_keys(int64_t rows, int64_t* out) {
 
 void launch_gumbel_max(const float* logits, int64_t row_stride, int64_t rows, int64_t columns,
                        const GumbelMaxRows& settings, float below_top, int64_t* out, void* stream) {
-  if (rows == 0) return;
+  if (rows == 0 || columns == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   cudaMemsetAsync(out, 0, static_cast<size_t>(rows) * sizeof(int64_t), cuda_stream);  // the empty key
   const dim3 grid(static_cast<unsigned>((columns + kSlice - 1) / kSlice), static_cast<unsigned>(rows));

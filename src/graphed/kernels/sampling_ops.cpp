@@ -36,20 +36,21 @@ uint64_t greedy_key(const float* logits, int64_t columns) {
   return best;
 }
 
-/// One sampled row: the top bucket's columns, then those that can still beat the best so far.
-uint64_t sampled_key(const float* logits, int64_t columns, float temperature, float threshold, uint32_t state,
+/// One sampled row: the top bucket's columns, then those that can still beat the best so far. `floor`: the key of
+/// the row's smallest drawable (value, column), 0 when every column is drawn.
+uint64_t sampled_key(const float* logits, int64_t columns, float temperature, uint64_t floor, uint32_t state,
                      float below_top) {
   uint64_t best = 0;
   for (int64_t column = 0; column < columns; ++column) {
     const uint32_t bits = detail::noise_bits(state, column);
     if (bits < kTopNoiseBucket) continue;
     const float scaled = logits[column] / temperature;
-    if (scaled >= threshold) best = std::max(best, key_of(scaled + detail::gumbel_of(bits), column));
+    if (key_of(scaled, column) >= floor) best = std::max(best, key_of(scaled + detail::gumbel_of(bits), column));
   }
   float reach = value_of(best);
   for (int64_t column = 0; column < columns; ++column) {
     const float scaled = logits[column] / temperature;
-    if (!(scaled >= threshold) || scaled + below_top < reach) continue;  // below the threshold, or cannot win
+    if (scaled + below_top < reach || key_of(scaled, column) < floor) continue;  // cannot win, or cut by the filters
     const uint32_t bits = detail::noise_bits(state, column);
     if (bits >= kTopNoiseBucket) continue;  // the first pass took it
     const uint64_t key = key_of(scaled + detail::gumbel_of(bits), column);
@@ -67,14 +68,18 @@ void check_arguments(const at::Tensor& logits, const GumbelRows& rows, const at:
   const int64_t count = logits.size(0);
   GRAPHED_INTERNAL_ASSERT(out.scalar_type() == at::kLong && out.is_contiguous() && out.numel() == count,
                           "gumbel_max_into writes a contiguous int64 tensor of ", count, " rows");
-  for (const at::Tensor* setting : {&rows.temperature, &rows.seed_state, &rows.draw, &rows.threshold}) {
+  GRAPHED_INTERNAL_ASSERT(rows.threshold.defined() == rows.threshold_column.defined(),
+                          "gumbel_max_into's threshold comes with its column");
+  for (const at::Tensor* setting :
+       {&rows.temperature, &rows.seed_state, &rows.draw, &rows.threshold, &rows.threshold_column}) {
     GRAPHED_INTERNAL_ASSERT(!setting->defined() || (setting->numel() == count && setting->is_contiguous() &&
                                                     setting->device() == logits.device()),
                             "gumbel_max_into's row settings must be contiguous [", count, "] on the logits' device");
   }
   GRAPHED_INTERNAL_ASSERT(rows.temperature.scalar_type() == at::kDouble && rows.seed_state.scalar_type() == at::kLong &&
                               rows.draw.scalar_type() == at::kLong &&
-                              (!rows.threshold.defined() || rows.threshold.scalar_type() == at::kFloat),
+                              (!rows.threshold.defined() || (rows.threshold.scalar_type() == at::kFloat &&
+                                                             rows.threshold_column.scalar_type() == at::kLong)),
                           "gumbel_max_into's row settings have the wrong dtypes");
 }
 
@@ -84,6 +89,7 @@ void gumbel_max_on_host(const at::Tensor& logits, const GumbelRows& rows, at::Te
   const float* data = logits.data_ptr<float>();
   const double* temperature = rows.temperature.data_ptr<double>();
   const float* threshold = rows.threshold.defined() ? rows.threshold.data_ptr<float>() : nullptr;
+  const int64_t* threshold_column = rows.threshold.defined() ? rows.threshold_column.data_ptr<int64_t>() : nullptr;
   const int64_t* seed_state = rows.seed_state.data_ptr<int64_t>();
   const int64_t* draw = rows.draw.data_ptr<int64_t>();
   int64_t* drawn = out.data_ptr<int64_t>();
@@ -94,8 +100,8 @@ void gumbel_max_on_host(const at::Tensor& logits, const GumbelRows& rows, at::Te
       if (temperature[row] > 0.0) {
         const uint32_t state = detail::noise_row_state(static_cast<uint32_t>(seed_state[row]), draw[row],
                                                        rows.row_word_is_index ? static_cast<uint32_t>(row) : 0u);
-        key = sampled_key(row_logits, columns, static_cast<float>(temperature[row]),
-                          threshold != nullptr ? threshold[row] : -INFINITY, state, below_top);
+        const uint64_t floor = threshold != nullptr ? key_of(threshold[row], threshold_column[row]) : 0;
+        key = sampled_key(row_logits, columns, static_cast<float>(temperature[row]), floor, state, below_top);
       } else {
         key = greedy_key(row_logits, columns);
       }
@@ -108,6 +114,8 @@ void gumbel_max_on_host(const at::Tensor& logits, const GumbelRows& rows, at::Te
 
 void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tensor& out) {
   check_arguments(logits, rows, out);
+  GRAPHED_INTERNAL_ASSERT(logits.size(0) <= 65535, "gumbel_max_into draws at most 65,535 rows at once, got ",
+                          logits.size(0));
   static const float below_top = detail::gumbel_below_top();
   if (logits.is_cuda()) {
     device::gumbel_max_into(logits, rows, out, below_top);

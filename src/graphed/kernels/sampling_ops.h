@@ -12,17 +12,29 @@ namespace graphed::kernels {
 
 /// Each row's settings, tensors [rows] on the logits' device.
 struct GumbelRows {
-  at::Tensor temperature;          ///< float64; <= 0: the row's argmax
-  at::Tensor threshold;            ///< float32, or undefined: only logit / temperature >= threshold is drawn
+  at::Tensor temperature;  ///< float64; <= 0: the row's argmax
+  /// float32, or undefined (every column drawn): with threshold_column (int64), the smallest (logit / temperature,
+  /// column) drawn: a value above threshold, or equal to it at a column up to threshold_column.
+  at::Tensor threshold;
+  at::Tensor threshold_column;
   at::Tensor seed_state;           ///< int64: noise_seed_state(seed)
   at::Tensor draw;                 ///< int64: the index of the token being drawn
   bool row_word_is_index = false;  ///< the row's index joins the hash (else 0)
 };
 
-/// out[r] = argmax_c logits[r, c] / t_r + gumbel(seed, draw, row, c), ties to the first column: a draw from
-/// softmax(logits[r] / t_r) over the columns at or above the row's threshold. logits: float32 [rows, columns],
-/// each row contiguous (a narrowed view of wider rows is fine); out: int64 [rows], contiguous.
+/// out[r] = argmax_c logits[r, c] / t_r + gumbel(seed, draw, row, c), ties to the first column and a NaN above
+/// every number (as argmax): a draw from softmax(logits[r] / t_r) over the columns the row's threshold keeps.
+/// logits: float32 [rows, columns], each row contiguous (a narrowed view of wider rows is fine); out: int64
+/// [rows], contiguous.
 void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tensor& out);
+
+/// Sets rows.threshold and rows.threshold_column [rows] to each row's top-k / top-p cut: the last (logit /
+/// temperature, column) the filters keep in a stable descending order (the larger value first, ties by column).
+/// top-k keeps every token tied with the k-th; top-p the likeliest tokens whose probabilities before them stay
+/// within top_p (at least one); a token is kept when both keep it. A row without filters, or greedy, keeps all.
+/// top_k int64 and top_p float64, [rows], on the logits' device. CUDA tensors sort each row; CPU tensors select,
+/// sorting no more than the tokens where the mass passes top-p (kernels/sampling_filters.cpp).
+void find_filter_cuts(const at::Tensor& logits, const at::Tensor& top_k, const at::Tensor& top_p, GumbelRows& rows);
 
 /// The seed's part of the noise hash: the state after absorbing its two 32-bit halves.
 uint32_t noise_seed_state(uint64_t seed);

@@ -12,6 +12,7 @@ void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tenso
   GumbelMaxRows settings;
   settings.temperature = rows.temperature.data_ptr<double>();
   settings.threshold = rows.threshold.defined() ? rows.threshold.data_ptr<float>() : nullptr;
+  settings.threshold_column = rows.threshold.defined() ? rows.threshold_column.data_ptr<int64_t>() : nullptr;
   settings.seed_state = rows.seed_state.data_ptr<int64_t>();
   settings.draw = rows.draw.data_ptr<int64_t>();
   settings.row_word_is_index = rows.row_word_is_index;

@@ -91,7 +91,11 @@ std::optional<PeakThroughput> cpu_peak(const CpuFacts& facts) {
   if (!(megahertz > 0.0) || cores < 1) return std::nullopt;
   const std::string flags = " " + field(facts.cpuinfo, "flags") + " ";
   const auto has = [&](const char* flag) { return flags.find(" " + std::string(flag) + " ") != std::string::npos; };
-  const int per_cycle = has("avx512f") ? 64 : has("avx2") && has("fma") ? 32 : 16;
+  // AMD runs AVX-512 on 256-bit pipes before Zen 5 (family 26): twice the instructions, not twice the FLOPs.
+  const bool amd = field(facts.cpuinfo, "vendor_id").find("AuthenticAMD") != std::string::npos;
+  const bool full_width =
+      has("avx512f") && !(amd && std::strtol(field(facts.cpuinfo, "cpu family").c_str(), nullptr, 10) < 26);
+  const int per_cycle = full_width ? 64 : has("avx2") && has("fma") ? 32 : 16;
   const double flops = static_cast<double>(cores) * megahertz * 1e6 * per_cycle;
   return PeakThroughput{flops, "CPU estimate: " + std::to_string(cores) + " cores x " + text_of(megahertz / 1000.0) +
                                    " GHz x " + std::to_string(per_cycle) + " fp32 FLOP/cycle"};

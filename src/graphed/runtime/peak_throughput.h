@@ -37,7 +37,8 @@ struct CpuFacts {
 /// The CPU estimate, an upper bound: cores x clock x fp32 FLOP per cycle. Cores: the physical cores
 /// (distinct physical and core ids; SMT threads share their core's FMA units), at most the usable CPUs.
 /// Clock: the highest of cpufreq's maximum, the model name's "@ 2.60GHz" and cpuinfo's "cpu MHz". FLOP per
-/// cycle: 64 with AVX-512 (two 512-bit FMA pipes), 32 with AVX2 and FMA (two 256-bit), 16 otherwise.
+/// cycle: 64 with AVX-512 (two 512-bit FMA pipes; on AMD from Zen 5, family 26, on), 32 with AVX2 and FMA (two
+/// 256-bit pipes, and AMD's AVX-512 before Zen 5), 16 otherwise.
 /// nullopt when no clock is known.
 std::optional<PeakThroughput> cpu_peak(const CpuFacts& facts);
 

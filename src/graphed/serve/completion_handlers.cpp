@@ -5,10 +5,12 @@
 // (not even the status) goes out before it is known to have succeeded.
 #include "graphed/serve/completion_handlers.h"
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <iomanip>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <utility>
@@ -16,6 +18,7 @@
 #include "graphed/serve/api_error.h"
 #include "graphed/serve/client_connection.h"
 #include "graphed/serve/generation.h"
+#include "graphed/util/logging.h"
 
 namespace graphed::serve {
 namespace {
@@ -97,12 +100,27 @@ struct Exchange {
     if (settled) return;
     settled = true;
     metrics.count(outcome);
-    if (outcome == Outcome::kCompleted) {
-      const Usage total = usage();
-      const Generation& first = *choices[0].generation;
-      metrics.record(total.prompt_tokens, total.completion_tokens, first.first_token_seconds(),
-                     first.per_output_token_seconds(), first.duration_seconds());
+    if (outcome == Outcome::kCompleted) record_timings();
+  }
+  /// A completed request's tokens and timings: the earliest first token, the latest end, and the time per token
+  /// of its longest answer.
+  void record_timings() {
+    const Usage total = usage();
+    double first_token = 0, per_token = 0, duration = 0;
+    int64_t longest = -1;
+    for (const auto& choice : choices) {
+      const Generation& generation = *choice.generation;
+      const int64_t tokens = generation.usage().completion_tokens;
+      if (tokens > 0 && (first_token == 0 || generation.first_token_seconds() < first_token)) {
+        first_token = generation.first_token_seconds();
+      }
+      duration = std::max(duration, generation.duration_seconds());
+      if (tokens > longest) {
+        longest = tokens;
+        per_token = generation.per_output_token_seconds();
+      }
     }
+    metrics.record(total.prompt_tokens, total.completion_tokens, first_token, per_token, duration);
   }
   /// The client hung up: the requests end and their blocks go back.
   bool hung_up() {
@@ -145,6 +163,21 @@ bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milli
   return true;
 }
 
+/// The request's connection; where it cannot be found (never expected), the log says once that hang-ups of whole
+/// answers go unnoticed.
+ClientConnection find_connection(const httplib::Request& request) {
+  ClientConnection connection = ClientConnection::of(request);
+  static std::once_flag said;
+  if (!connection.found()) {
+    std::call_once(said, [] {
+      log_warn(
+          "cannot find a request's connection among this process's sockets: a whole answer's client that hangs "
+          "up is not noticed, and its request runs to its end");
+    });
+  }
+  return connection;
+}
+
 /// A whole answer, waited for in the handler with nothing sent, so that it leaves with its outcome's status:
 /// the body, or the ApiError a generation throws (500, 503, ...). Once a heartbeat passes, the connection is
 /// asked whether its client left (without writing to it); false: it did, and the requests are cancelled.
@@ -159,7 +192,7 @@ bool wait_for_whole(Exchange& exchange, const httplib::Request& request, std::ch
       }
       if (Clock::now() < next_look) continue;
       next_look = Clock::now() + heartbeat;
-      if (!connection) connection = ClientConnection::of(request);
+      if (!connection) connection = find_connection(request);
       if (connection->client_left()) return exchange.hung_up();
     }
   }
@@ -186,7 +219,7 @@ namespace {
 std::string param_of(infer::RejectedPart part, bool chat) {
   switch (part) {
     case infer::RejectedPart::kPrompt: return chat ? "messages" : "prompt";
-    case infer::RejectedPart::kMaxNewTokens: return chat ? "max_completion_tokens" : "max_tokens";
+    case infer::RejectedPart::kMaxNewTokens: return "max_tokens";  // chat takes it too, beside max_completion_tokens
     case infer::RejectedPart::kSampling: return "temperature";
     case infer::RejectedPart::kCache:
     case infer::RejectedPart::kStepTokens: return "";
@@ -222,6 +255,14 @@ void CompletionHandlers::run(bool chat, std::vector<std::vector<int64_t>> prompt
                              const httplib::Request& request, httplib::Response& response) {
   const auto arrival = Clock::now();
   ResponseHeader header{new_id(chat ? "chatcmpl-" : "cmpl-"), model_.id, static_cast<int64_t>(std::time(nullptr))};
+  if (static_cast<int64_t>(prompts.size()) > loop_.capacity()) {
+    throw invalid_request("'prompt' holds " + std::to_string(prompts.size()) +
+                              " prompts, more than this server holds at "
+                              "once (" +
+                              std::to_string(loop_.capacity()) + ", running and queued); send at most " +
+                              std::to_string(loop_.capacity()) + " per request",
+                          "prompt");
+  }
   std::vector<GenerationPlan> plans;  // every prompt checked before any is queued
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string label =

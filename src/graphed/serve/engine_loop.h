@@ -86,6 +86,8 @@ class EngineLoop {
   }
   /// The most positions one request may hold.
   int64_t max_sequence() const { return engine_.max_sequence(); }
+  /// The most requests the loop holds at once: the engine's running ones and the queue's.
+  int64_t capacity() const { return engine_.options().max_requests + max_queued_; }
 
  private:
   struct Submission {

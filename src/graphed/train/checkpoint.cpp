@@ -278,7 +278,11 @@ void check_architecture(const CheckpointInfo& info, const config::RunConfig& con
   const nlohmann::json here = config::run_config_to_json(config);
   const nlohmann::json defaults = config::settings_to_json(config::Settings{});
   std::vector<std::string> mismatches;
+  // With RoPE the positions shape no tensor: a checkpoint whose context is not this run's (saved before rule MC-20
+  // raised a RoPE model's context to its --seq-length, or resumed at a longer --seq-length) loads.
+  const bool learned_positions = config.model.position_embedding_type == config::PositionEmbedding::kLearnedAbsolute;
   for (const char* key : kArchitectureKeys) {
+    if (!learned_positions && std::string(key) == "max_position_embeddings") continue;
     const nlohmann::json saved = info.config.value(key, defaults.value(key, nlohmann::json()));
     if (saved != here[key]) {
       mismatches.push_back(flag_of(key) + " is " + saved.dump() + " there, " + here[key].dump() + " here");

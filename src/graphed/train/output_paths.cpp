@@ -1,6 +1,8 @@
 // train/output_paths.cpp — see train/output_paths.h.
 #include "graphed/train/output_paths.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +12,7 @@
 #include "graphed/train/checkpoint.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
+#include "graphed/util/logging.h"
 
 namespace graphed::train {
 namespace {
@@ -32,13 +35,27 @@ void check_save_folder(const std::string& folder) {
   remove_all(probe);
 }
 
+/// The path with links and dots resolved, or as given where it does not exist.
+std::string canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
 /// Refuses a run whose first save would make the folder's latest checkpoint an earlier one than it holds: a
-/// --load of that folder would then resume the wrong run.
+/// --load of that folder would then resume the wrong run. A --load of one of that folder's own earlier iter_*
+/// folders is a rollback on purpose (after a loss spike, say): it goes on, with a warning.
 void refuse_a_rewind(const config::TrainConfig& train) {
   const auto latest = latest_saved_iteration(*train.save);
   if (!latest) return;
-  const int64_t start = train.load ? read_checkpoint_info(*train.load).iteration : 0;
+  const CheckpointInfo loaded = train.load ? read_checkpoint_info(*train.load) : CheckpointInfo{};
+  const int64_t start = loaded.iteration;
   if (*latest <= start) return;
+  if (train.load && canonical(parent_folder(loaded.folder)) == canonical(*train.save)) {
+    log_warn("rolling back: --load " + *train.load + " is iteration " + std::to_string(start) +
+             " of the --save folder '" + *train.save + "', whose latest is " + std::to_string(*latest) +
+             "; from the next save on, the folder's latest checkpoint is this run's");
+    return;
+  }
   const std::string from = train.load ? " (from --load " + *train.load + ")" : " (no --load)";
   throw DataError("--save folder '" + *train.save + "' holds a later run's checkpoints (latest: iteration " +
                   std::to_string(*latest) + ") and this run starts at iteration " + std::to_string(start) + from +

@@ -132,6 +132,14 @@ std::string extension_of(const std::string& path) {
   return path.substr(dot);
 }
 
+std::string parent_folder(const std::string& path) {
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const auto slash = trimmed.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : trimmed.substr(0, slash);
+}
+
 std::string make_temporary_directory(const std::string& prefix) {
   const char* base = std::getenv("TMPDIR");
   std::string pattern = join_path(base != nullptr && *base != '\0' ? base : "/tmp", prefix + "-XXXXXX");

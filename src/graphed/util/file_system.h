@@ -36,6 +36,8 @@ std::vector<std::string> list_files(const std::string& directory);
 std::vector<std::string> list_directories(const std::string& directory);
 /// The extension with its dot (".bin"), or "" when the file name has none.
 std::string extension_of(const std::string& path);
+/// The folder holding `path` ("runs/a" for "runs/a/iter_0000100/" and "runs/a/iter_0000100"; "." for "run").
+std::string parent_folder(const std::string& path);
 /// A new, empty folder under $TMPDIR or /tmp named prefix-XXXXXX; "" on failure.
 std::string make_temporary_directory(const std::string& prefix);
 

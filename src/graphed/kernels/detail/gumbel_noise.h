@@ -48,13 +48,15 @@ GRAPHED_NOISE_FUNCTION float gumbel_of(uint32_t bits) {
 /// by an ulp: a column whose scaled logit plus this stays below the best value so far cannot win.
 inline float gumbel_below_top() { return gumbel_of(kTopNoiseBucket - 1) + 1e-3f; }
 
-/// Orders floats as unsigned words (larger float, larger word; -inf above 0; -0 as +0), for a max over keys.
+/// Orders floats as unsigned words, for a max over keys: a larger float, a larger word; -0 as +0; every NaN
+/// above every number (as argmax takes a NaN); the word of -inf is still above 0, the empty key's.
 GRAPHED_NOISE_FUNCTION uint32_t ordered_bits(uint32_t float_bits) {
+  if ((float_bits & 0x7f800000u) == 0x7f800000u && (float_bits & 0x007fffffu) != 0) return 0xffffffffu;
   if (float_bits == 0x80000000u) float_bits = 0;
   return (float_bits & 0x80000000u) != 0 ? ~float_bits : float_bits | 0x80000000u;
 }
 
-/// The float bits a key holds (a NaN for the empty key, which no comparison passes).
+/// The float bits a key holds (a NaN for the empty key and for a NaN's, which no comparison passes).
 GRAPHED_NOISE_FUNCTION uint32_t float_bits_of_key(uint64_t key) {
   if (key == 0) return 0xffffffffu;
   const auto ordered = static_cast<uint32_t>(key >> 32);
