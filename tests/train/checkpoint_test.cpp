@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -21,6 +22,16 @@ namespace {
 
 using CheckpointTest = graphed::testing::CheckpointFixture;
 using graphed::testing::small_checkpoint_settings;
+
+/// Rewrites a saved checkpoint's trainer.json "config" through `edit`: what an older graphed saved.
+void edit_saved_config(const std::string& checkpoint, const std::function<void(nlohmann::json&)>& edit) {
+  const std::string path = checkpoint + "/trainer.json";
+  std::ifstream in(path);
+  nlohmann::json trainer_json = nlohmann::json::parse(in);
+  in.close();
+  edit(trainer_json["config"]);
+  std::ofstream(path) << trainer_json.dump();
+}
 
 TEST_F(CheckpointTest, ResumeContinuesBitwiseWithTheSameLosses) {
   nlohmann::json settings = small_checkpoint_settings();
@@ -92,15 +103,12 @@ TEST_F(CheckpointTest, OlderCheckpointsWithoutTheNewKeysStillLoad) {
   settings["save"] = in_dir("run");
   Trainer trainer = make_trainer(settings);
   const std::string saved = trainer.save(1);
-  const std::string path = saved + "/trainer.json";
-  std::ifstream in(path);
-  nlohmann::json trainer_json = nlohmann::json::parse(in);
-  in.close();
-  for (const char* key : {"kv_channels", "add_qkv_bias", "qk_layernorm"}) {
-    ASSERT_TRUE(trainer_json["config"].contains(key));
-    trainer_json["config"].erase(key);
-  }
-  std::ofstream(path) << trainer_json.dump();
+  edit_saved_config(saved, [](nlohmann::json& config) {
+    for (const char* key : {"kv_channels", "add_qkv_bias", "qk_layernorm"}) {
+      ASSERT_TRUE(config.contains(key));
+      config.erase(key);
+    }
+  });
   settings["load"] = saved;
   Trainer resumed = make_trainer(settings);
   resumed.load(saved);
@@ -116,13 +124,10 @@ TEST_F(CheckpointTest, ARopeCheckpointLoadsWhateverItsContext) {
   settings["save"] = in_dir("run");
   Trainer trainer = make_trainer(settings);
   const std::string saved = trainer.save(1);
-  const std::string path = saved + "/trainer.json";
-  std::ifstream in(path);
-  nlohmann::json trainer_json = nlohmann::json::parse(in);
-  in.close();
-  ASSERT_EQ(trainer_json["config"]["max_position_embeddings"], 32);
-  trainer_json["config"]["max_position_embeddings"] = 16;  // what a run before MC-20 saved
-  std::ofstream(path) << trainer_json.dump();
+  edit_saved_config(saved, [](nlohmann::json& config) {
+    ASSERT_EQ(config["max_position_embeddings"], 32);
+    config["max_position_embeddings"] = 16;  // what a run before MC-20 saved
+  });
   settings["load"] = saved;
   for (const int64_t sequence : {32, 64}) {
     settings["seq_length"] = sequence;

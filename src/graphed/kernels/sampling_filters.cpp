@@ -153,8 +153,12 @@ void find_cuts_on_host(const at::Tensor& logits, const at::Tensor& temperature, 
   for (int64_t r = 0; r < count; ++r) {
     const bool filters = (ks[r] > 0 && ks[r] < columns) || ps[r] < 1.0;
     if (!filters || !(temperatures[r] > 0.0)) continue;
-    const RowFilter row{scaled.data_ptr<float>() + r * columns, weights.data_ptr<float>() + r * columns, columns,
-                        ks[r], ps[r], &scratch};
+    const RowFilter row{scaled.data_ptr<float>() + r * columns,
+                        weights.data_ptr<float>() + r * columns,
+                        columns,
+                        ks[r],
+                        ps[r],
+                        &scratch};
     std::tie(threshold[r], threshold_column[r]) =
         row_cut(row, largest.data_ptr<float>()[r], lowest.data_ptr<float>()[r]);
   }
