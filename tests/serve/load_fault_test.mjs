@@ -15,11 +15,12 @@ const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return s
 const post = (base, route, body, init = {}) => fetch(`${base}${route}`, {
   method: 'POST', headers: { 'Content-Type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body), ...init });
 
-async function expectError(response, status, pattern, what) {
+async function expectError(response, status, pattern, what, param = undefined) {
   const text = await response.text();
   check(response.status === status, `${what}: status ${response.status}, wanted ${status}: ${text}`);
   const body = JSON.parse(text);
   check(typeof body.error?.message === 'string' && pattern.test(body.error.message), `${what}: message ${text}`);
+  if (param !== undefined) check(body.error.param === param, `${what}: param ${body.error.param}, wanted ${param}`);
 }
 
 /** One client: a valid request of a seeded kind; returns what happened. */
@@ -68,8 +69,13 @@ async function faults(base, port) {
   await expectError(await post(base, '/v1/completions', { prompt: 'x', max_tokens: 'ten' }), 400, /'max_tokens' is a string/, 'wrong type');
   await expectError(await post(base, '/v1/completions', { prompt: 'x', temperature: -1 }), 400, /'temperature' is -1/, 'out of range');
   await expectError(await post(base, '/v1/chat/completions', { messages: 'hi' }), 400, /'messages' is a string/, 'messages not an array');
-  await expectError(await post(base, '/v1/completions', { prompt: [999999] }), 400, /outside the model's vocabulary/, 'unknown token id');
-  await expectError(await post(base, '/v1/completions', { prompt: 'x', max_tokens: 100000 }), 400, /context/, 'cannot fit');
+  await expectError(await post(base, '/v1/completions', { prompt: [999999] }), 400, /outside the model's vocabulary/,
+                    'unknown token id', 'prompt');
+  await expectError(await post(base, '/v1/completions', { prompt: 'x', max_tokens: 100000 }), 400,
+                    /past the context of 512; ask for at most 511 new tokens$/, 'cannot fit', 'max_tokens');
+  await expectError(await post(base, '/v1/completions', { prompt: 'x '.repeat(600), max_tokens: 4 }), 400,
+                    /the context holds 512 positions, the prompt's and the new tokens'; shorten the prompt to at most 511 tokens/,
+                    'a prompt that fills the context', 'prompt');
   await expectError(await post(base, '/v1/completions', 'x'.repeat(17 * 1024 * 1024)), 413, /larger than the server's limit/, 'oversized body');
   await expectError(await fetch(`${base}/v1/nothing`), 404, /there is no GET \/v1\/nothing here/, 'unknown path');
   await expectError(await fetch(`${base}/v1/completions`), 405, /GET is not allowed/, 'wrong method');
