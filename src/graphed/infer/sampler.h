@@ -2,7 +2,8 @@
 // state, so that sampling can sit inside a CUDA graph: greedy (argmax), or temperature, top-k and
 // top-p with Gumbel-max noise hashed from (seed, step, row, token). The draw is one pass of
 // kernels/sampling_ops.h over the logits (the noise is never stored), so sampling costs about what greedy
-// costs; top-k and top-p add a sort that finds each row's threshold. The same seed gives the same text,
+// costs; top-k and top-p add each row's cut (kernels/sampling_ops.h find_filter_cuts: a sort on the GPU, a
+// selection on the CPU). The same seed gives the same text,
 // eager or graphed; ids past the tokenizer's vocabulary (a padded embedding table) are never drawn.
 #pragma once
 
@@ -58,7 +59,8 @@ struct SamplingRows {
 /// token) alone, so a request draws the same tokens whichever requests share its steps (and the same
 /// as sample_tokens' row 0 with that seed). `vocabulary` as SamplingOptions::vocabulary. int64 [requests].
 at::Tensor sample_rows(const at::Tensor& logits, const SamplingRows& rows, SamplingMode mode, int64_t vocabulary);
-/// sample_rows written into `out` (int64 [requests], contiguous); allocates nothing but the filters' sort.
+/// sample_rows written into `out` (int64 [requests], contiguous); allocates nothing the size of the vocabulary
+/// but, on the GPU, the filters' sort.
 void sample_rows_into(const at::Tensor& logits, const SamplingRows& rows, SamplingMode mode, int64_t vocabulary,
                       at::Tensor& out);
 

@@ -1,7 +1,8 @@
 // kernels/gumbel_max.h — the sampler's draw as one pass over the logits, free of ATen (pointers, sizes, a
 // stream): each row's argmax of logit / temperature + Gumbel noise (kernels/detail/gumbel_noise.h), the noise
 // computed where it can matter and never stored. Sampling then costs about what greedy's argmax costs and
-// allocates nothing. The ATen face is kernels/sampling_ops.h; the top-k and top-p filters arrive as a threshold.
+// allocates nothing. The ATen face is kernels/sampling_ops.h; the top-k and top-p filters arrive as a cut,
+// a (value, column) per row.
 #pragma once
 
 #include <cstdint>
