@@ -4,7 +4,7 @@
 // bf16) and GPT-2 models with transformers, saves them with save_pretrained and records transformers'
 // last-position logits of a fixed prompt; each test loads one folder with load_hf_model on CUDA and
 // compares. Skipped (with the reason) when python3 cannot import transformers. The JSON files also hold
-// transformers' greedy generation of 64 tokens, for the decode engine's test.
+// transformers' greedy generation of 64 tokens, for the serving engine's one-request test.
 //
 // Tolerances. float32 models: max |graphed - transformers| <= 1e-3 x max |transformers logit| (both
 // run float32 on the GPU with TF32 off; the differences are summation order in matmuls and attention,
@@ -16,8 +16,8 @@
 // H100 with transformers 5.17: 1.2% for graphed, 1.5% for transformers, max error 1.4% of max |logit|);
 // transformers' own bf16 run is held to the same bound, so graphed is checked to be no worse than it.
 #include "graphed/hf/hf_model.h"
-#include "graphed/infer/decode_engine.h"
 #include "graphed/infer/serving_engine.h"
+#include "infer/test_models.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -158,29 +158,28 @@ TEST_F(HfModelCudaTest, Bf16Qwen3WithQkNormMatchesTransformers) {
   check_bf16(last_logits(bf16, record), "graphed");
 }
 
-/// Greedy decoding of the prompt with the decode engine (KV cache, device sampling) at every scope.
+/// Greedy decoding of the prompt, alone in a serving engine (paged cache, buckets, device sampling), at every
+/// scope: none, layer, block.
 std::vector<std::vector<int64_t>> greedy_by_scope(HfModel& loaded, const json& record, int64_t new_tokens) {
   const auto prompt = record["prompt"].get<std::vector<int64_t>>();
   std::vector<std::vector<int64_t>> tokens;
   for (const auto scope : {config::InferenceCudaGraphScope::kNone, config::InferenceCudaGraphScope::kLayer,
                            config::InferenceCudaGraphScope::kBlock}) {
-    infer::EngineOptions options;
+    infer::ServingOptions options;
     options.scope = scope;
-    options.max_batch = 1;
-    options.max_new_tokens = new_tokens;
+    options.max_requests = 1;
     options.max_sequence = static_cast<int64_t>(prompt.size()) + new_tokens;
-    infer::DecodeEngine engine(loaded.model, at::Device(at::kCUDA), options);
-    const infer::Generation generation = engine.generate({prompt}, new_tokens);
-    EXPECT_EQ(generation.graphed, scope != config::InferenceCudaGraphScope::kNone);
-    tokens.push_back(generation.tokens.at(0));
+    options.block_size = 32;
+    options.buffer_size_gb = 0.25;
+    tokens.push_back(testing::serve_greedy(loaded.model, at::Device(at::kCUDA), options, {prompt}, new_tokens).at(0));
   }
   return tokens;
 }
 
-// The check: graphed's greedy tokens through the decode engine (cache, buckets, graphs) equal
-// transformers' generate for 64 new tokens, at scopes none, layer and block. float32 models, TF32 off
+// The check: graphed's greedy tokens of one request through the serving engine (cache, buckets,
+// graphs) equal transformers' generate for 64 new tokens, at scopes none, layer and block. float32 models, TF32 off
 // on both sides; the bf16 Qwen3 folder is decoded in float32 against transformers' float32 run.
-TEST_F(HfModelCudaTest, DecodeEngineGreedyEqualsTransformersGenerateAtEveryScope) {
+TEST_F(HfModelCudaTest, OneRequestsGreedyEqualsTransformersGenerateAtEveryScope) {
   for (const std::string name : {"llama", "qwen2", "gpt2", "qwen3"}) {
     const json record = reference(name);
     const bool bf16_folder = record["dtype"] == "bfloat16";

@@ -93,12 +93,22 @@ TEST(MatchBucket, StrictNeedsEveryComponent) {
   EXPECT_FALSE(match_bucket({8, 2, 2}, buckets, /*strict=*/true).has_value());
 }
 
-TEST(DecodeBatchSizes, PowersOfTwoUpToTheBatch) {
-  EXPECT_EQ(decode_batch_sizes(16, 32), (Counts{32, 16, 8, 4, 2, 1}));
-  EXPECT_EQ(decode_batch_sizes(-1, 8), (Counts{8, 4, 2, 1}));
-  EXPECT_EQ(decode_batch_sizes(2, 32), (Counts{32, 1}));
-  EXPECT_EQ(decode_batch_sizes(16, 1), (Counts{1}));
-  EXPECT_EQ(decode_batch_sizes(16, 6), (Counts{6, 2, 1}));  // halving 6 gives 3, which rounds down to 2
+/// The request counts of the decode-only buckets for `graphs` graphs and at most `requests` requests.
+Counts decode_counts(int64_t graphs, int64_t requests) {
+  BucketLimits limits;
+  limits.max_requests = requests;
+  limits.max_tokens = requests;
+  Counts counts;
+  for (const auto& bucket : generate_buckets(graphs, limits)) counts.push_back(bucket.decode_count);
+  return counts;
+}
+
+TEST(GenerateBuckets, DecodeOnlyBatchesArePowersOfTwoUpToTheRequests) {
+  EXPECT_EQ(decode_counts(16, 32), (Counts{32, 16, 8, 4, 2, 1}));
+  EXPECT_EQ(decode_counts(-1, 8), (Counts{8, 4, 2, 1}));
+  EXPECT_EQ(decode_counts(2, 32), (Counts{32, 1}));
+  EXPECT_EQ(decode_counts(16, 1), (Counts{1}));
+  EXPECT_EQ(decode_counts(16, 6), (Counts{6, 2, 1}));  // halving 6 gives 3, which rounds down to 2
 }
 
 }  // namespace

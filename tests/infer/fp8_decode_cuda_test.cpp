@@ -1,8 +1,8 @@
 // tests/infer/fp8_decode_cuda_test.cpp — decoding with FP8 weights (--quantization fp8, model/fp8_weights_path.h)
 // on the GPU, for the Llama-style test model: every matrix of the layers and the output layer is held in FP8 at
-// about half the bytes; decode graphs (scope layer and block) give the eager FP8 tokens bit for bit, for batches
-// that take the one- and two-row kernels and those that take the scaled GEMM; and the FP8 model's logits stay
-// within FP8's error of the bf16 model's.
+// about half the bytes; the serving engine's graphs (scope layer and block) give the eager FP8 tokens bit for
+// bit, for batches that take the one- and two-row kernels and those that take the scaled GEMM; and the FP8
+// model's logits stay within FP8's error of the bf16 model's.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "graphed/infer/decode_engine.h"
+#include "graphed/infer/serving_engine.h"
 #include "graphed/kernels/fp8_linear.h"
 #include "graphed/model/fp8_weights_path.h"
 #include "test_models.h"
@@ -29,15 +29,18 @@ class Fp8DecodeCudaTest : public ::testing::Test {
   }
 };
 
+/// The greedy tokens of batches of 1, 2, 3 and 5 mixed prompts, each batch alone in an engine of 8 requests.
 std::vector<std::vector<std::vector<int64_t>>> decode(model::GptModel& model, InferenceCudaGraphScope scope) {
-  EngineOptions options;
+  ServingOptions options;
   options.scope = scope;
-  options.max_batch = 8;
+  options.max_requests = 8;
   options.max_sequence = 64;
-  options.max_new_tokens = 24;
-  DecodeEngine engine(model, at::Device(at::kCUDA), options);
+  options.block_size = 16;
+  options.buffer_size_gb = 0.05;
   std::vector<std::vector<std::vector<int64_t>>> tokens;
-  for (const int64_t batch : {1, 2, 3, 5}) tokens.push_back(engine.generate(testing::mixed_prompts(batch), 24).tokens);
+  for (const int64_t batch : {1, 2, 3, 5}) {
+    tokens.push_back(testing::serve_greedy(model, at::Device(at::kCUDA), options, testing::mixed_prompts(batch), 24));
+  }
   return tokens;
 }
 

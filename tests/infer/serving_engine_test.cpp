@@ -11,7 +11,6 @@
 
 #include <ATen/core/grad_mode.h>
 
-#include "graphed/infer/decode_engine.h"
 #include "graphed/util/error.h"
 #include "test_models.h"
 
@@ -124,20 +123,6 @@ TEST(ServingEngine, SampledRequestsRepeatWithTheirSeedsInAnyCompany) {
   ServingEngine other_seed(model, at::Device(at::kCPU), small_engine());
   const int64_t different = other_seed.add_request(kPrompts[2], sampled(78, 10));
   EXPECT_NE(run_all(other_seed).at(different).tokens, by_itself);
-}
-
-TEST(ServingEngine, ASampledRequestDrawsWhatTheDecodeEnginesFirstRowDraws) {
-  model::GptModel model = small_model(Kind::kLlama);
-  ServingEngine engine(model, at::Device(at::kCPU), small_engine());
-  const int64_t id = engine.add_request(kPrompts[3], sampled(123, 8));
-  const auto tokens = run_all(engine).at(id).tokens;
-  EngineOptions decode;
-  decode.max_batch = 1;
-  decode.max_sequence = 48;
-  decode.max_new_tokens = 8;
-  decode.sampling = sampled(123, 8).sampling;
-  DecodeEngine reference(model, at::Device(at::kCPU), decode);
-  EXPECT_EQ(reference.generate({kPrompts[3]}, 8).tokens[0], tokens);
 }
 
 TEST(ServingEngine, StopTokensEndARequestAndTheTokenIsKept) {

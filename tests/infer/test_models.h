@@ -1,14 +1,17 @@
 // tests/infer/test_models.h — the small models the inference tests decode: GPT-2 style (learned
 // positions, LayerNorm, GELU, biases), Llama style (RoPE, GQA 4 heads / 2 groups, RMSNorm, SwiGLU, no
-// biases) and a Mamba hybrid, at the sizes a test gives, with a fixed seed; and greedy decoding by
-// recomputing the whole sequence, the reference the engines are held to.
+// biases) and a Mamba hybrid, at the sizes a test gives, with a fixed seed; greedy decoding by
+// recomputing the whole sequence, the reference the engine is held to; and a batch of prompts through
+// the serving engine, all added at once.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include <ATen/core/grad_mode.h>
 
+#include "graphed/infer/serving_engine.h"
 #include "graphed/model/gpt_model.h"
 #include "run_config_for_test.h"
 
@@ -106,6 +109,28 @@ inline std::vector<int64_t> recompute_greedy(model::GptModel& model, std::vector
     generated.push_back(next);
   }
   return generated;
+}
+
+/// Every prompt's greedy tokens through a serving engine of `options` (all added at once, stepped until
+/// done), in prompt order.
+inline std::vector<std::vector<int64_t>> serve_greedy(model::GptModel& model, const at::Device& device,
+                                                      const infer::ServingOptions& options,
+                                                      const std::vector<std::vector<int64_t>>& prompts,
+                                                      int64_t new_tokens) {
+  infer::ServingEngine engine(model, device, options);
+  std::vector<int64_t> ids;
+  for (const auto& prompt : prompts) {
+    infer::RequestOptions request;
+    request.max_new_tokens = new_tokens;
+    ids.push_back(engine.add_request(prompt, request));
+  }
+  std::map<int64_t, std::vector<int64_t>> tokens;
+  for (int step = 0; engine.has_work() && step < 100000; ++step) {
+    for (const auto& done : engine.step().finished) tokens[done.request] = done.tokens;
+  }
+  std::vector<std::vector<int64_t>> result;
+  for (const int64_t id : ids) result.push_back(tokens[id]);
+  return result;
 }
 
 }  // namespace graphed::testing

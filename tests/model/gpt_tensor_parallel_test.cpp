@@ -1,88 +1,27 @@
 // tests/model/gpt_tensor_parallel_test.cpp — a GPT model split over 2 ranks (threads, model/thread_collectives.h)
 // computes what the whole model computes, in float64: the training loss and every gradient (each rank's part
-// of the whole gradient; a row-parallel bias's on the first rank), and the decoding path over a key/value
-// cache. For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a GPT-2-style one (learned
+// of the whole gradient; a row-parallel bias's on the first rank; decoding is tests/infer/
+// tensor_parallel_decode_test.cpp's). For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a GPT-2-style one (learned
 // positions, LayerNorm, GELU, biases, tied embeddings), each also with sequence parallelism (training only:
 // the norms' and position embeddings' gradients are then the ranks' parts of the whole, as the shared q/k
 // norms' always are: checked for a Qwen3-style model), and a Mamba-hybrid one (M*M-: Megatron's MambaMixer
 // split by heads and groups), with and without sequence parallelism. Every sharded gradient also joins
-// back to the whole one (join_shards, as checkpoints join), and decoding continues from a prefill.
+// back to the whole one (join_shards, as checkpoints join).
 #include <gtest/gtest.h>
 
 #include <ATen/core/grad_mode.h>
 
 #include "graphed/model/gpt_model.h"
+#include "model/tensor_parallel_cases.h"
 #include "model/thread_collectives.h"
 #include "run_config_for_test.h"
 
 namespace graphed::model {
 namespace {
 
-struct Case {
-  const char* name;
-  nlohmann::json settings;
-  bool sequence_parallel = false;
-};
-
-/// A Llama-style Mamba-hybrid model: 8 Mamba heads of 8 channels in 4 groups (2 heads and 2 groups a
-/// rank), chunks of 4 positions.
-nlohmann::json hybrid_settings() {
-  return {{"num_layers", 4},
-          {"hidden_size", 32},
-          {"num_attention_heads", 4},
-          {"vocab_size", 50},
-          {"seq_length", 16},
-          {"attention_dropout", 0.0},
-          {"hidden_dropout", 0.0},
-          {"hybrid_override_pattern", "M*M-"},
-          {"mamba_state_dim", 8},
-          {"mamba_head_dim", 8},
-          {"mamba_num_groups", 4},
-          {"mamba_chunk_size", 4},
-          {"position_embedding_type", "rope"},
-          {"normalization", "RMSNorm"},
-          {"swiglu", true},
-          {"add_bias_linear", false},
-          {"untie_embeddings_and_output_weights", true}};
-}
-
-std::vector<Case> cases() {
-  const nlohmann::json common = {{"num_layers", 2},      {"hidden_size", 32}, {"num_attention_heads", 4},
-                                 {"vocab_size", 50},     {"seq_length", 16},  {"attention_dropout", 0.0},
-                                 {"hidden_dropout", 0.0}};
-  nlohmann::json llama = common;
-  llama.update({{"position_embedding_type", "rope"},
-                {"normalization", "RMSNorm"},
-                {"swiglu", true},
-                {"group_query_attention", true},
-                {"num_query_groups", 2},
-                {"add_bias_linear", false},
-                {"untie_embeddings_and_output_weights", true}});
-  nlohmann::json moe = llama;  // every layer MoE, with a shared expert; drop-and-pad and dropless
-  moe.update({{"num_experts", 4},
-              {"moe_router_topk", 2},
-              {"moe_ffn_hidden_size", 24},
-              {"moe_shared_expert_intermediate_size", 16},
-              {"moe_aux_loss_coeff", 0.01}});
-  nlohmann::json padded_moe = moe;
-  padded_moe.update({{"moe_expert_capacity_factor", 1.0},
-                     {"moe_pad_expert_input_to_capacity", true},
-                     {"add_bias_linear", true},
-                     {"swiglu", false}});
-  nlohmann::json qwen3 = llama;  // one q/k norm shared by the heads the ranks split
-  qwen3["qk_layernorm"] = true;
-  return {{"llama_style", llama},
-          {"gpt2_style", common},
-          {"qwen3_style", qwen3},
-          {"llama_style_sequence_parallel", llama, true},
-          {"gpt2_style_sequence_parallel", common, true},
-          {"moe_dropless", moe},
-          {"moe_drop_and_pad", padded_moe},
-          {"moe_dropless_sequence_parallel", moe, true},
-          {"moe_drop_and_pad_sequence_parallel", padded_moe, true},
-          {"hybrid_mamba", hybrid_settings()},
-          {"hybrid_mamba_sequence_parallel", hybrid_settings(), true}};
-}
+using testing::Case;
+using testing::cases;
+using testing::hybrid_settings;
 
 class GptTensorParallel : public ::testing::TestWithParam<Case> {};
 
@@ -93,31 +32,6 @@ GptModel whole_model(const config::RunConfig& config) {
   GptModel model(config.model, config.moe_layers);
   model->to(at::kDouble);
   return model;
-}
-
-constexpr int64_t kPrefill = 6;  ///< the prompt's tokens, in one piece; then one token a step
-
-/// Logits at every position of `tokens` [1, n] through the layers' caches (keys and values, Mamba's conv
-/// and SSM states): the first kPrefill tokens as a prefill, then one token at a time.
-at::Tensor decoded_logits(GptModel& model, const at::Tensor& tokens) {
-  at::NoGradGuard no_grad;
-  const int64_t length = tokens.size(1);
-  std::vector<LayerCache> cache;
-  for (auto& layer : model->layers()) cache.push_back(layer->allocate_cache(1, length, at::kDouble));
-  std::vector<at::Tensor> logits;
-  for (int64_t start = 0; start < length;) {
-    const int64_t piece = start == 0 ? kPrefill : 1;
-    const at::Tensor positions = at::arange(start, start + piece, at::kLong).view({1, piece});
-    const at::Tensor blocked = at::arange(length, at::kLong).view({1, 1, 1, -1}) > positions.view({1, 1, piece, 1});
-    const at::Tensor valid = piece > 1 ? at::ones({1, piece}, at::kBool) : at::Tensor();  // a prefill's prompt
-    at::Tensor hidden = model->embed_at(tokens.narrow(1, start, piece), positions);
-    for (std::size_t i = 0; i < model->layers().size(); ++i) {
-      hidden = model->layers()[i]->forward_cached(hidden, positions, blocked, cache[i], valid);
-    }
-    logits.push_back(model->decode_logits(hidden));
-    start += piece;
-  }
-  return at::cat(logits, 1);
 }
 
 /// Every rank's gradient of each sharded parameter joined (join_shards, as a checkpoint joins) equals the
@@ -133,14 +47,13 @@ void expect_joined_gradients(const std::vector<std::map<std::string, at::Tensor>
   }
 }
 
-TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
+TEST_P(GptTensorParallel, TrainingEqualsTheWholeModel) {
   const auto config = testing::run_config(GetParam().settings);
   const at::Tensor tokens = at::randint(0, 50, {2, 16}, at::kLong);
   const at::Tensor labels = at::randint(0, 50, {2, 16}, at::kLong);
   GptModel whole = whole_model(config);
   const at::Tensor loss = whole->forward(tokens, labels, 0).loss;
   loss.backward();
-  const at::Tensor logits = decoded_logits(whole, tokens.narrow(0, 0, 1));
   std::map<std::string, at::Tensor> gradients;
   for (const auto& item : whole->named_parameters()) gradients[item.key()] = item.value().grad();
 
@@ -178,10 +91,6 @@ TEST_P(GptTensorParallel, TrainingAndDecodingEqualTheWholeModel) {
       }
       EXPECT_TRUE(at::allclose(got, expected, 1e-9, 1e-10)) << item.key() << " on rank " << rank;
     }
-    if (GetParam().sequence_parallel) return;  // decoding takes whole sequences
-    const at::Tensor part_logits = decoded_logits(model, tokens.narrow(0, 0, 1));
-    EXPECT_TRUE(at::allclose(part_logits, logits, 1e-9, 1e-10))
-        << "rank " << rank << ": max difference " << (part_logits - logits).abs().max().item<double>();
   });
   for (const auto& [name, share] : whole_on_every_rank[0]) {
     const at::Tensor sum = share + whole_on_every_rank[1].at(name);
@@ -237,7 +146,7 @@ TEST(GptTensorParallelSplits, AHybridModelsShardsJoinBackToEveryWholeParameter) 
   const MambaShape& own = models[1]->layers()[0]->named_children()["mamba"]->as<MambaMixerImpl>()->shape();
   EXPECT_EQ(own.num_heads(), 4);
   EXPECT_EQ(own.num_groups, 2);
-  const LayerCache cache = models[1]->layers()[0]->allocate_cache(3, 16, at::kDouble);
+  const LayerCache cache = models[1]->layers()[0]->allocate_paged_cache(1, 16, 3, at::kDouble);
   EXPECT_EQ(cache.conv_state.sizes().vec(), (std::vector<int64_t>{3, 3, 32 + 2 * 2 * 8}));
   EXPECT_EQ(cache.ssm_state.sizes().vec(), (std::vector<int64_t>{3, 4, 8, 8}));
 }

@@ -1,10 +1,14 @@
-// cli/bench_decode.cpp — see cli/bench_decode.h. The roofline is infer/decode_roofline's bytes per
-// step, with each real row's context at the middle of the run (prompt + new tokens / 2), divided by
-// the GPU's published memory bandwidth.
+// cli/bench_decode.cpp — see cli/bench_decode.h. Each scope gets one serving engine with decode-only
+// graph buckets and room for the largest batch; a batch of b is b requests added at once, each decoding
+// after its prompt, timed on the host's clock from the first step on which all b decode. The roofline is
+// infer/decode_roofline's bytes per step, with each real row's context at the middle of the run
+// (prompt + new tokens / 2), divided by the GPU's published memory bandwidth.
 #include "graphed/cli/bench_decode.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -16,7 +20,8 @@
 #include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/dist/peer_collectives.h"
-#include "graphed/infer/decode_engine.h"
+#include "graphed/capture/capture_memory.h"
+#include "graphed/infer/serving_engine.h"
 #include "graphed/infer/decode_roofline.h"
 #include "graphed/runtime/device.h"
 #include "graphed/runtime/peak_throughput.h"
@@ -54,49 +59,96 @@ std::vector<std::vector<int64_t>> random_prompts(int64_t batch, int64_t length, 
   return prompts;
 }
 
+/// One batch through the engine: the prompts' steps (to every request's first token), then the steps on
+/// which they all decode.
+struct BatchRun {
+  double first_token_ms = 0;
+  double decode_ms = 0;
+  int64_t decode_steps = 0;
+  int64_t rows = 0;  ///< the padded decode count of the decode steps
+};
+
+BatchRun run_batch(infer::ServingEngine& engine, const std::vector<std::vector<int64_t>>& prompts,
+                   int64_t new_tokens) {
+  using Clock = std::chrono::steady_clock;
+  infer::RequestOptions options;
+  options.max_new_tokens = new_tokens;
+  const auto start = Clock::now();
+  for (const auto& prompt : prompts) engine.add_request(prompt, options);
+  const auto batch = static_cast<int64_t>(prompts.size());
+  std::map<int64_t, int64_t> drawn;  // by request
+  BatchRun run;
+  std::optional<Clock::time_point> decoding_since;
+  while (engine.has_work()) {
+    const infer::StepResult step = engine.step();
+    if (decoding_since) {
+      ++run.decode_steps;
+      run.rows = step.padded.decode_count;
+    }
+    for (const auto& token : step.tokens) ++drawn[token.request];
+    if (!decoding_since && static_cast<int64_t>(drawn.size()) == batch) {
+      decoding_since = Clock::now();
+      run.first_token_ms = std::chrono::duration<double, std::milli>(*decoding_since - start).count();
+    }
+  }
+  if (decoding_since) run.decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - *decoding_since).count();
+  return run;
+}
+
+infer::ServingOptions decode_engine_options(const CommandLine& command_line, const config::RunConfig& config,
+                                            InferenceCudaGraphScope scope) {
+  const auto& batches = command_line.decode_batches;
+  infer::ServingOptions options;
+  options.scope = scope;
+  options.max_requests = *std::max_element(batches.begin(), batches.end());
+  options.max_sequence = command_line.decode_prompt_tokens + command_line.decode_new_tokens;
+  // Every prompt of the largest batch in one step, as a static batch's prefill runs.
+  options.max_tokens = std::max(options.max_requests, options.max_requests * command_line.decode_prompt_tokens);
+  options.block_size = std::min<int64_t>(256, options.max_sequence);
+  options.num_cuda_graphs = config.cuda_graph.inference_num_cuda_graphs;
+  options.decode_only_cuda_graphs = true;
+  return options;
+}
+
+std::vector<DecodeRow> skipped_rows(const std::vector<int64_t>& batches, InferenceCudaGraphScope scope,
+                                    const std::string& why) {
+  std::vector<DecodeRow> rows;
+  for (const int64_t batch : batches) {
+    DecodeRow row;
+    row.scope = config::to_string(scope);
+    row.batch = batch;
+    row.skipped = why;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptModel& model,
                                    const config::RunConfig& config, InferenceCudaGraphScope scope,
                                    const at::Device& device, double weight_bytes_saved) {
-  std::vector<DecodeRow> rows;
   const auto& batches = command_line.decode_batches;
   const auto why_not = capture::why_graphs_cannot_run(device);
   if (scope != InferenceCudaGraphScope::kNone && why_not) {
-    for (const int64_t batch : batches) {
-      DecodeRow row;
-      row.scope = config::to_string(scope);
-      row.batch = batch;
-      row.skipped = "decode graphs cannot run: " + *why_not;
-      rows.push_back(row);
-    }
-    return rows;
+    return skipped_rows(batches, scope, "decode graphs cannot run: " + *why_not);
   }
-  infer::EngineOptions options;
-  options.scope = scope;
-  options.max_batch = *std::max_element(batches.begin(), batches.end());
-  options.max_new_tokens = command_line.decode_new_tokens;
-  options.max_sequence = command_line.decode_prompt_tokens + command_line.decode_new_tokens;
-  options.num_cuda_graphs = config.cuda_graph.inference_num_cuda_graphs;
-  infer::DecodeEngine engine(model, device, options);
-  double capture_seconds = 0;
-  double pool_mib = 0;
-  int64_t graphs = 0;
-  for (const auto& capture : engine.capture(engine.buckets())) {
-    capture_seconds += capture.seconds;
-    pool_mib += static_cast<double>(capture.memory.pool_bytes) / (1024.0 * 1024.0);
-    graphs += capture.graphs;
-  }
+  infer::ServingEngine engine(model, device, decode_engine_options(command_line, config, scope));
+  const capture::MemoryMark mark(device);
+  engine.capture_graphs();
+  runtime::synchronize(device);
+  const double pool_mib = static_cast<double>(mark.taken_since().pool_bytes) / (1024.0 * 1024.0);
   const auto bandwidth = runtime::peak_memory_bandwidth(device);
   const int64_t context = command_line.decode_prompt_tokens + command_line.decode_new_tokens / 2;
+  std::vector<DecodeRow> rows;
   for (const int64_t batch : batches) {
     at::manual_seed(config.train.seed + batch);
     const auto prompts = random_prompts(batch, command_line.decode_prompt_tokens, config.model.vocab_size);
-    engine.generate(prompts, command_line.decode_new_tokens);  // warmup
+    run_batch(engine, prompts, command_line.decode_new_tokens);  // warmup
     std::vector<double> step_ms, first_ms;
-    infer::Generation last;
+    BatchRun last;
     for (int64_t repeat = 0; repeat < 3; ++repeat) {
-      last = engine.generate(prompts, command_line.decode_new_tokens);
+      last = run_batch(engine, prompts, command_line.decode_new_tokens);
       step_ms.push_back(last.decode_ms / static_cast<double>(std::max<int64_t>(1, last.decode_steps)));
-      first_ms.push_back(last.time_to_first_token_ms);
+      first_ms.push_back(last.first_token_ms);
     }
     DecodeRow row;
     row.scope = config::to_string(scope);
@@ -110,9 +162,9 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
                               bandwidth->bytes_per_second * 1000.0;
       row.roofline_share = ideal_ms / row.ms_per_step;
     }
-    row.capture_seconds = capture_seconds;
+    row.capture_seconds = engine.stats().capture_seconds;
     row.graph_pool_mib = pool_mib;
-    row.graphs = graphs;
+    row.graphs = engine.graph_count();
     rows.push_back(row);
   }
   return rows;

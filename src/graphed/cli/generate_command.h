@@ -1,5 +1,5 @@
 // cli/generate_command.h — `graphed generate (--load DIR | --hf DIR) (--prompt T | --prompt-file F |
-// --prompt-ids IDS) ...`: continues the prompts with the decode engine (infer/decode_engine.h) and
+// --prompt-ids IDS) ...`: continues the prompts with the serving engine (infer/serving_engine.h) and
 // prints the completions (streamed as they come on a terminal), then time to first token, tokens/s,
 // ms per decode step, and what capturing the decode graphs took; --json prints one JSON object.
 #pragma once

@@ -200,13 +200,4 @@ std::optional<BatchDimensions> match_bucket(const BatchDimensions& real, const s
   return best;
 }
 
-std::vector<int64_t> decode_batch_sizes(int64_t graphs, int64_t max_batch) {
-  BucketLimits limits;
-  limits.max_requests = max_batch;
-  limits.max_tokens = max_batch;
-  std::vector<int64_t> sizes;
-  for (const auto& bucket : generate_buckets(graphs, limits)) sizes.push_back(bucket.decode_count);
-  return descending_unique(sizes);
-}
-
 }  // namespace graphed::infer

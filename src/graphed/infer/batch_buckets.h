@@ -1,6 +1,6 @@
 // infer/batch_buckets.h — Megatron's inference CUDA-graph buckets (research §6.3–6.5): which batch
 // dimensions get a graph (generate_cuda_graph_batch_dimensions_list) and which graph serves a real
-// batch (match_graph_config). Plain integers, no torch: the decode engine pads a batch to its bucket.
+// batch (match_graph_config). Plain integers, no torch: the serving engine pads a step to its bucket.
 #pragma once
 
 #include <cstdint>
@@ -58,8 +58,5 @@ std::vector<BatchDimensions> generate_buckets(int64_t num_cuda_graphs, const Buc
 /// every component must fit (hybrid / Mamba models); otherwise prefill slots may hold decode requests.
 std::optional<BatchDimensions> match_bucket(const BatchDimensions& real, const std::vector<BatchDimensions>& buckets,
                                             bool strict = false);
-
-/// The decode batch sizes that get a graph (the decode-only buckets' request counts), largest first.
-std::vector<int64_t> decode_batch_sizes(int64_t num_cuda_graphs, int64_t max_batch);
 
 }  // namespace graphed::infer

@@ -12,11 +12,11 @@ double decode_bytes_per_step(model::GptModel& model, int64_t batch, int64_t cont
     const bool lookup_only = item.key() == "word_embeddings" && config.untie_embeddings_and_output_weights;
     bytes += lookup_only ? size * static_cast<double>(batch) / static_cast<double>(config.vocab_size) : size;
   }
-  // One row's cache of each layer, up to the context, sized on the CPU: keys and values are read once,
-  // the Mamba states read and written back.
+  // One row's cache of each layer, up to the context (one block of `context` positions, one state slot),
+  // sized on the CPU: keys and values are read once, the Mamba states read and written back.
   const auto options = at::TensorOptions().dtype(model->parameters().at(0).scalar_type());
   for (auto& layer : model->layers()) {
-    const model::LayerCache row = layer->allocate_cache(1, context, options);
+    const model::LayerCache row = layer->allocate_paged_cache(1, context, 1, options);
     const auto size = [](const at::Tensor& tensor) {
       return tensor.defined() ? static_cast<double>(tensor.nbytes()) : 0.0;
     };

@@ -20,8 +20,6 @@ using detail::load_eight;
 using detail::store_eight;
 
 constexpr int kThreads = 256;
-constexpr int kAttentionThreads = 128;
-constexpr int64_t kMaxAttentionLength = 1024;  // the cache's scores live in shared memory
 
 constexpr int kNormVectors = 4;  // eight-value vectors a thread keeps in registers: rows up to 8,192 wide
 
@@ -69,31 +67,27 @@ __global__ void rms_norm_kernel(const __nv_bfloat16* input, const __nv_bfloat16*
   }
 }
 
-/// One block per (row, head slot): slots [0, heads) are queries, then keys, then values. cache_rows null:
-/// caches [rows, groups, cache_length, head_dim]; else paged caches [cache rows, groups, head_dim], row
-/// cache_rows[row].
-__global__ void rope_into_cache_kernel(const __nv_bfloat16* qkv, const int64_t* positions, const int64_t* cache_rows,
-                                       const __nv_bfloat16* cos, const __nv_bfloat16* sin, __nv_bfloat16* query,
-                                       __nv_bfloat16* key_cache, __nv_bfloat16* value_cache, int heads, int groups,
-                                       int head_dim, int64_t cache_length) {
+/// One block per (token, head slot): slots [0, heads) are queries, then keys, then values; the keys and
+/// values go to the paged caches [cache rows, groups, head_dim], row cache_rows[token].
+__global__ void rope_into_paged_cache_kernel(const __nv_bfloat16* qkv, const int64_t* positions,
+                                             const int64_t* cache_rows, const __nv_bfloat16* cos,
+                                             const __nv_bfloat16* sin, __nv_bfloat16* query, __nv_bfloat16* key_cache,
+                                             __nv_bfloat16* value_cache, int heads, int groups, int head_dim) {
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();
   const int slots = heads + 2 * groups;
-  const int row = blockIdx.x / slots;
+  const int token = blockIdx.x / slots;
   const int slot = blockIdx.x % slots;
   const int half = head_dim / 2;
-  const int64_t position = positions[row];
-  const __nv_bfloat16* source = qkv + (static_cast<int64_t>(row) * slots + slot) * head_dim;
+  const int64_t position = positions[token];
+  const __nv_bfloat16* source = qkv + (static_cast<int64_t>(token) * slots + slot) * head_dim;
   __nv_bfloat16* target;
   if (slot < heads) {
-    target = query + (static_cast<int64_t>(row) * heads + slot) * head_dim;
+    target = query + (static_cast<int64_t>(token) * heads + slot) * head_dim;
   } else {
     const bool is_key = slot < heads + groups;
     const int group = is_key ? slot - heads : slot - heads - groups;
-    __nv_bfloat16* cache = is_key ? key_cache : value_cache;
-    target = cache_rows != nullptr
-                 ? cache + (cache_rows[row] * groups + group) * head_dim
-                 : cache + ((static_cast<int64_t>(row) * groups + group) * cache_length + position) * head_dim;
+    target = (is_key ? key_cache : value_cache) + (cache_rows[token] * groups + group) * head_dim;
   }
   const bool rotate = cos != nullptr && slot < heads + groups;
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
@@ -108,69 +102,6 @@ __global__ void rope_into_cache_kernel(const __nv_bfloat16* qkv, const int64_t* 
       target[i] = source[i];
       target[i + half] = source[i + half];
     }
-  }
-}
-
-/// One block per (row, head). Scores: one thread per cache slot, the whole dot product with 16-byte
-/// loads. Values: the block splits into groups of head_dim / 8 threads, each group sums every
-/// (blockDim / group)-th slot, and the groups' partial sums are added at the end in a fixed order.
-/// head_dim is a multiple of 8, at most 256; the valid slots' scores live in dynamic shared memory.
-__global__ void decode_attention_kernel(const __nv_bfloat16* query, const __nv_bfloat16* key_cache,
-                                        const __nv_bfloat16* value_cache, const int64_t* positions,
-                                        __nv_bfloat16* output, int heads, int groups, int head_dim,
-                                        int64_t cache_length, float scale) {
-  extern __shared__ float scores[];
-  __shared__ float scratch[32];
-  __shared__ float q[256];
-  __shared__ float partial[kAttentionThreads * 8];
-  detail::wait_for_previous_kernel();
-  detail::let_next_kernel_start();
-  const int row = blockIdx.x / heads;
-  const int head = blockIdx.x % heads;
-  const int group = head / (heads / groups);
-  const int64_t count = positions[row] + 1;
-  const int64_t base = (static_cast<int64_t>(row) * groups + group) * cache_length * head_dim;
-  const __nv_bfloat16* keys = key_cache + base;
-  const __nv_bfloat16* values = value_cache + base;
-  const __nv_bfloat16* q_row = query + (static_cast<int64_t>(row) * heads + head) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) q[i] = __bfloat162float(q_row[i]);
-  __syncthreads();
-  const int vectors = head_dim / 8;
-  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
-    scores[j] = detail::dot_eight_at_a_time(keys + j * head_dim, q, vectors) * scale;
-  }
-  __syncthreads();
-  const float total = detail::block_exponentiate(scores, count, scratch).y;
-  const int lanes = blockDim.x / vectors;  // slots summed side by side
-  const int lane = threadIdx.x / vectors;
-  const int slice = threadIdx.x % vectors;
-  if (lane < lanes) {
-    constexpr int kInFlight = 4;  // value rows loaded before the first is used
-    float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t j = lane; j < count; j += kInFlight * lanes) {
-      float value[kInFlight][8];
-#pragma unroll
-      for (int c = 0; c < kInFlight; ++c) {
-        if (j + c * lanes < count) load_eight(values + (j + c * lanes) * head_dim + slice * 8, value[c]);
-      }
-#pragma unroll
-      for (int c = 0; c < kInFlight; ++c) {
-        if (j + c * lanes >= count) break;
-        const float weight = scores[j + c * lanes];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) sum[e] += weight * value[c][e];
-      }
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) partial[lane * head_dim + slice * 8 + e] = sum[e];
-  }
-  __syncthreads();
-  const float inverse = 1.0f / total;
-  __nv_bfloat16* out = output + (static_cast<int64_t>(row) * heads + head) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
-    float sum = 0.0f;
-    for (int l = 0; l < lanes; ++l) sum += partial[l * head_dim + i];
-    out[i] = __float2bfloat16(sum * inverse);
   }
 }
 
@@ -197,31 +128,18 @@ void launch_rms_norm(const void* input, const void* weight, void* output, int64_
       static_cast<__nv_bfloat16*>(output), static_cast<int>(columns), epsilon);
 }
 
-void launch_rope_into_cache(const void* qkv, const int64_t* positions, const int64_t* cache_rows, const void* cos,
-                            const void* sin, void* query, void* key_cache, void* value_cache, int64_t rows,
-                            int64_t heads, int64_t groups, int64_t head_dim, int64_t cache_length, void* stream) {
-  const auto blocks = static_cast<unsigned>(rows * (heads + 2 * groups));
+void launch_rope_into_paged_cache(const void* qkv, const int64_t* positions, const int64_t* cache_rows,
+                                  const void* cos, const void* sin, void* query, void* key_cache, void* value_cache,
+                                  int64_t tokens, int64_t heads, int64_t groups, int64_t head_dim, void* stream) {
+  const auto blocks = static_cast<unsigned>(tokens * (heads + 2 * groups));
   const int threads = static_cast<int>(head_dim / 2 < 32 ? 32 : head_dim / 2);
-  detail::launch_programmatic(rope_into_cache_kernel, dim3(blocks), dim3(threads), 0, as_stream(stream),
+  detail::launch_programmatic(rope_into_paged_cache_kernel, dim3(blocks), dim3(threads), 0, as_stream(stream),
                               static_cast<const __nv_bfloat16*>(qkv), positions, cache_rows,
                               static_cast<const __nv_bfloat16*>(cos), static_cast<const __nv_bfloat16*>(sin),
                               static_cast<__nv_bfloat16*>(query), static_cast<__nv_bfloat16*>(key_cache),
                               static_cast<__nv_bfloat16*>(value_cache), static_cast<int>(heads),
-                              static_cast<int>(groups), static_cast<int>(head_dim), cache_length);
+                              static_cast<int>(groups), static_cast<int>(head_dim));
 }
-
-void launch_decode_attention(const void* query, const void* key_cache, const void* value_cache,
-                             const int64_t* positions, void* output, int64_t rows, int64_t heads, int64_t groups,
-                             int64_t head_dim, int64_t cache_length, float scale, void* stream) {
-  const auto shared = static_cast<size_t>(cache_length) * sizeof(float);
-  detail::launch_programmatic(
-      decode_attention_kernel, dim3(static_cast<unsigned>(rows * heads)), dim3(kAttentionThreads), shared,
-      as_stream(stream), static_cast<const __nv_bfloat16*>(query), static_cast<const __nv_bfloat16*>(key_cache),
-      static_cast<const __nv_bfloat16*>(value_cache), positions, static_cast<__nv_bfloat16*>(output),
-      static_cast<int>(heads), static_cast<int>(groups), static_cast<int>(head_dim), cache_length, scale);
-}
-
-int64_t max_decode_attention_length() { return kMaxAttentionLength; }
 
 void launch_silu_and_mul(const void* input, void* output, int64_t rows, int64_t width, void* stream) {
   const int64_t total = rows * width;

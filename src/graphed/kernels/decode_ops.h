@@ -16,30 +16,13 @@ bool decode_kernels_supported(const at::Tensor& like);
 /// RMSNorm over the last dimension: input [..., columns], weight [columns].
 at::Tensor rms_norm(const at::Tensor& input, const at::Tensor& weight, double epsilon);
 
-/// qkv [rows, (heads + 2 groups) head_dim] of one token per row at positions [rows] (int64): returns
-/// the queries [rows, heads, head_dim], rotated by cos/sin [positions, head_dim / 2] (undefined: no
-/// rotary embedding); writes the rotated keys and the values into the caches [rows, groups, L, head_dim].
-at::Tensor rope_into_cache(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cos,
-                           const at::Tensor& sin, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                           int64_t heads, int64_t groups, int64_t head_dim);
-
-/// rope_into_cache for a serving step's flat batch: qkv [tokens, (heads + 2 groups) head_dim], positions and
-/// cache_rows [tokens] (int64: block x block size + offset), paged caches [blocks, block size, groups,
-/// head_dim]. Returns the queries [tokens, heads, head_dim].
+/// qkv [tokens, (heads + 2 groups) head_dim] of a serving step's flat batch at positions [tokens] (int64):
+/// returns the queries [tokens, heads, head_dim], rotated by cos/sin [positions, head_dim / 2] (undefined:
+/// no rotary embedding); writes the rotated keys and the values into the paged caches [blocks, block size,
+/// groups, head_dim] at cache_rows [tokens] (int64: block x block size + offset).
 at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cache_rows,
                                  const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& key_cache,
                                  const at::Tensor& value_cache, int64_t heads, int64_t groups, int64_t head_dim);
-
-/// Attention of queries [rows, heads, head_dim] over the contiguous caches [rows, groups, L, head_dim], slots
-/// 0..positions[r] of row r: [rows, heads, head_dim]. Caches of up to max_decode_attention_length() positions
-/// take one block a head (one launch); longer ones kernels/paged_attention.h's kernels (splits of 256
-/// positions side by side, then their combination), so long caches keep the GPU busy.
-at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                            const at::Tensor& positions, double scale);
-
-/// Whether decode_attention takes heads of this size and this many query heads per KV group (head_dim a
-/// multiple of 8 up to 256, at most 16 heads a group).
-bool decode_attention_fits(int64_t heads, int64_t groups, int64_t head_dim);
 
 /// What decode_linear applies to its input first. kRmsNorm and kSwiglu only where
 /// decode_kernels_supported(input).

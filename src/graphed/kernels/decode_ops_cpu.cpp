@@ -16,18 +16,10 @@ namespace {
 
 bool decode_kernels_supported(const at::Tensor&) { return false; }
 at::Tensor rms_norm(const at::Tensor&, const at::Tensor&, double) { unreachable("rms_norm"); }
-at::Tensor rope_into_cache(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                           const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t) {
-  unreachable("rope_into_cache");
-}
 at::Tensor rope_into_paged_cache(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                  const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t) {
   unreachable("rope_into_paged_cache");
 }
-at::Tensor decode_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, double) {
-  unreachable("decode_attention");
-}
-bool decode_attention_fits(int64_t, int64_t, int64_t) { return false; }
 at::Tensor silu_and_mul(const at::Tensor&) { unreachable("silu_and_mul"); }
 at::Tensor transformed_input(const at::Tensor& input, const LinearInput& first) {
   if (first.transform != RowTransform::kNone) unreachable("decode_linear's fused input transform");

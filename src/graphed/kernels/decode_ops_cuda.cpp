@@ -5,7 +5,6 @@
 
 #include "graphed/kernels/decode_kernels.h"
 #include "graphed/kernels/detail/aten_glue.h"
-#include "graphed/kernels/paged_attention.h"
 #include "graphed/util/error.h"
 
 namespace graphed::kernels {
@@ -57,21 +56,6 @@ at::Tensor rms_norm(const at::Tensor& input, const at::Tensor& weight, double ep
   return output;
 }
 
-at::Tensor rope_into_cache(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cos,
-                           const at::Tensor& sin, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                           int64_t heads, int64_t groups, int64_t head_dim) {
-  const at::Tensor x = qkv.contiguous();
-  require_rope_inputs(x, positions, cos, sin, key_cache, value_cache);
-  const int64_t rows = key_cache.size(0);
-  GRAPHED_INTERNAL_ASSERT(x.numel() == rows * (heads + 2 * groups) * head_dim && positions.numel() == rows,
-                          "one token per row");
-  at::Tensor query = at::empty({rows, heads, head_dim}, x.options());
-  launch_rope_into_cache(x.data_ptr(), positions.data_ptr<int64_t>(), nullptr, cos.defined() ? cos.data_ptr() : nullptr,
-                         sin.defined() ? sin.data_ptr() : nullptr, query.data_ptr(), key_cache.data_ptr(),
-                         value_cache.data_ptr(), rows, heads, groups, head_dim, key_cache.size(2), current_stream());
-  return query;
-}
-
 at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const at::Tensor& positions, const at::Tensor& cache_rows,
                                  const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& key_cache,
                                  const at::Tensor& value_cache, int64_t heads, int64_t groups, int64_t head_dim) {
@@ -82,45 +66,11 @@ at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const at::Tensor& positi
                               cache_rows.numel() == tokens && x.numel() == tokens * (heads + 2 * groups) * head_dim,
                           "one cache row per token");
   at::Tensor query = at::empty({tokens, heads, head_dim}, x.options());
-  launch_rope_into_cache(x.data_ptr(), positions.data_ptr<int64_t>(), cache_rows.data_ptr<int64_t>(),
-                         cos.defined() ? cos.data_ptr() : nullptr, sin.defined() ? sin.data_ptr() : nullptr,
-                         query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), tokens, heads, groups,
-                         head_dim, 0, current_stream());
+  launch_rope_into_paged_cache(x.data_ptr(), positions.data_ptr<int64_t>(), cache_rows.data_ptr<int64_t>(),
+                               cos.defined() ? cos.data_ptr() : nullptr, sin.defined() ? sin.data_ptr() : nullptr,
+                               query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), tokens, heads, groups,
+                               head_dim, current_stream());
   return query;
-}
-
-at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                            const at::Tensor& positions, double scale) {
-  require(query, "query");
-  require(key_cache, "key cache");
-  require(value_cache, "value cache");
-  PagedAttentionShape shape;
-  shape.tokens = query.size(0);
-  shape.heads = query.size(1);
-  shape.head_dim = query.size(2);
-  shape.groups = key_cache.size(1);
-  shape.max_context = key_cache.size(2);
-  shape.contiguous_length = key_cache.size(2);
-  GRAPHED_INTERNAL_ASSERT(decode_attention_fits(shape.heads, shape.groups, shape.head_dim) &&
-                              positions.scalar_type() == at::kLong && positions.is_contiguous(),
-                          "decode_attention: heads ", shape.heads, ", groups ", shape.groups, ", head dim ",
-                          shape.head_dim);
-  at::Tensor output = at::empty_like(query);
-  if (shape.contiguous_length <= max_decode_attention_length()) {  // one block a head, one launch
-    launch_decode_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(),
-                            positions.data_ptr<int64_t>(), output.data_ptr(), shape.tokens, shape.heads, shape.groups,
-                            shape.head_dim, shape.contiguous_length, static_cast<float>(scale), current_stream());
-    return output;
-  }
-  at::Tensor workspace = at::empty({paged_attention_workspace(shape)}, query.options().dtype(at::kFloat));
-  launch_paged_attention(query.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), nullptr, nullptr,
-                         positions.data_ptr<int64_t>(), output.data_ptr(), workspace.data_ptr<float>(), shape,
-                         static_cast<float>(scale), false, current_stream());
-  return output;
-}
-
-bool decode_attention_fits(int64_t heads, int64_t groups, int64_t head_dim) {
-  return head_dim % 8 == 0 && head_dim <= 256 && groups > 0 && heads % groups == 0 && heads / groups <= 16;
 }
 
 bool row_linear_takes(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,

@@ -5,7 +5,9 @@
 // warp or, for groups of up to four heads, a head to several warps whose chunks are folded in order; it
 // writes each head's running maximum, exponent sum and unnormalised output. Pass two: a thread block per
 // (token, head) folds the splits that hold its positions together, in split order. fp32 arithmetic
-// throughout. Both are programmatic dependent launches.
+// throughout. Both are programmatic dependent launches. A token whose positions all lie in the first split
+// gets its output from pass one (divided by its sum as pass two would), and a launch whose context fits one
+// split has no pass two.
 #include "graphed/kernels/paged_attention.h"
 
 #include <cuda_bf16.h>
@@ -39,7 +41,6 @@ __device__ __forceinline__ void store(float* target, float value) { *target = va
 
 struct Layout {
   int heads, groups, head_dim, block_size, table_width, splits;
-  int64_t contiguous_length;  // > 0: a contiguous cache [tokens, groups, length, head_dim]
 };
 
 /// Workspace of (token, head, split): [head_dim] output, then max, then sum.
@@ -49,16 +50,10 @@ __device__ __forceinline__ float* partial_of(float* workspace, const Layout& lay
 }
 
 /// Where the split's positions of one KV group sit in the cache: offsets[j] (in elements) of position
-/// first + j, filled by the whole block (from the request's block table, or the token's contiguous row)
-/// before any key is read.
+/// first + j, filled by the whole block from the request's block table before any key is read.
 __device__ void find_rows(const int64_t* block_tables, const int64_t* token_request, const Layout& layout,
                           int64_t token, int group, int64_t first, int length, int64_t* offsets) {
   const int64_t groups = layout.groups;
-  if (layout.contiguous_length > 0) {
-    const int64_t row = (token * groups + group) * layout.contiguous_length;
-    for (int j = threadIdx.x; j < length; j += blockDim.x) offsets[j] = (row + first + j) * layout.head_dim;
-    return;
-  }
   const int64_t* table = block_tables + token_request[token] * layout.table_width;
   for (int j = threadIdx.x; j < length; j += blockDim.x) {
     const int64_t position = first + j;
@@ -129,12 +124,46 @@ __device__ void sum_values(const Scalar* value_cache, const int64_t* offsets, in
   }
 }
 
+/// Where a split block writes: each head's partial (max, sum, unnormalised output) into the workspace, or,
+/// for a token whose positions all lie in split 0, its normalised output straight into the result (what the
+/// combine would compute from the one partial: output / sum, so the combine skips the token).
+template <typename Scalar>
+struct SplitTarget {
+  float* partial_of_head0;  ///< the workspace's (token, first head of the group, split)
+  int64_t partial_stride;   ///< between heads
+  Scalar* output_of_head0;  ///< non-null: the result's (token, first head of the group)
+};
+
+/// Writes one head's eight output values of slice `slice` (and, from lane 0, its max and sum) to `target`.
+template <typename Scalar>
+__device__ __forceinline__ void write_head(const SplitTarget<Scalar>& target, int head, int head_dim, int slice,
+                                           const float (&values)[8], float2 softmax, bool writes_values,
+                                           bool writes_softmax) {
+  if (target.output_of_head0 != nullptr) {
+    Scalar* out = target.output_of_head0 + head * head_dim;
+    if (writes_values) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) store(out + slice * 8 + e, values[e] / softmax.y);
+    }
+    return;
+  }
+  float* out = target.partial_of_head0 + head * target.partial_stride;
+  if (writes_values) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) out[slice * 8 + e] = values[e];
+  }
+  if (writes_softmax) {
+    out[head_dim] = softmax.x;
+    out[head_dim + 1] = softmax.y;
+  }
+}
+
 /// Several warps per head (heads x warps per head <= kMaxWarps): warp part of head h takes a contiguous
 /// chunk of the split's positions; the parts' (max, sum, output) are folded in part order.
 template <typename Scalar>
 __device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets,
                                          const float* q, int length, float scale, int ratio, int per_head, float* pool,
-                                         float* out_of_head0, int64_t out_stride, int head_dim) {
+                                         const SplitTarget<Scalar>& target, int head_dim) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int head = warp / per_head;
@@ -161,24 +190,23 @@ __device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* 
     mine[head_dim + 1] = softmax.y;
   }
   __syncthreads();
-  for (int index = threadIdx.x; index < ratio * (head_dim + 1); index += blockDim.x) {
-    const int h = index / (head_dim + 1);
-    const int i = index % (head_dim + 1);  // i == head_dim: the max and the sum
+  for (int index = threadIdx.x; index < ratio * (head_dim / 8); index += blockDim.x) {
+    const int h = index / (head_dim / 8);
+    const int slice = index % (head_dim / 8);
     const float* parts = pool + h * per_head * stride;
     float largest = -INFINITY;
     for (int p = 0; p < per_head; ++p) largest = fmaxf(largest, parts[p * stride + head_dim]);
-    float folded = 0.0f;
+    float folded[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    float total = 0.0f;
     for (int p = 0; p < per_head; ++p) {
       const float m = parts[p * stride + head_dim];
-      if (m != -INFINITY) folded += parts[p * stride + (i < head_dim ? i : head_dim + 1)] * __expf(m - largest);
+      if (m == -INFINITY) continue;
+      const float weight = __expf(m - largest);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) folded[e] += parts[p * stride + slice * 8 + e] * weight;
+      total += parts[p * stride + head_dim + 1] * weight;
     }
-    float* out = out_of_head0 + h * out_stride;
-    if (i < head_dim) {
-      out[i] = folded;
-    } else {
-      out[head_dim] = largest;
-      out[head_dim + 1] = folded;
-    }
+    write_head(target, h, head_dim, slice, folded, make_float2(largest, total), true, slice == 0);
   }
 }
 
@@ -189,7 +217,7 @@ template <typename Scalar>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                  const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
-                                 float* workspace, Layout layout, float scale) {
+                                 float* workspace, Scalar* output, Layout layout, float scale) {
   __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];   // 16 KiB
   __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];  // 8 KiB: weights, then the warps' parts
   __shared__ int64_t offsets[kSplit];                    // 2 KiB
@@ -209,12 +237,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
   find_rows(block_tables, token_request, layout, token, group, first, length, offsets);
   __syncthreads();
-  float* out_of_head0 = partial_of(workspace, layout, token, group * ratio, split);
-  const int64_t out_stride = static_cast<int64_t>(layout.splits) * (head_dim + 2);
+  SplitTarget<Scalar> target;
+  target.partial_of_head0 = partial_of(workspace, layout, token, group * ratio, split);
+  target.partial_stride = static_cast<int64_t>(layout.splits) * (head_dim + 2);
+  target.output_of_head0 = count <= kSplit ? output + (token * layout.heads + group * ratio) * head_dim : nullptr;
   const int per_head = warps_per_head(ratio);
   if (per_head > 1) {
-    split_heads_across_warps(key_cache, value_cache, offsets, q, length, scale, ratio, per_head, pool, out_of_head0,
-                             out_stride, head_dim);
+    split_heads_across_warps(key_cache, value_cache, offsets, q, length, scale, ratio, per_head, pool, target,
+                             head_dim);
     return;
   }
   const int warp = threadIdx.x >> 5;
@@ -224,20 +254,13 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     const float2 softmax = exponentiate_scores(key_cache, offsets, head_dim, q + h * head_dim, length, scale, weights);
     float sums[8];
     sum_values(value_cache, offsets, head_dim, length, weights, sums);
-    float* out = out_of_head0 + h * out_stride;
-    if (lane < head_dim / 8) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) out[lane * 8 + e] = sums[e];
-    }
-    if (lane == 0) {
-      out[head_dim] = softmax.x;
-      out[head_dim + 1] = softmax.y;
-    }
+    write_head(target, h, head_dim, lane, sums, softmax, lane < head_dim / 8, lane == 0);
     __syncwarp();  // the warp's weights are rewritten by its next head
   }
 }
 
-/// Folds the splits that hold positions of the token (ceil((position + 1) / kSplit) of them).
+/// Folds the splits that hold positions of the token (ceil((position + 1) / kSplit) of them); a token of
+/// one split was written by the split kernel.
 template <typename Scalar>
 __global__ void paged_attention_combine_kernel(const int64_t* positions, const float* workspace, Scalar* output,
                                                Layout layout) {
@@ -247,6 +270,7 @@ __global__ void paged_attention_combine_kernel(const int64_t* positions, const f
   const int head = blockIdx.y;
   const int head_dim = layout.head_dim;
   const int splits = min(static_cast<int>(positions[token] / kSplit) + 1, layout.splits);
+  if (splits == 1) return;
   const float* first = partial_of(const_cast<float*>(workspace), layout, token, head, 0);
   const int stride = head_dim + 2;
   float largest = -INFINITY;
@@ -276,8 +300,7 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
                 static_cast<int>(shape.head_dim),
                 static_cast<int>(shape.block_size),
                 static_cast<int>(shape.table_width),
-                static_cast<int>((shape.max_context + kSplit - 1) / kSplit),
-                shape.contiguous_length};
+                static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(layout.splits));
   const int ratio = static_cast<int>(shape.heads / shape.groups);
@@ -285,7 +308,8 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
   detail::launch_programmatic(paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * warps), 0, stream,
                               static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache),
                               static_cast<const Scalar*>(value_cache), block_tables, token_request, positions,
-                              workspace, layout, scale);
+                              workspace, static_cast<Scalar*>(output), layout, scale);
+  if (layout.splits == 1) return;  // every token was written by the split kernel
   const dim3 combine_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.heads));
   detail::launch_programmatic(paged_attention_combine_kernel<Scalar>, combine_grid, dim3(64), 0, stream, positions,
                               static_cast<const float*>(workspace), static_cast<Scalar*>(output), layout);

@@ -3,7 +3,8 @@
 // that request's cache positions 0..its own position, and finds them through the request's block
 // table. One kernel serves prefill chunks and decode tokens alike; long contexts split across thread
 // blocks (flash-decoding) and a second kernel combines the splits in a fixed order, so a result
-// never depends on how many tokens share the launch. The ATen wrapper is kernels/decode_ops.h.
+// never depends on how many tokens share the launch or how long the launch's longest context is. The ATen
+// wrapper is kernels/paged_attention_ops.h.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +21,6 @@ struct PagedAttentionShape {
   int64_t block_size = 0;
   int64_t table_width = 0;  ///< blocks per request in the table
   int64_t max_context = 0;  ///< no token's position reaches this; sets the number of splits
-  /// > 0: a contiguous cache instead of a paged one, [tokens, groups, contiguous_length, head_dim], token t
-  /// reading row t (block tables, token_request, block_size and table_width unused).
-  int64_t contiguous_length = 0;
 };
 
 /// Positions one split covers.
@@ -32,8 +30,7 @@ constexpr int64_t kPagedAttentionSplit = 256;
 int64_t paged_attention_workspace(const PagedAttentionShape& shape);
 
 /// output [tokens, heads, head_dim] = softmax(scale q k^T) v for query [tokens, heads, head_dim], each
-/// token over positions 0..positions[t] of request token_request[t] (of its own row of a contiguous cache:
-/// block_tables and token_request may then be null). `is_float`: float32 tensors,
+/// token over positions 0..positions[t] of request token_request[t]. `is_float`: float32 tensors,
 /// else bf16. workspace: paged_attention_workspace(shape) floats.
 void launch_paged_attention(const void* query, const void* key_cache, const void* value_cache,
                             const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,

@@ -3,7 +3,6 @@
 #include "graphed/model/attention.h"
 
 #include <cmath>
-#include <limits>
 
 #include <ATen/core/grad_mode.h>
 
@@ -181,47 +180,6 @@ at::Tensor AttentionImpl::attend(Projection projection) {
       [&] { return compat::causal_attention(projection.query, projection.key, projection.value, dropout); }));
 }
 
-LayerCache AttentionImpl::allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const {
-  LayerCache cache;
-  cache.key = at::zeros({batch, groups_, max_sequence, head_dim_}, options);
-  cache.value = at::zeros_like(cache.key);
-  return cache;
-}
-
-at::Tensor AttentionImpl::forward_cached(const at::Tensor& hidden, const NormImpl& norm, const at::Tensor& positions,
-                                         const at::Tensor& blocked, const LayerCache& cache) const {
-  const int64_t batch = hidden.size(0);
-  const int64_t seq = hidden.size(1);
-  const int64_t groups = groups_;
-  const int64_t ratio = heads_ / groups;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  if (seq == 1 && decode_kernels_take(hidden) && kernels::decode_attention_fits(heads_, groups, head_dim_)) {
-    // One decode token per row: norm + QKV, RoPE + the cache write, attention, projection + residual.
-    const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({batch, -1});
-    const at::Tensor rows = positions.view({batch});
-    const at::Tensor query =
-        kernels::rope_into_cache(qkv, rows, rope_cos_, rope_sin_, cache.key, cache.value, heads_, groups, head_dim_);
-    const at::Tensor context = kernels::decode_attention(query, cache.key, cache.value, rows, scale);
-    return output_projection(context.view({batch, 1, heads_, head_dim_}).transpose(1, 2), hidden);
-  }
-  const Projection projection = project(norm.forward_inference(hidden), positions);
-  const at::Tensor slots = positions.view({batch, 1, seq, 1}).expand({batch, groups, seq, head_dim_});
-  cache.key.scatter_(2, slots, projection.key);
-  cache.value.scatter_(2, slots, projection.value);
-  // Queries of one group side by side: [b, groups, ratio * s, d] against the group's keys [b, groups, L, d].
-  const at::Tensor query = projection.query.reshape({batch, groups, ratio * seq, head_dim_});
-  at::Tensor scores = at::matmul(query, cache.key.transpose(-2, -1)) * scale;  // [b, groups, ratio * s, L]
-  scores = scores.view({batch, groups, ratio, seq, -1})
-               .masked_fill(blocked.view({batch, 1, 1, seq, -1}), -std::numeric_limits<double>::infinity());
-  const at::Tensor probabilities =
-      at::softmax(scores, -1, at::promote_types(scores.scalar_type(), at::kFloat)).to(query.scalar_type());
-  const at::Tensor context = at::matmul(probabilities.view({batch, groups, ratio * seq, -1}), cache.value);
-  return output_projection(context.view({batch, heads_, seq, head_dim_}), hidden);
-}
-
-}  // namespace graphed::model
-
-namespace graphed::model {
 
 LayerCache AttentionImpl::allocate_paged_cache(int64_t blocks, int64_t block_size,
                                                const at::TensorOptions& options) const {

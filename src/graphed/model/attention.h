@@ -68,22 +68,16 @@ class AttentionImpl : public torch::nn::Module {
     at::Tensor query, key, value;
   };
   Projection project(const at::Tensor& input, const at::Tensor& positions = {}) const;
-  /// Decoding: the residual stream after this attention, hidden + attention(norm(hidden)), for hidden
-  /// [b, s, h] at `positions` [b, s] over the cache: writes the new keys and values into `cache` at those
-  /// positions, then attends to every cache slot not `blocked` ([b, 1, s, max sequence] bool, true =
-  /// masked). Grouped queries share their group's keys without copies. Same shapes in, same kernels: a
-  /// captured call replays bitwise what an eager one computes.
-  at::Tensor forward_cached(const at::Tensor& hidden, const NormImpl& norm, const at::Tensor& positions,
-                            const at::Tensor& blocked, const LayerCache& cache) const;
-  /// The same for a serving step's flat batch hidden [1, tokens, h] over a paged cache (key/value
-  /// [blocks, block size, groups, head dim]): writes each token's key and value into its slot, then
-  /// attends per batch.segments (dense, per prefill run) and paged attention (every other token).
+  /// Inference: the residual stream after this attention, hidden + attention(norm(hidden)), for a serving
+  /// step's flat batch hidden [1, tokens, h] over a paged cache (key/value [blocks, block size, groups, head
+  /// dim]): writes each token's key and value into its slot, then attends per batch.segments (dense, per
+  /// prefill run) and paged attention (every other token). Grouped queries share their group's keys
+  /// without copies on the paged path. Same shapes in, same kernels: a captured call replays bitwise what an
+  /// eager one computes.
   at::Tensor forward_paged(const at::Tensor& hidden, const NormImpl& norm, const PagedBatch& batch,
                            const LayerCache& cache) const;
   /// Zero paged keys and values: [blocks, block_size, groups, head dim] each, in `options`.
   LayerCache allocate_paged_cache(int64_t blocks, int64_t block_size, const at::TensorOptions& options) const;
-  /// Zero keys and values for `batch` rows of `max_sequence` positions, in `options`.
-  LayerCache allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const;
   /// The output projection of the attention context [b, heads, s, d] -> [b, s, h], plus `residual`
   /// [b, s, h] when defined (decoding: one kernel).
   at::Tensor output_projection(const at::Tensor& context, const at::Tensor& residual = {}) const;

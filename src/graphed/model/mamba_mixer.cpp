@@ -122,8 +122,9 @@ at::Tensor MambaMixerImpl::forward(const at::Tensor& input) {
   return run(tensor_.enter(input), at::Tensor(), at::Tensor(), at::Tensor(), /*recurrent=*/false).output;
 }
 
-at::Tensor MambaMixerImpl::forward_cached(const at::Tensor& input, const at::Tensor& valid,
-                                          const LayerCache& cache) const {
+at::Tensor MambaMixerImpl::forward_with_states(const at::Tensor& input, const at::Tensor& valid,
+                                               const LayerCache& states) const {
+  const LayerCache& cache = states;
   GRAPHED_INTERNAL_ASSERT(cache.conv_state.defined() && cache.ssm_state.defined(), "a Mamba layer without its states");
   const int64_t history = shape_.conv_width - 1;
   if (!valid.defined()) {  // decode: one token per row
@@ -144,7 +145,8 @@ at::Tensor MambaMixerImpl::forward_cached(const at::Tensor& input, const at::Ten
   return pass.output;
 }
 
-LayerCache MambaMixerImpl::allocate_cache(int64_t batch, const at::TensorOptions& model_options) const {
+LayerCache MambaMixerImpl::allocate_states(int64_t slots, const at::TensorOptions& model_options) const {
+  const int64_t batch = slots;
   const auto options =
       model_options.dtype(at::promote_types(at::typeMetaToScalarType(model_options.dtype()), at::kFloat));
   LayerCache cache;

@@ -54,14 +54,14 @@ class MambaMixerImpl : public torch::nn::Module {
   explicit MambaMixerImpl(const MambaShape& shape);
   at::Tensor forward(const at::Tensor& input);  // [b, s, h] -> [b, s, h]
 
-  /// Inference over `cache`'s conv_state and ssm_state, which it continues from and updates in place.
+  /// Inference over `states`' conv_state and ssm_state, which it continues from and updates in place.
   /// valid undefined: one decode token per row ([b, 1, h]), one recurrence step. valid [b, s] bool
   /// (prefill): the positions holding prompt tokens, a prefix of each row; the rest leave the states
   /// alone (dt = 0, and the conv state keeps the last valid inputs).
-  at::Tensor forward_cached(const at::Tensor& input, const at::Tensor& valid, const LayerCache& cache) const;
-  /// Zero conv and SSM states for `batch` rows, in the scan's precision: float32 for a float32, bf16 or
+  at::Tensor forward_with_states(const at::Tensor& input, const at::Tensor& valid, const LayerCache& states) const;
+  /// Zero conv and SSM states for `slots` state slots, in the scan's precision: float32 for a float32, bf16 or
   /// fp16 model (model_options' dtype), float64 for a float64 one; on model_options' device.
-  LayerCache allocate_cache(int64_t batch, const at::TensorOptions& model_options) const;
+  LayerCache allocate_states(int64_t slots, const at::TensorOptions& model_options) const;
   /// The kernels of the mixer's projections (model/kernel_path.h; the fused path: the bf16 working copies,
   /// fp32 weight gradients).
   void use_kernel_path(std::shared_ptr<const KernelPath> path) { path_ = std::move(path); }

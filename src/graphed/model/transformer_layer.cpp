@@ -23,7 +23,7 @@ AttentionShape attention_shape(const config::ModelConfig& config) {
   attention.num_heads = config.num_attention_heads;
   attention.num_query_groups = config.num_query_groups.value_or(config.num_attention_heads);
   attention.head_dim = config.kv_channels.value_or(0);
-  // Every position the model may see: a decode engine indexes the table by position, up to the model's
+  // Every position the model may see: the serving engine indexes the table by position, up to the model's
   // context (max_position_embeddings), which may exceed the training sequence.
   attention.max_sequence = std::max(config.seq_length, config.max_position_embeddings.value_or(config.seq_length));
   attention.rope = config.position_embedding_type == config::PositionEmbedding::kRope;
@@ -252,17 +252,6 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::forward(const at::Tensor
   return compose(hidden, microbatch);
 }
 
-at::Tensor TransformerLayerImpl::forward_cached(const at::Tensor& hidden, const at::Tensor& positions,
-                                                const at::Tensor& blocked, const LayerCache& cache,
-                                                const at::Tensor& valid) {
-  at::Tensor mixed = hidden;
-  if (attention_) mixed = attention_->forward_cached(hidden, *input_norm_, positions, blocked, cache);
-  if (mamba_) mixed = hidden + mamba_->forward_cached(input_norm_->forward_inference(hidden), valid, cache);
-  if (moe_) return moe_unit(mixed)[0];
-  if (mlp_) return mlp_->forward_inference(mixed, *mlp_norm_);
-  return mixed;
-}
-
 namespace {
 
 /// The Mamba mixer over a paged step: the decode tokens together over their requests' state slots,
@@ -275,7 +264,7 @@ at::Tensor mamba_paged(const MambaMixer& mamba, const at::Tensor& normed, const 
     states.conv_state = cache.conv_state.index_select(0, slots);
     states.ssm_state = cache.ssm_state.index_select(0, slots);
     if (start) states.reset_recurrent_state();
-    const at::Tensor output = mamba->forward_cached(input, valid, states);
+    const at::Tensor output = mamba->forward_with_states(input, valid, states);
     cache.conv_state.index_copy_(0, slots, states.conv_state);
     cache.ssm_state.index_copy_(0, slots, states.ssm_state);
     return output;
@@ -311,15 +300,8 @@ at::Tensor TransformerLayerImpl::forward_paged(const at::Tensor& hidden, const P
 
 LayerCache TransformerLayerImpl::allocate_paged_cache(int64_t blocks, int64_t block_size, int64_t state_slots,
                                                       const at::TensorOptions& options) const {
-  if (mamba_) return mamba_->allocate_cache(state_slots, options);
+  if (mamba_) return mamba_->allocate_states(state_slots, options);
   if (attention_) return attention_->allocate_paged_cache(blocks, block_size, options);
-  return {};
-}
-
-LayerCache TransformerLayerImpl::allocate_cache(int64_t batch, int64_t max_sequence,
-                                                const at::TensorOptions& options) const {
-  if (mamba_) return mamba_->allocate_cache(batch, options);
-  if (attention_) return attention_->allocate_cache(batch, max_sequence, options);
   return {};
 }
 

@@ -60,11 +60,6 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// microbatch: which microbatch of the iteration this is (the runners of graph slots pick by it).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& hidden, int64_t microbatch);
 
-  /// Inference: the layer at `positions` [b, s] over its cache (Attention::forward_cached,
-  /// MambaMixer::forward_cached), eagerly and without the training units' runners. hidden [b, s, h] ->
-  /// [b, s, h]. valid [b, s] bool: the prompt positions of a prefill (undefined in a decode step).
-  at::Tensor forward_cached(const at::Tensor& hidden, const at::Tensor& positions, const at::Tensor& blocked,
-                            const LayerCache& cache, const at::Tensor& valid = {});
   /// Inference in a serving engine: one step's flat batch hidden [1, tokens, h] over a paged cache
   /// (Attention::forward_paged). A Mamba layer runs its decode tokens as one batch over their state
   /// slots and each prefill run from its request's slot, continuing the state it left.
@@ -73,9 +68,6 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// attention, `state_slots` Mamba state slots, nothing for MLP or MoE.
   LayerCache allocate_paged_cache(int64_t blocks, int64_t block_size, int64_t state_slots,
                                   const at::TensorOptions& options) const;
-  /// The cache this layer keeps for `batch` rows of `max_sequence` positions: keys and values in
-  /// `options` for attention, float32 states for Mamba, nothing for MLP or MoE.
-  LayerCache allocate_cache(int64_t batch, int64_t max_sequence, const at::TensorOptions& options) const;
 
   /// The attention module (null on a layer without attention).
   Attention& attention() { return attention_; }

@@ -1,4 +1,4 @@
-// tokenizer/tokenizer.h — the Tokenizer interface the decode engine and `graphed tokenize` use: text to
+// tokenizer/tokenizer.h — the Tokenizer interface the serving engine and `graphed tokenize` use: text to
 // ids and back, the vocabulary, special tokens, BOS/EOS; and load_tokenizer(), which picks the
 // implementation from a path (tokenizer.json, a GPT-2 vocab folder, or "bytes"). Implementations:
 // tokenizer/pipeline_tokenizer.h (tokenizer.json pipelines: byte-level BPE, SentencePiece-style BPE
