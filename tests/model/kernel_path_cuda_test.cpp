@@ -13,7 +13,7 @@ TEST(KernelPathCudaTest, WithoutDecodeKernelsDecodingRunsLibTorchsOps) {
   const at::Tensor input = at::randn({1, 256}, options);
   const at::Tensor weight = at::randn({512, 256}, options);
   const at::Tensor residual = at::randn({1, 512}, options);
-  const auto path = aten_path(false);
+  const auto path = aten_path();
   EXPECT_TRUE(at::equal(path->decode_linear(input, weight, {}, {}, residual), residual + at::linear(input, weight)));
   EXPECT_TRUE(at::equal(path->inference_linear(input, weight, {}), at::linear(input, weight)));
 }
@@ -32,7 +32,7 @@ TEST(KernelPathCudaTest, WithoutDecodeKernelsPagedAttentionIsTheReference) {
   context.positions = at::tensor({20, 9}, integers);
   context.max_context = 32;
   const at::Tensor expected = kernels::reference::paged_attention(query, key, value, context, 0.125);
-  EXPECT_TRUE(at::equal(aten_path(false)->paged_attention(query, key, value, context, 0.125), expected));
+  EXPECT_TRUE(at::equal(aten_path()->paged_attention(query, key, value, context, 0.125), expected));
 }
 
 }  // namespace

@@ -102,17 +102,19 @@ TEST(Fp8ResumeCudaTest, DelayedScalesTravelInTheCheckpoint) {
   ASSERT_FALSE(folder.empty());
   json settings = kDelayed;
   settings.update({{"global_batch_size", 16}, {"save", join_path(folder, "run")}});
-  const config::RunConfig config = preset_config("small", settings);
-  const auto make_trainer = [&] {
+  const auto make_trainer = [&](const json& given) {
+    const config::RunConfig config = preset_config("small", given);
     return Trainer(config, TokenDataset::open(config.train, config.model, "", 0), at::Device(at::kCUDA, 0));
   };
-  Trainer uninterrupted = make_trainer();
+  Trainer uninterrupted = make_trainer(settings);
   std::vector<double> expected;
   for (int64_t it = 0; it < 8; ++it) {
     expected.push_back(uninterrupted.train_step(it).loss.item<double>());
     if (it == 3) uninterrupted.save(4);
   }
-  Trainer resumed = make_trainer();
+  json resume = settings;  // a run that goes on in its --save folder names it in --load
+  resume["load"] = join_path(folder, "run");
+  Trainer resumed = make_trainer(resume);
   resumed.load(join_path(folder, "run"));
   EXPECT_TRUE(resumed.state_not_in_checkpoint().empty());
   for (int64_t it = 4; it < 8; ++it) {

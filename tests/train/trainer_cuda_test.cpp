@@ -100,7 +100,10 @@ TEST_F(TrainerCudaTest, ResumeOnTheGpuRepeatsTheUninterruptedRun) {
   Trainer first_half(config, TokenDataset::open(config.train, config.model, "", 0), gpu);
   steps(first_half, 0, 3);
   first_half.save(3);
-  Trainer resumed(config, TokenDataset::open(config.train, config.model, "", 0), gpu);
+  nlohmann::json resume = settings;  // a run that goes on in its --save folder names it in --load
+  resume["load"] = folder;
+  const config::RunConfig resume_config = graphed::testing::run_config(resume);
+  Trainer resumed(resume_config, TokenDataset::open(resume_config.train, resume_config.model, "", 0), gpu);
   resumed.load(folder);
   ASSERT_EQ(resumed.start_iteration(), 3);
   EXPECT_EQ(steps(resumed, 3, 6), std::vector<double>(uninterrupted.begin() + 3, uninterrupted.end()));

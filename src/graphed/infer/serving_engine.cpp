@@ -268,11 +268,14 @@ void ServingEngine::finish(Request& request, FinishReason reason, StepResult& re
   requests_.erase(request.id);
 }
 
-void ServingEngine::absorb(const Schedule& schedule, StepResult& result) {
-  const auto count = static_cast<int64_t>(schedule.chunks.size());
+const int64_t* ServingEngine::read_drawn_tokens(int64_t count) {
   host_tokens_.narrow(0, 0, count).copy_(inputs_.next_tokens_view(count), /*non_blocking=*/true);
   runtime::synchronize(device_);
-  const int64_t* drawn = host_tokens_.data_ptr<int64_t>();
+  return host_tokens_.data_ptr<int64_t>();
+}
+
+void ServingEngine::absorb(const Schedule& schedule, const int64_t* drawn, StepResult& result) {
+  const auto count = static_cast<int64_t>(schedule.chunks.size());
   for (int64_t index = 0; index < count; ++index) {
     const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
     Request& request = *chunk.request;
@@ -306,6 +309,7 @@ StepResult ServingEngine::step() {
 }
 
 void ServingEngine::run_step(StepResult& result) {
+  const auto started = Clock::now();
   const Schedule schedule = scheduler_.next();
   stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
   if (schedule.chunks.empty()) return;
@@ -325,12 +329,18 @@ void ServingEngine::run_step(StepResult& result) {
   StepViews views = inputs_.views(schedule, tokens, requests, result.matched, sizes_.max_sequence);
   views.mode = key.mode;
   (graphed ? *graph_runner_ : *eager_runner_).run(key, views);
+  const auto launched = Clock::now();
   ++stats_.steps;
   ++(graphed ? stats_.graph_steps : stats_.eager_steps);
   if (!result.matched) ++stats_.unmatched_steps;
-  absorb(schedule, result);
+  const int64_t* drawn = read_drawn_tokens(static_cast<int64_t>(schedule.chunks.size()));
+  const auto synchronized = Clock::now();
+  absorb(schedule, drawn, result);
   stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
   stats_.shared_prompt_tokens = scheduler_.shared_tokens();
+  const auto finished = Clock::now();
+  stats_.host_seconds += std::chrono::duration<double>((launched - started) + (finished - synchronized)).count();
+  stats_.step_seconds += std::chrono::duration<double>(finished - started).count();
 }
 
 }  // namespace graphed::infer

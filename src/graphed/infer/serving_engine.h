@@ -84,6 +84,10 @@ struct EngineStats {
   int64_t shared_prompt_tokens = 0;  ///< prompt tokens taken from other requests' blocks (prefix sharing)
   int64_t peak_blocks = 0;
   double capture_seconds = 0;
+  double step_seconds = 0;  ///< on the host's clock, from scheduling a step to handing out its tokens
+  /// Of step_seconds, the host's own work: scheduling, building the inputs, launching, and after the drawn
+  /// tokens arrive, moving the requests on (the rest is waiting for the device).
+  double host_seconds = 0;
 };
 
 class ServingEngine {
@@ -133,8 +137,10 @@ class ServingEngine {
   void ensure_captured(const StepKey& key);
   /// Schedules, runs and absorbs one step into `result` (nothing when no request waits or runs).
   void run_step(StepResult& result);
-  /// Reads the drawn tokens back and moves every request of the schedule on.
-  void absorb(const Schedule& schedule, StepResult& result);
+  /// Waits for the step and reads its first `count` drawn tokens back (pinned host memory).
+  const int64_t* read_drawn_tokens(int64_t count);
+  /// Moves every request of the schedule on by the drawn tokens.
+  void absorb(const Schedule& schedule, const int64_t* drawn, StepResult& result);
   void finish(Request& request, FinishReason reason, StepResult& result);
 
   /// What the options and the device's memory come to.

@@ -22,7 +22,7 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
                        const at::TensorOptions& hidden_options)
     : max_tokens_(max_tokens), max_requests_(max_requests), table_width_(table_width) {
   const auto device = hidden_options.device();
-  const int64_t total = offset(kSectionCount);
+  const int64_t total = offset(kSectionCount, max_tokens, max_requests);
   host_ = runtime::pinned_host_tensor({total}, at::kLong, device);
   host_.zero_();
   device_ = at::zeros({total}, hidden_options.dtype(at::kLong));
@@ -30,16 +30,16 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
   next_tokens_ = at::zeros({max_requests}, hidden_options.dtype(at::kLong));
 }
 
-int64_t StepInputs::offset(Section section) const {
+int64_t StepInputs::offset(Section section, int64_t tokens, int64_t requests) const {
   const int64_t index = static_cast<int64_t>(section);
-  if (index <= kSlots) return index * max_tokens_;  // kTokens..kSlots: one value per token
-  const int64_t per_request_start = 4 * max_tokens_;
-  if (index <= kBlockTables) return per_request_start + (index - kLastToken) * max_requests_;
-  return per_request_start + (kBlockTables - kLastToken) * max_requests_ + max_requests_ * table_width_;
+  if (index <= kSlots) return index * tokens;  // kTokens..kSlots: one value per token
+  const int64_t per_request_start = 4 * tokens;
+  if (index <= kBlockTables) return per_request_start + (index - kLastToken) * requests;
+  return per_request_start + (kBlockTables - kLastToken) * requests + requests * table_width_;
 }
 
-at::Tensor StepInputs::device_section(Section section, int64_t count) const {
-  return device_.narrow(0, offset(section), count);
+at::Tensor StepInputs::device_section(Section section, int64_t tokens, int64_t requests, int64_t count) const {
+  return device_.narrow(0, offset(section, tokens, requests), count);
 }
 
 void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests, int64_t block_size) {
@@ -48,7 +48,7 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
                               schedule.token_count() <= tokens,
                           "a step of ", tokens, " tokens and ", requests, " requests");
   int64_t* data = host_.data_ptr<int64_t>();
-  const auto section = [&](Section s) { return data + offset(s); };
+  const auto section = [&](Section s) { return data + offset(s, tokens, requests); };
   int64_t token = 0;
   for (int64_t index = 0; index < real_requests; ++index) {
     const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
@@ -91,29 +91,45 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     int64_t* table = section(kBlockTables) + index * table_width_;
     std::fill(table, table + table_width_, 0);
   }
-  device_.copy_(host_, /*non_blocking=*/true);
+  const int64_t used = offset(kSectionCount, tokens, requests);
+  device_.narrow(0, 0, used).copy_(host_.narrow(0, 0, used), /*non_blocking=*/true);
   block_size_ = block_size;
 }
 
-StepViews StepInputs::views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only,
-                            int64_t max_context) const {
+StepViews StepInputs::make_views(int64_t tokens, int64_t requests) const {
   StepViews views;
   model::PagedBatch& batch = views.batch;
-  batch.block_size = block_size_;
-  batch.context.positions = device_section(kPositions, tokens);
-  batch.context.token_request = device_section(kTokenRequest, tokens);
-  batch.context.block_tables = device_section(kBlockTables, requests * table_width_).view({requests, table_width_});
-  batch.slots = device_section(kSlots, tokens);
-  batch.state_slots = device_section(kStateSlots, requests);
-  views.token_ids = device_section(kTokens, tokens).view({1, tokens});
-  views.last_token = device_section(kLastToken, requests);
-  views.sampling.top_k = device_section(kTopK, requests);
-  views.sampling.seed_state = device_section(kSeedState, requests);
-  views.sampling.draw = device_section(kDraw, requests);
-  views.sampling.temperature = device_section(kTemperature, requests).view(at::kDouble);
-  views.sampling.top_p = device_section(kTopP, requests).view(at::kDouble);
+  const auto section = [&](Section s, int64_t count) { return device_section(s, tokens, requests, count); };
+  batch.context.positions = section(kPositions, tokens);
+  batch.context.token_request = section(kTokenRequest, tokens);
+  batch.context.block_tables = section(kBlockTables, requests * table_width_).view({requests, table_width_});
+  batch.slots = section(kSlots, tokens);
+  batch.state_slots = section(kStateSlots, requests);
+  views.token_ids = section(kTokens, tokens).view({1, tokens});
+  views.last_token = section(kLastToken, requests);
+  views.sampling.top_k = section(kTopK, requests);
+  views.sampling.seed_state = section(kSeedState, requests);
+  views.sampling.draw = section(kDraw, requests);
+  views.sampling.temperature = section(kTemperature, requests).view(at::kDouble);
+  views.sampling.top_p = section(kTopP, requests).view(at::kDouble);
   views.hidden = hidden_.narrow(1, 0, tokens);
   views.next_tokens = next_tokens_.narrow(0, 0, requests);
+  return views;
+}
+
+StepViews StepInputs::views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only,
+                            int64_t max_context) {
+  // A graphed shape's views are kept (the buckets are few); an eager step's are made for it.
+  StepViews views;
+  if (paged_only) {
+    auto found = shapes_.find({tokens, requests});
+    if (found == shapes_.end()) found = shapes_.emplace(std::make_pair(tokens, requests), make_views(tokens, requests)).first;
+    views = found->second;
+  } else {
+    views = make_views(tokens, requests);
+  }
+  model::PagedBatch& batch = views.batch;
+  batch.block_size = block_size_;
   int64_t decode = 0;
   for (const auto& chunk : schedule.chunks) decode += chunk.decode ? 1 : 0;
   if (paged_only) {

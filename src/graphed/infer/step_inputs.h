@@ -1,12 +1,15 @@
 // infer/step_inputs.h — a serving step's inputs on the device: the flat batch's token ids, positions,
 // requests and cache slots, each request's block table, last token, state slot and sampling settings.
 // They live in one int64 device buffer, sized once for the largest step and filled from pinned host
-// memory by one copy per step; a step of (tokens, requests) reads views at fixed offsets, so a graph
-// captured for that shape reads the same addresses at every replay. Padding tokens write to the
-// padding block 0 and padding requests are greedy, with empty block tables.
+// memory by one copy per step of only what the step reads: a step of (tokens, requests) packs its sections
+// at offsets fixed by that shape, so a graph captured for it reads the same addresses at every replay, and
+// the views of a graphed shape are made once. Padding tokens write to the padding block 0 and padding requests are
+// greedy, with empty block tables.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -40,8 +43,7 @@ class StepInputs {
   /// The views of the last load. `paged_only`: every token through paged attention with contexts up to
   /// `max_context` (a graphed shape); otherwise the prefill chunks are dense segments and max_context is
   /// the step's own.
-  StepViews views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only,
-                  int64_t max_context) const;
+  StepViews views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only, int64_t max_context);
 
   /// The first `count` drawn tokens of the last step.
   at::Tensor next_tokens_view(int64_t count) const { return next_tokens_.narrow(0, 0, count); }
@@ -65,8 +67,11 @@ class StepInputs {
     kBlockTables,
     kSectionCount
   };
-  int64_t offset(Section section) const;
-  at::Tensor device_section(Section section, int64_t count) const;
+  /// Where a section starts in a step of (tokens, requests), and the values the step reads in all.
+  int64_t offset(Section section, int64_t tokens, int64_t requests) const;
+  at::Tensor device_section(Section section, int64_t tokens, int64_t requests, int64_t count) const;
+  /// The buffers' views of a step of (tokens, requests).
+  StepViews make_views(int64_t tokens, int64_t requests) const;
 
   int64_t max_tokens_;
   int64_t max_requests_;
@@ -76,6 +81,7 @@ class StepInputs {
   at::Tensor device_;       // int64, the same layout
   at::Tensor hidden_;       // [1, max tokens, hidden]
   at::Tensor next_tokens_;  // [max requests] int64
+  std::map<std::pair<int64_t, int64_t>, StepViews> shapes_;  // the graphed shapes' views, by (tokens, requests)
 };
 
 }  // namespace graphed::infer

@@ -6,7 +6,6 @@
 
 #include <ATen/core/grad_mode.h>
 
-#include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/paged_attention_ops.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/util/compat.h"
@@ -148,11 +147,6 @@ at::Tensor AttentionImpl::output_projection(const at::Tensor& context, const at:
   return tensor_.leave(project_linear(flat, proj_weight_, bias));
 }
 
-bool AttentionImpl::decode_kernels_take(const at::Tensor& hidden) const {
-  return !shape_.qk_norm && path_->decode_kernels() && kernels::decode_kernels_supported(hidden) &&
-         (!shape_.rope || rope_cos_.scalar_type() == hidden.scalar_type());
-}
-
 at::Tensor AttentionImpl::forward(const at::Tensor& input) { return attend(project(input)); }
 
 NormedLinear AttentionImpl::forward_from_stream(const at::Tensor& hidden, const NormImpl& norm) {
@@ -212,21 +206,31 @@ at::Tensor AttentionImpl::prefill_attention(const at::Tensor& query, const Prefi
   return compat::masked_attention(q, keys, values, allowed)[0];
 }
 
+at::Tensor AttentionImpl::paged_query(const at::Tensor& hidden, const NormImpl& norm, const PagedBatch& batch,
+                                      const LayerCache& cache) const {
+  const int64_t tokens = hidden.size(1);
+  if (shape_.qk_norm) {  // the q/k norms stand between the projection and RoPE
+    const Projection projection = project(norm.forward_inference(hidden), batch.context.positions.view({1, tokens}));
+    cache.key.view({-1, groups_, head_dim_}).index_copy_(0, batch.slots, projection.key[0].transpose(0, 1));
+    cache.value.view({-1, groups_, head_dim_}).index_copy_(0, batch.slots, projection.value[0].transpose(0, 1));
+    return projection.query[0].transpose(0, 1).contiguous();
+  }
+  PagedCacheWrite write;  // norm + QKV, then RoPE + the cache write
+  write.positions = batch.context.positions;
+  write.cache_rows = batch.slots;
+  write.cos = rope_cos_;
+  write.sin = rope_sin_;
+  write.key_cache = cache.key;
+  write.value_cache = cache.value;
+  write.heads = heads_;
+  write.groups = groups_;
+  write.head_dim = head_dim_;
+  return path_->rope_into_paged_cache(norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({tokens, -1}), write);
+}
+
 at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl& norm, const PagedBatch& batch,
                                         const LayerCache& cache) const {
-  const int64_t tokens = hidden.size(1);
-  const int64_t groups = groups_;
-  at::Tensor query;                   // [tokens, heads, d]
-  if (decode_kernels_take(hidden)) {  // norm + QKV, then RoPE + the cache write
-    const at::Tensor qkv = norm.then_linear(hidden, qkv_weight_, qkv_bias_).view({tokens, -1});
-    query = kernels::rope_into_paged_cache(qkv, batch.context.positions, batch.slots, rope_cos_, rope_sin_, cache.key,
-                                           cache.value, heads_, groups, head_dim_);
-  } else {
-    const Projection projection = project(norm.forward_inference(hidden), batch.context.positions.view({1, tokens}));
-    cache.key.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.key[0].transpose(0, 1));
-    cache.value.view({-1, groups, head_dim_}).index_copy_(0, batch.slots, projection.value[0].transpose(0, 1));
-    query = projection.query[0].transpose(0, 1).contiguous();
-  }
+  const at::Tensor query = paged_query(hidden, norm, batch, cache);  // [tokens, heads, d]
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   at::Tensor context;
   if (batch.segments.empty()) {

@@ -93,8 +93,11 @@ class AttentionImpl : public torch::nn::Module {
   int64_t head_dim() const { return head_dim_; }
 
  private:
-  /// Whether decoding `hidden` takes the fused kernels: QKV with the norm, RoPE with the cache write.
-  bool decode_kernels_take(const at::Tensor& hidden) const;
+  /// A serving step's queries [tokens, heads, d] from hidden [1, tokens, h], its keys and values written into
+  /// the paged cache: the norm and QKV projection, then RoPE with the cache write (the path's, fused where it
+  /// can), or with q/k norms LibTorch's projection and RoPE.
+  at::Tensor paged_query(const at::Tensor& hidden, const NormImpl& norm, const PagedBatch& batch,
+                         const LayerCache& cache) const;
   at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions) const;  // [b, heads, s, d]
   /// Dense attention of one prefill run's queries [heads, length, d] over its request's cached context.
   at::Tensor prefill_attention(const at::Tensor& query, const PrefillSegment& segment, const PagedBatch& batch,

@@ -29,10 +29,6 @@ bool FusedPath::accumulates_in_place() const {
   return accumulate_in_place_ && !capture::is_gradient_probe();
 }
 
-at::Tensor FusedPath::decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                    const kernels::LinearInput& first, const at::Tensor& residual) const {
-  return kernels::decode_linear(input, weight, bias, first, residual);
-}
 
 at::Tensor FusedPath::norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                            double epsilon) const {

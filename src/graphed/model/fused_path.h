@@ -1,7 +1,8 @@
 // model/fused_path.h — the model's fused training path (model/kernel_path.h), turned on once by the trainer:
 // norms, linears, RoPE, SwiGLU, the residual add and the output layer with its loss run through
 // kernels/training_ops.h, reading working copies of the weights (bf16 on a GPU) that the optimizer refreshes
-// at every step, instead of autocast casting every weight at every use. Decoding keeps the decode kernels.
+// at every step, instead of autocast casting every weight at every use. Its inference operations are the
+// KernelPath defaults over these (serving loads a model of its own, with the decode kernels).
 #pragma once
 
 #include <unordered_map>
@@ -31,9 +32,6 @@ class FusedPath final : public KernelPath {
                               const at::Tensor& bias) const override {
     return linear(input, weight, bias);
   }
-  at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                           const kernels::LinearInput& first, const at::Tensor& residual) const override;
-  bool decode_kernels() const override { return true; }
   at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                   double epsilon) const override;
   kernels::NormedStream residual_norm(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,

@@ -1,6 +1,7 @@
 // model/gpt_model.cpp — see model/gpt_model.h.
 #include "graphed/model/gpt_model.h"
 
+#include "graphed/model/decode_kernel_path.h"
 #include "graphed/model/fp8_weights_path.h"
 
 #include <algorithm>
@@ -66,7 +67,8 @@ GptModelImpl::GptModelImpl(const config::ModelConfig& config, const std::vector<
   }
   use_eager_stage_runner(StageUnit::kEmbedding);
   use_eager_stage_runner(StageUnit::kLoss);
-  use_kernel_path(aten_path(/*decode_kernels=*/config.fused_kernels));  // --no-fused-kernels: LibTorch's ops alone
+  // --no-fused-kernels: LibTorch's ops alone, inference included.
+  use_kernel_path(config.fused_kernels ? with_decode_kernels(aten_path()) : aten_path());
 }
 
 at::Tensor GptModelImpl::embed(const at::Tensor& tokens) {

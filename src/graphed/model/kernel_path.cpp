@@ -1,4 +1,4 @@
-// model/kernel_path.cpp — see model/kernel_path.h: the ATen path.
+// model/kernel_path.cpp — see model/kernel_path.h: the inference operations' LibTorch forms, and the ATen path.
 #include "graphed/model/kernel_path.h"
 
 #include "graphed/kernels/training_ops.h"
@@ -9,24 +9,13 @@ namespace {
 
 class AtenPath final : public KernelPath {
  public:
-  explicit AtenPath(bool decode_kernels) : decode_kernels_(decode_kernels) {}
-
   at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override {
     return at::linear(input, weight, bias);
   }
   at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
                               const at::Tensor& bias) const override {
-    return decode_kernels_ ? kernels::decode_linear(input, weight, bias) : at::linear(input, weight, bias);
+    return at::linear(input, weight, bias);
   }
-  at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                           const kernels::LinearInput& first, const at::Tensor& residual) const override {
-    if (decode_kernels_) return kernels::decode_linear(input, weight, bias, first, residual);
-    GRAPHED_INTERNAL_ASSERT(first.transform == kernels::RowTransform::kNone,
-                            "a fused input transform asked of the path without decode kernels");
-    const at::Tensor output = at::linear(input, weight, bias);
-    return residual.defined() ? residual + output : output;
-  }
-  bool decode_kernels() const override { return decode_kernels_; }
 
   at::Tensor norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                   double epsilon) const override {
@@ -46,17 +35,42 @@ class AtenPath final : public KernelPath {
     GRAPHED_INTERNAL_ASSERT(false, "the ATen path has no fused output loss (fuses_output_loss() is false)");
     return {};
   }
-
- private:
-  bool decode_kernels_;
 };
 
 }  // namespace
 
-std::shared_ptr<const KernelPath> aten_path(bool decode_kernels) {
-  static const auto with = std::make_shared<const AtenPath>(true);
-  static const auto without = std::make_shared<const AtenPath>(false);
-  return decode_kernels ? with : without;
+at::Tensor KernelPath::transformed(const at::Tensor& input, const kernels::LinearInput& first) const {
+  switch (first.transform) {
+    case kernels::RowTransform::kRmsNorm: return inference_norm(input, first.norm_weight, {}, first.epsilon);
+    case kernels::RowTransform::kSwiglu: return kernels::reference::swiglu(input);
+    case kernels::RowTransform::kNone: break;
+  }
+  return input;
+}
+
+at::Tensor KernelPath::rope_into_paged_cache(const at::Tensor& qkv, const PagedCacheWrite& write) const {
+  const int64_t tokens = qkv.size(0);
+  const at::Tensor parts = qkv.view({tokens, write.heads + 2 * write.groups, write.head_dim});
+  at::Tensor query = parts.narrow(1, 0, write.heads);
+  at::Tensor key = parts.narrow(1, write.heads, write.groups);
+  const at::Tensor value = parts.narrow(1, write.heads + write.groups, write.groups);
+  if (write.cos.defined()) {  // each token's angles [tokens, 1, head_dim / 2], in the activations' dtype
+    const auto angles = [&](const at::Tensor& table) {
+      return table.index_select(0, write.positions).view({tokens, 1, -1}).to(qkv.scalar_type());
+    };
+    const at::Tensor cos = angles(write.cos);
+    const at::Tensor sin = angles(write.sin);
+    query = kernels::reference::rotate_halves(query, cos, sin);
+    key = kernels::reference::rotate_halves(key, cos, sin);
+  }
+  write.key_cache.view({-1, write.groups, write.head_dim}).index_copy_(0, write.cache_rows, key);
+  write.value_cache.view({-1, write.groups, write.head_dim}).index_copy_(0, write.cache_rows, value);
+  return query.contiguous();
+}
+
+std::shared_ptr<const KernelPath> aten_path() {
+  static const auto path = std::make_shared<const AtenPath>();
+  return path;
 }
 
 }  // namespace graphed::model

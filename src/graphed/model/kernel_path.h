@@ -1,7 +1,8 @@
 // model/kernel_path.h — which kernels the model's layers run, chosen once where the model is assembled and
-// handed to every layer: LibTorch's ops (aten_path, the default, with or without graphed's decode kernels:
-// --fused-kernels) or graphed's fused training kernels over working copies of the weights (FusedPath,
-// model/fused_path.h, set by the trainer). Layers call their path and never ask which one it is.
+// handed to every layer: LibTorch's ops (aten_path), with graphed's decode kernels for inference over them
+// (model/decode_kernel_path.h; --fused-kernels, the default), or graphed's fused training kernels over working
+// copies of the weights (FusedPath, model/fused_path.h, set by the trainer). Layers call their path and never
+// ask which one it is: each path's inference operations decide for themselves which tensors their kernels take.
 #pragma once
 
 #include <memory>
@@ -20,6 +21,15 @@ struct NormedLinear {
   at::Tensor output;  ///< linear(norm(stream))
 };
 
+/// Where a serving step's keys and values go, and how they turn (KernelPath::rope_into_paged_cache).
+struct PagedCacheWrite {
+  at::Tensor positions;               ///< [tokens] int64: each token's position
+  at::Tensor cache_rows;              ///< [tokens] int64: block x block size + offset in the block
+  at::Tensor cos, sin;                ///< [positions, head_dim / 2]; undefined: no rotary embedding
+  at::Tensor key_cache, value_cache;  ///< [blocks, block size, groups, head_dim]
+  int64_t heads = 0, groups = 0, head_dim = 0;
+};
+
 class KernelPath {
  public:
   virtual ~KernelPath() = default;
@@ -29,17 +39,30 @@ class KernelPath {
   /// The same projection without autograd (evaluation, sampling): one-row decode kernels where they apply.
   virtual at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
                                       const at::Tensor& bias) const = 0;
-  /// Decoding's projection with its input transform and residual (kernels::decode_linear's contract).
+  /// Decoding's projection with its input transform and residual (kernels::decode_linear's contract):
+  /// residual + inference_linear(first(input), weight, bias), the transform by inference_norm or SwiGLU's
+  /// LibTorch form, unless the path fuses them.
   virtual at::Tensor decode_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                   const kernels::LinearInput& first, const at::Tensor& residual) const = 0;
-  /// Whether decoding may take graphed's decode kernels (each still asks whether the tensors fit).
-  virtual bool decode_kernels() const = 0;
-  /// Serving's attention over paged caches (kernels::paged_attention's contract).
+                                   const kernels::LinearInput& first, const at::Tensor& residual) const {
+    const at::Tensor output = inference_linear(transformed(input, first), weight, bias);
+    return residual.defined() ? residual + output : output;
+  }
+  /// Inference's norm (no autograd): norm() unless the path has a kernel for it.
+  virtual at::Tensor inference_norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                    double epsilon) const {
+    return norm(input, weight, bias, epsilon);
+  }
+  /// From a serving step's QKV projection qkv [tokens, (heads + 2 groups) head_dim]: the queries [tokens,
+  /// heads, head_dim], rotated at their positions (kernels::rope_into_paged_cache's contract); the keys,
+  /// rotated likewise, and the values written into the paged caches. LibTorch's ops unless the path has a
+  /// kernel for it.
+  virtual at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const PagedCacheWrite& write) const;
+  /// Serving's attention over paged caches (kernels::paged_attention's contract): the LibTorch reference
+  /// unless the path has a kernel for it.
   virtual at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache,
                                      const at::Tensor& value_cache, const kernels::PagedContext& context,
                                      double scale) const {
-    if (!decode_kernels()) return kernels::reference::paged_attention(query, key_cache, value_cache, context, scale);
-    return kernels::paged_attention(query, key_cache, value_cache, context, scale);
+    return kernels::reference::paged_attention(query, key_cache, value_cache, context, scale);
   }
 
   /// LayerNorm (bias defined) or RMSNorm over the last dimension.
@@ -86,9 +109,13 @@ class KernelPath {
   /// After the weights' working copies were written outside a step (a checkpoint load): state the path made
   /// from them is made again (the FP8 casts of the weights). Eager, between steps.
   virtual void weights_loaded() const {}
+
+ protected:
+  /// decode_linear's input transform, unfused: inference_norm (RMSNorm), SwiGLU in LibTorch's ops, or none.
+  at::Tensor transformed(const at::Tensor& input, const kernels::LinearInput& first) const;
 };
 
-/// LibTorch's ops; decoding takes graphed's decode kernels where they fit when `decode_kernels`.
-std::shared_ptr<const KernelPath> aten_path(bool decode_kernels = true);
+/// LibTorch's ops, for training and inference alike.
+std::shared_ptr<const KernelPath> aten_path();
 
 }  // namespace graphed::model

@@ -1,7 +1,6 @@
 // model/mlp.cpp — see model/mlp.h.
 #include "graphed/model/mlp.h"
 
-#include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/model/norm.h"
 #include "graphed/util/error.h"
@@ -65,12 +64,12 @@ at::Tensor MlpImpl::forward_inference(const at::Tensor& hidden, const NormImpl& 
   // Row-parallel fc2: the bias and the residual go in once, on the first rank, before the ranks' sum.
   const at::Tensor bias = tensor_.on_first_rank(fc2_bias_);
   const at::Tensor residual = tensor_.on_first_rank(hidden);
-  if (shape_.swiglu && path_->decode_kernels() && kernels::decode_kernels_supported(projected)) {
+  if (shape_.swiglu) {  // SwiGLU is fc2's input transform: the path may fuse them
     kernels::LinearInput first;
     first.transform = kernels::RowTransform::kSwiglu;
     return tensor_.leave(path_->decode_linear(projected, fc2_weight_, bias, first, residual));
   }
-  const at::Tensor activated = mlp_activation(projected, shape_.swiglu, shape_.openai_gelu);
+  const at::Tensor activated = mlp_activation(projected, false, shape_.openai_gelu);
   return tensor_.leave(path_->decode_linear(activated, fc2_weight_, bias, {}, residual));
 }
 

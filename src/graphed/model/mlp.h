@@ -32,8 +32,9 @@ class MlpImpl : public torch::nn::Module {
   /// The stream and forward(norm(hidden)) (a training step's): the norm and fc1 in one call to the path where
   /// nothing stands between them (one tensor-parallel rank), so the path may fuse them.
   NormedLinear forward_from_stream(const at::Tensor& hidden, const NormImpl& norm);
-  /// Decoding: the residual stream after this MLP, hidden + mlp(norm(hidden)). For a bf16 CUDA tensor of a
-  /// few rows, two kernels (kernels::decode_linear): RMSNorm + fc1, then SwiGLU + fc2 + the residual.
+  /// Inference: the residual stream after this MLP, hidden + mlp(norm(hidden)), as two of the path's
+  /// decode_linear calls: norm + fc1, then the activation + fc2 + the residual (one kernel each on the decode
+  /// kernels' path, model/decode_kernel_path.h).
   at::Tensor forward_inference(const at::Tensor& hidden, const NormImpl& norm);
   /// The kernels the MLP runs (model/kernel_path.h).
   void use_kernel_path(std::shared_ptr<const KernelPath> path) { path_ = std::move(path); }

@@ -1,7 +1,6 @@
 // model/norm.cpp — see model/norm.h.
 #include "graphed/model/norm.h"
 
-#include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/training_ops.h"
 
 namespace graphed::model {
@@ -24,18 +23,12 @@ NormedLinear NormImpl::stream_then_linear(const at::Tensor& hidden, const at::Te
   return path_->norm_linear(hidden, weight_, bias_, epsilon_, weight, bias);
 }
 
-bool NormImpl::takes_decode_kernels(const at::Tensor& input) const {
-  return rms_ && path_->decode_kernels() && kernels::decode_kernels_supported(input) &&
-         weight_.scalar_type() == input.scalar_type();
-}
-
 at::Tensor NormImpl::forward_inference(const at::Tensor& input) const {
-  if (takes_decode_kernels(input)) return kernels::rms_norm(input, weight_, epsilon_);
-  return forward(input);
+  return path_->inference_norm(input, weight_, bias_, epsilon_);
 }
 
 at::Tensor NormImpl::then_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
-  if (!takes_decode_kernels(input)) return path_->decode_linear(forward_inference(input), weight, bias, {}, {});
+  if (!rms_) return path_->decode_linear(forward_inference(input), weight, bias, {}, {});
   kernels::LinearInput first;
   first.transform = kernels::RowTransform::kRmsNorm;
   first.norm_weight = weight_;

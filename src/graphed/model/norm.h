@@ -23,20 +23,15 @@ class NormImpl : public torch::nn::Module {
   /// forward_stream(hidden) and linear(normed, weight, bias) in one (KernelPath::norm_linear): the stream, and
   /// the linear's output.
   NormedLinear stream_then_linear(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias) const;
-  /// The same norm for decoding: RMSNorm of a bf16 CUDA tensor through one fused kernel
-  /// (kernels/decode_ops.h), anything else through forward().
+  /// The same norm for inference (KernelPath::inference_norm: a fused kernel where the path has one).
   at::Tensor forward_inference(const at::Tensor& input) const;
-  /// linear(norm(input)) with weight [out, hidden] and bias [out] (may be undefined), for decoding: RMSNorm
-  /// of a bf16 CUDA tensor folds into the linear's kernel (kernels::decode_linear), anything else runs
-  /// forward_inference first.
+  /// linear(norm(input)) with weight [out, hidden] and bias [out] (may be undefined), for inference: an RMSNorm
+  /// is the linear's input transform (KernelPath::decode_linear, which may fuse them), a LayerNorm runs first.
   at::Tensor then_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const;
   /// The kernels the norm runs (model/kernel_path.h).
   void use_kernel_path(std::shared_ptr<const KernelPath> path) { path_ = std::move(path); }
 
  private:
-  /// RMSNorm of a bf16 CUDA input with weights of its dtype on a path with decode kernels.
-  bool takes_decode_kernels(const at::Tensor& input) const;
-
   bool rms_;
   double epsilon_;
   at::Tensor weight_;

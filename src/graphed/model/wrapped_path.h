@@ -28,7 +28,13 @@ class WrappedPath : public KernelPath {
                            const kernels::LinearInput& first, const at::Tensor& residual) const override {
     return inner_->decode_linear(input, weight, bias, first, residual);
   }
-  bool decode_kernels() const override { return inner_->decode_kernels(); }
+  at::Tensor inference_norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                            double epsilon) const override {
+    return inner_->inference_norm(input, weight, bias, epsilon);
+  }
+  at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const PagedCacheWrite& write) const override {
+    return inner_->rope_into_paged_cache(qkv, write);
+  }
   at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
                              const kernels::PagedContext& context, double scale) const override {
     return inner_->paged_attention(query, key_cache, value_cache, context, scale);
