@@ -102,26 +102,11 @@ void print_ready(const CommandLine& command_line, const serve::ServedModel& serv
       << ", models; /health, /metrics); SIGTERM or Ctrl-C stops it" << std::endl;
 }
 
-/// A rank other than the first of a tensor-parallel group: makes the first rank's engine calls until it
-/// stops. Signals are the first rank's to act on: this rank ends when it says so.
-int follow_first_rank(infer::ServingEngine& engine, ServingGroup& group) {
-  StopSignals ignored(false, "");
-  bool stopped = false;
-  try {
-    stopped = serve::follow_engine(engine, group.channel());
-  } catch (const std::exception& error) {
-    group.report_failure(error);  // the first rank must not wait in a collective for this one
-    throw;
-  }
-  if (!stopped) return 1;  // the first rank failed and said why
-  group.finish();
-  return 0;
-}
-
 /// The first rank (or the only process): the engine loop behind the HTTP server, until a signal or an engine
 /// failure; 0, or 1 after a failure.
 int serve_http(const CommandLine& command_line, GenerationModel& model, const std::optional<serve::ChatPrompt>& chat,
-               infer::ServingEngine& engine, serve::EngineCalls& calls, ServingGroup* group, std::ostream& out) {
+               infer::ServingEngine& engine, serve::EngineCalls& calls, ServingProcesses& processes,
+               std::ostream& out) {
   serve::EngineLoop loop(engine, calls, command_line.server.max_queued);
 
   serve::ServedModel served;
@@ -161,7 +146,7 @@ int serve_http(const CommandLine& command_line, GenerationModel& model, const st
   http.join();
   if (!failed) {
     calls.finish();  // the other ranks of a tensor-parallel group stop following
-    if (group) group->finish();
+    processes.finish();
   } else {
     calls.abort();
   }
@@ -195,36 +180,22 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
         "or 'bytes')");
   }
   const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
-  std::unique_ptr<ServingGroup> group;  // tensor parallelism: each rank its part, the same engine everywhere
-  if (tensor_size > 1)
-    group = std::make_unique<ServingGroup>(environment, tensor_size, device, model.model,
-                                           !command_line.disable_custom_all_reduce);
+  // One process, or a tensor-parallel group: each rank its part, the same engine everywhere.
+  const std::unique_ptr<ServingProcesses> processes =
+      serving_processes(environment, tensor_size, device, model.model, !command_line.disable_custom_all_reduce);
   infer::ServingOptions options = engine_options(command_line, graphs, model);
-  if (group) model.model->to(device);
+  processes->move_to_device(model.model);
   {  // before the cache takes what memory is left
     const at::NoGradGuard no_grad;
     apply_quantization(command_line.serving.quantization, model.model, device, notes);
   }
-  if (group) {
-    options.cache_blocks = group->agree_on_blocks(infer::ServingEngine::blocks_that_fit(model.model, device, options));
-    options.prompt_vocabulary = group->prompt_vocabulary();
-  }
+  processes->agree_on(options, model.model);
   infer::ServingEngine engine(model.model, device, options);
   // OpenAI's default is temperature 1: most requests sample, so their graphs are ready before the first one.
   engine.capture_graphs({infer::SamplingMode::kGreedy, infer::SamplingMode::kTemperature});
-  if (group && !group->is_first()) return follow_first_rank(engine, *group);
-  std::unique_ptr<serve::EngineCalls> calls;
-  if (group) {
-    calls = std::make_unique<serve::MirroredEngineCalls>(engine, group->channel());
-  } else {
-    calls = std::make_unique<serve::LocalEngineCalls>(engine);
-  }
-  try {
-    return serve_http(command_line, model, chat, engine, *calls, group.get(), out);
-  } catch (...) {
-    calls->abort();  // the other ranks of a tensor-parallel group stop following instead of waiting
-    throw;
-  }
+  return processes->run(engine, [&](serve::EngineCalls& calls) {
+    return serve_http(command_line, model, chat, engine, calls, *processes, out);
+  });
 }
 
 }  // namespace graphed::cli

@@ -1,4 +1,5 @@
-// cli/serve_tensor_parallel.cpp — see cli/serve_tensor_parallel.h.
+// cli/serve_tensor_parallel.cpp — see cli/serve_tensor_parallel.h. The one place that tells one process from
+// a tensor-parallel group is serving_processes().
 #include "graphed/cli/serve_tensor_parallel.h"
 
 #include <string>
@@ -7,6 +8,7 @@
 #include "graphed/config/validation.h"
 #include "graphed/dist/peer_collectives.h"
 #include "graphed/util/error.h"
+#include "graphed/util/stop_signals.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
@@ -29,7 +31,38 @@ void require_split(const config::RunConfig& run) {
   issues.throw_errors("the model cannot be split over the tensor-parallel ranks");
 }
 
+/// Answers clients through `calls`; if that throws, the calls are aborted first (the other ranks of a
+/// tensor-parallel group stop following instead of waiting).
+int answer_through(serve::EngineCalls& calls, const AnswerClients& answer_clients) {
+  try {
+    return answer_clients(calls);
+  } catch (...) {
+    calls.abort();
+    throw;
+  }
+}
+
+/// The only process: the model was loaded onto its device, the engine sizes its own cache, and its calls go
+/// to the engine alone.
+class OneProcess final : public ServingProcesses {
+ public:
+  void move_to_device(model::GptModel&) override {}
+  void agree_on(infer::ServingOptions&, model::GptModel&) override {}
+  int run(infer::ServingEngine& engine, const AnswerClients& answer_clients) override {
+    serve::LocalEngineCalls calls(engine);
+    return answer_through(calls, answer_clients);
+  }
+  void finish() override {}
+};
+
 }  // namespace
+
+std::unique_ptr<ServingProcesses> serving_processes(const dist::LaunchEnvironment& environment, int64_t tensor_size,
+                                                    const at::Device& device, model::GptModel& model,
+                                                    bool peer_all_reduce) {
+  if (tensor_size > 1) return std::make_unique<ServingGroup>(environment, tensor_size, device, model, peer_all_reduce);
+  return std::make_unique<OneProcess>();
+}
 
 void require_serving_launch(const dist::LaunchEnvironment& environment, int64_t tensor_size) {
   if (tensor_size < 1) {
@@ -65,13 +98,37 @@ ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t t
 
 ServingGroup::~ServingGroup() = default;
 
-int64_t ServingGroup::agree_on_blocks(int64_t blocks) {
+void ServingGroup::move_to_device(model::GptModel& model) { model->to(device_); }
+
+void ServingGroup::agree_on(infer::ServingOptions& options, model::GptModel& model) {
+  const int64_t blocks = infer::ServingEngine::blocks_that_fit(model, device_, options);
   dist::Communicator& world = run_->groups().world();
   at::Tensor mine = at::full({1}, blocks, at::TensorOptions().dtype(at::kLong).device(device_));
   std::vector<at::Tensor> all;
   for (int64_t r = 0; r < world.size(); ++r) all.push_back(at::empty_like(mine));
   world.all_gather(all, mine).wait();
-  return at::cat(all).min().item<int64_t>();
+  options.cache_blocks = at::cat(all).min().item<int64_t>();
+  options.prompt_vocabulary = prompt_vocabulary_;
+}
+
+int ServingGroup::run(infer::ServingEngine& engine, const AnswerClients& answer_clients) {
+  if (rank_ != 0) return follow_first_rank(engine);
+  serve::MirroredEngineCalls calls(engine, *channel_);
+  return answer_through(calls, answer_clients);
+}
+
+int ServingGroup::follow_first_rank(infer::ServingEngine& engine) {
+  StopSignals ignored(false, "");
+  bool stopped = false;
+  try {
+    stopped = serve::follow_engine(engine, *channel_);
+  } catch (const std::exception& error) {
+    run_->report_failure(error);  // the first rank must not wait in a collective for this one
+    throw;
+  }
+  if (!stopped) return 1;  // the first rank failed and said why
+  finish();
+  return 0;
 }
 
 }  // namespace graphed::cli

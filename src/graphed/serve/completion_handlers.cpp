@@ -18,6 +18,7 @@
 #include "graphed/serve/api_error.h"
 #include "graphed/serve/client_connection.h"
 #include "graphed/serve/generation.h"
+#include "graphed/serve/request_kind.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::serve {
@@ -51,11 +52,11 @@ struct Choice {
 
 /// One request between its handler and httplib's content provider.
 struct Exchange {
-  Exchange(std::vector<Choice> choices, ResponseHeader header, bool chat, bool include_usage, ServerMetrics& metrics,
-           std::shared_ptr<std::atomic<int>> open)
+  Exchange(std::vector<Choice> choices, ResponseHeader header, const RequestKind& kind, bool include_usage,
+           ServerMetrics& metrics, std::shared_ptr<std::atomic<int>> open)
       : choices(std::move(choices)),
         header(std::move(header)),
-        chat(chat),
+        kind(kind),
         include_usage(include_usage),
         metrics(metrics),
         open(std::move(open)) {
@@ -67,12 +68,12 @@ struct Exchange {
 
   std::vector<Choice> choices;
   ResponseHeader header;
-  bool chat;
+  const RequestKind& kind;  // lives as long as the program
   bool include_usage;
   ServerMetrics& metrics;
   std::shared_ptr<std::atomic<int>> open;  // the handlers' count of open requests
   std::size_t streaming = 0;               // the choice a stream writes now (each in turn; all run at once)
-  bool role_sent = false;                  // a chat stream's first chunk
+  bool opened = false;                     // the kind's opening chunks are sent
   bool settled = false;                    // counted in the metrics
 
   Usage usage() const {
@@ -85,15 +86,13 @@ struct Exchange {
     return total;
   }
   json body() const {
-    if (chat) return chat_body(header, choices[0].text, *choices[0].finish_reason, usage());
     std::vector<ChoiceText> texts;
     for (const auto& choice : choices) texts.push_back({choice.text, *choice.finish_reason});
-    return completion_body(header, texts, usage());
+    return kind.body(header, texts, usage());
   }
+  /// A chunk of the choice streaming now.
   json chunk(const std::string& piece, const std::optional<std::string>& finish_reason) const {
-    if (!chat) return completion_chunk(header, static_cast<int64_t>(streaming), piece, finish_reason);
-    return chat_chunk(header, finish_reason && piece.empty() ? json::object() : json{{"content", piece}},
-                      finish_reason);
+    return kind.chunk(header, static_cast<int64_t>(streaming), piece, finish_reason);
   }
   /// Counts the request's outcome once; a completed one's tokens and the first prompt's timings.
   void settle(Outcome outcome) {
@@ -133,10 +132,10 @@ struct Exchange {
 /// One call of a stream's content provider: writes what came within a heartbeat. False: the client left.
 bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milliseconds heartbeat) {
   const auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
-  if (exchange.chat && !exchange.role_sent) {
-    exchange.role_sent = true;
-    if (!write(event(chat_chunk(exchange.header, {{"role", "assistant"}, {"content", ""}}, std::nullopt)))) {
-      return exchange.hung_up();
+  if (!exchange.opened) {
+    exchange.opened = true;
+    for (const json& opening : exchange.kind.opening_chunks(exchange.header)) {
+      if (!write(event(opening))) return exchange.hung_up();
     }
   }
   try {
@@ -149,8 +148,7 @@ bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milli
     std::string tail = event(exchange.chunk("", piece->finish_reason));
     if (++exchange.streaming < exchange.choices.size()) return write(tail) || exchange.hung_up();
     if (exchange.include_usage) {
-      tail += event(
-          usage_chunk(exchange.header, exchange.chat ? "chat.completion.chunk" : "text_completion", exchange.usage()));
+      tail += event(usage_chunk(exchange.header, exchange.kind.chunk_object(), exchange.usage()));
     }
     if (!write(tail + "data: [DONE]\n\n")) return exchange.hung_up();
     exchange.settle(Outcome::kCompleted);
@@ -216,9 +214,9 @@ void CompletionHandlers::check_model(const std::string& model) const {
 namespace {
 
 /// The request field a refusal is about.
-std::string param_of(infer::RejectedPart part, bool chat) {
+std::string param_of(infer::RejectedPart part, const RequestKind& kind) {
   switch (part) {
-    case infer::RejectedPart::kPrompt: return chat ? "messages" : "prompt";
+    case infer::RejectedPart::kPrompt: return kind.prompt_param();
     case infer::RejectedPart::kMaxNewTokens: return "max_tokens";  // chat takes it too, beside max_completion_tokens
     case infer::RejectedPart::kSampling: return "temperature";
     case infer::RejectedPart::kCache:
@@ -229,14 +227,13 @@ std::string param_of(infer::RejectedPart part, bool chat) {
 
 }  // namespace
 
-GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const GenerationFields& fields, bool chat,
-                                        const std::string& label) const {
+GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const GenerationFields& fields,
+                                        const RequestKind& kind, const std::string& label) const {
   GenerationPlan plan;
   const auto length = static_cast<int64_t>(prompt.size());
   if (length == 0)
-    throw invalid_request(label + "the prompt is empty; send at least one token of text", chat ? "messages" : "prompt");
-  // OpenAI's defaults: 16 tokens for a completion; a chat may use whatever the context leaves.
-  plan.options.max_new_tokens = fields.max_tokens.value_or(chat ? std::max<int64_t>(1, model_.context - length) : 16);
+    throw invalid_request(label + "the prompt is empty; send at least one token of text", kind.prompt_param());
+  plan.options.max_new_tokens = fields.max_tokens.value_or(kind.default_max_tokens(length, model_.context));
   plan.options.sampling.temperature = fields.temperature;
   plan.options.sampling.top_k = fields.top_k;
   plan.options.sampling.top_p = fields.top_p;
@@ -245,16 +242,17 @@ GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const Gener
   plan.options.stop_tokens.insert(plan.options.stop_tokens.end(), fields.stop_ids.begin(), fields.stop_ids.end());
   plan.stop_strings = fields.stop_strings;
   if (const auto refused = loop_.rejection(prompt, plan.options)) {
-    throw invalid_request(label + refused->message(), param_of(refused->part, chat));
+    throw invalid_request(label + refused->message(), param_of(refused->part, kind));
   }
   plan.prompt = std::move(prompt);
   return plan;
 }
 
-void CompletionHandlers::run(bool chat, std::vector<std::vector<int64_t>> prompts, const GenerationFields& fields,
-                             const httplib::Request& request, httplib::Response& response) {
+void CompletionHandlers::run(const RequestKind& kind, std::vector<std::vector<int64_t>> prompts,
+                             const GenerationFields& fields, const httplib::Request& request,
+                             httplib::Response& response) {
   const auto arrival = Clock::now();
-  ResponseHeader header{new_id(chat ? "chatcmpl-" : "cmpl-"), model_.id, static_cast<int64_t>(std::time(nullptr))};
+  ResponseHeader header{new_id(kind.id_prefix()), model_.id, static_cast<int64_t>(std::time(nullptr))};
   if (static_cast<int64_t>(prompts.size()) > loop_.capacity()) {
     throw invalid_request("'prompt' holds " + std::to_string(prompts.size()) +
                               " prompts, more than this server holds at "
@@ -267,13 +265,13 @@ void CompletionHandlers::run(bool chat, std::vector<std::vector<int64_t>> prompt
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string label =
         prompts.size() > 1 ? "prompt " + std::to_string(i + 1) + " of " + std::to_string(prompts.size()) + ": " : "";
-    plans.push_back(plan(std::move(prompts[i]), fields, chat, label));
+    plans.push_back(plan(std::move(prompts[i]), fields, kind, label));
   }
   std::vector<Choice> choices;
   for (auto& planned : plans) {
     choices.push_back({std::make_unique<Generation>(loop_, *model_.tokenizer, std::move(planned), arrival), "", {}});
   }
-  auto exchange = std::make_shared<Exchange>(std::move(choices), header, chat, fields.include_usage, metrics_, open_);
+  auto exchange = std::make_shared<Exchange>(std::move(choices), header, kind, fields.include_usage, metrics_, open_);
   if (!fields.stream) {
     if (!wait_for_whole(*exchange, request, heartbeat_)) return;  // the client left: nobody reads an answer
     response.set_content(exchange->body().dump(), "application/json");
@@ -297,7 +295,7 @@ void CompletionHandlers::completions(const httplib::Request& request, httplib::R
   for (const PromptInput& prompt : parsed.prompts) {
     prompts.push_back(prompt.text ? model_.tokenizer->encode(*prompt.text, /*add_special_tokens=*/true) : prompt.ids);
   }
-  run(false, std::move(prompts), parsed.generation, request, response);
+  run(completion_kind(), std::move(prompts), parsed.generation, request, response);
 }
 
 void CompletionHandlers::chat(const httplib::Request& request, httplib::Response& response) {
@@ -312,7 +310,8 @@ void CompletionHandlers::chat(const httplib::Request& request, httplib::Response
   const std::string text =
       model_.chat->render(parsed.messages, parsed.tools, parsed.add_generation_prompt, parsed.template_kwargs);
   // The template writes the special tokens (bos) itself, as transformers' apply_chat_template does.
-  run(true, {model_.tokenizer->encode(text, /*add_special_tokens=*/false)}, parsed.generation, request, response);
+  run(chat_kind(), {model_.tokenizer->encode(text, /*add_special_tokens=*/false)}, parsed.generation, request,
+      response);
 }
 
 }  // namespace graphed::serve

@@ -19,6 +19,8 @@
 
 namespace graphed::serve {
 
+class RequestKind;
+
 class CompletionHandlers {
  public:
   /// `heartbeat`: how often a waiting response looks for a hung-up client: a stream writes an SSE comment,
@@ -26,19 +28,20 @@ class CompletionHandlers {
   CompletionHandlers(EngineLoop& loop, ServerMetrics& metrics, const ServedModel& model,
                      std::chrono::milliseconds heartbeat);
 
-  /// Both throw ApiError for a request they refuse before it runs.
+  /// Each reads its endpoint's request into prompts and runs them as its kind (serve/request_kind.h). Both
+  /// throw ApiError for a request they refuse before it runs.
   void completions(const httplib::Request& request, httplib::Response& response);
   void chat(const httplib::Request& request, httplib::Response& response);
   /// Requests accepted and not yet fully answered (their responses may still be streaming).
   int open_requests() const { return open_->load(); }
 
  private:
-  /// Runs the prompts (a chat has one) and answers, in the endpoint's shape, whole or streamed.
-  void run(bool chat, std::vector<std::vector<int64_t>> prompts, const GenerationFields& fields,
+  /// Runs the prompts (a chat has one) and answers, in the kind's shape, whole or streamed.
+  void run(const RequestKind& kind, std::vector<std::vector<int64_t>> prompts, const GenerationFields& fields,
            const httplib::Request& request, httplib::Response& response);
   /// The engine's options for one prompt (`label` names it among several: "prompt 2 of 3: "); ApiError 400
   /// naming the field at fault when the engine would refuse it.
-  GenerationPlan plan(std::vector<int64_t> prompt, const GenerationFields& fields, bool chat,
+  GenerationPlan plan(std::vector<int64_t> prompt, const GenerationFields& fields, const RequestKind& kind,
                       const std::string& label) const;
   void check_model(const std::string& model) const;
 
