@@ -9,10 +9,10 @@
 
 #include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
 #include "capture/expect_equal_tensors.h"
 #include "capture/toy_units.h"
+#include "cuda_test.h"
 #include "error_text.h"
 #include "graphed/capture/graph_registry.h"
 #include "graphed/runtime/device.h"
@@ -70,10 +70,11 @@ struct Parameters {
   }
 };
 
-class CudaGraphManagerCudaTest : public ::testing::Test {
+class CudaGraphManagerCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     stream_ = std::make_unique<SideStream>(device_);
     use_ = std::make_unique<SideStream::Use>(*stream_);
   }

@@ -8,15 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda_test.h"
+
 namespace graphed {
 namespace {
 
-class CudaGraphSmokeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  }
-};
+using CudaGraphSmokeTest = graphed::testing::CudaTest;
 
 at::Tensor mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2) {
   return at::matmul(at::gelu(at::matmul(x, w1)), w2);  // [64, 128] -> [64, 256] -> [64, 128]

@@ -7,18 +7,19 @@
 #include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/cuda.h>
 
+#include "cuda_test.h"
 #include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
 namespace graphed::capture {
 namespace {
 
-class FullIterationGraphCudaTest : public ::testing::Test {
+class FullIterationGraphCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     stream_ = std::make_unique<SideStream>(device_);
   }
   at::Device device_{at::kCUDA, 0};

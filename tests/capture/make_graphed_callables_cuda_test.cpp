@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/cuda.h>
 
 #include <set>
 
+#include "cuda_test.h"
 #include "error_text.h"
 
 #include "capture/expect_equal_tensors.h"
@@ -24,10 +24,11 @@ using graphed::testing::error_text;
 using graphed::testing::expect_all_equal;
 using graphed::testing::linear_unit;
 
-class GraphedCallablesCudaTest : public ::testing::Test {
+class GraphedCallablesCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     stream_ = std::make_unique<SideStream>(device_);
     at::manual_seed(0);
     for (int i = 0; i < 2; ++i) {

@@ -6,13 +6,22 @@
 #include <torch/cuda.h>
 
 #include "child_processes.h"
+#include "cuda_test.h"
 #include "dist/rank_launch.h"
 
 namespace graphed::testing {
 namespace {
 
-TEST(PeerCollectivesCudaTest, TwoRanksSumExactlyEagerAndInGraphs) {
-  if (torch::cuda::device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+class PeerCollectivesCudaTest : public CudaTest {
+ protected:
+  void SetUp() override {
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
+    if (torch::cuda::device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  }
+};
+
+TEST_F(PeerCollectivesCudaTest, TwoRanksSumExactlyEagerAndInGraphs) {
   const std::string folder = join_path(::testing::TempDir(), "peer-all-reduce-" + std::to_string(::getpid()));
   ASSERT_EQ(create_directories(folder), 0);
   const std::string store = join_path(folder, "store");

@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cuda_test.h"
 #include "graphed/util/file_system.h"
 
 namespace graphed::hf {
@@ -44,7 +45,7 @@ int run_command(const std::string& command, std::string& output) {
   return ::pclose(pipe);
 }
 
-class HfModelCudaTest : public ::testing::Test {
+class HfModelCudaTest : public graphed::testing::CudaTest {
  protected:
   /// Runs hf_reference.py once for the whole suite.
   static void SetUpTestSuite() {
@@ -64,8 +65,9 @@ class HfModelCudaTest : public ::testing::Test {
   }
 
   void SetUp() override {
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
     ASSERT_EQ(script_status_, 0) << "hf_reference.py failed:\n" << script_output_;
   }
 

@@ -4,12 +4,12 @@
 // bit, for batches that take the one- and two-row kernels and those that take the scaled GEMM; and the FP8
 // model's logits stay within FP8's error of the bf16 model's.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "cuda_test.h"
 #include "graphed/infer/serving_engine.h"
 #include "graphed/kernels/fp8_linear.h"
 #include "graphed/model/fp8_weights_path.h"
@@ -20,10 +20,11 @@ namespace {
 
 using config::InferenceCudaGraphScope;
 
-class Fp8DecodeCudaTest : public ::testing::Test {
+class Fp8DecodeCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     std::string why_not;
     if (!kernels::fp8_supported(at::Device(at::kCUDA, 0), &why_not)) GTEST_SKIP() << why_not;
   }

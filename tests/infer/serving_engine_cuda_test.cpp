@@ -7,13 +7,13 @@
 // of 300 ids over the model's 512: no padded id is ever drawn. Also: capture_graphs() captures every
 // bucket, and the blocks all come back.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
 #include <iostream>
 #include <map>
 #include <random>
 #include <set>
 
+#include "cuda_test.h"
 #include "graphed/infer/serving_engine.h"
 #include "test_models.h"
 
@@ -114,12 +114,7 @@ struct Param {
   InferenceCudaGraphScope scope;
 };
 
-class ServingEngineCudaTest : public ::testing::TestWithParam<Param> {
- protected:
-  void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  }
-};
+using ServingEngineCudaTest = graphed::testing::CudaTestWithParam<Param>;
 
 TEST_P(ServingEngineCudaTest, GraphedEqualsEagerBitwiseAsRequestsJoinAndLeave) {
   model::GptModel model = cuda_model(GetParam().style);

@@ -10,6 +10,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "cuda_test.h"
 #include "graphed/kernels/decode_ops.h"
 #include "graphed/kernels/paged_attention_ops.h"
 
@@ -18,10 +19,11 @@ namespace {
 
 const auto kBf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
 
-class DecodeOpsCudaTest : public ::testing::Test {
+class DecodeOpsCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     at::manual_seed(3);
   }
 };

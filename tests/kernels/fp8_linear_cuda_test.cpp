@@ -7,7 +7,6 @@
 // in place writes a fresh cast's bytes; SwiGLU's fused cast and linear, and the norm that writes E4M3 with its
 // linear, equal the two apart.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test.h"
 #include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/fp8_gemm.h"
 #include "graphed/kernels/fp8_linear.h"
@@ -28,10 +28,11 @@ const auto kCuda = at::TensorOptions().device(at::kCUDA);
 const auto kBf16 = kCuda.dtype(at::kBFloat16);
 const auto kFloat = kCuda.dtype(at::kFloat);
 
-class Fp8LinearCudaTest : public ::testing::Test {
+class Fp8LinearCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     std::string why_not;
     if (!fp8_supported(at::Device(at::kCUDA, 0), &why_not)) GTEST_SKIP() << why_not;
     at::manual_seed(11);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test.h"
 #include "graphed/kernels/fp8_linear.h"
 #include "graphed/kernels/fp8_weights.h"
 
@@ -21,10 +22,11 @@ namespace {
 
 const auto kBf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
 
-class Fp8WeightsCudaTest : public ::testing::Test {
+class Fp8WeightsCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     std::string why_not;
     if (!fp8_supported(at::Device(at::kCUDA, 0), &why_not)) GTEST_SKIP() << why_not;
     at::manual_seed(21);

@@ -12,6 +12,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "cuda_test.h"
 #include "graphed/kernels/paged_attention_ops.h"
 
 namespace graphed::kernels {
@@ -54,10 +55,11 @@ Case make_case(at::ScalarType type, int64_t heads, int64_t groups, int64_t head_
   return c;
 }
 
-class PagedAttentionCudaTest : public ::testing::TestWithParam<at::ScalarType> {
+class PagedAttentionCudaTest : public graphed::testing::CudaTestWithParam<at::ScalarType> {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTestWithParam::SetUp();
+    if (IsSkipped()) return;
     at::manual_seed(11);
   }
 };

@@ -13,6 +13,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "cuda_test.h"
 #include "graphed/kernels/decode_ops.h"
 
 namespace graphed::kernels {
@@ -20,10 +21,11 @@ namespace {
 
 const auto kBf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
 
-class RowLinearCudaTest : public ::testing::Test {
+class RowLinearCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     at::manual_seed(11);
   }
 };

@@ -12,10 +12,13 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "cuda_test.h"
 #include "graphed/kernels/sampling_ops.h"
 
 namespace graphed::kernels {
 namespace {
+
+using GumbelMaxCudaTest = graphed::testing::CudaTest;
 
 constexpr int64_t kRows = 12;
 
@@ -58,8 +61,7 @@ GumbelRows on_device(const GumbelRows& rows) {
           rows.seed_state.cuda(),  rows.draw.cuda(),      rows.row_word_is_index};
 }
 
-TEST(GumbelMaxCudaTest, TheKernelDrawsWhatTheCpuLoopDraws) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(GumbelMaxCudaTest, TheKernelDrawsWhatTheCpuLoopDraws) {
   at::manual_seed(4);
   for (const double spread : {0.01, 1.0, 3.0, 8.0}) {
     const at::Tensor table = logits_with_ties(spread);
@@ -82,8 +84,7 @@ TEST(GumbelMaxCudaTest, TheKernelDrawsWhatTheCpuLoopDraws) {
   }
 }
 
-TEST(GumbelMaxCudaTest, ACapturedDrawMatchesEagerAsTheDrawIndexMovesOn) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(GumbelMaxCudaTest, ACapturedDrawMatchesEagerAsTheDrawIndexMovesOn) {
   at::manual_seed(5);
   const at::Tensor logits = (at::randn({kRows, 32000}) * 2.0).cuda();
   GumbelRows rows = on_device(row_settings(logits, 0));

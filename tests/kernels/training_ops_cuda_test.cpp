@@ -7,7 +7,6 @@
 // accumulating their gradients in place against autograd's accumulation. Each gives the same bits from
 // run to run, and a CUDA graph of forward and backward replays the eager bits.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test.h"
 #include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/kernels/training_ops.h"
 
@@ -30,10 +30,11 @@ const auto kCuda = at::TensorOptions().device(at::kCUDA);
 const auto kBf16 = kCuda.dtype(at::kBFloat16);
 const auto kFloat = kCuda.dtype(at::kFloat);
 
-class TrainingOpsCudaTest : public ::testing::Test {
+class TrainingOpsCudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     at::manual_seed(5);
   }
 };

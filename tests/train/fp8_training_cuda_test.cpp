@@ -5,11 +5,11 @@
 // within 2% of bf16's losses, and the bf16 layers change the curve; a delayed-recipe run resumed from its
 // checkpoint (the amax history and scales saved beside the optimizer's state) repeats the uninterrupted run.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
 #include <cmath>
 #include <string>
 
+#include "cuda_test.h"
 #include "graphed/kernels/fp8_linear.h"
 #include "graphed/util/file_system.h"
 #include "train/train_run_for_test.h"
@@ -34,14 +34,18 @@ struct Fp8Case {
 
 void PrintTo(const Fp8Case& c, std::ostream* out) { *out << c.name; }
 
-class Fp8TrainingCudaTest : public ::testing::TestWithParam<Fp8Case> {
+/// CudaTest that also skips, with fp8_supported's reason, where the GPU has no FP8 tensor cores.
+class Fp8CudaTest : public graphed::testing::CudaTest {
  protected:
   void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
     std::string why_not;
     if (!kernels::fp8_supported(at::Device(at::kCUDA, 0), &why_not)) GTEST_SKIP() << why_not;
   }
 };
+
+class Fp8TrainingCudaTest : public Fp8CudaTest, public ::testing::WithParamInterface<Fp8Case> {};
 
 TEST_P(Fp8TrainingCudaTest, GraphsEqualEagerBitwise) {
   const Fp8Case& c = GetParam();
@@ -68,9 +72,10 @@ INSTANTIATE_TEST_SUITE_P(
         Fp8Case{"bf16_ends_full_iteration", kTensorwiseEnds, "full_iteration"}),
     [](const auto& info) { return info.param.name; });
 
-TEST(Fp8LossCudaTest, StaysNearBf16OnTheCorpus) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  if (!kernels::fp8_supported(at::Device(at::kCUDA, 0))) GTEST_SKIP() << "no FP8 tensor cores";
+using Fp8LossCudaTest = Fp8CudaTest;
+using Fp8ResumeCudaTest = Fp8CudaTest;
+
+TEST_F(Fp8LossCudaTest, StaysNearBf16OnTheCorpus) {
   const json corpus{{"mock_data", false},
                     {"data_path", std::string(GRAPHED_SOURCE_DIR) + "/.deps/data/sotu.txt"},
                     {"global_batch_size", 16}};
@@ -95,9 +100,7 @@ TEST(Fp8LossCudaTest, StaysNearBf16OnTheCorpus) {
   EXPECT_FALSE(bitwise_equal(ends, hybrid)) << "bf16 first and last layers changed nothing";
 }
 
-TEST(Fp8ResumeCudaTest, DelayedScalesTravelInTheCheckpoint) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  if (!kernels::fp8_supported(at::Device(at::kCUDA, 0))) GTEST_SKIP() << "no FP8 tensor cores";
+TEST_F(Fp8ResumeCudaTest, DelayedScalesTravelInTheCheckpoint) {
   const std::string folder = make_temporary_directory("fp8_resume");
   ASSERT_FALSE(folder.empty());
   json settings = kDelayed;

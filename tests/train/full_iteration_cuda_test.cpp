@@ -4,11 +4,11 @@
 // be bitwise reproducible first); static batch addresses stay put; delete and
 // re-capture; with dropout the masks change and the curve stays close to eager.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
 #include <cmath>
 #include <iostream>
 
+#include "cuda_test.h"
 #include "graphed/config/presets.h"
 #include "graphed/train/full_iteration_runner.h"
 #include "graphed/train/trainer.h"
@@ -42,12 +42,7 @@ TrainRun train(const config::RunConfig& config, int steps) {
   return run;
 }
 
-class FullIterationCudaTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
- protected:
-  void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  }
-};
+using FullIterationCudaTest = graphed::testing::CudaTestWithParam<std::tuple<std::string, bool>>;
 
 TEST_P(FullIterationCudaTest, FiftyStepsEqualEager) {
   const auto& [preset, optimizer_inside] = GetParam();
@@ -75,12 +70,14 @@ INSTANTIATE_TEST_SUITE_P(Presets, FullIterationCudaTest,
                            return name;
                          });
 
+using FullIterationCudaDropoutTest = graphed::testing::CudaTest;
+using FullIterationCudaDeleteTest = graphed::testing::CudaTest;
+
 // With dropout, replays draw fresh masks (the default CUDA generator is registered with the graph and
 // its Philox offset advances by the graph's whole increment per replay), and because the graph consumes
 // the generator exactly as the eager iteration does, the graphed run reproduces eager's random stream:
 // the losses are the same, bit for bit. A run without dropout shows that dropout is active.
-TEST(FullIterationCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(FullIterationCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
   const nlohmann::json dropout{{"attention_dropout", 0.1}, {"hidden_dropout", 0.1}, {"micro_batch_size", 8}};
   nlohmann::json graphed_settings = dropout;
   graphed_settings.update({{"cuda_graph_impl", "full_iteration"}, {"optimizer_cuda_graph", true}});
@@ -93,8 +90,7 @@ TEST(FullIterationCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
     EXPECT_TRUE(at::equal(graphed.parameters[i], eager.parameters[i]));
 }
 
-TEST(FullIterationCudaDeleteTest, DeleteThenRecaptureKeepsTraining) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(FullIterationCudaDeleteTest, DeleteThenRecaptureKeepsTraining) {
   const config::RunConfig eager_config = preset_config("tiny", nlohmann::json::object());
   const config::RunConfig graphed_config = preset_config("tiny", {{"cuda_graph_impl", "full_iteration"}});
   Trainer eager(eager_config, TokenDataset::open(eager_config.train, eager_config.model, "", 0),

@@ -5,8 +5,8 @@
 // optimizer eager and in the graph. Losses, evaluation and every final parameter bitwise equal to eager
 // (eager first checked reproducible).
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
+#include "cuda_test.h"
 #include "train/train_run_for_test.h"
 
 namespace graphed::train {
@@ -21,12 +21,7 @@ struct HybridCase {
 
 void PrintTo(const HybridCase& c, std::ostream* out) { *out << c.impl << "_" << c.graph.name; }
 
-class HybridGraphsCudaTest : public ::testing::TestWithParam<HybridCase> {
- protected:
-  void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  }
-};
+using HybridGraphsCudaTest = graphed::testing::CudaTestWithParam<HybridCase>;
 
 TEST_P(HybridGraphsCudaTest, FiftyStepsOfTwoMicrobatchesEqualEager) {
   graphed::testing::expect_graphed_run_equals_eager(GetParam().graph, GetParam().impl, 50);

@@ -5,8 +5,8 @@
 // reproducible). Also: one graph set per microbatch slot equals eager, dropout follows eager's random
 // stream, a mismatched call names the unit and argument, delete + re-capture keeps training.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
+#include "cuda_test.h"
 #include "graphed/capture/cuda_graph.h"
 #include "graphed/train/layer_graph_helper.h"
 #include "graphed/train/trainer.h"
@@ -20,12 +20,7 @@ using graphed::testing::dropless_moe;
 using graphed::testing::GraphCase;
 using graphed::testing::preset_config;
 
-class LayerGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
- protected:
-  void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  }
-};
+using LayerGraphsCudaTest = graphed::testing::CudaTestWithParam<GraphCase>;
 
 TEST_P(LayerGraphsCudaTest, FiftyStepsOfTwoMicrobatchesEqualEager) {
   graphed::testing::expect_graphed_run_equals_eager(GetParam(), "transformer_engine", 50);
@@ -63,8 +58,9 @@ std::vector<at::Tensor> step_grads(model::GptModel& model, const std::vector<Bat
   return grads;
 }
 
-TEST(LayerGraphSlotsCudaTest, OneGraphSetPerMicrobatchSlotEqualsEager) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+using LayerGraphSlotsCudaTest = graphed::testing::CudaTest;
+
+TEST_F(LayerGraphSlotsCudaTest, OneGraphSetPerMicrobatchSlotEqualsEager) {
   const config::RunConfig config = preset_config("small", {{"global_batch_size", 16}});
   const at::Device device(at::kCUDA, 0);
   capture::SideStream stream(device);
@@ -112,13 +108,15 @@ TEST(LayerGraphSlotsCudaTest, OneGraphSetPerMicrobatchSlotEqualsEager) {
   }
 }
 
-TEST(LayerGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+using LayerGraphsCudaDropoutTest = graphed::testing::CudaTest;
+using LayerGraphsCudaErrorTest = graphed::testing::CudaTest;
+using LayerGraphsCudaDeleteTest = graphed::testing::CudaTest;
+
+TEST_F(LayerGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
   graphed::testing::expect_dropout_follows_eager("transformer_engine");
 }
 
-TEST(LayerGraphsCudaErrorTest, CallWithOtherShapeNamesUnitAndArgument) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(LayerGraphsCudaErrorTest, CallWithOtherShapeNamesUnitAndArgument) {
   const std::string message = graphed::testing::error_of_other_batch_after_capture(
       {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"attn"}}, {"cuda_graph_warmup_steps", 1}});
   EXPECT_EQ(
@@ -129,8 +127,7 @@ TEST(LayerGraphsCudaErrorTest, CallWithOtherShapeNamesUnitAndArgument) {
       << message;
 }
 
-TEST(LayerGraphsCudaDeleteTest, DeleteThenRecaptureKeepsEagerLosses) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(LayerGraphsCudaDeleteTest, DeleteThenRecaptureKeepsEagerLosses) {
   graphed::testing::expect_delete_then_capture_again_keeps_eager_losses("transformer_engine");
 }
 

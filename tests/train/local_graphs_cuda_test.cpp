@@ -5,8 +5,8 @@
 // GQA, untied output, no biases, bf16) and 4 microbatches. Also: dropout follows eager's random stream,
 // a call no graph matches names the argument and both signatures, delete then record again.
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
+#include "cuda_test.h"
 #include "graphed/train/local_graph_runner.h"
 #include "graphed/train/trainer.h"
 #include "train/train_run_for_test.h"
@@ -28,12 +28,7 @@ const nlohmann::json kLlamaStyle{{"normalization", "RMSNorm"},
                                  {"num_query_groups", 2},
                                  {"ffn_hidden_size", nullptr}};
 
-class LocalGraphsCudaTest : public ::testing::TestWithParam<GraphCase> {
- protected:
-  void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  }
-};
+using LocalGraphsCudaTest = graphed::testing::CudaTestWithParam<GraphCase>;
 
 TEST_P(LocalGraphsCudaTest, FiftyStepsEqualEager) {
   const TrainRun graphed = graphed::testing::expect_graphed_run_equals_eager(GetParam(), "local", 50);
@@ -59,13 +54,15 @@ INSTANTIATE_TEST_SUITE_P(
                       GraphCase{"llama_style_attn_mlp", "small", {"attn", "mlp"}, kLlamaStyle}),
     [](const auto& info) { return info.param.name; });
 
-TEST(LocalGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+using LocalGraphsCudaDropoutTest = graphed::testing::CudaTest;
+using LocalGraphsCudaErrorTest = graphed::testing::CudaTest;
+using LocalGraphsCudaDeleteTest = graphed::testing::CudaTest;
+
+TEST_F(LocalGraphsCudaDropoutTest, DropoutFollowsTheEagerRandomStream) {
   graphed::testing::expect_dropout_follows_eager("local");
 }
 
-TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSignatures) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSignatures) {
   const std::string message = graphed::testing::error_of_other_batch_after_capture(
       {{"cuda_graph_impl", "local"}, {"cuda_graph_warmup_steps", 1}});
   EXPECT_EQ(
@@ -77,8 +74,7 @@ TEST(LocalGraphsCudaErrorTest, CallThatNoGraphMatchesNamesTheArgumentAndBothSign
       << message;
 }
 
-TEST(LocalGraphsCudaDeleteTest, DeleteThenRecordAgainKeepsEagerLosses) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+TEST_F(LocalGraphsCudaDeleteTest, DeleteThenRecordAgainKeepsEagerLosses) {
   graphed::testing::expect_delete_then_capture_again_keeps_eager_losses("local", [](const Trainer& trainer) {
     const auto& local = dynamic_cast<const LocalGraphRunner&>(trainer.runner());
     EXPECT_EQ(local.registry().phase(), capture::LocalPhase::kCreated)

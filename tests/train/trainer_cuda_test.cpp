@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 
+#include "cuda_test.h"
 #include "graphed/config/presets.h"
 #include "graphed/util/file_system.h"
 #include "run_config_for_test.h"
@@ -20,12 +20,7 @@
 namespace graphed::train {
 namespace {
 
-class TrainerCudaTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-  }
-};
+using TrainerCudaTest = graphed::testing::CudaTest;
 
 std::vector<double> losses(const nlohmann::json& settings, const at::Device& device, int steps) {
   const config::RunConfig config = graphed::testing::run_config(settings);
