@@ -1,13 +1,17 @@
-// tests/model/kernel_path_cuda_test.cpp — on a GPU, a path without decode kernels (--no-fused-kernels) runs
-// decoding's projections and paged attention through LibTorch's ops, bit for bit.
+// tests/model/kernel_path_cuda_test.cpp — on a GPU, the ATen path (--no-fused-kernels) runs decoding's
+// projections and paged attention through LibTorch's ops, bit for bit.
 #include "graphed/model/kernel_path.h"
 
 #include <gtest/gtest.h>
 
+#include "cuda_test.h"
+
 namespace graphed::model {
 namespace {
 
-TEST(KernelPathCudaTest, WithoutDecodeKernelsDecodingRunsLibTorchsOps) {
+using KernelPathCudaTest = graphed::testing::CudaTest;
+
+TEST_F(KernelPathCudaTest, WithoutDecodeKernelsDecodingRunsLibTorchsOps) {
   const auto options = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   at::manual_seed(7);
   const at::Tensor input = at::randn({1, 256}, options);
@@ -18,7 +22,7 @@ TEST(KernelPathCudaTest, WithoutDecodeKernelsDecodingRunsLibTorchsOps) {
   EXPECT_TRUE(at::equal(path->inference_linear(input, weight, {}), at::linear(input, weight)));
 }
 
-TEST(KernelPathCudaTest, WithoutDecodeKernelsPagedAttentionIsTheReference) {
+TEST_F(KernelPathCudaTest, WithoutDecodeKernelsPagedAttentionIsTheReference) {
   const auto options = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   const auto integers = at::TensorOptions().device(at::kCUDA).dtype(at::kLong);
   at::manual_seed(11);
