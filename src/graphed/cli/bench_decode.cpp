@@ -41,7 +41,8 @@ struct DecodeRow {
   std::optional<std::string> skipped;
   int64_t rows = 0;
   double ms_per_step = 0;  ///< median over the repeats
-  double host_ms_per_step = 0;  ///< of it, the host's own work (infer::EngineStats::host_seconds)
+  double host_ms_per_step = 0;    ///< of it, the host's own work (infer::EngineStats::host_seconds)
+  double device_ms_per_step = 0;  ///< the device's time for a step's work (infer::EngineStats::device_seconds)
   double tokens_per_second = 0;
   double first_token_ms = 0;
   double roofline_share = 0;   ///< 0 when the bandwidth is unknown
@@ -65,7 +66,8 @@ std::vector<std::vector<int64_t>> random_prompts(int64_t batch, int64_t length, 
 struct BatchRun {
   double first_token_ms = 0;
   double decode_ms = 0;
-  double host_ms = 0;  ///< of decode_ms
+  double host_ms = 0;    ///< of decode_ms
+  double device_ms = 0;  ///< the device's part
   int64_t decode_steps = 0;
   int64_t rows = 0;  ///< the padded decode count of the decode steps
 };
@@ -81,7 +83,7 @@ BatchRun run_batch(infer::ServingEngine& engine, const std::vector<std::vector<i
   std::map<int64_t, int64_t> drawn;  // by request
   BatchRun run;
   std::optional<Clock::time_point> decoding_since;
-  double host_seconds_before = 0;
+  double host_seconds_before = 0, device_seconds_before = 0;
   while (engine.has_work()) {
     const infer::StepResult step = engine.step();
     if (decoding_since) {
@@ -92,12 +94,14 @@ BatchRun run_batch(infer::ServingEngine& engine, const std::vector<std::vector<i
     if (!decoding_since && static_cast<int64_t>(drawn.size()) == batch) {
       decoding_since = Clock::now();
       host_seconds_before = engine.stats().host_seconds;
+      device_seconds_before = engine.stats().device_seconds;
       run.first_token_ms = std::chrono::duration<double, std::milli>(*decoding_since - start).count();
     }
   }
   if (decoding_since) {
     run.decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - *decoding_since).count();
     run.host_ms = (engine.stats().host_seconds - host_seconds_before) * 1000.0;
+    run.device_ms = (engine.stats().device_seconds - device_seconds_before) * 1000.0;
   }
   return run;
 }
@@ -150,13 +154,14 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
     at::manual_seed(config.train.seed + batch);
     const auto prompts = random_prompts(batch, command_line.decode_prompt_tokens, config.model.vocab_size);
     run_batch(engine, prompts, command_line.decode_new_tokens);  // warmup
-    std::vector<double> step_ms, host_ms, first_ms;
+    std::vector<double> step_ms, host_ms, device_ms, first_ms;
     BatchRun last;
     for (int64_t repeat = 0; repeat < 3; ++repeat) {
       last = run_batch(engine, prompts, command_line.decode_new_tokens);
       const auto steps = static_cast<double>(std::max<int64_t>(1, last.decode_steps));
       step_ms.push_back(last.decode_ms / steps);
       host_ms.push_back(last.host_ms / steps);
+      device_ms.push_back(last.device_ms / steps);
       first_ms.push_back(last.first_token_ms);
     }
     DecodeRow row;
@@ -165,6 +170,7 @@ std::vector<DecodeRow> bench_scope(const CommandLine& command_line, model::GptMo
     row.rows = last.rows;
     row.ms_per_step = median(step_ms);
     row.host_ms_per_step = median(host_ms);
+    row.device_ms_per_step = median(device_ms);
     row.first_token_ms = median(first_ms);
     row.tokens_per_second = static_cast<double>(batch) / (row.ms_per_step / 1000.0);
     if (bandwidth) {
@@ -193,16 +199,17 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       << build_summary() << "; prompt " << command_line.decode_prompt_tokens << " tokens, "
       << command_line.decode_new_tokens << " new tokens, greedy, through the serving engine (decode-only graph buckets); median of 3 runs after 1 warmup; roofline: "
       << (bandwidth ? bandwidth->basis : std::string("unknown bandwidth")) << "\n";
-  out << "| scope | batch | rows | ms/step | host ms/step | tokens/s | roofline % | first token ms | graphs | capture s "
-         "(all buckets) | graph pool MiB |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "| scope | batch | rows | ms/step | host ms/step | device ms/step | tokens/s | roofline % | first token ms | "
+         "graphs | capture s (all buckets) | graph pool MiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     if (r.skipped) {
-      out << "| " << r.scope << " | " << r.batch << " | skipped: " << *r.skipped << " ||||||||\n";
+      out << "| " << r.scope << " | " << r.batch << " | skipped: " << *r.skipped << " |||||||||\n";
       continue;
     }
     const bool eager = r.scope == "none";
     out << "| " << r.scope << " | " << r.batch << " | " << r.rows << " | " << fixed_decimals(r.ms_per_step, 3) << " | "
-        << fixed_decimals(r.host_ms_per_step, 3) << " | " << fixed_decimals(r.tokens_per_second, 0) << " | "
+        << fixed_decimals(r.host_ms_per_step, 3) << " | " << fixed_decimals(r.device_ms_per_step, 3) << " | "
+        << fixed_decimals(r.tokens_per_second, 0) << " | "
         << (r.roofline_share > 0 ? fixed_decimals(100.0 * r.roofline_share, 1) : "-") << " | "
         << fixed_decimals(r.first_token_ms, 2) << " | " << r.graphs << " | "
         << (eager ? "-" : fixed_decimals(r.capture_seconds, 3)) << " | "
@@ -226,6 +233,7 @@ void print_json(const CommandLine& command_line, const at::Device& device, const
       item.update({{"rows", r.rows},
                    {"ms_per_step", r.ms_per_step},
                    {"host_ms_per_step", r.host_ms_per_step},
+                   {"device_ms_per_step", r.device_ms_per_step},
                    {"tokens_per_s", r.tokens_per_second},
                    {"roofline_share", r.roofline_share},
                    {"first_token_ms", r.first_token_ms},

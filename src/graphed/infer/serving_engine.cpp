@@ -124,7 +124,8 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
                  pool_),
       inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
               model_options(model_, device_)),
-      paged_step_(model_, *cache_, options_.vocabulary) {
+      paged_step_(model_, *cache_, options_.vocabulary),
+      step_timer_(device) {
   const bool hybrid = model_->config().has_mamba_layers();
   BucketLimits limits;
   limits.max_requests = options_.max_requests;
@@ -325,16 +326,19 @@ void ServingEngine::run_step(StepResult& result) {
   if (graphed) ensure_captured(key);
   const int64_t tokens = result.padded.token_count;
   const int64_t requests = result.padded.request_count();
+  step_timer_.start();
   inputs_.load(schedule, tokens, requests, options_.block_size);
   StepViews views = inputs_.views(schedule, tokens, requests, result.matched, sizes_.max_sequence);
   views.mode = key.mode;
   (graphed ? *graph_runner_ : *eager_runner_).run(key, views);
+  step_timer_.stop();
   const auto launched = Clock::now();
   ++stats_.steps;
   ++(graphed ? stats_.graph_steps : stats_.eager_steps);
   if (!result.matched) ++stats_.unmatched_steps;
   const int64_t* drawn = read_drawn_tokens(static_cast<int64_t>(schedule.chunks.size()));
   const auto synchronized = Clock::now();
+  stats_.device_seconds += step_timer_.elapsed_ms() / 1000.0;
   absorb(schedule, drawn, result);
   stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
   stats_.shared_prompt_tokens = scheduler_.shared_tokens();

@@ -26,6 +26,7 @@
 #include "graphed/infer/request.h"
 #include "graphed/infer/scheduler.h"
 #include "graphed/infer/step_inputs.h"
+#include "graphed/runtime/device.h"
 
 namespace graphed::infer {
 
@@ -88,6 +89,10 @@ struct EngineStats {
   /// Of step_seconds, the host's own work: scheduling, building the inputs, launching, and after the drawn
   /// tokens arrive, moving the requests on (the rest is waiting for the device).
   double host_seconds = 0;
+  /// The steps' span on the device: from queueing a step's input copy to the end of its last kernel (CUDA
+  /// events; launch latency included). step_seconds beyond it is the time between steps when the device had
+  /// nothing queued: waiting for the host to read the tokens, move the requests on and launch the next step.
+  double device_seconds = 0;
 };
 
 class ServingEngine {
@@ -167,6 +172,7 @@ class ServingEngine {
   std::vector<FinishedRequest> pending_reports_;  // rejections and cancellations for the next step()
   int64_t next_id_ = 1;
   at::Tensor host_tokens_;  // pinned [max requests] int64
+  runtime::DeviceTimer step_timer_;
   EngineStats stats_;
   std::optional<capture::SideStream> stream_;
 };
