@@ -4,8 +4,6 @@
 #include <cstdint>
 #include <optional>
 
-#include <c10/cuda/CUDAException.h>
-
 #include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/fp8_kernels.h"
 #include "graphed/kernels/fp8_linear.h"
@@ -27,7 +25,6 @@ Fp8Weight cast_rows(const at::Tensor& matrix) {
   launch_cast_rows_to_fp8(rows.data_ptr(), element_of(rows), rows.size(0), rows.size(1),
                           static_cast<float>(fp8_max(Fp8Format::kE4M3)), result.data.data_ptr(),
                           result.scale.data_ptr<float>(), current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return result;
 }
 

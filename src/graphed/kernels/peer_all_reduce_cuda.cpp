@@ -66,7 +66,7 @@ class DevicePeerAllReduce final : public PeerAllReduce {
     const PeerElement element = tensor.scalar_type() == at::kBFloat16 ? PeerElement::kBFloat16 : PeerElement::kFloat32;
     const int status = launch_peer_all_reduce(areas_, tensor.data_ptr(), output.data_ptr(), tensor.numel(), element,
                                               c10::cuda::getCurrentCUDAStream().stream());
-    GRAPHED_INTERNAL_ASSERT(status == 0, "the peer all-reduce launched: ", peer_error_text(status));
+    GRAPHED_INTERNAL_ASSERT(status == 0, "the peer all-reduce takes the tensor: ", peer_error_text(status));
     return output;
   }
 

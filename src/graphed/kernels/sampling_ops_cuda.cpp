@@ -18,7 +18,6 @@ void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tenso
   settings.row_word_is_index = rows.row_word_is_index;
   launch_gumbel_max(logits.data_ptr<float>(), logits.stride(0), logits.size(0), logits.size(1), settings, below_top,
                     out.data_ptr<int64_t>(), detail::current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace graphed::kernels::device

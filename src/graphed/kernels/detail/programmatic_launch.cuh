@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "graphed/kernels/detail/device_facts.h"
+#include "graphed/kernels/detail/launch_check.h"
 
 namespace graphed::kernels::detail {
 
@@ -27,11 +28,11 @@ __device__ __forceinline__ void let_next_kernel_start() {
 #endif
 }
 
-/// Launches `kernel` with the programmatic stream serialization attribute where the device takes it,
-/// plainly elsewhere.
+/// Launches `kernel` (named `name` in a failure's message) with the programmatic stream serialization attribute
+/// where the device takes it, plainly elsewhere; checks what cudaLaunchKernelEx returned (detail/launch_check.h).
 template <typename... Parameters, typename... Arguments>
-void launch_programmatic(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
-                         Arguments... arguments) {
+void launch_programmatic(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
+                         cudaStream_t stream, Arguments... arguments) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -42,7 +43,7 @@ void launch_programmatic(void (*kernel)(Parameters...), dim3 grid, dim3 block, s
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = programmatic_launch_supported() ? 1 : 0;
-  cudaLaunchKernelEx(&config, kernel, static_cast<Parameters>(arguments)...);
+  check_launch(cudaLaunchKernelEx(&config, kernel, static_cast<Parameters>(arguments)...), name);
 }
 
 }  // namespace graphed::kernels::detail
