@@ -1,4 +1,5 @@
-// kernels/fp8_linear_cuda.cpp — kernels/fp8_linear.h on a CUDA build. The GEMMs are at::_scaled_mm with
+// kernels/fp8_linear_cuda.cpp — kernels/fp8_linear.h on a CUDA build; fp8_linear_cpu.cpp is the CPU build's (one
+// convention for the two builds: src/graphed/CMakeLists.txt). The GEMMs are at::_scaled_mm with
 // per-tensor inverse scales: on Hopper its first operand must be row-major and its second column-major,
 // so the backward reads transposed FP8 copies (the weight's, made with its cast; the input's and the output
 // gradient's, written by their casts). The forward accumulates fast (TransformerEngine's choice for

@@ -1,4 +1,5 @@
-// kernels/fp8_weights_cuda.cpp — kernels/fp8_weights.h on a CUDA build. Both forms cast rows with
+// kernels/fp8_weights_cuda.cpp — kernels/fp8_weights.h on a CUDA build; fp8_weights_cpu.cpp is the CPU build's
+// (one convention for the two builds: src/graphed/CMakeLists.txt). Both forms cast rows with
 // kernels/fp8_kernels.h's per-row kernel: a weight's output rows once, a GEMM's activation rows at every call
 // (at::_scaled_mm's rowwise form: activation scales [rows, 1], weight scales [1, out], bf16 out).
 #include <cstdint>

@@ -1,5 +1,6 @@
-// kernels/peer_all_reduce_cuda.cpp — kernels/peer_all_reduce_ops.h on a CUDA build: the areas live outside
-// the caching allocator (cudaMalloc, so their handles stay valid) for the life of the object.
+// kernels/peer_all_reduce_cuda.cpp — kernels/peer_all_reduce_ops.h on a CUDA build; peer_all_reduce_cpu.cpp is the
+// CPU build's (one convention for the two builds: src/graphed/CMakeLists.txt). The areas live outside the caching
+// allocator (cudaMalloc, so their handles stay valid) for the life of the object.
 #include "graphed/kernels/peer_all_reduce_ops.h"
 
 #include <c10/cuda/CUDAGuard.h>

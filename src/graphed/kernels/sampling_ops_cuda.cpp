@@ -1,10 +1,10 @@
-// kernels/sampling_ops_cuda.cpp — kernels/sampling_ops.h's launch on a CUDA build: kernels/gumbel_max.h on the
-// current stream.
-#include <c10/cuda/CUDAException.h>
+// kernels/sampling_ops_cuda.cpp — kernels/sampling_ops.h's launch (namespace device) on a CUDA build:
+// kernels/gumbel_max.h on the current stream. sampling_ops_cpu.cpp is the CPU build's, sampling_ops.cpp both
+// builds' (one convention for the two builds: src/graphed/CMakeLists.txt).
+#include "graphed/kernels/sampling_ops.h"
 
 #include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/gumbel_max.h"
-#include "graphed/kernels/sampling_ops.h"
 
 namespace graphed::kernels::device {
 

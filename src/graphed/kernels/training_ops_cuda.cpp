@@ -1,6 +1,7 @@
-// kernels/training_ops_cuda.cpp — kernels/training_ops.h on a CUDA build: each operation checks that its
-// tensors fit the kernels (CUDA, dtypes, layout, sizes) and runs them as an autograd function; anything
-// else goes to the ATen reference.
+// kernels/training_ops_cuda.cpp — kernels/training_ops.h on a CUDA build; training_ops_cpu.cpp is the CPU build's
+// (one convention for the two builds: src/graphed/CMakeLists.txt). Each operation checks that its tensors fit the
+// kernels (CUDA, dtypes, layout, sizes) and runs them as an autograd function; anything else goes to the ATen
+// reference (training_ops_reference.cpp).
 #include <limits>
 
 #include <ATen/cuda/CUDAContext.h>
