@@ -1,8 +1,9 @@
 // kernels/norm_kernels.cu — LayerNorm and RMSNorm forward and backward (kernels/training_kernels.h).
 // Forward: a warp per row, two passes over the row (statistics, then the output in bf16, or in E4M3 for an
-// FP8 linear that reads it). Backward: a fixed set of blocks walks the rows in a fixed order, writes each
-// row's input gradient and keeps the weight (and bias) gradient sums of its rows in shared memory; the
-// partial sums are reduced afterwards by the caller, so the result never depends on timing.
+// FP8 linear that reads it: kernels/fp8_kernels.h's launch_norm_forward_to_fp8). Backward: a fixed set of blocks
+// walks the rows in a fixed order, writes each row's input gradient and keeps the weight (and bias) gradient sums
+// of its rows in shared memory; the partial sums are reduced afterwards by the caller, so the result never depends
+// on timing.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>

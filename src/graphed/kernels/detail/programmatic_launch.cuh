@@ -1,7 +1,8 @@
-// kernels/detail/programmatic_launch.cuh — programmatic dependent launch (Hopper and later) for the decode
-// kernels: a kernel launched this way may start while the one before it on the stream is still running,
-// runs the part of its work that reads no earlier output (loading weights), then waits for that kernel to
-// finish. CUDA graphs keep the launch attribute, so a decode step's graph has no launch gap between them.
+// kernels/detail/programmatic_launch.cuh — programmatic dependent launch (Hopper and later) for the kernels of a
+// decode step (decode_kernels.cu's RoPE, paged_attention.cu, row_linear.cu, peer_all_reduce.cu): a kernel launched
+// this way may start while the one before it on the stream is still running, runs the part of its work that reads
+// no earlier output (loading weights), then waits for that kernel to finish. CUDA graphs keep the launch
+// attribute, so a decode step's graph has no launch gap between them.
 #pragma once
 
 #include <cuda_runtime.h>
