@@ -10,6 +10,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/launch_check.h"
 #include "graphed/kernels/detail/programmatic_launch.cuh"
 
 namespace graphed::kernels {
@@ -126,15 +127,16 @@ void launch_rms_norm(const void* input, const void* weight, void* output, int64_
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, as_stream(stream)>>>(
       static_cast<const __nv_bfloat16*>(input), static_cast<const __nv_bfloat16*>(weight),
       static_cast<__nv_bfloat16*>(output), static_cast<int>(columns), epsilon);
+  detail::check_launch("rms_norm_kernel");
 }
 
-void launch_rope_into_paged_cache(const void* qkv, const int64_t* positions, const int64_t* cache_rows,
-                                  const void* cos, const void* sin, void* query, void* key_cache, void* value_cache,
-                                  int64_t tokens, int64_t heads, int64_t groups, int64_t head_dim, void* stream) {
+void launch_rope_into_paged_cache(const void* qkv, const int64_t* positions, const int64_t* cache_rows, const void* cos,
+                                  const void* sin, void* query, void* key_cache, void* value_cache, int64_t tokens,
+                                  int64_t heads, int64_t groups, int64_t head_dim, void* stream) {
   const auto blocks = static_cast<unsigned>(tokens * (heads + 2 * groups));
   const int threads = static_cast<int>(head_dim / 2 < 32 ? 32 : head_dim / 2);
-  detail::launch_programmatic(rope_into_paged_cache_kernel, dim3(blocks), dim3(threads), 0, as_stream(stream),
-                              static_cast<const __nv_bfloat16*>(qkv), positions, cache_rows,
+  detail::launch_programmatic("rope_into_paged_cache_kernel", rope_into_paged_cache_kernel, dim3(blocks), dim3(threads),
+                              0, as_stream(stream), static_cast<const __nv_bfloat16*>(qkv), positions, cache_rows,
                               static_cast<const __nv_bfloat16*>(cos), static_cast<const __nv_bfloat16*>(sin),
                               static_cast<__nv_bfloat16*>(query), static_cast<__nv_bfloat16*>(key_cache),
                               static_cast<__nv_bfloat16*>(value_cache), static_cast<int>(heads),
@@ -146,6 +148,7 @@ void launch_silu_and_mul(const void* input, void* output, int64_t rows, int64_t 
   const auto blocks = static_cast<unsigned>(total / kThreads + 1 < 1024 ? total / kThreads + 1 : 1024);
   silu_and_mul_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(static_cast<const __nv_bfloat16*>(input),
                                                                   static_cast<__nv_bfloat16*>(output), rows, width);
+  detail::check_launch("silu_and_mul_kernel");
 }
 
 }  // namespace graphed::kernels

@@ -1,5 +1,5 @@
-// kernels/decode_ops.h — the ATen face of kernels/decode_kernels.h: checks shapes, dtypes and
-// contiguity, allocates outputs, launches on the current stream. decode_kernels_supported() says
+// kernels/decode_ops.h — the ATen face of kernels/decode_kernels.h and kernels/row_linear.h: checks shapes, dtypes
+// and contiguity, allocates outputs, launches on the current stream. decode_kernels_supported() says
 // whether a call can take this path at all (a CUDA build, a CUDA bf16 tensor); elsewhere the model
 // keeps its LibTorch ops. Graph-capturable: no host sync, no allocation outside the caching allocator.
 #pragma once

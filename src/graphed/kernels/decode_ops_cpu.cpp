@@ -1,5 +1,6 @@
-// kernels/decode_ops_cpu.cpp — kernels/decode_ops.h on a CPU build: no tensor takes the fused path,
-// so the model keeps its LibTorch ops; the launches are never reached.
+// kernels/decode_ops_cpu.cpp — kernels/decode_ops.h on a CPU build, in place of decode_ops_cuda.cpp (one
+// convention for the two builds: src/graphed/CMakeLists.txt): no tensor takes the fused path, so the model keeps
+// its LibTorch ops; the launches are never reached.
 #include "graphed/kernels/decode_ops.h"
 
 #include "graphed/util/error.h"

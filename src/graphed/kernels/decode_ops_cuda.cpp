@@ -1,4 +1,5 @@
-// kernels/decode_ops_cuda.cpp — kernels/decode_ops.h on a CUDA build.
+// kernels/decode_ops_cuda.cpp — kernels/decode_ops.h on a CUDA build; decode_ops_cpu.cpp is the CPU build's (one
+// convention for the two builds: src/graphed/CMakeLists.txt).
 #include "graphed/kernels/decode_ops.h"
 
 #include <c10/cuda/CUDAStream.h>

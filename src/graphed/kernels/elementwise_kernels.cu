@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "graphed/kernels/detail/launch_check.h"
 #include "graphed/kernels/detail/swiglu.cuh"
 #include "graphed/kernels/training_kernels.h"
 
@@ -155,6 +156,7 @@ void launch_rope(const void* input, HeadStrides input_strides, void* output, Hea
     rope_kernel<false><<<blocks_for(rows * half), kThreads, 0, cuda_stream>>>(
         x, input_strides, y, output_strides, cos, sin, sequence, heads, half, rows * half, direction);
   }
+  detail::check_launch("rope_kernel");
 }
 
 void launch_residual_add(const float* hidden, const void* update, float* output, int64_t n, void* stream) {
@@ -169,6 +171,7 @@ void launch_residual_add(const float* hidden, const void* update, float* output,
   } else {
     residual_add_kernel<false><<<blocks_for(n), kThreads, 0, cuda_stream>>>(hidden, u, output, n);
   }
+  detail::check_launch("residual_add_kernel");
 }
 
 void launch_swiglu_forward(const void* input, void* output, int64_t rows, int64_t width, void* stream) {
@@ -181,6 +184,7 @@ void launch_swiglu_forward(const void* input, void* output, int64_t rows, int64_
   } else {
     swiglu_forward_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, y, width);
   }
+  detail::check_launch("swiglu_forward_kernel");
 }
 
 void launch_swiglu_backward(const void* grad_output, const void* input, void* grad_input, int64_t rows, int64_t width,
@@ -195,6 +199,7 @@ void launch_swiglu_backward(const void* grad_output, const void* input, void* gr
   } else {
     swiglu_backward_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(dy, x, dx, width);
   }
+  detail::check_launch("swiglu_backward_kernel");
 }
 
 }  // namespace graphed::kernels

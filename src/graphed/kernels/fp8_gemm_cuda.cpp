@@ -1,4 +1,5 @@
-// kernels/fp8_gemm_cuda.cpp — see kernels/fp8_gemm.h. cuBLASLt is column-major and its FP8 kernels take the
+// kernels/fp8_gemm_cuda.cpp — see kernels/fp8_gemm.h. CUDA builds only, with no fp8_gemm_cpu.cpp: its one caller
+// is fp8_linear_cuda.cpp (src/graphed/CMakeLists.txt). cuBLASLt is column-major and its FP8 kernels take the
 // first operand transposed ("TN"): the row-major gradient [out, in] is the column-major D [in, out] = A^T B
 // with A = x_transposed seen as [rows, in] and B = dy_transposed seen as [rows, out], k = rows. The functions
 // are looked up in the cuBLASLt that LibTorch already loaded (dlsym), so the process holds one copy and the

@@ -9,6 +9,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/launch_check.h"
 #include "graphed/kernels/detail/swiglu.cuh"
 #include "graphed/kernels/fp8_kernels.h"
 
@@ -74,6 +75,7 @@ void launch(const void* input, int64_t count, const float* scale, void* output, 
   } else {
     fp8_kernel<T, 1, kCast><<<blocks_for(count), kThreads, 0, cuda_stream>>>(typed, count, scale, bytes, e5m2, amax);
   }
+  detail::check_launch("fp8_kernel");
 }
 
 constexpr int kTile = 64;  // cast-transpose tiles: 64 x 64 values, a row of 16 four-byte words each
@@ -230,6 +232,7 @@ bool fp8_kernels_built_for_current_device() {
 
 void launch_scale_from_amax(const float* amax, float largest, float* scale, float* scale_inverse, void* stream) {
   scale_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(amax, largest, scale, scale_inverse);
+  detail::check_launch("scale_kernel");
 }
 
 void launch_amax(const void* input, Element input_type, int64_t count, float* amax, void* stream) {
@@ -268,6 +271,7 @@ void launch_cast_transpose_to_fp8(const void* input, Element input_type, int64_t
         PlainValues<__nv_bfloat16>{static_cast<const __nv_bfloat16*>(input), columns}, rows, columns, scale, bytes,
         transposed_bytes, e5m2, amax);
   }
+  detail::check_launch("cast_transpose_kernel");
 }
 
 void launch_swiglu_cast_transpose_to_fp8(const void* input, int64_t rows, int64_t columns, const float* scale,
@@ -275,16 +279,19 @@ void launch_swiglu_cast_transpose_to_fp8(const void* input, int64_t rows, int64_
   cast_transpose_kernel<<<tiles_of(rows, columns), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       SwigluValues{static_cast<const __nv_bfloat16*>(input), columns}, rows, columns, scale,
       static_cast<__nv_fp8_storage_t*>(output), static_cast<__nv_fp8_storage_t*>(transposed), e5m2, amax);
+  detail::check_launch("cast_transpose_kernel (SwiGLU)");
 }
 
 void launch_transpose_fp8(const void* input, int64_t rows, int64_t columns, void* transposed, void* stream) {
   transpose_kernel<<<tiles_of(rows, columns), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       static_cast<const __nv_fp8_storage_t*>(input), rows, columns, static_cast<__nv_fp8_storage_t*>(transposed));
+  detail::check_launch("transpose_kernel");
 }
 
 void launch_swiglu_amax(const void* input, int64_t rows, int64_t columns, float* amax, void* stream) {
   values_amax_kernel<<<blocks_for(rows * columns), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       SwigluValues{static_cast<const __nv_bfloat16*>(input), columns}, rows, columns, amax);
+  detail::check_launch("values_amax_kernel (SwiGLU)");
 }
 
 void launch_cast_rows_to_fp8(const void* input, Element input_type, int64_t rows, int64_t columns, float largest,
@@ -300,6 +307,7 @@ void launch_cast_rows_to_fp8(const void* input, Element input_type, int64_t rows
     cast_rows_kernel<__nv_bfloat16><<<grid, kThreads, 0, cuda_stream>>>(static_cast<const __nv_bfloat16*>(input),
                                                                         columns, largest, bytes, scale_inverse);
   }
+  detail::check_launch("cast_rows_kernel");
 }
 
 }  // namespace graphed::kernels

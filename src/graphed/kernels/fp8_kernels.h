@@ -1,7 +1,8 @@
-// kernels/fp8_kernels.h — the CUDA kernels behind FP8 linears (kernels/fp8_linear.h), free of ATen like
-// kernels/training_kernels.h: the amax of a tensor, and its cast to E4M3 or E5M2 after a scale read from
-// the device (so a graph replays with the scale of the moment), recording the amax as it goes. SwiGLU's
-// output can be cast by the kernel that computes it, and a norm's by the norm's kernel, without a bf16 copy.
+// kernels/fp8_kernels.h — the CUDA kernels behind FP8 linears (kernels/fp8_linear.h) and FP8 weights
+// (kernels/fp8_weights.h), free of ATen like kernels/training_kernels.h: the amax of a tensor, and its cast to E4M3
+// or E5M2 after a scale read from the device (so a graph replays with the scale of the moment), recording the amax
+// as it goes. SwiGLU's output can be cast by the kernel that computes it, and a norm's by the norm's kernel
+// (norm_kernels.cu), without a bf16 copy. A launch that fails throws graphed::Error (kernels/detail/launch_check.h).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// kernels/fp8_linear_cpu.cpp — kernels/fp8_linear.h on a CPU build: no device has FP8 tensor cores here, and
-// the trainer refuses FP8 before any linear could run (so these operations are never reached).
+// kernels/fp8_linear_cpu.cpp — kernels/fp8_linear.h on a CPU build, in place of fp8_linear_cuda.cpp (one
+// convention for the two builds: src/graphed/CMakeLists.txt): no device has FP8 tensor cores here, and the trainer
+// refuses FP8 before any linear could run (so these operations are never reached).
 #include "graphed/kernels/fp8_linear.h"
 
 #include "graphed/util/error.h"

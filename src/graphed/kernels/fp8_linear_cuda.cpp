@@ -1,4 +1,5 @@
-// kernels/fp8_linear_cuda.cpp — kernels/fp8_linear.h on a CUDA build. The GEMMs are at::_scaled_mm with
+// kernels/fp8_linear_cuda.cpp — kernels/fp8_linear.h on a CUDA build; fp8_linear_cpu.cpp is the CPU build's (one
+// convention for the two builds: src/graphed/CMakeLists.txt). The GEMMs are at::_scaled_mm with
 // per-tensor inverse scales: on Hopper its first operand must be row-major and its second column-major,
 // so the backward reads transposed FP8 copies (the weight's, made with its cast; the input's and the output
 // gradient's, written by their casts). The forward accumulates fast (TransformerEngine's choice for
@@ -8,7 +9,6 @@
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -85,10 +85,8 @@ void cast_into(const at::Tensor& input, Fp8InputTransform transform, Fp8Format f
   } else {
     launch_cast_to_fp8(input.data_ptr(), element_of(input), input.numel(), scale.data_ptr<float>(),
                        into.data.data_ptr(), e5m2, amax, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (transpose) into.transposed.copy_(into.data.t());
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 /// The scale to cast `input` with, its inverse written into scale_inverse: the slot's (delayed), or from
@@ -107,10 +105,8 @@ at::Tensor scale_for(const at::Tensor& input, Fp8InputTransform transform, Fp8Fo
   } else {
     launch_amax(input.data_ptr(), element_of(input), input.numel(), amax.data_ptr<float>(), current_stream());
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   launch_scale_from_amax(amax.data_ptr<float>(), static_cast<float>(fp8_max(format)), scale.data_ptr<float>(),
                          scale_inverse.data_ptr<float>(), current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return scale;
 }
 
@@ -187,7 +183,6 @@ at::Tensor through_transform(const at::Tensor& grad_read, const at::Tensor& tran
   at::Tensor grad_input = at::empty({rows, 2 * width}, grad_read.options());
   launch_swiglu_backward(grad_read.data_ptr(), transform_input.data_ptr(), grad_input.data_ptr(), rows, width,
                          current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return grad_input;
 }
 
@@ -260,12 +255,10 @@ struct Fp8NormLinearFunction : torch::autograd::Function<Fp8NormLinearFunction> 
                                cast.data.data_ptr(), recorded_amax(scaling.input, record),
                                layer_norm ? norm.mean.data_ptr<float>() : nullptr, norm.rstd.data_ptr<float>(), rows,
                                columns, static_cast<float>(epsilon), current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
     const at::Tensor output = scaled_mm(cast, weight_data.t(), weight_scale_inverse, bias_copy, at::kBFloat16, true);
     if (backward) {
       const at::Tensor transposed = at::empty({columns, rows}, options);
       launch_transpose_fp8(cast.data.data_ptr(), rows, columns, transposed.data_ptr(), current_stream());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
       context->save_for_backward({transposed.t(), cast.scale_inverse, weight_transposed.t(), weight_scale_inverse,
                                   weight, x, norm_weight, norm.mean, norm.rstd, norm_bias});
     }
@@ -340,7 +333,6 @@ Fp8Tensor quantize_fp8(const at::Tensor& x, Fp8Format format, const Fp8Slot& slo
     if (!cast_transpose_fits(input.size(0), input.size(1) / 2)) {  // SwiGLU first, then the plain cast
       at::Tensor activated = at::empty({input.size(0), input.size(1) / 2}, input.options());
       launch_swiglu_forward(input.data_ptr(), activated.data_ptr(), input.size(0), input.size(1) / 2, current_stream());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
       return quantize_fp8(activated, format, slot, record, transpose);
     }
   }

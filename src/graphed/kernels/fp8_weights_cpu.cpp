@@ -1,5 +1,6 @@
-// kernels/fp8_weights_cpu.cpp — kernels/fp8_weights.h on a CPU build: no weight fits (no FP8 tensor cores),
-// and the command line refuses --quantization fp8 before a weight is quantized.
+// kernels/fp8_weights_cpu.cpp — kernels/fp8_weights.h on a CPU build, in place of fp8_weights_cuda.cpp (one
+// convention for the two builds: src/graphed/CMakeLists.txt): no weight fits (no FP8 tensor cores), and the
+// command line refuses --quantization fp8 before a weight is quantized.
 #include "graphed/kernels/fp8_weights.h"
 
 #include "graphed/util/error.h"

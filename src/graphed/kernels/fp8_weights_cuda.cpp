@@ -1,10 +1,9 @@
-// kernels/fp8_weights_cuda.cpp — kernels/fp8_weights.h on a CUDA build. Both forms cast rows with
+// kernels/fp8_weights_cuda.cpp — kernels/fp8_weights.h on a CUDA build; fp8_weights_cpu.cpp is the CPU build's
+// (one convention for the two builds: src/graphed/CMakeLists.txt). Both forms cast rows with
 // kernels/fp8_kernels.h's per-row kernel: a weight's output rows once, a GEMM's activation rows at every call
 // (at::_scaled_mm's rowwise form: activation scales [rows, 1], weight scales [1, out], bf16 out).
 #include <cstdint>
 #include <optional>
-
-#include <c10/cuda/CUDAException.h>
 
 #include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/fp8_kernels.h"
@@ -27,7 +26,6 @@ Fp8Weight cast_rows(const at::Tensor& matrix) {
   launch_cast_rows_to_fp8(rows.data_ptr(), element_of(rows), rows.size(0), rows.size(1),
                           static_cast<float>(fp8_max(Fp8Format::kE4M3)), result.data.data_ptr(),
                           result.scale.data_ptr<float>(), current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "graphed/kernels/detail/gumbel_noise.h"
+#include "graphed/kernels/detail/launch_check.h"
 
 namespace graphed::kernels {
 namespace {
@@ -99,11 +100,15 @@ void launch_gumbel_max(const float* logits, int64_t row_stride, int64_t rows, in
                        const GumbelMaxRows& settings, float below_top, int64_t* out, void* stream) {
   if (rows == 0 || columns == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  cudaMemsetAsync(out, 0, static_cast<size_t>(rows) * sizeof(int64_t), cuda_stream);  // the empty key
+  detail::check_launch(
+      cudaMemsetAsync(out, 0, static_cast<size_t>(rows) * sizeof(int64_t), cuda_stream),  // the empty key
+      "gumbel_max_kernel (the memset of its keys)");
   const dim3 grid(static_cast<unsigned>((columns + kSlice - 1) / kSlice), static_cast<unsigned>(rows));
   gumbel_max_kernel<<<grid, kThreads, 0, cuda_stream>>>(logits, row_stride, columns, settings, below_top,
                                                         reinterpret_cast<Key*>(out));
+  detail::check_launch("gumbel_max_kernel");
   columns_of_keys<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, cuda_stream>>>(rows, out);
+  detail::check_launch("columns_of_keys");
 }
 
 }  // namespace graphed::kernels

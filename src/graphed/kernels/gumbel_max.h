@@ -2,7 +2,7 @@
 // stream): each row's argmax of logit / temperature + Gumbel noise (kernels/detail/gumbel_noise.h), the noise
 // computed where it can matter and never stored. Sampling then costs about what greedy's argmax costs and
 // allocates nothing. The ATen face is kernels/sampling_ops.h; the top-k and top-p filters arrive as a cut,
-// a (value, column) per row.
+// a (value, column) per row. A launch that fails throws graphed::Error (kernels/detail/launch_check.h).
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/launch_check.h"
 #include "graphed/kernels/training_kernels.h"
 
 namespace graphed::kernels {
@@ -94,6 +95,7 @@ void launch_cross_entropy(void* logits, const int64_t* labels, float* losses, in
     cross_entropy_kernel<false>
         <<<static_cast<unsigned>(rows), kThreads, 0, cuda_stream>>>(x, labels, losses, vocab, grad_scale);
   }
+  detail::check_launch("cross_entropy_kernel");
 }
 
 }  // namespace graphed::kernels

@@ -1,8 +1,9 @@
 // kernels/norm_kernels.cu — LayerNorm and RMSNorm forward and backward (kernels/training_kernels.h).
 // Forward: a warp per row, two passes over the row (statistics, then the output in bf16, or in E4M3 for an
-// FP8 linear that reads it). Backward: a fixed set of blocks walks the rows in a fixed order, writes each
-// row's input gradient and keeps the weight (and bias) gradient sums of its rows in shared memory; the
-// partial sums are reduced afterwards by the caller, so the result never depends on timing.
+// FP8 linear that reads it: kernels/fp8_kernels.h's launch_norm_forward_to_fp8). Backward: a fixed set of blocks
+// walks the rows in a fixed order, writes each row's input gradient and keeps the weight (and bias) gradient sums
+// of its rows in shared memory; the partial sums are reduced afterwards by the caller, so the result never depends
+// on timing.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -11,6 +12,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/launch_check.h"
 #include "graphed/kernels/fp8_kernels.h"
 #include "graphed/kernels/training_kernels.h"
 
@@ -116,6 +118,7 @@ void launch_forward(const void* input, Element input_type, const float* weight, 
     norm_forward_kernel<<<blocks, kForwardWarps * 32, 0, cuda_stream>>>(
         static_cast<const __nv_bfloat16*>(input), weight, bias, output, mean, rstd, rows, width, epsilon);
   }
+  detail::check_launch("norm_forward_kernel");
 }
 
 /// dx = rstd (dy w - mean(dy w) - xhat mean(dy w xhat)) for LayerNorm (RMSNorm: without the mean(dy w)
@@ -212,11 +215,14 @@ void launch_backward(const __nv_bfloat16* dy, const T* x, const float* weight, c
                      int64_t columns, cudaStream_t stream) {
   const std::size_t shared = backward_shared_bytes(columns, bias_partials != nullptr);
   if (shared > 48 * 1024) {  // beyond the default: opt in (idempotent, cheap)
-    cudaFuncSetAttribute(norm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes);
+    detail::check_launch(
+        cudaFuncSetAttribute(norm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes),
+        "norm_backward_kernel (its shared memory opt-in)");
   }
   const auto blocks = static_cast<unsigned>(norm_partial_rows(rows));
   norm_backward_kernel<T><<<blocks, kBackwardWarps * 32, shared, stream>>>(
       dy, x, weight, mean, rstd, residual, dx, weight_partials, bias_partials, rows, static_cast<int>(columns));
+  detail::check_launch("norm_backward_kernel");
 }
 
 }  // namespace
@@ -266,6 +272,7 @@ void launch_column_sums(const float* partials, float* output, const float* secon
   const dim3 blocks(static_cast<unsigned>((columns + 31) / 32), second_partials != nullptr ? 2 : 1);
   column_sums_kernel<<<blocks, kSumSlices * 32, 0, static_cast<cudaStream_t>(stream)>>>(
       partials, output, second_partials, second_output, partial_rows, static_cast<int>(columns), accumulate);
+  detail::check_launch("column_sums_kernel");
 }
 
 }  // namespace graphed::kernels

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "graphed/kernels/detail/launch_check.h"
 #include "graphed/kernels/training_kernels.h"
 
 namespace graphed::kernels {
@@ -84,6 +85,7 @@ void launch_adamw(float* parameters, const float* gradients, float* exp_avg, flo
   adamw_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       parameters, gradients, exp_avg, exp_avg_sq, static_cast<__nv_bfloat16*>(bf16_copy), n, vectorized ? n / 4 : 0,
       learning_rate, step, grad_scale, hyper);
+  detail::check_launch("adamw_kernel");
 }
 
 }  // namespace graphed::kernels

@@ -257,22 +257,20 @@ template <typename Scalar>
 void launch(const void* query, const void* key_cache, const void* value_cache, const int64_t* block_tables,
             const int64_t* token_request, const int64_t* positions, void* output, float* workspace,
             const PagedAttentionShape& shape, float scale, cudaStream_t stream) {
-  Layout layout{static_cast<int>(shape.heads),
-                static_cast<int>(shape.groups),
-                static_cast<int>(shape.head_dim),
-                static_cast<int>(shape.block_size),
-                static_cast<int>(shape.table_width),
-                static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
+  Layout layout{static_cast<int>(shape.heads),       static_cast<int>(shape.groups),
+                static_cast<int>(shape.head_dim),    static_cast<int>(shape.block_size),
+                static_cast<int>(shape.table_width), static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.heads),
                         static_cast<unsigned>(layout.splits));
-  detail::launch_programmatic(paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * kWarps), 0, stream,
-                              static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache),
-                              static_cast<const Scalar*>(value_cache), block_tables, token_request, positions,
-                              workspace, static_cast<Scalar*>(output), layout, scale);
+  detail::launch_programmatic(
+      "paged_attention_split_kernel", paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * kWarps), 0, stream,
+      static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache), static_cast<const Scalar*>(value_cache),
+      block_tables, token_request, positions, workspace, static_cast<Scalar*>(output), layout, scale);
   if (layout.splits == 1) return;  // every token was written by the split kernel
   const dim3 combine_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.heads));
-  detail::launch_programmatic(paged_attention_combine_kernel<Scalar>, combine_grid, dim3(64), 0, stream, positions,
-                              static_cast<const float*>(workspace), static_cast<Scalar*>(output), layout);
+  detail::launch_programmatic("paged_attention_combine_kernel", paged_attention_combine_kernel<Scalar>, combine_grid,
+                              dim3(64), 0, stream, positions, static_cast<const float*>(workspace),
+                              static_cast<Scalar*>(output), layout);
 }
 
 }  // namespace

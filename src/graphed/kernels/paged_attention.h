@@ -3,8 +3,8 @@
 // that request's cache positions 0..its own position, and finds them through the request's block
 // table. One kernel serves prefill chunks and decode tokens alike; long contexts split across thread
 // blocks (flash-decoding) and a second kernel combines the splits in a fixed order, so a result
-// never depends on how many tokens share the launch or how long the launch's longest context is. The ATen
-// wrapper is kernels/paged_attention_ops.h.
+// never depends on how many tokens share the launch or how long the launch's longest context is. A launch that
+// fails throws graphed::Error (kernels/detail/launch_check.h). The ATen wrapper is kernels/paged_attention_ops.h.
 #pragma once
 
 #include <cstdint>

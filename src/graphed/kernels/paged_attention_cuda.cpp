@@ -1,5 +1,6 @@
-// kernels/paged_attention_cuda.cpp — kernels::paged_attention on a CUDA build: the kernel of
-// kernels/paged_attention.h where it applies, the reference elsewhere.
+// kernels/paged_attention_cuda.cpp — kernels/paged_attention_ops.h on a CUDA build; paged_attention_cpu.cpp is the
+// CPU build's (one convention for the two builds: src/graphed/CMakeLists.txt). The kernel of
+// kernels/paged_attention.h where it applies, the reference (paged_attention_reference.cpp) elsewhere.
 #include <c10/cuda/CUDAStream.h>
 
 #include "graphed/kernels/paged_attention.h"

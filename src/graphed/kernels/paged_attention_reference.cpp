@@ -1,12 +1,12 @@
-// kernels/paged_attention_reference.cpp — kernels::reference::paged_attention (both builds), and
-// kernels::paged_attention on a CPU build, where it is the reference.
+// kernels/paged_attention_reference.cpp — kernels::reference::paged_attention in LibTorch ops, in both builds (one
+// convention for the two builds: src/graphed/CMakeLists.txt): what paged_attention_cpu.cpp runs, what
+// paged_attention_cuda.cpp falls back to, and what the kernel is tested against.
+#include "graphed/kernels/paged_attention_ops.h"
+
 #include <algorithm>
 #include <limits>
 
-#include "graphed/kernels/paged_attention_ops.h"
-
-namespace graphed::kernels {
-namespace reference {
+namespace graphed::kernels::reference {
 
 at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
                            const PagedContext& context, double scale) {
@@ -39,13 +39,4 @@ at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache,
   return at::matmul(probabilities, values).reshape({tokens, heads, head_dim});
 }
 
-}  // namespace reference
-
-#ifndef GRAPHED_PAGED_ATTENTION_KERNEL
-at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
-                           const PagedContext& context, double scale) {
-  return reference::paged_attention(query, key_cache, value_cache, context, scale);
-}
-#endif
-
-}  // namespace graphed::kernels
+}  // namespace graphed::kernels::reference

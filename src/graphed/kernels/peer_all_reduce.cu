@@ -133,20 +133,20 @@ cudaError_t launch_for(const PeerAreas& areas, const void* input, void* output, 
   const dim3 grid(static_cast<unsigned>(blocks));
   switch (areas.ranks) {
     case 2:
-      detail::launch_programmatic(peer_all_reduce_kernel<Element, 2>, grid, kThreads, 0, stream, areas, in, out,
-                                  vectors);
+      detail::launch_programmatic("peer_all_reduce_kernel", peer_all_reduce_kernel<Element, 2>, grid, kThreads, 0,
+                                  stream, areas, in, out, vectors);
       break;
     case 4:
-      detail::launch_programmatic(peer_all_reduce_kernel<Element, 4>, grid, kThreads, 0, stream, areas, in, out,
-                                  vectors);
+      detail::launch_programmatic("peer_all_reduce_kernel", peer_all_reduce_kernel<Element, 4>, grid, kThreads, 0,
+                                  stream, areas, in, out, vectors);
       break;
     case 8:
-      detail::launch_programmatic(peer_all_reduce_kernel<Element, 8>, grid, kThreads, 0, stream, areas, in, out,
-                                  vectors);
+      detail::launch_programmatic("peer_all_reduce_kernel", peer_all_reduce_kernel<Element, 8>, grid, kThreads, 0,
+                                  stream, areas, in, out, vectors);
       break;
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
+  return cudaSuccess;  // a launch that failed has thrown (detail/launch_check.h)
 }
 
 }  // namespace

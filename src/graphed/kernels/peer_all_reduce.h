@@ -31,7 +31,8 @@ enum class PeerElement { kBFloat16, kFloat32 };
 
 /// output [elements] = the sum over the ranks of each rank's input, in rank order in fp32 and rounded once, so
 /// every rank gets the same bits. bytes a multiple of 16 and at most capacity; pointers 16-byte aligned; every
-/// rank calls with the same size in the same order. Returns a cudaError_t (0: launched).
+/// rank calls with the same size in the same order. Returns cudaErrorInvalidValue (a cudaError_t) for a size or
+/// a number of ranks it does not take, else 0; a launch that fails throws graphed::Error (detail/launch_check.h).
 int launch_peer_all_reduce(const PeerAreas& areas, const void* input, void* output, int64_t elements,
                            PeerElement element, void* stream);
 

@@ -1,5 +1,6 @@
-// kernels/peer_all_reduce_cpu.cpp — kernels/peer_all_reduce_ops.h on a CPU build: there is no peer memory,
-// so every group keeps its library's all-reduce.
+// kernels/peer_all_reduce_cpu.cpp — kernels/peer_all_reduce_ops.h on a CPU build, in place of
+// peer_all_reduce_cuda.cpp (one convention for the two builds: src/graphed/CMakeLists.txt): there is no peer
+// memory, so every group keeps its library's all-reduce.
 #include "graphed/kernels/peer_all_reduce_ops.h"
 
 namespace graphed::kernels {

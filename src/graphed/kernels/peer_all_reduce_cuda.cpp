@@ -1,5 +1,6 @@
-// kernels/peer_all_reduce_cuda.cpp — kernels/peer_all_reduce_ops.h on a CUDA build: the areas live outside
-// the caching allocator (cudaMalloc, so their handles stay valid) for the life of the object.
+// kernels/peer_all_reduce_cuda.cpp — kernels/peer_all_reduce_ops.h on a CUDA build; peer_all_reduce_cpu.cpp is the
+// CPU build's (one convention for the two builds: src/graphed/CMakeLists.txt). The areas live outside the caching
+// allocator (cudaMalloc, so their handles stay valid) for the life of the object.
 #include "graphed/kernels/peer_all_reduce_ops.h"
 
 #include <c10/cuda/CUDAGuard.h>
@@ -66,7 +67,7 @@ class DevicePeerAllReduce final : public PeerAllReduce {
     const PeerElement element = tensor.scalar_type() == at::kBFloat16 ? PeerElement::kBFloat16 : PeerElement::kFloat32;
     const int status = launch_peer_all_reduce(areas_, tensor.data_ptr(), output.data_ptr(), tensor.numel(), element,
                                               c10::cuda::getCurrentCUDAStream().stream());
-    GRAPHED_INTERNAL_ASSERT(status == 0, "the peer all-reduce launched: ", peer_error_text(status));
+    GRAPHED_INTERNAL_ASSERT(status == 0, "the peer all-reduce takes the tensor: ", peer_error_text(status));
     return output;
   }
 

@@ -19,6 +19,7 @@
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
 #include "graphed/kernels/detail/block_reduce.cuh"
+#include "graphed/kernels/detail/launch_check.h"
 #include "graphed/kernels/detail/programmatic_launch.cuh"
 
 namespace graphed::kernels {
@@ -255,8 +256,9 @@ int resident_blocks(size_t shared_bytes) {
   const auto found = known.find(shared_bytes);
   if (found != known.end()) return found->second;
   int blocks = 1;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, row_linear_kernel<kFp8, kRows, kTransform>, kThreads,
-                                                shared_bytes);
+  detail::check_launch(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                           &blocks, row_linear_kernel<kFp8, kRows, kTransform>, kThreads, shared_bytes),
+                       "row_linear_kernel (its occupancy query)");
   known.emplace(shared_bytes, std::max(blocks, 1));
   return std::max(blocks, 1);
 }
@@ -267,7 +269,8 @@ void launch_with(const Parameters& p, cudaStream_t stream) {
   const auto shared = static_cast<size_t>(p.rows) * p.in_features * sizeof(__nv_bfloat16);
   const int wanted = (p.out_features + kWarps - 1) / kWarps;
   const int resident = resident_blocks<kFp8, kRows, kTransform>(shared) * detail::multiprocessor_count();
-  detail::launch_programmatic(kernel, dim3(std::max(1, std::min(wanted, resident))), dim3(kThreads), shared, stream, p);
+  detail::launch_programmatic("row_linear_kernel", kernel, dim3(std::max(1, std::min(wanted, resident))),
+                              dim3(kThreads), shared, stream, p);
 }
 
 template <RowTransform kTransform>

@@ -1,7 +1,7 @@
 // kernels/row_linear.h — a linear layer over a few rows (the tokens of a decode step), free of ATen: one
 // kernel reads the weight once at close to the memory bandwidth, and folds in what surrounds a projection in
 // a decoder layer: the RMSNorm or SwiGLU of its input before, the bias and the residual add after. The
-// ATen face is kernels::decode_linear (kernels/decode_ops.h).
+// ATen faces are kernels::decode_linear (kernels/decode_ops.h) and kernels::fp8_weight_linear (kernels/fp8_weights.h).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// kernels/sampling_ops.cpp — see kernels/sampling_ops.h. The CPU loop runs the kernel's two passes over a whole
-// row (kernels/gumbel_max.cu says why two), tightening its bound as better columns turn up.
+// kernels/sampling_ops.cpp — see kernels/sampling_ops.h; both builds (the CUDA launch is sampling_ops_cuda.cpp's:
+// src/graphed/CMakeLists.txt). The CPU loop runs the kernel's two passes over a whole row (kernels/gumbel_max.cu
+// says why two), tightening its bound as better columns turn up.
 #include "graphed/kernels/sampling_ops.h"
 
 #include <ATen/Parallel.h>

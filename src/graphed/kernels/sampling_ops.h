@@ -40,8 +40,8 @@ void find_filter_cuts(const at::Tensor& logits, const at::Tensor& top_k, const a
 uint32_t noise_seed_state(uint64_t seed);
 
 namespace device {
-/// gumbel_max_into's launch on CUDA tensors, defined by the build's sampling_ops_cuda.cpp (a CPU build has no
-/// CUDA tensors to pass it).
+/// gumbel_max_into's launch on CUDA tensors, defined by sampling_ops_cuda.cpp (a CPU build's sampling_ops_cpu.cpp
+/// asserts: it has no CUDA tensors to pass it).
 void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tensor& out, float below_top);
 }  // namespace device
 

@@ -1,5 +1,6 @@
-// kernels/sampling_ops_cpu.cpp — kernels/sampling_ops.h's launch on a CPU build, which has no CUDA tensors to
-// pass it: never reached.
+// kernels/sampling_ops_cpu.cpp — kernels/sampling_ops.h's launch (namespace device) on a CPU build, in place of
+// sampling_ops_cuda.cpp (one convention for the two builds: src/graphed/CMakeLists.txt). A CPU build has no CUDA
+// tensors to pass it: never reached.
 #include "graphed/kernels/sampling_ops.h"
 
 #include "graphed/util/error.h"

@@ -3,8 +3,9 @@
 // does in one or two launches what LibTorch does in several: LayerNorm / RMSNorm forward and backward,
 // RoPE, SwiGLU, cross-entropy with its gradient, and AdamW over flat buffers that also writes the bf16
 // working copy of the weights. fp32 arithmetic, one rounding per output; reductions in a fixed order, so
-// a kernel gives the same bits from run to run. `stream` is a cudaStream_t. The ATen-facing functions
-// (autograd, checks, the CPU fallback) are kernels/training_ops.h.
+// a kernel gives the same bits from run to run. `stream` is a cudaStream_t; a launch that fails throws
+// graphed::Error (kernels/detail/launch_check.h). The ATen-facing functions (autograd, checks, the ATen
+// reference) are kernels/training_ops.h.
 #pragma once
 
 #include <cstdint>

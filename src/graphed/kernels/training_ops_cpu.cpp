@@ -1,5 +1,6 @@
-// kernels/training_ops_cpu.cpp — kernels/training_ops.h on a CPU build: every operation is its ATen
-// reference (there are no kernels to run).
+// kernels/training_ops_cpu.cpp — kernels/training_ops.h on a CPU build, in place of training_ops_cuda.cpp (one
+// convention for the two builds: src/graphed/CMakeLists.txt): every operation is its ATen reference
+// (training_ops_reference.cpp; there are no kernels to run).
 #include "graphed/kernels/training_ops.h"
 
 namespace graphed::kernels {

@@ -1,10 +1,10 @@
-// kernels/training_ops_cuda.cpp — kernels/training_ops.h on a CUDA build: each operation checks that its
-// tensors fit the kernels (CUDA, dtypes, layout, sizes) and runs them as an autograd function; anything
-// else goes to the ATen reference.
+// kernels/training_ops_cuda.cpp — kernels/training_ops.h on a CUDA build; training_ops_cpu.cpp is the CPU build's
+// (one convention for the two builds: src/graphed/CMakeLists.txt). Each operation checks that its tensors fit the
+// kernels (CUDA, dtypes, layout, sizes) and runs them as an autograd function; anything else goes to the ATen
+// reference (training_ops_reference.cpp).
 #include <limits>
 
 #include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/accumulation_listeners.h"
@@ -41,7 +41,6 @@ std::pair<at::Tensor, at::Tensor> column_sums(const at::Tensor& partials, const 
   launch_column_sums(partials.data_ptr<float>(), sums.data_ptr<float>(), mutable_float_pointer(second_partials),
                      mutable_float_pointer(second_sums), partials.size(0), partials.size(1), accumulate,
                      current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {sums, second_sums};
 }
 
@@ -82,7 +81,6 @@ tensor_list norm_backward(const NormSaved& saved, const at::Tensor& grad_output,
                        adds_residual ? residual.data_ptr() : nullptr, grad_input.data_ptr(),
                        weight_partials.data_ptr<float>(), mutable_float_pointer(bias_partials), rows, columns,
                        current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (residual.defined() && !adds_residual) grad_input = grad_input + residual;
   const bool in_place = accumulate && accumulable(saved.weight) && (!layer_norm || accumulable(saved.bias));
   if (in_place) {  // straight into the parameters' gradients: no gradient tensor, no AccumulateGrad add
@@ -112,7 +110,6 @@ at::Tensor norm_forward(AutogradContext* context, const at::Tensor& input, const
                       layer_norm ? bias.data_ptr<float>() : nullptr, output.data_ptr(),
                       layer_norm ? saved.mean.data_ptr<float>() : nullptr, saved.rstd.data_ptr<float>(),
                       x.numel() / columns, columns, static_cast<float>(epsilon), current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   context->save_for_backward({x, weight, saved.mean, saved.rstd, bias});
   context->saved_data["accumulate"] = accumulate;
   return output;
@@ -207,7 +204,6 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   const at::Tensor output = at::empty({batch, seq, heads, head_dim}, input.options()).transpose(1, 2);
   launch_rope(input.data_ptr(), head_strides(input), output.data_ptr(), head_strides(output), cos.data_ptr<float>(),
               sin.data_ptr<float>(), batch, seq, heads, head_dim, inverse, current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return output;
 }
 
@@ -232,7 +228,6 @@ struct SwigluFunction : torch::autograd::Function<SwigluFunction> {
     sizes.back() = width;
     at::Tensor output = at::empty(sizes, input.options());
     launch_swiglu_forward(input.data_ptr(), output.data_ptr(), input.numel() / input.size(-1), width, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
     context->save_for_backward({input});
     return output;
   }
@@ -243,7 +238,6 @@ struct SwigluFunction : torch::autograd::Function<SwigluFunction> {
     at::Tensor grad_input = at::empty_like(input);
     launch_swiglu_backward(dy.data_ptr(), input.data_ptr(), grad_input.data_ptr(), input.numel() / input.size(-1),
                            input.size(-1) / 2, current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {grad_input};
   }
 };
@@ -253,7 +247,6 @@ struct ResidualAddFunction : torch::autograd::Function<ResidualAddFunction> {
     at::Tensor output = at::empty_like(hidden);
     launch_residual_add(hidden.data_ptr<float>(), update.data_ptr(), output.data_ptr<float>(), hidden.numel(),
                         current_stream());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
     return output;
   }
 
@@ -281,7 +274,6 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       at::Tensor logits = at::mm(chunk, weight_copy.t());  // [count, vocab] bf16, then its gradient in place
       launch_cross_entropy(logits.data_ptr(), targets.data_ptr<int64_t>() + start, losses.data_ptr<float>() + start,
                            count, vocab, 1.0f / static_cast<float>(rows), current_stream());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
       if (!with_grad) continue;
       at::Tensor rows_gradient = grad_hidden.narrow(0, start, count);
       at::mm_out(rows_gradient, logits, weight_copy);
@@ -408,7 +400,6 @@ void adamw_step(const at::Tensor& parameters, const at::Tensor& gradients, const
                exp_avg_sq.data_ptr<float>(), working_copy.defined() ? working_copy.data_ptr() : nullptr,
                parameters.numel(), learning_rate.data_ptr<float>(), step.data_ptr<float>(),
                grad_scale ? grad_scale->data_ptr<float>() : nullptr, hyper, current_stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace graphed::kernels

@@ -1,8 +1,9 @@
-// kernels/training_ops_reference.cpp — the ATen forms of kernels/training_ops.h's operations: what a CPU
-// build runs, and what the fused kernels are tested against.
-#include <ATen/core/grad_mode.h>
-
+// kernels/training_ops_reference.cpp — the ATen forms of kernels/training_ops.h's operations (namespace reference),
+// in both builds (one convention for the two builds: src/graphed/CMakeLists.txt): what training_ops_cpu.cpp runs,
+// what training_ops_cuda.cpp falls back to, and what the fused kernels are tested against.
 #include "graphed/kernels/training_ops.h"
+
+#include <ATen/core/grad_mode.h>
 
 namespace graphed::kernels::reference {
 namespace {

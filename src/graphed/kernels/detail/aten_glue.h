@@ -1,6 +1,7 @@
 // kernels/detail/aten_glue.h — the small helpers the CUDA builds' ATen-facing files of kernels/ share
-// (training_ops_cuda.cpp, fp8_linear_cuda.cpp, fp8_weights_cuda.cpp, decode_ops_cuda.cpp): the current stream, tensor
-// facts a launch needs, and the rules for optional tensors and in-place gradients. CUDA builds only.
+// (training_ops_cuda.cpp, fp8_linear_cuda.cpp, fp8_weights_cuda.cpp, decode_ops_cuda.cpp, sampling_ops_cuda.cpp):
+// the current stream, tensor facts a launch needs, and the rules for optional tensors and in-place gradients. CUDA
+// builds only.
 #pragma once
 
 #include <ATen/ATen.h>

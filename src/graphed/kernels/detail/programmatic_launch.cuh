@@ -1,12 +1,14 @@
-// kernels/detail/programmatic_launch.cuh — programmatic dependent launch (Hopper and later) for the decode
-// kernels: a kernel launched this way may start while the one before it on the stream is still running,
-// runs the part of its work that reads no earlier output (loading weights), then waits for that kernel to
-// finish. CUDA graphs keep the launch attribute, so a decode step's graph has no launch gap between them.
+// kernels/detail/programmatic_launch.cuh — programmatic dependent launch (Hopper and later) for the kernels of a
+// decode step (decode_kernels.cu's RoPE, paged_attention.cu, row_linear.cu, peer_all_reduce.cu): a kernel launched
+// this way may start while the one before it on the stream is still running, runs the part of its work that reads
+// no earlier output (loading weights), then waits for that kernel to finish. CUDA graphs keep the launch
+// attribute, so a decode step's graph has no launch gap between them.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "graphed/kernels/detail/device_facts.h"
+#include "graphed/kernels/detail/launch_check.h"
 
 namespace graphed::kernels::detail {
 
@@ -27,11 +29,11 @@ __device__ __forceinline__ void let_next_kernel_start() {
 #endif
 }
 
-/// Launches `kernel` with the programmatic stream serialization attribute where the device takes it,
-/// plainly elsewhere.
+/// Launches `kernel` (named `name` in a failure's message) with the programmatic stream serialization attribute
+/// where the device takes it, plainly elsewhere; checks what cudaLaunchKernelEx returned (detail/launch_check.h).
 template <typename... Parameters, typename... Arguments>
-void launch_programmatic(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
-                         Arguments... arguments) {
+void launch_programmatic(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
+                         cudaStream_t stream, Arguments... arguments) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -42,7 +44,7 @@ void launch_programmatic(void (*kernel)(Parameters...), dim3 grid, dim3 block, s
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = programmatic_launch_supported() ? 1 : 0;
-  cudaLaunchKernelEx(&config, kernel, static_cast<Parameters>(arguments)...);
+  check_launch(cudaLaunchKernelEx(&config, kernel, static_cast<Parameters>(arguments)...), name);
 }
 
 }  // namespace graphed::kernels::detail

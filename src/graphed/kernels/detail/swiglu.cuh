@@ -1,6 +1,6 @@
-// kernels/detail/swiglu.cuh — SwiGLU's arithmetic in fp32, one definition for every kernel that computes it
-// (the training kernels of elementwise_kernels.cu and the fused SwiGLU-to-FP8 cast of fp8_kernels.cu), so the
-// fused cast reads exactly the bf16 values the plain kernel writes.
+// kernels/detail/swiglu.cuh — SwiGLU's arithmetic in fp32, one definition for the training kernels that compute it
+// (elementwise_kernels.cu) and the fused SwiGLU-to-FP8 cast of fp8_kernels.cu, so the fused cast reads exactly the
+// bf16 values the plain kernel writes. The decode kernels (decode_kernels.cu, row_linear.cu) write their own.
 #pragma once
 
 #include <cuda_runtime.h>
