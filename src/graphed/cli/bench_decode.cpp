@@ -116,6 +116,9 @@ infer::ServingOptions decode_engine_options(const CommandLine& command_line, con
   // Every prompt of the largest batch in one step, as a static batch's prefill runs.
   options.max_tokens = std::max(options.max_requests, options.max_requests * command_line.decode_prompt_tokens);
   options.block_size = std::min<int64_t>(256, options.max_sequence);
+  // A block table's worth for every request: the same on every rank of a tensor-parallel group, whatever
+  // memory each has free, so that they schedule alike.
+  options.cache_blocks = options.max_requests * ((options.max_sequence + options.block_size - 1) / options.block_size) + 1;
   options.num_cuda_graphs = config.cuda_graph.inference_num_cuda_graphs;
   options.decode_only_cuda_graphs = true;
   return options;
