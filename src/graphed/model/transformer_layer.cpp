@@ -201,9 +201,7 @@ std::vector<at::Tensor> TransformerLayerImpl::router_unit(const at::Tensor& hidd
 }
 
 std::vector<at::Tensor> TransformerLayerImpl::preprocess_unit(const at::Tensor& weights, const at::Tensor& indices) {
-  const DispatchPlan plan = moe_->plan(indices, weights);
-  if (moe_->is_drop_and_pad()) return {plan.gather_index};
-  return {plan.order, plan.counts};
+  return moe_->plan_tensors(moe_->plan(indices, weights));
 }
 
 std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose_feed_forward(const at::Tensor& hidden,
@@ -215,14 +213,7 @@ std::pair<at::Tensor, at::Tensor> TransformerLayerImpl::compose_feed_forward(con
   }
   const auto routed = runners_[slot(LayerUnit::kMoeRouter)]->run({hidden}, microbatch);
   const auto planned = runners_[slot(LayerUnit::kMoePreprocess)]->run({routed[1], routed[2]}, microbatch);
-  DispatchPlan plan;
-  if (moe_->is_drop_and_pad()) {
-    plan.gather_index = planned[0];
-  } else {
-    plan.order = planned[0];
-    plan.counts = planned[1];
-  }
-  at::Tensor output = moe_->run_experts(routed[0], routed[1], plan);
+  at::Tensor output = moe_->run_experts(routed[0], routed[1], moe_->plan_from_tensors(planned));
   if (routed.size() > 4) output = output + routed[4];
   return {residual(hidden, output.view(hidden.sizes())), routed[3]};
 }
