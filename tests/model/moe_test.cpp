@@ -1,5 +1,6 @@
 // tests/model/moe_test.cpp — MoE dispatch modes agree when nothing is dropped, drop-and-pad really
-// drops beyond capacity, and the load-balancing loss follows Megatron's formula.
+// drops beyond capacity, the mode chosen at construction decides the preprocess unit's outputs, and the
+// load-balancing loss follows Megatron's formula.
 #include "graphed/model/moe.h"
 
 #include <gtest/gtest.h>
@@ -63,6 +64,27 @@ TEST(MoeTest, DropAndPadKeepsAtMostCapacityPerExpert) {
     dropless->named_parameters()[name].copy_(moe->named_parameters()[name]);
   }
   EXPECT_FALSE(at::allclose(moe->forward(x).first, dropless->forward(x).first));
+}
+
+TEST(MoeTest, TheModeChosenAtConstructionShapesThePreprocessOutputs) {
+  struct Case {
+    std::optional<double> capacity_factor;
+    bool pad;
+    std::size_t plan_tensors;  // drop-and-pad: gather_index; dropless: order and counts
+  };
+  for (const Case& mode : {Case{std::nullopt, false, 2}, Case{1.0, false, 2}, Case{1.0, true, 1}}) {
+    at::manual_seed(6);
+    Moe moe(shape(mode.capacity_factor, mode.pad));
+    const at::Tensor x = at::randn({8, 16});
+    const Routing routing = moe->route(x);
+    const DispatchPlan plan = moe->plan(routing.indices, routing.weights);
+    const std::vector<at::Tensor> tensors = moe->plan_tensors(plan);
+    ASSERT_EQ(tensors.size(), mode.plan_tensors);
+    // The experts compute the same from the plan and from the preprocess unit's outputs.
+    at::NoGradGuard no_grad;
+    EXPECT_TRUE(at::equal(moe->run_experts(x, routing.weights, plan),
+                          moe->run_experts(x, routing.weights, moe->plan_from_tensors(tensors))));
+  }
 }
 
 TEST(MoeTest, AuxLossFollowsTheSwitchFormula) {

@@ -1,6 +1,10 @@
 // tests/model/transformer_layer_test.cpp — the layer's units: composing them equals the whole-layer
-// unit, every unit is reachable through a runner, and swapping runners is invisible to the output.
+// unit, every unit is reachable through a runner, and swapping runners is invisible to the output; the
+// layer's parts register their modules under the layer's own names, in the layer's order.
 #include "graphed/model/transformer_layer.h"
+
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -98,6 +102,53 @@ TEST(TransformerLayerTest, UnitParametersCoverTheLayer) {
       layer->unit(LayerUnit::kAttention).parameters.size() + layer->unit(LayerUnit::kMlp).parameters.size();
   EXPECT_EQ(whole, parts);
   EXPECT_EQ(whole, layer->parameters().size());
+}
+
+/// The modules the layer's parameters belong to (their names' first part), each once, in order.
+std::vector<std::string> layer_parameter_modules(const torch::nn::Module& layer) {
+  std::vector<std::string> modules;
+  for (const auto& item : layer.named_parameters()) {
+    const std::string module = item.key().substr(0, item.key().find('.'));
+    if (modules.empty() || modules.back() != module) modules.push_back(module);
+  }
+  return modules;
+}
+
+bool parameter_name_starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+TEST(TransformerLayerTest, PartsRegisterTheirModulesUnderTheLayersNames) {
+  const config::RunConfig config = moe_config(true);
+  TransformerLayer dense(config.model, 1, false);
+  EXPECT_EQ(layer_parameter_modules(*dense), (std::vector<std::string>{"input_norm", "attention", "mlp_norm", "mlp"}));
+  TransformerLayer moe(config.model, 2, true);
+  EXPECT_EQ(layer_parameter_modules(*moe), (std::vector<std::string>{"input_norm", "attention", "mlp_norm", "moe"}));
+  const auto names = moe->named_parameters();
+  for (const char* name : {"input_norm.weight", "attention.qkv_weight", "mlp_norm.weight", "moe.router_weight",
+                           "moe.experts_w1", "moe.shared_expert.fc1_weight"}) {
+    EXPECT_NE(names.find(name), nullptr) << name;
+  }
+  // The whole-layer unit lists every parameter, in the layer's order, under the model's names.
+  const capture::GraphableUnit whole = moe->unit(LayerUnit::kWholeLayer);
+  ASSERT_EQ(whole.parameter_names.size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(whole.parameter_names[i], "layers.1." + names[i].key());
+  // The router reads the norm, the router's weight and the shared expert, nothing else.
+  const capture::GraphableUnit router = moe->unit(LayerUnit::kMoeRouter);
+  std::size_t expected = 1;  // router_weight
+  for (const auto& item : names) {
+    const std::string& name = item.key();
+    if (parameter_name_starts_with(name, "mlp_norm.") || parameter_name_starts_with(name, "moe.shared_expert.")) {
+      ++expected;
+    }
+  }
+  EXPECT_EQ(router.parameter_names.size(), expected);
+  for (const std::string& name : router.parameter_names) {
+    EXPECT_TRUE(parameter_name_starts_with(name, "layers.1.mlp_norm.") || name == "layers.1.moe.router_weight" ||
+                parameter_name_starts_with(name, "layers.1.moe.shared_expert."))
+        << name;
+  }
+  EXPECT_TRUE(moe->unit(LayerUnit::kMoePreprocess).parameters.empty());
 }
 
 TEST(GptModelTest, TiedAndUntiedOutputLayer) {

@@ -2,14 +2,20 @@
 #include "graphed/model/moe.h"
 
 #include <cmath>
-#include <limits>
 
-#include "graphed/capture/capture_state.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
+namespace {
 
-MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape) {
+std::unique_ptr<const MoeDispatch> dispatch_for(const MoeShape& shape) {
+  if (shape.capacity_factor.has_value() && shape.pad_to_capacity) return std::make_unique<DropAndPadDispatch>();
+  return std::make_unique<DroplessDispatch>();
+}
+
+}  // namespace
+
+MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape), dispatch_(dispatch_for(shape)) {
   const int64_t e = shape.num_experts;
   const int64_t h = shape.hidden_size;
   const int64_t f = shape.expert_ffn_hidden_size;
@@ -70,23 +76,7 @@ DispatchPlan MoeImpl::plan(const at::Tensor& routed_indices, const at::Tensor& r
   const int64_t k = shape_.top_k;
   const at::Tensor indices = tensor_.all_of_sequence(routed_indices).reshape({-1, k});
   const at::Tensor weights = tensor_.all_of_sequence(routed_weights.detach()).reshape({-1, k});
-  const int64_t assignments = indices.numel();
-  const int64_t e = shape_.num_experts;
-  const at::Tensor expert_of = indices.reshape({-1});
-  DispatchPlan plan;
-  if (is_drop_and_pad()) {
-    const int64_t c = capacity(indices.size(0));
-    const at::Tensor scores = at::full({e, assignments}, -std::numeric_limits<double>::infinity(), weights.options())
-                                  .scatter(0, expert_of.reshape({1, -1}), weights.detach().reshape({1, -1}));
-    const auto kept = scores.topk(c, 1);  // [E, C]: the C most probable assignments of each expert
-    const at::Tensor valid = at::isfinite(std::get<0>(kept));
-    plan.gather_index =
-        at::where(valid, std::get<1>(kept), at::full_like(std::get<1>(kept), assignments)).reshape({-1});
-  } else {
-    plan.order = std::get<1>(at::sort(expert_of, /*stable=*/true, 0, /*descending=*/false));
-    plan.counts = at::zeros({e}, expert_of.options()).index_add_(0, expert_of, at::ones_like(expert_of));
-  }
-  return plan;
+  return dispatch_->plan(*this, indices, weights);
 }
 
 void MoeImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
@@ -144,32 +134,7 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tenso
   const int64_t k = shape_.top_k;
   const int64_t assignments = t * k;
   const at::Tensor per_assignment = tokens.unsqueeze(1).expand({t, k, h}).reshape({assignments, h});
-  at::Tensor output;  // [T k, h] expert output of each assignment (zero when dropped)
-  if (is_drop_and_pad()) {
-    const int64_t e = shape_.num_experts;
-    const int64_t c = plan.gather_index.numel() / e;
-    const at::Tensor padded = at::cat({per_assignment, at::zeros({1, h}, per_assignment.options())});
-    const at::Tensor expert_output = all_experts(padded.index_select(0, plan.gather_index).view({e, c, h}));
-    const at::Tensor flat = expert_output.reshape({e * c, h});
-    output =
-        at::zeros({assignments + 1, h}, flat.options()).index_put({plan.gather_index}, flat).narrow(0, 0, assignments);
-  } else {
-    GRAPHED_CHECK(!capture::is_graph_capturing(), CaptureError,
-                  "the dropless MoE reads its per-expert token counts on the host, which a CUDA graph cannot "
-                  "capture; fix: graph only the router and the dispatch preprocessing of dropless MoE layers, or make "
-                  "them drop-and-pad (an expert capacity factor with padding to capacity)");
-    const at::Tensor permuted = per_assignment.index_select(0, plan.order);
-    const at::Tensor counts = plan.counts.to(at::kCPU);  // host sync: dropless shapes are dynamic
-    std::vector<at::Tensor> pieces;
-    int64_t offset = 0;
-    for (int64_t expert = 0; expert < shape_.num_experts; ++expert) {
-      const int64_t n = counts[expert].item<int64_t>();
-      if (n > 0) pieces.push_back(expert_mlp(permuted.narrow(0, offset, n), expert));
-      offset += n;
-    }
-    const at::Tensor computed = at::cat(pieces);
-    output = at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
-  }
+  const at::Tensor output = dispatch_->run_experts(*this, per_assignment, plan);  // [T k, h], zero when dropped
   const at::Tensor weighted = output * weights.reshape({assignments, 1}).to(output.scalar_type());
   // Leaving sums the ranks' partial outputs (with sequence parallelism reduce-scatters them to each rank's part).
   return tensor_.leave(weighted.view({t, k, h}).sum(1).view(token_shape)).reshape({-1, h});

@@ -1,5 +1,6 @@
 // model/moe.h — the mixture-of-experts MLP: top-k softmax router with Megatron's switch
-// load-balancing loss, an optional shared expert, and two dispatch modes:
+// load-balancing loss, an optional shared expert, and one of two dispatch modes, chosen when it is built
+// (model/moe_dispatch.h):
 //  * drop-and-pad (--moe-expert-capacity-factor + --moe-pad-expert-input-to-capacity): every expert
 //    gets exactly C = ceil(tokens x top-k / experts x factor) slots; the C assignments with the
 //    highest routing probability are kept (Megatron's "probs" drop policy). Static shapes.
@@ -8,6 +9,7 @@
 // are gathers and one sum over k: deterministic, no atomics on real rows. No norm or residual here.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "graphed/model/mlp.h"
+#include "graphed/model/moe_dispatch.h"
 
 namespace graphed::model {
 
@@ -41,15 +44,6 @@ struct Routing {
   at::Tensor aux_loss;  ///< scalar float32 (coefficient applied)
 };
 
-/// How assignments reach experts. Drop-and-pad: gather_index [E x C] (row of the assignment that fills
-/// each slot; T x k = empty slot). Dropless: order [T x k] (assignments sorted by expert, stable) and
-/// counts [E] (assignments per expert).
-struct DispatchPlan {
-  at::Tensor gather_index;
-  at::Tensor order;
-  at::Tensor counts;
-};
-
 class MoeImpl : public torch::nn::Module {
  public:
   explicit MoeImpl(const MoeShape& shape);
@@ -58,6 +52,12 @@ class MoeImpl : public torch::nn::Module {
   Routing route(const at::Tensor& tokens);
   /// Preprocess: routing -> dispatch plan for T tokens. Capturable in both modes (static shapes).
   DispatchPlan plan(const at::Tensor& indices, const at::Tensor& weights) const;
+  /// The plan as the preprocess unit outputs it: {gather_index} (drop-and-pad) or {order, counts} (dropless).
+  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const { return dispatch_->plan_tensors(plan); }
+  /// The plan from the preprocess unit's outputs (plan_tensors' inverse).
+  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
+    return dispatch_->plan_from_tensors(tensors);
+  }
   /// Dispatch, experts and combine: tokens [T, h] -> [T, h]. Drop-and-pad is capturable; dropless
   /// reads the per-expert counts on the host.
   at::Tensor run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan);
@@ -77,18 +77,20 @@ class MoeImpl : public torch::nn::Module {
   /// How each parameter (by its name in this module) lies over the tensor-parallel ranks.
   std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
 
-  bool is_drop_and_pad() const { return shape_.capacity_factor.has_value() && shape_.pad_to_capacity; }
   /// Slots per expert for this many tokens (drop-and-pad).
   int64_t capacity(int64_t num_tokens) const;
   const MoeShape& shape() const { return shape_; }
 
- private:
-  at::Tensor expert_mlp(const at::Tensor& input, int64_t expert);  // one expert, [n, h]
-  at::Tensor all_experts(const at::Tensor& input);                 // [E, C, h] batched
+  /// One expert's ffn over its tokens [n, h] -> [n, h] (this rank's part under tensor parallelism).
+  at::Tensor expert_mlp(const at::Tensor& input, int64_t expert);
+  /// Every expert's ffn at once over its slots [E, C, h] -> [E, C, h].
+  at::Tensor all_experts(const at::Tensor& input);
 
+ private:
   MoeShape shape_;
-  at::Tensor router_weight_;      // [E, h]
-  at::Tensor w1_, b1_, w2_, b2_;  // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
+  std::unique_ptr<const MoeDispatch> dispatch_;  ///< drop-and-pad or dropless, from the shape
+  at::Tensor router_weight_;                     // [E, h]
+  at::Tensor w1_, b1_, w2_, b2_;                 // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};
   TensorParallel tensor_;
 };

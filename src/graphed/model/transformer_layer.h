@@ -1,8 +1,10 @@
-// model/transformer_layer.h — one pre-norm decoder layer and its graphable units. A layer has up to two
-// parts (LayerParts): a mixer (attention or Mamba) and a feed-forward part (MLP or MoE). A GPT layer has
-// attention and one feed-forward part; a hybrid model's layer has one part (Megatron's M * - E). Each
-// unit is a capture::GraphableUnit called through a capture::UnitRunner (eager by default); the capture
-// issues swap runners without the layer knowing how they run. Units (Megatron's --cuda-graph-modules):
+// model/transformer_layer.h — one pre-norm decoder layer and its graphable units: norm -> mixer -> norm ->
+// feed-forward, each part closed by a residual add. A layer has two parts (LayerParts, model/layer_part.h),
+// chosen once when it is built: a mixer (attention, Mamba or none: model/mixer_part.h) and a feed-forward part
+// (MLP, MoE or none: model/feed_forward_part.h). A GPT layer has attention and an MLP or MoE; a hybrid model's
+// layer has one real part (Megatron's M * - E). Each unit is a capture::GraphableUnit called through a
+// capture::UnitRunner (eager by default); the capture issues swap runners without the layer knowing how they
+// run. Units (Megatron's --cuda-graph-modules):
 //   kWholeLayer     {hidden} -> {hidden[, aux_loss]}         (empty module list; aux only on MoE layers)
 //   kAttention      {hidden} -> {hidden}                      attn: norm, attention, dropout, residual
 //   kMamba          {hidden} -> {hidden}                      mamba: norm, Mamba mixer, dropout, residual
@@ -15,42 +17,27 @@
 
 #include <array>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
 #include "graphed/capture/unit_runner.h"
 #include "graphed/config/model_config.h"
-#include "graphed/model/attention.h"
-#include "graphed/model/mamba_mixer.h"
-#include "graphed/model/mlp.h"
-#include "graphed/model/moe.h"
-#include "graphed/model/norm.h"
+#include "graphed/model/feed_forward_part.h"
+#include "graphed/model/layer_part.h"
+#include "graphed/model/layer_shapes.h"  // the modules' shapes from the config (the trainer reads mamba_shape)
+#include "graphed/model/mixer_part.h"
+#include "graphed/model/residual.h"
 
 namespace graphed::model {
 
-enum class LayerUnit { kWholeLayer, kAttention, kMlp, kMoe, kMoeRouter, kMoePreprocess, kMamba };
-inline constexpr std::size_t kLayerUnitCount = 7;
-/// "layer", "attention", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"
-const char* to_string(LayerUnit unit);
-
-/// What a layer holds. Each part is a norm, the part itself and a residual add.
-enum class Mixer { kNone, kAttention, kMamba };
-enum class FeedForward { kNone, kDense, kMoe };
-struct LayerParts {
-  Mixer mixer = Mixer::kAttention;
-  FeedForward feed_forward = FeedForward::kDense;
-};
-/// A GPT layer: attention, then an MLP or MoE.
-LayerParts transformer_parts(bool is_moe);
-/// A hybrid layer by Megatron's symbol: M Mamba, * attention, - MLP, E MoE.
-LayerParts hybrid_parts(char symbol);
-/// The Mamba mixer's shape from the config (--mamba-* settings).
-MambaShape mamba_shape(const config::ModelConfig& config);
-
 class TransformerLayerImpl : public torch::nn::Module {
  public:
-  /// layer_number counts from 1 (Megatron).
+  /// layer_number counts from 1 (Megatron). The parts register their modules on the layer, in this order:
+  /// input_norm, attention or mamba (the mixer's), mlp_norm, mlp or moe (the feed-forward part's).
   TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, LayerParts parts);
   /// A GPT layer; is_moe picks the MoE MLP.
   TransformerLayerImpl(const config::ModelConfig& config, int64_t layer_number, bool is_moe)
@@ -69,10 +56,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   LayerCache allocate_paged_cache(int64_t blocks, int64_t block_size, int64_t state_slots,
                                   const at::TensorOptions& options) const;
 
-  /// The attention module (null on a layer without attention).
-  Attention& attention() { return attention_; }
   const LayerParts& parts() const { return parts_; }
-  bool is_moe() const { return static_cast<bool>(moe_); }
+  bool is_moe() const { return parts_.feed_forward == FeedForward::kMoe; }
   /// Whether this layer has the unit (kAttention / kMamba with that mixer, kMlp with a dense MLP,
   /// kMoe* with an MoE MLP; kWholeLayer always).
   bool has_unit(LayerUnit unit) const;
@@ -95,36 +80,20 @@ class TransformerLayerImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
 
  private:
-  std::vector<at::Tensor> attention_unit(const at::Tensor& hidden);
-  std::vector<at::Tensor> mamba_unit(const at::Tensor& hidden);
-  /// The mixer unit this layer has (kAttention or kMamba); kWholeLayer when it has none.
-  LayerUnit mixer_unit() const;
-  /// The feed-forward part after the mixer's output, through the runners ({hidden, aux loss}).
-  std::pair<at::Tensor, at::Tensor> compose_feed_forward(const at::Tensor& hidden, int64_t microbatch);
-  std::vector<at::Tensor> mlp_unit(const at::Tensor& hidden);
-  /// The MoE's input from the norm's output: the tokens [b s, h], or this rank's part [b, s / T, h] with
-  /// sequence parallelism.
-  at::Tensor moe_tokens(const at::Tensor& normed) const;
-  std::vector<at::Tensor> moe_unit(const at::Tensor& hidden);
-  std::vector<at::Tensor> router_unit(const at::Tensor& hidden);
-  std::vector<at::Tensor> preprocess_unit(const at::Tensor& weights, const at::Tensor& indices);
+  /// The part that offers `unit` (never kWholeLayer).
+  LayerPart& part_of(LayerUnit unit) const;
   std::vector<at::Tensor> whole_layer_unit(const at::Tensor& hidden);
+  /// The parts through their units' runners.
   std::pair<at::Tensor, at::Tensor> compose(const at::Tensor& hidden, int64_t microbatch);
-  at::Tensor residual(const at::Tensor& hidden, const at::Tensor& update);
-  std::vector<std::pair<std::string, at::Tensor>> unit_parameters(LayerUnit unit);
+  NamedParameters unit_parameters(LayerUnit unit) const;
 
   int64_t layer_number_;
   LayerParts parts_;
-  double hidden_dropout_;
-  TensorParallel tensor_;  ///< one rank, or with sequence parallelism the group (dropout, the MoE's input)
-  std::shared_ptr<const KernelPath> path_ = aten_path();  ///< its residual add
-  Norm input_norm_{nullptr};
-  Attention attention_{nullptr};
-  MambaMixer mamba_{nullptr};
-  Norm mlp_norm_{nullptr};
-  Mlp mlp_{nullptr};
-  Moe moe_{nullptr};
-  std::array<std::shared_ptr<capture::UnitRunner>, kLayerUnitCount> runners_;
+  Residual residual_;  ///< closes both parts; declared before them, which hold it
+  std::unique_ptr<MixerPart> mixer_;
+  std::unique_ptr<FeedForwardPart> feed_forward_;
+  std::array<LayerPart*, kLayerUnitCount> owners_{};  ///< the part offering each unit (into mixer_, feed_forward_)
+  UnitRunners runners_;
 };
 TORCH_MODULE(TransformerLayer);
 
