@@ -1,8 +1,8 @@
 // model/mamba_mixer.h — the Mamba-2 mixer: input projection into z, x, B, C and dt; a short causal
 // depthwise convolution over x, B and C; the selective scan in its chunked form (model/ssd_scan.h) with
 // the skip D; a norm gated by z (RMSNorm per group of channels, after the gate); the output projection.
-// Input and output [batch, seq, hidden]; no norm before it or residual after it (MambaLayer's parts in
-// model/transformer_layer.h add those). Initialised as Mamba-2: A_log = log(U[1, 16]), dt's bias the
+// Input and output [batch, seq, hidden]; no norm before it or residual after it (the layer's mixer part,
+// model/mixer_part.h, adds those). Initialised as Mamba-2: A_log = log(U[1, 16]), dt's bias the
 // inverse softplus of a log-uniform step in [dt_min, dt_max], D = 1. Inference continues from a
 // LayerCache's conv and SSM states: chunked over a prompt, one recurrence step per decode token.
 // Tensor parallelism as Megatron's MambaMixer: heads and groups split over the ranks (each segment of the
