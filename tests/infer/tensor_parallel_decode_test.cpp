@@ -25,11 +25,12 @@ model::GptModel whole_model(const config::RunConfig& config) {
   return model;
 }
 
-/// The greedy continuation of `prompt` by 10 tokens through a serving engine on the CPU.
+/// The greedy continuation of `prompt` (6 tokens) by 10 tokens, the model's whole context of 16 positions,
+/// through a serving engine on the CPU.
 std::vector<int64_t> decoded_tokens(model::GptModel& model, const std::vector<int64_t>& prompt) {
   ServingOptions options;
   options.max_requests = 1;
-  options.max_tokens = 8;  // the 16-token prompt in two chunks
+  options.max_tokens = 4;  // the prompt in two chunks
   options.block_size = 4;
   options.buffer_size_gb = 0.01;
   return testing::serve_greedy(model, at::Device(at::kCPU), options, {prompt}, 10).at(0);
@@ -41,7 +42,7 @@ TEST_P(TensorParallelDecode, EveryRanksEngineDrawsTheWholeModelsTokens) {
   const auto config = testing::run_config(GetParam().settings);
   at::NoGradGuard no_grad;
   std::vector<int64_t> prompt;
-  for (int64_t i = 0; i < 16; ++i) prompt.push_back((i * 7 + 3) % 50);
+  for (int64_t i = 0; i < 6; ++i) prompt.push_back((i * 7 + 3) % 50);
   model::GptModel whole = whole_model(config);
   const std::vector<int64_t> expected = decoded_tokens(whole, prompt);
   ASSERT_EQ(expected.size(), 10u);

@@ -98,8 +98,10 @@ TEST(KernelPathTest, TheDecodeKernelsPathEqualsItsInnerPathWhereTheKernelsDoNotT
   EXPECT_TRUE(at::equal(decode->inference_linear(input, weight, {}), at::linear(input, weight)));
   EXPECT_TRUE(at::equal(decode->inference_norm(input, norm.norm_weight, {}, 1e-6),
                         aten_path()->inference_norm(input, norm.norm_weight, {}, 1e-6)));
-  Write first, second;
+  Write first, second;  // the same inputs, each into its own cache
   second.qkv.copy_(first.qkv);
+  second.write.cos = first.write.cos;
+  second.write.sin = first.write.sin;
   EXPECT_TRUE(at::equal(decode->rope_into_paged_cache(first.qkv, first.write),
                         aten_path()->rope_into_paged_cache(second.qkv, second.write)));
   EXPECT_TRUE(at::equal(first.write.key_cache, second.write.key_cache));
