@@ -1,19 +1,21 @@
 // kernels/paged_attention.cu — see kernels/paged_attention.h. Pass one: a thread block per (token,
-// head, split) loads the head's query and finds the split's cache rows (of the head's KV group) once; its
-// eight warps each take a contiguous chunk of the positions, score the keys (a lane per key, 16-byte loads,
-// eight in flight), take the softmax step with warp reductions and sum the values (lanes split the head into
-// eight-value slices and positions), and the warps' parts are folded in order; it writes the head's running
-// maximum, exponent sum and unnormalised output. (A block per head, not per group: a short context at a small
-// batch keeps four times as many blocks busy, and the group's rows come mostly from L2.) Pass two: a thread block per
+// group, split) loads the group's queries (heads / groups of them) and finds the split's cache rows once;
+// warps score the keys (a lane per key, 16-byte loads, eight in flight), take the softmax step with warp
+// reductions and sum the values (lanes split the head into eight-value slices and positions), a head to a
+// warp or, for groups of up to four heads, a head to several warps whose chunks are folded in order; it
+// writes each head's running maximum, exponent sum and unnormalised output. Pass two: a thread block per
 // (token, head) folds the splits that hold its positions together, in split order. fp32 arithmetic
 // throughout. Both are programmatic dependent launches. A token whose positions all lie in the first split
 // gets its output from pass one (divided by its sum as pass two would), and a launch whose context fits one
-// split has no pass two.
+// split has no pass two. (A block per head instead of per group was tried, 2026-11-28 on an H200: a batch-1
+// decode step 0.87 against 0.98 ms, but batch 32 and 128 1.74 and 3.85 against 1.32 and 2.29 ms: the group's
+// rows read four times over. docs/benchmarks.md, "One engine (issue 43)".)
 #include "graphed/kernels/paged_attention.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "graphed/kernels/detail/bf16_vectors.cuh"
@@ -23,9 +25,15 @@
 namespace graphed::kernels {
 namespace {
 
-constexpr int kWarps = 8;  // warps of a split block, side by side over its positions
+constexpr int kMaxWarps = 8;  // warps of a split block at most
+constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
+
+/// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
+__host__ __device__ __forceinline__ int warps_per_head(int ratio) {
+  return ratio * 2 <= kMaxWarps ? kMaxWarps / ratio : 1;
+}
 
 using detail::load_eight;
 __device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
@@ -118,48 +126,60 @@ __device__ void sum_values(const Scalar* value_cache, const int64_t* offsets, in
   }
 }
 
-/// Where a split block writes: the head's partial (max, sum, unnormalised output) into the workspace, or,
+/// Where a split block writes: each head's partial (max, sum, unnormalised output) into the workspace, or,
 /// for a token whose positions all lie in split 0, its normalised output straight into the result (what the
 /// combine would compute from the one partial: output / sum, so the combine skips the token).
 template <typename Scalar>
 struct SplitTarget {
-  float* partial = nullptr;  ///< the workspace's (token, head, split)
-  Scalar* output = nullptr;  ///< non-null: the result's (token, head)
+  float* partial_of_head0;  ///< the workspace's (token, first head of the group, split)
+  int64_t partial_stride;   ///< between heads
+  Scalar* output_of_head0;  ///< non-null: the result's (token, first head of the group)
 };
 
-/// Writes the head's eight output values of slice `slice` (and, with `with_softmax`, its max and sum).
+/// Writes one head's eight output values of slice `slice` (and, from lane 0, its max and sum) to `target`.
 template <typename Scalar>
-__device__ __forceinline__ void write_head(const SplitTarget<Scalar>& target, int head_dim, int slice,
-                                           const float (&values)[8], float2 softmax, bool with_softmax) {
-  if (target.output != nullptr) {
+__device__ __forceinline__ void write_head(const SplitTarget<Scalar>& target, int head, int head_dim, int slice,
+                                           const float (&values)[8], float2 softmax, bool writes_values,
+                                           bool writes_softmax) {
+  if (target.output_of_head0 != nullptr) {
+    Scalar* out = target.output_of_head0 + head * head_dim;
+    if (writes_values) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) store(target.output + slice * 8 + e, values[e] / softmax.y);
+      for (int e = 0; e < 8; ++e) store(out + slice * 8 + e, values[e] / softmax.y);
+    }
     return;
   }
+  float* out = target.partial_of_head0 + head * target.partial_stride;
+  if (writes_values) {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) target.partial[slice * 8 + e] = values[e];
-  if (with_softmax) {
-    target.partial[head_dim] = softmax.x;
-    target.partial[head_dim + 1] = softmax.y;
+    for (int e = 0; e < 8; ++e) out[slice * 8 + e] = values[e];
+  }
+  if (writes_softmax) {
+    out[head_dim] = softmax.x;
+    out[head_dim + 1] = softmax.y;
   }
 }
 
-/// The block's warps over one head's split: warp w takes the w-th contiguous chunk of the split's positions
-/// (scores, softmax step and weighted values), then the warps' (max, sum, output) are folded in warp order
-/// and written to `target`.
+/// Several warps per head (heads x warps per head <= kMaxWarps): warp part of head h takes a contiguous
+/// chunk of the split's positions; the parts' (max, sum, output) are folded in part order.
 template <typename Scalar>
-__device__ void fold_warps_over_split(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets,
-                                      const float* q, int length, float scale, float* pool,
-                                      const SplitTarget<Scalar>& target, int head_dim) {
+__device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets,
+                                         const float* q, int length, float scale, int ratio, int per_head, float* pool,
+                                         const SplitTarget<Scalar>& target, int head_dim) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const int chunk = (length + kWarps - 1) / kWarps;
-  const int start = warp * chunk;
-  const int size = max(0, min(chunk, length - start));
-  float* weights = pool + start;  // [kSplit]: each warp writes its own chunk
-  const float2 softmax = exponentiate_scores(key_cache, offsets + start, head_dim, q, size, scale, weights);
-  float sums[8];
-  sum_values(value_cache, offsets + start, head_dim, size, weights, sums);
+  const int head = warp / per_head;
+  const int part = warp % per_head;
+  const int chunk = (length + per_head - 1) / per_head;
+  const int start = part * chunk;
+  const int size = head < ratio ? max(0, min(chunk, length - start)) : 0;
+  float2 softmax = make_float2(-INFINITY, 0.0f);
+  float sums[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (head < ratio) {
+    float* weights = pool + head * kSplit + start;  // [ratio][kSplit]: each part writes its own chunk
+    softmax = exponentiate_scores(key_cache, offsets + start, head_dim, q + head * head_dim, size, scale, weights);
+    sum_values(value_cache, offsets + start, head_dim, size, weights, sums);
+  }
   __syncthreads();  // the weights are done with: the pool now holds each warp's part
   const int stride = head_dim + 2;
   float* mine = pool + warp * stride;
@@ -168,57 +188,77 @@ __device__ void fold_warps_over_split(const Scalar* key_cache, const Scalar* val
     for (int e = 0; e < 8; ++e) mine[lane * 8 + e] = sums[e];
   }
   if (lane == 0) {
-    mine[head_dim] = softmax.x;  // -inf for a warp past the split's positions
+    mine[head_dim] = softmax.x;
     mine[head_dim + 1] = softmax.y;
   }
   __syncthreads();
-  for (int slice = threadIdx.x; slice < head_dim / 8; slice += blockDim.x) {
+  for (int index = threadIdx.x; index < ratio * (head_dim / 8); index += blockDim.x) {
+    const int h = index / (head_dim / 8);
+    const int slice = index % (head_dim / 8);
+    const float* parts = pool + h * per_head * stride;
     float largest = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) largest = fmaxf(largest, pool[w * stride + head_dim]);
+    for (int p = 0; p < per_head; ++p) largest = fmaxf(largest, parts[p * stride + head_dim]);
     float folded[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     float total = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      const float m = pool[w * stride + head_dim];
+    for (int p = 0; p < per_head; ++p) {
+      const float m = parts[p * stride + head_dim];
       if (m == -INFINITY) continue;
       const float weight = __expf(m - largest);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) folded[e] += pool[w * stride + slice * 8 + e] * weight;
-      total += pool[w * stride + head_dim + 1] * weight;
+      for (int e = 0; e < 8; ++e) folded[e] += parts[p * stride + slice * 8 + e] * weight;
+      total += parts[p * stride + head_dim + 1] * weight;
     }
-    write_head(target, head_dim, slice, folded, make_float2(largest, total), slice == 0);
+    write_head(target, h, head_dim, slice, folded, make_float2(largest, total), true, slice == 0);
   }
 }
 
-/// A block per (token, head, split): the head's query and the split's cache rows (of the head's KV group)
-/// in shared memory, then fold_warps_over_split.
+/// A block per (token, group, split): the group's queries and the split's cache rows in shared memory,
+/// then warps per head (split_heads_across_warps) when the group has at most kMaxWarps / 2 heads, else a
+/// warp per head (heads warp, warp + warps, ...) with no block barrier.
 template <typename Scalar>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kMaxWarps * 32)
     paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                  const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
                                  float* workspace, Scalar* output, Layout layout, float scale) {
-  __shared__ float q[kMaxHeadDim];
-  __shared__ float pool[kWarps * (kMaxHeadDim + 2)];  // 8 KiB: the weights, then the warps' parts
-  __shared__ int64_t offsets[kSplit];                 // 2 KiB
-  static_assert(kSplit <= kWarps * (kMaxHeadDim + 2), "the pool holds a split of weights");
+  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];   // 16 KiB
+  __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];  // 8 KiB: weights, then the warps' parts
+  __shared__ int64_t offsets[kSplit];                    // 2 KiB
+  static_assert(kMaxWarps * kSplit <= kMaxWarps * (kMaxHeadDim + 2), "the pool holds a split of weights per warp");
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
-  const int head = blockIdx.y;
+  const int group = blockIdx.y;
   const int split = blockIdx.z;
-  const int group = head / (layout.heads / layout.groups);
+  const int ratio = layout.heads / layout.groups;
   const int head_dim = layout.head_dim;
   const int64_t count = positions[token] + 1;
   const int64_t first = static_cast<int64_t>(split) * kSplit;
   if (count <= first) return;  // past the token's context: the combine reads only the splits before
   const int length = static_cast<int>(count - first < kSplit ? count - first : kSplit);
-  const Scalar* q_row = query + (token * layout.heads + head) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) q[i] = to_float(q_row[i]);
+  const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
+  for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
   find_rows(block_tables, token_request, layout, token, group, first, length, offsets);
   __syncthreads();
   SplitTarget<Scalar> target;
-  target.partial = partial_of(workspace, layout, token, head, split);
-  target.output = count <= kSplit ? output + (token * layout.heads + head) * head_dim : nullptr;
-  fold_warps_over_split(key_cache, value_cache, offsets, q, length, scale, pool, target, head_dim);
+  target.partial_of_head0 = partial_of(workspace, layout, token, group * ratio, split);
+  target.partial_stride = static_cast<int64_t>(layout.splits) * (head_dim + 2);
+  target.output_of_head0 = count <= kSplit ? output + (token * layout.heads + group * ratio) * head_dim : nullptr;
+  const int per_head = warps_per_head(ratio);
+  if (per_head > 1) {
+    split_heads_across_warps(key_cache, value_cache, offsets, q, length, scale, ratio, per_head, pool, target,
+                             head_dim);
+    return;
+  }
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  for (int h = warp; h < ratio; h += blockDim.x >> 5) {
+    float* weights = pool + warp * kSplit;
+    const float2 softmax = exponentiate_scores(key_cache, offsets, head_dim, q + h * head_dim, length, scale, weights);
+    float sums[8];
+    sum_values(value_cache, offsets, head_dim, length, weights, sums);
+    write_head(target, h, head_dim, lane, sums, softmax, lane < head_dim / 8, lane == 0);
+    __syncwarp();  // the warp's weights are rewritten by its next head
+  }
 }
 
 /// Folds the splits that hold positions of the token (ceil((position + 1) / kSplit) of them); a token of
@@ -260,10 +300,12 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
   Layout layout{static_cast<int>(shape.heads),       static_cast<int>(shape.groups),
                 static_cast<int>(shape.head_dim),    static_cast<int>(shape.block_size),
                 static_cast<int>(shape.table_width), static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
-  const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.heads),
+  const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(layout.splits));
+  const int ratio = static_cast<int>(shape.heads / shape.groups);
+  const int warps = warps_per_head(ratio) > 1 ? ratio * warps_per_head(ratio) : std::min(ratio, kMaxWarps);
   detail::launch_programmatic(
-      "paged_attention_split_kernel", paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * kWarps), 0, stream,
+      "paged_attention_split_kernel", paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * warps), 0, stream,
       static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache), static_cast<const Scalar*>(value_cache),
       block_tables, token_request, positions, workspace, static_cast<Scalar*>(output), layout, scale);
   if (layout.splits == 1) return;  // every token was written by the split kernel
