@@ -4,7 +4,7 @@
 #include "graphed/model/layer_shapes.h"
 #include "graphed/model/mlp.h"
 #include "graphed/model/moe.h"
-#include "graphed/model/norm.h"
+#include "graphed/model/normed_part.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
@@ -13,59 +13,33 @@ namespace {
 // Each part adds its update to the stream its norm hands back (Norm::forward_stream, or with the part's first
 // linear Norm::stream_then_linear), so the fused path sums the stream's two gradients inside the norm's backward.
 
-class DenseFeedForward final : public FeedForwardPart {
+class DenseFeedForward final : public NormedPart<FeedForwardPart, Mlp> {
  public:
   DenseFeedForward(const config::ModelConfig& config, torch::nn::Module& layer, const Residual& residual)
-      : residual_(residual) {
-    norm_ = layer.register_module("mlp_norm", layer_norm(config));
-    mlp_ = layer.register_module("mlp", Mlp(mlp_shape(config)));
-  }
+      : NormedPart(layer, residual, "mlp_norm", layer_norm(config), "mlp", Mlp(mlp_shape(config))) {}
 
   std::vector<LayerUnit> units() const override { return {LayerUnit::kMlp}; }
-  NamedParameters unit_parameters(LayerUnit /*unit*/) const override {
-    NamedParameters parameters;
-    append_parameters(parameters, "mlp_norm.", *norm_);
-    append_parameters(parameters, "mlp.", *mlp_);
-    return parameters;
-  }
   capture::GraphableUnit::Function unit_forward(LayerUnit /*unit*/) override {
     return [this](const std::vector<at::Tensor>& in) { return forward(in.at(0)); };
   }
 
   std::vector<at::Tensor> forward(const at::Tensor& hidden) override {
-    const NormedLinear branch = mlp_->forward_from_stream(hidden, *norm_);
+    const NormedLinear branch = module_->forward_from_stream(hidden, *norm_);
     return {residual_.add(branch.stream, branch.output)};  // no aux loss: one output
   }
   std::pair<at::Tensor, at::Tensor> run(const at::Tensor& hidden, int64_t microbatch,
                                         const UnitRunners& runners) override {
     return {runners[LayerUnit::kMlp]->run({hidden}, microbatch)[0], at::Tensor()};
   }
-  at::Tensor forward_paged(const at::Tensor& hidden) override { return mlp_->forward_inference(hidden, *norm_); }
-
-  void use_kernel_path(const std::shared_ptr<const KernelPath>& path) override {
-    norm_->use_kernel_path(path);
-    mlp_->use_kernel_path(path);
-  }
-  void split_for_tensor_parallel(const TensorParallel& tensor) override { mlp_->split_for_tensor_parallel(tensor); }
-  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const override {
-    return prefixed("mlp.", mlp_->tensor_splits());
-  }
-
- private:
-  const Residual& residual_;  // not owned; the layer's
-  Norm norm_{nullptr};
-  Mlp mlp_{nullptr};
+  at::Tensor forward_paged(const at::Tensor& hidden) override { return module_->forward_inference(hidden, *norm_); }
 };
 
 /// The MoE as one unit (kMoe) or as its router and dispatch preprocessing (kMoeRouter, kMoePreprocess), the
 /// experts running between them eagerly: how a dropless MoE is graphed.
-class MoeFeedForward final : public FeedForwardPart {
+class MoeFeedForward final : public NormedPart<FeedForwardPart, Moe> {
  public:
   MoeFeedForward(const config::ModelConfig& config, torch::nn::Module& layer, const Residual& residual)
-      : residual_(residual) {
-    norm_ = layer.register_module("mlp_norm", layer_norm(config));
-    moe_ = layer.register_module("moe", Moe(moe_shape(config)));
-  }
+      : NormedPart(layer, residual, "mlp_norm", layer_norm(config), "moe", Moe(moe_shape(config))) {}
 
   std::vector<LayerUnit> units() const override {
     return {LayerUnit::kMoe, LayerUnit::kMoeRouter, LayerUnit::kMoePreprocess};
@@ -75,23 +49,16 @@ class MoeFeedForward final : public FeedForwardPart {
 
   std::vector<at::Tensor> forward(const at::Tensor& hidden) override {
     const kernels::NormedStream input = norm_->forward_stream(hidden);
-    auto [output, aux_loss] = moe_->forward(tokens(input.normed));
+    auto [output, aux_loss] = module_->forward(tokens(input.normed));
     return {residual_.add(input.stream, output.view(hidden.sizes())), aux_loss};
   }
   std::pair<at::Tensor, at::Tensor> run(const at::Tensor& hidden, int64_t microbatch,
                                         const UnitRunners& runners) override;
   at::Tensor forward_paged(const at::Tensor& hidden) override { return forward(hidden)[0]; }
 
-  void use_kernel_path(const std::shared_ptr<const KernelPath>& path) override {
-    norm_->use_kernel_path(path);
-    moe_->use_kernel_path(path);
-  }
   void split_for_tensor_parallel(const TensorParallel& tensor) override {
     sequence_parallel_ = tensor.sequence_parallel();
-    moe_->split_for_tensor_parallel(tensor);
-  }
-  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const override {
-    return prefixed("moe.", moe_->tensor_splits());
+    NormedPart::split_for_tensor_parallel(tensor);
   }
 
  private:
@@ -104,12 +71,9 @@ class MoeFeedForward final : public FeedForwardPart {
   std::vector<at::Tensor> route(const at::Tensor& hidden);
   /// kMoePreprocess: the router's weights and indices -> the dispatch plan's tensors.
   std::vector<at::Tensor> preprocess(const at::Tensor& weights, const at::Tensor& indices) {
-    return moe_->plan_tensors(moe_->plan(indices, weights));
+    return module_->plan_tensors(module_->plan(indices, weights));
   }
 
-  const Residual& residual_;  // not owned; the layer's
-  Norm norm_{nullptr};
-  Moe moe_{nullptr};
   bool sequence_parallel_ = false;
 };
 
@@ -118,12 +82,12 @@ NamedParameters MoeFeedForward::unit_parameters(LayerUnit unit) const {
   switch (unit) {
     case LayerUnit::kMoe:
       append_parameters(parameters, "mlp_norm.", *norm_);
-      append_parameters(parameters, "moe.", *moe_);
+      append_parameters(parameters, "moe.", *module_);
       break;
     case LayerUnit::kMoeRouter:
       append_parameters(parameters, "mlp_norm.", *norm_);
-      parameters.emplace_back("moe.router_weight", moe_->named_parameters(false)["router_weight"]);
-      for (const auto& child : moe_->named_children()) {
+      parameters.emplace_back("moe.router_weight", module_->named_parameters(false)["router_weight"]);
+      for (const auto& child : module_->named_children()) {
         append_parameters(parameters, "moe." + child.key() + ".", *child.value());  // shared expert
       }
       break;
@@ -146,9 +110,9 @@ capture::GraphableUnit::Function MoeFeedForward::unit_forward(LayerUnit unit) {
 
 std::vector<at::Tensor> MoeFeedForward::route(const at::Tensor& hidden) {
   const at::Tensor routed_tokens = tokens(norm_->forward(hidden));
-  const Routing routing = moe_->route(routed_tokens);
+  const Routing routing = module_->route(routed_tokens);
   std::vector<at::Tensor> outputs{routed_tokens, routing.weights, routing.indices, routing.aux_loss};
-  const at::Tensor shared = moe_->shared_expert(routed_tokens);
+  const at::Tensor shared = module_->shared_expert(routed_tokens);
   if (shared.defined()) outputs.push_back(shared.reshape({-1, hidden.size(-1)}));
   return outputs;
 }
@@ -161,23 +125,15 @@ std::pair<at::Tensor, at::Tensor> MoeFeedForward::run(const at::Tensor& hidden, 
   }
   const auto routed = runners[LayerUnit::kMoeRouter]->run({hidden}, microbatch);
   const auto planned = runners[LayerUnit::kMoePreprocess]->run({routed[1], routed[2]}, microbatch);
-  at::Tensor output = moe_->run_experts(routed[0], routed[1], moe_->plan_from_tensors(planned));
+  at::Tensor output = module_->run_experts(routed[0], routed[1], module_->plan_from_tensors(planned));
   if (routed.size() > 4) output = output + routed[4];  // the shared expert's
   return {residual_.add(hidden, output.view(hidden.sizes())), routed[3]};
 }
 
 /// A layer without a feed-forward part (hybrid 'M' and '*'): the hidden states pass on as they are.
-class NoFeedForward final : public FeedForwardPart {
+class NoFeedForward final : public AbsentPart<FeedForwardPart> {
  public:
-  std::vector<LayerUnit> units() const override { return {}; }
-  NamedParameters unit_parameters(LayerUnit unit) const override {
-    GRAPHED_INTERNAL_ASSERT(false, "a layer without a feed-forward part has no ", to_string(unit), " unit");
-    return {};
-  }
-  capture::GraphableUnit::Function unit_forward(LayerUnit unit) override {
-    GRAPHED_INTERNAL_ASSERT(false, "a layer without a feed-forward part has no ", to_string(unit), " unit");
-    return {};
-  }
+  NoFeedForward() : AbsentPart("a feed-forward part") {}
 
   std::vector<at::Tensor> forward(const at::Tensor& hidden) override { return {hidden}; }
   std::pair<at::Tensor, at::Tensor> run(const at::Tensor& hidden, int64_t /*microbatch*/,
@@ -185,10 +141,6 @@ class NoFeedForward final : public FeedForwardPart {
     return {hidden, at::Tensor()};
   }
   at::Tensor forward_paged(const at::Tensor& hidden) override { return hidden; }
-
-  void use_kernel_path(const std::shared_ptr<const KernelPath>& /*path*/) override {}
-  void split_for_tensor_parallel(const TensorParallel& /*tensor*/) override {}
-  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const override { return {}; }
 };
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include "graphed/model/attention.h"
 #include "graphed/model/layer_shapes.h"
 #include "graphed/model/mamba_mixer.h"
-#include "graphed/model/norm.h"
+#include "graphed/model/normed_part.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
@@ -20,53 +20,29 @@ capture::GraphableUnit::Function hidden_to_hidden(MixerPart& mixer) {
 // Each mixer adds its update to the stream its norm hands back (Norm::forward_stream, or with the mixer's first
 // linear Norm::stream_then_linear), so the fused path sums the stream's two gradients inside the norm's backward.
 
-class AttentionMixer final : public MixerPart {
+class AttentionMixer final : public NormedPart<MixerPart, Attention> {
  public:
   AttentionMixer(const config::ModelConfig& config, torch::nn::Module& layer, const Residual& residual)
-      : residual_(residual) {
-    norm_ = layer.register_module("input_norm", layer_norm(config));
-    attention_ = layer.register_module("attention", Attention(attention_shape(config)));
+      : NormedPart(layer, residual, "input_norm", layer_norm(config), "attention", Attention(attention_shape(config))) {
   }
 
   std::vector<LayerUnit> units() const override { return {LayerUnit::kAttention}; }
-  NamedParameters unit_parameters(LayerUnit /*unit*/) const override {
-    NamedParameters parameters;
-    append_parameters(parameters, "input_norm.", *norm_);
-    append_parameters(parameters, "attention.", *attention_);
-    return parameters;
-  }
   capture::GraphableUnit::Function unit_forward(LayerUnit /*unit*/) override { return hidden_to_hidden(*this); }
 
   at::Tensor forward(const at::Tensor& hidden) override {
-    const NormedLinear branch = attention_->forward_from_stream(hidden, *norm_);
+    const NormedLinear branch = module_->forward_from_stream(hidden, *norm_);
     return residual_.add(branch.stream, branch.output);
   }
   at::Tensor run(const at::Tensor& hidden, int64_t microbatch, const UnitRunners& runners) override {
     return runners[LayerUnit::kAttention]->run({hidden}, microbatch)[0];
   }
   at::Tensor forward_paged(const at::Tensor& hidden, const PagedBatch& batch, const LayerCache& cache) override {
-    return attention_->forward_paged(hidden, *norm_, batch, cache);
+    return module_->forward_paged(hidden, *norm_, batch, cache);
   }
   LayerCache allocate_paged_cache(int64_t blocks, int64_t block_size, int64_t /*state_slots*/,
                                   const at::TensorOptions& options) const override {
-    return attention_->allocate_paged_cache(blocks, block_size, options);
+    return module_->allocate_paged_cache(blocks, block_size, options);
   }
-
-  void use_kernel_path(const std::shared_ptr<const KernelPath>& path) override {
-    norm_->use_kernel_path(path);
-    attention_->use_kernel_path(path);
-  }
-  void split_for_tensor_parallel(const TensorParallel& tensor) override {
-    attention_->split_for_tensor_parallel(tensor);
-  }
-  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const override {
-    return prefixed("attention.", attention_->tensor_splits());
-  }
-
- private:
-  const Residual& residual_;  // not owned; the layer's
-  Norm norm_{nullptr};
-  Attention attention_{nullptr};
 };
 
 /// The Mamba mixer over a paged step: the decode tokens together over their requests' state slots,
@@ -101,26 +77,17 @@ at::Tensor mamba_paged(const MambaMixer& mamba, const at::Tensor& normed, const 
   return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
 }
 
-class MambaPart final : public MixerPart {
+class MambaPart final : public NormedPart<MixerPart, MambaMixer> {
  public:
   MambaPart(const config::ModelConfig& config, torch::nn::Module& layer, const Residual& residual)
-      : residual_(residual) {
-    norm_ = layer.register_module("input_norm", layer_norm(config));
-    mamba_ = layer.register_module("mamba", MambaMixer(mamba_shape(config)));
-  }
+      : NormedPart(layer, residual, "input_norm", layer_norm(config), "mamba", MambaMixer(mamba_shape(config))) {}
 
   std::vector<LayerUnit> units() const override { return {LayerUnit::kMamba}; }
-  NamedParameters unit_parameters(LayerUnit /*unit*/) const override {
-    NamedParameters parameters;
-    append_parameters(parameters, "input_norm.", *norm_);
-    append_parameters(parameters, "mamba.", *mamba_);
-    return parameters;
-  }
   capture::GraphableUnit::Function unit_forward(LayerUnit /*unit*/) override { return hidden_to_hidden(*this); }
 
   at::Tensor forward(const at::Tensor& hidden) override {
     const kernels::NormedStream input = norm_->forward_stream(hidden);
-    return residual_.add(input.stream, mamba_->forward(input.normed));
+    return residual_.add(input.stream, module_->forward(input.normed));
   }
   at::Tensor run(const at::Tensor& hidden, int64_t microbatch, const UnitRunners& runners) override {
     return runners[LayerUnit::kMamba]->run({hidden}, microbatch)[0];
@@ -128,40 +95,18 @@ class MambaPart final : public MixerPart {
   /// The decode tokens as one batch over their state slots, each prefill run from its request's slot,
   /// continuing the state it left.
   at::Tensor forward_paged(const at::Tensor& hidden, const PagedBatch& batch, const LayerCache& cache) override {
-    return hidden + mamba_paged(mamba_, norm_->forward_inference(hidden), batch, cache);
+    return hidden + mamba_paged(module_, norm_->forward_inference(hidden), batch, cache);
   }
   LayerCache allocate_paged_cache(int64_t /*blocks*/, int64_t /*block_size*/, int64_t state_slots,
                                   const at::TensorOptions& options) const override {
-    return mamba_->allocate_states(state_slots, options);
+    return module_->allocate_states(state_slots, options);
   }
-
-  void use_kernel_path(const std::shared_ptr<const KernelPath>& path) override {
-    norm_->use_kernel_path(path);
-    mamba_->use_kernel_path(path);
-  }
-  void split_for_tensor_parallel(const TensorParallel& tensor) override { mamba_->split_for_tensor_parallel(tensor); }
-  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const override {
-    return prefixed("mamba.", mamba_->tensor_splits());
-  }
-
- private:
-  const Residual& residual_;  // not owned; the layer's
-  Norm norm_{nullptr};
-  MambaMixer mamba_{nullptr};
 };
 
 /// A layer without a mixer (hybrid '-' and 'E'): the hidden states pass on as they are.
-class NoMixer final : public MixerPart {
+class NoMixer final : public AbsentPart<MixerPart> {
  public:
-  std::vector<LayerUnit> units() const override { return {}; }
-  NamedParameters unit_parameters(LayerUnit unit) const override {
-    GRAPHED_INTERNAL_ASSERT(false, "a layer without a mixer has no ", to_string(unit), " unit");
-    return {};
-  }
-  capture::GraphableUnit::Function unit_forward(LayerUnit unit) override {
-    GRAPHED_INTERNAL_ASSERT(false, "a layer without a mixer has no ", to_string(unit), " unit");
-    return {};
-  }
+  NoMixer() : AbsentPart("a mixer") {}
 
   at::Tensor forward(const at::Tensor& hidden) override { return hidden; }
   at::Tensor run(const at::Tensor& hidden, int64_t /*microbatch*/, const UnitRunners& /*runners*/) override {
@@ -175,10 +120,6 @@ class NoMixer final : public MixerPart {
                                   const at::TensorOptions& /*options*/) const override {
     return {};
   }
-
-  void use_kernel_path(const std::shared_ptr<const KernelPath>& /*path*/) override {}
-  void split_for_tensor_parallel(const TensorParallel& /*tensor*/) override {}
-  std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const override { return {}; }
 };
 
 }  // namespace
