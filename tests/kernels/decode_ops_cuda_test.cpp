@@ -81,7 +81,8 @@ struct PagedRows {
   at::Tensor cache_rows;              // [rows]: each request's row of its position
 };
 
-PagedRows paged_rows(int64_t rows, int64_t groups, int64_t head_dim, int64_t length, const std::vector<int64_t>& where) {
+PagedRows paged_rows(int64_t rows, int64_t groups, int64_t head_dim, int64_t length,
+                     const std::vector<int64_t>& where) {
   const int64_t width = (length + kBlock - 1) / kBlock;
   PagedRows paged;
   paged.key_cache = at::randn({1 + width * rows, kBlock, groups, head_dim}, kBf16);
@@ -90,7 +91,8 @@ PagedRows paged_rows(int64_t rows, int64_t groups, int64_t head_dim, int64_t len
   for (int64_t row = 0; row < rows; ++row) {
     for (int64_t block = 0; block < width; ++block) tables.push_back(1 + block * rows + (rows - 1 - row));
     const int64_t position = where[static_cast<std::size_t>(row)];
-    cache_rows.push_back(tables[static_cast<std::size_t>(row * width + position / kBlock)] * kBlock + position % kBlock);
+    cache_rows.push_back(tables[static_cast<std::size_t>(row * width + position / kBlock)] * kBlock +
+                         position % kBlock);
   }
   paged.block_tables = at::tensor(tables, at::kLong).view({rows, width}).to(at::kCUDA);
   paged.cache_rows = at::tensor(cache_rows, at::kLong).to(at::kCUDA);
@@ -100,7 +102,11 @@ PagedRows paged_rows(int64_t rows, int64_t groups, int64_t head_dim, int64_t len
 /// Request `row`'s cached rows of positions 0..count-1 of one group: [count, head_dim] float.
 at::Tensor context_rows(const at::Tensor& cache, const at::Tensor& table, int64_t group, int64_t count) {
   const at::Tensor blocks = table.narrow(0, 0, (count + kBlock - 1) / kBlock);
-  return cache.index_select(0, blocks).select(2, group).reshape({-1, cache.size(-1)}).narrow(0, 0, count).to(at::kFloat);
+  return cache.index_select(0, blocks)
+      .select(2, group)
+      .reshape({-1, cache.size(-1)})
+      .narrow(0, 0, count)
+      .to(at::kFloat);
 }
 
 /// RoPE + the paged cache write + paged attention against a float32 reference, for one head size and

@@ -1,12 +1,12 @@
 // tests/model/gpt_tensor_parallel_test.cpp — a GPT model split over 2 ranks (threads, model/thread_collectives.h)
 // computes what the whole model computes, in float64: the training loss and every gradient (each rank's part
 // of the whole gradient; a row-parallel bias's on the first rank; decoding is tests/infer/
-// tensor_parallel_decode_test.cpp's). For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a GPT-2-style one (learned
-// positions, LayerNorm, GELU, biases, tied embeddings), each also with sequence parallelism (training only:
-// the norms' and position embeddings' gradients are then the ranks' parts of the whole, as the shared q/k
-// norms' always are: checked for a Qwen3-style model), and a Mamba-hybrid one (M*M-: Megatron's MambaMixer
-// split by heads and groups), with and without sequence parallelism. Every sharded gradient also joins
-// back to the whole one (join_shards, as checkpoints join).
+// tensor_parallel_decode_test.cpp's). For a Llama-style model (RoPE, GQA, RMSNorm, SwiGLU, untied output) and a
+// GPT-2-style one (learned positions, LayerNorm, GELU, biases, tied embeddings), each also with sequence parallelism
+// (training only: the norms' and position embeddings' gradients are then the ranks' parts of the whole, as the shared
+// q/k norms' always are: checked for a Qwen3-style model), and a Mamba-hybrid one (M*M-: Megatron's MambaMixer split by
+// heads and groups), with and without sequence parallelism. Every sharded gradient also joins back to the whole one
+// (join_shards, as checkpoints join).
 #include <gtest/gtest.h>
 
 #include <ATen/core/grad_mode.h>

@@ -15,14 +15,14 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
+#include "graphed/capture/capture_memory.h"
 #include "graphed/capture/graph_support.h"
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/quantization.h"
 #include "graphed/cli/run_setup.h"
 #include "graphed/dist/peer_collectives.h"
-#include "graphed/capture/capture_memory.h"
-#include "graphed/infer/serving_engine.h"
 #include "graphed/infer/decode_roofline.h"
+#include "graphed/infer/serving_engine.h"
 #include "graphed/runtime/device.h"
 #include "graphed/runtime/peak_throughput.h"
 #include "graphed/util/build_info.h"
@@ -40,7 +40,7 @@ struct DecodeRow {
   int64_t batch = 0;
   std::optional<std::string> skipped;
   int64_t rows = 0;
-  double ms_per_step = 0;  ///< median over the repeats
+  double ms_per_step = 0;         ///< median over the repeats
   double host_ms_per_step = 0;    ///< of it, the host's own work (infer::EngineStats::host_seconds)
   double device_ms_per_step = 0;  ///< the device's time for a step's work (infer::EngineStats::device_seconds)
   double tokens_per_second = 0;
@@ -72,8 +72,7 @@ struct BatchRun {
   int64_t rows = 0;  ///< the padded decode count of the decode steps
 };
 
-BatchRun run_batch(infer::ServingEngine& engine, const std::vector<std::vector<int64_t>>& prompts,
-                   int64_t new_tokens) {
+BatchRun run_batch(infer::ServingEngine& engine, const std::vector<std::vector<int64_t>>& prompts, int64_t new_tokens) {
   using Clock = std::chrono::steady_clock;
   infer::RequestOptions options;
   options.max_new_tokens = new_tokens;
@@ -118,7 +117,8 @@ infer::ServingOptions decode_engine_options(const CommandLine& command_line, con
   options.block_size = std::min<int64_t>(256, options.max_sequence);
   // A block table's worth for every request: the same on every rank of a tensor-parallel group, whatever
   // memory each has free, so that they schedule alike.
-  options.cache_blocks = options.max_requests * ((options.max_sequence + options.block_size - 1) / options.block_size) + 1;
+  options.cache_blocks =
+      options.max_requests * ((options.max_sequence + options.block_size - 1) / options.block_size) + 1;
   options.num_cuda_graphs = config.cuda_graph.inference_num_cuda_graphs;
   options.decode_only_cuda_graphs = true;
   return options;
@@ -200,7 +200,9 @@ void print_table(const CommandLine& command_line, const config::RunConfig& confi
       << runtime::device_name(device)
       << (tensor_size > 1 ? " x " + std::to_string(tensor_size) + " (tensor parallel; roofline per GPU)" : "") << ", "
       << build_summary() << "; prompt " << command_line.decode_prompt_tokens << " tokens, "
-      << command_line.decode_new_tokens << " new tokens, greedy, through the serving engine (decode-only graph buckets); median of 3 runs after 1 warmup; roofline: "
+      << command_line.decode_new_tokens
+      << " new tokens, greedy, through the serving engine (decode-only graph buckets); median of 3 runs after 1 "
+         "warmup; roofline: "
       << (bandwidth ? bandwidth->basis : std::string("unknown bandwidth")) << "\n";
   out << "| scope | batch | rows | ms/step | host ms/step | device ms/step | tokens/s | roofline % | first token ms | "
          "graphs | capture s (all buckets) | graph pool MiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -123,7 +123,8 @@ StepViews StepInputs::views(const Schedule& schedule, int64_t tokens, int64_t re
   StepViews views;
   if (paged_only) {
     auto found = shapes_.find({tokens, requests});
-    if (found == shapes_.end()) found = shapes_.emplace(std::make_pair(tokens, requests), make_views(tokens, requests)).first;
+    if (found == shapes_.end())
+      found = shapes_.emplace(std::make_pair(tokens, requests), make_views(tokens, requests)).first;
     views = found->second;
   } else {
     views = make_views(tokens, requests);

@@ -76,11 +76,11 @@ class StepInputs {
   int64_t max_tokens_;
   int64_t max_requests_;
   int64_t table_width_;
-  int64_t block_size_ = 1;  // of the last load
-  at::Tensor host_;         // pinned int64, every section
-  at::Tensor device_;       // int64, the same layout
-  at::Tensor hidden_;       // [1, max tokens, hidden]
-  at::Tensor next_tokens_;  // [max requests] int64
+  int64_t block_size_ = 1;                                   // of the last load
+  at::Tensor host_;                                          // pinned int64, every section
+  at::Tensor device_;                                        // int64, the same layout
+  at::Tensor hidden_;                                        // [1, max tokens, hidden]
+  at::Tensor next_tokens_;                                   // [max requests] int64
   std::map<std::pair<int64_t, int64_t>, StepViews> shapes_;  // the graphed shapes' views, by (tokens, requests)
 };
 

@@ -174,7 +174,6 @@ at::Tensor AttentionImpl::attend(Projection projection) {
       [&] { return compat::causal_attention(projection.query, projection.key, projection.value, dropout); }));
 }
 
-
 LayerCache AttentionImpl::allocate_paged_cache(int64_t blocks, int64_t block_size,
                                                const at::TensorOptions& options) const {
   LayerCache cache;

@@ -29,9 +29,8 @@ class DecodeKernelPath final : public WrappedPath {
   }
   at::Tensor rope_into_paged_cache(const at::Tensor& qkv, const PagedCacheWrite& write) const override {
     if (!takes(qkv, write.cos)) return inner().rope_into_paged_cache(qkv, write);
-    return kernels::rope_into_paged_cache(qkv, write.positions, write.cache_rows, write.cos, write.sin,
-                                          write.key_cache, write.value_cache, write.heads, write.groups,
-                                          write.head_dim);
+    return kernels::rope_into_paged_cache(qkv, write.positions, write.cache_rows, write.cos, write.sin, write.key_cache,
+                                          write.value_cache, write.heads, write.groups, write.head_dim);
   }
   at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key_cache, const at::Tensor& value_cache,
                              const kernels::PagedContext& context, double scale) const override {

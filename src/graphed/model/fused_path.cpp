@@ -29,7 +29,6 @@ bool FusedPath::accumulates_in_place() const {
   return accumulate_in_place_ && !capture::is_gradient_probe();
 }
 
-
 at::Tensor FusedPath::norm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                            double epsilon) const {
   return kernels::norm(input, weight, bias, epsilon, activation_type_, accumulates_in_place());
