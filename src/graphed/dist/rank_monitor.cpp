@@ -38,6 +38,10 @@ RankMonitor::~RankMonitor() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool RankMonitor::is_own_note(const std::string& note) const {
+  return note.rfind("rank " + std::to_string(rank_) + ":", 0) == 0;
+}
+
 void RankMonitor::report_failure(const std::string& message) {
   std::lock_guard<std::mutex> lock(store_mutex());
   try {
@@ -54,7 +58,7 @@ std::optional<std::string> RankMonitor::failure_of_another_rank() {
     if (!store_->check({kFailureKey})) return std::nullopt;
     const auto bytes = store_->get(kFailureKey);
     const std::string note(bytes.begin(), bytes.end());
-    if (note.rfind("rank " + std::to_string(rank_) + ":", 0) == 0) return std::nullopt;  // this rank's own
+    if (is_own_note(note)) return std::nullopt;
     return note;
   } catch (const std::exception&) {
     return std::nullopt;
@@ -97,8 +101,10 @@ void RankMonitor::watch() {
       try {
         store_->add(beat_key(rank_), 1);
         if (store_->check({kFailureKey})) {
-          const auto note = store_->get(kFailureKey);
-          failure = "stopping because " + std::string(note.begin(), note.end());
+          const auto bytes = store_->get(kFailureKey);
+          const std::string note(bytes.begin(), bytes.end());
+          // This rank's own note: its main thread prints its error and exits; the note is for the others.
+          if (!is_own_note(note)) failure = "stopping because " + note;
         }
         const auto now = std::chrono::steady_clock::now();
         for (int64_t r = 0; r < world_size_ && failure.empty(); ++r) {

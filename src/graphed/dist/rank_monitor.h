@@ -38,6 +38,8 @@ class RankMonitor {
 
  private:
   void watch();
+  /// Whether a failure note is this rank's own ("rank <this rank>: ...").
+  bool is_own_note(const std::string& note) const;
 
   c10::intrusive_ptr<c10d::Store> store_;
   int64_t rank_;
