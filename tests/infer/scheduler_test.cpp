@@ -44,10 +44,9 @@ struct Fixture {
     requests.push_back(std::move(request));
     return requests.back().get();
   }
-  /// What the engine does after a step: the chunks are computed, sampling chunks draw token 7.
+  /// What the engine does after a step: sampling chunks draw token 7 (the scheduler moved `computed` on).
   void complete(const Schedule& schedule) {
     for (const auto& chunk : schedule.chunks) {
-      chunk.request->computed += chunk.length;
       if (chunk.samples) chunk.request->tokens.push_back(7);
     }
   }
@@ -179,11 +178,10 @@ TEST(PrefixCache, MatchesWholeBlocksInOrderAndForgetsFreedOnes) {
 
 TEST(Scheduler, ARequestSharesTheBlocksOfARunningRequestsPromptPrefix) {
   Fixture f({4, 64, /*block_size=*/4, true, /*prefix_sharing=*/true}, 16);
-  Request* a = f.add(10, 1);  // tokens 1..10: blocks [1..4], [5..8], [9, 10]
-  f.complete(f.scheduler.next());
-  f.scheduler.record_computed(*a);  // what the engine does after each step: a's two full blocks are known
-  Request* b = f.add(9, 2);         // tokens 1..9: the same first two blocks
-  Request* c = f.add(8, 3);         // tokens 1..8: only the first block (its last token's block is computed)
+  Request* a = f.add(10, 1);       // tokens 1..10: blocks [1..4], [5..8], [9, 10]
+  f.complete(f.scheduler.next());  // a's two full blocks are known once scheduled
+  Request* b = f.add(9, 2);        // tokens 1..9: the same first two blocks
+  Request* c = f.add(8, 3);        // tokens 1..8: only the first block (its last token's block is computed)
   const Schedule step = f.scheduler.next();
   ASSERT_EQ(step.chunks.size(), 3u);
   EXPECT_EQ(step.chunks[1].request, b);
@@ -210,6 +208,26 @@ TEST(Scheduler, ARequestSharesTheBlocksOfARunningRequestsPromptPrefix) {
   EXPECT_EQ(f.scheduler.shared_tokens(), 8 + 4 + 8);
   f.scheduler.remove(d);
   EXPECT_EQ(f.pool.used_count(), 0);
+}
+
+TEST(Scheduler, SchedulesADecodeWhoseTokenIsStillInFlightAndStopsAtTheLimit) {
+  Fixture f({4, 16, /*block_size=*/4, true}, 16);
+  Request* a = f.add(5, 1);
+  a->options.max_new_tokens = 2;
+  Schedule step = f.scheduler.next();  // the prompt, drawing the first token
+  ASSERT_EQ(step.chunks.size(), 1u);
+  EXPECT_EQ(a->computed, 5);
+  a->in_flight = 1;  // launched, not read: the next step reads it on the device
+  step = f.scheduler.next();
+  ASSERT_EQ(step.chunks.size(), 1u);
+  EXPECT_TRUE(step.chunks[0].decode);
+  EXPECT_EQ(step.chunks[0].first, 5);
+  EXPECT_EQ(a->computed, 6);
+  a->in_flight = 2;  // the second token in flight too: the limit is reached
+  EXPECT_TRUE(f.scheduler.next().chunks.empty());
+  a->in_flight = 0;  // both read
+  a->tokens.insert(a->tokens.end(), {7, 7});
+  EXPECT_TRUE(f.scheduler.next().chunks.empty());
 }
 
 TEST(Scheduler, RefusesLimitsThatCannotWork) {

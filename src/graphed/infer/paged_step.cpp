@@ -8,7 +8,11 @@ PagedStep::PagedStep(model::GptModel model, const PagedCache& cache, int64_t voc
 
 void PagedStep::begin(StepViews& views) {
   const at::Tensor positions = views.batch.context.positions.view({1, -1});
-  views.hidden.copy_(model_->embed_at(views.token_ids, positions));
+  // Tokens drawn by the step before, still on the device when this step was scheduled, are read from there.
+  const at::Tensor& source = views.token_source;
+  const at::Tensor previous = views.previous_tokens.index_select(0, source.clamp_min(0));
+  const at::Tensor ids = at::where(source.ge(0), previous, views.token_ids.view(-1)).view({1, -1});
+  views.hidden.copy_(model_->embed_at(ids, positions));
 }
 
 at::Tensor PagedStep::layer(int64_t index, const at::Tensor& hidden, StepViews& views) {

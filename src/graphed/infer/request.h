@@ -49,15 +49,23 @@ struct Request {
   std::vector<int64_t> tokens;  ///< the prompt, then the tokens drawn so far
   int64_t prompt_length = 0;
   RequestOptions options;
-  int64_t computed = 0;                ///< leading tokens whose keys and values are in the cache
+  int64_t computed = 0;                ///< leading positions whose keys and values are in the cache or being computed
   std::vector<int64_t> blocks;         ///< cache blocks holding positions [i x block size, (i + 1) x block size)
   int64_t state_slot = 0;              ///< Mamba state slot (0: none held)
   int64_t preemptions = 0;             ///< times its blocks were taken back to let others run
   std::vector<uint64_t> block_hashes;  ///< prefix hashes of its full prompt blocks known to the prefix cache
+  /// Tokens drawn by steps launched on the device and not read back yet (async scheduling: the next step
+  /// is scheduled before the last one's tokens arrive, and reads them on the device).
+  int64_t in_flight = 0;
+  int64_t in_flight_row = 0;  ///< the row of the latest of them in its step's drawn tokens
 
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
+  /// Positions it has, the tokens in flight included.
+  int64_t length() const { return static_cast<int64_t>(tokens.size()) + in_flight; }
   /// Tokens still to run through the model before the next one can be drawn.
-  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+  int64_t pending() const { return length() - computed; }
+  /// Whether the tokens drawn and in flight reach its limit (it ends when they are read).
+  bool drawn_all() const { return generated() + in_flight >= options.max_new_tokens; }
 };
 
 }  // namespace graphed::infer

@@ -103,6 +103,7 @@ void Scheduler::record_computed(Request& request) {
 }
 
 int64_t Scheduler::admit(Request& request, int64_t budget, Schedule& schedule) {
+  GRAPHED_INTERNAL_ASSERT(request.in_flight == 0, "a waiting request has every drawn token read");
   const auto total = static_cast<int64_t>(request.tokens.size());
   PrefixCache::Match shared;
   // Never the block of the last token: it is computed, so the step draws the next token from it.
@@ -138,6 +139,7 @@ Schedule Scheduler::next() {
   // Running requests, in admission order; preemption takes from the back, so never one scheduled already.
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Request* request = running_[i];
+    if (request->drawn_all()) continue;  // its last token is in flight: it ends when that is read
     const int64_t pending = request->pending();
     const bool decoding = pending == 1 && request->computed > 0;
     const int64_t length = std::min(pending, budget);
@@ -165,6 +167,10 @@ Schedule Scheduler::next() {
   prefill.insert(prefill.end(), admitted.chunks.begin(), admitted.chunks.end());
   schedule.chunks = std::move(decode);
   schedule.chunks.insert(schedule.chunks.end(), prefill.begin(), prefill.end());
+  for (const ScheduledChunk& chunk : schedule.chunks) {
+    chunk.request->computed += chunk.length;
+    record_computed(*chunk.request);
+  }
   return schedule;
 }
 

@@ -54,13 +54,12 @@ class Scheduler {
   void add(Request* request);
   /// Drops a request wherever it is; its blocks and slot go back.
   void remove(Request* request);
-  /// After a step moved `computed` on: records the request's newly computed full prompt blocks for
-  /// sharing (a no-op without prefix sharing).
-  void record_computed(Request& request);
   /// Prompt tokens taken from shared blocks so far.
   int64_t shared_tokens() const { return shared_tokens_; }
-  /// The next step's chunks (empty when nothing waits or runs). A request is computed after the step,
-  /// so the caller moves `computed` on by each chunk's length once the step ran.
+  /// The next step's chunks (empty when nothing waits or runs). Each scheduled request's `computed` moves
+  /// on by its chunk's length here (the step computes it, and any later step runs after it on the device),
+  /// so the next schedule may be made before this step's tokens are read. A request whose drawn and in-flight
+  /// tokens reach its limit is not scheduled again.
   Schedule next();
 
   bool idle() const { return running_.empty() && waiting_.empty(); }
@@ -76,6 +75,8 @@ class Scheduler {
   bool preempt_last(const Request* keep, Schedule& schedule);
   /// Admits the first waiting request if it fits (its shared prefix first); returns its chunk's length, 0 if not.
   int64_t admit(Request& request, int64_t budget, Schedule& schedule);
+  /// Records a scheduled request's full prompt blocks for sharing (a no-op without prefix sharing).
+  void record_computed(Request& request);
 
   SchedulerLimits limits_;
   BlockPool& pool_;

@@ -70,6 +70,35 @@ int64_t step_working_bytes(const config::ModelConfig& config, const ServingOptio
   return 2 * (options.max_tokens * per_token + logits) + (int64_t{256} << 20);
 }
 
+BucketLimits bucket_limits(const ServingOptions& options, int64_t max_sequence, bool hybrid) {
+  BucketLimits limits;
+  limits.max_requests = options.max_requests;
+  limits.max_tokens = options.max_tokens;
+  limits.max_sequence_length = max_sequence;
+  // Megatron sizes the graph token limit from the request limit; never below it (rule RT-14).
+  limits.cuda_graph_max_tokens =
+      std::min(options.max_tokens, std::max(options.cuda_graph_max_tokens, options.max_requests));
+  // Hybrid models' Mamba layers run prefill per request on the host: their graphs are decode-only.
+  if (!options.decode_only_cuda_graphs && !hybrid) limits.mixed_prefill_count = options.mixed_prefill_count;
+  limits.use_non_decode_graphs = !options.decode_only_cuda_graphs && !hybrid;
+  limits.distribution = options.distribution;
+  return limits;
+}
+
+/// The most tokens one step holds. Where the buckets hold prompt tokens, the largest bucket's: every step the
+/// scheduler forms then has a bucket (a step of at most that many tokens and at most max requests matches one,
+/// batch_buckets.h), so no step runs eagerly for its size. In every scope alike, so that scope none computes
+/// the steps the graphs do. Otherwise (decode-only graphs, none, or no chunked prefill, where a prompt runs whole)
+/// the token limit.
+int64_t steps_token_limit(const ServingOptions& options, const std::vector<BatchDimensions>& buckets) {
+  if (!options.chunked_prefill) return options.max_tokens;
+  int64_t largest_mixed = 0;
+  for (const auto& bucket : buckets) {
+    if (bucket.prefill_count > 0) largest_mixed = std::max(largest_mixed, bucket.token_count);
+  }
+  return largest_mixed > 0 ? std::min(options.max_tokens, largest_mixed) : options.max_tokens;
+}
+
 }  // namespace
 
 ServingEngine::Sizes ServingEngine::size_engine(model::GptModel& model, const at::Device& device,
@@ -119,33 +148,22 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
       cache_(std::make_unique<PagedCache>(model_, sizes_.blocks, options_.block_size, options_.max_requests + 1,
                                           model_options(model_, device_))),
       pool_(sizes_.blocks),
-      scheduler_(SchedulerLimits{options_.max_requests, options_.max_tokens, options_.block_size,
+      buckets_(generate_buckets(options_.num_cuda_graphs,
+                                bucket_limits(options_, sizes_.max_sequence, model_->config().has_mamba_layers()))),
+      scheduler_(SchedulerLimits{options_.max_requests, steps_token_limit(options_, buckets_), options_.block_size,
                                  options_.chunked_prefill, options_.prefix_sharing},
                  pool_),
       inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
               model_options(model_, device_)),
-      paged_step_(model_, *cache_, options_.vocabulary),
-      step_timer_(device) {
-  const bool hybrid = model_->config().has_mamba_layers();
-  BucketLimits limits;
-  limits.max_requests = options_.max_requests;
-  limits.max_tokens = options_.max_tokens;
-  limits.max_sequence_length = sizes_.max_sequence;
-  // Megatron sizes the graph token limit from the request limit; never below it (rule RT-14).
-  limits.cuda_graph_max_tokens =
-      std::min(options_.max_tokens, std::max(options_.cuda_graph_max_tokens, options_.max_requests));
-  // Hybrid models' Mamba layers run prefill per request on the host: their graphs are decode-only.
-  if (!options_.decode_only_cuda_graphs && !hybrid) limits.mixed_prefill_count = options_.mixed_prefill_count;
-  limits.use_non_decode_graphs = !options_.decode_only_cuda_graphs && !hybrid;
-  limits.distribution = options_.distribution;
-  buckets_ = generate_buckets(options_.num_cuda_graphs, limits);
+      paged_step_(model_, *cache_, options_.vocabulary) {
   graph_runner_ = make_paged_step_runner(options_.scope, paged_step_, device_);
   eager_runner_ = make_paged_step_runner(config::InferenceCudaGraphScope::kNone, paged_step_, device_);
-  host_tokens_ = runtime::pinned_host_tensor({options_.max_requests}, at::kLong, device_);
+  for (int slot = 0; slot < 2; ++slot) slots_.push_back(std::make_unique<TokenSlot>(device_, options_.max_requests));
   if (device_.is_cuda()) stream_.emplace(device_);
 }
 
 ServingEngine::~ServingEngine() {
+  if (!launched_.empty()) runtime::synchronize(device_);  // no graph is dropped while it runs
   if (graph_runner_) graph_runner_->release();
 }
 
@@ -173,12 +191,13 @@ std::optional<Rejection> ServingEngine::rejection(const std::vector<int64_t>& pr
                          count(options_.block_size) + " positions, and the cache has " + count(pool_.usable()),
                      "ask for fewer tokens or give the cache more memory", RejectedPart::kCache};
   }
-  if (!options_.chunked_prefill && needed - 1 > options_.max_tokens) {
+  const int64_t step_tokens = scheduler_.limits().max_tokens;
+  if (!options_.chunked_prefill && needed - 1 > step_tokens) {
     // Without chunks a prompt runs in one step, and so does its recompute (prompt and drawn tokens) after
     // a preemption.
     return Rejection{"the prompt has " + count(length) + " tokens, and with " + count(options.max_new_tokens) +
                          " new tokens a recompute after preemption may need " + count(needed - 1) +
-                         " tokens in one step, more than the step's " + count(options_.max_tokens) +
+                         " tokens in one step, more than the step's " + count(step_tokens) +
                          " with chunked prefill off",
                      "turn chunked prefill on, or allow more tokens per step", RejectedPart::kStepTokens};
   }
@@ -235,7 +254,7 @@ void ServingEngine::cancel(int64_t id) {
   requests_.erase(found);
 }
 
-bool ServingEngine::has_work() const { return !scheduler_.idle() || !pending_reports_.empty(); }
+bool ServingEngine::has_work() const { return !scheduler_.idle() || !pending_reports_.empty() || !launched_.empty(); }
 
 void ServingEngine::ensure_captured(const StepKey& key) {
   if (graph_runner_->has(key)) return;
@@ -245,7 +264,10 @@ void ServingEngine::ensure_captured(const StepKey& key) {
   inputs_.load(padding_only, key.dimensions.token_count, requests, options_.block_size);
   StepViews views = inputs_.views(padding_only, key.dimensions.token_count, requests, true, sizes_.max_sequence);
   views.mode = key.mode;
+  // The warmup draws into the drawn tokens' buffer, which the next step may still read (async scheduling).
+  const at::Tensor drawn = views.previous_tokens.clone();
   graph_runner_->capture(key, views);
+  views.previous_tokens.copy_(drawn);
   runtime::synchronize(device_);
   stats_.capture_seconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -269,22 +291,101 @@ void ServingEngine::finish(Request& request, FinishReason reason, StepResult& re
   requests_.erase(request.id);
 }
 
-const int64_t* ServingEngine::read_drawn_tokens(int64_t count) {
-  host_tokens_.narrow(0, 0, count).copy_(inputs_.next_tokens_view(count), /*non_blocking=*/true);
-  runtime::synchronize(device_);
-  return host_tokens_.data_ptr<int64_t>();
+struct ServingEngine::TokenSlot {
+  explicit TokenSlot(const at::Device& device, int64_t rows)
+      : tokens(runtime::pinned_host_tensor({rows}, at::kLong, device)), copied(device), timer(device) {}
+  at::Tensor tokens;  // pinned [max requests] int64
+  runtime::StreamEvent copied;
+  runtime::DeviceTimer timer;
+};
+
+StepResult ServingEngine::step() {
+  const auto started = Clock::now();
+  at::NoGradGuard no_grad;
+  std::optional<capture::SideStream::Use> use;
+  if (stream_) use.emplace(*stream_);
+  StepResult result;
+  const bool launched = launch_step();
+  // Async: the step just launched stays on the device while the host reads the one before it.
+  const std::size_t keep = options_.async_scheduling && launched ? 1 : 0;
+  while (launched_.size() > keep) read_oldest(result);
+  // Rejections and cancellations are handed out once the step ran, so a step that throws loses none.
+  result.finished.insert(result.finished.begin(), pending_reports_.begin(), pending_reports_.end());
+  pending_reports_.clear();
+  result.timing.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  result.timing.host_seconds = result.timing.seconds - waited_seconds_;
+  waited_seconds_ = 0;
+  stats_.step_seconds += result.timing.seconds;
+  stats_.host_seconds += result.timing.host_seconds;
+  return result;
 }
 
-void ServingEngine::absorb(const Schedule& schedule, const int64_t* drawn, StepResult& result) {
-  const auto count = static_cast<int64_t>(schedule.chunks.size());
-  for (int64_t index = 0; index < count; ++index) {
-    const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
-    Request& request = *chunk.request;
-    request.computed += chunk.length;
-    scheduler_.record_computed(request);
+bool ServingEngine::launch_step() {
+  const Schedule schedule = scheduler_.next();
+  stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
+  if (schedule.chunks.empty()) return false;
+  LaunchedStep step;
+  step.real = {schedule.token_count(), schedule.prefill_count(), schedule.decode_count()};
+  const auto match = match_bucket(step.real, buckets_, model_->config().has_mamba_layers());
+  step.matched = match.has_value();
+  step.padded = match.value_or(step.real);
+  StepKey key{step.padded, SamplingMode::kGreedy};
+  for (const auto& chunk : schedule.chunks) {
+    if (chunk.samples) key.mode = std::max(key.mode, sampling_mode_of(chunk.request->options.sampling));
+  }
+  const bool graphed = step.matched && options_.scope != config::InferenceCudaGraphScope::kNone;
+  if (graphed) ensure_captured(key);
+  const int64_t tokens = step.padded.token_count;
+  const int64_t requests = step.padded.request_count();
+  const auto rows = static_cast<int64_t>(schedule.chunks.size());
+  step.slot = launches_++ % 2;
+  TokenSlot& slot = *slots_[static_cast<std::size_t>(step.slot)];
+  slot.timer.start();
+  inputs_.load(schedule, tokens, requests, options_.block_size);
+  StepViews views = inputs_.views(schedule, tokens, requests, step.matched, sizes_.max_sequence);
+  views.mode = key.mode;
+  (graphed ? *graph_runner_ : *eager_runner_).run(key, views);
+  slot.tokens.narrow(0, 0, rows).copy_(inputs_.next_tokens_view(rows), /*non_blocking=*/true);
+  slot.timer.stop();
+  slot.copied.record();
+  for (int64_t row = 0; row < rows; ++row) {
+    const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(row)];
+    step.rows.push_back({chunk.request->id, chunk.samples});
     if (!chunk.decode) stats_.prompt_tokens += chunk.length;
     if (!chunk.samples) continue;
-    const int64_t token = drawn[index];
+    ++chunk.request->in_flight;
+    chunk.request->in_flight_row = row;
+  }
+  ++stats_.steps;
+  ++(graphed ? stats_.graph_steps : stats_.eager_steps);
+  if (!step.matched) ++stats_.unmatched_steps;
+  stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
+  stats_.shared_prompt_tokens = scheduler_.shared_tokens();
+  launched_.push_back(std::move(step));
+  return true;
+}
+
+void ServingEngine::read_oldest(StepResult& result) {
+  const LaunchedStep step = std::move(launched_.front());
+  launched_.pop_front();
+  TokenSlot& slot = *slots_[static_cast<std::size_t>(step.slot)];
+  const auto waiting = Clock::now();
+  slot.copied.wait();
+  waited_seconds_ += std::chrono::duration<double>(Clock::now() - waiting).count();
+  const double device_seconds = slot.timer.elapsed_ms() / 1000.0;
+  stats_.device_seconds += device_seconds;
+  result.timing.device_seconds += device_seconds;
+  result.real = step.real;
+  result.padded = step.padded;
+  result.matched = step.matched;
+  const int64_t* drawn = slot.tokens.data_ptr<int64_t>();
+  for (std::size_t row = 0; row < step.rows.size(); ++row) {
+    if (!step.rows[row].samples) continue;
+    const auto found = requests_.find(step.rows[row].request);
+    if (found == requests_.end()) continue;  // it ended (a stop token, cancelled) after this step was launched
+    Request& request = *found->second;
+    const int64_t token = drawn[row];
+    --request.in_flight;
     request.tokens.push_back(token);
     ++stats_.output_tokens;
     result.tokens.push_back({request.id, token});
@@ -295,56 +396,6 @@ void ServingEngine::absorb(const Schedule& schedule, const int64_t* drawn, StepR
       finish(request, FinishReason::kLength, result);
     }
   }
-}
-
-StepResult ServingEngine::step() {
-  at::NoGradGuard no_grad;
-  std::optional<capture::SideStream::Use> use;
-  if (stream_) use.emplace(*stream_);
-  StepResult result;
-  run_step(result);
-  // Rejections and cancellations are handed out once the step ran, so a step that throws loses none.
-  result.finished.insert(result.finished.begin(), pending_reports_.begin(), pending_reports_.end());
-  pending_reports_.clear();
-  return result;
-}
-
-void ServingEngine::run_step(StepResult& result) {
-  const auto started = Clock::now();
-  const Schedule schedule = scheduler_.next();
-  stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
-  if (schedule.chunks.empty()) return;
-  result.real = {schedule.token_count(), schedule.prefill_count(), schedule.decode_count()};
-  const auto match = match_bucket(result.real, buckets_, model_->config().has_mamba_layers());
-  result.matched = match.has_value();
-  result.padded = match.value_or(result.real);
-  StepKey key{result.padded, SamplingMode::kGreedy};
-  for (const auto& chunk : schedule.chunks) {
-    if (chunk.samples) key.mode = std::max(key.mode, sampling_mode_of(chunk.request->options.sampling));
-  }
-  const bool graphed = result.matched && options_.scope != config::InferenceCudaGraphScope::kNone;
-  if (graphed) ensure_captured(key);
-  const int64_t tokens = result.padded.token_count;
-  const int64_t requests = result.padded.request_count();
-  step_timer_.start();
-  inputs_.load(schedule, tokens, requests, options_.block_size);
-  StepViews views = inputs_.views(schedule, tokens, requests, result.matched, sizes_.max_sequence);
-  views.mode = key.mode;
-  (graphed ? *graph_runner_ : *eager_runner_).run(key, views);
-  step_timer_.stop();
-  const auto launched = Clock::now();
-  ++stats_.steps;
-  ++(graphed ? stats_.graph_steps : stats_.eager_steps);
-  if (!result.matched) ++stats_.unmatched_steps;
-  const int64_t* drawn = read_drawn_tokens(static_cast<int64_t>(schedule.chunks.size()));
-  const auto synchronized = Clock::now();
-  stats_.device_seconds += step_timer_.elapsed_ms() / 1000.0;
-  absorb(schedule, drawn, result);
-  stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
-  stats_.shared_prompt_tokens = scheduler_.shared_tokens();
-  const auto finished = Clock::now();
-  stats_.host_seconds += std::chrono::duration<double>((launched - started) + (finished - synchronized)).count();
-  stats_.step_seconds += std::chrono::duration<double>(finished - started).count();
 }
 
 }  // namespace graphed::infer

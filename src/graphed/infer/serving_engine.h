@@ -6,10 +6,15 @@
 // CUDA graphs (or eagerly, in scope none, over the same padded shapes and kernels, so the two agree
 // bitwise); a step no bucket serves runs eagerly at its own size, prefill chunks through dense SDPA,
 // and is counted. step() hands out each new token as it is drawn and each finished request with its
-// reason.
+// reason. With async scheduling (the default, vLLM's --async-scheduling), step() schedules and launches the
+// next step before it reads the tokens of the one in flight: the device always has a step queued, a decode
+// token drawn by the step in flight is read by the next step on the device, and the host's work on step n
+// overlaps the device's on step n - 1. A request that draws a stop token has one more token computed for it,
+// which is dropped.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +52,7 @@ struct ServingOptions {
   bool decode_only_cuda_graphs = false;  ///< decode_only_cuda_graphs
   bool chunked_prefill = true;           ///< off: Megatron's --disable-chunked-prefill
   bool prefix_sharing = false;           ///< requests share the blocks of identical prompt prefixes (not for Mamba)
+  bool async_scheduling = true;          ///< schedule and launch a step before the last one's tokens are read
   BucketDistribution distribution = BucketDistribution::kExponential;
   int64_t vocabulary = 0;  ///< draw only ids below it (the tokenizer's size); 0 = all
   /// Prompt ids must be below it; 0 = the model's vocabulary. A model padded for tensor parallelism gives
@@ -66,12 +72,22 @@ struct FinishedRequest {
   std::vector<int64_t> tokens;  ///< the tokens it drew, the stop token included
 };
 
+/// One step() call on the host's clock, and the device's span of the step whose tokens it read.
+struct StepTiming {
+  double seconds = 0;         ///< the call: scheduling, launching, waiting for and handing out tokens
+  double host_seconds = 0;    ///< of it, the host's own work (the rest is waiting for the device)
+  double device_seconds = 0;  ///< the read step on the device, from its input copy to its tokens' copy
+};
+
+/// What a step() call read: the tokens and ends of one step (with async scheduling, the step launched by
+/// the call before), and that step's shape.
 struct StepResult {
   std::vector<TokenEvent> tokens;
   std::vector<FinishedRequest> finished;
-  BatchDimensions real;    ///< what the step held (zero when nothing ran)
+  BatchDimensions real;    ///< what the step held (zero when no step was read)
   BatchDimensions padded;  ///< what it ran as
   bool matched = false;    ///< a graph bucket served it (replayed, or eager in scope none)
+  StepTiming timing;
 };
 
 struct EngineStats {
@@ -111,15 +127,19 @@ class ServingEngine {
   /// Ends a request now: its blocks go back, and the next step() reports it cancelled. Unknown or
   /// finished ids are ignored.
   void cancel(int64_t id);
-  /// Runs one step (or none, when no request is waiting or running) and reports what it produced.
+  /// Launches one step (none when nothing can be scheduled) and reads the tokens of the step before it
+  /// (async scheduling; without it, of this one), and reports what they did.
   StepResult step();
-  /// Whether any request waits or runs (or a rejection or cancellation waits to be reported).
+  /// Whether any request waits or runs, a step's tokens wait to be read, or a rejection or cancellation
+  /// waits to be reported.
   bool has_work() const;
 
   /// Captures every bucket's graphs in each of `modes`, largest bucket first; other modes are captured when
   /// first needed (a step that waits for it). A no-op in scope none.
   void capture_graphs(const std::vector<SamplingMode>& modes = {SamplingMode::kGreedy});
   const std::vector<BatchDimensions>& buckets() const { return buckets_; }
+  /// The most tokens a step holds (the graph buckets' largest where they hold prompt tokens).
+  int64_t step_token_limit() const { return scheduler_.limits().max_tokens; }
   int64_t graph_count() const { return graph_runner_->graph_count(); }
   const EngineStats& stats() const { return stats_; }
   int64_t blocks_in_use() const { return pool_.used_count(); }
@@ -140,12 +160,28 @@ class ServingEngine {
   /// The refusal of a prompt of `length` tokens asking for `new_tokens` more, past the context.
   std::optional<Rejection> context_rejection(int64_t length, int64_t new_tokens) const;
   void ensure_captured(const StepKey& key);
-  /// Schedules, runs and absorbs one step into `result` (nothing when no request waits or runs).
-  void run_step(StepResult& result);
-  /// Waits for the step and reads its first `count` drawn tokens back (pinned host memory).
-  const int64_t* read_drawn_tokens(int64_t count);
-  /// Moves every request of the schedule on by the drawn tokens.
-  void absorb(const Schedule& schedule, const int64_t* drawn, StepResult& result);
+
+  /// A row of a launched step: the request (by id: it may end before the row is read) and whether the row
+  /// draws a token.
+  struct LaunchedRow {
+    int64_t request = 0;
+    bool samples = false;
+  };
+  /// A step on the device whose drawn tokens the host has not read.
+  struct LaunchedStep {
+    std::vector<LaunchedRow> rows;
+    BatchDimensions real, padded;
+    bool matched = false;
+    int64_t slot = 0;  ///< which of slots_ receives its tokens
+  };
+  /// Where a launched step's drawn tokens land: pinned host memory, the event after their copy, the step's
+  /// device timer. Steps alternate between two.
+  struct TokenSlot;
+
+  /// Schedules and launches one step; false when nothing can be scheduled.
+  bool launch_step();
+  /// Waits for the oldest launched step's tokens and moves its requests on by them, into `result`.
+  void read_oldest(StepResult& result);
   void finish(Request& request, FinishReason reason, StepResult& result);
 
   /// What the options and the device's memory come to.
@@ -162,17 +198,19 @@ class ServingEngine {
   Sizes sizes_;
   std::unique_ptr<PagedCache> cache_;
   BlockPool pool_;
+  std::vector<BatchDimensions> buckets_;
   Scheduler scheduler_;
   StepInputs inputs_;
   PagedStep paged_step_;
   std::unique_ptr<PagedStepRunner> graph_runner_;
   std::unique_ptr<PagedStepRunner> eager_runner_;
-  std::vector<BatchDimensions> buckets_;
   std::map<int64_t, std::unique_ptr<Request>> requests_;
   std::vector<FinishedRequest> pending_reports_;  // rejections and cancellations for the next step()
   int64_t next_id_ = 1;
-  at::Tensor host_tokens_;  // pinned [max requests] int64
-  runtime::DeviceTimer step_timer_;
+  std::vector<std::unique_ptr<TokenSlot>> slots_;
+  std::deque<LaunchedStep> launched_;  // oldest first; at most two during a step() call
+  int64_t launches_ = 0;
+  double waited_seconds_ = 0;  // of the current step() call, waiting for the device
   EngineStats stats_;
   std::optional<capture::SideStream> stream_;
 };

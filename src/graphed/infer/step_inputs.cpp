@@ -23,8 +23,10 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
     : max_tokens_(max_tokens), max_requests_(max_requests), table_width_(table_width) {
   const auto device = hidden_options.device();
   const int64_t total = offset(kSectionCount, max_tokens, max_requests);
-  host_ = runtime::pinned_host_tensor({total}, at::kLong, device);
-  host_.zero_();
+  for (at::Tensor& host : host_) {
+    host = runtime::pinned_host_tensor({total}, at::kLong, device);
+    host.zero_();
+  }
   device_ = at::zeros({total}, hidden_options.dtype(at::kLong));
   hidden_ = at::zeros({1, max_tokens, hidden_size}, hidden_options);
   next_tokens_ = at::zeros({max_requests}, hidden_options.dtype(at::kLong));
@@ -32,8 +34,8 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
 
 int64_t StepInputs::offset(Section section, int64_t tokens, int64_t requests) const {
   const int64_t index = static_cast<int64_t>(section);
-  if (index <= kSlots) return index * tokens;  // kTokens..kSlots: one value per token
-  const int64_t per_request_start = 4 * tokens;
+  if (index <= kTokenSource) return index * tokens;  // kTokens..kTokenSource: one value per token
+  const int64_t per_request_start = (kTokenSource + 1) * tokens;
   if (index <= kBlockTables) return per_request_start + (index - kLastToken) * requests;
   return per_request_start + (kBlockTables - kLastToken) * requests + requests * table_width_;
 }
@@ -47,15 +49,20 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
   GRAPHED_INTERNAL_ASSERT(tokens <= max_tokens_ && requests <= max_requests_ && real_requests <= requests &&
                               schedule.token_count() <= tokens,
                           "a step of ", tokens, " tokens and ", requests, " requests");
-  int64_t* data = host_.data_ptr<int64_t>();
+  const at::Tensor& host = host_[loads_++ % 2];
+  int64_t* data = host.data_ptr<int64_t>();
   const auto section = [&](Section s) { return data + offset(s, tokens, requests); };
   int64_t token = 0;
   for (int64_t index = 0; index < real_requests; ++index) {
     const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
     const Request& request = *chunk.request;
+    const auto known = static_cast<int64_t>(request.tokens.size());
     for (int64_t i = 0; i < chunk.length; ++i, ++token) {
       const int64_t position = chunk.first + i;
-      section(kTokens)[token] = request.tokens[static_cast<std::size_t>(position)];
+      GRAPHED_INTERNAL_ASSERT(position < known || (position == known && request.in_flight > 0),
+                              "only the latest token of a request may be in flight");
+      section(kTokens)[token] = position < known ? request.tokens[static_cast<std::size_t>(position)] : 0;
+      section(kTokenSource)[token] = position < known ? -1 : request.in_flight_row;
       section(kPositions)[token] = position;
       section(kTokenRequest)[token] = index;
       section(kSlots)[token] =
@@ -66,7 +73,7 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     const SamplingOptions& sampling = request.options.sampling;
     section(kTopK)[index] = sampling.top_k;
     section(kSeedState)[index] = static_cast<int64_t>(seed_state(sampling.seed));
-    section(kDraw)[index] = request.generated();
+    section(kDraw)[index] = request.generated() + request.in_flight;  // the index of the token it draws
     section(kTemperature)[index] = double_bits(sampling.is_greedy() ? 0.0 : sampling.temperature);
     section(kTopP)[index] = double_bits(sampling.top_p);
     int64_t* table = section(kBlockTables) + index * table_width_;
@@ -75,6 +82,7 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
   }
   for (; token < tokens; ++token) {  // padding tokens: the padding block, position 0
     section(kTokens)[token] = 0;
+    section(kTokenSource)[token] = -1;
     section(kPositions)[token] = 0;
     section(kTokenRequest)[token] = std::min(requests - 1, real_requests + (token - schedule.token_count()));
     section(kSlots)[token] = 0;
@@ -92,7 +100,7 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     std::fill(table, table + table_width_, 0);
   }
   const int64_t used = offset(kSectionCount, tokens, requests);
-  device_.narrow(0, 0, used).copy_(host_.narrow(0, 0, used), /*non_blocking=*/true);
+  device_.narrow(0, 0, used).copy_(host.narrow(0, 0, used), /*non_blocking=*/true);
   block_size_ = block_size;
 }
 
@@ -106,6 +114,8 @@ StepViews StepInputs::make_views(int64_t tokens, int64_t requests) const {
   batch.slots = section(kSlots, tokens);
   batch.state_slots = section(kStateSlots, requests);
   views.token_ids = section(kTokens, tokens).view({1, tokens});
+  views.token_source = section(kTokenSource, tokens);
+  views.previous_tokens = next_tokens_;
   views.last_token = section(kLastToken, requests);
   views.sampling.top_k = section(kTopK, requests);
   views.sampling.seed_state = section(kSeedState, requests);

@@ -4,7 +4,9 @@
 // memory by one copy per step of only what the step reads: a step of (tokens, requests) packs its sections
 // at offsets fixed by that shape, so a graph captured for it reads the same addresses at every replay, and
 // the views of a graphed shape are made once. Padding tokens write to the padding block 0 and padding requests are
-// greedy, with empty block tables.
+// greedy, with empty block tables. A token drawn by a step still in flight (async scheduling) is read on the device
+// from that step's drawn tokens: its source row is set, and PagedStep::begin takes it from there. The pinned host
+// memory alternates between two buffers, so that filling one never races the copy of the step before.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +25,14 @@ namespace graphed::infer {
 /// One step's views of the device buffers.
 struct StepViews {
   model::PagedBatch batch;  ///< positions, requests, slots, block tables, state slots (+ the eager plan)
-  at::Tensor token_ids;     ///< [1, tokens] int64
-  at::Tensor last_token;    ///< [requests] int64: the index of each request's last token in the batch
-  SamplingRows sampling;    ///< [requests] each
-  at::Tensor hidden;        ///< [1, tokens, hidden]: the embedded input (a static buffer)
-  at::Tensor next_tokens;   ///< [requests] int64: where the step writes the drawn tokens
+  at::Tensor token_ids;     ///< [1, tokens] int64 (0 where the token comes from token_source)
+  /// [tokens] int64: -1, or the row of the previous step's drawn tokens that holds this token's id.
+  at::Tensor token_source;
+  at::Tensor previous_tokens;  ///< [max requests] int64: the previous step's drawn tokens (next_tokens' buffer)
+  at::Tensor last_token;       ///< [requests] int64: the index of each request's last token in the batch
+  SamplingRows sampling;       ///< [requests] each
+  at::Tensor hidden;           ///< [1, tokens, hidden]: the embedded input (a static buffer)
+  at::Tensor next_tokens;      ///< [requests] int64: where the step writes the drawn tokens
   SamplingMode mode = SamplingMode::kGreedy;
 };
 
@@ -37,8 +42,10 @@ class StepInputs {
              const at::TensorOptions& hidden_options);
 
   /// Fills the buffers for `schedule` padded to `tokens` tokens and `requests` requests (decode
-  /// chunks first, as the scheduler orders them) and queues the copy to the device. The host memory is
-  /// reused by the next load: the caller waits for each step's results before loading the next.
+  /// chunks first, as the scheduler orders them) and queues the copy to the device. A chunk's positions
+  /// from its request's tokens.size() on are tokens in flight (the request's in_flight_row gives the row).
+  /// The host memory of a load is reused two loads later: the caller reads a step's results (so the device
+  /// has passed its input copy) before loading the step after next.
   void load(const Schedule& schedule, int64_t tokens, int64_t requests, int64_t block_size);
   /// The views of the last load. `paged_only`: every token through paged attention with contexts up to
   /// `max_context` (a graphed shape); otherwise the prefill chunks are dense segments and max_context is
@@ -57,6 +64,7 @@ class StepInputs {
     kPositions,
     kTokenRequest,
     kSlots,
+    kTokenSource,
     kLastToken,
     kStateSlots,
     kTopK,
@@ -76,8 +84,9 @@ class StepInputs {
   int64_t max_tokens_;
   int64_t max_requests_;
   int64_t table_width_;
-  int64_t block_size_ = 1;                                   // of the last load
-  at::Tensor host_;                                          // pinned int64, every section
+  int64_t block_size_ = 1;  // of the last load
+  at::Tensor host_[2];      // pinned int64, every section; loads alternate
+  int64_t loads_ = 0;
   at::Tensor device_;                                        // int64, the same layout
   at::Tensor hidden_;                                        // [1, max tokens, hidden]
   at::Tensor next_tokens_;                                   // [max requests] int64
