@@ -7,9 +7,10 @@
 // (token, head) folds the splits that hold its positions together, in split order. fp32 arithmetic
 // throughout. Both are programmatic dependent launches. A token whose positions all lie in the first split
 // gets its output from pass one (divided by its sum as pass two would), and a launch whose context fits one
-// split has no pass two. (A block per head instead of per group was tried, 2026-11-28 on an H200: a batch-1
-// decode step 0.87 against 0.98 ms, but batch 32 and 128 1.74 and 3.85 against 1.32 and 2.29 ms: the group's
-// rows read four times over. docs/benchmarks.md, "One engine (issue 43)".)
+// split has no pass two. Given a split count (a device int64), both passes skip the tokens at or past it, which
+// the tile kernel of kernels/paged_prefill_attention.h writes. (A block per head instead of per group was tried,
+// 2026-11-28 on an H200: a batch-1 decode step 0.87 against 0.98 ms, but batch 32 and 128 1.74 and 3.85 against 1.32
+// and 2.29 ms: the group's rows read four times over. docs/benchmarks.md, "One engine (issue 43)".)
 #include "graphed/kernels/paged_attention.h"
 
 #include <cuda_bf16.h>
@@ -219,7 +220,8 @@ template <typename Scalar>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                  const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
-                                 float* workspace, Scalar* output, Layout layout, float scale) {
+                                 const int64_t* split_count, float* workspace, Scalar* output, Layout layout,
+                                 float scale) {
   __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];   // 16 KiB
   __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];  // 8 KiB: weights, then the warps' parts
   __shared__ int64_t offsets[kSplit];                    // 2 KiB
@@ -227,6 +229,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
+  if (split_count != nullptr && token >= *split_count) return;  // a prompt token: the tile kernel's
   const int group = blockIdx.y;
   const int split = blockIdx.z;
   const int ratio = layout.heads / layout.groups;
@@ -264,11 +267,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 /// Folds the splits that hold positions of the token (ceil((position + 1) / kSplit) of them); a token of
 /// one split was written by the split kernel.
 template <typename Scalar>
-__global__ void paged_attention_combine_kernel(const int64_t* positions, const float* workspace, Scalar* output,
-                                               Layout layout) {
+__global__ void paged_attention_combine_kernel(const int64_t* positions, const int64_t* split_count,
+                                               const float* workspace, Scalar* output, Layout layout) {
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
+  if (split_count != nullptr && token >= *split_count) return;
   const int head = blockIdx.y;
   const int head_dim = layout.head_dim;
   const int splits = min(static_cast<int>(positions[token] / kSplit) + 1, layout.splits);
@@ -295,8 +299,8 @@ __global__ void paged_attention_combine_kernel(const int64_t* positions, const f
 
 template <typename Scalar>
 void launch(const void* query, const void* key_cache, const void* value_cache, const int64_t* block_tables,
-            const int64_t* token_request, const int64_t* positions, void* output, float* workspace,
-            const PagedAttentionShape& shape, float scale, cudaStream_t stream) {
+            const int64_t* token_request, const int64_t* positions, const int64_t* split_count, void* output,
+            float* workspace, const PagedAttentionShape& shape, float scale, cudaStream_t stream) {
   Layout layout{static_cast<int>(shape.heads),       static_cast<int>(shape.groups),
                 static_cast<int>(shape.head_dim),    static_cast<int>(shape.block_size),
                 static_cast<int>(shape.table_width), static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
@@ -307,11 +311,11 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
   detail::launch_programmatic(
       "paged_attention_split_kernel", paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * warps), 0, stream,
       static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache), static_cast<const Scalar*>(value_cache),
-      block_tables, token_request, positions, workspace, static_cast<Scalar*>(output), layout, scale);
+      block_tables, token_request, positions, split_count, workspace, static_cast<Scalar*>(output), layout, scale);
   if (layout.splits == 1) return;  // every token was written by the split kernel
   const dim3 combine_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.heads));
   detail::launch_programmatic("paged_attention_combine_kernel", paged_attention_combine_kernel<Scalar>, combine_grid,
-                              dim3(64), 0, stream, positions, static_cast<const float*>(workspace),
+                              dim3(64), 0, stream, positions, split_count, static_cast<const float*>(workspace),
                               static_cast<Scalar*>(output), layout);
 }
 
@@ -324,15 +328,16 @@ int64_t paged_attention_workspace(const PagedAttentionShape& shape) {
 
 void launch_paged_attention(const void* query, const void* key_cache, const void* value_cache,
                             const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
-                            void* output, float* workspace, const PagedAttentionShape& shape, float scale,
-                            bool is_float, void* stream) {
+                            const int64_t* split_count, void* output, float* workspace,
+                            const PagedAttentionShape& shape, float scale, bool is_float, void* stream) {
+  if (shape.tokens == 0) return;  // every token of the step is the tile kernel's
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   if (is_float) {
-    launch<float>(query, key_cache, value_cache, block_tables, token_request, positions, output, workspace, shape,
-                  scale, cuda_stream);
+    launch<float>(query, key_cache, value_cache, block_tables, token_request, positions, split_count, output, workspace,
+                  shape, scale, cuda_stream);
   } else {
-    launch<__nv_bfloat16>(query, key_cache, value_cache, block_tables, token_request, positions, output, workspace,
-                          shape, scale, cuda_stream);
+    launch<__nv_bfloat16>(query, key_cache, value_cache, block_tables, token_request, positions, split_count, output,
+                          workspace, shape, scale, cuda_stream);
   }
 }
 

@@ -3,7 +3,9 @@
 // that request's cache positions 0..its own position, and finds them through the request's block
 // table. One kernel serves prefill chunks and decode tokens alike; long contexts split across thread
 // blocks (flash-decoding) and a second kernel combines the splits in a fixed order, so a result
-// never depends on how many tokens share the launch or how long the launch's longest context is. A launch that
+// never depends on how many tokens share the launch or how long the launch's longest context is. A step's prompt
+// tokens may go instead to the tile kernel (kernels/paged_prefill_attention.h), which reads a context once for 16
+// tokens: the launch then skips the tokens past a count it reads on the device. A launch that
 // fails throws graphed::Error (kernels/detail/launch_check.h). The ATen wrapper is kernels/paged_attention_ops.h.
 #pragma once
 
@@ -31,10 +33,13 @@ int64_t paged_attention_workspace(const PagedAttentionShape& shape);
 
 /// output [tokens, heads, head_dim] = softmax(scale q k^T) v for query [tokens, heads, head_dim], each
 /// token over positions 0..positions[t] of request token_request[t]. `is_float`: float32 tensors,
-/// else bf16. workspace: paged_attention_workspace(shape) floats.
+/// else bf16. workspace: paged_attention_workspace(shape) floats. split_count: null, or a device int64 that
+/// the launch reads once it runs (never the host): the kernels then skip the tokens t >= *split_count of their
+/// grid (shape.tokens), which another kernel writes (kernels/paged_prefill_attention.h), so the grid can be
+/// sized for the largest step while a step's count changes between replays of a CUDA graph.
 void launch_paged_attention(const void* query, const void* key_cache, const void* value_cache,
                             const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
-                            void* output, float* workspace, const PagedAttentionShape& shape, float scale,
-                            bool is_float, void* stream);
+                            const int64_t* split_count, void* output, float* workspace,
+                            const PagedAttentionShape& shape, float scale, bool is_float, void* stream);
 
 }  // namespace graphed::kernels
