@@ -21,7 +21,9 @@
 #include "graphed/cli/run_setup.h"
 #include "graphed/cli/serving_flags.h"
 #include "graphed/infer/serving_engine.h"
+#include "graphed/infer/serving_floor.h"
 #include "graphed/runtime/device.h"
+#include "graphed/runtime/peak_throughput.h"
 #include "graphed/util/error.h"
 #include "graphed/util/statistics.h"
 #include "graphed/util/text.h"
@@ -137,6 +139,9 @@ infer::RequestOptions request_options(const ServeBenchFlags& flags, int64_t new_
 struct Timings {
   std::vector<double> ttft_ms;
   std::vector<double> tpot_ms;
+  std::vector<double> step_ms;  ///< each step() call that read a step: the host's clock
+  std::vector<double> host_ms;  ///< of it, the host's own work
+  double device_seconds = 0;    ///< the read steps' spans on the device
   int64_t output_tokens = 0;
   double seconds = 0;
   std::vector<std::string> refused;
@@ -173,6 +178,11 @@ Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload
     }
     const infer::StepResult step = engine.step();
     const double at = now();
+    if (step.real.token_count > 0) {
+      timings.step_ms.push_back(step.timing.seconds * 1000.0);
+      timings.host_ms.push_back(step.timing.host_seconds * 1000.0);
+      timings.device_seconds += step.timing.device_seconds;
+    }
     for (const auto& token : step.tokens) {
       Progress& request = progress[token.request];
       if (request.first < 0) request.first = at;
@@ -239,7 +249,8 @@ void refuse_serve_flags_without_serve(const CommandLine& command_line) {
       serving.block_size != engine.block_size || serving.buffer_size_gb != engine.buffer_size_gb ||
       serving.cuda_graph_max_tokens != engine.cuda_graph_max_tokens ||
       serving.mixed_prefill_count != engine.mixed_prefill_count || serving.decode_only_cuda_graphs ||
-      serving.disable_chunked_prefill || serving.enable_prefix_caching || !command_line.generate.hf_folder.empty();
+      serving.disable_chunked_prefill || serving.enable_prefix_caching || serving.no_async_scheduling ||
+      !command_line.generate.hf_folder.empty();
   if (workload_given || engine_given) {
     throw ConfigError(std::string(workload_given ? "a serving workload flag" : "a serving engine flag (or --hf)") +
                       " was given to graphed bench without --serve, where it does nothing; fix: add --serve, or leave "
@@ -304,7 +315,32 @@ nlohmann::json result_json(const ServeBenchFlags& flags, const ServeWorkload& wo
           {"ttft_ms_p50", percentile(timings.ttft_ms, 0.5)},
           {"ttft_ms_p99", percentile(timings.ttft_ms, 0.99)},
           {"tpot_ms_p50", percentile(timings.tpot_ms, 0.5)},
-          {"tpot_ms_p99", percentile(timings.tpot_ms, 0.99)}};
+          {"tpot_ms_p99", percentile(timings.tpot_ms, 0.99)},
+          {"step_ms_p50", percentile(timings.step_ms, 0.5)},
+          {"step_ms_p99", percentile(timings.step_ms, 0.99)},
+          {"host_ms_per_step_p50", percentile(timings.host_ms, 0.5)},
+          {"device_busy_share", timings.device_seconds / timings.seconds}};
+}
+
+/// The workload's floor on this GPU (infer/serving_floor.h) and the share of it the run reached; nulls where the
+/// device's peaks are unknown (the CPU, an unknown GPU).
+nlohmann::json floor_json(model::GptModel& model, const ServeWorkload& workload, int64_t max_requests,
+                          const at::Device& device, double seconds) {
+  const auto flops = runtime::peak_throughput(device, true);
+  const auto bandwidth = runtime::peak_memory_bandwidth(device);
+  if (!device.is_cuda() || !flops || !bandwidth) {
+    return {
+        {"floor_seconds", nullptr}, {"floor_share", nullptr}, {"floor_basis", "no published peaks for this device"}};
+  }
+  const infer::ServingFloor floor =
+      infer::serving_floor(model, workload.prompt_lengths, workload.output_lengths, max_requests,
+                           flops->flops_per_second, bandwidth->bytes_per_second);
+  return {{"floor_seconds", floor.seconds()},
+          {"floor_compute_seconds", floor.compute_seconds},
+          {"floor_memory_seconds", floor.memory_seconds},
+          {"floor_decode_steps", floor.decode_steps},
+          {"floor_share", floor.seconds() / seconds},
+          {"floor_basis", flops->basis + "; " + bandwidth->basis}};
 }
 
 void print_table(const nlohmann::json& result, const ServeBenchFlags& flags, const std::string& model,
@@ -314,13 +350,20 @@ void print_table(const nlohmann::json& result, const ServeBenchFlags& flags, con
       << flags.output_lengths << ", " << flags.distribution << ", "
       << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once") << ", "
       << sampling_text(flags) << ") on " << model << ", " << device << "\n";
-  out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | peak blocks | refused |\n"
-      << "|---|---|---|---|---|---|---|\n"
+  const auto floor_share =
+      result["floor_share"].is_null() ? std::string("-") : fixed_decimals(result["floor_share"].get<double>(), 3);
+  out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | floor share | peak blocks "
+         "| refused |\n"
+      << "|---|---|---|---|---|---|---|---|\n"
       << "| " << fixed_decimals(result["requests_per_second"], 2) << " | "
       << fixed_decimals(result["output_tokens_per_second"], 0) << " | " << fixed_decimals(result["ttft_ms_p50"], 1)
       << " / " << fixed_decimals(result["ttft_ms_p99"], 1) << " | " << fixed_decimals(result["tpot_ms_p50"], 2) << " / "
-      << fixed_decimals(result["tpot_ms_p99"], 2) << " | " << fixed_decimals(timings.seconds, 2) << " | "
-      << stats.peak_blocks << " of " << engine.blocks_total() << " | " << timings.refused.size() << " |\n";
+      << fixed_decimals(result["tpot_ms_p99"], 2) << " | " << fixed_decimals(timings.seconds, 2) << " | " << floor_share
+      << " | " << stats.peak_blocks << " of " << engine.blocks_total() << " | " << timings.refused.size() << " |\n";
+  out << "steps: " << timings.step_ms.size() << ", " << fixed_decimals(result["step_ms_p50"], 2) << " ms at p50 ("
+      << fixed_decimals(result["step_ms_p99"], 2) << " at p99), the host's own work "
+      << fixed_decimals(result["host_ms_per_step_p50"], 3) << " ms at p50; the device busy "
+      << fixed_decimals(100.0 * result["device_busy_share"].get<double>(), 1) << "% of the run\n";
   print_engine_line(engine, stats, out);
   if (!timings.refused.empty()) {
     out << "refused: " << timings.refused.size() << " of " << flags.requests
@@ -373,6 +416,9 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
                         {"model", served.description},
                         {"model_shape", model_shape(served.model->config(), served.context)}};
   result.update(result_json(flags, workload, seed, timings));
+  result.update(floor_json(served.model, workload, options.max_requests, device, timings.seconds));
+  result["graph_steps"] = stats.graph_steps;
+  result["eager_steps"] = stats.eager_steps;
   result["engine"] = engine_json(engine, stats);
   if (command_line.json_output) {
     out << result.dump() << std::endl;

@@ -27,7 +27,12 @@ nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::Engi
           {"block_size", engine.options().block_size},
           {"cache_bytes", engine.cache_bytes()},
           {"max_requests", engine.options().max_requests},
-          {"max_tokens", engine.options().max_tokens}};
+          {"max_tokens", engine.options().max_tokens},
+          {"step_token_limit", engine.step_token_limit()},
+          {"async_scheduling", engine.options().async_scheduling},
+          {"step_seconds", stats.step_seconds},
+          {"host_seconds", stats.host_seconds},
+          {"device_seconds", stats.device_seconds}};
 }
 
 void print_engine_line(const infer::ServingEngine& engine, const infer::EngineStats& stats, std::ostream& out) {
@@ -35,7 +40,9 @@ void print_engine_line(const infer::ServingEngine& engine, const infer::EngineSt
       << " steps from graphs, " << stats.eager_steps << " eager (" << stats.unmatched_steps
       << " no graph bucket served), " << counted(static_cast<std::size_t>(engine.graph_count()), "graph")
       << " captured in " << fixed_decimals(stats.capture_seconds, 2) << " s; up to " << engine.options().max_requests
-      << " requests at once, " << stats.preemptions << " preemptions"
+      << " requests and " << engine.step_token_limit() << " tokens a step"
+      << (engine.options().async_scheduling ? ", scheduled a step ahead" : ", each step read before the next") << ", "
+      << stats.preemptions << " preemptions"
       << (engine.options().prefix_sharing ? ", " + std::to_string(stats.shared_prompt_tokens) + " prompt tokens shared"
                                           : "")
       << "; cache " << fixed_decimals(static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0), 1) << " MiB, "
@@ -53,6 +60,9 @@ infer::EngineStats stats_since(const infer::EngineStats& after, const infer::Eng
   stats.prompt_tokens -= before.prompt_tokens;
   stats.output_tokens -= before.output_tokens;
   stats.shared_prompt_tokens -= before.shared_prompt_tokens;
+  stats.step_seconds -= before.step_seconds;
+  stats.host_seconds -= before.host_seconds;
+  stats.device_seconds -= before.device_seconds;
   return stats;
 }
 

@@ -24,7 +24,8 @@ void add_serving_flags(CLI::App& command, ServingFlags& flags) {
       ->group(group);
   command
       .add_option("--inference-dynamic-batching-max-tokens", flags.max_tokens,
-                  "tokens in one step: decode tokens plus prompt chunks (default 8192)")
+                  "tokens in one step: decode tokens plus prompt chunks (default 8192; with chunked prefill and "
+                  "graphs of prompt steps, at most --inference-cuda-graph-max-tokens, so that every step has a graph)")
       ->group(group);
   command
       .add_option("--inference-dynamic-batching-block-size", flags.block_size,
@@ -37,7 +38,8 @@ void add_serving_flags(CLI::App& command, ServingFlags& flags) {
       ->group(group);
   command
       .add_option("--inference-cuda-graph-max-tokens", flags.cuda_graph_max_tokens,
-                  "the largest step (in tokens) that gets a graph (default 512)")
+                  "the largest step (in tokens) that gets a graph (default 512); with chunked prefill it also bounds "
+                  "the tokens of every step (the chunked prefill budget)")
       ->group(group);
   command
       .add_option("--inference-dynamic-batching-cuda-graph-mixed-prefill-count", flags.mixed_prefill_count,
@@ -55,6 +57,11 @@ void add_serving_flags(CLI::App& command, ServingFlags& flags) {
       .add_flag("--enable-prefix-caching", flags.enable_prefix_caching,
                 "a request whose prompt begins with the same full cache blocks as a running request's shares "
                 "their keys and values instead of computing them (not for Mamba-hybrid models)")
+      ->group(group);
+  command
+      .add_flag("--no-async-scheduling", flags.no_async_scheduling,
+                "read each step's tokens before scheduling the next, instead of scheduling a step ahead while the "
+                "device runs the last (for comparison)")
       ->group(group);
   command
       .add_option("--quantization", flags.quantization,
@@ -142,6 +149,7 @@ infer::ServingOptions serving_options(const ServingFlags& flags, const config::C
   options.decode_only_cuda_graphs = flags.decode_only_cuda_graphs;
   options.chunked_prefill = !flags.disable_chunked_prefill;
   options.prefix_sharing = flags.enable_prefix_caching;
+  options.async_scheduling = !flags.no_async_scheduling;
   if (!problems.empty()) fail_with(problems);
   return options;
 }

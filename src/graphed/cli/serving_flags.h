@@ -31,6 +31,7 @@ struct ServingFlags {
   bool decode_only_cuda_graphs = false;  ///< --decode-only-cuda-graphs
   bool disable_chunked_prefill = false;  ///< --disable-chunked-prefill
   bool enable_prefix_caching = false;    ///< --enable-prefix-caching (vLLM's name; Megatron has none)
+  bool no_async_scheduling = false;      ///< --no-async-scheduling (vLLM's --async-scheduling is the default here)
   std::string quantization = "none";     ///< --quantization none|fp8 (vLLM's name; cli/quantization.h)
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "graphed/kernels/prefill_tiles.h"
 #include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
@@ -32,26 +33,62 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
   next_tokens_ = at::zeros({max_requests}, hidden_options.dtype(at::kLong));
 }
 
+int64_t StepInputs::section_size(Section section, int64_t tokens, int64_t requests) const {
+  if (section <= kTokenSource) return tokens;
+  if (section < kBlockTables) return requests;
+  if (section == kBlockTables) return requests * table_width_;
+  if (section == kSplitCount) return 1;
+  return kernels::kPrefillTileFields * kernels::max_prefill_tiles(tokens, requests);  // kTiles
+}
+
 int64_t StepInputs::offset(Section section, int64_t tokens, int64_t requests) const {
-  const int64_t index = static_cast<int64_t>(section);
-  if (index <= kTokenSource) return index * tokens;  // kTokens..kTokenSource: one value per token
-  const int64_t per_request_start = (kTokenSource + 1) * tokens;
-  if (index <= kBlockTables) return per_request_start + (index - kLastToken) * requests;
-  return per_request_start + (kBlockTables - kLastToken) * requests + requests * table_width_;
+  int64_t start = 0;
+  for (int s = 0; s < section; ++s) start += section_size(static_cast<Section>(s), tokens, requests);
+  return start;
 }
 
 at::Tensor StepInputs::device_section(Section section, int64_t tokens, int64_t requests, int64_t count) const {
   return device_.narrow(0, offset(section, tokens, requests), count);
 }
 
+namespace {
+
+/// The step's prompt chunks and padding tokens as the tile kernel's chunks: everything after the decode
+/// tokens, which the split kernel takes. Padding tokens go by the padding request that owns them.
+std::vector<kernels::PrefillChunk> prompt_chunks(const Schedule& schedule, const int64_t* token_request,
+                                                 int64_t tokens) {
+  std::vector<kernels::PrefillChunk> chunks;
+  int64_t token = 0;
+  for (std::size_t index = 0; index < schedule.chunks.size(); ++index) {
+    const ScheduledChunk& chunk = schedule.chunks[index];
+    if (!chunk.decode) chunks.push_back({token, static_cast<int64_t>(index), chunk.first, chunk.length, false});
+    token += chunk.length;
+  }
+  for (; token < tokens; ++token) {
+    if (!chunks.empty() && chunks.back().is_padding && chunks.back().request == token_request[token]) {
+      ++chunks.back().length;
+    } else {
+      chunks.push_back({token, token_request[token], 0, 1, true});
+    }
+  }
+  return chunks;
+}
+
+}  // namespace
+
 void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests, int64_t block_size) {
   const int64_t real_requests = static_cast<int64_t>(schedule.chunks.size());
-  GRAPHED_INTERNAL_ASSERT(tokens <= max_tokens_ && requests <= max_requests_ && real_requests <= requests &&
-                              schedule.token_count() <= tokens,
-                          "a step of ", tokens, " tokens and ", requests, " requests");
+  const int64_t real_tokens = schedule.token_count();
+  GRAPHED_INTERNAL_ASSERT(
+      tokens <= max_tokens_ && requests <= max_requests_ && real_requests <= requests && real_tokens <= tokens,
+      "a step of ", tokens, " tokens and ", requests, " requests");
   const at::Tensor& host = host_[loads_++ % 2];
-  int64_t* data = host.data_ptr<int64_t>();
-  const auto section = [&](Section s) { return data + offset(s, tokens, requests); };
+  int64_t* at[kSectionCount];  // where each section starts in the host buffer
+  int64_t start = 0;
+  for (int s = 0; s < kSectionCount; ++s) {
+    at[s] = host.data_ptr<int64_t>() + start;
+    start += section_size(static_cast<Section>(s), tokens, requests);
+  }
   int64_t token = 0;
   for (int64_t index = 0; index < real_requests; ++index) {
     const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(index)];
@@ -61,46 +98,47 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
       const int64_t position = chunk.first + i;
       GRAPHED_INTERNAL_ASSERT(position < known || (position == known && request.in_flight > 0),
                               "only the latest token of a request may be in flight");
-      section(kTokens)[token] = position < known ? request.tokens[static_cast<std::size_t>(position)] : 0;
-      section(kTokenSource)[token] = position < known ? -1 : request.in_flight_row;
-      section(kPositions)[token] = position;
-      section(kTokenRequest)[token] = index;
-      section(kSlots)[token] =
+      at[kTokens][token] = position < known ? request.tokens[static_cast<std::size_t>(position)] : 0;
+      at[kTokenSource][token] = position < known ? -1 : request.in_flight_row;
+      at[kPositions][token] = position;
+      at[kTokenRequest][token] = index;
+      at[kSlots][token] =
           request.blocks[static_cast<std::size_t>(position / block_size)] * block_size + position % block_size;
     }
-    section(kLastToken)[index] = token - 1;
-    section(kStateSlots)[index] = request.state_slot;
+    at[kLastToken][index] = token - 1;
+    at[kStateSlots][index] = request.state_slot;
     const SamplingOptions& sampling = request.options.sampling;
-    section(kTopK)[index] = sampling.top_k;
-    section(kSeedState)[index] = static_cast<int64_t>(seed_state(sampling.seed));
-    section(kDraw)[index] = request.generated() + request.in_flight;  // the index of the token it draws
-    section(kTemperature)[index] = double_bits(sampling.is_greedy() ? 0.0 : sampling.temperature);
-    section(kTopP)[index] = double_bits(sampling.top_p);
-    int64_t* table = section(kBlockTables) + index * table_width_;
+    at[kTopK][index] = sampling.top_k;
+    at[kSeedState][index] = static_cast<int64_t>(seed_state(sampling.seed));
+    at[kDraw][index] = request.generated() + request.in_flight;  // the index of the token it draws
+    at[kTemperature][index] = double_bits(sampling.is_greedy() ? 0.0 : sampling.temperature);
+    at[kTopP][index] = double_bits(sampling.top_p);
+    int64_t* table = at[kBlockTables] + index * table_width_;
     std::fill(table, table + table_width_, 0);
     std::copy(request.blocks.begin(), request.blocks.end(), table);
   }
   for (; token < tokens; ++token) {  // padding tokens: the padding block, position 0
-    section(kTokens)[token] = 0;
-    section(kTokenSource)[token] = -1;
-    section(kPositions)[token] = 0;
-    section(kTokenRequest)[token] = std::min(requests - 1, real_requests + (token - schedule.token_count()));
-    section(kSlots)[token] = 0;
+    at[kTokens][token] = 0;
+    at[kTokenSource][token] = -1;
+    at[kPositions][token] = 0;
+    at[kTokenRequest][token] = std::min(requests - 1, real_requests + (token - real_tokens));
+    at[kSlots][token] = 0;
   }
   for (int64_t index = real_requests; index < requests; ++index) {  // padding requests: greedy, no blocks
-    const int64_t padding_token = std::min(tokens - 1, schedule.token_count() + (index - real_requests));
-    section(kLastToken)[index] = padding_token;
-    section(kStateSlots)[index] = 0;
-    section(kTopK)[index] = 0;
-    section(kSeedState)[index] = 0;
-    section(kDraw)[index] = 0;
-    section(kTemperature)[index] = double_bits(0.0);
-    section(kTopP)[index] = double_bits(1.0);
-    int64_t* table = section(kBlockTables) + index * table_width_;
+    at[kLastToken][index] = std::min(tokens - 1, real_tokens + (index - real_requests));
+    at[kStateSlots][index] = 0;
+    at[kTopK][index] = 0;
+    at[kSeedState][index] = 0;
+    at[kDraw][index] = 0;
+    at[kTemperature][index] = double_bits(0.0);
+    at[kTopP][index] = double_bits(1.0);
+    int64_t* table = at[kBlockTables] + index * table_width_;
     std::fill(table, table + table_width_, 0);
   }
-  const int64_t used = offset(kSectionCount, tokens, requests);
-  device_.narrow(0, 0, used).copy_(host.narrow(0, 0, used), /*non_blocking=*/true);
+  at[kSplitCount][0] = schedule.decode_count();
+  kernels::fill_prefill_tiles(prompt_chunks(schedule, at[kTokenRequest], tokens),
+                              kernels::max_prefill_tiles(tokens, requests), at[kTiles]);
+  device_.narrow(0, 0, start).copy_(host.narrow(0, 0, start), /*non_blocking=*/true);
   block_size_ = block_size;
 }
 
@@ -123,6 +161,12 @@ StepViews StepInputs::make_views(int64_t tokens, int64_t requests) const {
   views.sampling.temperature = section(kTemperature, requests).view(at::kDouble);
   views.sampling.top_p = section(kTopP, requests).view(at::kDouble);
   views.hidden = hidden_.narrow(1, 0, tokens);
+  if (tokens > requests) {  // a shape with prompt tokens: the decode tokens by the split kernel, the rest tiled
+    batch.context.split_count = section(kSplitCount, 1);
+    batch.context.split_bound = requests;
+    batch.context.tiles =
+        section(kTiles, section_size(kTiles, tokens, requests)).view({-1, kernels::kPrefillTileFields});
+  }
   views.next_tokens = next_tokens_.narrow(0, 0, requests);
   return views;
 }
@@ -148,6 +192,7 @@ StepViews StepInputs::views(const Schedule& schedule, int64_t tokens, int64_t re
     batch.decode_tokens = tokens == requests ? tokens : decode;  // a decode-only shape: every token (padding too)
     return views;
   }
+  batch.context.tiles = at::Tensor();  // the prompt chunks go to dense attention
   batch.decode_tokens = decode;
   int64_t longest = 1;
   int64_t token = 0;

@@ -73,10 +73,13 @@ class StepInputs {
     kTemperature,
     kTopP,
     kBlockTables,
+    kSplitCount,  ///< the step's decode tokens: the split kernel's, the rest the tile kernel's
+    kTiles,       ///< the tile kernel's plan of the prompt and padding tokens (kernels/prefill_tiles.h)
     kSectionCount
   };
   /// Where a section starts in a step of (tokens, requests), and the values the step reads in all.
   int64_t offset(Section section, int64_t tokens, int64_t requests) const;
+  int64_t section_size(Section section, int64_t tokens, int64_t requests) const;
   at::Tensor device_section(Section section, int64_t tokens, int64_t requests, int64_t count) const;
   /// The buffers' views of a step of (tokens, requests).
   StepViews make_views(int64_t tokens, int64_t requests) const;

@@ -239,6 +239,7 @@ at::Tensor AttentionImpl::forward_paged(const at::Tensor& hidden, const NormImpl
     const int64_t decode = batch.decode_tokens;
     if (decode > 0) {
       kernels::PagedContext decode_context = batch.context;
+      decode_context.tiles = at::Tensor();  // the prompt tokens go to dense attention below
       decode_context.token_request = batch.context.token_request.narrow(0, 0, decode);
       decode_context.positions = batch.context.positions.narrow(0, 0, decode);
       parts.push_back(
