@@ -1,7 +1,7 @@
 // tests/serve/engine_loop_test.cpp — the engine behind one thread, on the CPU: 8 client threads submit
 // and read concurrently and every request's tokens equal a full recompute; a client that cancels
 // mid-stream gets its end as cancelled and the blocks come back; a full queue and a stopped loop refuse
-// submissions; shutdown cancels what runs past the grace period.
+// submissions; shutdown cancels what runs past the grace period. Every step that ran is timed once.
 #include "graphed/serve/engine_loop.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +80,8 @@ TEST(EngineLoop, ConcurrentClientsGetTheirOwnTokens) {
   loop.shutdown(1s);
   EXPECT_EQ(loop.snapshot().blocks_in_use, 0);
   EXPECT_EQ(loop.snapshot().stats.output_tokens, 8 * (5 + 6));
+  EXPECT_GT(loop.snapshot().stats.steps, 0);
+  EXPECT_EQ(loop.snapshot().step_durations.count(), loop.snapshot().stats.steps);
 }
 
 TEST(EngineLoop, ACancelledStreamEndsAsCancelledAndItsBlocksComeBack) {

@@ -1,5 +1,5 @@
 // tests/serve/metrics_test.cpp — the Prometheus page: cumulative histogram buckets, counters by outcome,
-// and the engine's gauges from a loop snapshot.
+// and the engine's gauges, step counters and step durations from a loop snapshot.
 #include <gtest/gtest.h>
 
 #include "graphed/serve/metrics.h"
@@ -37,6 +37,8 @@ TEST(ServerMetricsTest, CountsOutcomesTokensAndTheEngineState) {
   snapshot.blocks_in_use = 7;
   snapshot.stats.graph_steps = 40;
   snapshot.stats.eager_steps = 2;
+  snapshot.step_durations.observe(0.0004);
+  snapshot.step_durations.observe(0.003);
   const std::string page = metrics.render(snapshot, 100, 16);
   EXPECT_TRUE(has_line(page, "graphed_requests_total{outcome=\"completed\"} 2")) << page;
   EXPECT_TRUE(has_line(page, "graphed_requests_total{outcome=\"refused\"} 1")) << page;
@@ -50,6 +52,16 @@ TEST(ServerMetricsTest, CountsOutcomesTokensAndTheEngineState) {
   EXPECT_TRUE(has_line(page, "graphed_generation_tokens_total 5")) << page;
   EXPECT_TRUE(has_line(page, "graphed_engine_steps_total{mode=\"graph\"} 40")) << page;
   EXPECT_TRUE(has_line(page, "graphed_engine_steps_total{mode=\"eager\"} 2")) << page;
+  EXPECT_TRUE(has_line(page, "# TYPE graphed_graph_steps_total counter")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_graph_steps_total 40")) << page;
+  EXPECT_TRUE(has_line(page, "# TYPE graphed_eager_steps_total counter")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_eager_steps_total 2")) << page;
+  EXPECT_TRUE(has_line(page, "# TYPE graphed_step_duration_seconds histogram")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_step_duration_seconds_bucket{le=\"0.0005\"} 1")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_step_duration_seconds_bucket{le=\"0.003\"} 2")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_step_duration_seconds_bucket{le=\"10\"} 2")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_step_duration_seconds_bucket{le=\"+Inf\"} 2")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_step_duration_seconds_count 2")) << page;
   EXPECT_TRUE(has_line(page, "graphed_time_to_first_token_seconds_count 1")) << page;
   EXPECT_TRUE(has_line(page, "graphed_time_per_output_token_seconds_count 1")) << page;
   EXPECT_TRUE(has_line(page, "# TYPE graphed_request_duration_seconds histogram")) << page;

@@ -1,10 +1,14 @@
 // cli/serve_command.cpp — see cli/serve_command.h.
 #include "graphed/cli/serve_command.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <limits>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +23,7 @@
 #include "graphed/serve/engine_loop.h"
 #include "graphed/serve/http_server.h"
 #include "graphed/util/error.h"
+#include "graphed/util/logging.h"
 #include "graphed/util/stop_signals.h"
 #include "graphed/util/text.h"
 
@@ -67,7 +72,7 @@ infer::ServingOptions engine_options(const CommandLine& command_line, const conf
   return options;
 }
 
-serve::ServerOptions server_options(const ServerFlags& flags, int64_t max_requests) {
+serve::ServerOptions server_options(const ServerFlags& flags) {
   serve::ServerOptions options;
   options.host = flags.host;
   options.port = flags.port;
@@ -75,8 +80,26 @@ serve::ServerOptions server_options(const ServerFlags& flags, int64_t max_reques
   if (options.api_key.empty()) {
     if (const char* key = std::getenv("GRAPHED_API_KEY")) options.api_key = key;
   }
-  options.threads = static_cast<int>(flags.http_threads > 0 ? flags.http_threads : max_requests + 32);
+  options.threads = static_cast<int>(std::min<int64_t>(flags.http_threads, std::numeric_limits<int>::max()));
   return options;
+}
+
+/// Every connection is a file descriptor: the soft limit on open files (often 1,024) goes up to the hard one, so
+/// that a burst of connections is not held at accept (httplib waits and retries there while the process has none
+/// left). Where the hard limit is below what the server may hold, the log says so.
+void raise_open_file_limit(int max_threads) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  }
+  const auto wanted = static_cast<rlim_t>(max_threads) + 256;  // the model's files, the log, LibTorch's own
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
+    log_warn("this process may open " + std::to_string(limit.rlim_cur) + " files, fewer than the " +
+             std::to_string(max_threads) + " connections the server may hold at once; connections past it wait to " +
+             "be accepted; fix: raise the limit (ulimit -n " + std::to_string(wanted) + ") or lower --http-threads");
+  }
 }
 
 void print_ready(const CommandLine& command_line, const serve::ServedModel& served, const GenerationModel& model,
@@ -121,7 +144,8 @@ int serve_http(const CommandLine& command_line, GenerationModel& model, const st
   served.blocks_total = engine.blocks_total();
   served.created = static_cast<int64_t>(std::time(nullptr));
 
-  serve::HttpServer server(loop, served, server_options(command_line.server, served.max_requests));
+  serve::HttpServer server(loop, served, server_options(command_line.server));
+  raise_open_file_limit(server.max_threads());
   server.bind();
   std::signal(SIGPIPE, SIG_IGN);  // a client that hung up must not end the server
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(command_line.server.shutdown_grace * 1000));

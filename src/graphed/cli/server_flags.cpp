@@ -38,8 +38,8 @@ void add_server_flags(CLI::App& serve, ServerFlags& flags) {
       ->group(group);
   serve
       .add_option("--http-threads", flags.http_threads,
-                  "HTTP worker threads, one per open connection (default: "
-                  "--inference-max-requests + 32)")
+                  "the most HTTP worker threads, started as connections need them, one per open "
+                  "connection (default: --inference-max-requests + --max-queued-requests + 64)")
       ->group(group);
 }
 

@@ -18,7 +18,7 @@ struct ServerFlags {
   std::string chat_template;       ///< --chat-template FILE: overrides the model's own
   int64_t max_queued = 1024;       ///< --max-queued-requests: beyond it a request gets 429
   double shutdown_grace = 30;      ///< --shutdown-grace-seconds: what runs may finish after SIGTERM
-  int64_t http_threads = 0;        ///< --http-threads; 0 = --inference-max-requests + 32
+  int64_t http_threads = 0;        ///< --http-threads; 0 = the requests the server holds + 64 (ServerOptions::threads)
 };
 
 void add_server_flags(CLI::App& serve, ServerFlags& flags);

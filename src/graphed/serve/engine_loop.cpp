@@ -20,22 +20,17 @@ std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout
   return event;
 }
 
-void RequestStream::cancel() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  cancel_ = true;
-}
-
-bool RequestStream::cancel_requested() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return cancel_;
-}
-
 void RequestStream::push(StreamEvent event) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     events_.push_back(std::move(event));
   }
-  ready_.notify_all();
+  ready_.notify_one();  // one reader; no system call when it is not waiting
+}
+
+Histogram step_duration_histogram() {
+  return Histogram({0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03,
+                    0.05,   0.075, 0.1,   0.15,  0.25,  0.5,    1,    2.5,   5,    10});
 }
 
 EngineLoop::EngineLoop(infer::ServingEngine& engine, int64_t max_queued)
@@ -97,8 +92,9 @@ void EngineLoop::admit_and_cancel() {
   }
 }
 
-void EngineLoop::deliver(const infer::StepResult& result) {
+void EngineLoop::deliver(const infer::StepResult& result, double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (result.real.token_count > 0) last_.step_durations.observe(seconds);  // a step that had nothing to run is not one
   for (const auto& token : result.tokens) {
     const auto found = active_.find(token.request);
     if (found != active_.end()) found->second->push({token.token, std::nullopt});
@@ -122,7 +118,9 @@ void EngineLoop::run() {
       admit_and_cancel();
     }
     try {
-      deliver(calls_.step());
+      const auto started = std::chrono::steady_clock::now();
+      const infer::StepResult result = calls_.step();
+      deliver(result, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     } catch (const std::exception& error) {
       fail_all(error.what());
       return;

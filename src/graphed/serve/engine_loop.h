@@ -2,9 +2,12 @@
 // touch the GPU: the loop's thread owns the engine and runs its steps; any thread submits a request and
 // reads its tokens from a RequestStream as they are drawn, or cancels it (a client that hung up). A
 // full queue refuses a submission (the server answers 429); shutdown() stops taking requests, lets the
-// running ones finish within a grace period and cancels the rest.
+// running ones finish within a grace period and cancels the rest. The loop's own work per step is one lock, one
+// atomic read per running request (its cancellation), one push per stream that got a token, and one histogram
+// count: no lock per stream beyond handing it its token, no polling, no sleeps.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -19,6 +22,7 @@
 
 #include "graphed/infer/serving_engine.h"
 #include "graphed/serve/engine_calls.h"
+#include "graphed/serve/histogram.h"
 
 namespace graphed::serve {
 
@@ -34,18 +38,22 @@ class RequestStream {
   /// The next event, waiting up to `timeout`; nullopt when none came in time.
   std::optional<StreamEvent> next(std::chrono::milliseconds timeout);
   /// Asks the loop to cancel the request (its blocks go back); its last event says cancelled.
-  void cancel();
-  bool cancel_requested() const;
+  void cancel() { cancel_.store(true, std::memory_order_relaxed); }
+  /// Asked by the loop of every running request before each step: an atomic, not the stream's lock.
+  bool cancel_requested() const { return cancel_.load(std::memory_order_relaxed); }
 
   /// The loop's side.
   void push(StreamEvent event);
 
  private:
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<StreamEvent> events_;
-  bool cancel_ = false;
+  std::atomic<bool> cancel_{false};
 };
+
+/// The buckets of the step-duration histogram: 0.5 ms to 10 s.
+Histogram step_duration_histogram();
 
 /// What the loop has at a moment (for /metrics and /health).
 struct LoopSnapshot {
@@ -53,6 +61,9 @@ struct LoopSnapshot {
   int64_t active = 0;  ///< running (at most the engine's max requests)
   int64_t blocks_in_use = 0;
   infer::EngineStats stats;
+  /// Every step that ran, timed on the loop's thread around the engine's step (host clock, seconds): scheduling,
+  /// the model, reading the drawn tokens; not handing them out.
+  Histogram step_durations = step_duration_histogram();
   bool accepting = true;
   std::string failure;  ///< what stopped the engine (a step threw), empty while it runs
 };
@@ -98,7 +109,8 @@ class EngineLoop {
   void run();
   /// Hands queued requests to the engine and passes cancellations on (under the lock).
   void admit_and_cancel();
-  void deliver(const infer::StepResult& result);
+  /// Hands each token and end to its stream and counts the step's duration (`seconds`), under the lock.
+  void deliver(const infer::StepResult& result, double seconds);
   /// A step threw: every request ends as rejected with kEngineFailure as its message (the exception's
   /// text goes to the log, never to a client), and the loop stops taking requests.
   void fail_all(const std::string& what);

@@ -3,13 +3,20 @@
 // message, anything else as a 500 whose message says only that (the log gets the first line).
 #include "graphed/serve/http_server.h"
 
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <utility>
 
 #include <httplib.h>
 
 #include "graphed/serve/api_error.h"
 #include "graphed/serve/completion_handlers.h"
+#include "graphed/serve/connection_threads.h"
 #include "graphed/util/error.h"
 #include "graphed/util/logging.h"
 #include "graphed/util/text.h"
@@ -74,19 +81,27 @@ json model_card(const ServedModel& model) {
 
 HttpServer::HttpServer(EngineLoop& loop, const ServedModel& model, ServerOptions options)
     : loop_(loop), model_(model), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
-  const int threads = options_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  max_threads_ =
+      options_.threads > 0
+          ? options_.threads
+          : static_cast<int>(std::min<int64_t>(loop_.capacity() + kSpareThreads, std::numeric_limits<int>::max()));
+  const auto threads = static_cast<std::size_t>(max_threads_);
+  server_->new_task_queue = [threads] { return new ConnectionThreads(threads); };
   server_->set_payload_max_length(options_.max_body_bytes);
   server_->set_keep_alive_max_count(1000);
   server_->set_read_timeout(5, 0);
   server_->set_keep_alive_timeout(2);  // an idle connection holds a thread, and stop() waits for it
   server_->set_write_timeout(30, 0);
+  // Set on the listening socket; Linux's accepted sockets inherit it, so a token's chunk leaves at once instead
+  // of waiting (Nagle) for the client to acknowledge the one before.
   server_->set_tcp_nodelay(true);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on a port already
-  // in use binds too, and the kernel deals the connections between them.
-  server_->set_socket_options([](socket_t socket) {
+  // in use binds too, and the kernel deals the connections between them. httplib calls this for each address
+  // it tries, closing those that do not bind: the last socket it is given is the listening one.
+  server_->set_socket_options([this](socket_t socket) {
     int yes = 1;
     ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listening_socket_ = socket;
   });
   add_routes();
 }
@@ -182,6 +197,14 @@ void HttpServer::bind() {
     throw Error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                 " (the port is taken, or the address is not one of this machine's); fix: choose another --port, "
                 "stop whatever holds it, or give a --host of this machine");
+  }
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's shared library):
+  // connects beyond it while the accepting thread is busy are dropped or reset (87 to 239 of 600 clients at once
+  // were). Listening again on the bound socket sets its backlog; the kernel caps SOMAXCONN at net.core.somaxconn.
+  if (listening_socket_ < 0 || ::listen(listening_socket_, SOMAXCONN) != 0) {
+    log_warn("cannot raise the listening socket's backlog above httplib's 5 (" +
+             std::string(listening_socket_ < 0 ? "no socket" : std::strerror(errno)) +
+             "): a burst of connections at once may be refused");
   }
 }
 

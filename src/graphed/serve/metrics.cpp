@@ -1,18 +1,8 @@
 // serve/metrics.cpp — see serve/metrics.h. Every metric is prefixed graphed_ and has HELP and TYPE lines.
 #include "graphed/serve/metrics.h"
 
-#include <sstream>
-#include <utility>
-
 namespace graphed::serve {
 namespace {
-
-std::string number_text(double value) {
-  std::ostringstream text;
-  text.precision(10);
-  text << value;
-  return text.str();
-}
 
 void heading(std::string& out, const std::string& name, const std::string& type, const std::string& help) {
   out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
@@ -20,7 +10,7 @@ void heading(std::string& out, const std::string& name, const std::string& type,
 
 void single(std::string& out, const std::string& name, const std::string& type, const std::string& help, double value) {
   heading(out, name, type, help);
-  out += name + " " + number_text(value) + "\n";
+  out += name + " " + metric_number(value) + "\n";
 }
 
 const char* outcome_name(Outcome outcome) {
@@ -39,26 +29,6 @@ const char* outcome_name(Outcome outcome) {
 Outcome outcome_of_status(int status) {
   if (status == 429) return Outcome::kRefused;
   return status >= 500 ? Outcome::kFailed : Outcome::kInvalid;
-}
-
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
-
-void Histogram::observe(double value) {
-  std::size_t index = 0;
-  while (index < bounds_.size() && value > bounds_[index]) ++index;
-  ++counts_[index];
-  sum_ += value;
-  ++count_;
-}
-
-void Histogram::render(const std::string& name, std::string& out) const {
-  int64_t cumulative = 0;
-  for (std::size_t i = 0; i < bounds_.size(); ++i) {
-    cumulative += counts_[i];
-    out += name + "_bucket{le=\"" + number_text(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
-  }
-  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
-  out += name + "_sum " + number_text(sum_) + "\n" + name + "_count " + std::to_string(count_) + "\n";
 }
 
 ServerMetrics::ServerMetrics()
@@ -113,11 +83,20 @@ std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_t
           "Engine steps: replayed from CUDA graphs, or run eagerly (no graph bucket fits, or scope none).");
   out += "graphed_engine_steps_total{mode=\"graph\"} " + std::to_string(snapshot.stats.graph_steps) + "\n";
   out += "graphed_engine_steps_total{mode=\"eager\"} " + std::to_string(snapshot.stats.eager_steps) + "\n";
+  single(out, "graphed_graph_steps_total", "counter",
+         "Engine steps replayed from CUDA graphs (graphed_engine_steps_total{mode=\"graph\"}).",
+         static_cast<double>(snapshot.stats.graph_steps));
+  single(out, "graphed_eager_steps_total", "counter",
+         "Engine steps run eagerly (graphed_engine_steps_total{mode=\"eager\"}).",
+         static_cast<double>(snapshot.stats.eager_steps));
   single(out, "graphed_engine_unmatched_steps_total", "counter", "Eager steps that no graph bucket fitted.",
          static_cast<double>(snapshot.stats.unmatched_steps));
   single(out, "graphed_preemptions_total", "counter", "Requests whose blocks were taken back, to be recomputed.",
          static_cast<double>(snapshot.stats.preemptions));
   single(out, "graphed_engine_up", "gauge", "1 while the engine takes requests.", snapshot.accepting ? 1.0 : 0.0);
+  heading(out, "graphed_step_duration_seconds", "histogram",
+          "Engine steps that ran, on the host's clock around each step on the engine loop's thread.");
+  snapshot.step_durations.render("graphed_step_duration_seconds", out);
   heading(out, "graphed_time_to_first_token_seconds", "histogram", "From the request's arrival to its first token.");
   first_token_.render("graphed_time_to_first_token_seconds", out);
   heading(out, "graphed_time_per_output_token_seconds", "histogram",

@@ -1,33 +1,18 @@
 // serve/metrics.h — what GET /metrics reports, in Prometheus's text format: requests by outcome, tokens
 // in and out, time to first token, time per output token and request duration as histograms (counted by
-// the HTTP threads), and the engine's queue, running requests, KV blocks and graph / eager steps (read
-// from the engine loop's snapshot when scraped).
+// the HTTP threads), and the engine's queue, running requests, KV blocks, graph / eager steps and step
+// durations (counted by the engine loop, read from its snapshot when scraped).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "graphed/serve/engine_loop.h"
+#include "graphed/serve/histogram.h"
 
 namespace graphed::serve {
-
-/// A cumulative histogram over fixed upper bounds (seconds), as Prometheus defines one.
-class Histogram {
- public:
-  explicit Histogram(std::vector<double> bounds);
-  void observe(double value);
-  /// The _bucket, _sum and _count lines of metric `name`.
-  void render(const std::string& name, std::string& out) const;
-
- private:
-  std::vector<double> bounds_;
-  std::vector<int64_t> counts_;  // per bound, not cumulative; the last is +Inf
-  double sum_ = 0;
-  int64_t count_ = 0;
-};
 
 /// How a request ended, for graphed_requests_total{outcome=...}.
 enum class Outcome { kCompleted, kCancelled, kInvalid, kRefused, kFailed };
