@@ -1,5 +1,6 @@
 // kernels/paged_attention.cu — see kernels/paged_attention.h. Pass one: a thread block per (token,
-// group, split) loads the group's queries (heads / groups of them) and finds the split's cache rows once;
+// group, split) loads the group's queries (heads / groups of them) and finds the split's cache rows once (a block takes
+// several splits, z, z + Z, ..., where a launch would hold more than about 4,096 blocks, each split written alike);
 // warps score the keys (a lane per key, 16-byte loads, eight in flight), take the softmax step with warp
 // reductions and sum the values (lanes split the head into eight-value slices and positions), a head to a
 // warp or, for groups of up to four heads, a head to several warps whose chunks are folded in order; it
@@ -30,6 +31,7 @@ constexpr int kMaxWarps = 8;  // warps of a split block at most
 constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
+constexpr int64_t kTargetBlocks = 4096;  // split blocks a launch aims for (an H100 or H200 holds about 1,000 at once)
 
 /// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
 __host__ __device__ __forceinline__ int warps_per_head(int ratio) {
@@ -213,39 +215,12 @@ __device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* 
   }
 }
 
-/// A block per (token, group, split): the group's queries and the split's cache rows in shared memory,
-/// then warps per head (split_heads_across_warps) when the group has at most kMaxWarps / 2 heads, else a
-/// warp per head (heads warp, warp + warps, ...) with no block barrier.
+/// One split of a block's token and group: warps per head (split_heads_across_warps) when the group has at most
+/// kMaxWarps / 2 heads, else a warp per head (heads warp, warp + warps, ...) with no block barrier.
 template <typename Scalar>
-__global__ void __launch_bounds__(kMaxWarps * 32)
-    paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
-                                 const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
-                                 const int64_t* split_count, float* workspace, Scalar* output, Layout layout,
-                                 float scale) {
-  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];   // 16 KiB
-  __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];  // 8 KiB: weights, then the warps' parts
-  __shared__ int64_t offsets[kSplit];                    // 2 KiB
-  static_assert(kMaxWarps * kSplit <= kMaxWarps * (kMaxHeadDim + 2), "the pool holds a split of weights per warp");
-  detail::wait_for_previous_kernel();
-  detail::let_next_kernel_start();
-  const int64_t token = blockIdx.x;
-  if (split_count != nullptr && token >= *split_count) return;  // a prompt token: the tile kernel's
-  const int group = blockIdx.y;
-  const int split = blockIdx.z;
-  const int ratio = layout.heads / layout.groups;
-  const int head_dim = layout.head_dim;
-  const int64_t count = positions[token] + 1;
-  const int64_t first = static_cast<int64_t>(split) * kSplit;
-  if (count <= first) return;  // past the token's context: the combine reads only the splits before
-  const int length = static_cast<int>(count - first < kSplit ? count - first : kSplit);
-  const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
-  for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
-  find_rows(block_tables, token_request, layout, token, group, first, length, offsets);
-  __syncthreads();
-  SplitTarget<Scalar> target;
-  target.partial_of_head0 = partial_of(workspace, layout, token, group * ratio, split);
-  target.partial_stride = static_cast<int64_t>(layout.splits) * (head_dim + 2);
-  target.output_of_head0 = count <= kSplit ? output + (token * layout.heads + group * ratio) * head_dim : nullptr;
+__device__ void attend_split(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets, const float* q,
+                             int length, float scale, int ratio, int head_dim, float* pool,
+                             const SplitTarget<Scalar>& target) {
   const int per_head = warps_per_head(ratio);
   if (per_head > 1) {
     split_heads_across_warps(key_cache, value_cache, offsets, q, length, scale, ratio, per_head, pool, target,
@@ -261,6 +236,45 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     sum_values(value_cache, offsets, head_dim, length, weights, sums);
     write_head(target, h, head_dim, lane, sums, softmax, lane < head_dim / 8, lane == 0);
     __syncwarp();  // the warp's weights are rewritten by its next head
+  }
+}
+
+/// A block per (token, group, split lane): the group's queries in shared memory, then for each of the block's splits
+/// its cache rows and attend_split.
+template <typename Scalar>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
+                                 const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
+                                 const int64_t* split_count, float* workspace, Scalar* output, Layout layout,
+                                 float scale) {
+  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];   // 16 KiB
+  __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];  // 8 KiB: weights, then the warps' parts
+  __shared__ int64_t offsets[kSplit];                    // 2 KiB
+  static_assert(kMaxWarps * kSplit <= kMaxWarps * (kMaxHeadDim + 2), "the pool holds a split of weights per warp");
+  detail::wait_for_previous_kernel();
+  detail::let_next_kernel_start();
+  const int64_t token = blockIdx.x;
+  if (split_count != nullptr && token >= *split_count) return;  // a prompt token: the tile kernel's
+  const int group = blockIdx.y;
+  const int ratio = layout.heads / layout.groups;
+  const int head_dim = layout.head_dim;
+  const int64_t count = positions[token] + 1;
+  const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
+  for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
+  // The block takes splits z, z + Z, ... (Z = gridDim.z), each written as its own partial, so the result does
+  // not depend on Z; past the token's context it stops (the combine reads only the splits before).
+  for (int split = blockIdx.z; split < layout.splits; split += gridDim.z) {
+    const int64_t first = static_cast<int64_t>(split) * kSplit;
+    if (count <= first) break;
+    const int length = static_cast<int>(count - first < kSplit ? count - first : kSplit);
+    __syncthreads();  // the queries are in; the last split's rows and weights are no longer read
+    find_rows(block_tables, token_request, layout, token, group, first, length, offsets);
+    __syncthreads();
+    SplitTarget<Scalar> target;
+    target.partial_of_head0 = partial_of(workspace, layout, token, group * ratio, split);
+    target.partial_stride = static_cast<int64_t>(layout.splits) * (head_dim + 2);
+    target.output_of_head0 = count <= kSplit ? output + (token * layout.heads + group * ratio) * head_dim : nullptr;
+    attend_split(key_cache, value_cache, offsets, q, length, scale, ratio, head_dim, pool, target);
   }
 }
 
@@ -304,8 +318,12 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
   Layout layout{static_cast<int>(shape.heads),       static_cast<int>(shape.groups),
                 static_cast<int>(shape.head_dim),    static_cast<int>(shape.block_size),
                 static_cast<int>(shape.table_width), static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
+  // Blocks enough to fill the GPU; past that a block takes several splits, so that a long context limit (a model's
+  // 131,072 positions: 512 splits) does not launch a block per split and token that would return at once.
+  const int64_t lanes = std::max<int64_t>(1, (kTargetBlocks + shape.tokens * shape.groups - 1) /
+                                                 std::max<int64_t>(1, shape.tokens * shape.groups));
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
-                        static_cast<unsigned>(layout.splits));
+                        static_cast<unsigned>(std::min<int64_t>(layout.splits, lanes)));
   const int ratio = static_cast<int>(shape.heads / shape.groups);
   const int warps = warps_per_head(ratio) > 1 ? ratio * warps_per_head(ratio) : std::min(ratio, kMaxWarps);
   detail::launch_programmatic(
