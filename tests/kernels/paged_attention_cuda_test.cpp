@@ -82,9 +82,10 @@ TEST_P(PagedAttentionCudaTest, MatchesTheReferenceAndRepeatsItsBits) {
     fewer_splits.max_context = 700;
     EXPECT_TRUE(at::equal(got, paged_attention(c.query, c.key_cache, c.value_cache, fewer_splits, scale)))
         << "empty splits changed the result";
-    // A model's whole context as the limit (512 splits): each block takes several splits, with the same bits.
+    // A limit of 2^20 positions (4,096 splits, more than the launch's blocks allow): each block takes several
+    // splits, with the same bits.
     PagedContext long_limit = c.context;
-    long_limit.max_context = 131072;
+    long_limit.max_context = int64_t{1} << 20;
     EXPECT_TRUE(at::equal(got, paged_attention(c.query, c.key_cache, c.value_cache, long_limit, scale)))
         << "blocks that take several splits changed the result";
   }

@@ -1,6 +1,6 @@
 // kernels/paged_attention.cu — see kernels/paged_attention.h. Pass one: a thread block per (token,
 // group, split) loads the group's queries (heads / groups of them) and finds the split's cache rows once (a block takes
-// several splits, z, z + Z, ..., where a launch would hold more than about 4,096 blocks, each split written alike);
+// several splits, z, z + Z, ..., where a launch would hold more than 32,768 blocks, each split written alike);
 // warps score the keys (a lane per key, 16-byte loads, eight in flight), take the softmax step with warp
 // reductions and sum the values (lanes split the head into eight-value slices and positions), a head to a
 // warp or, for groups of up to four heads, a head to several warps whose chunks are folded in order; it
@@ -31,7 +31,8 @@ constexpr int kMaxWarps = 8;  // warps of a split block at most
 constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
-constexpr int64_t kTargetBlocks = 4096;  // split blocks a launch aims for (an H100 or H200 holds about 1,000 at once)
+constexpr int64_t kTargetBlocks =
+    32768;  // split blocks a launch holds at most (batch 256, 8 groups, 16 splits: 32,768)
 
 /// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
 __host__ __device__ __forceinline__ int warps_per_head(int ratio) {
@@ -320,8 +321,8 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
                 static_cast<int>(shape.table_width), static_cast<int>((shape.max_context + kSplit - 1) / kSplit)};
   // Blocks enough to fill the GPU; past that a block takes several splits, so that a long context limit (a model's
   // 131,072 positions: 512 splits) does not launch a block per split and token that would return at once.
-  const int64_t lanes = std::max<int64_t>(1, (kTargetBlocks + shape.tokens * shape.groups - 1) /
-                                                 std::max<int64_t>(1, shape.tokens * shape.groups));
+  const int64_t lanes = std::max<int64_t>(
+      1, (kTargetBlocks + shape.tokens * shape.groups - 1) / std::max<int64_t>(1, shape.tokens * shape.groups));
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(std::min<int64_t>(layout.splits, lanes)));
   const int ratio = static_cast<int>(shape.heads / shape.groups);
