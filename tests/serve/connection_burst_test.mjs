@@ -88,8 +88,8 @@ try {
   const refused = await metric(server.base, 'graphed_requests_total{outcome="refused"}');
   check(completed === count('200') && refused === count('429'),
         `the server counted ${completed} completed and ${refused} refused; the clients got ${count('200')} and ${count('429')}`);
-  check(await metric(server.base, 'graphed_step_duration_seconds_count') === await metric(server.base, 'graphed_graph_steps_total') +
-        await metric(server.base, 'graphed_eager_steps_total'), 'graphed_step_duration_seconds_count is not the steps the engine ran');
+  check(await metric(server.base, 'graphed_step_duration_seconds_count') === await metric(server.base, 'graphed_engine_steps_total{mode="graph"}') +
+        await metric(server.base, 'graphed_engine_steps_total{mode="eager"}'), 'graphed_step_duration_seconds_count is not the steps the engine ran');
   console.log('ok - the server counted what the clients got, timed every step, and every KV block came back');
   const code = await server.stop();
   check(code === 0, `exit ${code} after SIGTERM`);

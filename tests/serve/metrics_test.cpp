@@ -52,10 +52,6 @@ TEST(ServerMetricsTest, CountsOutcomesTokensAndTheEngineState) {
   EXPECT_TRUE(has_line(page, "graphed_generation_tokens_total 5")) << page;
   EXPECT_TRUE(has_line(page, "graphed_engine_steps_total{mode=\"graph\"} 40")) << page;
   EXPECT_TRUE(has_line(page, "graphed_engine_steps_total{mode=\"eager\"} 2")) << page;
-  EXPECT_TRUE(has_line(page, "# TYPE graphed_graph_steps_total counter")) << page;
-  EXPECT_TRUE(has_line(page, "graphed_graph_steps_total 40")) << page;
-  EXPECT_TRUE(has_line(page, "# TYPE graphed_eager_steps_total counter")) << page;
-  EXPECT_TRUE(has_line(page, "graphed_eager_steps_total 2")) << page;
   EXPECT_TRUE(has_line(page, "# TYPE graphed_step_duration_seconds histogram")) << page;
   EXPECT_TRUE(has_line(page, "graphed_step_duration_seconds_bucket{le=\"0.0005\"} 1")) << page;
   EXPECT_TRUE(has_line(page, "graphed_step_duration_seconds_bucket{le=\"0.003\"} 2")) << page;

@@ -83,12 +83,6 @@ std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_t
           "Engine steps: replayed from CUDA graphs, or run eagerly (no graph bucket fits, or scope none).");
   out += "graphed_engine_steps_total{mode=\"graph\"} " + std::to_string(snapshot.stats.graph_steps) + "\n";
   out += "graphed_engine_steps_total{mode=\"eager\"} " + std::to_string(snapshot.stats.eager_steps) + "\n";
-  single(out, "graphed_graph_steps_total", "counter",
-         "Engine steps replayed from CUDA graphs (graphed_engine_steps_total{mode=\"graph\"}).",
-         static_cast<double>(snapshot.stats.graph_steps));
-  single(out, "graphed_eager_steps_total", "counter",
-         "Engine steps run eagerly (graphed_engine_steps_total{mode=\"eager\"}).",
-         static_cast<double>(snapshot.stats.eager_steps));
   single(out, "graphed_engine_unmatched_steps_total", "counter", "Eager steps that no graph bucket fitted.",
          static_cast<double>(snapshot.stats.unmatched_steps));
   single(out, "graphed_preemptions_total", "counter", "Requests whose blocks were taken back, to be recomputed.",
