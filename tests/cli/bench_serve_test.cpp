@@ -127,6 +127,35 @@ TEST(BenchServe, SampledRequestsDrawTheirWholeLengths) {
       ConfigError);
 }
 
+/// --profile-phase mixed and decode run the profile's loaded steps after the timed run, which they leave as it was;
+/// an unknown phase is refused up front.
+TEST(BenchServe, ProfilePhasesRunAfterTheTimedRunAndAnUnknownOneIsRefused) {
+  const std::vector<std::string> arguments{"bench",    "--serve",
+                                           "--preset", "tiny",
+                                           "--device", "cpu",
+                                           "--json",   "--prompt-lengths",
+                                           "3..20",    "--output-lengths",
+                                           "5",        "--requests",
+                                           "4",        "--profile-iterations",
+                                           "2"};
+  for (const std::string phase : {"mixed", "decode", "one-request"}) {
+    std::vector<std::string> with_phase = arguments;
+    with_phase.insert(with_phase.end(), {"--profile-phase", phase});
+    std::ostringstream out;
+    EXPECT_EQ(run_bench(parse_command_line(with_phase), out), 0) << phase;
+    EXPECT_EQ(nlohmann::json::parse(out.str())["output_tokens"].get<int64_t>(), 4 * 5) << phase;
+  }
+  std::vector<std::string> bad = arguments;
+  bad.insert(bad.end(), {"--profile-phase", "prefill"});
+  std::ostringstream out;
+  try {
+    run_bench(parse_command_line(bad), out);
+    ADD_FAILURE() << "an unknown profile phase ran";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), "--profile-phase is 'prefill'; fix: give one-request, mixed or decode");
+  }
+}
+
 TEST(BenchServe, ItsFlagsWithoutServeAreRefused) {
   std::ostringstream out;
   for (const std::vector<std::string> arguments :

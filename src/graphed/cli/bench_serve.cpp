@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <random>
@@ -204,11 +205,11 @@ Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload
   return timings;
 }
 
-/// --profile-iterations N with --serve: one more request after the timed run (the first prompt), whose
-/// decode steps 9 to 8 + N run inside a profiler range (ncu --profile-from-start off), the step loop and
-/// its host work included.
-void profile_decode_steps(infer::ServingEngine& engine, const std::vector<int64_t>& prompt,
-                          const ServeBenchFlags& flags, int64_t steps, const at::Device& device) {
+/// --profile-iterations N with --serve, --profile-phase one-request: one more request after the timed run (the
+/// first prompt), whose decode steps 9 to 8 + N run inside a profiler range (ncu --profile-from-start off), the
+/// step loop and its host work included.
+void profile_one_request(infer::ServingEngine& engine, const std::vector<int64_t>& prompt, const ServeBenchFlags& flags,
+                         int64_t steps, const at::Device& device) {
   constexpr int64_t kWarmSteps = 8;
   engine.add_request(prompt, request_options(flags, kWarmSteps + steps + 1, 0));
   for (int64_t i = 0; i < kWarmSteps + 1 && engine.has_work(); ++i) engine.step();  // the prompt, then 8 decode steps
@@ -216,6 +217,39 @@ void profile_decode_steps(infer::ServingEngine& engine, const std::vector<int64_
     runtime::ProfilerRange range(device);
     for (int64_t i = 0; i < steps && engine.has_work(); ++i) engine.step();
   }
+  while (engine.has_work()) engine.step();
+}
+
+/// --profile-phase mixed or decode: the workload's first requests (up to the request limit) arrive at once after
+/// the timed run, each asking for as many tokens as its context holds, so that none ends during the profile. The
+/// N steps in the profiler range are the first whose step before held prompt chunks with at least half of the
+/// requests decoding (mixed), or every request decoding (decode). The requests are cancelled after.
+void profile_loaded_steps(infer::ServingEngine& engine, const ServeWorkload& workload, const ServeBenchFlags& flags,
+                          int64_t vocabulary, uint64_t seed, int64_t steps, const at::Device& device) {
+  const bool mixed = flags.profile_phase == "mixed";
+  const auto count = static_cast<int64_t>(
+      std::min<std::size_t>(workload.prompt_lengths.size(), static_cast<std::size_t>(engine.options().max_requests)));
+  std::mt19937_64 random(seed + 2);
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t length = std::min(workload.prompt_lengths[static_cast<std::size_t>(i)], engine.max_sequence() - 1);
+    ids.push_back(engine.add_request(random_prompt(length, vocabulary, random),
+                                     request_options(flags, engine.max_sequence() - length, seed + i)));
+  }
+  const auto in_phase = [&](const infer::StepResult& step) {
+    if (mixed) return step.real.prefill_count > 0 && 2 * step.real.decode_count >= count;
+    return step.real.prefill_count == 0 && step.real.decode_count == count;
+  };
+  bool reached = false;
+  while (!reached && engine.has_work()) reached = in_phase(engine.step());
+  if (reached) {
+    runtime::ProfilerRange range(device);
+    for (int64_t i = 0; i < steps && engine.has_work(); ++i) engine.step();
+  } else {
+    std::cerr << "bench: the profile's requests never reached the " << flags.profile_phase
+              << " phase, so no step was profiled\n";
+  }
+  for (const int64_t id : ids) engine.cancel(id);
   while (engine.has_work()) engine.step();
 }
 
@@ -243,7 +277,8 @@ void refuse_serve_flags_without_serve(const CommandLine& command_line) {
       given.requests != workload.requests || given.prompt_lengths != workload.prompt_lengths ||
       given.output_lengths != workload.output_lengths || given.distribution != workload.distribution ||
       given.request_rate != workload.request_rate || given.shared_prefix != workload.shared_prefix ||
-      given.temperature != workload.temperature || given.top_k != workload.top_k || given.top_p != workload.top_p;
+      given.temperature != workload.temperature || given.top_k != workload.top_k || given.top_p != workload.top_p ||
+      given.profile_phase != workload.profile_phase;
   const bool engine_given =
       serving.max_requests || serving.max_sequence || serving.max_tokens != engine.max_tokens ||
       serving.block_size != engine.block_size || serving.buffer_size_gb != engine.buffer_size_gb ||
@@ -378,6 +413,9 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   const ServeBenchFlags& flags = command_line.serve_bench;
   const auto seed = static_cast<uint64_t>(command_line.settings.train.seed);
   const ServeWorkload workload = make_workload(flags, seed);
+  GRAPHED_CHECK(
+      flags.profile_phase == "one-request" || flags.profile_phase == "mixed" || flags.profile_phase == "decode",
+      ConfigError, "--profile-phase is '", flags.profile_phase, "'; fix: give one-request, mixed or decode");
   const at::Device device = choose_device(command_line.settings.train.device, "serving eagerly in fp32");
   const config::CudaGraphConfig graphs = resolve_decode_graphs(command_line, device, std::cerr);
   ServedModel served = served_model(command_line, device);
@@ -405,12 +443,14 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   const infer::EngineStats before = engine.stats();
   const Timings timings = run_workload(engine, workload, flags, vocabulary, seed);
   const infer::EngineStats stats = stats_since(engine.stats(), before);
-  if (command_line.profile_iterations > 0) {
+  if (command_line.profile_iterations > 0 && flags.profile_phase == "one-request") {
     std::mt19937_64 random(seed);
     const int64_t length =
         std::min(workload.prompt_lengths.front(), options.max_sequence - command_line.profile_iterations - 10);
-    profile_decode_steps(engine, random_prompt(std::max<int64_t>(1, length), vocabulary, random), flags,
-                         command_line.profile_iterations, device);
+    profile_one_request(engine, random_prompt(std::max<int64_t>(1, length), vocabulary, random), flags,
+                        command_line.profile_iterations, device);
+  } else if (command_line.profile_iterations > 0) {
+    profile_loaded_steps(engine, workload, flags, vocabulary, seed, command_line.profile_iterations, device);
   }
   nlohmann::json result{{"device", runtime::device_name(device)},
                         {"model", served.description},

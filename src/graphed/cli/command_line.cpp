@@ -266,7 +266,7 @@ void add_bench_flags(CLI::App& bench, FlagSet& flags) {
   bench.add_option("--profile-iterations", flags.profile_iterations,
                    "after timing, run this many more iterations per implementation inside a profiler range (CUDA's "
                    "cudaProfilerStart/Stop), for ncu --profile-from-start off (default 0: none); with --serve, this "
-                   "many decode steps of one more request at batch 1");
+                   "many serving steps (see --profile-phase)");
   bench.add_flag("--decode", flags.bench_decode,
                  "time decoding instead of training: scopes none, layer and block of "
                  "the preset's model with random weights (bf16 on a GPU), one row per scope and batch");

@@ -104,6 +104,13 @@ void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags) {
       .add_option("--top-p", flags.top_p,
                   "sample among the likeliest tokens holding this probability; 1 = all (default)")
       ->group(group);
+  bench
+      .add_option("--profile-phase", flags.profile_phase,
+                  "the steps --profile-iterations profiles after the timed run: one-request (default: decode steps "
+                  "of one more request), mixed (steps of prompt chunks and decodes once the workload's first "
+                  "requests, up to the request limit, arrive at once), or decode (steps where every one of them "
+                  "decodes)")
+      ->group(group);
 }
 
 infer::ServingOptions serving_options(const ServingFlags& flags, const config::CudaGraphConfig& graphs,

@@ -47,6 +47,9 @@ struct ServeBenchFlags {
   double temperature = 0;                   ///< --temperature: 0 = greedy; each request draws with its own seed
   int64_t top_k = 0;                        ///< --top-k; 0 = all
   double top_p = 1.0;                       ///< --top-p; 1 = all
+  /// --profile-phase: which steps --profile-iterations profiles: one-request (batch 1 decode), mixed (prompt
+  /// chunks with decodes, the workload's requests at once), decode (every one of them decoding)
+  std::string profile_phase = "one-request";
 };
 
 /// Registers the flags on a command, in their own help group.
