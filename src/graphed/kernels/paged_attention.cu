@@ -1,17 +1,19 @@
-// kernels/paged_attention.cu — see kernels/paged_attention.h. Pass one: a thread block per (token,
-// group, split) loads the group's queries (heads / groups of them) and finds the split's cache rows once (a block takes
-// several splits, z, z + Z, ..., where a launch would hold more than 32,768 blocks, each split written alike);
-// warps score the keys (a lane per key, 16-byte loads, eight in flight), take the softmax step with warp
-// reductions and sum the values (lanes split the head into eight-value slices and positions), a head to a
-// warp or, for groups of up to four heads, a head to several warps whose chunks are folded in order; it
-// writes each head's running maximum, exponent sum and unnormalised output. Pass two: a thread block per
-// (token, head) folds the splits that hold its positions together, in split order. fp32 arithmetic
-// throughout. Both are programmatic dependent launches. A token whose positions all lie in the first split
-// gets its output from pass one (divided by its sum as pass two would), and a launch whose context fits one
-// split has no pass two. Given a split count (a device int64), both passes skip the tokens at or past it, which
-// the tile kernel of kernels/paged_prefill_attention.h writes. (A block per head instead of per group was tried,
-// 2026-11-28 on an H200: a batch-1 decode step 0.87 against 0.98 ms, but batch 32 and 128 1.74 and 3.85 against 1.32
-// and 2.29 ms: the group's rows read four times over. docs/benchmarks.md, "One engine (issue 43)".)
+// kernels/paged_attention.cu — see kernels/paged_attention.h. Pass one: a block of four warps per (token, group,
+// split lane) loads the group's queries, then for each of its splits (z, z + Z, ...: a launch holds about 8,192
+// blocks) finds the split's 256 cache rows once, scores them for every head of the group (a thread per key, read
+// once for all the heads, 16-byte loads, eight in flight), takes each head's softmax step (a warp per head) and sums
+// the values (a thread per (head, eight-value slice) pair and a share of the positions: the lanes of a warp read each
+// row once for all the heads), folding the parts in a fixed order; it writes each head's max, exponent sum and
+// unnormalised output. Pass two: a thread block per (token, head) folds the splits that hold its positions together,
+// in split order. fp32 arithmetic throughout; a split's result never depends on the grid. Both are programmatic
+// dependent launches. A token whose positions all lie in the first split gets its output from pass one (divided by
+// its sum as pass two would), and a launch whose context fits one split has no pass two. Given a split count (a
+// device int64), both passes skip the tokens at or past it, which the tile kernel of
+// kernels/paged_prefill_attention.h writes. (Before issue 44's work, blocks of eight warps read a key once per head
+// and held 128 registers a thread, two blocks a multiprocessor: 450-570 GB/s at batch 256 on an H200, against
+// 1,250-1,510 now. Tried and dropped, 2026-11-28: a thread per value slice of whole rows summing four heads at once,
+// with the values prefetched into L2 while the keys are scored: 20-25% slower at head dim 64, 8% faster at 128.
+// docs/benchmarks.md, "Serving under load".)
 #include "graphed/kernels/paged_attention.h"
 
 #include <cuda_bf16.h>
@@ -27,23 +29,53 @@
 namespace graphed::kernels {
 namespace {
 
-constexpr int kMaxWarps = 8;  // warps of a split block at most
+constexpr int kWarps = 4;  // warps of a split block
+constexpr int kThreads = kWarps * 32;
 constexpr int kMaxHeadsPerGroup = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kSplit = static_cast<int>(kPagedAttentionSplit);
-constexpr int64_t kTargetBlocks =
-    32768;  // split blocks a launch holds at most (batch 256, 8 groups, 16 splits: 32,768)
+constexpr int kScoreStride = kSplit + 1;     // a head's scores: heads of one position fall in different banks
+constexpr int kValuesInFlight = 8;           // value rows a thread loads before it uses the first
+constexpr int kBlocksPerMultiprocessor = 5;  // resident split blocks asked of the compiler (up to 96 registers)
+/// Split blocks a launch holds at most: about four per resident block of a 132-multiprocessor GPU (16 blocks of
+/// 128 threads each); past that a block takes several splits.
+constexpr int64_t kTargetBlocks = 8192;
 
-/// Warps that share one head's split: as many as fit kMaxWarps with every head of the group at once.
-__host__ __device__ __forceinline__ int warps_per_head(int ratio) {
-  return ratio * 2 <= kMaxWarps ? kMaxWarps / ratio : 1;
-}
-
-using detail::load_eight;
 __device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
 __device__ __forceinline__ float to_float(float value) { return value; }
 __device__ __forceinline__ void store(__nv_bfloat16* target, float value) { *target = __float2bfloat16(value); }
 __device__ __forceinline__ void store(float* target, float value) { *target = value; }
+
+/// Eight values of a cache row as one load (16 bytes of bf16, 32 of float), unpacked to floats where used, so that
+/// loads in flight hold registers of the stored width.
+template <typename Scalar>
+struct Eight;
+template <>
+struct Eight<__nv_bfloat16> {
+  uint4 bits;
+  __device__ __forceinline__ void load(const __nv_bfloat16* source) { bits = *reinterpret_cast<const uint4*>(source); }
+  __device__ __forceinline__ void unpack(float (&values)[8]) const {
+    const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&bits);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const float2 pair = __bfloat1622float2(pairs[p]);
+      values[2 * p] = pair.x;
+      values[2 * p + 1] = pair.y;
+    }
+  }
+};
+template <>
+struct Eight<float> {
+  float4 first, second;
+  __device__ __forceinline__ void load(const float* source) {
+    first = reinterpret_cast<const float4*>(source)[0];
+    second = reinterpret_cast<const float4*>(source)[1];
+  }
+  __device__ __forceinline__ void unpack(float (&values)[8]) const {
+    values[0] = first.x, values[1] = first.y, values[2] = first.z, values[3] = first.w;
+    values[4] = second.x, values[5] = second.y, values[6] = second.z, values[7] = second.w;
+  }
+};
 
 struct Layout {
   int heads, groups, head_dim, block_size, table_width, splits;
@@ -53,6 +85,29 @@ struct Layout {
 __device__ __forceinline__ float* partial_of(float* workspace, const Layout& layout, int64_t token, int head,
                                              int split) {
   return workspace + ((token * layout.heads + head) * layout.splits + split) * (layout.head_dim + 2);
+}
+
+/// A split block's shared memory (dynamic, sized by the group's heads and the head dimension).
+struct Shared {
+  int64_t* offsets;  ///< [kSplit] where each position's row of the group starts in the cache (elements)
+  float* q;          ///< [ratio][head_dim] the group's queries
+  float* scores;     ///< [ratio][kScoreStride] scaled scores, then the softmax weights
+  float* sums;       ///< [ratio][head_dim] the weighted value sums, folded over the block's parts
+  float* softmax;    ///< [ratio][2] each head's max and exponent sum
+};
+
+__host__ __device__ constexpr int64_t shared_bytes(int64_t ratio, int64_t head_dim) {
+  return kSplit * 8 + 4 * (2 * ratio * head_dim + ratio * kScoreStride + 2 * ratio);
+}
+
+__device__ __forceinline__ Shared carve(unsigned char* memory, int ratio, int head_dim) {
+  Shared shared;
+  shared.offsets = reinterpret_cast<int64_t*>(memory);
+  shared.q = reinterpret_cast<float*>(memory + kSplit * 8);
+  shared.scores = shared.q + ratio * head_dim;
+  shared.sums = shared.scores + ratio * kScoreStride;
+  shared.softmax = shared.sums + ratio * head_dim;
+  return shared;
 }
 
 /// Where the split's positions of one KV group sit in the cache: offsets[j] (in elements) of position
@@ -68,214 +123,193 @@ __device__ void find_rows(const int64_t* block_tables, const int64_t* token_requ
   }
 }
 
-/// One warp's head over the split: weights[j] = exp(scale q . k_j - max) for lane j, j + 32, ...;
-/// returns (max, sum of the weights), in every lane.
+/// scores[h][j] = scale q_h . k_j over the split: a thread per position (j = thread, thread + kThreads, ...), whose
+/// key is read once for every head of the group, 64 values (eight loads in flight) at a time.
 template <typename Scalar>
-__device__ float2 exponentiate_scores(const Scalar* key_cache, const int64_t* offsets, int head_dim, const float* q,
-                                      int length, float scale, float* weights) {
-  const int lane = threadIdx.x & 31;
-  float largest = -INFINITY;
-  for (int j = lane; j < length; j += 32) {
-    weights[j] = detail::dot_eight_at_a_time(key_cache + offsets[j], q, head_dim / 8) * scale;
-    largest = fmaxf(largest, weights[j]);
-  }
-  largest = detail::warp_max(largest);
-  float total = 0.0f;
-  for (int j = lane; j < length; j += 32) {
-    weights[j] = __expf(weights[j] - largest);
-    total += weights[j];
-  }
-  __syncwarp();  // every lane reads every weight next
-  return make_float2(largest, detail::warp_sum(total));
-}
-
-/// One warp's weighted sum of the split's values: lane = part x slices + slice sums slice `slice` (eight
-/// values) of positions part, part + parts, ... in order, eight loads in flight; the parts are then added
-/// in part order. Lanes [0, slices) return the head's sums; the others return zeros.
-template <typename Scalar>
-__device__ void sum_values(const Scalar* value_cache, const int64_t* offsets, int head_dim, int length,
-                           const float* weights, float (&result)[8]) {
-  constexpr int kInFlight = 8;
-  const int lane = threadIdx.x & 31;
-  const int slices = head_dim / 8;
-  const int parts = 32 / slices;
-  const int slice = lane % slices;
-  const int part = lane / slices;
-  float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  if (part < parts) {
-    for (int j = part; j < length; j += kInFlight * parts) {
-      float values[kInFlight][8];
+__device__ void score_split(const Scalar* key_cache, const Shared& shared, int length, int ratio, int head_dim,
+                            float scale) {
+  for (int j = threadIdx.x; j < length; j += kThreads) {
+    const Scalar* row = key_cache + shared.offsets[j];
+    for (int chunk = 0; chunk < head_dim; chunk += 64) {
+      const int vectors = min(8, (head_dim - chunk) / 8);
+      Eight<Scalar> key[8];
 #pragma unroll
-      for (int c = 0; c < kInFlight; ++c) {
-        if (j + c * parts < length) load_eight(value_cache + offsets[j + c * parts] + slice * 8, values[c]);
+      for (int c = 0; c < 8; ++c) {
+        if (c < vectors) key[c].load(row + chunk + c * 8);
       }
+      for (int h = 0; h < ratio; ++h) {
+        const float* q = shared.q + h * head_dim + chunk;
+        float dot = chunk == 0 ? 0.0f : shared.scores[h * kScoreStride + j];
 #pragma unroll
-      for (int c = 0; c < kInFlight; ++c) {
-        if (j + c * parts >= length) break;
-        const float weight = weights[j + c * parts];
+        for (int c = 0; c < 8; ++c) {
+          if (c >= vectors) break;
+          float values[8];
+          key[c].unpack(values);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) sum[e] += weight * values[c][e];
+          for (int e = 0; e < 8; ++e) dot += q[c * 8 + e] * values[e];
+        }
+        shared.scores[h * kScoreStride + j] = dot;
       }
     }
-  }
-#pragma unroll
-  for (int e = 0; e < 8; ++e) result[e] = 0.0f;
-  for (int p = 0; p < parts; ++p) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) result[e] += __shfl_sync(0xffffffffu, sum[e], p * slices + slice);
-  }
-  if (lane >= slices) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) result[e] = 0.0f;
+    for (int h = 0; h < ratio; ++h) shared.scores[h * kScoreStride + j] *= scale;
   }
 }
 
-/// Where a split block writes: each head's partial (max, sum, unnormalised output) into the workspace, or,
-/// for a token whose positions all lie in split 0, its normalised output straight into the result (what the
-/// combine would compute from the one partial: output / sum, so the combine skips the token).
-template <typename Scalar>
-struct SplitTarget {
-  float* partial_of_head0;  ///< the workspace's (token, first head of the group, split)
-  int64_t partial_stride;   ///< between heads
-  Scalar* output_of_head0;  ///< non-null: the result's (token, first head of the group)
+/// Each head's max and exponent sum over the split (a warp per head: heads warp, warp + kWarps, ...), its scores
+/// turned into the weights exp(score - max) in place.
+__device__ void exponentiate_split(const Shared& shared, int length, int ratio) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  for (int h = warp; h < ratio; h += kWarps) {
+    float* scores = shared.scores + h * kScoreStride;
+    float largest = -INFINITY;
+    for (int j = lane; j < length; j += 32) largest = fmaxf(largest, scores[j]);
+    largest = detail::warp_max(largest);
+    float total = 0.0f;
+    for (int j = lane; j < length; j += 32) {
+      const float weight = __expf(scores[j] - largest);
+      scores[j] = weight;
+      total += weight;
+    }
+    total = detail::warp_sum(total);
+    if (lane == 0) {
+      shared.softmax[2 * h] = largest;
+      shared.softmax[2 * h + 1] = total;
+    }
+  }
+}
+
+/// How a warp's lanes share the (head, eight-value slice) pairs of the group: `per_pass` pairs at once, each
+/// taken by `lanes_per_pair` lanes that split its positions; a block then has kWarps x lanes_per_pair parts.
+struct PairPlan {
+  int pairs, per_pass, lanes_per_pair;
+  __device__ PairPlan(int ratio, int head_dim) {
+    pairs = ratio * (head_dim / 8);
+    per_pass = pairs < 32 && 32 % pairs == 0 ? pairs : 32;
+    lanes_per_pair = 32 / per_pass;
+  }
 };
 
-/// Writes one head's eight output values of slice `slice` (and, from lane 0, its max and sum) to `target`.
+/// One pair's weighted sum of the value rows of positions part, part + parts, ... (value slices of eight,
+/// kValuesInFlight loads in flight). Lanes of a warp with the same slice read the same 16 bytes, so a warp
+/// reads each row it touches once for all the group's heads.
 template <typename Scalar>
-__device__ __forceinline__ void write_head(const SplitTarget<Scalar>& target, int head, int head_dim, int slice,
-                                           const float (&values)[8], float2 softmax, bool writes_values,
-                                           bool writes_softmax) {
-  if (target.output_of_head0 != nullptr) {
-    Scalar* out = target.output_of_head0 + head * head_dim;
-    if (writes_values) {
+__device__ void sum_pair(const Scalar* value_cache, const Shared& shared, int length, int head, int slice, int part,
+                         int parts, float (&sum)[8]) {
+  const float* weights = shared.scores + head * kScoreStride;
+  for (int j = part; j < length; j += kValuesInFlight * parts) {
+    Eight<Scalar> value[kValuesInFlight];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) store(out + slice * 8 + e, values[e] / softmax.y);
+    for (int c = 0; c < kValuesInFlight; ++c) {
+      if (j + c * parts < length) value[c].load(value_cache + shared.offsets[j + c * parts] + slice * 8);
     }
-    return;
-  }
-  float* out = target.partial_of_head0 + head * target.partial_stride;
-  if (writes_values) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) out[slice * 8 + e] = values[e];
-  }
-  if (writes_softmax) {
-    out[head_dim] = softmax.x;
-    out[head_dim + 1] = softmax.y;
+    for (int c = 0; c < kValuesInFlight; ++c) {
+      if (j + c * parts >= length) break;
+      const float weight = weights[j + c * parts];
+      float values[8];
+      value[c].unpack(values);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum[e] += weight * values[e];
+    }
   }
 }
 
-/// Several warps per head (heads x warps per head <= kMaxWarps): warp part of head h takes a contiguous
-/// chunk of the split's positions; the parts' (max, sum, output) are folded in part order.
+/// sums[h] = the split's weighted sum of values for every head of the group: each part's sums, folded within a
+/// warp by shuffles and across warps through shared memory, both in part order. Ends with a block barrier.
 template <typename Scalar>
-__device__ void split_heads_across_warps(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets,
-                                         const float* q, int length, float scale, int ratio, int per_head, float* pool,
-                                         const SplitTarget<Scalar>& target, int head_dim) {
+__device__ void sum_split_values(const Scalar* value_cache, const Shared& shared, int length, int ratio, int head_dim) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const int head = warp / per_head;
-  const int part = warp % per_head;
-  const int chunk = (length + per_head - 1) / per_head;
-  const int start = part * chunk;
-  const int size = head < ratio ? max(0, min(chunk, length - start)) : 0;
-  float2 softmax = make_float2(-INFINITY, 0.0f);
-  float sums[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  if (head < ratio) {
-    float* weights = pool + head * kSplit + start;  // [ratio][kSplit]: each part writes its own chunk
-    softmax = exponentiate_scores(key_cache, offsets + start, head_dim, q + head * head_dim, size, scale, weights);
-    sum_values(value_cache, offsets + start, head_dim, size, weights, sums);
-  }
-  __syncthreads();  // the weights are done with: the pool now holds each warp's part
-  const int stride = head_dim + 2;
-  float* mine = pool + warp * stride;
-  if (lane < head_dim / 8) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) mine[lane * 8 + e] = sums[e];
-  }
-  if (lane == 0) {
-    mine[head_dim] = softmax.x;
-    mine[head_dim + 1] = softmax.y;
-  }
-  __syncthreads();
-  for (int index = threadIdx.x; index < ratio * (head_dim / 8); index += blockDim.x) {
-    const int h = index / (head_dim / 8);
-    const int slice = index % (head_dim / 8);
-    const float* parts = pool + h * per_head * stride;
-    float largest = -INFINITY;
-    for (int p = 0; p < per_head; ++p) largest = fmaxf(largest, parts[p * stride + head_dim]);
-    float folded[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    float total = 0.0f;
-    for (int p = 0; p < per_head; ++p) {
-      const float m = parts[p * stride + head_dim];
-      if (m == -INFINITY) continue;
-      const float weight = __expf(m - largest);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) folded[e] += parts[p * stride + slice * 8 + e] * weight;
-      total += parts[p * stride + head_dim + 1] * weight;
+  const PairPlan plan(ratio, head_dim);
+  const int parts = kWarps * plan.lanes_per_pair;
+  const int part = warp * plan.lanes_per_pair + lane / plan.per_pass;
+  for (int first_pair = 0; first_pair < plan.pairs; first_pair += plan.per_pass) {
+    const int pair = first_pair + lane % plan.per_pass;
+    const bool active = pair < plan.pairs;
+    float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (active) {
+      sum_pair(value_cache, shared, length, pair / (head_dim / 8), pair % (head_dim / 8), part, parts, sum);
     }
-    write_head(target, h, head_dim, slice, folded, make_float2(largest, total), true, slice == 0);
+    float folded[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      folded[e] = 0.0f;
+      for (int s = 0; s < plan.lanes_per_pair; ++s) {
+        folded[e] += __shfl_sync(0xffffffffu, sum[e], lane % plan.per_pass + s * plan.per_pass);
+      }
+    }
+    for (int w = 0; w < kWarps; ++w) {
+      if (warp == w && active && lane < plan.per_pass) {
+        float* out = shared.sums + pair * 8;  // = head * head_dim + slice * 8
+#pragma unroll
+        for (int e = 0; e < 8; ++e) out[e] = (w == 0 ? 0.0f : out[e]) + folded[e];
+      }
+      __syncthreads();
+    }
   }
 }
 
-/// One split of a block's token and group: warps per head (split_heads_across_warps) when the group has at most
-/// kMaxWarps / 2 heads, else a warp per head (heads warp, warp + warps, ...) with no block barrier.
+/// Writes the split's result for the group's heads: each head's partial (unnormalised output, max, sum) to the
+/// workspace, or, for a token whose positions all lie in split 0 (`output_of_group` non-null), its normalised
+/// output straight into the result (what the combine would compute from the one partial).
 template <typename Scalar>
-__device__ void attend_split(const Scalar* key_cache, const Scalar* value_cache, const int64_t* offsets, const float* q,
-                             int length, float scale, int ratio, int head_dim, float* pool,
-                             const SplitTarget<Scalar>& target) {
-  const int per_head = warps_per_head(ratio);
-  if (per_head > 1) {
-    split_heads_across_warps(key_cache, value_cache, offsets, q, length, scale, ratio, per_head, pool, target,
-                             head_dim);
-    return;
-  }
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  for (int h = warp; h < ratio; h += blockDim.x >> 5) {
-    float* weights = pool + warp * kSplit;
-    const float2 softmax = exponentiate_scores(key_cache, offsets, head_dim, q + h * head_dim, length, scale, weights);
-    float sums[8];
-    sum_values(value_cache, offsets, head_dim, length, weights, sums);
-    write_head(target, h, head_dim, lane, sums, softmax, lane < head_dim / 8, lane == 0);
-    __syncwarp();  // the warp's weights are rewritten by its next head
+__device__ void write_split(const Shared& shared, int ratio, int head_dim, float* partial_of_group,
+                            int64_t partial_stride, Scalar* output_of_group) {
+  for (int index = threadIdx.x; index < ratio * head_dim; index += kThreads) {
+    const int h = index / head_dim;
+    const int i = index % head_dim;
+    if (output_of_group != nullptr) {
+      store(output_of_group + index, shared.sums[index] / shared.softmax[2 * h + 1]);
+      continue;
+    }
+    float* partial = partial_of_group + h * partial_stride;
+    partial[i] = shared.sums[index];
+    if (i == 0) {
+      partial[head_dim] = shared.softmax[2 * h];
+      partial[head_dim + 1] = shared.softmax[2 * h + 1];
+    }
   }
 }
 
-/// A block per (token, group, split lane): the group's queries in shared memory, then for each of the block's splits
-/// its cache rows and attend_split.
+/// A block per (token, group, split lane): the group's queries in shared memory, then for each of the block's
+/// splits (z, z + Z, ...) its cache rows, the scores of every head, their softmax step and the value sums.
 template <typename Scalar>
-__global__ void __launch_bounds__(kMaxWarps * 32)
+__global__ void __launch_bounds__(kThreads, sizeof(Scalar) == 2 ? kBlocksPerMultiprocessor : 4)
     paged_attention_split_kernel(const Scalar* query, const Scalar* key_cache, const Scalar* value_cache,
                                  const int64_t* block_tables, const int64_t* token_request, const int64_t* positions,
                                  const int64_t* split_count, float* workspace, Scalar* output, Layout layout,
                                  float scale) {
-  __shared__ float q[kMaxHeadsPerGroup * kMaxHeadDim];   // 16 KiB
-  __shared__ float pool[kMaxWarps * (kMaxHeadDim + 2)];  // 8 KiB: weights, then the warps' parts
-  __shared__ int64_t offsets[kSplit];                    // 2 KiB
-  static_assert(kMaxWarps * kSplit <= kMaxWarps * (kMaxHeadDim + 2), "the pool holds a split of weights per warp");
+  extern __shared__ __align__(16) unsigned char shared_memory[];
   detail::wait_for_previous_kernel();
   detail::let_next_kernel_start();
   const int64_t token = blockIdx.x;
   if (split_count != nullptr && token >= *split_count) return;  // a prompt token: the tile kernel's
+  const int64_t count = positions[token] + 1;
+  if (count <= static_cast<int64_t>(blockIdx.z) * kSplit) return;  // none of this block's splits holds a position
   const int group = blockIdx.y;
   const int ratio = layout.heads / layout.groups;
   const int head_dim = layout.head_dim;
-  const int64_t count = positions[token] + 1;
+  const Shared shared = carve(shared_memory, ratio, head_dim);
   const Scalar* q_rows = query + (token * layout.heads + group * ratio) * head_dim;
-  for (int i = threadIdx.x; i < ratio * head_dim; i += blockDim.x) q[i] = to_float(q_rows[i]);
-  // The block takes splits z, z + Z, ... (Z = gridDim.z), each written as its own partial, so the result does
-  // not depend on Z; past the token's context it stops (the combine reads only the splits before).
+  for (int i = threadIdx.x; i < ratio * head_dim; i += kThreads) shared.q[i] = to_float(q_rows[i]);
+  // Each split is written as its own partial, so the result does not depend on Z; past the token's context the
+  // block stops (the combine reads only the splits before).
   for (int split = blockIdx.z; split < layout.splits; split += gridDim.z) {
     const int64_t first = static_cast<int64_t>(split) * kSplit;
     if (count <= first) break;
     const int length = static_cast<int>(count - first < kSplit ? count - first : kSplit);
-    __syncthreads();  // the queries are in; the last split's rows and weights are no longer read
-    find_rows(block_tables, token_request, layout, token, group, first, length, offsets);
+    __syncthreads();  // the queries are in; the last split's shared memory is no longer read
+    find_rows(block_tables, token_request, layout, token, group, first, length, shared.offsets);
     __syncthreads();
-    SplitTarget<Scalar> target;
-    target.partial_of_head0 = partial_of(workspace, layout, token, group * ratio, split);
-    target.partial_stride = static_cast<int64_t>(layout.splits) * (head_dim + 2);
-    target.output_of_head0 = count <= kSplit ? output + (token * layout.heads + group * ratio) * head_dim : nullptr;
-    attend_split(key_cache, value_cache, offsets, q, length, scale, ratio, head_dim, pool, target);
+    score_split(key_cache, shared, length, ratio, head_dim, scale);
+    __syncthreads();
+    exponentiate_split(shared, length, ratio);
+    __syncthreads();
+    sum_split_values(value_cache, shared, length, ratio, head_dim);
+    write_split(shared, ratio, head_dim, partial_of(workspace, layout, token, group * ratio, split),
+                static_cast<int64_t>(layout.splits) * (head_dim + 2),
+                count <= kSplit ? output + (token * layout.heads + group * ratio) * head_dim : nullptr);
   }
 }
 
@@ -325,12 +359,20 @@ void launch(const void* query, const void* key_cache, const void* value_cache, c
       1, (kTargetBlocks + shape.tokens * shape.groups - 1) / std::max<int64_t>(1, shape.tokens * shape.groups));
   const dim3 split_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.groups),
                         static_cast<unsigned>(std::min<int64_t>(layout.splits, lanes)));
-  const int ratio = static_cast<int>(shape.heads / shape.groups);
-  const int warps = warps_per_head(ratio) > 1 ? ratio * warps_per_head(ratio) : std::min(ratio, kMaxWarps);
-  detail::launch_programmatic(
-      "paged_attention_split_kernel", paged_attention_split_kernel<Scalar>, split_grid, dim3(32 * warps), 0, stream,
-      static_cast<const Scalar*>(query), static_cast<const Scalar*>(key_cache), static_cast<const Scalar*>(value_cache),
-      block_tables, token_request, positions, split_count, workspace, static_cast<Scalar*>(output), layout, scale);
+  const int64_t shared = shared_bytes(shape.heads / shape.groups, shape.head_dim);
+  static const bool room = [] {  // a group of 16 heads of 256 values takes more than the default 48 KiB
+    detail::check_launch(
+        cudaFuncSetAttribute(paged_attention_split_kernel<Scalar>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared_bytes(kMaxHeadsPerGroup, kMaxHeadDim))),
+        "paged_attention_split_kernel (its shared memory)");
+    return true;
+  }();
+  (void)room;
+  detail::launch_programmatic("paged_attention_split_kernel", paged_attention_split_kernel<Scalar>, split_grid,
+                              dim3(kThreads), static_cast<size_t>(shared), stream, static_cast<const Scalar*>(query),
+                              static_cast<const Scalar*>(key_cache), static_cast<const Scalar*>(value_cache),
+                              block_tables, token_request, positions, split_count, workspace,
+                              static_cast<Scalar*>(output), layout, scale);
   if (layout.splits == 1) return;  // every token was written by the split kernel
   const dim3 combine_grid(static_cast<unsigned>(shape.tokens), static_cast<unsigned>(shape.heads));
   detail::launch_programmatic("paged_attention_combine_kernel", paged_attention_combine_kernel<Scalar>, combine_grid,
