@@ -132,11 +132,12 @@ int ServingGroup::run(infer::ServingEngine& engine, const AnswerClients& answer_
 
 void ServingGroup::finish() {
   // The followers' last steps may still be queued behind their last header: every rank's device finishes its
-  // steps (whose collectives every rank launched) before a group closes.
+  // steps (whose collectives every rank launched) before a group closes. The step broadcast's groups close
+  // after the run's, past its barrier, as the run's own groups do.
   runtime::synchronize(device_);
+  run_->finish();
   control_->shutdown();
   inputs_->shutdown();
-  run_->finish();
 }
 
 int ServingGroup::follow_first_rank(infer::ServingEngine& engine) {

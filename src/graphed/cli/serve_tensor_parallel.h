@@ -69,7 +69,7 @@ class ServingGroup final : public ServingProcesses {
   /// The first rank schedules and broadcasts its steps; each other rank follows them (signals are the first
   /// rank's to act on: it ends when that rank says so, 1 when that rank failed).
   int run(infer::ServingEngine& engine, const AnswerClients& answer_clients) override;
-  /// Every step has run on every rank; the step broadcast's groups close, then the run's.
+  /// Every step has run on every rank; the run's groups close, then the step broadcast's.
   void finish() override;
 
  private:

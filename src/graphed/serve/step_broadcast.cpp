@@ -3,6 +3,8 @@
 // still runs, and a header's device buffer is written again only after its broadcast has passed.
 #include "graphed/serve/step_broadcast.h"
 
+#include <functional>
+
 #include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 
