@@ -1,7 +1,8 @@
 // tests/infer/step_inputs_test.cpp — a serving step's inputs as the device reads them: token ids, with a token
 // still in flight named by its row in the previous step's drawn tokens (async scheduling); positions, cache slots
 // and requests of every token, padding included; each request's draw index; and, for a shape with prompt tokens,
-// the split kernel's decode count and the tile kernel's plan, which together cover every token once.
+// the split kernel's decode count and the tile kernel's plan, which together cover every token once; the plan of a
+// step's views, and another rank's views of the same packed inputs with it.
 #include "graphed/infer/step_inputs.h"
 
 #include <gtest/gtest.h>
@@ -58,7 +59,7 @@ class StepInputsTest : public ::testing::Test {
 TEST_F(StepInputsTest, ATokenInFlightIsReadFromThePreviousStepsRow) {
   const Schedule schedule = mixed();
   inputs.load(schedule, 32, 4, kInputsBlockSize);
-  const StepViews views = inputs.views(schedule, 32, 4, true, 64);
+  const StepViews views = inputs.views(plan_views(schedule, 32, 4, true, 64), 32, 4, true);
   const auto ids = host_values(views.token_ids);
   const auto source = host_values(views.token_source);
   EXPECT_EQ(ids[0], 16);  // a's last token, known on the host
@@ -81,7 +82,7 @@ TEST_F(StepInputsTest, ATokenInFlightIsReadFromThePreviousStepsRow) {
 TEST_F(StepInputsTest, TheSplitKernelsDecodesAndTheTilesCoverEveryTokenOnce) {
   const Schedule schedule = mixed();
   inputs.load(schedule, 32, 4, kInputsBlockSize);
-  const StepViews views = inputs.views(schedule, 32, 4, true, 64);
+  const StepViews views = inputs.views(plan_views(schedule, 32, 4, true, 64), 32, 4, true);
   const kernels::PagedContext& context = views.batch.context;
   ASSERT_TRUE(context.tiles.defined());
   EXPECT_EQ(host_values(context.split_count), std::vector<int64_t>{2});
@@ -108,15 +109,46 @@ TEST_F(StepInputsTest, ADecodeOnlyShapeHasNoTilesAndAnEagerStepDenseSegments) {
   Schedule schedule = mixed();
   schedule.chunks.pop_back();
   inputs.load(schedule, 4, 4, kInputsBlockSize);
-  EXPECT_FALSE(inputs.views(schedule, 4, 4, true, 64).batch.context.tiles.defined());
+  const StepViews decode_only = inputs.views(plan_views(schedule, 4, 4, true, 64), 4, 4, true);
+  EXPECT_FALSE(decode_only.batch.context.tiles.defined());
+  EXPECT_EQ(decode_only.batch.decode_tokens, 4);  // padding tokens too
   const Schedule whole = mixed();
   inputs.load(whole, 22, 3, kInputsBlockSize);
-  const StepViews eager = inputs.views(whole, 22, 3, false, 64);
+  const StepViews eager = inputs.views(plan_views(whole, 22, 3, false, 64), 22, 3, false);
   EXPECT_FALSE(eager.batch.context.tiles.defined());
+  EXPECT_EQ(eager.batch.decode_tokens, 2);
+  EXPECT_EQ(eager.batch.context.max_context, 25);  // the step's own: c's chunk reaches position 24
   ASSERT_EQ(eager.batch.segments.size(), 1u);
+  EXPECT_EQ(eager.batch.segments[0].request, 2);
   EXPECT_EQ(eager.batch.segments[0].first_token, 2);
   EXPECT_EQ(eager.batch.segments[0].length, 20);
   EXPECT_EQ(eager.batch.segments[0].first_position, 5);
+}
+
+TEST_F(StepInputsTest, APlanFromTheScheduleAndPackedInputsGiveAnotherRankTheSameViews) {
+  const Schedule schedule = mixed();
+  inputs.load(schedule, 32, 4, kInputsBlockSize);
+  const ViewPlan plan = plan_views(schedule, 32, 4, true, 64);
+  EXPECT_EQ(plan.decode_tokens, 2);
+  EXPECT_EQ(plan.max_context, 64);
+  EXPECT_TRUE(plan.segments.empty());
+  const StepViews loaded = inputs.views(plan, 32, 4, true);
+  // Another rank's inputs: the packed buffer copied over, no schedule, no load.
+  StepInputs follower(64, 8, 8, 4, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor packed = inputs.packed_inputs(32, 4);
+  EXPECT_LT(packed.numel(), inputs.packed_inputs(64, 8).numel());  // only what a step of this shape reads
+  follower.packed_inputs(32, 4).copy_(packed);
+  follower.set_block_size(kInputsBlockSize);
+  const StepViews followed = follower.views(plan, 32, 4, true);
+  EXPECT_EQ(host_values(followed.token_ids), host_values(loaded.token_ids));
+  EXPECT_EQ(host_values(followed.token_source), host_values(loaded.token_source));
+  EXPECT_EQ(host_values(followed.batch.slots), host_values(loaded.batch.slots));
+  EXPECT_EQ(host_values(followed.batch.context.block_tables), host_values(loaded.batch.context.block_tables));
+  EXPECT_EQ(host_values(followed.batch.context.tiles), host_values(loaded.batch.context.tiles));
+  EXPECT_EQ(host_values(followed.sampling.seed_state), host_values(loaded.sampling.seed_state));
+  EXPECT_EQ(followed.batch.block_size, kInputsBlockSize);
+  EXPECT_EQ(followed.batch.decode_tokens, loaded.batch.decode_tokens);
+  EXPECT_EQ(followed.batch.context.max_context, loaded.batch.context.max_context);
 }
 
 }  // namespace

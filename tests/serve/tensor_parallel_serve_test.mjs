@@ -1,8 +1,8 @@
 // tests/serve/tensor_parallel_serve_test.mjs — `graphed serve --tensor-model-parallel-size 2` as two ranks on
-// the CPU (Gloo over 127.0.0.1, launched as torchrun would): rank 0 answers on HTTP, rank 1 follows its
-// engine calls, and their greedy completions equal one process's, for a graphed checkpoint and for a Hugging
-// Face folder whose vocabulary (GPT-2's 50257 ids) the ranks pad to split. SIGTERM to rank 0 stops both,
-// each with exit code 0. A launch of two processes without tensor parallelism is refused.
+// the CPU (Gloo over 127.0.0.1, launched as torchrun would): rank 0 answers on HTTP and schedules, rank 1
+// follows the steps it broadcasts, and their greedy completions equal one process's, for a graphed checkpoint
+// and for a Hugging Face folder whose vocabulary (GPT-2's 50257 ids) the ranks pad to split. SIGTERM to rank 0
+// stops both, each with exit code 0. A launch of two processes without tensor parallelism is refused.
 // Usage: node tensor_parallel_serve_test.mjs GRAPHED WORK_DIR [HF_FOLDER]
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';

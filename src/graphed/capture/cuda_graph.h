@@ -66,12 +66,20 @@ class CudaGraph {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A dedicated stream on the device. While a Use is alive the stream is current; it first waits for
-/// the stream that was current, and that stream waits for it at the end, so ordering with surrounding
+/// A dedicated stream on the device. While a Use is alive the stream is current; by default it first waits
+/// for the stream that was current, and that stream waits for it at the end, so ordering with surrounding
 /// work is kept. Training with graphs runs everything on one such stream, so that autograd's
 /// accumulate-grad nodes of the eager warmup belong to the capturing stream. No-op on the CPU.
 class SideStream {
  public:
+  /// How a Use orders the side stream's work with the stream that was current.
+  enum class Join {
+    kBoth,  ///< the side stream waits for the current one's work first, and the current one for it at the end
+    /// Neither waits: the side stream's work overlaps whatever the other streams hold, and the caller orders it
+    /// by events of its own (a serving group's step headers, which must not wait for the step running).
+    kNone
+  };
+
   explicit SideStream(const at::Device& device);
   ~SideStream();
   SideStream(const SideStream&) = delete;
@@ -79,7 +87,7 @@ class SideStream {
 
   class Use {
    public:
-    explicit Use(SideStream& stream);
+    explicit Use(SideStream& stream, Join join = Join::kBoth);
     ~Use();
     Use(const Use&) = delete;
     Use& operator=(const Use&) = delete;

@@ -27,7 +27,7 @@ struct SideStream::Impl {};
 SideStream::SideStream(const at::Device&) {}
 SideStream::~SideStream() = default;
 struct SideStream::Use::Impl {};
-SideStream::Use::Use(SideStream&) {}
+SideStream::Use::Use(SideStream&, Join) {}
 SideStream::Use::~Use() = default;
 
 }  // namespace graphed::capture

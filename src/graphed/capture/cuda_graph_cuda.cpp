@@ -108,24 +108,29 @@ SideStream::SideStream(const at::Device& device) : impl_(std::make_unique<Impl>(
 SideStream::~SideStream() = default;
 
 struct SideStream::Use::Impl {
+  bool joined = true;
   std::optional<c10::cuda::CUDAStream> previous;
   std::optional<c10::cuda::CUDAStreamGuard> guard;
   std::optional<c10::cuda::CUDAStream> stream;
 };
 
-SideStream::Use::Use(SideStream& stream) : impl_(std::make_unique<Impl>()) {
+SideStream::Use::Use(SideStream& stream, Join join) : impl_(std::make_unique<Impl>()) {
   if (!stream.impl_->stream) return;
   impl_->stream = stream.impl_->stream;
   impl_->previous = c10::cuda::getCurrentCUDAStream(impl_->stream->device_index());
-  at::cuda::CUDAEvent ready;
-  ready.record(*impl_->previous);
-  ready.block(*impl_->stream);
+  impl_->joined = join == Join::kBoth;
+  if (impl_->joined) {
+    at::cuda::CUDAEvent ready;
+    ready.record(*impl_->previous);
+    ready.block(*impl_->stream);
+  }
   impl_->guard.emplace(*impl_->stream);
 }
 
 SideStream::Use::~Use() {
   if (!impl_->stream) return;
   impl_->guard.reset();
+  if (!impl_->joined) return;
   at::cuda::CUDAEvent done;
   done.record(*impl_->stream);
   done.block(*impl_->previous);

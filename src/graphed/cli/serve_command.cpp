@@ -204,7 +204,8 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
         "or 'bytes')");
   }
   const std::optional<serve::ChatPrompt> chat = chat_prompt(command_line);
-  // One process, or a tensor-parallel group: each rank its part, the same engine everywhere.
+  // One process, or a tensor-parallel group: each rank its part, the same engine everywhere (the first rank's
+  // schedules; the others follow its steps).
   const std::unique_ptr<ServingProcesses> processes =
       serving_processes(environment, tensor_size, device, model.model, !command_line.disable_custom_all_reduce);
   infer::ServingOptions options = engine_options(command_line, graphs, model);
@@ -214,7 +215,7 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
     apply_quantization(command_line.serving.quantization, model.model, device, notes);
   }
   processes->agree_on(options, model.model);
-  infer::ServingEngine engine(model.model, device, options);
+  infer::ServingEngine engine(model.model, device, options, processes->step_relay());
   // OpenAI's default is temperature 1: most requests sample, so their graphs are ready before the first one.
   engine.capture_graphs({infer::SamplingMode::kGreedy, infer::SamplingMode::kTemperature});
   return processes->run(engine, [&](serve::EngineCalls& calls) {

@@ -7,6 +7,7 @@
 
 #include "graphed/config/validation.h"
 #include "graphed/dist/peer_collectives.h"
+#include "graphed/runtime/device.h"
 #include "graphed/util/error.h"
 #include "graphed/util/stop_signals.h"
 #include "graphed/util/text.h"
@@ -48,6 +49,7 @@ class OneProcess final : public ServingProcesses {
  public:
   void move_to_device(model::GptModel&) override {}
   void agree_on(infer::ServingOptions&, model::GptModel&) override {}
+  infer::StepRelay& step_relay() override { return infer::StepRelay::none(); }
   int run(infer::ServingEngine& engine, const AnswerClients& answer_clients) override {
     serve::LocalEngineCalls calls(engine);
     return answer_through(calls, answer_clients);
@@ -92,8 +94,13 @@ ServingGroup::ServingGroup(const dist::LaunchEnvironment& environment, int64_t t
   require_split(layout);
   run_ = std::make_unique<DistributedRun>(layout, environment, device);
   model->split_for_tensor_parallel(dist::make_inference_collectives(run_->groups().tensor(), device, peer_all_reduce));
-  run_->groups().tensor().barrier();  // the group's first collective, outside any graph capture
-  channel_ = std::make_unique<serve::CommandChannel>(run_->groups().connect_store(), environment.rank, tensor_size);
+  // The step broadcast's groups, before the cache takes what memory is left (NCCL sets its buffers up in the
+  // first collective): the control group's headers wait as long as the server is idle.
+  control_ = run_->groups().make_tensor_group("serving-control", serve::kControlGroupTimeout);
+  inputs_ = run_->groups().make_tensor_group("serving-inputs", run_->groups().timeout());
+  for (dist::Communicator* group : {&run_->groups().tensor(), control_.get(), inputs_.get()}) {
+    group->barrier();  // each group's first collective, outside any graph capture
+  }
 }
 
 ServingGroup::~ServingGroup() = default;
@@ -109,19 +116,35 @@ void ServingGroup::agree_on(infer::ServingOptions& options, model::GptModel& mod
   world.all_gather(all, mine).wait();
   options.cache_blocks = at::cat(all).min().item<int64_t>();
   options.prompt_vocabulary = prompt_vocabulary_;
+  broadcast_ = std::make_unique<serve::StepBroadcast>(*control_, *inputs_, options.max_requests, device_);
+}
+
+infer::StepRelay& ServingGroup::step_relay() {
+  GRAPHED_INTERNAL_ASSERT(broadcast_ != nullptr, "a serving group's step relay asked for before agree_on");
+  return *broadcast_;
 }
 
 int ServingGroup::run(infer::ServingEngine& engine, const AnswerClients& answer_clients) {
   if (rank_ != 0) return follow_first_rank(engine);
-  serve::MirroredEngineCalls calls(engine, *channel_);
+  serve::FirstRankEngineCalls calls(engine, *broadcast_);
   return answer_through(calls, answer_clients);
+}
+
+void ServingGroup::finish() {
+  // The followers' last steps may still be queued behind their last header: every rank's device finishes its
+  // steps (whose collectives every rank launched) before a group closes. The step broadcast's groups close
+  // after the run's, past its barrier, as the run's own groups do.
+  runtime::synchronize(device_);
+  run_->finish();
+  control_->shutdown();
+  inputs_->shutdown();
 }
 
 int ServingGroup::follow_first_rank(infer::ServingEngine& engine) {
   StopSignals ignored(false, "");
   bool stopped = false;
   try {
-    stopped = serve::follow_engine(engine, *channel_);
+    stopped = serve::follow_steps(engine, *broadcast_);
   } catch (const std::exception& error) {
     run_->report_failure(error);  // the first rank must not wait in a collective for this one
     throw;

@@ -59,18 +59,19 @@ ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const Paralle
   store_ = open_store(environment_, timeout_, environment_.rank == 0 && !environment_.agent_store);
   std::vector<int64_t> everyone;
   for (int64_t r = 0; r < layout_.world_size; ++r) everyone.push_back(r);
-  world_ = make_group("world", everyone);
+  world_ = make_group("world", everyone, timeout_);
   const std::string tensor = tensor_suffix(layout_);
-  data_ = make_group("data-parallel/" + std::to_string(layout_.pipeline_rank()) + tensor, layout_.data_group());
-  pipeline_ = make_group("pipeline/" + std::to_string(layout_.data_rank()) + tensor, layout_.pipeline_group());
+  data_ =
+      make_group("data-parallel/" + std::to_string(layout_.pipeline_rank()) + tensor, layout_.data_group(), timeout_);
+  pipeline_ =
+      make_group("pipeline/" + std::to_string(layout_.data_rank()) + tensor, layout_.pipeline_group(), timeout_);
   if (layout_.tensor_size > 1) {
-    tensor_ =
-        make_group("tensor/" + std::to_string(layout_.pipeline_rank()) + "/" + std::to_string(layout_.data_rank()),
-                   layout_.tensor_group());
+    tensor_ = make_tensor_group("tensor", timeout_);
   }
   if (layout_.is_pipelined() && (layout_.holds_embedding() || layout_.holds_loss())) {
     const auto group = layout_.pipeline_group();
-    embedding_ = make_group("embedding/" + std::to_string(layout_.data_rank()) + tensor, {group.front(), group.back()});
+    embedding_ = make_group("embedding/" + std::to_string(layout_.data_rank()) + tensor, {group.front(), group.back()},
+                            timeout_);
   }
   // Every link now, in one order on every rank: a Gloo group connects in its constructor, and two ranks
   // building their links in different orders would wait for each other.
@@ -85,7 +86,8 @@ ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const Paralle
 
 ProcessGroups::~ProcessGroups() = default;
 
-std::unique_ptr<Communicator> ProcessGroups::make_group(const std::string& name, const std::vector<int64_t>& ranks) {
+std::unique_ptr<Communicator> ProcessGroups::make_group(const std::string& name, const std::vector<int64_t>& ranks,
+                                                        std::chrono::milliseconds timeout) {
   int64_t rank = -1;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == layout_.rank) rank = static_cast<int64_t>(i);
@@ -93,10 +95,16 @@ std::unique_ptr<Communicator> ProcessGroups::make_group(const std::string& name,
   GRAPHED_INTERNAL_ASSERT(rank >= 0, "rank ", layout_.rank, " is not in group ", name);
   const auto store = c10::make_intrusive<c10d::PrefixStore>(name, store_);
   const auto size = static_cast<int64_t>(ranks.size());
-  auto backend = device_.is_cuda()
-                     ? detail::make_nccl_backend(store, rank, size, timeout_, device_)
-                     : detail::make_gloo_backend(store, rank, size, timeout_, environment_.master_address);
+  auto backend = device_.is_cuda() ? detail::make_nccl_backend(store, rank, size, timeout, device_)
+                                   : detail::make_gloo_backend(store, rank, size, timeout, environment_.master_address);
   return std::make_unique<Communicator>(std::move(backend), name, ranks, layout_.rank);
+}
+
+std::unique_ptr<Communicator> ProcessGroups::make_tensor_group(const std::string& purpose,
+                                                               std::chrono::milliseconds timeout) {
+  GRAPHED_INTERNAL_ASSERT(layout_.tensor_size > 1, "a ", purpose, " group asked of a run with tensor size 1");
+  return make_group(purpose + "/" + std::to_string(layout_.pipeline_rank()) + "/" + std::to_string(layout_.data_rank()),
+                    layout_.tensor_group(), timeout);
 }
 
 Communicator& ProcessGroups::tensor() {
@@ -115,7 +123,7 @@ Communicator& ProcessGroups::link(int64_t boundary, LinkDirection direction) {
   const std::string tensor = tensor_suffix(layout_);
   const std::string name = "pipeline-link/" + std::to_string(layout_.data_rank()) + tensor + "/" +
                            std::to_string(boundary) + (direction == LinkDirection::kForward ? "/forward" : "/backward");
-  return *links_.emplace(key, make_group(name, ends)).first->second;
+  return *links_.emplace(key, make_group(name, ends, timeout_)).first->second;
 }
 
 void ProcessGroups::shutdown() {

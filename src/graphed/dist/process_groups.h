@@ -51,9 +51,15 @@ class ProcessGroups {
   void shutdown();
   /// A second connection to the rendezvous store, for the rank monitor's thread.
   c10::intrusive_ptr<c10d::Store> connect_store() const;
+  /// One more group over this rank's tensor-parallel ranks (tensor size > 1), for a purpose of the caller's
+  /// (`purpose`: the same on every member, used for nothing else) and with its own `timeout` for each operation:
+  /// serving's control group waits as long as the server is idle. Every member makes it at the same point among
+  /// the groups it makes; the caller owns it (and shuts it down).
+  std::unique_ptr<Communicator> make_tensor_group(const std::string& purpose, std::chrono::milliseconds timeout);
 
  private:
-  std::unique_ptr<Communicator> make_group(const std::string& name, const std::vector<int64_t>& ranks);
+  std::unique_ptr<Communicator> make_group(const std::string& name, const std::vector<int64_t>& ranks,
+                                           std::chrono::milliseconds timeout);
 
   LaunchEnvironment environment_;
   ParallelLayout layout_;

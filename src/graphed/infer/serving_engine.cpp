@@ -140,10 +140,11 @@ int64_t ServingEngine::blocks_that_fit(model::GptModel& model, const at::Device&
   return size_engine(model, device, checked(options, model)).blocks;
 }
 
-ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, ServingOptions options)
+ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, ServingOptions options, StepRelay& relay)
     : device_(device),
       model_(std::move(model)),
       options_(checked(std::move(options), model_)),
+      relay_(relay),
       sizes_(size_engine(model_, device_, options_)),
       cache_(std::make_unique<PagedCache>(model_, sizes_.blocks, options_.block_size, options_.max_requests + 1,
                                           model_options(model_, device_))),
@@ -261,8 +262,10 @@ void ServingEngine::ensure_captured(const StepKey& key) {
   const auto start = Clock::now();
   const Schedule padding_only;  // a step of padding alone may run twice (warmup, capture) harmlessly
   const int64_t requests = key.dimensions.request_count();
-  inputs_.load(padding_only, key.dimensions.token_count, requests, options_.block_size);
-  StepViews views = inputs_.views(padding_only, key.dimensions.token_count, requests, true, sizes_.max_sequence);
+  const int64_t tokens = key.dimensions.token_count;
+  inputs_.load(padding_only, tokens, requests, options_.block_size);
+  StepViews views =
+      inputs_.views(plan_views(padding_only, tokens, requests, true, sizes_.max_sequence), tokens, requests, true);
   views.mode = key.mode;
   // The warmup draws into the drawn tokens' buffer, which the next step may still read (async scheduling).
   const at::Tensor drawn = views.previous_tokens.clone();
@@ -325,16 +328,10 @@ bool ServingEngine::launch_step() {
   stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
   if (schedule.chunks.empty()) return false;
   LaunchedStep step;
-  step.real = {schedule.token_count(), schedule.prefill_count(), schedule.decode_count()};
-  const auto match = match_bucket(step.real, buckets_, model_->config().has_mamba_layers());
-  step.matched = match.has_value();
-  step.padded = match.value_or(step.real);
-  StepKey key{step.padded, SamplingMode::kGreedy};
-  for (const auto& chunk : schedule.chunks) {
-    if (chunk.samples) key.mode = std::max(key.mode, sampling_mode_of(chunk.request->options.sampling));
-  }
-  const bool graphed = step.matched && options_.scope != config::InferenceCudaGraphScope::kNone;
-  if (graphed) ensure_captured(key);
+  const StepOrder order = order_step(schedule, step);
+  // The ranks that follow take the same steps in the same order: capture and run hold the model's collectives.
+  relay_.announce(order);
+  if (order.graphed) ensure_captured(order.key);
   const int64_t tokens = step.padded.token_count;
   const int64_t requests = step.padded.request_count();
   const auto rows = static_cast<int64_t>(schedule.chunks.size());
@@ -342,27 +339,72 @@ bool ServingEngine::launch_step() {
   TokenSlot& slot = *slots_[static_cast<std::size_t>(step.slot)];
   slot.timer.start();
   inputs_.load(schedule, tokens, requests, options_.block_size);
-  StepViews views = inputs_.views(schedule, tokens, requests, step.matched, sizes_.max_sequence);
-  views.mode = key.mode;
-  (graphed ? *graph_runner_ : *eager_runner_).run(key, views);
+  at::Tensor packed = inputs_.packed_inputs(tokens, requests);
+  relay_.share_inputs(packed);
+  StepViews views = inputs_.views(order.plan, tokens, requests, order.matched);
+  views.mode = order.key.mode;
+  (order.graphed ? *graph_runner_ : *eager_runner_).run(order.key, views);
   slot.tokens.narrow(0, 0, rows).copy_(inputs_.next_tokens_view(rows), /*non_blocking=*/true);
   slot.timer.stop();
   slot.copied.record();
-  for (int64_t row = 0; row < rows; ++row) {
-    const ScheduledChunk& chunk = schedule.chunks[static_cast<std::size_t>(row)];
+  count_step(order);
+  note_launch(schedule, std::move(step));
+  return true;
+}
+
+StepOrder ServingEngine::order_step(const Schedule& schedule, LaunchedStep& step) const {
+  step.real = {schedule.token_count(), schedule.prefill_count(), schedule.decode_count()};
+  const auto match = match_bucket(step.real, buckets_, model_->config().has_mamba_layers());
+  step.matched = match.has_value();
+  step.padded = match.value_or(step.real);
+  StepOrder order;
+  order.key = {step.padded, SamplingMode::kGreedy};
+  for (const auto& chunk : schedule.chunks) {
+    if (chunk.samples) order.key.mode = std::max(order.key.mode, sampling_mode_of(chunk.request->options.sampling));
+  }
+  order.matched = step.matched;
+  order.graphed = step.matched && options_.scope != config::InferenceCudaGraphScope::kNone;
+  order.plan =
+      plan_views(schedule, step.padded.token_count, step.padded.request_count(), step.matched, sizes_.max_sequence);
+  return order;
+}
+
+void ServingEngine::note_launch(const Schedule& schedule, LaunchedStep step) {
+  for (std::size_t row = 0; row < schedule.chunks.size(); ++row) {
+    const ScheduledChunk& chunk = schedule.chunks[row];
     step.rows.push_back({chunk.request->id, chunk.samples});
     if (!chunk.decode) stats_.prompt_tokens += chunk.length;
     if (!chunk.samples) continue;
     ++chunk.request->in_flight;
-    chunk.request->in_flight_row = row;
+    chunk.request->in_flight_row = static_cast<int64_t>(row);
   }
-  ++stats_.steps;
-  ++(graphed ? stats_.graph_steps : stats_.eager_steps);
-  if (!step.matched) ++stats_.unmatched_steps;
   stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
   stats_.shared_prompt_tokens = scheduler_.shared_tokens();
   launched_.push_back(std::move(step));
-  return true;
+}
+
+void ServingEngine::count_step(const StepOrder& order) {
+  ++stats_.steps;
+  ++(order.graphed ? stats_.graph_steps : stats_.eager_steps);
+  if (!order.matched) ++stats_.unmatched_steps;
+}
+
+void ServingEngine::follow(const StepOrder& order, const std::function<void(at::Tensor&)>& receive_inputs) {
+  GRAPHED_INTERNAL_ASSERT(order.kind == StepOrder::Kind::kStep, "an engine told to follow an order to stop");
+  at::NoGradGuard no_grad;
+  std::optional<capture::SideStream::Use> use;
+  if (stream_) use.emplace(*stream_);
+  // As the scheduling rank: capture (warmup and capture hold collectives), then the inputs, then the step.
+  if (order.graphed) ensure_captured(order.key);
+  const int64_t tokens = order.key.dimensions.token_count;
+  const int64_t requests = order.key.dimensions.request_count();
+  at::Tensor packed = inputs_.packed_inputs(tokens, requests);
+  receive_inputs(packed);
+  inputs_.set_block_size(options_.block_size);
+  StepViews views = inputs_.views(order.plan, tokens, requests, order.matched);
+  views.mode = order.key.mode;
+  (order.graphed ? *graph_runner_ : *eager_runner_).run(order.key, views);
+  count_step(order);
 }
 
 void ServingEngine::read_oldest(StepResult& result) {

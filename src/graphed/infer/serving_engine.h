@@ -10,11 +10,14 @@
 // next step before it reads the tokens of the one in flight: the device always has a step queued, a decode
 // token drawn by the step in flight is read by the next step on the device, and the host's work on step n
 // overlaps the device's on step n - 1. A request that draws a stop token has one more token computed for it,
-// which is dropped.
+// which is dropped. Under tensor parallelism only the first rank schedules: its engine tells each step it launches
+// to the others through the relay it was built with (infer/step_relay.h), and theirs launch the same step by
+// follow(), without requests, never reading a drawn token.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +34,8 @@
 #include "graphed/infer/request.h"
 #include "graphed/infer/scheduler.h"
 #include "graphed/infer/step_inputs.h"
+#include "graphed/infer/step_order.h"
+#include "graphed/infer/step_relay.h"
 #include "graphed/runtime/device.h"
 
 namespace graphed::infer {
@@ -113,9 +118,11 @@ struct EngineStats {
 
 class ServingEngine {
  public:
-  /// The model must be in eval mode on `device`; its parameter dtype is the cache's. Throws ConfigError
-  /// for options out of range and when the cache does not fit the device.
-  ServingEngine(model::GptModel model, const at::Device& device, ServingOptions options);
+  /// The model must be in eval mode on `device`; its parameter dtype is the cache's. `relay` (not owned; it
+  /// outlives the engine) hears of every step the engine launches. Throws ConfigError for options out of range
+  /// and when the cache does not fit the device.
+  ServingEngine(model::GptModel model, const at::Device& device, ServingOptions options,
+                StepRelay& relay = StepRelay::none());
   ~ServingEngine();
   ServingEngine(const ServingEngine&) = delete;
   ServingEngine& operator=(const ServingEngine&) = delete;
@@ -133,6 +140,15 @@ class ServingEngine {
   /// Whether any request waits or runs, a step's tokens wait to be read, or a rejection or cancellation
   /// waits to be reported.
   bool has_work() const;
+  /// A rank that does not schedule: launches the step a scheduling engine of the same model part and options
+  /// announced (order.kind kStep), in its order: captures the key's graphs if the step replays them and they are
+  /// missing, has `receive_inputs` write the step's packed inputs into the tensor it is given (the device buffer
+  /// the step reads, on the step's stream), and runs it. The drawn tokens stay on the device, where the next
+  /// step's tokens in flight are read from (drawn_tokens).
+  void follow(const StepOrder& order, const std::function<void(at::Tensor&)>& receive_inputs);
+  /// The device buffer the latest step drew its tokens into, one per request of its padded shape (the first
+  /// `requests`). Ranks that follow one scheduler draw the same.
+  at::Tensor drawn_tokens(int64_t requests) const { return inputs_.next_tokens_view(requests); }
 
   /// Captures every bucket's graphs in each of `modes`, largest bucket first; other modes are captured when
   /// first needed (a step that waits for it). A no-op in scope none.
@@ -180,6 +196,12 @@ class ServingEngine {
 
   /// Schedules and launches one step; false when nothing can be scheduled.
   bool launch_step();
+  /// What a scheduled step is to a rank that does not schedule; sets `step`'s shapes.
+  StepOrder order_step(const Schedule& schedule, LaunchedStep& step) const;
+  /// After a launch: the launched step's rows, the requests' tokens in flight and the counters.
+  void note_launch(const Schedule& schedule, LaunchedStep step);
+  /// Counts a launched (or followed) step by how it ran.
+  void count_step(const StepOrder& order);
   /// Waits for the oldest launched step's tokens and moves its requests on by them, into `result`.
   void read_oldest(StepResult& result);
   void finish(Request& request, FinishReason reason, StepResult& result);
@@ -195,6 +217,7 @@ class ServingEngine {
   at::Device device_;
   model::GptModel model_;
   ServingOptions options_;
+  StepRelay& relay_;  // not owned; outlives the engine
   Sizes sizes_;
   std::unique_ptr<PagedCache> cache_;
   BlockPool pool_;

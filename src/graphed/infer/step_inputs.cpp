@@ -171,8 +171,29 @@ StepViews StepInputs::make_views(int64_t tokens, int64_t requests) const {
   return views;
 }
 
-StepViews StepInputs::views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only,
-                            int64_t max_context) {
+ViewPlan plan_views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only, int64_t max_context) {
+  ViewPlan plan;
+  int64_t decode = 0;
+  for (const auto& chunk : schedule.chunks) decode += chunk.decode ? 1 : 0;
+  if (paged_only) {
+    plan.max_context = max_context;
+    plan.decode_tokens = tokens == requests ? tokens : decode;  // a decode-only shape: every token (padding too)
+    return plan;
+  }
+  plan.decode_tokens = decode;
+  int64_t longest = 1;
+  int64_t token = 0;
+  for (std::size_t index = 0; index < schedule.chunks.size(); ++index) {
+    const ScheduledChunk& chunk = schedule.chunks[index];
+    longest = std::max(longest, chunk.first + chunk.length);
+    if (!chunk.decode) plan.segments.push_back({static_cast<int64_t>(index), token, chunk.length, chunk.first});
+    token += chunk.length;
+  }
+  plan.max_context = longest;
+  return plan;
+}
+
+StepViews StepInputs::views(const ViewPlan& plan, int64_t tokens, int64_t requests, bool paged_only) {
   // A graphed shape's views are kept (the buckets are few); an eager step's are made for it.
   StepViews views;
   if (paged_only) {
@@ -182,28 +203,20 @@ StepViews StepInputs::views(const Schedule& schedule, int64_t tokens, int64_t re
     views = found->second;
   } else {
     views = make_views(tokens, requests);
+    views.batch.context.tiles = at::Tensor();  // the prompt chunks go to dense attention
+    views.batch.segments = plan.segments;
   }
   model::PagedBatch& batch = views.batch;
   batch.block_size = block_size_;
-  int64_t decode = 0;
-  for (const auto& chunk : schedule.chunks) decode += chunk.decode ? 1 : 0;
-  if (paged_only) {
-    batch.context.max_context = max_context;
-    batch.decode_tokens = tokens == requests ? tokens : decode;  // a decode-only shape: every token (padding too)
-    return views;
-  }
-  batch.context.tiles = at::Tensor();  // the prompt chunks go to dense attention
-  batch.decode_tokens = decode;
-  int64_t longest = 1;
-  int64_t token = 0;
-  for (std::size_t index = 0; index < schedule.chunks.size(); ++index) {
-    const ScheduledChunk& chunk = schedule.chunks[index];
-    longest = std::max(longest, chunk.first + chunk.length);
-    if (!chunk.decode) batch.segments.push_back({static_cast<int64_t>(index), token, chunk.length, chunk.first});
-    token += chunk.length;
-  }
-  batch.context.max_context = longest;
+  batch.decode_tokens = plan.decode_tokens;
+  batch.context.max_context = plan.max_context;
   return views;
+}
+
+at::Tensor StepInputs::packed_inputs(int64_t tokens, int64_t requests) const {
+  GRAPHED_INTERNAL_ASSERT(tokens <= max_tokens_ && requests <= max_requests_, "a step of ", tokens, " tokens and ",
+                          requests, " requests");
+  return device_.narrow(0, 0, offset(kSectionCount, tokens, requests));
 }
 
 }  // namespace graphed::infer

@@ -22,6 +22,22 @@
 
 namespace graphed::infer {
 
+/// What a step's views take from its schedule beyond the buffers: made where the step is scheduled, and all that
+/// another rank needs to make the same views over the same inputs (infer/step_order.h carries it).
+struct ViewPlan {
+  /// Tokens [0, decode_tokens) are one decode token each (a decode-only shape: every token, padding too).
+  int64_t decode_tokens = 0;
+  /// The longest context a token attends to: the graphed shapes' limit, or an eager step's own.
+  int64_t max_context = 0;
+  /// An eager step's prompt chunks, for dense attention; empty for a graphed shape (every token paged).
+  std::vector<model::PrefillSegment> segments;
+};
+
+/// The plan of `schedule` padded to `tokens` tokens and `requests` requests. `paged_only`: every token through
+/// paged attention with contexts up to `max_context` (a graphed shape); otherwise the prefill chunks are dense
+/// segments and max_context is the step's own.
+ViewPlan plan_views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only, int64_t max_context);
+
 /// One step's views of the device buffers.
 struct StepViews {
   model::PagedBatch batch;  ///< positions, requests, slots, block tables, state slots (+ the eager plan)
@@ -47,10 +63,16 @@ class StepInputs {
   /// The host memory of a load is reused two loads later: the caller reads a step's results (so the device
   /// has passed its input copy) before loading the step after next.
   void load(const Schedule& schedule, int64_t tokens, int64_t requests, int64_t block_size);
-  /// The views of the last load. `paged_only`: every token through paged attention with contexts up to
-  /// `max_context` (a graphed shape); otherwise the prefill chunks are dense segments and max_context is
-  /// the step's own.
-  StepViews views(const Schedule& schedule, int64_t tokens, int64_t requests, bool paged_only, int64_t max_context);
+  /// The views of the last load (or of inputs received into packed_inputs), as `plan` says; `paged_only` as
+  /// plan_views was given it.
+  StepViews views(const ViewPlan& plan, int64_t tokens, int64_t requests, bool paged_only);
+  /// The device buffer a step of (tokens, requests) reads, every section of it and nothing more: what load()
+  /// has just copied, for the scheduling rank to send to the others, and where another rank receives it (a
+  /// follower writes it there instead of loading).
+  at::Tensor packed_inputs(int64_t tokens, int64_t requests) const;
+  /// A follower, whose inputs arrive packed rather than by load(): the block size their cache slots were
+  /// computed with (the views give it to attention).
+  void set_block_size(int64_t block_size) { block_size_ = block_size; }
 
   /// The first `count` drawn tokens of the last step.
   at::Tensor next_tokens_view(int64_t count) const { return next_tokens_.narrow(0, 0, count); }

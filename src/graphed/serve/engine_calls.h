@@ -1,6 +1,6 @@
 // serve/engine_calls.h — what the engine loop asks of the serving engine, chosen once by whoever builds the
-// loop: the engine itself (LocalEngineCalls), or the engine with every call also told to the other ranks of
-// a tensor-parallel group, which run the same engine in lockstep (serve/mirrored_engine.h).
+// loop: the engine itself (LocalEngineCalls), or the engine of a tensor-parallel group's first rank, whose steps
+// the other ranks follow and which must tell them when to stop (serve/step_broadcast.h).
 #pragma once
 
 #include <cstdint>
@@ -16,9 +16,9 @@ class EngineCalls {
   virtual int64_t add_request(std::vector<int64_t> prompt, infer::RequestOptions options) = 0;
   virtual void cancel(int64_t id) = 0;
   virtual infer::StepResult step() = 0;
-  /// After the loop's last step (the mirrored calls let the other ranks go).
+  /// After the loop's last step (a group's first rank lets the other ranks go).
   virtual void finish() {}
-  /// Instead of finish(), when this rank failed (the mirrored calls tell the other ranks not to wait for it).
+  /// Instead of finish(), when this rank failed (a group's first rank tells the other ranks not to wait for it).
   virtual void abort() {}
 };
 

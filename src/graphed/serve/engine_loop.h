@@ -77,7 +77,7 @@ class EngineLoop {
   /// `max_queued`: how many requests may wait beyond the engine's max requests before submit refuses.
   EngineLoop(infer::ServingEngine& engine, int64_t max_queued);
   /// The same, with the engine's requests, cancellations and steps made through `calls` (which outlives the
-  /// loop): a tensor-parallel group's first rank tells the others (serve/mirrored_engine.h).
+  /// loop): a tensor-parallel group's first rank tells the others when to stop (serve/step_broadcast.h).
   EngineLoop(infer::ServingEngine& engine, EngineCalls& calls, int64_t max_queued);
   ~EngineLoop();
   EngineLoop(const EngineLoop&) = delete;
