@@ -54,15 +54,7 @@ template <>
 struct Eight<__nv_bfloat16> {
   uint4 bits;
   __device__ __forceinline__ void load(const __nv_bfloat16* source) { bits = *reinterpret_cast<const uint4*>(source); }
-  __device__ __forceinline__ void unpack(float (&values)[8]) const {
-    const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&bits);
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const float2 pair = __bfloat1622float2(pairs[p]);
-      values[2 * p] = pair.x;
-      values[2 * p + 1] = pair.y;
-    }
-  }
+  __device__ __forceinline__ void unpack(float (&values)[8]) const { detail::unpack_eight(bits, values); }
 };
 template <>
 struct Eight<float> {

@@ -15,9 +15,8 @@ namespace graphed::kernels::detail {
 __device__ __forceinline__ float load(const float* data, int64_t i) { return data[i]; }
 __device__ __forceinline__ float load(const __nv_bfloat16* data, int64_t i) { return __bfloat162float(data[i]); }
 
-/// Eight bf16 values from 16 aligned bytes, as floats.
-__device__ __forceinline__ void load_eight(const __nv_bfloat16* source, float* values) {
-  const uint4 packed = *reinterpret_cast<const uint4*>(source);
+/// Eight bf16 values held in 16 bytes (one load's worth), as floats.
+__device__ __forceinline__ void unpack_eight(const uint4& packed, float* values) {
   const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&packed);
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
@@ -25,6 +24,11 @@ __device__ __forceinline__ void load_eight(const __nv_bfloat16* source, float* v
     values[2 * p] = pair.x;
     values[2 * p + 1] = pair.y;
   }
+}
+
+/// Eight bf16 values from 16 aligned bytes, as floats.
+__device__ __forceinline__ void load_eight(const __nv_bfloat16* source, float* values) {
+  unpack_eight(*reinterpret_cast<const uint4*>(source), values);
 }
 
 /// Eight floats from 32 aligned bytes (the float32 form of the attention kernels).
