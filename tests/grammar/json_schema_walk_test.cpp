@@ -1,0 +1,234 @@
+// tests/grammar/json_schema_walk_test.cpp — seeded random walks over a synthetic vocabulary through the
+// token masks of each corpus schema: every finished document parses and satisfies the schema (checked by a
+// small reference validator of the supported subset), every walk cut at the length cap is an accepted
+// prefix, and no step is a dead end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/schema_corpus.h"
+#include "graphed/grammar/json_schema.h"
+#include "graphed/grammar/token_mask.h"
+
+namespace graphed::grammar {
+namespace {
+
+using Json = nlohmann::json;
+
+// All 256 single bytes, JSON punctuation runs, literals, digit runs, the corpus's words bare and quoted, a
+// few multi-byte characters and escapes, and one empty (special) token that must never be allowed.
+std::vector<std::string> synthetic_vocabulary() {
+  std::vector<std::string> vocabulary;
+  for (int byte = 0; byte < 256; ++byte) vocabulary.emplace_back(1, static_cast<char>(byte));
+  for (const char* piece : {"{\"",
+                            "\":",
+                            "\",",
+                            "\"}",
+                            "\":\"",
+                            "\",\"",
+                            "[]",
+                            "{}",
+                            "],",
+                            "},",
+                            "}]",
+                            "[{",
+                            "]}",
+                            ",\"",
+                            "true",
+                            "false",
+                            "null",
+                            "-1",
+                            "1.5",
+                            "e+",
+                            "E-",
+                            "0.",
+                            "\\n",
+                            "\\u00e9",
+                            "\\\"",
+                            "\\ud83d\\ude00",
+                            "\xc3\xa9",
+                            "\xe2\x88\x9a",
+                            "\xf0\x9f\x98\x80",
+                            " the",
+                            "tr",
+                            "ue"}) {
+    vocabulary.push_back(piece);
+  }
+  for (int number = 0; number < 100; ++number) vocabulary.push_back(std::to_string(number));
+  for (const char* word : {"name",   "age",    "email", "point", "tags",  "id",    "ok",    "value", "children", "kind",
+                           "circle", "radius", "red",   "green", "blue",  "a",     "b",     "c",     "x",        "y",
+                           "cat",    "dog",    "note",  "score", "extra", "hello", "world", "ab"}) {
+    vocabulary.push_back(word);
+    vocabulary.push_back(std::string("\"") + word);
+    vocabulary.push_back(std::string("\"") + word + "\"");
+    vocabulary.push_back(std::string("\"") + word + "\":");
+  }
+  vocabulary.emplace_back();  // a special token: bytes left empty
+  return vocabulary;
+}
+
+std::size_t code_points(const std::string& text) {
+  std::size_t count = 0;
+  for (char byte : text) count += (static_cast<unsigned char>(byte) & 0xC0) != 0x80;
+  return count;
+}
+
+// The reference validator: the keywords of json_schema.h's subset, with its strict-object reading.
+class ReferenceValidator {
+ public:
+  explicit ReferenceValidator(const Json& root) : root_(root) {}
+
+  bool valid(const Json& value, const Json& schema) const {
+    if (schema.is_boolean()) return schema.get<bool>();
+    if (schema.contains("$ref")) {
+      return valid(value, root_.at(Json::json_pointer(schema["$ref"].get<std::string>().substr(1))));
+    }
+    if (schema.contains("anyOf") || schema.contains("oneOf")) return valid_alternatives(value, schema);
+    if (schema.contains("const") && value != schema["const"]) return false;
+    if (schema.contains("enum") &&
+        std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end()) {
+      return false;
+    }
+    if (schema.contains("type") && !has_a_type(value, schema["type"])) return false;
+    if (value.is_object()) return valid_object(value, schema);
+    if (value.is_array()) return valid_array(value, schema);
+    if (value.is_string()) {
+      const std::size_t length = code_points(value.get<std::string>());
+      return length >= schema.value("minLength", 0u) && length <= schema.value("maxLength", 1u << 30);
+    }
+    return true;
+  }
+
+ private:
+  bool valid_alternatives(const Json& value, const Json& schema) const {
+    const bool one_of = schema.contains("oneOf");
+    int matched = 0;
+    for (const Json& branch : schema[one_of ? "oneOf" : "anyOf"]) matched += valid(value, branch);
+    return one_of ? matched == 1 : matched >= 1;
+  }
+
+  static bool has_a_type(const Json& value, const Json& type) {
+    for (const Json& name : type.is_array() ? type : Json::array({type})) {
+      const std::string text = name.get<std::string>();
+      const bool integral = value.is_number_integer() ||
+                            (value.is_number_float() && std::floor(value.get<double>()) == value.get<double>());
+      if ((text == "object" && value.is_object()) || (text == "array" && value.is_array()) ||
+          (text == "string" && value.is_string()) || (text == "number" && value.is_number()) ||
+          (text == "integer" && integral) || (text == "boolean" && value.is_boolean()) ||
+          (text == "null" && value.is_null())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool valid_object(const Json& value, const Json& schema) const {
+    const Json properties = schema.value("properties", Json::object());
+    for (const Json& name : schema.value("required", Json::array())) {
+      if (!value.contains(name.get<std::string>())) return false;
+    }
+    const bool closed =
+        schema.contains("properties") || schema.contains("additionalProperties") || schema.contains("required");
+    for (const auto& [name, member] : value.items()) {
+      if (!properties.contains(name)) {
+        if (closed) return false;
+        continue;
+      }
+      if (!valid(member, properties[name])) return false;
+    }
+    return true;
+  }
+
+  bool valid_array(const Json& value, const Json& schema) const {
+    if (value.size() < schema.value("minItems", 0u) || value.size() > schema.value("maxItems", 1u << 30)) return false;
+    const Json prefix = schema.value("prefixItems", Json::array());
+    const Json items = schema.value("items", Json(prefix.empty()));
+    for (std::size_t index = 0; index < value.size(); ++index) {
+      if (!valid(value[index], index < prefix.size() ? prefix[index] : items)) return false;
+    }
+    return true;
+  }
+
+  const Json& root_;
+};
+
+struct WalkCounts {
+  int finished = 0;
+  int capped = 0;
+};
+
+// One walk: tokens chosen uniformly among the allowed ones; stops when finishing is allowed and a coin says
+// so (or nothing else is allowed), or past the cap.
+void walk(const Grammar& grammar, const TokenTrie& trie, const std::vector<std::string>& vocabulary,
+          const ReferenceValidator& validator, const Json& schema, std::mt19937& random, WalkCounts& counts) {
+  constexpr std::size_t kCapBytes = 256;
+  Matcher matcher(grammar);
+  std::string document;
+  std::vector<std::uint32_t> bitmask;
+  for (;;) {
+    const std::int32_t allowed_count = allowed_tokens(matcher, trie, bitmask);
+    ASSERT_FALSE(is_allowed(bitmask, trie.vocabulary_size() - 1)) << "the special token was allowed";
+    ASSERT_TRUE(allowed_count > 0 || matcher.can_finish()) << "dead end after: " << document;
+    if (matcher.can_finish() && (allowed_count == 0 || random() % 2 == 0)) {
+      Json parsed;
+      ASSERT_NO_THROW(parsed = Json::parse(document)) << document;
+      ASSERT_TRUE(validator.valid(parsed, schema)) << document;
+      ++counts.finished;
+      return;
+    }
+    if (document.size() >= kCapBytes) {
+      Matcher replay(grammar);
+      ASSERT_TRUE(replay.accept_text(document)) << document;
+      ++counts.capped;
+      return;
+    }
+    std::vector<std::int32_t> allowed;
+    for (std::int32_t token = 0; token < trie.vocabulary_size(); ++token) {
+      if (is_allowed(bitmask, token)) allowed.push_back(token);
+    }
+    ASSERT_EQ(static_cast<std::int32_t>(allowed.size()), allowed_count);
+    const std::string& bytes = vocabulary[static_cast<std::size_t>(allowed[random() % allowed.size()])];
+    ASSERT_TRUE(matcher.accept_text(bytes)) << document << " + " << bytes;
+    document += bytes;
+  }
+}
+
+TEST(JsonSchemaWalkTest, RandomWalksFinishInValidDocuments) {
+  const std::vector<std::string> vocabulary = synthetic_vocabulary();
+  const TokenTrie trie(vocabulary);
+  for (const testing::SchemaCase& schema_case : testing::schema_corpus()) {
+    SCOPED_TRACE(schema_case.name);
+    const Json schema = Json::parse(schema_case.schema);
+    const ReferenceValidator validator(schema);
+    for (const std::string& document : schema_case.valid) ASSERT_TRUE(validator.valid(Json::parse(document), schema));
+    const Grammar grammar = compile_json_schema_text(schema_case.schema);
+    std::mt19937 random(12345);
+    WalkCounts counts;
+    for (int walk_index = 0; walk_index < 50; ++walk_index) {
+      walk(grammar, trie, vocabulary, validator, schema, random, counts);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_EQ(counts.finished + counts.capped, 50);
+    EXPECT_GT(counts.finished, 0) << "no walk finished";
+  }
+}
+
+TEST(JsonSchemaWalkTest, AnyJsonObjectWalksFinishInObjects) {
+  const std::vector<std::string> vocabulary = synthetic_vocabulary();
+  const TokenTrie trie(vocabulary);
+  const Grammar grammar = any_json_object();
+  const Json schema = Json::parse(R"({"type":"object"})");
+  const ReferenceValidator validator(schema);
+  std::mt19937 random(777);
+  WalkCounts counts;
+  for (int walk_index = 0; walk_index < 50 && !::testing::Test::HasFatalFailure(); ++walk_index) {
+    walk(grammar, trie, vocabulary, validator, schema, random, counts);
+  }
+  EXPECT_EQ(counts.finished + counts.capped, 50);
+}
+
+}  // namespace
+}  // namespace graphed::grammar
