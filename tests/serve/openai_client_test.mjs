@@ -122,6 +122,50 @@ try {
     check(content === chatText, `streamed ${JSON.stringify(content)}, whole ${JSON.stringify(chatText)}`);
   });
 
+  // The test model's template is Qwen2.5's, which teaches <tool_call> blocks: with tools, a reply is read for calls.
+  // The tiny model writes no call, so its text must come back as content, whole and streamed alike (nothing held
+  // back and lost), with the same text as the reply without tools would have had under the tools' prompt.
+  await step('chat with tools: the reply is content or well-formed tool calls, whole and streamed alike', async () => {
+    const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+    const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+    const whole = await client.chat.completions.create({ model, messages, tools, max_tokens: 12, temperature: 0 });
+    const message = whole.choices[0].message;
+    const reason = whole.choices[0].finish_reason;
+    if (message.tool_calls) {
+      check(reason === 'tool_calls', `finish ${reason} with tool calls`);
+      for (const call of message.tool_calls) {
+        check(call.type === 'function' && call.function.name === 'get_weather' && /^call_/.test(call.id),
+          `call ${JSON.stringify(call)}`);
+        JSON.parse(call.function.arguments);
+      }
+    } else {
+      check(typeof message.content === 'string' && ['stop', 'length'].includes(reason),
+        `content ${JSON.stringify(message.content)}, finish ${reason}`);
+    }
+    const none = await client.chat.completions.create({ model, messages, tools, tool_choice: 'none', max_tokens: 12,
+      temperature: 0 });
+    check(none.choices[0].message.tool_calls === undefined, 'tool_choice none gave tool calls');
+    if (!message.tool_calls) check(none.choices[0].message.content === message.content, 'tool_choice none changed the text');
+    const stream = await client.chat.completions.create({ model, messages, tools, max_tokens: 12, temperature: 0,
+      stream: true });
+    let content = '';
+    let calls = [];
+    let finish = null;
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta ?? {};
+      content += delta.content ?? '';
+      calls = calls.concat(delta.tool_calls ?? []);
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    check(finish === reason, `streamed finish ${finish}, whole ${reason}`);
+    if (message.tool_calls) {
+      check(calls.length === message.tool_calls.length, `streamed ${calls.length} calls, whole ${message.tool_calls.length}`);
+    } else {
+      check(content === message.content && calls.length === 0, `streamed ${JSON.stringify(content)}, whole ${JSON.stringify(message.content)}`);
+    }
+  });
+
   await step('errors come back as the client\'s exception classes with a message', async () => {
     const wrongKey = new OpenAI({ apiKey: 'wrong', baseURL: `${server.base}/v1`, maxRetries: 0 });
     try { await wrongKey.models.list(); check(false, 'a wrong key was accepted'); } catch (error) {

@@ -148,16 +148,51 @@ TEST(OpenAiProtocolTest, ChatMessagesAreCheckedAndTextPartsJoined) {
             std::string::npos);
 }
 
+/// A chat's callable functions come from its tools unless tool_choice is "none"; parallel_tool_calls is read.
+TEST(OpenAiProtocolTest, ToolsGiveTheCallableFunctions) {
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+                                     {"type": "function", "function": {"name": "add"}}])");
+  const json messages = json::parse(R"([{"role": "user", "content": "x"}])");
+  const ChatRequest with_tools = parse_chat_request({{"messages", messages}, {"tools", tools}});
+  EXPECT_EQ(with_tools.callable, (std::vector<std::string>{"get_weather", "add"}));
+  EXPECT_TRUE(with_tools.parallel_tool_calls);
+  const ChatRequest none = parse_chat_request(
+      {{"messages", messages}, {"tools", tools}, {"tool_choice", "none"}, {"parallel_tool_calls", false}});
+  EXPECT_TRUE(none.callable.empty());
+  EXPECT_FALSE(none.parallel_tool_calls);
+  EXPECT_TRUE(parse_chat_request({{"messages", messages}}).callable.empty());
+}
+
+/// A reply read as tool calls: message.content null (or the text before the calls), message.tool_calls, and a
+/// stream's delta with each call's index.
+TEST(OpenAiProtocolTest, ToolCallsHaveOpenAisShape) {
+  const ResponseHeader header{"chatcmpl-1", "m", 100};
+  ToolCallReply reply{std::nullopt, {ToolCall{"call_1", "add", "{\"a\":1}"}}};
+  const json body = chat_body(header, ChoiceText{"<tool_call>...", "tool_calls", reply}, Usage{1, 1});
+  const json& message = body["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());
+  EXPECT_EQ(message["tool_calls"], json::parse(R"([{"id": "call_1", "type": "function",
+                                                    "function": {"name": "add", "arguments": "{\"a\":1}"}}])"));
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+  reply.content = "Adding.";
+  EXPECT_EQ(chat_body(header, ChoiceText{"", "tool_calls", reply}, Usage{1, 1})["choices"][0]["message"]["content"],
+            "Adding.");
+  const json chunk = chat_tool_calls_chunk(header, reply.calls);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "add");
+  EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
+}
+
 TEST(OpenAiProtocolTest, ResponseShapesAreOpenAis) {
   const ResponseHeader header{"cmpl-1", "m", 100};
-  const json body = completion_body(header, {{"text", "length"}}, Usage{3, 2});
+  const json body = completion_body(header, {ChoiceText{"text", "length", std::nullopt}}, Usage{3, 2});
   EXPECT_EQ(body["object"], "text_completion");
   EXPECT_EQ(body["choices"][0]["text"], "text");
   EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(body["usage"], (json{{"prompt_tokens", 3}, {"completion_tokens", 2}, {"total_tokens", 5}}));
   EXPECT_TRUE(completion_chunk(header, 0, "t", std::nullopt)["choices"][0]["finish_reason"].is_null());
   EXPECT_EQ(completion_chunk(header, 2, "t", std::nullopt)["choices"][0]["index"], 2);
-  const json chat = chat_body(header, "hi", "stop", Usage{1, 1});
+  const json chat = chat_body(header, ChoiceText{"hi", "stop", std::nullopt}, Usage{1, 1});
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["choices"][0]["message"], (json{{"role", "assistant"}, {"content", "hi"}}));
   const json chunk = chat_chunk(header, {{"content", "h"}}, std::nullopt);

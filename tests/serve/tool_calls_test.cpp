@@ -45,10 +45,10 @@ TEST(ToolCalls, HermesBlocksAreCallsAndTheTextBeforeThemContent) {
 
 TEST(ToolCalls, WhatDoesNotParseStaysContent) {
   for (const std::string& text : {std::string("Paris is sunny."),
-                                 std::string("<tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>"),
-                                 std::string("<tool_call>{\"name\": \"add\", \"arguments\": [1, 2]}</tool_call>"),
-                                 std::string("<tool_call>{\"name\": \"add\", \"arguments\": {</tool_call>"),
-                                 std::string("<tool_call><tool_call>{\"name\": \"add\"}</tool_call>")}) {
+                                  std::string("<tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>"),
+                                  std::string("<tool_call>{\"name\": \"add\", \"arguments\": [1, 2]}</tool_call>"),
+                                  std::string("<tool_call>{\"name\": \"add\", \"arguments\": {</tool_call>"),
+                                  std::string("<tool_call><tool_call>{\"name\": \"add\"}</tool_call>")}) {
     EXPECT_FALSE(parse_tool_calls(text, ToolCallFormat::kHermes, kTools).has_value()) << text;
   }
   EXPECT_FALSE(parse_tool_calls("<tool_call>{\"name\": \"add\"}</tool_call>", ToolCallFormat::kNone, kTools));
@@ -69,8 +69,8 @@ TEST(ToolCalls, LlamaCallsAreTheWholeReply) {
   EXPECT_EQ(two->calls[0].arguments, "{\"a\":\"}\"}");  // a brace inside a string does not end the object
   EXPECT_EQ(two->calls[1].name, "get_weather");
   for (const std::string& text : {std::string("The answer is {\"name\": \"add\"}"),
-                                 std::string("{\"name\": \"add\", \"parameters\": {}} and more"),
-                                 std::string("{\"name\": \"add\", \"parameters\": {}"), std::string("   ")}) {
+                                  std::string("{\"name\": \"add\", \"parameters\": {}} and more"),
+                                  std::string("{\"name\": \"add\", \"parameters\": {}"), std::string("   ")}) {
     EXPECT_FALSE(parse_tool_calls(text, ToolCallFormat::kLlamaJson, kTools).has_value()) << text;
   }
 }

@@ -86,7 +86,10 @@ ChatPrompt ChatPrompt::from_file(const std::string& path, const std::string& fol
 }
 
 ChatPrompt::ChatPrompt(const std::string& source, std::string origin, std::string bos_token, std::string eos_token)
-    : origin_(std::move(origin)), bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)) {
+    : origin_(std::move(origin)),
+      bos_token_(std::move(bos_token)),
+      eos_token_(std::move(eos_token)),
+      tool_call_format_(tool_call_format_of(source)) {
   try {
     template_ = std::make_unique<jinja::Template>(source);
   } catch (const jinja::TemplateError& error) {

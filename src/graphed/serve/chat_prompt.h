@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/serve/tool_calls.h"
+
 namespace graphed::jinja {
 class Template;
 }  // namespace graphed::jinja
@@ -36,12 +38,15 @@ class ChatPrompt {
                      bool add_generation_prompt, const nlohmann::ordered_json& template_kwargs) const;
   /// Where the template came from ("chat_template.jinja in DIR").
   const std::string& origin() const { return origin_; }
+  /// The tool-call format the template teaches (serve/tool_calls.h), read from its source.
+  ToolCallFormat tool_call_format() const { return tool_call_format_; }
 
  private:
   std::unique_ptr<jinja::Template> template_;
   std::string origin_;
   std::string bos_token_;
   std::string eos_token_;
+  ToolCallFormat tool_call_format_ = ToolCallFormat::kNone;
 };
 
 }  // namespace graphed::serve

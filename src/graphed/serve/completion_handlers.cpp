@@ -46,17 +46,26 @@ std::string event(const json& body) { return "data: " + body.dump() + "\n\n"; }
 /// One prompt's generation and what it wrote so far.
 struct Choice {
   std::unique_ptr<Generation> generation;
+  ToolCallStream reply;                      // a stream's text: content out at once, a tool call's start held
   std::string text;                          // a whole answer's text so far
   std::optional<std::string> finish_reason;  // set once it ended
 };
 
+/// Calls as the server hands them out: named "call_...", only the first without parallel calls.
+ToolCallReply named(ToolCallReply reply, bool parallel) {
+  if (!parallel && reply.calls.size() > 1) reply.calls.resize(1);
+  for (auto& call : reply.calls) call.id = new_id("call_");
+  return reply;
+}
+
 /// One request between its handler and httplib's content provider.
 struct Exchange {
-  Exchange(std::vector<Choice> choices, ResponseHeader header, const RequestKind& kind, bool include_usage,
-           ServerMetrics& metrics, std::shared_ptr<std::atomic<int>> open)
+  Exchange(std::vector<Choice> choices, ResponseHeader header, const RequestKind& kind, ReplyReading reading,
+           bool include_usage, ServerMetrics& metrics, std::shared_ptr<std::atomic<int>> open)
       : choices(std::move(choices)),
         header(std::move(header)),
         kind(kind),
+        reading(std::move(reading)),
         include_usage(include_usage),
         metrics(metrics),
         open(std::move(open)) {
@@ -69,6 +78,7 @@ struct Exchange {
   std::vector<Choice> choices;
   ResponseHeader header;
   const RequestKind& kind;  // lives as long as the program
+  ReplyReading reading;
   bool include_usage;
   ServerMetrics& metrics;
   std::shared_ptr<std::atomic<int>> open;  // the handlers' count of open requests
@@ -87,8 +97,27 @@ struct Exchange {
   }
   json body() const {
     std::vector<ChoiceText> texts;
-    for (const auto& choice : choices) texts.push_back({choice.text, *choice.finish_reason});
+    for (const auto& choice : choices) {
+      ChoiceText text{choice.text, *choice.finish_reason, std::nullopt};
+      if (auto calls = parse_tool_calls(choice.text, reading.format, reading.callable)) {
+        text.tool_calls = named(std::move(*calls), reading.parallel);
+        text.finish_reason = "tool_calls";
+      }
+      texts.push_back(std::move(text));
+    }
     return kind.body(header, texts, usage());
+  }
+  /// The events that end the choice streaming now: what its reply held back (content, or its tool calls), then
+  /// the chunk with its finish reason.
+  std::string end_events(Choice& choice) const {
+    std::string events;
+    if (auto calls = choice.reply.finish()) {
+      choice.finish_reason = "tool_calls";
+      events += event(chat_tool_calls_chunk(header, named(std::move(*calls), reading.parallel).calls));
+    } else if (!choice.reply.held().empty()) {
+      events += event(chunk(choice.reply.held(), std::nullopt));
+    }
+    return events + event(chunk("", choice.finish_reason));
   }
   /// A chunk of the choice streaming now.
   json chunk(const std::string& piece, const std::optional<std::string>& finish_reason) const {
@@ -142,10 +171,11 @@ bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milli
     Choice& choice = exchange.choices[exchange.streaming];
     const auto piece = choice.generation->next(heartbeat);
     if (!piece) return write(": keep-alive\n\n") || exchange.hung_up();
-    if (!piece->text.empty() && !write(event(exchange.chunk(piece->text, std::nullopt)))) return exchange.hung_up();
+    const std::string content = choice.reply.feed(piece->text);
+    if (!content.empty() && !write(event(exchange.chunk(content, std::nullopt)))) return exchange.hung_up();
     if (!piece->finish_reason) return true;
     choice.finish_reason = piece->finish_reason;
-    std::string tail = event(exchange.chunk("", piece->finish_reason));
+    std::string tail = exchange.end_events(choice);
     if (++exchange.streaming < exchange.choices.size()) return write(tail) || exchange.hung_up();
     if (exchange.include_usage) {
       tail += event(usage_chunk(exchange.header, exchange.kind.chunk_object(), exchange.usage()));
@@ -249,8 +279,8 @@ GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const Gener
 }
 
 void CompletionHandlers::run(const RequestKind& kind, std::vector<std::vector<int64_t>> prompts,
-                             const GenerationFields& fields, const httplib::Request& request,
-                             httplib::Response& response) {
+                             const GenerationFields& fields, const ReplyReading& reading,
+                             const httplib::Request& request, httplib::Response& response) {
   const auto arrival = Clock::now();
   ResponseHeader header{new_id(kind.id_prefix()), model_.id, static_cast<int64_t>(std::time(nullptr))};
   if (static_cast<int64_t>(prompts.size()) > loop_.capacity()) {
@@ -269,9 +299,13 @@ void CompletionHandlers::run(const RequestKind& kind, std::vector<std::vector<in
   }
   std::vector<Choice> choices;
   for (auto& planned : plans) {
-    choices.push_back({std::make_unique<Generation>(loop_, *model_.tokenizer, std::move(planned), arrival), "", {}});
+    choices.push_back({std::make_unique<Generation>(loop_, *model_.tokenizer, std::move(planned), arrival),
+                       ToolCallStream(reading.format, reading.callable),
+                       "",
+                       {}});
   }
-  auto exchange = std::make_shared<Exchange>(std::move(choices), header, kind, fields.include_usage, metrics_, open_);
+  auto exchange =
+      std::make_shared<Exchange>(std::move(choices), header, kind, reading, fields.include_usage, metrics_, open_);
   if (!fields.stream) {
     if (!wait_for_whole(*exchange, request, heartbeat_)) return;  // the client left: nobody reads an answer
     response.set_content(exchange->body().dump(), "application/json");
@@ -295,7 +329,7 @@ void CompletionHandlers::completions(const httplib::Request& request, httplib::R
   for (const PromptInput& prompt : parsed.prompts) {
     prompts.push_back(prompt.text ? model_.tokenizer->encode(*prompt.text, /*add_special_tokens=*/true) : prompt.ids);
   }
-  run(completion_kind(), std::move(prompts), parsed.generation, request, response);
+  run(completion_kind(), std::move(prompts), parsed.generation, ReplyReading{}, request, response);
 }
 
 void CompletionHandlers::chat(const httplib::Request& request, httplib::Response& response) {
@@ -310,7 +344,10 @@ void CompletionHandlers::chat(const httplib::Request& request, httplib::Response
   const std::string text =
       model_.chat->render(parsed.messages, parsed.tools, parsed.add_generation_prompt, parsed.template_kwargs);
   // The template writes the special tokens (bos) itself, as transformers' apply_chat_template does.
-  run(chat_kind(), {model_.tokenizer->encode(text, /*add_special_tokens=*/false)}, parsed.generation, request,
+  ReplyReading reading;
+  if (!parsed.callable.empty())
+    reading = {model_.chat->tool_call_format(), parsed.callable, parsed.parallel_tool_calls};
+  run(chat_kind(), {model_.tokenizer->encode(text, /*add_special_tokens=*/false)}, parsed.generation, reading, request,
       response);
 }
 

@@ -16,10 +16,19 @@
 #include "graphed/serve/metrics.h"
 #include "graphed/serve/openai_protocol.h"
 #include "graphed/serve/served_model.h"
+#include "graphed/serve/tool_calls.h"
 
 namespace graphed::serve {
 
 class RequestKind;
+
+/// How a request's replies are read: as text (a completion, or a chat without callable tools), or as a chat reply
+/// that may hold calls of `callable` in the template's format (serve/tool_calls.h).
+struct ReplyReading {
+  ToolCallFormat format = ToolCallFormat::kNone;
+  std::vector<std::string> callable;
+  bool parallel = true;  ///< false: only a reply's first call
+};
 
 class CompletionHandlers {
  public:
@@ -38,7 +47,7 @@ class CompletionHandlers {
  private:
   /// Runs the prompts (a chat has one) and answers, in the kind's shape, whole or streamed.
   void run(const RequestKind& kind, std::vector<std::vector<int64_t>> prompts, const GenerationFields& fields,
-           const httplib::Request& request, httplib::Response& response);
+           const ReplyReading& reading, const httplib::Request& request, httplib::Response& response);
   /// The engine's options for one prompt (`label` names it among several: "prompt 2 of 3: "); ApiError 400
   /// naming the field at fault when the engine would refuse it.
   GenerationPlan plan(std::vector<int64_t> prompt, const GenerationFields& fields, const RequestKind& kind,

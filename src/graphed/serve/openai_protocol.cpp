@@ -308,6 +308,22 @@ CompletionRequest parse_completion_request(const json& body) {
   return request;
 }
 
+namespace {
+
+/// The names of the functions in a chat's tools (those of type "function" with a string name).
+std::vector<std::string> function_names(const json& tools) {
+  std::vector<std::string> names;
+  if (!tools.is_array()) return names;
+  for (const json& tool : tools) {
+    const json* function = tool.is_object() ? field_of(tool, "function") : nullptr;
+    const json* name = function != nullptr && function->is_object() ? field_of(*function, "name") : nullptr;
+    if (name != nullptr && name->is_string()) names.push_back(name->get<std::string>());
+  }
+  return names;
+}
+
+}  // namespace
+
 ChatRequest parse_chat_request(const json& body) {
   ChatRequest request;
   request.model = model_of(body);
@@ -317,14 +333,18 @@ ChatRequest parse_chat_request(const json& body) {
       wrong_type("tools", *tools, "an array of {\"type\": \"function\", \"function\": {...}} objects");
     if (!tools->empty()) request.tools = *tools;
   }
+  bool calls_allowed = true;
   if (const json* choice = field_of(body, "tool_choice"); choice != nullptr) {
     if (!(choice->is_string() && (*choice == "auto" || *choice == "none"))) {
       throw invalid_request(
-          "'tool_choice' other than \"auto\" or \"none\" is not supported (the model's tool calls come back as "
-          "its text); send \"auto\" or \"none\", or leave it out",
+          "'tool_choice' other than \"auto\" or \"none\" is not supported yet (a call the reply must make needs "
+          "constrained decoding); send \"auto\" or \"none\", or leave it out",
           "tool_choice");
     }
+    calls_allowed = *choice == "auto";
   }
+  if (calls_allowed) request.callable = function_names(request.tools);
+  request.parallel_tool_calls = boolean_in(body, "parallel_tool_calls", true);
   if (const json* kwargs = field_of(body, "chat_template_kwargs"); kwargs != nullptr) {
     if (!kwargs->is_object())
       wrong_type("chat_template_kwargs", *kwargs, "an object such as {\"enable_thinking\": false}");
@@ -356,12 +376,37 @@ json completion_chunk(const ResponseHeader& header, int64_t index, const std::st
   return with_choices(header, "text_completion", json::array({choice(index, finish_reason, "text", text)}));
 }
 
-json chat_body(const ResponseHeader& header, const std::string& content, const std::string& finish_reason,
-               const Usage& usage) {
-  json body =
-      one_choice(header, "chat.completion", finish_reason, "message", {{"role", "assistant"}, {"content", content}});
+namespace {
+
+/// OpenAI's tool_calls array; `indexed` for a stream's delta, whose calls carry their index.
+json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+  json array = json::array();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    json call = json::object();
+    if (indexed) call["index"] = i;
+    call["id"] = calls[i].id;
+    call["type"] = "function";
+    call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    array.push_back(std::move(call));
+  }
+  return array;
+}
+
+}  // namespace
+
+json chat_body(const ResponseHeader& header, const ChoiceText& choice, const Usage& usage) {
+  json message{{"role", "assistant"}, {"content", choice.text}};
+  if (choice.tool_calls) {
+    message["content"] = choice.tool_calls->content ? json(*choice.tool_calls->content) : json(nullptr);
+    message["tool_calls"] = tool_calls_json(choice.tool_calls->calls, false);
+  }
+  json body = one_choice(header, "chat.completion", choice.finish_reason, "message", std::move(message));
   body["usage"] = usage.to_json();
   return body;
+}
+
+json chat_tool_calls_chunk(const ResponseHeader& header, const std::vector<ToolCall>& calls) {
+  return chat_chunk(header, {{"tool_calls", tool_calls_json(calls, true)}}, std::nullopt);
 }
 
 json chat_chunk(const ResponseHeader& header, const json& delta, const std::optional<std::string>& finish_reason) {

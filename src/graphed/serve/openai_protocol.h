@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/serve/tool_calls.h"
+
 namespace graphed::serve {
 
 /// The generation fields both endpoints share. Defaults are OpenAI's (temperature 1, top_p 1).
@@ -43,8 +45,12 @@ struct CompletionRequest {
 
 struct ChatRequest {
   std::string model;
-  nlohmann::ordered_json messages;         ///< checked: roles known, content a string (text parts joined) or null
-  nlohmann::ordered_json tools;            ///< null when none
+  nlohmann::ordered_json messages;  ///< checked: roles known, content a string (text parts joined) or null
+  nlohmann::ordered_json tools;     ///< null when none
+  /// The functions the reply may call (tools' function names); empty when none or with tool_choice "none", when
+  /// a reply is text whatever it holds.
+  std::vector<std::string> callable;
+  bool parallel_tool_calls = true;         ///< false: a reply's first call only
   nlohmann::ordered_json template_kwargs;  ///< chat_template_kwargs (e.g. enable_thinking), an object
   bool add_generation_prompt = true;
   GenerationFields generation;
@@ -73,6 +79,8 @@ struct ResponseHeader {
 struct ChoiceText {
   std::string text;
   std::string finish_reason;
+  /// A chat reply read as tool calls (then `text` is unused: the reply's content is the calls' content).
+  std::optional<ToolCallReply> tool_calls;
 };
 
 /// A text_completion with one choice per prompt, index in order.
@@ -81,8 +89,11 @@ nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::
 /// A text_completion chunk of the choice at `index`; finish_reason null while the text goes on.
 nlohmann::ordered_json completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text,
                                         const std::optional<std::string>& finish_reason);
-nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::string& content,
-                                 const std::string& finish_reason, const Usage& usage);
+/// A chat.completion: the choice's text as the message's content, or, with tool calls, their content (null when
+/// none) and message.tool_calls.
+nlohmann::ordered_json chat_body(const ResponseHeader& header, const ChoiceText& choice, const Usage& usage);
+/// A chat.completion.chunk whose delta holds a reply's tool calls, whole (index, id, type, function).
+nlohmann::ordered_json chat_tool_calls_chunk(const ResponseHeader& header, const std::vector<ToolCall>& calls);
 /// A chat.completion.chunk whose delta is {"role": "assistant", "content": ""} first, then {"content": ...}.
 nlohmann::ordered_json chat_chunk(const ResponseHeader& header, const nlohmann::ordered_json& delta,
                                   const std::optional<std::string>& finish_reason);

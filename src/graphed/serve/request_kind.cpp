@@ -34,7 +34,7 @@ class ChatKind final : public RequestKind {
   }
   /// A chat has one prompt, so one choice.
   json body(const ResponseHeader& header, const std::vector<ChoiceText>& choices, const Usage& usage) const override {
-    return chat_body(header, choices[0].text, choices[0].finish_reason, usage);
+    return chat_body(header, choices[0], usage);
   }
   std::vector<json> opening_chunks(const ResponseHeader& header) const override {
     return {chat_chunk(header, {{"role", "assistant"}, {"content", ""}}, std::nullopt)};

@@ -80,7 +80,7 @@ std::optional<ToolCall> call_of(std::string_view text, const std::vector<std::st
     arguments = json::parse(inner, nullptr, /*allow_exceptions=*/false);
   }
   if (!arguments.is_object()) return std::nullopt;
-  return ToolCall{name->get<std::string>(), arguments.dump()};
+  return ToolCall{"", name->get<std::string>(), arguments.dump()};
 }
 
 std::optional<ToolCallReply> parse_hermes(const std::string& text, const std::vector<std::string>& tools) {
@@ -93,9 +93,8 @@ std::optional<ToolCallReply> parse_hermes(const std::string& text, const std::ve
     const std::size_t close = text.find(kHermesClose, start);
     const std::size_t next = text.find(kHermesOpen, start);
     if (next < close) return std::nullopt;  // a block opened inside another
-    const auto call =
-        call_of(std::string_view(text).substr(start, close == std::string::npos ? std::string::npos : close - start),
-                tools);
+    const auto call = call_of(
+        std::string_view(text).substr(start, close == std::string::npos ? std::string::npos : close - start), tools);
     if (!call) return std::nullopt;
     reply.calls.push_back(*call);
     open = close == std::string::npos ? std::string::npos : text.find(kHermesOpen, close + kHermesClose.size());

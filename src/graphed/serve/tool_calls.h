@@ -23,6 +23,7 @@ enum class ToolCallFormat {
 ToolCallFormat tool_call_format_of(const std::string& template_source);
 
 struct ToolCall {
+  std::string id;  ///< "call_..." once the server names it (empty as parsed)
   std::string name;
   std::string arguments;  ///< a JSON object as text, as OpenAI's function.arguments carries it
 };
@@ -53,8 +54,8 @@ class ToolCallStream {
  private:
   ToolCallFormat format_;
   std::vector<std::string> tools_;
-  std::string sent_;  // content released so far
-  std::string held_;  // text held back: a call's possible start, or a call
+  std::string sent_;      // content released so far
+  std::string held_;      // text held back: a call's possible start, or a call
   bool calling_ = false;  // the held text has started a call (it is no longer released)
 };
 
