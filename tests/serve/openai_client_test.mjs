@@ -166,6 +166,30 @@ try {
     }
   });
 
+  await step('n = 2: two choices in order, whole and streamed alike; a seed gives each its own draw', async () => {
+    const greedy = await client.completions.create({ model, prompt: 'The quick', max_tokens: 5, temperature: 0, n: 2 });
+    check(greedy.choices.length === 2 && greedy.choices[0].index === 0 && greedy.choices[1].index === 1,
+      `choices ${JSON.stringify(greedy.choices)}`);
+    check(greedy.choices[0].text === greedy.choices[1].text, 'two greedy choices differ');
+    check(greedy.usage.completion_tokens === 10, `usage ${JSON.stringify(greedy.usage)}`);
+    const messages = [{ role: 'user', content: 'Say hi.' }];
+    const chat = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 1, seed: 7, n: 2 });
+    check(chat.choices.length === 2 && chat.choices[1].index === 1, `chat choices ${JSON.stringify(chat.choices)}`);
+    const stream = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 1, seed: 7, n: 2,
+      stream: true });
+    const texts = ['', ''];
+    const roles = [null, null];
+    for await (const chunk of stream) {
+      for (const choice of chunk.choices) {
+        texts[choice.index] += choice.delta?.content ?? '';
+        if (choice.delta?.role) roles[choice.index] = choice.delta.role;
+      }
+    }
+    check(roles.every((role) => role === 'assistant'), `roles ${JSON.stringify(roles)}`);
+    check(texts[0] === chat.choices[0].message.content && texts[1] === chat.choices[1].message.content,
+      `streamed ${JSON.stringify(texts)}, whole ${JSON.stringify(chat.choices.map((c) => c.message.content))}`);
+  });
+
   await step('errors come back as the client\'s exception classes with a message', async () => {
     const wrongKey = new OpenAI({ apiKey: 'wrong', baseURL: `${server.base}/v1`, maxRetries: 0 });
     try { await wrongKey.models.list(); check(false, 'a wrong key was accepted'); } catch (error) {
@@ -177,8 +201,12 @@ try {
     try { await client.completions.create({ model, prompt: 'x', max_tokens: 5000 }); check(false, 'too long accepted'); } catch (error) {
       check(error instanceof OpenAI.BadRequestError && /context/.test(error.message), `too long gave ${error}`);
     }
-    try { await client.completions.create({ model, prompt: 'x', n: 2 }); check(false, 'n = 2 accepted'); } catch (error) {
-      check(error instanceof OpenAI.BadRequestError && /one choice per request/.test(error.message), `n = 2 gave ${error}`);
+    try { await client.completions.create({ model, prompt: 'x', n: 2, best_of: 3 }); check(false, 'best_of accepted'); } catch (error) {
+      check(error instanceof OpenAI.BadRequestError && /best_of/.test(error.message), `best_of gave ${error}`);
+    }
+    // 9 prompts x n = 128: more choices than the server holds at once (8 running and 1,024 queued).
+    try { await client.completions.create({ model, prompt: Array(9).fill('x'), n: 128 }); check(false, '1,152 choices accepted'); } catch (error) {
+      check(error instanceof OpenAI.BadRequestError && /asks for 1152 choices/.test(error.message), `1,152 choices gave ${error}`);
     }
   });
 } catch (error) {

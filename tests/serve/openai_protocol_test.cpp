@@ -100,7 +100,12 @@ TEST(OpenAiProtocolTest, EveryMistakeNamesItsFieldAndWhatToSend) {
             "400 max_tokens: 'max_tokens' is 0; send an integer from 1 to 2147483647");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"max_tokens", 2.5}}),
             "400 max_tokens: 'max_tokens' is a number; send an integer from 1 to 2147483647");
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"n", 2}}).find("400 n: 'n' is 2; graphed returns one choice"),
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"n", 2}}), "no error");  // n choices of the prompt
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"n", 3}}).generation.choices, 3);
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}}).generation.choices, 1);
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"n", 0}}), "400 n: 'n' is 0; send an integer from 1 to 128");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"n", 129}}), "400 n: 'n' is 129; send an integer from 1 to 128");
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"best_of", 3}}).find("400 best_of: 'best_of' is not supported"),
             std::string::npos);
   EXPECT_NE(completion_error({{"prompt", "x"}, {"logprobs", 3}}).find("400 logprobs: 'logprobs' is not supported yet"),
             std::string::npos);
@@ -168,16 +173,17 @@ TEST(OpenAiProtocolTest, ToolsGiveTheCallableFunctions) {
 TEST(OpenAiProtocolTest, ToolCallsHaveOpenAisShape) {
   const ResponseHeader header{"chatcmpl-1", "m", 100};
   ToolCallReply reply{std::nullopt, {ToolCall{"call_1", "add", "{\"a\":1}"}}};
-  const json body = chat_body(header, ChoiceText{"<tool_call>...", "tool_calls", reply}, Usage{1, 1});
+  const json body = chat_body(header, {ChoiceText{"<tool_call>...", "tool_calls", reply}}, Usage{1, 1});
   const json& message = body["choices"][0]["message"];
   EXPECT_TRUE(message["content"].is_null());
   EXPECT_EQ(message["tool_calls"], json::parse(R"([{"id": "call_1", "type": "function",
                                                     "function": {"name": "add", "arguments": "{\"a\":1}"}}])"));
   EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
   reply.content = "Adding.";
-  EXPECT_EQ(chat_body(header, ChoiceText{"", "tool_calls", reply}, Usage{1, 1})["choices"][0]["message"]["content"],
+  EXPECT_EQ(chat_body(header, {ChoiceText{"", "tool_calls", reply}}, Usage{1, 1})["choices"][0]["message"]["content"],
             "Adding.");
-  const json chunk = chat_tool_calls_chunk(header, reply.calls);
+  const json chunk = chat_tool_calls_chunk(header, 1, reply.calls);
+  EXPECT_EQ(chunk["choices"][0]["index"], 1);
   EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
   EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "add");
   EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
@@ -192,10 +198,15 @@ TEST(OpenAiProtocolTest, ResponseShapesAreOpenAis) {
   EXPECT_EQ(body["usage"], (json{{"prompt_tokens", 3}, {"completion_tokens", 2}, {"total_tokens", 5}}));
   EXPECT_TRUE(completion_chunk(header, 0, "t", std::nullopt)["choices"][0]["finish_reason"].is_null());
   EXPECT_EQ(completion_chunk(header, 2, "t", std::nullopt)["choices"][0]["index"], 2);
-  const json chat = chat_body(header, ChoiceText{"hi", "stop", std::nullopt}, Usage{1, 1});
+  const json chat = chat_body(
+      header, {ChoiceText{"hi", "stop", std::nullopt}, ChoiceText{"yo", "length", std::nullopt}}, Usage{1, 2});
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["choices"][0]["message"], (json{{"role", "assistant"}, {"content", "hi"}}));
-  const json chunk = chat_chunk(header, {{"content", "h"}}, std::nullopt);
+  EXPECT_EQ(chat["choices"][1]["index"], 1);  // n choices, index in order
+  EXPECT_EQ(chat["choices"][1]["message"]["content"], "yo");
+  EXPECT_EQ(chat["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(chat_chunk(header, 3, {{"content", "h"}}, std::nullopt)["choices"][0]["index"], 3);
+  const json chunk = chat_chunk(header, 0, {{"content", "h"}}, std::nullopt);
   EXPECT_EQ(chunk["object"], "chat.completion.chunk");
   EXPECT_EQ(chunk["choices"][0]["delta"]["content"], "h");
   const json usage = usage_chunk(header, "chat.completion.chunk", Usage{1, 2});

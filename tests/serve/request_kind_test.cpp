@@ -49,9 +49,10 @@ TEST(RequestKindTest, ChatBodyIsTheAssistantsMessage) {
 
 /// A chat stream opens with the assistant's role; a completion stream opens with its first text.
 TEST(RequestKindTest, OnlyAChatStreamOpensWithTheRole) {
-  EXPECT_TRUE(completion_kind().opening_chunks(header()).empty());
-  const std::vector<json> opening = chat_kind().opening_chunks(header());
+  EXPECT_TRUE(completion_kind().opening_chunks(header(), 0).empty());
+  const std::vector<json> opening = chat_kind().opening_chunks(header(), 0);
   ASSERT_EQ(opening.size(), 1u);
+  EXPECT_EQ(chat_kind().opening_chunks(header(), 2)[0]["choices"][0]["index"], 2);  // each of n choices opens so
   EXPECT_EQ(opening[0]["choices"][0]["delta"], (json{{"role", "assistant"}, {"content", ""}}));
   EXPECT_TRUE(opening[0]["choices"][0]["finish_reason"].is_null());
 }

@@ -83,7 +83,7 @@ struct Exchange {
   ServerMetrics& metrics;
   std::shared_ptr<std::atomic<int>> open;  // the handlers' count of open requests
   std::size_t streaming = 0;               // the choice a stream writes now (each in turn; all run at once)
-  bool opened = false;                     // the kind's opening chunks are sent
+  std::size_t opened = 0;                  // the choices whose opening chunks are sent
   bool settled = false;                    // counted in the metrics
 
   Usage usage() const {
@@ -113,7 +113,8 @@ struct Exchange {
     std::string events;
     if (auto calls = choice.reply.finish()) {
       choice.finish_reason = "tool_calls";
-      events += event(chat_tool_calls_chunk(header, named(std::move(*calls), reading.parallel).calls));
+      events += event(chat_tool_calls_chunk(header, static_cast<int64_t>(streaming),
+                                            named(std::move(*calls), reading.parallel).calls));
     } else if (!choice.reply.held().empty()) {
       events += event(chunk(choice.reply.held(), std::nullopt));
     }
@@ -161,9 +162,10 @@ struct Exchange {
 /// One call of a stream's content provider: writes what came within a heartbeat. False: the client left.
 bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milliseconds heartbeat) {
   const auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
-  if (!exchange.opened) {
-    exchange.opened = true;
-    for (const json& opening : exchange.kind.opening_chunks(exchange.header)) {
+  if (exchange.opened == exchange.streaming) {
+    ++exchange.opened;
+    for (const json& opening :
+         exchange.kind.opening_chunks(exchange.header, static_cast<int64_t>(exchange.streaming))) {
       if (!write(event(opening))) return exchange.hung_up();
     }
   }
@@ -278,24 +280,37 @@ GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const Gener
   return plan;
 }
 
+void CompletionHandlers::refuse_more_than_capacity(int64_t prompts, int64_t choices, const RequestKind& kind) const {
+  if (prompts * choices <= loop_.capacity()) return;
+  const std::string held = std::to_string(loop_.capacity());
+  if (choices == 1) {
+    throw invalid_request("'prompt' holds " + std::to_string(prompts) +
+                              " prompts, more than this server holds at once (" + held +
+                              ", running and queued); send at most " + held + " per request",
+                          "prompt");
+  }
+  throw invalid_request("the request asks for " + std::to_string(prompts * choices) + " choices (" +
+                            std::to_string(prompts) + " " + (prompts == 1 ? "prompt" : "prompts") +
+                            " x n = " + std::to_string(choices) + "), more than this server holds at once (" + held +
+                            ", running and queued); send at most " + held + " in all",
+                        prompts == 1 ? "n" : kind.prompt_param());
+}
+
 void CompletionHandlers::run(const RequestKind& kind, std::vector<std::vector<int64_t>> prompts,
                              const GenerationFields& fields, const ReplyReading& reading,
                              const httplib::Request& request, httplib::Response& response) {
   const auto arrival = Clock::now();
   ResponseHeader header{new_id(kind.id_prefix()), model_.id, static_cast<int64_t>(std::time(nullptr))};
-  if (static_cast<int64_t>(prompts.size()) > loop_.capacity()) {
-    throw invalid_request("'prompt' holds " + std::to_string(prompts.size()) +
-                              " prompts, more than this server holds at "
-                              "once (" +
-                              std::to_string(loop_.capacity()) + ", running and queued); send at most " +
-                              std::to_string(loop_.capacity()) + " per request",
-                          "prompt");
-  }
-  std::vector<GenerationPlan> plans;  // every prompt checked before any is queued
+  refuse_more_than_capacity(static_cast<int64_t>(prompts.size()), fields.choices, kind);
+  std::vector<GenerationPlan> plans;  // every prompt checked before any is queued; n draws of each, in order
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string label =
         prompts.size() > 1 ? "prompt " + std::to_string(i + 1) + " of " + std::to_string(prompts.size()) + ": " : "";
-    plans.push_back(plan(std::move(prompts[i]), fields, kind, label));
+    for (int64_t draw = 0; draw < fields.choices; ++draw) {
+      GenerationFields drawn = fields;  // a given seed moves on by one per draw, so the n choices differ
+      if (drawn.seed) *drawn.seed += static_cast<uint64_t>(draw);
+      plans.push_back(plan(prompts[i], drawn, kind, label));
+    }
   }
   std::vector<Choice> choices;
   for (auto& planned : plans) {

@@ -53,6 +53,8 @@ class CompletionHandlers {
   GenerationPlan plan(std::vector<int64_t> prompt, const GenerationFields& fields, const RequestKind& kind,
                       const std::string& label) const;
   void check_model(const std::string& model) const;
+  /// ApiError 400 when `prompts` x `choices` (n) requests are more than the server holds at once.
+  void refuse_more_than_capacity(int64_t prompts, int64_t choices, const RequestKind& kind) const;
 
   EngineLoop& loop_;
   ServerMetrics& metrics_;

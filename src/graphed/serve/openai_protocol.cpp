@@ -73,14 +73,11 @@ bool boolean_in(const json& body, const std::string& name, bool fallback) {
 
 /// Fields graphed does not have: refused unless they hold their no-op value.
 void refuse_unsupported(const json& body) {
-  if (const auto n = integer_in(body, "n", 1, 128); n && *n != 1) {
-    throw invalid_request("'n' is " + std::to_string(*n) +
-                              "; graphed returns one choice per request: send n = 1 "
-                              "(or leave it out) and send several requests",
-                          "n");
-  }
   if (const auto best = integer_in(body, "best_of", 1, 128); best && *best != 1) {
-    throw invalid_request("'best_of' is not supported; leave it out", "best_of");
+    throw invalid_request(
+        "'best_of' is not supported (it would draw best_of choices and return the n likeliest); "
+        "leave it out, and send n for several choices",
+        "best_of");
   }
   const json* logprobs = field_of(body, "logprobs");
   if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
@@ -161,6 +158,7 @@ GenerationFields read_generation(const json& body, const std::string& max_tokens
     fields.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
   }
   read_stop(body, fields);
+  fields.choices = integer_in(body, "n", 1, 128).value_or(1);
   fields.ignore_eos = boolean_in(body, "ignore_eos", false);
   fields.stream = boolean_in(body, "stream", false);
   if (const json* options = field_of(body, "stream_options"); options != nullptr) {
@@ -394,23 +392,29 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
 
 }  // namespace
 
-json chat_body(const ResponseHeader& header, const ChoiceText& choice, const Usage& usage) {
-  json message{{"role", "assistant"}, {"content", choice.text}};
-  if (choice.tool_calls) {
-    message["content"] = choice.tool_calls->content ? json(*choice.tool_calls->content) : json(nullptr);
-    message["tool_calls"] = tool_calls_json(choice.tool_calls->calls, false);
+json chat_body(const ResponseHeader& header, const std::vector<ChoiceText>& choices, const Usage& usage) {
+  json entries = json::array();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceText& reply = choices[i];
+    json message{{"role", "assistant"}, {"content", reply.text}};
+    if (reply.tool_calls) {
+      message["content"] = reply.tool_calls->content ? json(*reply.tool_calls->content) : json(nullptr);
+      message["tool_calls"] = tool_calls_json(reply.tool_calls->calls, false);
+    }
+    entries.push_back(choice(static_cast<int64_t>(i), reply.finish_reason, "message", std::move(message)));
   }
-  json body = one_choice(header, "chat.completion", choice.finish_reason, "message", std::move(message));
+  json body = with_choices(header, "chat.completion", std::move(entries));
   body["usage"] = usage.to_json();
   return body;
 }
 
-json chat_tool_calls_chunk(const ResponseHeader& header, const std::vector<ToolCall>& calls) {
-  return chat_chunk(header, {{"tool_calls", tool_calls_json(calls, true)}}, std::nullopt);
+json chat_tool_calls_chunk(const ResponseHeader& header, int64_t index, const std::vector<ToolCall>& calls) {
+  return chat_chunk(header, index, {{"tool_calls", tool_calls_json(calls, true)}}, std::nullopt);
 }
 
-json chat_chunk(const ResponseHeader& header, const json& delta, const std::optional<std::string>& finish_reason) {
-  return one_choice(header, "chat.completion.chunk", finish_reason, "delta", delta);
+json chat_chunk(const ResponseHeader& header, int64_t index, const json& delta,
+                const std::optional<std::string>& finish_reason) {
+  return with_choices(header, "chat.completion.chunk", json::array({choice(index, finish_reason, "delta", delta)}));
 }
 
 json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage) {

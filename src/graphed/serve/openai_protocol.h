@@ -26,6 +26,7 @@ struct GenerationFields {
   std::vector<std::string> stop_strings;  ///< stop: strings that end the text (not included in it)
   std::vector<int64_t> stop_ids;          ///< stop's integers and stop_token_ids: ids that end it
   bool ignore_eos = false;                ///< ignore_eos: the model's end tokens do not stop it
+  int64_t choices = 1;                    ///< n: choices per prompt, each drawn as a request of its own
   bool stream = false;
   bool include_usage = false;  ///< stream_options.include_usage: a last chunk with the usage
 };
@@ -89,13 +90,17 @@ nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::
 /// A text_completion chunk of the choice at `index`; finish_reason null while the text goes on.
 nlohmann::ordered_json completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text,
                                         const std::optional<std::string>& finish_reason);
-/// A chat.completion: the choice's text as the message's content, or, with tool calls, their content (null when
-/// none) and message.tool_calls.
-nlohmann::ordered_json chat_body(const ResponseHeader& header, const ChoiceText& choice, const Usage& usage);
-/// A chat.completion.chunk whose delta holds a reply's tool calls, whole (index, id, type, function).
-nlohmann::ordered_json chat_tool_calls_chunk(const ResponseHeader& header, const std::vector<ToolCall>& calls);
-/// A chat.completion.chunk whose delta is {"role": "assistant", "content": ""} first, then {"content": ...}.
-nlohmann::ordered_json chat_chunk(const ResponseHeader& header, const nlohmann::ordered_json& delta,
+/// A chat.completion with a choice per reply (n of them), index in order: a reply's text as the message's
+/// content, or, with tool calls, their content (null when none) and message.tool_calls.
+nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::vector<ChoiceText>& choices,
+                                 const Usage& usage);
+/// A chat.completion.chunk of the choice at `index` whose delta holds its reply's tool calls, whole (index, id,
+/// type, function).
+nlohmann::ordered_json chat_tool_calls_chunk(const ResponseHeader& header, int64_t index,
+                                             const std::vector<ToolCall>& calls);
+/// A chat.completion.chunk of the choice at `index`, whose delta is {"role": "assistant", "content": ""} first,
+/// then {"content": ...}.
+nlohmann::ordered_json chat_chunk(const ResponseHeader& header, int64_t index, const nlohmann::ordered_json& delta,
                                   const std::optional<std::string>& finish_reason);
 /// The last chunk of a stream with include_usage: no choices, the usage.
 nlohmann::ordered_json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage);

@@ -17,7 +17,7 @@ class CompletionKind final : public RequestKind {
   json body(const ResponseHeader& header, const std::vector<ChoiceText>& choices, const Usage& usage) const override {
     return completion_body(header, choices, usage);
   }
-  std::vector<json> opening_chunks(const ResponseHeader&) const override { return {}; }
+  std::vector<json> opening_chunks(const ResponseHeader&, int64_t) const override { return {}; }
   json chunk(const ResponseHeader& header, int64_t index, const std::string& piece,
              const std::optional<std::string>& finish_reason) const override {
     return completion_chunk(header, index, piece, finish_reason);
@@ -32,17 +32,17 @@ class ChatKind final : public RequestKind {
   int64_t default_max_tokens(int64_t prompt_length, int64_t context) const override {
     return std::max<int64_t>(1, context - prompt_length);
   }
-  /// A chat has one prompt, so one choice.
+  /// A chat has one prompt, so a choice per draw (n).
   json body(const ResponseHeader& header, const std::vector<ChoiceText>& choices, const Usage& usage) const override {
-    return chat_body(header, choices[0], usage);
+    return chat_body(header, choices, usage);
   }
-  std::vector<json> opening_chunks(const ResponseHeader& header) const override {
-    return {chat_chunk(header, {{"role", "assistant"}, {"content", ""}}, std::nullopt)};
+  std::vector<json> opening_chunks(const ResponseHeader& header, int64_t index) const override {
+    return {chat_chunk(header, index, {{"role", "assistant"}, {"content", ""}}, std::nullopt)};
   }
-  /// The one choice's delta: {"content": piece}, or {} for the end.
-  json chunk(const ResponseHeader& header, int64_t, const std::string& piece,
+  /// The choice's delta: {"content": piece}, or {} for the end.
+  json chunk(const ResponseHeader& header, int64_t index, const std::string& piece,
              const std::optional<std::string>& finish_reason) const override {
-    return chat_chunk(header, finish_reason && piece.empty() ? json::object() : json{{"content", piece}},
+    return chat_chunk(header, index, finish_reason && piece.empty() ? json::object() : json{{"content", piece}},
                       finish_reason);
   }
   std::string chunk_object() const override { return "chat.completion.chunk"; }

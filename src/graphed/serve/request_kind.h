@@ -27,11 +27,12 @@ class RequestKind {
   /// The tokens to generate when the request sets no max_tokens, for a prompt of `prompt_length` ids in a
   /// context of `context` positions (OpenAI's defaults: 16 for a completion; a chat may use what is left).
   virtual int64_t default_max_tokens(int64_t prompt_length, int64_t context) const = 0;
-  /// A whole answer: one choice per prompt, index in order (a chat has one).
+  /// A whole answer: one choice per prompt and draw (n), index in order.
   virtual nlohmann::ordered_json body(const ResponseHeader& header, const std::vector<ChoiceText>& choices,
                                       const Usage& usage) const = 0;
-  /// The chunks a stream sends before any text (a chat's assistant role); none for a completion.
-  virtual std::vector<nlohmann::ordered_json> opening_chunks(const ResponseHeader& header) const = 0;
+  /// The chunks a stream sends before the text of the choice at `index` (a chat's assistant role); none for a
+  /// completion.
+  virtual std::vector<nlohmann::ordered_json> opening_chunks(const ResponseHeader& header, int64_t index) const = 0;
   /// A stream's chunk of the choice at `index`: a piece of its text, or its end (an empty piece and the
   /// finish_reason).
   virtual nlohmann::ordered_json chunk(const ResponseHeader& header, int64_t index, const std::string& piece,
