@@ -4,25 +4,52 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphed/infer/sampler.h"
+#include "graphed/infer/token_constraint.h"
 
 namespace graphed::infer {
 
+/// What a request changes in the model's logits before its draw, applied on the device inside the step
+/// (OpenAI's and vLLM's semantics). The logprobs a request asks for are the model's own, before these.
+struct LogitControls {
+  double presence_penalty = 0;    ///< subtracted from the logit of every token drawn before (OpenAI: -2 to 2)
+  double frequency_penalty = 0;   ///< subtracted once per time a token was drawn before (OpenAI: -2 to 2)
+  double repetition_penalty = 1;  ///< vLLM's: tokens of the prompt or drawn before: logit / p if > 0, else x p
+  std::vector<std::pair<int64_t, double>> logit_bias;  ///< (token id, bias) added to the logit; -100 to 100
+  int64_t min_tokens = 0;  ///< the stop tokens cannot be drawn before this many tokens are
+
+  bool any() const {
+    return presence_penalty != 0 || frequency_penalty != 0 || repetition_penalty != 1 || !logit_bias.empty() ||
+           min_tokens > 0;
+  }
+};
+
+/// The most alternatives a drawn token's log probabilities come with (OpenAI's top_logprobs limit).
+constexpr int64_t kMaxTopLogprobs = 20;
+
 struct RequestOptions {
-  /// Temperature, top-k, top-p and seed of this request (the vocabulary limit is the engine's).
+  /// Temperature, top-k, top-p, min-p and seed of this request (the vocabulary limit is the engine's).
   SamplingOptions sampling;
   int64_t max_new_tokens = 16;
   std::vector<int64_t> stop_tokens;  ///< the request ends after drawing one of these (it is kept)
+  LogitControls controls;
+  /// -1: no log probabilities; 0 to kMaxTopLogprobs: each drawn token's log probability and this many likeliest
+  /// alternatives (TokenEvent::logprobs).
+  int64_t logprobs = -1;
+  /// What the output must follow (structured output); null: anything. Not with tensor-parallel serving.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 /// The part of a request a refusal is about, so that each front end can name its own field or flag.
 enum class RejectedPart {
   kPrompt,        ///< empty, an id outside the vocabulary, or too long for the context on its own
   kMaxNewTokens,  ///< the prompt fits, but not with that many new tokens
-  kSampling,      ///< temperature, top-k or top-p out of range
+  kSampling,      ///< temperature, top-k, top-p, min-p, penalties, logit bias or logprobs out of range
   kCache,         ///< more positions than the whole cache holds
   kStepTokens,    ///< without chunked prefill, more tokens than one step takes
 };

@@ -17,7 +17,9 @@ struct SamplingOptions {
   double temperature = 0.0;  ///< 0 = greedy; otherwise the logits are divided by it
   int64_t top_k = 0;         ///< draw among the k likeliest tokens; 0 = all
   double top_p = 1.0;        ///< draw among the likeliest tokens whose probabilities sum to top_p; 1 = all
-  uint64_t seed = 0;         ///< the noise's seed
+  /// Draw among tokens whose probability is at least min_p times the likeliest's (vLLM's); 0 = all.
+  double min_p = 0.0;
+  uint64_t seed = 0;  ///< the noise's seed
   /// Draw only ids below this: the tokenizer's ids, where the model's vocabulary is padded past them
   /// (Megatron pads it to a multiple of 128, and so do many Hugging Face models). 0 = every id.
   int64_t vocabulary = 0;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphed/capture/cuda_graph.h"
@@ -65,9 +66,17 @@ struct ServingOptions {
   int64_t prompt_vocabulary = 0;
 };
 
+/// A drawn token's log probability under the model's distribution (the logits before penalties, bias, masks and
+/// temperature: vLLM's default, OpenAI's), and the likeliest tokens' (ids and log probabilities, likeliest first).
+struct TokenLogprobs {
+  double logprob = 0;
+  std::vector<std::pair<int64_t, double>> top;
+};
+
 struct TokenEvent {
   int64_t request = 0;
   int64_t token = 0;
+  std::optional<TokenLogprobs> logprobs;  ///< when the request asked for them (RequestOptions::logprobs)
 };
 
 struct FinishedRequest {
