@@ -123,6 +123,8 @@ struct EngineStats {
   /// events; launch latency included). step_seconds beyond it is the time between steps when the device had
   /// nothing queued: waiting for the host to read the tokens, move the requests on and launch the next step.
   double device_seconds = 0;
+  int64_t masked_steps = 0;   ///< steps with a request whose output follows a TokenConstraint
+  double mask_seconds = 0;    ///< of host_seconds, computing those steps' token masks
 };
 
 class ServingEngine {
