@@ -5,7 +5,8 @@
 // (scope none) over the same padded shapes; for a Llama-style bf16 model (mixed prefill and decode
 // graphs), a GPT-2-style one and a Mamba hybrid (decode-only graphs, matched strictly). A tokenizer
 // of 300 ids over the model's 512: no padded id is ever drawn. Also: capture_graphs() captures every
-// bucket, and the blocks all come back.
+// bucket, and the blocks all come back; and with issue 45's log probabilities, penalties, bias, min-p and token
+// constraints mixed in (masked steps split before sampling), graphed equals eager bit for bit.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -149,6 +150,81 @@ TEST_P(ServingEngineCudaTest, CapturesEveryBucket) {
       GetParam().scope == InferenceCudaGraphScope::kBlock ? 1 : 3 + (GetParam().style == Style::kHybrid);
   EXPECT_EQ(engine.graph_count(), per_bucket * static_cast<int64_t>(engine.buckets().size()));
   std::cout << engine.buckets().size() << " buckets captured in " << engine.stats().capture_seconds << " s\n";
+}
+
+/// Allows the tokens below 300 whose id leaves draw i's remainder modulo 3, and is complete after `length`.
+class ModuloConstraint final : public TokenConstraint {
+ public:
+  explicit ModuloConstraint(int64_t length) : length_(length) {}
+  void allowed(std::uint32_t* words, std::int64_t word_count) override {
+    std::fill(words, words + word_count, 0U);
+    for (int64_t token = drawn_ % 3; token < 300; token += 3) words[token / 32] |= 1U << (token % 32);
+  }
+  void accept(std::int64_t token) override {
+    EXPECT_EQ(token % 3, drawn_ % 3) << "draw " << drawn_;
+    ++drawn_;
+  }
+  bool finished() const override { return drawn_ >= length_; }
+
+ private:
+  int64_t length_;
+  int64_t drawn_ = 0;
+};
+
+/// The workload with issue 45's features mixed in: log probabilities, penalties and bias, min-p, constraints (made
+/// afresh for each run: they keep state).
+Workload featured_workload() {
+  Workload work = workload();
+  for (std::size_t i = 0; i < work.options.size(); ++i) {
+    RequestOptions& options = work.options[i];
+    if (i % 4 == 0) options.logprobs = 5;
+    if (i % 5 == 1) {
+      options.controls.presence_penalty = 0.5;
+      options.controls.frequency_penalty = 0.25;
+      options.controls.repetition_penalty = 1.2;
+      options.controls.logit_bias = {{17, 3.0}, {18, -100.0}};
+    }
+    if (i % 7 == 3) {
+      options.sampling.temperature = 1.1;
+      options.sampling.min_p = 0.05;
+      options.sampling.seed = 500 + i;
+    }
+    if (i % 6 == 2) options.constraint = std::make_shared<ModuloConstraint>(options.max_new_tokens);
+  }
+  return work;
+}
+
+/// Every token event's id and log probabilities, by request, through `run`.
+std::map<int64_t, std::vector<std::vector<double>>> run_events(ServingEngine& engine, const Workload& work) {
+  std::map<int64_t, std::vector<std::vector<double>>> events;
+  for (std::size_t i = 0; i < work.prompts.size(); ++i) engine.add_request(work.prompts[i], work.options[i]);
+  for (int step = 0; engine.has_work() && step < 2000; ++step) {
+    const StepResult done = engine.step();
+    for (const auto& event : done.tokens) {
+      std::vector<double> record{static_cast<double>(event.token)};
+      if (event.logprobs) {
+        record.push_back(event.logprobs->logprob);
+        for (const auto& [id, value] : event.logprobs->top) record.insert(record.end(), {double(id), value});
+      }
+      events[event.request].push_back(record);
+    }
+    for (const auto& finished : done.finished) EXPECT_NE(finished.reason, FinishReason::kRejected) << finished.message;
+  }
+  return events;
+}
+
+TEST_P(ServingEngineCudaTest, ControlsMasksAndLogprobsInGraphsEqualEagerBitwise) {
+  model::GptModel model = cuda_model(GetParam().style);
+  ServingEngine eager(model, at::Device(at::kCUDA), engine_options(InferenceCudaGraphScope::kNone));
+  const auto reference = run_events(eager, featured_workload());
+  ServingEngine graphed(model, at::Device(at::kCUDA), engine_options(GetParam().scope));
+  const auto replayed = run_events(graphed, featured_workload());
+  EXPECT_EQ(replayed, reference);
+  EXPECT_GT(graphed.stats().graph_steps, 0);
+  EXPECT_GT(graphed.stats().masked_steps, 0);
+  EXPECT_EQ(graphed.blocks_in_use(), 0);
+  std::cout << "steps " << graphed.stats().steps << ", graphed " << graphed.stats().graph_steps << ", masked "
+            << graphed.stats().masked_steps << ", graphs " << graphed.graph_count() << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Styles, ServingEngineCudaTest,

@@ -33,7 +33,7 @@ std::vector<int64_t> host_values(const at::Tensor& tensor) {
 
 class StepInputsTest : public ::testing::Test {
  protected:
-  StepInputsTest() : inputs(64, 8, 8, 4, at::TensorOptions().dtype(at::kFloat)) {}
+  StepInputsTest() : inputs(64, 8, 8, 4, at::TensorOptions().dtype(at::kFloat), 64) {}
 
   /// Two decoding requests (b's token in flight at row 1 of the step before) and a 20-token chunk of c's prompt
   /// from position 5, padded to 32 tokens and 4 requests.
@@ -134,7 +134,7 @@ TEST_F(StepInputsTest, APlanFromTheScheduleAndPackedInputsGiveAnotherRankTheSame
   EXPECT_TRUE(plan.segments.empty());
   const StepViews loaded = inputs.views(plan, 32, 4, true);
   // Another rank's inputs: the packed buffer copied over, no schedule, no load.
-  StepInputs follower(64, 8, 8, 4, at::TensorOptions().dtype(at::kFloat));
+  StepInputs follower(64, 8, 8, 4, at::TensorOptions().dtype(at::kFloat), 64);
   const at::Tensor packed = inputs.packed_inputs(32, 4);
   EXPECT_LT(packed.numel(), inputs.packed_inputs(64, 8).numel());  // only what a step of this shape reads
   follower.packed_inputs(32, 4).copy_(packed);

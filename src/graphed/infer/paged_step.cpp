@@ -20,17 +20,30 @@ at::Tensor PagedStep::layer(int64_t index, const at::Tensor& hidden, StepViews& 
   return layer->forward_paged(hidden, views.batch, cache_.layers()[static_cast<std::size_t>(index)]);
 }
 
-void PagedStep::finish(const at::Tensor& hidden, StepViews& views) {
+at::Tensor PagedStep::logits(const at::Tensor& hidden, StepViews& views) {
   const at::Tensor last = hidden.index_select(1, views.last_token);  // [1, requests, h]
-  const at::Tensor logits = model_->decode_logits(last).view({views.last_token.size(0), -1});
-  sample_rows_into(logits, views.sampling, views.mode, vocabulary_, views.next_tokens);
+  const at::Tensor all = model_->decode_logits(last).view({views.last_token.size(0), -1});
+  at::Tensor logits = drawable_logits(all, vocabulary_);
+  if (views.features.logprobs) record_top_logprobs(logits, views.logprobs, views.top_ids);
+  return logits;
 }
 
-void PagedStep::run(StepViews& views) {
+void PagedStep::sample(const at::Tensor& logits, StepViews& views) {
+  at::Tensor adjusted = logits;
+  if (views.features.controlled) adjusted = apply_controls(adjusted, views.controls, views.tables);
+  if (views.features.masked) adjusted = apply_token_mask(adjusted, views.mask);
+  sample_rows_into(adjusted, views.sampling, views.mode, /*vocabulary=*/0, views.next_tokens);
+  if (views.features.controlled) count_drawn(views.tables, views.controls.count_slot, views.next_tokens);
+  if (views.features.logprobs) record_drawn_logprob(logits, views.next_tokens, views.logprobs);
+}
+
+at::Tensor PagedStep::forward(StepViews& views) {
   begin(views);
   at::Tensor hidden = views.hidden;
   for (int64_t i = 0; i < layer_count(); ++i) hidden = layer(i, hidden, views);
-  finish(hidden, views);
+  return logits(hidden, views);
 }
+
+void PagedStep::run(StepViews& views) { sample(forward(views), views); }
 
 }  // namespace graphed::infer

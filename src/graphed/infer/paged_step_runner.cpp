@@ -14,14 +14,18 @@ namespace graphed::infer {
 
 bool StepKey::operator<(const StepKey& other) const {
   return std::make_tuple(dimensions.token_count, dimensions.prefill_count, dimensions.decode_count,
-                         static_cast<int>(mode)) <
+                         static_cast<int>(mode), features.code()) <
          std::make_tuple(other.dimensions.token_count, other.dimensions.prefill_count, other.dimensions.decode_count,
-                         static_cast<int>(other.mode));
+                         static_cast<int>(other.mode), other.features.code());
 }
 
 std::string StepKey::describe() const {
   static const char* const kModes[] = {"greedy", "sampled", "top-k/top-p"};
-  return dimensions.describe() + " " + kModes[static_cast<int>(mode)];
+  std::string text = dimensions.describe() + " " + kModes[static_cast<int>(mode)];
+  if (features.logprobs) text += " +logprobs";
+  if (features.controlled) text += " +controls";
+  if (features.masked) text += " +masks";
+  return text;
 }
 
 namespace {
@@ -31,7 +35,11 @@ class EagerRunner final : public PagedStepRunner {
   explicit EagerRunner(PagedStep& step) : step_(step) {}
   bool has(const StepKey&) const override { return true; }
   void capture(const StepKey&, StepViews&) override {}
-  void run(const StepKey&, StepViews& views) override { step_.run(views); }
+  void run(const StepKey&, StepViews& views, const std::function<void()>& before_sampling) override {
+    const at::Tensor logits = step_.forward(views);
+    if (before_sampling) before_sampling();
+    step_.sample(logits, views);
+  }
   int64_t graph_count() const override { return 0; }
   void release() override {}
 
@@ -40,7 +48,7 @@ class EagerRunner final : public PagedStepRunner {
 };
 
 /// Scope layer: per batch shape, one graph per layer; layer i's graph reads layer i-1's static output.
-/// Sampling runs eagerly after the layers, so the sampling mode does not key these graphs.
+/// The head and sampling run eagerly after the layers, so the sampling mode and features do not key these graphs.
 class LayerGraphRunner final : public PagedStepRunner {
  public:
   explicit LayerGraphRunner(PagedStep& step) : step_(step), pool_(capture::GraphPool::create()) {}
@@ -62,11 +70,13 @@ class LayerGraphRunner final : public PagedStepRunner {
     keys_.emplace(layers_key(key), std::move(graphs));
   }
 
-  void run(const StepKey& key, StepViews& views) override {
+  void run(const StepKey& key, StepViews& views, const std::function<void()>& before_sampling) override {
     Graphs& graphs = keys_.at(layers_key(key));
     step_.begin(views);
     for (auto& graph : graphs.graphs) graph->launch_without_random_state();
-    step_.finish(graphs.outputs.back(), views);
+    const at::Tensor logits = step_.logits(graphs.outputs.back(), views);
+    if (before_sampling) before_sampling();
+    step_.sample(logits, views);
   }
 
   int64_t graph_count() const override {
@@ -86,13 +96,14 @@ class LayerGraphRunner final : public PagedStepRunner {
     std::vector<std::unique_ptr<capture::CudaGraph>> graphs;
     std::vector<at::Tensor> outputs;
   };
-  static StepKey layers_key(const StepKey& key) { return {key.dimensions, SamplingMode::kGreedy}; }
+  static StepKey layers_key(const StepKey& key) { return {key.dimensions, SamplingMode::kGreedy, {}}; }
   PagedStep& step_;
   capture::GraphPool pool_;
   std::map<StepKey, Graphs> keys_;
 };
 
-/// Scope block: per key, one graph for the whole step, sampling included.
+/// Scope block: per key, one graph for the whole step, sampling included; a masked key's step in two graphs, the
+/// model's (to the logits, a static output) and the sampling's, so that the host writes the masks between them.
 class BlockGraphRunner final : public PagedStepRunner {
  public:
   explicit BlockGraphRunner(PagedStep& step) : step_(step), pool_(capture::GraphPool::create()) {}
@@ -102,26 +113,54 @@ class BlockGraphRunner final : public PagedStepRunner {
   void capture(const StepKey& key, StepViews& views) override {
     if (has(key)) return;
     step_.run(views);  // warmup
-    auto graph = std::make_unique<capture::CudaGraph>();
-    const auto region = [&] {
-      step_.run(views);
+    Graphs graphs;
+    graphs.model = std::make_unique<capture::CudaGraph>();
+    const std::string name = "serving step " + key.describe();
+    if (!key.features.masked) {
+      const auto whole = [&] {
+        step_.run(views);
+        return std::vector<at::Tensor>{};
+      };
+      graphs.model->capture(whole, pool_, capture::CaptureMode::kThreadLocal, name);
+      graphs_.emplace(key, std::move(graphs));
+      return;
+    }
+    const auto model = [&] { return std::vector<at::Tensor>{step_.forward(views)}; };
+    const at::Tensor logits = graphs.model->capture(model, pool_, capture::CaptureMode::kThreadLocal, name)[0];
+    graphs.sampling = std::make_unique<capture::CudaGraph>();
+    const auto sampling = [&] {
+      step_.sample(logits, views);
       return std::vector<at::Tensor>{};
     };
-    graph->capture(region, pool_, capture::CaptureMode::kThreadLocal, "serving step " + key.describe());
-    graphs_.emplace(key, std::move(graph));
+    graphs.sampling->capture(sampling, pool_, capture::CaptureMode::kThreadLocal, name + " sampling");
+    graphs_.emplace(key, std::move(graphs));
   }
 
-  void run(const StepKey& key, StepViews&) override { graphs_.at(key)->launch_without_random_state(); }
-  int64_t graph_count() const override { return static_cast<int64_t>(graphs_.size()); }
+  void run(const StepKey& key, StepViews&, const std::function<void()>& before_sampling) override {
+    Graphs& graphs = graphs_.at(key);
+    graphs.model->launch_without_random_state();
+    if (!graphs.sampling) return;
+    if (before_sampling) before_sampling();
+    graphs.sampling->launch_without_random_state();
+  }
+  int64_t graph_count() const override {
+    int64_t count = 0;
+    for (const auto& item : graphs_) count += item.second.sampling ? 2 : 1;
+    return count;
+  }
   void release() override {
     graphs_.clear();
     pool_ = capture::GraphPool::create();
   }
 
  private:
+  struct Graphs {
+    std::unique_ptr<capture::CudaGraph> model;     ///< the whole step, or a masked step's model to the logits
+    std::unique_ptr<capture::CudaGraph> sampling;  ///< a masked step's sampling; null otherwise
+  };
   PagedStep& step_;
   capture::GraphPool pool_;
-  std::map<StepKey, std::unique_ptr<capture::CudaGraph>> graphs_;
+  std::map<StepKey, Graphs> graphs_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,7 @@ namespace graphed::infer {
 struct StepKey {
   BatchDimensions dimensions;
   SamplingMode mode = SamplingMode::kGreedy;
+  SamplingFeatures features;
   bool operator<(const StepKey& other) const;
   std::string describe() const;
 };
@@ -31,8 +33,10 @@ class PagedStepRunner {
   /// Captures the key's graphs over `views` (a warmup step runs eagerly first, so the views must hold
   /// a step that may run twice: padding only).
   virtual void capture(const StepKey& key, StepViews& views) = 0;
-  /// Runs one step: replays the key's graphs (captured before), or runs eagerly.
-  virtual void run(const StepKey& key, StepViews& views) = 0;
+  /// Runs one step: replays the key's graphs (captured before), or runs eagerly. A masked key's step calls
+  /// `before_sampling` once its model work is queued and before its sampling is (the host writes the step's masks
+  /// there while the device runs the model); other keys take none.
+  virtual void run(const StepKey& key, StepViews& views, const std::function<void()>& before_sampling = {}) = 0;
   virtual int64_t graph_count() const = 0;
   /// Drops every graph; their pool memory goes back to the allocator.
   virtual void release() = 0;

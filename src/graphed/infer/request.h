@@ -85,6 +85,9 @@ struct Request {
   /// is scheduled before the last one's tokens arrive, and reads them on the device).
   int64_t in_flight = 0;
   int64_t in_flight_row = 0;  ///< the row of the latest of them in its step's drawn tokens
+  /// Its row of the logit control tables (infer/logit_controls.h) while it has controls; 0: none.
+  int64_t control_slot = 0;
+  bool min_tokens_reached = false;  ///< its stop tokens' ban was lifted (LogitControls::min_tokens)
 
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
   /// Positions it has, the tokens in flight included.

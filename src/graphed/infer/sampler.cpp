@@ -21,13 +21,6 @@ at::Tensor mix(at::Tensor x) {
   return at::bitwise_xor(x, at::__rshift__(x, 16));
 }
 
-/// The columns a draw may take, in float32: the tokenizer's ids where the model's vocabulary is padded.
-at::Tensor drawable(const at::Tensor& logits, int64_t vocabulary) {
-  const bool padded = vocabulary > 0 && vocabulary < logits.size(-1);
-  const at::Tensor columns = padded ? logits.narrow(-1, 0, vocabulary) : logits;
-  return columns.scalar_type() == at::kFloat ? columns : columns.to(at::kFloat);
-}
-
 /// The draw of rows whose settings are `settings` but for the threshold, which top-k and top-p set.
 void draw_rows(const at::Tensor& logits, kernels::GumbelRows settings, const at::Tensor& top_k, const at::Tensor& top_p,
                SamplingMode mode, at::Tensor& out) {
@@ -41,6 +34,12 @@ void draw_rows(const at::Tensor& logits, kernels::GumbelRows settings, const at:
 
 }  // namespace
 
+at::Tensor drawable_logits(const at::Tensor& logits, int64_t vocabulary) {
+  const bool padded = vocabulary > 0 && vocabulary < logits.size(-1);
+  const at::Tensor columns = padded ? logits.narrow(-1, 0, vocabulary) : logits;
+  return columns.scalar_type() == at::kFloat ? columns : columns.to(at::kFloat);
+}
+
 uint32_t seed_state(uint64_t seed) { return kernels::noise_seed_state(seed); }
 
 at::Tensor hashed_uniform(int64_t rows, int64_t vocab, uint64_t seed, const at::Tensor& step) {
@@ -53,7 +52,7 @@ at::Tensor hashed_uniform(int64_t rows, int64_t vocab, uint64_t seed, const at::
 }
 
 at::Tensor sample_tokens(const at::Tensor& all_logits, const SamplingOptions& options, const at::Tensor& step) {
-  const at::Tensor logits = drawable(all_logits, options.vocabulary);
+  const at::Tensor logits = drawable_logits(all_logits, options.vocabulary);
   const int64_t rows = logits.size(0);
   const auto on = [&](at::ScalarType type) { return logits.options().dtype(type); };
   kernels::GumbelRows settings;
@@ -79,7 +78,7 @@ void sample_rows_into(const at::Tensor& all_logits, const SamplingRows& rows, Sa
   settings.temperature = rows.temperature;
   settings.seed_state = rows.seed_state;
   settings.draw = rows.draw;
-  draw_rows(drawable(all_logits, vocabulary), settings, rows.top_k, rows.top_p, mode, out);
+  draw_rows(drawable_logits(all_logits, vocabulary), settings, rows.top_k, rows.top_p, mode, out);
 }
 
 at::Tensor sample_rows(const at::Tensor& logits, const SamplingRows& rows, SamplingMode mode, int64_t vocabulary) {

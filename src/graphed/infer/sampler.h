@@ -31,6 +31,10 @@ struct SamplingOptions {
 /// index of the token being drawn, so that every step draws fresh noise). Returns int64 [rows].
 at::Tensor sample_tokens(const at::Tensor& logits, const SamplingOptions& options, const at::Tensor& step);
 
+/// The columns a draw may take, in float32: the first `vocabulary` (the tokenizer's ids where the model's
+/// vocabulary is padded; 0 = all).
+at::Tensor drawable_logits(const at::Tensor& logits, int64_t vocabulary);
+
 /// Uniform noise in (0, 1), float64 [rows, vocab], from a hash of (seed, step, row, column) in which
 /// each word passes through a full mixing round before the next joins it, so that nearby seeds, steps
 /// and rows give unrelated noise. The same arguments give the same bits on every device.

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
 
 #include <ATen/core/grad_mode.h>
 
@@ -19,6 +22,11 @@ constexpr double kMegatronBufferGigabytes = 40.0;  // Megatron's default buffer 
 
 at::TensorOptions model_options(model::GptModel& model, const at::Device& device) {
   return at::TensorOptions().dtype(model->parameters().at(0).scalar_type()).device(device);
+}
+
+/// The tokens a step may draw: the tokenizer's where it is smaller than the model's vocabulary.
+int64_t drawable_vocabulary(const ServingOptions& options, const config::ModelConfig& config) {
+  return options.vocabulary > 0 ? std::min(options.vocabulary, config.vocab_size) : config.vocab_size;
 }
 
 int64_t model_context(const config::ModelConfig& config) {
@@ -67,7 +75,9 @@ int64_t step_working_bytes(const config::ModelConfig& config, const ServingOptio
   const int64_t ffn = config.ffn_hidden_size.value_or(4 * hidden);
   const int64_t per_token = (12 * hidden + 4 * ffn) * element;
   const int64_t logits = options.max_requests * config.vocab_size * 40;  // fp32 logits, sorts, float64 noise
-  return 2 * (options.max_tokens * per_token + logits) + (int64_t{256} << 20);
+  // The logit control tables (bias, counts, prompt tokens), made when a request first asks for controls.
+  const int64_t tables = (options.max_requests + 2) * config.vocab_size * 9;
+  return 2 * (options.max_tokens * per_token + logits) + tables + (int64_t{256} << 20);
 }
 
 BucketLimits bucket_limits(const ServingOptions& options, int64_t max_sequence, bool hybrid) {
@@ -155,11 +165,14 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
                                  options_.chunked_prefill, options_.prefix_sharing},
                  pool_),
       inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
-              model_options(model_, device_)),
+              model_options(model_, device_), drawable_vocabulary(options_, model_->config())),
       paged_step_(model_, *cache_, options_.vocabulary) {
   graph_runner_ = make_paged_step_runner(options_.scope, paged_step_, device_);
   eager_runner_ = make_paged_step_runner(config::InferenceCudaGraphScope::kNone, paged_step_, device_);
-  for (int slot = 0; slot < 2; ++slot) slots_.push_back(std::make_unique<TokenSlot>(device_, options_.max_requests));
+  for (int slot = 0; slot < 2; ++slot) {
+    slots_.push_back(std::make_unique<TokenSlot>(device_, options_.max_requests, inputs_.top_count()));
+  }
+  for (int64_t slot = options_.max_requests; slot >= 1; --slot) free_control_slots_.push_back(slot);
   if (device_.is_cuda()) stream_.emplace(device_);
 }
 
@@ -203,9 +216,47 @@ std::optional<Rejection> ServingEngine::rejection(const std::vector<int64_t>& pr
                      "turn chunked prefill on, or allow more tokens per step", RejectedPart::kStepTokens};
   }
   if (options.sampling.temperature < 0 || options.sampling.top_k < 0 || !(options.sampling.top_p > 0.0) ||
-      options.sampling.top_p > 1.0) {
-    return Rejection{"the sampling settings are out of range", "give temperature >= 0, top-k >= 0, top-p in (0, 1]",
-                     RejectedPart::kSampling};
+      options.sampling.top_p > 1.0 || !(options.sampling.min_p >= 0.0 && options.sampling.min_p <= 1.0)) {
+    return Rejection{"the sampling settings are out of range",
+                     "give temperature >= 0, top-k >= 0, top-p in (0, 1], min-p in [0, 1]", RejectedPart::kSampling};
+  }
+  return controls_rejection(options);
+}
+
+std::optional<Rejection> ServingEngine::controls_rejection(const RequestOptions& options) const {
+  const LogitControls& controls = options.controls;
+  const auto sampling = [](std::string problem, std::string remedy) {
+    return Rejection{std::move(problem), std::move(remedy), RejectedPart::kSampling};
+  };
+  const auto in_penalty_range = [](double value) { return value >= -2.0 && value <= 2.0; };
+  if (!in_penalty_range(controls.presence_penalty) || !in_penalty_range(controls.frequency_penalty) ||
+      !(controls.repetition_penalty > 0.0) || !std::isfinite(controls.repetition_penalty)) {
+    return sampling("a penalty is out of range (presence " + std::to_string(controls.presence_penalty) +
+                        ", frequency " + std::to_string(controls.frequency_penalty) + ", repetition " +
+                        std::to_string(controls.repetition_penalty) + ")",
+                    "give presence and frequency penalties in [-2, 2] and a repetition penalty above 0");
+  }
+  const int64_t vocabulary = drawable_vocabulary(options_, model_->config());
+  for (const auto& [token, bias] : controls.logit_bias) {
+    if (token < 0 || token >= vocabulary || !(bias >= -100.0 && bias <= 100.0)) {
+      return sampling("the logit bias of token " + std::to_string(token) + " is " + std::to_string(bias),
+                      "bias tokens of the vocabulary (ids 0 to " + std::to_string(vocabulary - 1) + ") by -100 to 100");
+    }
+  }
+  if (controls.min_tokens < 0 || controls.min_tokens > options.max_new_tokens) {
+    return sampling("min tokens is " + std::to_string(controls.min_tokens) + " with at most " +
+                        std::to_string(options.max_new_tokens) + " new tokens",
+                    "give min tokens from 0 to the new-token limit");
+  }
+  if (options.logprobs < -1 || options.logprobs > kMaxTopLogprobs) {
+    return sampling("the request asks for " + std::to_string(options.logprobs) + " top log probabilities",
+                    "ask for 0 to " + std::to_string(kMaxTopLogprobs));
+  }
+  const bool follows = &relay_ != &StepRelay::none();
+  if (follows && (controls.any() || options.constraint)) {
+    return sampling("penalties, logit bias, min tokens and structured output are not served with tensor "
+                    "parallelism yet (their per-request state lives on one rank)",
+                    "serve the model on one GPU for these, or leave them out");
   }
   return std::nullopt;
 }
@@ -250,6 +301,7 @@ void ServingEngine::cancel(int64_t id) {
   if (found == requests_.end()) return;
   Request& request = *found->second;
   scheduler_.remove(&request);
+  close_control_slot(request);
   std::vector<int64_t> drawn(request.tokens.begin() + request.prompt_length, request.tokens.end());
   pending_reports_.push_back({id, FinishReason::kCancelled, "", std::move(drawn)});
   requests_.erase(found);
@@ -289,15 +341,22 @@ void ServingEngine::capture_graphs(const std::vector<SamplingMode>& modes) {
 
 void ServingEngine::finish(Request& request, FinishReason reason, StepResult& result) {
   scheduler_.remove(&request);
+  close_control_slot(request);
   std::vector<int64_t> drawn(request.tokens.begin() + request.prompt_length, request.tokens.end());
   result.finished.push_back({request.id, reason, "", std::move(drawn)});
   requests_.erase(request.id);
 }
 
 struct ServingEngine::TokenSlot {
-  explicit TokenSlot(const at::Device& device, int64_t rows)
-      : tokens(runtime::pinned_host_tensor({rows}, at::kLong, device)), copied(device), timer(device) {}
-  at::Tensor tokens;  // pinned [max requests] int64
+  TokenSlot(const at::Device& device, int64_t rows, int64_t top)
+      : tokens(runtime::pinned_host_tensor({rows}, at::kLong, device)),
+        logprobs(runtime::pinned_host_tensor({rows, 1 + top}, at::kFloat, device)),
+        top_ids(runtime::pinned_host_tensor({rows, top}, at::kLong, device)),
+        copied(device),
+        timer(device) {}
+  at::Tensor tokens;    // pinned [max requests] int64
+  at::Tensor logprobs;  // pinned [max requests, 1 + top] float32
+  at::Tensor top_ids;   // pinned [max requests, top] int64
   runtime::StreamEvent copied;
   runtime::DeviceTimer timer;
 };
@@ -308,7 +367,7 @@ StepResult ServingEngine::step() {
   std::optional<capture::SideStream::Use> use;
   if (stream_) use.emplace(*stream_);
   StepResult result;
-  const bool launched = launch_step();
+  const bool launched = launch_step(result);
   // Async: the step just launched stays on the device while the host reads the one before it.
   const std::size_t keep = options_.async_scheduling && launched ? 1 : 0;
   while (launched_.size() > keep) read_oldest(result);
@@ -323,14 +382,18 @@ StepResult ServingEngine::step() {
   return result;
 }
 
-bool ServingEngine::launch_step() {
+bool ServingEngine::launch_step(StepResult& result) {
   const Schedule schedule = scheduler_.next();
   stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
+  for (const int64_t id : schedule.preempted) {
+    if (const auto found = requests_.find(id); found != requests_.end()) close_control_slot(*found->second);
+  }
   if (schedule.chunks.empty()) return false;
   LaunchedStep step;
   const StepOrder order = order_step(schedule, step);
   // The ranks that follow take the same steps in the same order: capture and run hold the model's collectives.
   relay_.announce(order);
+  if (order.key.features.controlled) prepare_controls(schedule);
   if (order.graphed) ensure_captured(order.key);
   const int64_t tokens = step.padded.token_count;
   const int64_t requests = step.padded.request_count();
@@ -343,13 +406,144 @@ bool ServingEngine::launch_step() {
   relay_.share_inputs(packed);
   StepViews views = inputs_.views(order.plan, tokens, requests, order.matched);
   views.mode = order.key.mode;
-  (order.graphed ? *graph_runner_ : *eager_runner_).run(order.key, views);
+  views.features = order.key.features;
+  // Rows first: a masked step reads the step before it mid-run, which may end requests of this one.
+  note_launch(schedule, step);
+  std::function<void()> before_sampling;
+  if (order.key.features.masked) {
+    before_sampling = [&] {
+      while (!launched_.empty()) read_oldest(result);
+      write_masks(step, requests);
+    };
+  }
+  (order.graphed ? *graph_runner_ : *eager_runner_).run(order.key, views, before_sampling);
   slot.tokens.narrow(0, 0, rows).copy_(inputs_.next_tokens_view(rows), /*non_blocking=*/true);
+  if (step.logprobs) {
+    slot.logprobs.narrow(0, 0, rows).copy_(inputs_.logprobs_view(rows), /*non_blocking=*/true);
+    slot.top_ids.narrow(0, 0, rows).copy_(inputs_.top_ids_view(rows), /*non_blocking=*/true);
+  }
   slot.timer.stop();
   slot.copied.record();
   count_step(order);
-  note_launch(schedule, std::move(step));
+  launched_.push_back(std::move(step));
   return true;
+}
+
+void ServingEngine::prepare_controls(const Schedule& schedule) {
+  const LogitTables& tables = inputs_.logit_tables();
+  for (const ScheduledChunk& chunk : schedule.chunks) {
+    Request& request = *chunk.request;
+    const LogitControls& controls = request.options.controls;
+    if (!controls.any()) continue;
+    if (request.control_slot == 0) open_control_slot(request, tables);
+    const bool lifts = chunk.samples && controls.min_tokens > 0 && !request.min_tokens_reached &&
+                       request.generated() + request.in_flight >= controls.min_tokens;
+    if (!lifts) continue;
+    // The stop tokens get back the bias the request gave them (0 if none).
+    std::map<int64_t, float> bias;
+    for (const int64_t stop : request.options.stop_tokens) {
+      if (stop >= 0 && stop < tables.bias.size(1)) bias[stop] = 0.0F;
+    }
+    for (const auto& [token, value] : controls.logit_bias) {
+      if (bias.count(token) > 0) bias[token] = static_cast<float>(value);
+    }
+    std::vector<int64_t> ids;
+    std::vector<float> values;
+    for (const auto& [token, value] : bias) {
+      ids.push_back(token);
+      values.push_back(value);
+    }
+    if (!ids.empty()) tables.bias.select(0, request.control_slot).index_put_({upload(ids)}, upload(values));
+    request.min_tokens_reached = true;
+  }
+}
+
+void ServingEngine::open_control_slot(Request& request, const LogitTables& tables) {
+  GRAPHED_INTERNAL_ASSERT(!free_control_slots_.empty(), "no logit control slot is free");
+  const int64_t slot = free_control_slots_.back();
+  free_control_slots_.pop_back();
+  request.control_slot = slot;
+  const LogitControls& controls = request.options.controls;
+  at::Tensor bias = tables.bias.select(0, slot);
+  at::Tensor counts = tables.counts.select(0, slot);
+  at::Tensor seen = tables.prompt_seen.select(0, slot);
+  bias.zero_();
+  counts.zero_();
+  seen.zero_();
+  std::map<int64_t, float> biased;  // the last bias given a token wins, as in a JSON object
+  for (const auto& [token, value] : controls.logit_bias) biased[token] = static_cast<float>(value);
+  if (controls.min_tokens > 0 && !request.min_tokens_reached) {
+    for (const int64_t stop : request.options.stop_tokens) {
+      if (stop >= 0 && stop < bias.size(0)) biased[stop] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  if (!biased.empty()) {
+    std::vector<int64_t> ids;
+    std::vector<float> values;
+    for (const auto& [token, value] : biased) {
+      ids.push_back(token);
+      values.push_back(value);
+    }
+    bias.index_put_({upload(ids)}, upload(values));
+  }
+  if (controls.repetition_penalty != 1.0) {
+    const std::vector<int64_t> prompt(request.tokens.begin(), request.tokens.begin() + request.prompt_length);
+    seen.index_fill_(0, upload(prompt), true);
+  }
+  std::map<int64_t, int64_t> drawn;  // a request preempted before: what it drew so far
+  for (auto token = request.tokens.begin() + request.prompt_length; token != request.tokens.end(); ++token) {
+    ++drawn[*token];
+  }
+  if (!drawn.empty()) {
+    std::vector<int64_t> ids;
+    std::vector<int64_t> times;
+    for (const auto& [token, count] : drawn) {
+      ids.push_back(token);
+      times.push_back(count);
+    }
+    counts.index_put_({upload(ids)}, upload(times).to(at::kInt));
+  }
+}
+
+void ServingEngine::close_control_slot(Request& request) {
+  if (request.control_slot == 0) return;
+  free_control_slots_.push_back(request.control_slot);
+  request.control_slot = 0;
+}
+
+at::Tensor ServingEngine::upload(const std::vector<int64_t>& values) const {
+  at::Tensor host = runtime::pinned_host_tensor({static_cast<int64_t>(values.size())}, at::kLong, device_);
+  std::copy(values.begin(), values.end(), host.data_ptr<int64_t>());
+  return host.to(device_, /*non_blocking=*/true);
+}
+
+at::Tensor ServingEngine::upload(const std::vector<float>& values) const {
+  at::Tensor host = runtime::pinned_host_tensor({static_cast<int64_t>(values.size())}, at::kFloat, device_);
+  std::copy(values.begin(), values.end(), host.data_ptr<float>());
+  return host.to(device_, /*non_blocking=*/true);
+}
+
+void ServingEngine::write_masks(const LaunchedStep& step, int64_t requests) {
+  const auto start = Clock::now();
+  at::Tensor host = inputs_.host_masks(requests);
+  const int64_t words = inputs_.mask_words();
+  auto* data = reinterpret_cast<std::uint32_t*>(host.data_ptr<int32_t>());
+  for (int64_t row = 0; row < requests; ++row) {
+    std::uint32_t* mask = data + row * words;
+    TokenConstraint* constraint = nullptr;
+    if (row < static_cast<int64_t>(step.rows.size()) && step.rows[static_cast<std::size_t>(row)].samples) {
+      const auto found = requests_.find(step.rows[static_cast<std::size_t>(row)].request);
+      if (found != requests_.end()) constraint = found->second->options.constraint.get();
+    }
+    if (constraint != nullptr) {
+      constraint->allowed(mask, words);
+    } else {
+      std::fill(mask, mask + words, ~std::uint32_t{0});
+    }
+  }
+  inputs_.copy_masks(host);
+  ++stats_.masked_steps;
+  stats_.mask_seconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 StepOrder ServingEngine::order_step(const Schedule& schedule, LaunchedStep& step) const {
@@ -360,8 +554,15 @@ StepOrder ServingEngine::order_step(const Schedule& schedule, LaunchedStep& step
   StepOrder order;
   order.key = {step.padded, SamplingMode::kGreedy};
   for (const auto& chunk : schedule.chunks) {
-    if (chunk.samples) order.key.mode = std::max(order.key.mode, sampling_mode_of(chunk.request->options.sampling));
+    if (!chunk.samples) continue;
+    const RequestOptions& options = chunk.request->options;
+    order.key.mode = std::max(order.key.mode, sampling_mode_of(options.sampling));
+    order.key.features |= {options.logprobs >= 0, options.controls.any() || options.sampling.min_p > 0.0,
+                           options.constraint != nullptr};
   }
+  // A request's controls change its rows of the tables through its prompt's chunks too (slot 0 otherwise).
+  for (const auto& chunk : schedule.chunks) order.key.features.controlled |= chunk.request->options.controls.any();
+  step.logprobs = order.key.features.logprobs;
   order.matched = step.matched;
   order.graphed = step.matched && options_.scope != config::InferenceCudaGraphScope::kNone;
   order.plan =
@@ -369,7 +570,7 @@ StepOrder ServingEngine::order_step(const Schedule& schedule, LaunchedStep& step
   return order;
 }
 
-void ServingEngine::note_launch(const Schedule& schedule, LaunchedStep step) {
+void ServingEngine::note_launch(const Schedule& schedule, LaunchedStep& step) {
   for (std::size_t row = 0; row < schedule.chunks.size(); ++row) {
     const ScheduledChunk& chunk = schedule.chunks[row];
     step.rows.push_back({chunk.request->id, chunk.samples});
@@ -380,7 +581,6 @@ void ServingEngine::note_launch(const Schedule& schedule, LaunchedStep step) {
   }
   stats_.peak_blocks = std::max(stats_.peak_blocks, pool_.peak_used());
   stats_.shared_prompt_tokens = scheduler_.shared_tokens();
-  launched_.push_back(std::move(step));
 }
 
 void ServingEngine::count_step(const StepOrder& order) {
@@ -395,6 +595,7 @@ void ServingEngine::follow(const StepOrder& order, const std::function<void(at::
   std::optional<capture::SideStream::Use> use;
   if (stream_) use.emplace(*stream_);
   // As the scheduling rank: capture (warmup and capture hold collectives), then the inputs, then the step.
+  if (order.key.features.controlled) inputs_.logit_tables();  // min-p alone: every row neutral
   if (order.graphed) ensure_captured(order.key);
   const int64_t tokens = order.key.dimensions.token_count;
   const int64_t requests = order.key.dimensions.request_count();
@@ -403,6 +604,7 @@ void ServingEngine::follow(const StepOrder& order, const std::function<void(at::
   inputs_.set_block_size(options_.block_size);
   StepViews views = inputs_.views(order.plan, tokens, requests, order.matched);
   views.mode = order.key.mode;
+  views.features = order.key.features;
   (order.graphed ? *graph_runner_ : *eager_runner_).run(order.key, views);
   count_step(order);
 }
@@ -425,19 +627,39 @@ void ServingEngine::read_oldest(StepResult& result) {
     if (!step.rows[row].samples) continue;
     const auto found = requests_.find(step.rows[row].request);
     if (found == requests_.end()) continue;  // it ended (a stop token, cancelled) after this step was launched
-    Request& request = *found->second;
-    const int64_t token = drawn[row];
-    --request.in_flight;
-    request.tokens.push_back(token);
-    ++stats_.output_tokens;
-    result.tokens.push_back({request.id, token});
-    const auto& stops = request.options.stop_tokens;
-    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    take_token(*found->second, drawn[row], step, row, result);
+  }
+}
+
+void ServingEngine::take_token(Request& request, int64_t token, const LaunchedStep& step, std::size_t row,
+                               StepResult& result) {
+  --request.in_flight;
+  request.tokens.push_back(token);
+  ++stats_.output_tokens;
+  TokenEvent event{request.id, token, std::nullopt};
+  if (step.logprobs && request.options.logprobs >= 0) {
+    const TokenSlot& slot = *slots_[static_cast<std::size_t>(step.slot)];
+    const int64_t top = inputs_.top_count();
+    const float* values = slot.logprobs.data_ptr<float>() + static_cast<int64_t>(row) * (1 + top);
+    const int64_t* ids = slot.top_ids.data_ptr<int64_t>() + static_cast<int64_t>(row) * top;
+    TokenLogprobs logprobs{values[0], {}};
+    for (int64_t k = 0; k < std::min(request.options.logprobs, top); ++k) logprobs.top.emplace_back(ids[k], values[1 + k]);
+    event.logprobs = std::move(logprobs);
+  }
+  result.tokens.push_back(std::move(event));
+  const auto& stops = request.options.stop_tokens;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    finish(request, FinishReason::kStopToken, result);
+    return;
+  }
+  if (TokenConstraint* constraint = request.options.constraint.get()) {
+    constraint->accept(token);
+    if (constraint->finished()) {
       finish(request, FinishReason::kStopToken, result);
-    } else if (request.generated() >= request.options.max_new_tokens) {
-      finish(request, FinishReason::kLength, result);
+      return;
     }
   }
+  if (request.generated() >= request.options.max_new_tokens) finish(request, FinishReason::kLength, result);
 }
 
 }  // namespace graphed::infer

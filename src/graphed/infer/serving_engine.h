@@ -186,6 +186,8 @@ class ServingEngine {
  private:
   /// The refusal of a prompt of `length` tokens asking for `new_tokens` more, past the context.
   std::optional<Rejection> context_rejection(int64_t length, int64_t new_tokens) const;
+  /// The refusal of controls, log probabilities or a constraint out of range (or under tensor parallelism).
+  std::optional<Rejection> controls_rejection(const RequestOptions& options) const;
   void ensure_captured(const StepKey& key);
 
   /// A row of a launched step: the request (by id: it may end before the row is read) and whether the row
@@ -199,18 +201,34 @@ class ServingEngine {
     std::vector<LaunchedRow> rows;
     BatchDimensions real, padded;
     bool matched = false;
-    int64_t slot = 0;  ///< which of slots_ receives its tokens
+    bool logprobs = false;  ///< its log probabilities come back with its tokens
+    int64_t slot = 0;       ///< which of slots_ receives its tokens
   };
   /// Where a launched step's drawn tokens land: pinned host memory, the event after their copy, the step's
   /// device timer. Steps alternate between two.
   struct TokenSlot;
 
-  /// Schedules and launches one step; false when nothing can be scheduled.
-  bool launch_step();
+  /// Schedules and launches one step; false when nothing can be scheduled. A masked step reads the step before it
+  /// into `result` while the device runs its model, and writes its masks from the constraints thus moved on.
+  bool launch_step(StepResult& result);
+  /// Before a step with controls: the tables, a slot for each of its requests with controls that has none, and the
+  /// min-tokens bans its draws lift.
+  void prepare_controls(const Schedule& schedule);
+  /// Takes a free control slot for `request` and writes its rows: bias, min-tokens ban, prompt tokens, and the counts
+  /// of the tokens it drew before (a request preempted gives its slot back).
+  void open_control_slot(Request& request, const LogitTables& tables);
+  void close_control_slot(Request& request);
+  /// The masks of a launched step's rows (all ones but for constrained requests' draws), copied to the device.
+  void write_masks(const LaunchedStep& step, int64_t requests);
+  /// A host vector on the device, through pinned memory without blocking.
+  at::Tensor upload(const std::vector<int64_t>& values) const;
+  at::Tensor upload(const std::vector<float>& values) const;
+  /// Moves a request on by a token it drew (read from `slot`'s row `row`), into `result`.
+  void take_token(Request& request, int64_t token, const LaunchedStep& step, std::size_t row, StepResult& result);
   /// What a scheduled step is to a rank that does not schedule; sets `step`'s shapes.
   StepOrder order_step(const Schedule& schedule, LaunchedStep& step) const;
-  /// After a launch: the launched step's rows, the requests' tokens in flight and the counters.
-  void note_launch(const Schedule& schedule, LaunchedStep step);
+  /// Before a launch runs: the step's rows, the requests' tokens in flight and the counters.
+  void note_launch(const Schedule& schedule, LaunchedStep& step);
   /// Counts a launched (or followed) step by how it ran.
   void count_step(const StepOrder& order);
   /// Waits for the oldest launched step's tokens and moves its requests on by them, into `result`.
@@ -242,6 +260,7 @@ class ServingEngine {
   std::vector<FinishedRequest> pending_reports_;  // rejections and cancellations for the next step()
   int64_t next_id_ = 1;
   std::vector<std::unique_ptr<TokenSlot>> slots_;
+  std::vector<int64_t> free_control_slots_;  // rows of the logit control tables no request holds
   std::deque<LaunchedStep> launched_;  // oldest first; at most two during a step() call
   int64_t launches_ = 0;
   double waited_seconds_ = 0;  // of the current step() call, waiting for the device

@@ -2,7 +2,9 @@
 #include "graphed/infer/step_inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "graphed/kernels/prefill_tiles.h"
 #include "graphed/runtime/device.h"
@@ -17,11 +19,17 @@ int64_t double_bits(double value) {
   return bits;
 }
 
+/// How far below its row's largest logit a token may be under min-p: p / p_max >= min_p where p ~ exp(logit / T).
+double min_p_gap(const SamplingOptions& sampling) {
+  if (sampling.min_p <= 0.0 || sampling.is_greedy()) return -std::numeric_limits<double>::infinity();
+  return sampling.temperature * std::log(sampling.min_p);
+}
+
 }  // namespace
 
 StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_width, int64_t hidden_size,
-                       const at::TensorOptions& hidden_options)
-    : max_tokens_(max_tokens), max_requests_(max_requests), table_width_(table_width) {
+                       const at::TensorOptions& hidden_options, int64_t vocabulary)
+    : max_tokens_(max_tokens), max_requests_(max_requests), table_width_(table_width), vocabulary_(vocabulary) {
   const auto device = hidden_options.device();
   const int64_t total = offset(kSectionCount, max_tokens, max_requests);
   for (at::Tensor& host : host_) {
@@ -31,6 +39,25 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
   device_ = at::zeros({total}, hidden_options.dtype(at::kLong));
   hidden_ = at::zeros({1, max_tokens, hidden_size}, hidden_options);
   next_tokens_ = at::zeros({max_requests}, hidden_options.dtype(at::kLong));
+  const int64_t top = std::min<int64_t>(kMaxTopLogprobs, vocabulary);
+  logprobs_ = at::zeros({max_requests, 1 + top}, hidden_options.dtype(at::kFloat));
+  top_ids_ = at::zeros({max_requests, top}, hidden_options.dtype(at::kLong));
+  const int64_t words = (vocabulary + 31) / 32;
+  mask_ = at::full({max_requests, words}, -1, hidden_options.dtype(at::kInt));  // every token allowed
+  for (at::Tensor& host : host_masks_) host = runtime::pinned_host_tensor({max_requests, words}, at::kInt, device);
+}
+
+at::Tensor StepInputs::host_masks(int64_t requests) {
+  return host_masks_[mask_loads_++ % 2].narrow(0, 0, requests);
+}
+
+void StepInputs::copy_masks(const at::Tensor& host_masks) {
+  mask_.narrow(0, 0, host_masks.size(0)).copy_(host_masks, /*non_blocking=*/true);
+}
+
+const LogitTables& StepInputs::logit_tables() {
+  if (!tables_.defined()) tables_ = LogitTables::zeros(max_requests_ + 2, vocabulary_, device_.device());
+  return tables_;
 }
 
 int64_t StepInputs::section_size(Section section, int64_t tokens, int64_t requests) const {
@@ -113,6 +140,13 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     at[kDraw][index] = request.generated() + request.in_flight;  // the index of the token it draws
     at[kTemperature][index] = double_bits(sampling.is_greedy() ? 0.0 : sampling.temperature);
     at[kTopP][index] = double_bits(sampling.top_p);
+    const LogitControls& controls = request.options.controls;
+    at[kControlSlot][index] = request.control_slot;
+    at[kCountSlot][index] = chunk.samples && request.control_slot > 0 ? request.control_slot : max_requests_ + 1;
+    at[kPresence][index] = double_bits(controls.presence_penalty);
+    at[kFrequency][index] = double_bits(controls.frequency_penalty);
+    at[kRepetition][index] = double_bits(controls.repetition_penalty);
+    at[kMinPGap][index] = double_bits(min_p_gap(sampling));
     int64_t* table = at[kBlockTables] + index * table_width_;
     std::fill(table, table + table_width_, 0);
     std::copy(request.blocks.begin(), request.blocks.end(), table);
@@ -132,6 +166,12 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     at[kDraw][index] = 0;
     at[kTemperature][index] = double_bits(0.0);
     at[kTopP][index] = double_bits(1.0);
+    at[kControlSlot][index] = 0;
+    at[kCountSlot][index] = max_requests_ + 1;
+    at[kPresence][index] = double_bits(0.0);
+    at[kFrequency][index] = double_bits(0.0);
+    at[kRepetition][index] = double_bits(1.0);
+    at[kMinPGap][index] = double_bits(-std::numeric_limits<double>::infinity());
     int64_t* table = at[kBlockTables] + index * table_width_;
     std::fill(table, table + table_width_, 0);
   }
@@ -160,6 +200,15 @@ StepViews StepInputs::make_views(int64_t tokens, int64_t requests) const {
   views.sampling.draw = section(kDraw, requests);
   views.sampling.temperature = section(kTemperature, requests).view(at::kDouble);
   views.sampling.top_p = section(kTopP, requests).view(at::kDouble);
+  views.controls.slot = section(kControlSlot, requests);
+  views.controls.count_slot = section(kCountSlot, requests);
+  views.controls.presence = section(kPresence, requests).view(at::kDouble);
+  views.controls.frequency = section(kFrequency, requests).view(at::kDouble);
+  views.controls.repetition = section(kRepetition, requests).view(at::kDouble);
+  views.controls.min_p_gap = section(kMinPGap, requests).view(at::kDouble);
+  views.mask = mask_.narrow(0, 0, requests);
+  views.logprobs = logprobs_.narrow(0, 0, requests);
+  views.top_ids = top_ids_.narrow(0, 0, requests);
   views.hidden = hidden_.narrow(1, 0, tokens);
   if (tokens > requests) {  // a shape with prompt tokens: the decode tokens by the split kernel, the rest tiled
     batch.context.split_count = section(kSplitCount, 1);
@@ -206,6 +255,7 @@ StepViews StepInputs::views(const ViewPlan& plan, int64_t tokens, int64_t reques
     views.batch.context.tiles = at::Tensor();  // the prompt chunks go to dense attention
     views.batch.segments = plan.segments;
   }
+  views.tables = tables_;  // made after a shape's views may have been
   model::PagedBatch& batch = views.batch;
   batch.block_size = block_size_;
   batch.decode_tokens = plan.decode_tokens;

@@ -16,6 +16,7 @@
 
 #include <ATen/ATen.h>
 
+#include "graphed/infer/logit_controls.h"
 #include "graphed/infer/sampler.h"
 #include "graphed/infer/scheduler.h"
 #include "graphed/model/paged_batch.h"
@@ -50,12 +51,20 @@ struct StepViews {
   at::Tensor hidden;           ///< [1, tokens, hidden]: the embedded input (a static buffer)
   at::Tensor next_tokens;      ///< [requests] int64: where the step writes the drawn tokens
   SamplingMode mode = SamplingMode::kGreedy;
+  SamplingFeatures features;
+  ControlRows controls;  ///< [requests] each
+  LogitTables tables;    ///< the requests' control tables (undefined until a request needs them)
+  /// [requests, words] int32: the tokens each row may draw (structured output), written by the host per step.
+  at::Tensor mask;
+  at::Tensor logprobs;  ///< [requests, 1 + top] float32 out: the drawn token's, then the likeliest tokens'
+  at::Tensor top_ids;   ///< [requests, top] int64 out: the likeliest tokens
 };
 
 class StepInputs {
  public:
+  /// `vocabulary`: the tokens a step may draw (the width of its masks and log probabilities).
   StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_width, int64_t hidden_size,
-             const at::TensorOptions& hidden_options);
+             const at::TensorOptions& hidden_options, int64_t vocabulary);
 
   /// Fills the buffers for `schedule` padded to `tokens` tokens and `requests` requests (decode
   /// chunks first, as the scheduler orders them) and queues the copy to the device. A chunk's positions
@@ -76,6 +85,22 @@ class StepInputs {
 
   /// The first `count` drawn tokens of the last step.
   at::Tensor next_tokens_view(int64_t count) const { return next_tokens_.narrow(0, 0, count); }
+  /// The first `count` rows of the last step's log probabilities ([count, 1 + top] float32) and their ids.
+  at::Tensor logprobs_view(int64_t count) const { return logprobs_.narrow(0, 0, count); }
+  at::Tensor top_ids_view(int64_t count) const { return top_ids_.narrow(0, 0, count); }
+  /// The likeliest tokens reported with each drawn one: kMaxTopLogprobs, or the whole vocabulary when smaller.
+  int64_t top_count() const { return top_ids_.size(1); }
+
+  /// Pinned host memory for the masks of a step of `requests` rows ([requests, words] int32, alternating like the
+  /// inputs), and its copy into the device buffer the step's sampling reads (queued on the current stream).
+  at::Tensor host_masks(int64_t requests);
+  void copy_masks(const at::Tensor& host_masks);
+  int64_t mask_words() const { return mask_.size(1); }
+
+  /// The per-request control tables, made (zero) the first time a step needs them: max requests + 2 slots (slot 0
+  /// neutral, the last a scratch slot for rows that keep no counts).
+  const LogitTables& logit_tables();
+  int64_t scratch_control_slot() const { return max_requests_ + 1; }
   int64_t max_tokens() const { return max_tokens_; }
   int64_t max_requests() const { return max_requests_; }
 
@@ -94,6 +119,12 @@ class StepInputs {
     kDraw,
     kTemperature,
     kTopP,
+    kControlSlot,
+    kCountSlot,
+    kPresence,
+    kFrequency,
+    kRepetition,
+    kMinPGap,
     kBlockTables,
     kSplitCount,  ///< the step's decode tokens: the split kernel's, the rest the tile kernel's
     kTiles,       ///< the tile kernel's plan of the prompt and padding tokens (kernels/prefill_tiles.h)
@@ -115,6 +146,13 @@ class StepInputs {
   at::Tensor device_;                                        // int64, the same layout
   at::Tensor hidden_;                                        // [1, max tokens, hidden]
   at::Tensor next_tokens_;                                   // [max requests] int64
+  at::Tensor logprobs_;                                      // [max requests, 1 + top] float32
+  at::Tensor top_ids_;                                       // [max requests, top] int64
+  at::Tensor mask_;                                          // [max requests, words] int32
+  at::Tensor host_masks_[2];                                 // pinned, the same shape; steps alternate
+  int64_t mask_loads_ = 0;
+  LogitTables tables_;
+  int64_t vocabulary_;
   std::map<std::pair<int64_t, int64_t>, StepViews> shapes_;  // the graphed shapes' views, by (tokens, requests)
 };
 

@@ -15,6 +15,7 @@ enum Field : int64_t {
   kPrefills,
   kDecodes,
   kMode,
+  kFeatures,
   kMatched,
   kGraphed,
   kDecodeTokens,
@@ -47,6 +48,10 @@ StepKey decode_key(const int64_t* values, int64_t max_requests) {
       mode >= static_cast<int64_t>(SamplingMode::kGreedy) && mode <= static_cast<int64_t>(SamplingMode::kFiltered),
       "a step order of sampling mode ", mode);
   key.mode = static_cast<SamplingMode>(mode);
+  const int64_t features = values[kFeatures];
+  // A follower never masks: structured output is refused under tensor parallelism (the masks stay on one rank).
+  GRAPHED_INTERNAL_ASSERT(features >= 0 && features < 4, "a step order of sampling features ", features);
+  key.features = SamplingFeatures::from_code(static_cast<int>(features));
   return key;
 }
 
@@ -93,6 +98,7 @@ void encode_step_order(const StepOrder& order, int64_t max_requests, at::Tensor&
   values[kPrefills] = order.key.dimensions.prefill_count;
   values[kDecodes] = order.key.dimensions.decode_count;
   values[kMode] = static_cast<int64_t>(order.key.mode);
+  values[kFeatures] = order.key.features.code();
   values[kMatched] = order.matched ? 1 : 0;
   values[kGraphed] = order.graphed ? 1 : 0;
   values[kDecodeTokens] = order.plan.decode_tokens;
