@@ -319,6 +319,7 @@ void ServingEngine::ensure_captured(const StepKey& key) {
   StepViews views =
       inputs_.views(plan_views(padding_only, tokens, requests, true, sizes_.max_sequence), tokens, requests, true);
   views.mode = key.mode;
+  views.features = key.features;
   // The warmup draws into the drawn tokens' buffer, which the next step may still read (async scheduling).
   const at::Tensor drawn = views.previous_tokens.clone();
   graph_runner_->capture(key, views);
@@ -327,15 +328,20 @@ void ServingEngine::ensure_captured(const StepKey& key) {
   stats_.capture_seconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void ServingEngine::capture_graphs(const std::vector<SamplingMode>& modes) {
+SamplingFeatures features_of(const RequestOptions& options) {
+  return {options.logprobs >= 0, options.controls.any() || options.sampling.min_p > 0.0, options.constraint != nullptr};
+}
+
+void ServingEngine::capture_graphs(const std::vector<SamplingMode>& modes, const SamplingFeatures& features) {
   if (options_.scope == config::InferenceCudaGraphScope::kNone) return;
+  if (features.controlled) inputs_.logit_tables();
   at::NoGradGuard no_grad;
   std::optional<capture::SideStream::Use> use;
   if (stream_) use.emplace(*stream_);
   std::vector<BatchDimensions> largest_first = buckets_;
   std::sort(largest_first.begin(), largest_first.end(), [](const auto& a, const auto& b) { return b < a; });
   for (const SamplingMode mode : modes) {
-    for (const auto& dimensions : largest_first) ensure_captured({dimensions, mode});
+    for (const auto& dimensions : largest_first) ensure_captured({dimensions, mode, features});
   }
 }
 
@@ -557,8 +563,7 @@ StepOrder ServingEngine::order_step(const Schedule& schedule, LaunchedStep& step
     if (!chunk.samples) continue;
     const RequestOptions& options = chunk.request->options;
     order.key.mode = std::max(order.key.mode, sampling_mode_of(options.sampling));
-    order.key.features |= {options.logprobs >= 0, options.controls.any() || options.sampling.min_p > 0.0,
-                           options.constraint != nullptr};
+    order.key.features |= features_of(options);
   }
   // A request's controls change its rows of the tables through its prompt's chunks too (slot 0 otherwise).
   for (const auto& chunk : schedule.chunks) order.key.features.controlled |= chunk.request->options.controls.any();

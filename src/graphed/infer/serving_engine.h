@@ -127,6 +127,9 @@ struct EngineStats {
   double mask_seconds = 0;    ///< of host_seconds, computing those steps' token masks
 };
 
+/// The features a step drawing for a request with `options` needs (the step's are its sampling rows' union).
+SamplingFeatures features_of(const RequestOptions& options);
+
 class ServingEngine {
  public:
   /// The model must be in eval mode on `device`; its parameter dtype is the cache's. `relay` (not owned; it
@@ -161,9 +164,10 @@ class ServingEngine {
   /// `requests`). Ranks that follow one scheduler draw the same.
   at::Tensor drawn_tokens(int64_t requests) const { return inputs_.next_tokens_view(requests); }
 
-  /// Captures every bucket's graphs in each of `modes`, largest bucket first; other modes are captured when
-  /// first needed (a step that waits for it). A no-op in scope none.
-  void capture_graphs(const std::vector<SamplingMode>& modes = {SamplingMode::kGreedy});
+  /// Captures every bucket's graphs in each of `modes` with `features`, largest bucket first; other modes and
+  /// features are captured when first needed (a step that waits for it). A no-op in scope none.
+  void capture_graphs(const std::vector<SamplingMode>& modes = {SamplingMode::kGreedy},
+                      const SamplingFeatures& features = {});
   const std::vector<BatchDimensions>& buckets() const { return buckets_; }
   /// The most tokens a step holds (the graph buckets' largest where they hold prompt tokens).
   int64_t step_token_limit() const { return scheduler_.limits().max_tokens; }
