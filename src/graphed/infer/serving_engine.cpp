@@ -534,6 +534,7 @@ void ServingEngine::write_masks(const LaunchedStep& step, int64_t requests) {
   at::Tensor host = inputs_.host_masks(requests);
   const int64_t words = inputs_.mask_words();
   auto* data = reinterpret_cast<std::uint32_t*>(host.data_ptr<int32_t>());
+  std::vector<std::pair<TokenConstraint*, std::uint32_t*>> constrained;
   for (int64_t row = 0; row < requests; ++row) {
     std::uint32_t* mask = data + row * words;
     TokenConstraint* constraint = nullptr;
@@ -542,11 +543,17 @@ void ServingEngine::write_masks(const LaunchedStep& step, int64_t requests) {
       if (found != requests_.end()) constraint = found->second->options.constraint.get();
     }
     if (constraint != nullptr) {
-      constraint->allowed(mask, words);
+      constrained.emplace_back(constraint, mask);
     } else {
       std::fill(mask, mask + words, ~std::uint32_t{0});
     }
   }
+  // A mask can cost milliseconds the first time its grammar state is met: the requests' masks in parallel.
+  if (!mask_workers_) mask_workers_ = std::make_unique<WorkerPool>(WorkerPool::workers_for_this_machine(8));
+  mask_workers_->run(static_cast<int64_t>(constrained.size()), [&](int64_t index) {
+    const auto& [constraint, mask] = constrained[static_cast<std::size_t>(index)];
+    constraint->allowed(mask, words);
+  });
   inputs_.copy_masks(host);
   ++stats_.masked_steps;
   stats_.mask_seconds += std::chrono::duration<double>(Clock::now() - start).count();

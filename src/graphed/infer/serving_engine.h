@@ -38,6 +38,7 @@
 #include "graphed/infer/step_order.h"
 #include "graphed/infer/step_relay.h"
 #include "graphed/runtime/device.h"
+#include "graphed/util/worker_pool.h"
 
 namespace graphed::infer {
 
@@ -265,6 +266,7 @@ class ServingEngine {
   int64_t next_id_ = 1;
   std::vector<std::unique_ptr<TokenSlot>> slots_;
   std::vector<int64_t> free_control_slots_;  // rows of the logit control tables no request holds
+  std::unique_ptr<WorkerPool> mask_workers_;  // made with the first masked step
   std::deque<LaunchedStep> launched_;  // oldest first; at most two during a step() call
   int64_t launches_ = 0;
   double waited_seconds_ = 0;  // of the current step() call, waiting for the device
