@@ -2,7 +2,8 @@
 // models: every request's greedy tokens equal a full recompute whatever shares its steps (more requests
 // than the engine holds at once, chunked prompts, padded and unpadded steps, preemption in a small
 // cache), sampled requests repeat with their seeds in any company, stop tokens and cancellation end
-// requests, bad requests are refused alone, and every block comes back.
+// requests, bad requests are refused alone, every block comes back, and the choices of one prompt reuse its
+// keys and values (the n of an OpenAI request) and draw what they draw alone.
 #include "graphed/infer/serving_engine.h"
 
 #include <gtest/gtest.h>
@@ -141,6 +142,35 @@ TEST_P(ServingEngineModels, AsyncSchedulingDrawsWhatWaitingForEveryStepDraws) {
   EXPECT_EQ(async, waiting);
   EXPECT_EQ(waiting.front().first, FinishReason::kStopToken);
   EXPECT_EQ(async_stats.output_tokens, waiting_stats.output_tokens);
+}
+
+TEST_P(ServingEngineModels, ChoicesOfOnePromptReuseItsKeysAndValuesAndDrawTheirOwnTokens) {
+  model::GptModel model = small_model(GetParam());
+  for (const int64_t length : {13, 9}) {  // a partial last block is copied; a prompt of whole blocks plus one token
+    const std::vector<int64_t> prompt(kPrompts[0].begin(), kPrompts[0].begin() + length);
+    ServingEngine alone(model, at::Device(at::kCPU), small_engine());
+    const int64_t single = alone.add_request(prompt, sampled(91, 6));
+    const auto by_itself = run_all(alone).at(single).tokens;
+    ServingEngine engine(model, at::Device(at::kCPU), small_engine());
+    const int64_t first = engine.add_request(prompt, greedy(6));
+    RequestOptions second = greedy(5);
+    second.prompt_of = first;
+    RequestOptions third = sampled(91, 6);
+    third.prompt_of = first;
+    const int64_t greedy_choice = engine.add_request(prompt, second);
+    const int64_t sampled_choice = engine.add_request(prompt, third);
+    EngineStats stats;
+    const auto finished = run_all(engine, &stats);
+    const auto expected = recompute_greedy(model, prompt, 6);
+    EXPECT_EQ(finished.at(first).tokens, expected);
+    EXPECT_EQ(finished.at(greedy_choice).tokens, std::vector<int64_t>(expected.begin(), expected.begin() + 5));
+    EXPECT_EQ(finished.at(sampled_choice).tokens, by_itself);
+    // The choices compute only the prompt's last token (a hybrid's Mamba states cannot be reused: all of it).
+    const bool reused = GetParam() != Kind::kHybrid;
+    EXPECT_EQ(stats.prompt_tokens, reused ? length + 2 : 3 * length);
+    EXPECT_EQ(stats.shared_prompt_tokens, reused ? 2 * (length - 1) : 0);
+    EXPECT_EQ(engine.blocks_in_use(), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ServingEngineModels, ::testing::Values(Kind::kLlama, Kind::kGpt2, Kind::kHybrid),

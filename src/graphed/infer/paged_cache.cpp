@@ -51,4 +51,12 @@ int64_t state_bytes(model::GptModel& model, int64_t state_slots, const at::Tenso
   return cache_bytes(model, 0, 1, state_slots, options, /*attention=*/false);
 }
 
+void PagedCache::copy_block(int64_t from, int64_t to) const {
+  for (const model::LayerCache& layer : layers_) {
+    if (!layer.key.defined()) continue;
+    layer.key.select(0, to).copy_(layer.key.select(0, from));
+    layer.value.select(0, to).copy_(layer.value.select(0, from));
+  }
+}
+
 }  // namespace graphed::infer

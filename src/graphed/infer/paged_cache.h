@@ -24,6 +24,8 @@ class PagedCache {
   int64_t block_size() const { return block_size_; }
   /// Bytes of every tensor together.
   int64_t bytes() const;
+  /// Copies block `from`'s keys and values to block `to` in every attention layer (queued on the current stream).
+  void copy_block(int64_t from, int64_t to) const;
 
  private:
   int64_t blocks_;

@@ -43,6 +43,11 @@ struct RequestOptions {
   int64_t logprobs = -1;
   /// What the output must follow (structured output); null: anything. Not with tensor-parallel serving.
   std::shared_ptr<TokenConstraint> constraint;
+  /// The id of a request of the same prompt whose prompt's keys and values this one reuses (the n choices of one
+  /// prompt): it waits until that request has computed its prompt, shares its full blocks and copies the last
+  /// partial one, and computes only the prompt's last token. 0, an unknown id or another prompt: it computes its
+  /// prompt itself (so do hybrid models, whose Mamba states move on, and tensor-parallel engines).
+  int64_t prompt_of = 0;
 };
 
 /// The part of a request a refusal is about, so that each front end can name its own field or flag.

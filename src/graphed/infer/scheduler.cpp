@@ -121,6 +121,10 @@ int64_t Scheduler::admit(Request& request, int64_t budget, Schedule& schedule) {
   request.computed = static_cast<int64_t>(shared.blocks.size()) * limits_.block_size;
   shared_tokens_ += request.computed;
   grow(request, total);
+  return start(request, budget, schedule);
+}
+
+int64_t Scheduler::start(Request& request, int64_t budget, Schedule& schedule) {
   request.state_slot = free_slots_.back();
   free_slots_.pop_back();
   waiting_.pop_front();
@@ -129,6 +133,38 @@ int64_t Scheduler::admit(Request& request, int64_t budget, Schedule& schedule) {
   const int64_t length = std::min(pending, budget);
   schedule.chunks.push_back({&request, request.computed, length, false, length == pending});
   return length;
+}
+
+Request* Scheduler::prompt_source(const Request& request) const {
+  if (request.options.prompt_of == 0) return nullptr;
+  for (Request* running : running_) {
+    if (running->id == request.options.prompt_of) return running;
+  }
+  return nullptr;
+}
+
+int64_t Scheduler::admit_reusing(Request& request, Request& source, int64_t budget, Schedule& schedule) {
+  GRAPHED_INTERNAL_ASSERT(request.in_flight == 0 && request.computed == 0 && request.generated() == 0,
+                          "a request reusing another's prompt has drawn nothing");
+  const int64_t size = limits_.block_size;
+  const int64_t reused = request.prompt_length - 1;  // the last prompt token is computed again: it draws
+  const int64_t full = reused / size;
+  const bool partial = reused % size != 0;
+  const int64_t missing = blocks_for(request.prompt_length, size) - full;
+  if (missing > pool_.free_count()) return 0;
+  request.blocks.assign(source.blocks.begin(), source.blocks.begin() + full);
+  for (const int64_t block : request.blocks) pool_.share(block);
+  if (partial) {
+    std::vector<int64_t> evicted;
+    const int64_t copy = pool_.allocate(1, &evicted)->front();
+    prefix_.forget(evicted);
+    schedule.block_copies.emplace_back(source.blocks[static_cast<std::size_t>(full)], copy);
+    request.blocks.push_back(copy);
+  }
+  request.computed = reused;
+  shared_tokens_ += reused;
+  grow(request, request.prompt_length);
+  return start(request, std::min<int64_t>(budget, 1), schedule);
 }
 
 Schedule Scheduler::next() {
@@ -160,10 +196,18 @@ Schedule Scheduler::next() {
   // Waiting requests, in order, while they fit (none in a step that had to preempt: they would thrash).
   Schedule admitted;
   while (schedule.preempted.empty() && !waiting_.empty() && running_count() < limits_.max_requests && budget > 0) {
-    const int64_t length = admit(*waiting_.front(), budget, admitted);
+    Request& request = *waiting_.front();
+    Request* source = prompt_source(request);
+    // A request reusing another's prompt waits for it: computed by a step launched before this one.
+    const bool source_ready = source != nullptr && source->computed >= source->prompt_length &&
+                              source->generated() + source->in_flight > 0 && request.preemptions == 0;
+    if (source != nullptr && !source_ready && request.preemptions == 0) break;
+    const int64_t length =
+        source_ready ? admit_reusing(request, *source, budget, admitted) : admit(request, budget, admitted);
     if (length == 0) break;
     budget -= length;
   }
+  schedule.block_copies = std::move(admitted.block_copies);
   prefill.insert(prefill.end(), admitted.chunks.begin(), admitted.chunks.end());
   schedule.chunks = std::move(decode);
   schedule.chunks.insert(schedule.chunks.end(), prefill.begin(), prefill.end());

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <deque>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct ScheduledChunk {
 struct Schedule {
   std::vector<ScheduledChunk> chunks;  ///< decode chunks first, then prefill chunks
   std::vector<int64_t> preempted;      ///< ids of requests preempted while scheduling it
+  /// (from, to): blocks whose keys and values the engine copies before the step (a request reusing another's
+  /// prompt takes a copy of its partial last block).
+  std::vector<std::pair<int64_t, int64_t>> block_copies;
   int64_t token_count() const;
   int64_t decode_count() const;
   int64_t prefill_count() const { return static_cast<int64_t>(chunks.size()) - decode_count(); }
@@ -75,6 +79,14 @@ class Scheduler {
   bool preempt_last(const Request* keep, Schedule& schedule);
   /// Admits the first waiting request if it fits (its shared prefix first); returns its chunk's length, 0 if not.
   int64_t admit(Request& request, int64_t budget, Schedule& schedule);
+  /// The running request whose prompt `request` reuses (RequestOptions::prompt_of), or null.
+  Request* prompt_source(const Request& request) const;
+  /// Admits `request` over `source`'s computed prompt: its full blocks shared, the partial one copied, the last
+  /// prompt token scheduled. Returns 1, or 0 when the blocks do not fit.
+  int64_t admit_reusing(Request& request, Request& source, int64_t budget, Schedule& schedule);
+  /// Moves the first waiting request to the running ones with `blocks` and `computed`, its pending tokens up to
+  /// `budget` scheduled; returns their count.
+  int64_t start(Request& request, int64_t budget, Schedule& schedule);
   /// Records a scheduled request's full prompt blocks for sharing (a no-op without prefix sharing).
   void record_computed(Request& request);
 

@@ -286,6 +286,13 @@ int64_t ServingEngine::add_request(std::vector<int64_t> prompt, RequestOptions o
     pending_reports_.push_back({id, FinishReason::kRejected, refused->message(), {}});
     return id;
   }
+  // A prompt is reused only from a running request of the same prompt, on one rank, without Mamba states.
+  const auto source = requests_.find(options.prompt_of);
+  if (source == requests_.end() || source->second->prompt_length != static_cast<int64_t>(prompt.size()) ||
+      !std::equal(prompt.begin(), prompt.end(), source->second->tokens.begin()) ||
+      model_->config().has_mamba_layers() || &relay_ != &StepRelay::none()) {
+    options.prompt_of = 0;
+  }
   auto request = std::make_unique<Request>();
   request->id = id;
   request->prompt_length = static_cast<int64_t>(prompt.size());
@@ -394,6 +401,7 @@ bool ServingEngine::launch_step(StepResult& result) {
   for (const int64_t id : schedule.preempted) {
     if (const auto found = requests_.find(id); found != requests_.end()) close_control_slot(*found->second);
   }
+  for (const auto& [from, to] : schedule.block_copies) cache_->copy_block(from, to);
   if (schedule.chunks.empty()) return false;
   LaunchedStep step;
   const StepOrder order = order_step(schedule, step);
@@ -586,7 +594,8 @@ void ServingEngine::note_launch(const Schedule& schedule, LaunchedStep& step) {
   for (std::size_t row = 0; row < schedule.chunks.size(); ++row) {
     const ScheduledChunk& chunk = schedule.chunks[row];
     step.rows.push_back({chunk.request->id, chunk.samples});
-    if (!chunk.decode) stats_.prompt_tokens += chunk.length;
+    // A prompt's last token alone (after chunks, or a choice reusing another's prompt) runs as a decode token.
+    if (!chunk.decode || chunk.first < chunk.request->prompt_length) stats_.prompt_tokens += chunk.length;
     if (!chunk.samples) continue;
     ++chunk.request->in_flight;
     chunk.request->in_flight_row = static_cast<int64_t>(row);
