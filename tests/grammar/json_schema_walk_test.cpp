@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/schema_corpus.h"
+#include "grammar/synthetic_vocabulary.h"
 #include "graphed/grammar/json_schema.h"
 #include "graphed/grammar/token_mask.h"
 
@@ -17,58 +18,6 @@ namespace graphed::grammar {
 namespace {
 
 using Json = nlohmann::json;
-
-// All 256 single bytes, JSON punctuation runs, literals, digit runs, the corpus's words bare and quoted, a
-// few multi-byte characters and escapes, and one empty (special) token that must never be allowed.
-std::vector<std::string> synthetic_vocabulary() {
-  std::vector<std::string> vocabulary;
-  for (int byte = 0; byte < 256; ++byte) vocabulary.emplace_back(1, static_cast<char>(byte));
-  for (const char* piece : {"{\"",
-                            "\":",
-                            "\",",
-                            "\"}",
-                            "\":\"",
-                            "\",\"",
-                            "[]",
-                            "{}",
-                            "],",
-                            "},",
-                            "}]",
-                            "[{",
-                            "]}",
-                            ",\"",
-                            "true",
-                            "false",
-                            "null",
-                            "-1",
-                            "1.5",
-                            "e+",
-                            "E-",
-                            "0.",
-                            "\\n",
-                            "\\u00e9",
-                            "\\\"",
-                            "\\ud83d\\ude00",
-                            "\xc3\xa9",
-                            "\xe2\x88\x9a",
-                            "\xf0\x9f\x98\x80",
-                            " the",
-                            "tr",
-                            "ue"}) {
-    vocabulary.push_back(piece);
-  }
-  for (int number = 0; number < 100; ++number) vocabulary.push_back(std::to_string(number));
-  for (const char* word : {"name",   "age",    "email", "point", "tags",  "id",    "ok",    "value", "children", "kind",
-                           "circle", "radius", "red",   "green", "blue",  "a",     "b",     "c",     "x",        "y",
-                           "cat",    "dog",    "note",  "score", "extra", "hello", "world", "ab"}) {
-    vocabulary.push_back(word);
-    vocabulary.push_back(std::string("\"") + word);
-    vocabulary.push_back(std::string("\"") + word + "\"");
-    vocabulary.push_back(std::string("\"") + word + "\":");
-  }
-  vocabulary.emplace_back();  // a special token: bytes left empty
-  return vocabulary;
-}
 
 std::size_t code_points(const std::string& text) {
   std::size_t count = 0;
@@ -197,7 +146,7 @@ void walk(const Grammar& grammar, const TokenTrie& trie, const std::vector<std::
 }
 
 TEST(JsonSchemaWalkTest, RandomWalksFinishInValidDocuments) {
-  const std::vector<std::string> vocabulary = synthetic_vocabulary();
+  const std::vector<std::string> vocabulary = testing::synthetic_vocabulary();
   const TokenTrie trie(vocabulary);
   for (const testing::SchemaCase& schema_case : testing::schema_corpus()) {
     SCOPED_TRACE(schema_case.name);
@@ -217,7 +166,7 @@ TEST(JsonSchemaWalkTest, RandomWalksFinishInValidDocuments) {
 }
 
 TEST(JsonSchemaWalkTest, AnyJsonObjectWalksFinishInObjects) {
-  const std::vector<std::string> vocabulary = synthetic_vocabulary();
+  const std::vector<std::string> vocabulary = testing::synthetic_vocabulary();
   const TokenTrie trie(vocabulary);
   const Grammar grammar = any_json_object();
   const Json schema = Json::parse(R"({"type":"object"})");

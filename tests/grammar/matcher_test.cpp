@@ -177,6 +177,23 @@ TEST(MatcherTest, AmbiguousReadingsAreDeduplicated) {
   EXPECT_TRUE(matcher.accepts_nothing_more());
 }
 
+TEST(MatcherTest, CopyGoesOnIndependently) {
+  Grammar grammar;
+  const Element word = grammar.choice({literal("cat"), literal("car")});
+  grammar.set_root(grammar.add_rule("root", {{word}}));
+  Matcher original(grammar);
+  ASSERT_TRUE(original.accept_text("ca"));
+  Matcher copy = original;
+  ASSERT_TRUE(copy.accept('t'));
+  EXPECT_TRUE(copy.can_finish());
+  EXPECT_EQ(original.checkpoint(), 2u);
+  EXPECT_FALSE(original.can_finish());
+  ASSERT_TRUE(original.accept('r'));
+  copy = original;
+  EXPECT_EQ(copy.stacks(), original.stacks());
+  EXPECT_TRUE(copy.accepts_nothing_more());
+}
+
 TEST(TokenMaskTest, AllowsTokensWhoseWholeBytesAreAccepted) {
   Grammar grammar;
   const Element word = grammar.choice({literal("true"), literal("false")});
@@ -188,7 +205,7 @@ TEST(TokenMaskTest, AllowsTokensWhoseWholeBytesAreAccepted) {
   EXPECT_EQ(allowed_tokens(matcher, trie, bitmask), 6);
   ASSERT_EQ(bitmask.size(), 1u);
   EXPECT_EQ(bitmask[0], 0b0001110111u);
-  EXPECT_EQ(matcher.checkpoint(), 0u);  // the search rolled back
+  EXPECT_EQ(matcher.checkpoint(), 0u);  // the search leaves the matcher as it was
   ASSERT_TRUE(matcher.accept_text("tr"));
   EXPECT_EQ(allowed_tokens(matcher, trie, bitmask), 1);
   EXPECT_TRUE(is_allowed(bitmask, 9));

@@ -1,85 +1,59 @@
-// grammar/matcher.cpp — the pushdown matcher: stack expansion, byte acceptance, checkpoints.
+// grammar/matcher.cpp — the pushdown matcher over interned stacks: byte acceptance, the flat history behind
+// checkpoints, and the state written as a key.
 #include "graphed/grammar/matcher.h"
 
 #include <algorithm>
 #include <utility>
 
+#include "graphed/grammar/detail/stack_table.h"
 #include "graphed/util/error.h"
 
 namespace graphed::grammar {
 
-namespace {
-
-void sort_unique(std::vector<Stack>& stacks) {
-  std::sort(stacks.begin(), stacks.end());
-  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-}
-
-}  // namespace
+using detail::StackTable;
 
 Matcher::Matcher(const Grammar& grammar) : grammar_(&grammar) {
   grammar.validate();
-  std::vector<Stack> start;
-  const Rule& root = grammar.rule(grammar.root());
-  for (int alternative = 0; alternative < static_cast<int>(root.alternatives.size()); ++alternative) {
-    expand(Stack{Position{grammar.root(), alternative, 0}}, start);
-  }
-  sort_unique(start);
-  history_.push_back(std::move(start));
+  table_ = std::make_unique<StackTable>(grammar);
+  table_->start(state_stacks_);
+  std::sort(state_stacks_.begin(), state_stacks_.end());
+  state_stacks_.erase(std::unique(state_stacks_.begin(), state_stacks_.end()), state_stacks_.end());
+  state_begins_.push_back(0);
 }
 
-// Brings a stack to a byte set on top (or to empty), fanning out at each rule reference. Validation
-// refused left recursion, so every path through here ends.
-void Matcher::expand(Stack stack, std::vector<Stack>& out) const {
-  for (;;) {
-    if (stack.empty()) {
-      out.push_back(std::move(stack));
-      break;
-    }
-    const Position top = stack.back();
-    const Sequence& sequence = grammar_->rule(top.rule).alternatives[static_cast<std::size_t>(top.alternative)];
-    if (top.index == static_cast<int>(sequence.size())) {  // rule complete: the caller was moved on already
-      stack.pop_back();
-      continue;
-    }
-    const Element& element = sequence[static_cast<std::size_t>(top.index)];
-    if (!element.is_rule()) {
-      out.push_back(std::move(stack));
-      break;
-    }
-    // Move the caller past the reference; drop it when that completes it (a tail call keeps depth flat).
-    stack.back().index += 1;
-    if (stack.back().index == static_cast<int>(sequence.size())) stack.pop_back();
-    GRAPHED_INTERNAL_ASSERT(stack.size() < kMaxDepth, "grammar matcher stack deeper than ", kMaxDepth, " at rule '",
-                            grammar_->rule(element.rule).name, "'");
-    const int count = static_cast<int>(grammar_->rule(element.rule).alternatives.size());
-    for (int alternative = 0; alternative < count; ++alternative) {
-      Stack branch = stack;
-      branch.push_back(Position{element.rule, alternative, 0});
-      expand(std::move(branch), out);
-    }
-    break;
-  }
-  GRAPHED_INTERNAL_ASSERT(out.size() <= kMaxStacks, "grammar matcher has more than ", kMaxStacks,
-                          " simultaneous readings; the grammar is too ambiguous");
+Matcher::Matcher(const Matcher& other)
+    : grammar_(other.grammar_),
+      table_(std::make_unique<StackTable>(*other.table_)),
+      state_stacks_(other.state_stacks_),
+      state_begins_(other.state_begins_) {}
+
+Matcher& Matcher::operator=(const Matcher& other) {
+  if (this != &other) *this = Matcher(other);
+  return *this;
 }
+
+Matcher::Matcher(Matcher&& other) noexcept = default;
+Matcher& Matcher::operator=(Matcher&& other) noexcept = default;
+Matcher::~Matcher() = default;
 
 bool Matcher::accept(std::uint8_t byte) {
-  std::vector<Stack> next;
-  for (const Stack& stack : history_.back()) {
-    if (stack.empty()) continue;
-    const Position& top = stack.back();
-    const Element& element =
-        grammar_->rule(top.rule)
-            .alternatives[static_cast<std::size_t>(top.alternative)][static_cast<std::size_t>(top.index)];
-    if (!element.bytes.contains(byte)) continue;
-    Stack advanced = stack;
-    advanced.back().index += 1;
-    expand(std::move(advanced), next);
+  // The next state is built after the current one in state_stacks_, which may reallocate: indices, not
+  // iterators.
+  const std::size_t begin = state_begins_.back();
+  const std::size_t end = state_stacks_.size();
+  for (std::size_t at = begin; at < end; ++at) {
+    const std::int32_t stack = state_stacks_[at];
+    if (!table_->expected(stack).contains(byte)) continue;  // the empty stack takes nothing
+    const detail::StackRange next = table_->successors(stack);
+    state_stacks_.insert(state_stacks_.end(), next.begin(), next.end());
   }
-  if (next.empty()) return false;
-  sort_unique(next);
-  history_.push_back(std::move(next));
+  if (state_stacks_.size() == end) return false;
+  GRAPHED_INTERNAL_ASSERT(state_stacks_.size() - end <= kMaxStacks, "grammar matcher has more than ", kMaxStacks,
+                          " simultaneous readings; the grammar is too ambiguous");
+  const auto first = state_stacks_.begin() + static_cast<std::ptrdiff_t>(end);
+  std::sort(first, state_stacks_.end());
+  state_stacks_.erase(std::unique(first, state_stacks_.end()), state_stacks_.end());
+  state_begins_.push_back(end);
   return true;
 }
 
@@ -95,28 +69,65 @@ bool Matcher::accept_text(std::string_view text) {
 }
 
 bool Matcher::can_finish() const {
-  const std::vector<Stack>& stacks = history_.back();
-  return std::any_of(stacks.begin(), stacks.end(), [](const Stack& stack) { return stack.empty(); });
+  // Ids are sorted and the empty stack's id is the smallest, so it can only be first.
+  const std::size_t begin = state_begins_.back();
+  return begin < state_stacks_.size() && state_stacks_[begin] == StackTable::kEmptyStack;
 }
 
 bool Matcher::accepts_nothing_more() const { return can_finish() && next_bytes().empty(); }
 
 ByteSet Matcher::next_bytes() const {
   ByteSet bytes;
-  for (const Stack& stack : history_.back()) {
-    if (stack.empty()) continue;
-    const Position& top = stack.back();
-    bytes.add(grammar_->rule(top.rule)
-                  .alternatives[static_cast<std::size_t>(top.alternative)][static_cast<std::size_t>(top.index)]
-                  .bytes);
+  for (std::size_t at = state_begins_.back(); at < state_stacks_.size(); ++at) {
+    bytes.add(table_->expected(state_stacks_[at]));
   }
   return bytes;
 }
 
 void Matcher::rollback(std::size_t checkpoint) {
-  GRAPHED_INTERNAL_ASSERT(checkpoint < history_.size(), "rollback to checkpoint ", checkpoint, " past the ",
-                          history_.size() - 1, " bytes accepted");
-  history_.resize(checkpoint + 1);
+  GRAPHED_INTERNAL_ASSERT(checkpoint < state_begins_.size(), "rollback to checkpoint ", checkpoint, " past the ",
+                          state_begins_.size() - 1, " bytes accepted");
+  if (checkpoint + 1 == state_begins_.size()) return;
+  state_stacks_.resize(state_begins_[checkpoint + 1]);
+  state_begins_.resize(checkpoint + 1);
+}
+
+std::vector<Stack> Matcher::stacks() const {
+  std::vector<Stack> stacks;
+  for (std::size_t at = state_begins_.back(); at < state_stacks_.size(); ++at) {
+    stacks.emplace_back();
+    table_->append_positions(state_stacks_[at], stacks.back());
+  }
+  std::sort(stacks.begin(), stacks.end());
+  return stacks;
+}
+
+void Matcher::write_state(std::vector<std::int32_t>& key) const {
+  // Each stack's integers first go to `flat` in id order (ids depend on the history); sorting the runs by
+  // their contents gives an order that depends on the set of stacks alone.
+  std::vector<std::int32_t> flat;
+  std::vector<std::size_t> runs;
+  for (std::size_t at = state_begins_.back(); at < state_stacks_.size(); ++at) {
+    runs.push_back(flat.size());
+    std::int32_t stack = state_stacks_[at];
+    flat.push_back(table_->depth(stack));
+    for (; stack != StackTable::kEmptyStack; stack = table_->parent(stack)) {
+      const Position& top = table_->top(stack);
+      flat.insert(flat.end(), {top.rule, top.alternative, top.index});
+    }
+  }
+  const auto run_end = [&](std::size_t run) { return run + 1 + 3 * static_cast<std::size_t>(flat[run]); };
+  std::sort(runs.begin(), runs.end(), [&](std::size_t left, std::size_t right) {
+    return std::lexicographical_compare(
+        flat.begin() + static_cast<std::ptrdiff_t>(left), flat.begin() + static_cast<std::ptrdiff_t>(run_end(left)),
+        flat.begin() + static_cast<std::ptrdiff_t>(right), flat.begin() + static_cast<std::ptrdiff_t>(run_end(right)));
+  });
+  key.clear();
+  key.reserve(flat.size());
+  for (std::size_t run : runs) {
+    key.insert(key.end(), flat.begin() + static_cast<std::ptrdiff_t>(run),
+               flat.begin() + static_cast<std::ptrdiff_t>(run_end(run)));
+  }
 }
 
 }  // namespace graphed::grammar

@@ -1,15 +1,21 @@
-// grammar/matcher.h — Matcher: a pushdown matcher that feeds bytes through a Grammar, with checkpoints to
-// roll back (the token-mask search tries many continuations from one state). Torch-free; knows no tokens.
+// grammar/matcher.h — Matcher: a pushdown matcher that feeds bytes through a Grammar, with checkpoints to roll
+// back, and its state written as a key (token masks are computed from it and cached under it). Torch-free;
+// knows no tokens.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "graphed/grammar/grammar.h"
 
 namespace graphed::grammar {
+
+namespace detail {
+class StackTable;
+}
 
 /// A place in a grammar: element `index` of alternative `alternative` of rule `rule`.
 struct Position {
@@ -31,12 +37,16 @@ struct Position {
 /// last position stands at a byte set; an empty stack means the root rule is complete.
 using Stack = std::vector<Position>;
 
-/// Runs a grammar over bytes. Its state is a deduplicated, sorted set of stacks (one per way the bytes so
-/// far can be read). A reference is expanded by moving the caller past it first and dropping the caller
-/// when that leaves it at its end, so right recursion (R ::= item R | empty) runs in constant depth.
+/// Runs a grammar over bytes. Its state is a deduplicated set of stacks (one per way the bytes so far can be
+/// read). A reference is expanded by moving the caller past it first and dropping the caller when that leaves it
+/// at its end, so right recursion (R ::= item R | empty) runs in constant depth.
 ///
-/// Every accepted byte keeps the previous state, so checkpoint()/rollback() cost nothing but memory; a
-/// long generation keeps one state per byte (a few stacks each for JSON).
+/// Stacks are interned (equal stacks are one integer, sharing the positions under their tops) and the stacks
+/// that follow each stack after a byte are computed once, so accept() is a few lookups and a sort of integers.
+/// Every accepted byte keeps the previous state in one flat history, so checkpoint()/rollback() cost nothing
+/// but memory and allocate nothing once the history has grown; a long generation keeps one state per byte (a
+/// few integers each for JSON). A copy is independent of the original. Not thread-safe, but const members may
+/// run on several threads at once.
 class Matcher {
  public:
   /// Grammars with more simultaneous readings than this, or deeper stacks, are reported as internal errors:
@@ -47,6 +57,11 @@ class Matcher {
   /// Starts at the beginning of the root rule. Validates the grammar (internal error if unusable).
   /// grammar: not owned; it outlives the matcher.
   explicit Matcher(const Grammar& grammar);
+  Matcher(const Matcher& other);
+  Matcher& operator=(const Matcher& other);
+  Matcher(Matcher&& other) noexcept;
+  Matcher& operator=(Matcher&& other) noexcept;
+  ~Matcher();
 
   /// Advances every stack that can take the byte. Returns false and leaves the state unchanged if none can.
   bool accept(std::uint8_t byte);
@@ -62,20 +77,27 @@ class Matcher {
   ByteSet next_bytes() const;
 
   /// A mark of the current state for rollback(): the count of bytes accepted so far.
-  std::size_t checkpoint() const { return history_.size() - 1; }
+  std::size_t checkpoint() const { return state_begins_.size() - 1; }
   /// Returns to the state at `checkpoint` (forgetting every byte accepted after it).
   void rollback(std::size_t checkpoint);
   /// Returns to the start.
   void reset() { rollback(0); }
 
-  /// The current stacks, for tests.
-  const std::vector<Stack>& stacks() const { return history_.back(); }
+  /// The current stacks, each bottom first, sorted; for tests and debugging (it builds them).
+  std::vector<Stack> stacks() const;
+  /// Writes the current state into `key` (cleared first) as integers that depend on the state alone, not on
+  /// the history that led to it: two matchers of one grammar write equal keys exactly when their sets of stacks
+  /// are equal. Per stack, in a fixed order: its depth, then (rule, alternative, index) of each position, the
+  /// top first. Token masks are memoized under it (token_mask_cache.h) and computed from it (token_mask.h).
+  void write_state(std::vector<std::int32_t>& key) const;
+
+  const Grammar& grammar() const { return *grammar_; }
 
  private:
-  void expand(Stack stack, std::vector<Stack>& out) const;
-
-  const Grammar* grammar_;                   // not owned; outlives the matcher
-  std::vector<std::vector<Stack>> history_;  // the state after each accepted byte; back() is current
+  const Grammar* grammar_;                     // not owned; outlives the matcher
+  std::unique_ptr<detail::StackTable> table_;  // the interned stacks of every state in the history
+  std::vector<std::int32_t> state_stacks_;     // the stack ids of each state, one state after another, each sorted
+  std::vector<std::size_t> state_begins_;      // where each state begins in state_stacks_; back() is current
 };
 
 }  // namespace graphed::grammar

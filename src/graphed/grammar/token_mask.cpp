@@ -1,7 +1,10 @@
-// grammar/token_mask.cpp — building the vocabulary trie and the depth-first mask search.
+// grammar/token_mask.cpp — building the vocabulary trie; allowed_tokens() hands the matcher's state to the
+// mask search (detail/mask_search.h).
 #include "graphed/grammar/token_mask.h"
 
 #include <algorithm>
+
+#include "graphed/grammar/detail/mask_search.h"
 
 namespace graphed::grammar {
 
@@ -29,32 +32,51 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes)
     }
     nodes_[static_cast<std::size_t>(node)].tokens.push_back(token);
   }
+  list_depth_first();
 }
 
-namespace {
-
-std::int32_t visit(Matcher& matcher, const TokenTrie& trie, std::int32_t node, std::vector<std::uint32_t>& bitmask) {
-  std::int32_t allowed = 0;
-  const ByteSet next = matcher.next_bytes();  // one cheap test before copying stacks
-  for (const auto& [byte, child] : trie.node(node).children) {
-    if (!next.contains(byte)) continue;
-    const std::size_t mark = matcher.checkpoint();
-    if (!matcher.accept(byte)) continue;
-    for (std::int32_t token : trie.node(child).tokens) {
-      bitmask[static_cast<std::size_t>(token) / 32] |= std::uint32_t{1} << (token % 32);
-      ++allowed;
+void TokenTrie::list_depth_first() {
+  listed_nodes_.reserve(nodes_.size() + 1);
+  struct Open {
+    std::int32_t node;
+    std::int32_t listed;     // its index in listed_nodes_
+    std::size_t next_child;  // the next of its children to list
+  };
+  std::vector<Open> path;  // the open nodes from the root down; an explicit stack, as tokens may be long
+  const auto list = [&](std::int32_t node, std::uint8_t byte) {
+    ListedNode listed;
+    listed.tokens_begin = static_cast<std::int32_t>(listed_tokens_.size());
+    listed.depth = static_cast<std::int32_t>(path.size());
+    listed.byte = byte;
+    const std::vector<std::int32_t>& tokens = nodes_[static_cast<std::size_t>(node)].tokens;
+    listed_tokens_.insert(listed_tokens_.end(), tokens.begin(), tokens.end());
+    path.push_back(Open{node, static_cast<std::int32_t>(listed_nodes_.size()), 0});
+    listed_nodes_.push_back(listed);
+  };
+  list(0, 0);
+  while (!path.empty()) {
+    Open& open = path.back();
+    const auto& children = nodes_[static_cast<std::size_t>(open.node)].children;
+    if (open.next_child == children.size()) {
+      listed_nodes_[static_cast<std::size_t>(open.listed)].subtree_end =
+          static_cast<std::int32_t>(listed_nodes_.size());
+      path.pop_back();
+      continue;
     }
-    allowed += visit(matcher, trie, child, bitmask);
-    matcher.rollback(mark);
+    const auto [byte, child] = children[open.next_child++];
+    list(child, byte);  // may reallocate path: `open` is not used after
   }
-  return allowed;
+  ListedNode end;  // ends the last node's tokens
+  end.tokens_begin = static_cast<std::int32_t>(listed_tokens_.size());
+  end.subtree_end = static_cast<std::int32_t>(listed_nodes_.size()) + 1;
+  listed_nodes_.push_back(end);
 }
-
-}  // namespace
 
 std::int32_t allowed_tokens(Matcher& matcher, const TokenTrie& trie, std::vector<std::uint32_t>& bitmask) {
   bitmask.assign(bitmask_words(trie.vocabulary_size()), 0);
-  return visit(matcher, trie, 0, bitmask);
+  std::vector<std::int32_t> state_key;
+  matcher.write_state(state_key);
+  return detail::search_mask(matcher.grammar(), trie, state_key, bitmask.data());
 }
 
 }  // namespace graphed::grammar
