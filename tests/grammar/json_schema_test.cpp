@@ -1,6 +1,6 @@
 // tests/grammar/json_schema_test.cpp — compile_json_schema() on the corpus of schema_corpus.h: documents in
 // canonical form are accepted byte by byte, others refused; any_json_object(); and the exact messages of
-// refused and invalid schemas.
+// refused and invalid schemas; framed documents (compile_framed_json_schema).
 #include "graphed/grammar/json_schema.h"
 
 #include <gtest/gtest.h>
@@ -69,6 +69,26 @@ TEST(JsonSchemaTest, AnyJsonObjectNeedsAnObjectAtTheTop) {
   Matcher matcher(grammar);
   ASSERT_TRUE(matcher.accept_text("{}"));
   EXPECT_TRUE(matcher.accepts_nothing_more());
+}
+
+/// A tool call's format: documents between literal texts, one or several joined by a separator.
+TEST(JsonSchemaTest, FramedDocumentsComeBetweenTheirTextsAndRepeatWithinTheirCounts) {
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({"enum":[1,2]})");
+  const Grammar one = compile_framed_json_schema(schema, Framing{"<a>\n", "\n</a>", "\n", 1, 1});
+  EXPECT_TRUE(grammar_matches(one, "<a>\n1\n</a>"));
+  EXPECT_FALSE(grammar_matches(one, "1"));
+  EXPECT_FALSE(grammar_matches(one, "<a>\n1\n</a>\n<a>\n2\n</a>"));
+  Matcher complete(one);
+  ASSERT_TRUE(complete.accept_text("<a>\n2\n</a>"));
+  EXPECT_TRUE(complete.accepts_nothing_more());
+  const Grammar several = compile_framed_json_schema(schema, Framing{"", "", ";", 1, -1});
+  for (const char* document : {"1", "1;2", "2;2;1;1"}) EXPECT_TRUE(grammar_matches(several, document)) << document;
+  EXPECT_FALSE(grammar_matches(several, "1;"));
+  const Grammar bounded = compile_framed_json_schema(schema, Framing{"(", ")", ",", 2, 3});
+  EXPECT_FALSE(grammar_matches(bounded, "(1)"));
+  EXPECT_TRUE(grammar_matches(bounded, "(1),(2)"));
+  EXPECT_TRUE(grammar_matches(bounded, "(1),(2),(1)"));
+  EXPECT_FALSE(grammar_matches(bounded, "(1),(2),(1),(2)"));
 }
 
 TEST(JsonSchemaTest, RefusesUnsupportedKeywordsNamingEveryPath) {

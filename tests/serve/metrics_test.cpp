@@ -1,5 +1,5 @@
-// tests/serve/metrics_test.cpp — the Prometheus page: cumulative histogram buckets, counters by outcome,
-// and the engine's gauges, step counters and step durations from a loop snapshot.
+// tests/serve/metrics_test.cpp — the Prometheus page: cumulative histogram buckets, counters by outcome and of
+// structured requests, and the engine's gauges, step counters, step durations and mask work from a loop snapshot.
 #include <gtest/gtest.h>
 
 #include "graphed/serve/metrics.h"
@@ -61,6 +61,25 @@ TEST(ServerMetricsTest, CountsOutcomesTokensAndTheEngineState) {
   EXPECT_TRUE(has_line(page, "graphed_time_to_first_token_seconds_count 1")) << page;
   EXPECT_TRUE(has_line(page, "graphed_time_per_output_token_seconds_count 1")) << page;
   EXPECT_TRUE(has_line(page, "# TYPE graphed_request_duration_seconds histogram")) << page;
+}
+
+/// Structured requests by what asked for them (every source listed from the start), and the engine's masked steps
+/// and the host's time on their masks.
+TEST(ServerMetricsTest, CountsStructuredRequestsAndMaskWork) {
+  ServerMetrics metrics;
+  metrics.count_structured("json_schema");
+  metrics.count_structured("json_schema");
+  metrics.count_structured("tool_calls");
+  LoopSnapshot snapshot;
+  snapshot.stats.masked_steps = 12;
+  snapshot.stats.mask_seconds = 0.25;
+  const std::string page = metrics.render(snapshot, 100, 16);
+  EXPECT_TRUE(has_line(page, "# TYPE graphed_structured_requests_total counter")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_structured_requests_total{source=\"json_schema\"} 2")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_structured_requests_total{source=\"json_object\"} 0")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_structured_requests_total{source=\"tool_calls\"} 1")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_masked_steps_total 12")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_mask_seconds_total 0.25")) << page;
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // tests/serve/openai_protocol_test.cpp — reading OpenAI request bodies (defaults, every field, and a
-// message naming the field for each kind of mistake) and the shapes of the bodies and chunks built back.
+// message naming the field for each kind of mistake: sampling controls, log probabilities, response_format,
+// tool_choice) and the shapes of the bodies and chunks built back.
 #include <gtest/gtest.h>
 
 #include "graphed/serve/api_error.h"
 #include "graphed/serve/openai_protocol.h"
+#include "graphed/serve/structured_output.h"
 
 namespace graphed::serve {
 namespace {
@@ -107,8 +109,8 @@ TEST(OpenAiProtocolTest, EveryMistakeNamesItsFieldAndWhatToSend) {
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"n", 129}}), "400 n: 'n' is 129; send an integer from 1 to 128");
   EXPECT_NE(completion_error({{"prompt", "x"}, {"best_of", 3}}).find("400 best_of: 'best_of' is not supported"),
             std::string::npos);
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"logprobs", 3}}).find("400 logprobs: 'logprobs' is not supported yet"),
-            std::string::npos);
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logprobs", 21}}),
+            "400 logprobs: 'logprobs' is 21; send an integer from 0 to 20");
   EXPECT_EQ(completion_error({{"prompt", {"a", "b"}}}), "no error");  // several prompts: one choice each
   EXPECT_NE(completion_error({{"prompt", "x"}, {"stop", {1.5}}}).find("400 stop: 'stop' is a number"),
             std::string::npos);
@@ -118,6 +120,164 @@ TEST(OpenAiProtocolTest, EveryMistakeNamesItsFieldAndWhatToSend) {
   EXPECT_NE(completion_error({{"prompt", "x"}, {"top_p", 0}}).find("400 top_p"), std::string::npos);
   EXPECT_NE(completion_error({{"prompt", "x"}, {"stream", "yes"}}).find("'stream' is a string; send true or false"),
             std::string::npos);
+}
+
+/// Penalties, logit_bias, min_tokens, min_p and log probabilities in both endpoints' forms.
+TEST(OpenAiProtocolTest, ReadsSamplingControlsAndLogprobs) {
+  const CompletionRequest completion = parse_completion_request(json::parse(R"({"prompt": "x", "max_tokens": 8,
+    "presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.2, "logit_bias": {"50256": -100, "11": 5,
+    "7": 0}, "min_tokens": 3, "min_p": 0.05, "logprobs": 3})"));
+  const SamplingFields& sampling = completion.generation.sampling;
+  EXPECT_EQ(sampling.presence_penalty, 0.5);
+  EXPECT_EQ(sampling.frequency_penalty, -1.0);
+  EXPECT_EQ(sampling.repetition_penalty, 1.2);
+  const std::vector<std::pair<int64_t, double>> biases{{50256, -100.0}, {11, 5.0}};  // a bias of 0 is no bias
+  EXPECT_EQ(sampling.logit_bias, biases);
+  EXPECT_EQ(sampling.min_tokens, 3);
+  EXPECT_EQ(sampling.min_p, 0.05);
+  EXPECT_EQ(sampling.logprobs, 3);
+  EXPECT_EQ(sampling.first_control(), "presence_penalty");
+  const SamplingFields none = parse_completion_request({{"prompt", "x"}, {"logprobs", false}}).generation.sampling;
+  EXPECT_EQ(none.logprobs, -1);
+  EXPECT_EQ(none.first_control(), "");
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", 0}}).generation.sampling.logprobs, 0);
+  const json messages = json::parse(R"([{"role": "user", "content": "x"}])");
+  EXPECT_EQ(parse_chat_request({{"messages", messages}, {"logprobs", true}, {"top_logprobs", 2}})
+                .generation.sampling.logprobs,
+            2);
+  EXPECT_EQ(parse_chat_request({{"messages", messages}, {"logprobs", true}}).generation.sampling.logprobs, 0);
+  EXPECT_EQ(parse_chat_request({{"messages", messages}, {"logprobs", false}}).generation.sampling.logprobs, -1);
+}
+
+TEST(OpenAiProtocolTest, SamplingControlsOutOfRangeAreRefusedByName) {
+  const auto with = [](const char* field, json value) { return json{{"prompt", "x"}, {field, std::move(value)}}; };
+  EXPECT_EQ(completion_error(with("presence_penalty", 3)),
+            "400 presence_penalty: 'presence_penalty' is 3; send a number from -2 to 2");
+  EXPECT_EQ(completion_error(with("frequency_penalty", "high")),
+            "400 frequency_penalty: 'frequency_penalty' is a string; send a number from -2 to 2");
+  EXPECT_EQ(completion_error(with("repetition_penalty", 0)),
+            "400 repetition_penalty: 'repetition_penalty' is 0; send a number above 0 (1 = none, above 1 discourages "
+            "repeats)");
+  EXPECT_EQ(completion_error(with("logit_bias", {{"50256", 150}})),
+            "400 logit_bias: 'logit_bias' gives token 50256 a bias of 150; send biases from -100 to 100 (-100 bans "
+            "the token, 100 makes it all but certain)");
+  EXPECT_NE(completion_error(with("logit_bias", {{"the", 1}})).find("'logit_bias' has the key \"the\", which is not"),
+            std::string::npos);
+  EXPECT_NE(completion_error(with("logit_bias", {{"5", "1"}})).find("'logit_bias' gives token 5 a string"),
+            std::string::npos);
+  EXPECT_NE(completion_error(with("logit_bias", {1, 2})).find("400 logit_bias: 'logit_bias' is an array"),
+            std::string::npos);
+  EXPECT_EQ(completion_error(with("min_p", 1.5)), "400 min_p: 'min_p' is 1.5; send a number from 0 to 1");
+  EXPECT_EQ(completion_error(with("min_tokens", -1)),
+            "400 min_tokens: 'min_tokens' is -1; send an integer from 0 to 2147483647");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"max_tokens", 4}, {"min_tokens", 5}}),
+            "400 min_tokens: 'min_tokens' is 5, more than the request's max_tokens (4); send at most that many");
+  EXPECT_NE(completion_error(with("logprobs", true)).find("400 logprobs: 'logprobs' is a boolean; send an integer"),
+            std::string::npos);
+  EXPECT_NE(completion_error(with("top_logprobs", 2)).find("400 top_logprobs: 'top_logprobs' is a chat completions"),
+            std::string::npos);
+  const json messages = json::parse(R"([{"role": "user", "content": "x"}])");
+  EXPECT_EQ(chat_error({{"messages", messages}, {"top_logprobs", 2}}),
+            "400 top_logprobs: 'top_logprobs' needs 'logprobs': true; send both, or leave top_logprobs out");
+  EXPECT_EQ(chat_error({{"messages", messages}, {"logprobs", true}, {"top_logprobs", 21}}),
+            "400 top_logprobs: 'top_logprobs' is 21; send an integer from 0 to 20");
+  EXPECT_EQ(chat_error({{"messages", messages}, {"logprobs", 3}}),
+            "400 logprobs: 'logprobs' is an integer; send true or false");
+}
+
+/// response_format: text is nothing; json_object and json_schema compile once into the request's grammar.
+TEST(OpenAiProtocolTest, ResponseFormatCompilesItsGrammar) {
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}}).generation.grammar, nullptr);
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "text"}}}}).generation.grammar,
+            nullptr);
+  const GenerationFields object =
+      parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}).generation;
+  ASSERT_NE(object.grammar, nullptr);
+  EXPECT_EQ(object.grammar->source, "json_object");
+  EXPECT_EQ(object.grammar_param, "response_format");
+  const json messages = json::parse(R"([{"role": "user", "content": "x"}])");
+  const ChatRequest schema =
+      parse_chat_request(json{{"messages", messages}, {"response_format", json::parse(R"({"type": "json_schema",
+      "json_schema": {"name": "point", "strict": true, "schema": {"type": "object",
+        "properties": {"x": {"type": "integer"}}, "required": ["x"], "additionalProperties": false}}})")}});
+  ASSERT_NE(schema.generation.grammar, nullptr);
+  EXPECT_EQ(schema.generation.grammar->source, "json_schema");
+}
+
+TEST(OpenAiProtocolTest, ResponseFormatMistakesAreRefusedByName) {
+  const auto format = [](const char* text) { return json{{"prompt", "x"}, {"response_format", json::parse(text)}}; };
+  EXPECT_EQ(completion_error(format(R"({"type": "yaml"})")),
+            "400 response_format: 'response_format.type' is \"yaml\"; send {\"type\": \"text\"}, {\"type\": "
+            "\"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": {...}}");
+  EXPECT_NE(completion_error(format(R"({"type": "json_schema"})"))
+                .find("400 response_format.json_schema: 'response_format.json_schema' is missing"),
+            std::string::npos);
+  EXPECT_EQ(completion_error(format(R"({"type": "json_schema", "json_schema": {"name": "x"}})")),
+            "400 response_format.json_schema.schema: 'response_format.json_schema.schema' is missing; send the JSON "
+            "schema the reply must follow");
+  // Every unsupported keyword is named, with its path, in one message.
+  const std::string refused = completion_error(format(R"({"type": "json_schema", "json_schema": {"name": "x",
+      "schema": {"type": "object", "properties": {"name": {"type": "string", "pattern": "^a"},
+                 "age": {"type": "integer", "minimum": 0}}}}})"));
+  EXPECT_EQ(refused.rfind("400 response_format.json_schema.schema: 'response_format.json_schema.schema': the schema "
+                          "uses keywords graphed does not support: 'pattern' at /properties/name, 'minimum' at "
+                          "/properties/age; fix: ",
+                          0),
+            0u)
+      << refused;
+  EXPECT_NE(completion_error({{"prompt", "x"}, {"guided_json", {{"type", "object"}}}})
+                .find("400 guided_json: 'guided_json' (vLLM's structured output) is not supported; send "
+                      "response_format"),
+            std::string::npos);
+}
+
+/// tool_choice "required" or a named function: the functions a call may take, checked against the tools.
+TEST(OpenAiProtocolTest, ToolChoiceRequiredOrNamedNarrowsTheCallableFunctions) {
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+                                     {"type": "function", "function": {"name": "add"}}])");
+  const json messages = json::parse(R"([{"role": "user", "content": "x"}])");
+  const ChatRequest required =
+      parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}});
+  EXPECT_EQ(required.tool_choice, ToolChoice::kRequired);
+  EXPECT_EQ(required.callable, (std::vector<std::string>{"get_weather", "add"}));
+  const json named{{"type", "function"}, {"function", {{"name", "add"}}}};
+  const ChatRequest function = parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", named}});
+  EXPECT_EQ(function.tool_choice, ToolChoice::kFunction);
+  EXPECT_EQ(function.callable, std::vector<std::string>{"add"});
+  EXPECT_EQ(parse_chat_request({{"messages", messages}, {"tools", tools}}).tool_choice, ToolChoice::kAuto);
+  const json unknown{{"type", "function"}, {"function", {{"name", "sub"}}}};
+  EXPECT_EQ(chat_error({{"messages", messages}, {"tools", tools}, {"tool_choice", unknown}}),
+            "400 tool_choice: 'tool_choice' names the function 'sub', which 'tools' does not define; send one of: "
+            "get_weather, add");
+  EXPECT_EQ(chat_error({{"messages", messages}, {"tool_choice", "required"}}),
+            "400 tool_choice: 'tool_choice' requires a call, but the request has no tools; send the functions in "
+            "'tools', or tool_choice \"auto\"");
+  EXPECT_NE(chat_error({{"messages", messages}, {"tools", tools}, {"tool_choice", "any"}})
+                .find("400 tool_choice: 'tool_choice' is \"any\"; send \"auto\", \"none\", \"required\" or"),
+            std::string::npos);
+  EXPECT_NE(chat_error({{"messages", messages}, {"tools", tools}, {"tool_choice", {{"type", "function"}}}})
+                .find("400 tool_choice: 'tool_choice' is an object; send"),
+            std::string::npos);
+  EXPECT_EQ(chat_error({{"messages", messages},
+                        {"tools", tools},
+                        {"tool_choice", "required"},
+                        {"response_format", {{"type", "json_object"}}}}),
+            "400 response_format: 'response_format' and a 'tool_choice' that requires a call both constrain the "
+            "reply; send one of them");
+}
+
+/// Each choice's logprobs (null when not asked for) sit beside its text, whole and in chunks.
+TEST(OpenAiProtocolTest, LogprobsSitInEachChoice) {
+  const ResponseHeader header{"cmpl-1", "m", 100};
+  ChoiceText text{"a", "length", std::nullopt};
+  text.logprobs = json{{"tokens", {"a"}}};
+  const json body = completion_body(header, {text, ChoiceText{"b", "stop", std::nullopt}}, Usage{1, 2});
+  EXPECT_EQ(body["choices"][0]["logprobs"]["tokens"][0], "a");
+  EXPECT_TRUE(body["choices"][1]["logprobs"].is_null());
+  EXPECT_EQ(completion_chunk(header, 0, "a", std::nullopt, text.logprobs)["choices"][0]["logprobs"], text.logprobs);
+  const json content{{"content", json::array()}};
+  EXPECT_EQ(chat_chunk(header, 0, {{"content", "a"}}, std::nullopt, content)["choices"][0]["logprobs"], content);
+  EXPECT_TRUE(chat_chunk(header, 0, {{"content", "a"}}, std::nullopt)["choices"][0]["logprobs"].is_null());
 }
 
 TEST(OpenAiProtocolTest, BodiesThatAreNotJsonObjectsAreRefused) {

@@ -21,9 +21,17 @@ class SchemaCompiler {
  public:
   explicit SchemaCompiler(const Json& root) : root_(root), json_(detail::add_json_rules(grammar_)) {}
 
-  Grammar compile() {
+  /// The root's documents framed as `framing` says (compile_json_schema: one, bare).
+  Grammar compile(const Framing& framing) {
     detail::check_schema(root_);
-    grammar_.set_root(grammar_.add_rule("root", {{compile_schema(root_, "", {})}}));
+    const Sequence document =
+        concat({literal(framing.before), {compile_schema(root_, "", {})}, literal(framing.after)});
+    Sequence root = document;
+    if (framing.maximum != 1) {  // the documents after the first, each after a separator
+      root.push_back(grammar_.repeat(concat({literal(framing.separator), document}), framing.minimum - 1,
+                                     framing.maximum < 0 ? -1 : framing.maximum - 1, "documents"));
+    }
+    grammar_.set_root(grammar_.add_rule("root", {root}));
     grammar_.validate();
     return std::move(grammar_);
   }
@@ -247,7 +255,13 @@ Element SchemaCompiler::compile_string(const Json& schema) {
 
 }  // namespace
 
-Grammar compile_json_schema(const nlohmann::ordered_json& schema) { return SchemaCompiler(schema).compile(); }
+Grammar compile_json_schema(const nlohmann::ordered_json& schema) { return SchemaCompiler(schema).compile(Framing{}); }
+
+Grammar compile_framed_json_schema(const nlohmann::ordered_json& schema, const Framing& framing) {
+  GRAPHED_INTERNAL_ASSERT(framing.minimum >= 1 && (framing.maximum < 0 || framing.maximum >= framing.minimum),
+                          "bad framing counts {", framing.minimum, ",", framing.maximum, "}");
+  return SchemaCompiler(schema).compile(framing);
+}
 
 Grammar compile_json_schema(const nlohmann::json& schema) {
   return compile_json_schema(nlohmann::ordered_json::parse(schema.dump()));

@@ -1,6 +1,7 @@
 // grammar/json_schema.h — compile_json_schema(): a JSON schema (the supported subset below) to a Grammar
 // whose sentences are exactly the documents valid for it in graphed's canonical compact form; any_json_object()
-// for response_format json_object; SchemaError. Torch-free; serve/ maps request fields to these calls.
+// for response_format json_object; compile_framed_json_schema() for documents between literal texts (tool calls);
+// SchemaError. Torch-free; serve/ maps request fields to these calls.
 #pragma once
 
 #include <string>
@@ -55,6 +56,20 @@ Grammar compile_json_schema(const nlohmann::json& schema);
 /// Parses the schema text keeping the declared order, then compiles it. Throws SchemaError for text that is
 /// not JSON too.
 Grammar compile_json_schema_text(std::string_view text);
+
+/// How compile_framed_json_schema() writes its documents: each between the literal texts `before` and `after`,
+/// `separator` between two, from `minimum` (at least 1) to `maximum` of them (maximum < 0: no bound). A model's
+/// tool-call format, e.g. Hermes' before "<tool_call>\n", after "\n</tool_call>", separator "\n".
+struct Framing {
+  std::string before;
+  std::string after;
+  std::string separator;
+  int minimum = 1;
+  int maximum = 1;
+};
+
+/// As compile_json_schema(), with each document framed and repeated as `framing` says. Throws SchemaError.
+Grammar compile_framed_json_schema(const nlohmann::ordered_json& schema, const Framing& framing);
 
 /// A grammar of any JSON value whose top level is an object (response_format {"type": "json_object"}).
 Grammar any_json_object();

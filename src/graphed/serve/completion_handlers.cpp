@@ -19,6 +19,8 @@
 #include "graphed/serve/client_connection.h"
 #include "graphed/serve/generation.h"
 #include "graphed/serve/request_kind.h"
+#include "graphed/serve/structured_output.h"
+#include "graphed/serve/tool_call_grammar.h"
 #include "graphed/util/logging.h"
 
 namespace graphed::serve {
@@ -49,6 +51,8 @@ struct Choice {
   ToolCallStream reply;                      // a stream's text: content out at once, a tool call's start held
   std::string text;                          // a whole answer's text so far
   std::optional<std::string> finish_reason;  // set once it ended
+  std::vector<TokenLogprob> logprobs;        // a whole answer's, or those a stream has not sent yet
+  int64_t text_offset = 0;                   // characters of text a stream's logprobs have covered
 };
 
 /// Calls as the server hands them out: named "call_...", only the first without parallel calls.
@@ -61,12 +65,14 @@ ToolCallReply named(ToolCallReply reply, bool parallel) {
 /// One request between its handler and httplib's content provider.
 struct Exchange {
   Exchange(std::vector<Choice> choices, ResponseHeader header, const RequestKind& kind, ReplyReading reading,
-           bool include_usage, ServerMetrics& metrics, std::shared_ptr<std::atomic<int>> open)
+           bool include_usage, std::shared_ptr<const VocabularyTable> table, ServerMetrics& metrics,
+           std::shared_ptr<std::atomic<int>> open)
       : choices(std::move(choices)),
         header(std::move(header)),
         kind(kind),
         reading(std::move(reading)),
         include_usage(include_usage),
+        table(std::move(table)),
         metrics(metrics),
         open(std::move(open)) {
     ++*this->open;
@@ -80,6 +86,7 @@ struct Exchange {
   const RequestKind& kind;  // lives as long as the program
   ReplyReading reading;
   bool include_usage;
+  std::shared_ptr<const VocabularyTable> table;  // token texts, when the request asked for log probabilities
   ServerMetrics& metrics;
   std::shared_ptr<std::atomic<int>> open;  // the handlers' count of open requests
   std::size_t streaming = 0;               // the choice a stream writes now (each in turn; all run at once)
@@ -103,6 +110,8 @@ struct Exchange {
         text.tool_calls = named(std::move(*calls), reading.parallel);
         text.finish_reason = "tool_calls";
       }
+      int64_t text_offset = 0;
+      if (table) text.logprobs = kind.logprobs(choice.logprobs, *table, text_offset);
       texts.push_back(std::move(text));
     }
     return kind.body(header, texts, usage());
@@ -114,15 +123,25 @@ struct Exchange {
     if (auto calls = choice.reply.finish()) {
       choice.finish_reason = "tool_calls";
       events += event(chat_tool_calls_chunk(header, static_cast<int64_t>(streaming),
-                                            named(std::move(*calls), reading.parallel).calls));
+                                            named(std::move(*calls), reading.parallel).calls, take_logprobs(choice)));
     } else if (!choice.reply.held().empty()) {
-      events += event(chunk(choice.reply.held(), std::nullopt));
+      events += event(chunk(choice.reply.held(), std::nullopt, take_logprobs(choice)));
     }
-    return events + event(chunk("", choice.finish_reason));
+    const json rest = choice.logprobs.empty() ? json(nullptr) : take_logprobs(choice);  // an end token's
+    return events + event(chunk("", choice.finish_reason, rest));
   }
   /// A chunk of the choice streaming now.
-  json chunk(const std::string& piece, const std::optional<std::string>& finish_reason) const {
-    return kind.chunk(header, static_cast<int64_t>(streaming), piece, finish_reason);
+  json chunk(const std::string& piece, const std::optional<std::string>& finish_reason,
+             const json& logprobs = nullptr) const {
+    return kind.chunk(header, static_cast<int64_t>(streaming), piece, finish_reason, logprobs);
+  }
+  /// The log probabilities of the choice's tokens a stream has not sent yet, in the kind's shape (null when the
+  /// request asked for none); they count as sent.
+  json take_logprobs(Choice& choice) const {
+    if (!table) return nullptr;
+    json logprobs = kind.logprobs(choice.logprobs, *table, choice.text_offset);
+    choice.logprobs.clear();
+    return logprobs;
   }
   /// Counts the request's outcome once; a completed one's tokens and the first prompt's timings.
   void settle(Outcome outcome) {
@@ -173,8 +192,11 @@ bool pump_stream(Exchange& exchange, httplib::DataSink& sink, std::chrono::milli
     Choice& choice = exchange.choices[exchange.streaming];
     const auto piece = choice.generation->next(heartbeat);
     if (!piece) return write(": keep-alive\n\n") || exchange.hung_up();
+    choice.logprobs.insert(choice.logprobs.end(), piece->logprobs.begin(), piece->logprobs.end());
     const std::string content = choice.reply.feed(piece->text);
-    if (!content.empty() && !write(event(exchange.chunk(content, std::nullopt)))) return exchange.hung_up();
+    if (!content.empty() && !write(event(exchange.chunk(content, std::nullopt, exchange.take_logprobs(choice))))) {
+      return exchange.hung_up();
+    }
     if (!piece->finish_reason) return true;
     choice.finish_reason = piece->finish_reason;
     std::string tail = exchange.end_events(choice);
@@ -219,6 +241,7 @@ bool wait_for_whole(Exchange& exchange, const httplib::Request& request, std::ch
       if (const auto piece = choice.generation->next(heartbeat)) {
         choice.text += piece->text;
         choice.finish_reason = piece->finish_reason;
+        choice.logprobs.insert(choice.logprobs.end(), piece->logprobs.begin(), piece->logprobs.end());
       }
       if (Clock::now() < next_look) continue;
       next_look = Clock::now() + heartbeat;
@@ -233,7 +256,7 @@ bool wait_for_whole(Exchange& exchange, const httplib::Request& request, std::ch
 
 CompletionHandlers::CompletionHandlers(EngineLoop& loop, ServerMetrics& metrics, const ServedModel& model,
                                        std::chrono::milliseconds heartbeat)
-    : loop_(loop), metrics_(metrics), model_(model), heartbeat_(heartbeat) {}
+    : loop_(loop), metrics_(metrics), model_(model), heartbeat_(heartbeat), vocabulary_(*model.tokenizer) {}
 
 void CompletionHandlers::check_model(const std::string& model) const {
   if (model.empty() || model == model_.id) return;
@@ -245,12 +268,45 @@ void CompletionHandlers::check_model(const std::string& model) const {
 
 namespace {
 
+/// The sampling fields as the engine's options. ApiError 400 for what only the model can check: a logit_bias id
+/// outside the tokenizer's `vocabulary`, min_tokens above the tokens the request may draw.
+void apply_sampling_fields(const SamplingFields& fields, int64_t vocabulary, infer::RequestOptions& options) {
+  for (const auto& [id, bias] : fields.logit_bias) {
+    if (id < vocabulary) continue;
+    throw invalid_request("'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary (" +
+                              std::to_string(vocabulary) + " ids); send ids from 0 to " +
+                              std::to_string(vocabulary - 1),
+                          "logit_bias");
+  }
+  if (fields.min_tokens > options.max_new_tokens) {
+    throw invalid_request("'min_tokens' is " + std::to_string(fields.min_tokens) + ", more than the " +
+                              std::to_string(options.max_new_tokens) +
+                              " tokens the request may draw; send at most that many, or a larger max_tokens",
+                          "min_tokens");
+  }
+  options.sampling.min_p = fields.min_p;
+  options.controls.presence_penalty = fields.presence_penalty;
+  options.controls.frequency_penalty = fields.frequency_penalty;
+  options.controls.repetition_penalty = fields.repetition_penalty;
+  options.controls.logit_bias = fields.logit_bias;
+  options.controls.min_tokens = fields.min_tokens;
+  options.logprobs = fields.logprobs;
+}
+
+/// The request field a refusal of its sampling is about: the grammar's, a control's, logprobs, else temperature
+/// (the engine refuses grammars and controls together under tensor parallelism).
+std::string sampling_param(const GenerationFields& fields) {
+  if (fields.grammar) return fields.grammar_param;
+  if (const std::string control = fields.sampling.first_control(); !control.empty()) return control;
+  return fields.sampling.logprobs >= 0 ? "logprobs" : "temperature";
+}
+
 /// The request field a refusal is about.
-std::string param_of(infer::RejectedPart part, const RequestKind& kind) {
+std::string param_of(infer::RejectedPart part, const RequestKind& kind, const GenerationFields& fields) {
   switch (part) {
     case infer::RejectedPart::kPrompt: return kind.prompt_param();
     case infer::RejectedPart::kMaxNewTokens: return "max_tokens";  // chat takes it too, beside max_completion_tokens
-    case infer::RejectedPart::kSampling: return "temperature";
+    case infer::RejectedPart::kSampling: return sampling_param(fields);
     case infer::RejectedPart::kCache:
     case infer::RejectedPart::kStepTokens: return "";
   }
@@ -273,8 +329,13 @@ GenerationPlan CompletionHandlers::plan(std::vector<int64_t> prompt, const Gener
   if (!fields.ignore_eos) plan.options.stop_tokens = model_.end_tokens;
   plan.options.stop_tokens.insert(plan.options.stop_tokens.end(), fields.stop_ids.begin(), fields.stop_ids.end());
   plan.stop_strings = fields.stop_strings;
+  apply_sampling_fields(fields.sampling, model_.tokenizer->vocab_size(), plan.options);
+  if (fields.grammar) {
+    plan.options.constraint = std::make_shared<GrammarConstraint>(fields.grammar, vocabulary_.table(),
+                                                                  vocabulary_.trie(), plan.options.stop_tokens);
+  }
   if (const auto refused = loop_.rejection(prompt, plan.options)) {
-    throw invalid_request(label + refused->message(), param_of(refused->part, kind));
+    throw invalid_request(label + refused->message(), param_of(refused->part, kind, fields));
   }
   plan.prompt = std::move(prompt);
   return plan;
@@ -317,10 +378,15 @@ void CompletionHandlers::run(const RequestKind& kind, std::vector<std::vector<in
     choices.push_back({std::make_unique<Generation>(loop_, *model_.tokenizer, std::move(planned), arrival),
                        ToolCallStream(reading.format, reading.callable),
                        "",
-                       {}});
+                       {},
+                       {},
+                       0});
   }
-  auto exchange =
-      std::make_shared<Exchange>(std::move(choices), header, kind, reading, fields.include_usage, metrics_, open_);
+  if (fields.grammar) metrics_.count_structured(fields.grammar->source);
+  std::shared_ptr<const VocabularyTable> table;  // built on the first request that asks for log probabilities
+  if (fields.sampling.logprobs >= 0) table = vocabulary_.table();
+  auto exchange = std::make_shared<Exchange>(std::move(choices), header, kind, reading, fields.include_usage,
+                                             std::move(table), metrics_, open_);
   if (!fields.stream) {
     if (!wait_for_whole(*exchange, request, heartbeat_)) return;  // the client left: nobody reads an answer
     response.set_content(exchange->body().dump(), "application/json");
@@ -362,8 +428,14 @@ void CompletionHandlers::chat(const httplib::Request& request, httplib::Response
   ReplyReading reading;
   if (!parsed.callable.empty())
     reading = {model_.chat->tool_call_format(), parsed.callable, parsed.parallel_tool_calls};
-  run(chat_kind(), {model_.tokenizer->encode(text, /*add_special_tokens=*/false)}, parsed.generation, reading, request,
-      response);
+  GenerationFields fields = parsed.generation;
+  if (parsed.tool_choice == ToolChoice::kRequired || parsed.tool_choice == ToolChoice::kFunction) {
+    // The reply is drawn under the calls' grammar, so it reads back as calls (one, unless required and parallel).
+    const bool several = parsed.tool_choice == ToolChoice::kRequired && parsed.parallel_tool_calls;
+    fields.grammar = tool_call_grammar(parsed.tools, parsed.callable, reading.format, several);
+    fields.grammar_param = "tool_choice";
+  }
+  run(chat_kind(), {model_.tokenizer->encode(text, /*add_special_tokens=*/false)}, fields, reading, request, response);
 }
 
 }  // namespace graphed::serve

@@ -1,8 +1,9 @@
 // serve/completion_handlers.h — POST /v1/completions and POST /v1/chat/completions: a checked request
 // becomes prompts (each text encoded, or the chat rendered by the model's template), the engine loop
-// runs each as a request of its own, and the answer goes back whole (one choice per prompt, with the
-// status of its outcome: 200, or the error's own) or as server-sent events ending in "data: [DONE]". A
-// client that hangs up cancels its requests, so their blocks go back at once.
+// runs each as a request of its own (under a grammar of its own when the output is constrained: response_format,
+// or a tool_choice that requires a call), and the answer goes back whole (one choice per prompt, with the status of
+// its outcome: 200, or the error's own) or as server-sent events ending in "data: [DONE]", with log probabilities
+// when asked for. A client that hangs up cancels its requests, so their blocks go back at once.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include "graphed/serve/openai_protocol.h"
 #include "graphed/serve/served_model.h"
 #include "graphed/serve/tool_calls.h"
+#include "graphed/serve/vocabulary_table.h"
 
 namespace graphed::serve {
 
@@ -48,8 +50,8 @@ class CompletionHandlers {
   /// Runs the prompts (a chat has one) and answers, in the kind's shape, whole or streamed.
   void run(const RequestKind& kind, std::vector<std::vector<int64_t>> prompts, const GenerationFields& fields,
            const ReplyReading& reading, const httplib::Request& request, httplib::Response& response);
-  /// The engine's options for one prompt (`label` names it among several: "prompt 2 of 3: "); ApiError 400
-  /// naming the field at fault when the engine would refuse it.
+  /// The engine's options for one prompt (`label` names it among several: "prompt 2 of 3: "), with a constraint of
+  /// its own when the fields carry a grammar; ApiError 400 naming the field at fault when the engine would refuse it.
   GenerationPlan plan(std::vector<int64_t> prompt, const GenerationFields& fields, const RequestKind& kind,
                       const std::string& label) const;
   void check_model(const std::string& model) const;
@@ -60,6 +62,7 @@ class CompletionHandlers {
   ServerMetrics& metrics_;
   const ServedModel& model_;
   std::chrono::milliseconds heartbeat_;
+  ServerVocabulary vocabulary_;  // token texts (logprobs) and the trie (structured output), built when first needed
   std::shared_ptr<std::atomic<int>> open_ = std::make_shared<std::atomic<int>>(0);
 };
 

@@ -97,7 +97,7 @@ void EngineLoop::deliver(const infer::StepResult& result, double seconds) {
   if (result.real.token_count > 0) last_.step_durations.observe(seconds);  // a step that had nothing to run is not one
   for (const auto& token : result.tokens) {
     const auto found = active_.find(token.request);
-    if (found != active_.end()) found->second->push({token.token, std::nullopt});
+    if (found != active_.end()) found->second->push({token.token, std::nullopt, token.logprobs});
   }
   for (const auto& done : result.finished) {
     const auto found = active_.find(done.request);

@@ -30,6 +30,7 @@ namespace graphed::serve {
 struct StreamEvent {
   std::optional<int64_t> token;                    ///< set for a token
   std::optional<infer::FinishedRequest> finished;  ///< set at the end (the last event)
+  std::optional<infer::TokenLogprobs> logprobs;    ///< with a token, when the request asked for them
 };
 
 /// One request's events, written by the loop's thread, read by the thread that submitted it.

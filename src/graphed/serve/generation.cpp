@@ -9,10 +9,7 @@ namespace graphed::serve {
 
 Generation::Generation(EngineLoop& loop, const tokenizer::Tokenizer& tokenizer, GenerationPlan plan,
                        Clock::time_point arrival)
-    : decoder_(tokenizer, /*skip_special_tokens=*/true),
-      stops_(std::move(plan.stop_strings)),
-      prompt_length_(plan.prompt.size()),
-      arrival_(arrival) {
+    : pieces_(tokenizer, std::move(plan.stop_strings)), prompt_length_(plan.prompt.size()), arrival_(arrival) {
   stream_ = loop.submit(std::move(plan.prompt), std::move(plan.options));
   if (stream_) return;
   if (!loop.snapshot().accepting) {
@@ -41,23 +38,27 @@ std::optional<Generation::Piece> Generation::next(std::chrono::milliseconds time
   if (completion_tokens_++ == 0) first_token_ = now;
   last_token_ = now;
   if (stopped_by_string_) return Piece{};  // its cancellation is on the way
-  const StopStrings::Piece piece = stops_.push(decoder_.push(*event->token));
+  std::optional<TokenLogprob> logprobs;
+  if (event->logprobs) logprobs = TokenLogprob{*event->token, event->logprobs->logprob, event->logprobs->top};
+  TextPieces::Piece piece = pieces_.push(*event->token, std::move(logprobs));
   if (piece.stopped) {
     stopped_by_string_ = true;
     stream_->cancel();
   }
-  return Piece{piece.text, std::nullopt};
+  return Piece{std::move(piece.text), std::nullopt, std::move(piece.logprobs)};
 }
 
 Generation::Piece Generation::finish(const infer::FinishedRequest& done) {
   finished_ = true;
   switch (done.reason) {
     case infer::FinishReason::kStopToken:
-      return {stops_.push(decoder_.finish()).text + stops_.finish(), std::string("stop")};
-    case infer::FinishReason::kLength:
-      return {stops_.push(decoder_.finish()).text + stops_.finish(), std::string("length")};
+    case infer::FinishReason::kLength: {
+      TextPieces::Piece piece = pieces_.finish();
+      return {std::move(piece.text), std::string(done.reason == infer::FinishReason::kLength ? "length" : "stop"),
+              std::move(piece.logprobs)};
+    }
     case infer::FinishReason::kCancelled:
-      if (stopped_by_string_) return {"", std::string("stop")};
+      if (stopped_by_string_) return {"", std::string("stop"), {}};
       throw ApiError(503, "server_error", "the server shut down before the request finished; send it again");
     case infer::FinishReason::kRejected:
       if (done.message == EngineLoop::kEngineFailure) {
@@ -65,7 +66,7 @@ Generation::Piece Generation::finish(const infer::FinishedRequest& done) {
       }
       throw invalid_request(done.message);
   }
-  return {"", std::string("stop")};
+  return {"", std::string("stop"), {}};
 }
 
 double Generation::first_token_seconds() const {

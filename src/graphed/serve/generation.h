@@ -1,6 +1,7 @@
 // serve/generation.h — one accepted request as the HTTP side sees it: submitted to the engine loop, its
-// tokens come back as text pieces (decoded one token at a time, complete characters only, special tokens
-// left out, `stop` strings cut), then its end: why it finished, the token counts and the timings.
+// tokens come back as text pieces (serve/text_pieces.h: complete characters, special tokens left out, `stop`
+// strings cut, each piece with the log probabilities of the tokens whose text it carries when asked for), then its
+// end: why it finished, the token counts and the timings.
 #pragma once
 
 #include <chrono>
@@ -12,8 +13,7 @@
 
 #include "graphed/serve/engine_loop.h"
 #include "graphed/serve/openai_protocol.h"
-#include "graphed/serve/stop_strings.h"
-#include "graphed/tokenizer/stream_decoder.h"
+#include "graphed/serve/text_pieces.h"
 
 namespace graphed::serve {
 
@@ -38,6 +38,9 @@ class Generation {
   struct Piece {
     std::string text;
     std::optional<std::string> finish_reason;  ///< set on the last piece: "stop" or "length"
+    /// When the request asked for log probabilities: those of the tokens whose text ends in this piece
+    /// (TextPieces::Piece says which).
+    std::vector<TokenLogprob> logprobs;
   };
   /// The next piece, waiting up to `timeout`; nullopt when nothing came in time. Throws ApiError 500 when
   /// the engine failed, 503 when shutdown cancelled the request.
@@ -56,8 +59,7 @@ class Generation {
   Piece finish(const infer::FinishedRequest& done);
 
   std::shared_ptr<RequestStream> stream_;
-  tokenizer::StreamDecoder decoder_;
-  StopStrings stops_;
+  TextPieces pieces_;
   std::size_t prompt_length_;
   int64_t completion_tokens_ = 0;
   bool finished_ = false;

@@ -39,11 +39,17 @@ ServerMetrics::ServerMetrics()
        {Outcome::kCompleted, Outcome::kCancelled, Outcome::kInvalid, Outcome::kRefused, Outcome::kFailed}) {
     outcomes_[outcome] = 0;
   }
+  for (const char* source : {"json_object", "json_schema", "tool_calls"}) structured_[source] = 0;
 }
 
 void ServerMetrics::count(Outcome outcome) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++outcomes_[outcome];
+}
+
+void ServerMetrics::count_structured(const std::string& source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++structured_[source];
 }
 
 void ServerMetrics::record(int64_t prompt_tokens, int64_t completion_tokens, double first_token,
@@ -66,6 +72,12 @@ std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_t
     out += std::string("graphed_requests_total{outcome=\"") + outcome_name(outcome) + "\"} " + std::to_string(count) +
            "\n";
   }
+  heading(out, "graphed_structured_requests_total", "counter",
+          "Requests whose output follows a grammar, by what asked for it: response_format json_schema or "
+          "json_object, or a tool_choice that requires a call (tool_calls).");
+  for (const auto& [source, count] : structured_) {
+    out += "graphed_structured_requests_total{source=\"" + source + "\"} " + std::to_string(count) + "\n";
+  }
   single(out, "graphed_queued_requests", "gauge", "Requests accepted and waiting for the engine.",
          static_cast<double>(snapshot.queued));
   single(out, "graphed_running_requests", "gauge", "Requests in the engine.", static_cast<double>(snapshot.active));
@@ -87,6 +99,12 @@ std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_t
          static_cast<double>(snapshot.stats.unmatched_steps));
   single(out, "graphed_preemptions_total", "counter", "Requests whose blocks were taken back, to be recomputed.",
          static_cast<double>(snapshot.stats.preemptions));
+  single(out, "graphed_masked_steps_total", "counter",
+         "Engine steps with a request whose output follows a grammar (a token mask per such request).",
+         static_cast<double>(snapshot.stats.masked_steps));
+  single(out, "graphed_mask_seconds_total", "counter",
+         "Host seconds the engine spent computing those steps' token masks (part of its step time).",
+         snapshot.stats.mask_seconds);
   single(out, "graphed_engine_up", "gauge", "1 while the engine takes requests.", snapshot.accepting ? 1.0 : 0.0);
   heading(out, "graphed_step_duration_seconds", "histogram",
           "Engine steps that ran, on the host's clock around each step on the engine loop's thread.");

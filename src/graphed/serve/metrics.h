@@ -1,7 +1,8 @@
-// serve/metrics.h — what GET /metrics reports, in Prometheus's text format: requests by outcome, tokens
-// in and out, time to first token, time per output token and request duration as histograms (counted by
-// the HTTP threads), and the engine's queue, running requests, KV blocks, graph / eager steps and step
-// durations (counted by the engine loop, read from its snapshot when scraped).
+// serve/metrics.h — what GET /metrics reports, in Prometheus's text format: requests by outcome, structured
+// requests by the field that constrained them, tokens in and out, time to first token, time per output token and
+// request duration as histograms (counted by the HTTP threads), and the engine's queue, running requests, KV blocks,
+// graph / eager steps, step durations and token-mask work (counted by the engine loop, read from its snapshot when
+// scraped).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,8 @@ class ServerMetrics {
  public:
   ServerMetrics();
   void count(Outcome outcome);
+  /// A request whose output follows a grammar, by where it came from: "json_schema", "json_object", "tool_calls".
+  void count_structured(const std::string& source);
   /// A request that produced tokens: its token counts and timings (seconds).
   void record(int64_t prompt_tokens, int64_t completion_tokens, double first_token, double per_output_token,
               double duration);
@@ -32,6 +35,7 @@ class ServerMetrics {
  private:
   mutable std::mutex mutex_;
   std::map<Outcome, int64_t> outcomes_;
+  std::map<std::string, int64_t> structured_;  // by source; every source listed from the start
   int64_t prompt_tokens_ = 0;
   int64_t completion_tokens_ = 0;
   Histogram first_token_;

@@ -3,73 +3,17 @@
 // came, and what to send instead.
 #include "graphed/serve/openai_protocol.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "graphed/serve/api_error.h"
-#include "graphed/util/text.h"
+#include "graphed/serve/json_fields.h"
+#include "graphed/serve/response_format.h"
 
 namespace graphed::serve {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string kind_of(const json& value) {
-  switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return value.empty() ? "an empty array" : "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    default: return "something else";
-  }
-}
-
-[[noreturn]] void wrong_type(const std::string& field, const json& value, const std::string& wanted) {
-  throw invalid_request("'" + field + "' is " + kind_of(value) + "; send " + wanted, field);
-}
-
-/// The field, or nullptr when it is absent or null (OpenAI's clients send null for "not given").
-const json* field_of(const json& body, const std::string& name) {
-  const auto found = body.find(name);
-  if (found == body.end() || found->is_null()) return nullptr;
-  return &*found;
-}
-
-double number_in(const json& body, const std::string& name, double fallback, double low, double high) {
-  const json* value = field_of(body, name);
-  if (value == nullptr) return fallback;
-  const std::string range = "a number from " + format_number(low) + " to " + format_number(high);
-  if (!value->is_number()) wrong_type(name, *value, range);
-  const double number = value->get<double>();
-  if (!(number >= low && number <= high)) {
-    throw invalid_request("'" + name + "' is " + format_number(number) + "; send " + range, name);
-  }
-  return number;
-}
-
-std::optional<int64_t> integer_in(const json& body, const std::string& name, int64_t low, int64_t high) {
-  const json* value = field_of(body, name);
-  if (value == nullptr) return std::nullopt;
-  const std::string range = "an integer from " + std::to_string(low) + " to " + std::to_string(high);
-  if (!value->is_number_integer()) wrong_type(name, *value, range);
-  if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(high)) {
-    throw invalid_request("'" + name + "' is " + value->dump() + "; send " + range, name);
-  }
-  const int64_t number = value->get<int64_t>();
-  if (number < low || number > high)
-    throw invalid_request("'" + name + "' is " + std::to_string(number) + "; send " + range, name);
-  return number;
-}
-
-bool boolean_in(const json& body, const std::string& name, bool fallback) {
-  const json* value = field_of(body, name);
-  if (value == nullptr) return fallback;
-  if (!value->is_boolean()) wrong_type(name, *value, "true or false");
-  return value->get<bool>();
-}
 
 /// Fields graphed does not have: refused unless they hold their no-op value.
 void refuse_unsupported(const json& body) {
@@ -79,33 +23,11 @@ void refuse_unsupported(const json& body) {
         "leave it out, and send n for several choices",
         "best_of");
   }
-  const json* logprobs = field_of(body, "logprobs");
-  if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
-    throw invalid_request("'logprobs' is not supported yet; leave it out", "logprobs");
-  }
-  if (field_of(body, "top_logprobs") != nullptr)
-    throw invalid_request("'top_logprobs' is not supported yet; leave it out", "top_logprobs");
   if (boolean_in(body, "echo", false))
     throw invalid_request("'echo' is not supported; leave it out and prepend the prompt yourself", "echo");
   const json* suffix = field_of(body, "suffix");
   if (suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
     throw invalid_request("'suffix' (insertion) is not supported; leave it out", "suffix");
-  }
-  const json* bias = field_of(body, "logit_bias");
-  if (bias != nullptr && !(bias->is_object() && bias->empty())) {
-    throw invalid_request("'logit_bias' is not supported; leave it out", "logit_bias");
-  }
-  for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
-    if (number_in(body, penalty, 0.0, -2.0, 2.0) != 0.0) {
-      throw invalid_request(std::string("'") + penalty + "' is not supported yet; send 0 or leave it out", penalty);
-    }
-  }
-  if (const json* format = field_of(body, "response_format"); format != nullptr) {
-    const json* type = format->is_object() ? field_of(*format, "type") : nullptr;
-    if (type == nullptr || !type->is_string() || *type != "text") {
-      throw invalid_request("'response_format' other than {\"type\": \"text\"} is not supported; leave it out",
-                            "response_format");
-    }
   }
 }
 
@@ -142,7 +64,7 @@ void read_stop(const json& body, GenerationFields& fields) {
   }
 }
 
-GenerationFields read_generation(const json& body, const std::string& max_tokens_name) {
+GenerationFields read_generation(const json& body, const std::string& max_tokens_name, LogprobsForm logprobs) {
   refuse_unsupported(body);
   GenerationFields fields;
   constexpr int64_t kLargest = std::numeric_limits<int32_t>::max();
@@ -160,6 +82,15 @@ GenerationFields read_generation(const json& body, const std::string& max_tokens
   read_stop(body, fields);
   fields.choices = integer_in(body, "n", 1, 128).value_or(1);
   fields.ignore_eos = boolean_in(body, "ignore_eos", false);
+  fields.sampling = read_sampling_fields(body, logprobs);
+  if (fields.max_tokens && fields.sampling.min_tokens > *fields.max_tokens) {
+    throw invalid_request("'min_tokens' is " + std::to_string(fields.sampling.min_tokens) +
+                              ", more than the request's max_tokens (" + std::to_string(*fields.max_tokens) +
+                              "); send at most that many",
+                          "min_tokens");
+  }
+  fields.grammar = read_response_format(body);
+  if (fields.grammar) fields.grammar_param = "response_format";
   fields.stream = boolean_in(body, "stream", false);
   if (const json* options = field_of(body, "stream_options"); options != nullptr) {
     if (!options->is_object()) wrong_type("stream_options", *options, "an object such as {\"include_usage\": true}");
@@ -267,12 +198,13 @@ json checked_messages(const json& body) {
 }
 
 /// A body of `object` with one choice: index, finish_reason (null while the text goes on), then `field`
-/// (text, message or delta) and logprobs (null).
-json choice(int64_t index, const std::optional<std::string>& finish_reason, const std::string& field, json value) {
+/// (text, message or delta) and logprobs (null unless asked for).
+json choice(int64_t index, const std::optional<std::string>& finish_reason, const std::string& field, json value,
+            json logprobs) {
   json entry{{"index", index}};
   entry["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
   entry[field] = std::move(value);
-  entry["logprobs"] = nullptr;
+  entry["logprobs"] = std::move(logprobs);
   return entry;
 }
 
@@ -280,11 +212,6 @@ json with_choices(const ResponseHeader& header, const std::string& object, json 
   json body{{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model}};
   body["choices"] = std::move(choices);
   return body;
-}
-
-json one_choice(const ResponseHeader& header, const std::string& object,
-                const std::optional<std::string>& finish_reason, const std::string& field, json value) {
-  return with_choices(header, object, json::array({choice(0, finish_reason, field, std::move(value))}));
 }
 
 }  // namespace
@@ -302,7 +229,7 @@ CompletionRequest parse_completion_request(const json& body) {
   CompletionRequest request;
   request.model = model_of(body);
   read_prompts(body, request);
-  request.generation = read_generation(body, "max_tokens");
+  request.generation = read_generation(body, "max_tokens", LogprobsForm::kCompletion);
   return request;
 }
 
@@ -320,6 +247,59 @@ std::vector<std::string> function_names(const json& tools) {
   return names;
 }
 
+/// The function a tool_choice object names: {"type": "function", "function": {"name": ...}}.
+std::string named_function(const json& choice) {
+  const std::string wanted =
+      "\"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  const json* type = field_of(choice, "type");
+  const json* function = field_of(choice, "function");
+  const json* name = function != nullptr && function->is_object() ? field_of(*function, "name") : nullptr;
+  if (type == nullptr || *type != "function" || name == nullptr || !name->is_string()) {
+    wrong_type("tool_choice", choice, wanted);
+  }
+  return name->get<std::string>();
+}
+
+/// tool_choice and the functions it lets the reply call (ChatRequest::callable); after the tools are read.
+void read_tool_choice(const json& body, ChatRequest& request) {
+  const std::vector<std::string> names = function_names(request.tools);
+  request.callable = names;
+  const json* choice = field_of(body, "tool_choice");
+  if (choice == nullptr) return;
+  const std::string wanted =
+      "\"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (choice->is_string() && *choice == "auto") return;
+  if (choice->is_string() && *choice == "none") {
+    request.tool_choice = ToolChoice::kNone;
+    request.callable.clear();
+    return;
+  }
+  if (choice->is_string() && *choice == "required") {
+    request.tool_choice = ToolChoice::kRequired;
+  } else if (choice->is_object()) {
+    request.tool_choice = ToolChoice::kFunction;
+    const std::string name = named_function(*choice);
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string known;
+      for (const std::string& each : names) known += (known.empty() ? "" : ", ") + each;
+      throw invalid_request("'tool_choice' names the function '" + name + "', which 'tools' does not define; send " +
+                                (names.empty() ? std::string("tools that define it") : "one of: " + known),
+                            "tool_choice");
+    }
+    request.callable = {name};
+  } else if (choice->is_string()) {
+    throw invalid_request("'tool_choice' is \"" + choice->get<std::string>() + "\"; send " + wanted, "tool_choice");
+  } else {
+    wrong_type("tool_choice", *choice, wanted);
+  }
+  if (names.empty()) {
+    throw invalid_request(
+        "'tool_choice' requires a call, but the request has no tools; send the functions in "
+        "'tools', or tool_choice \"auto\"",
+        "tool_choice");
+  }
+}
+
 }  // namespace
 
 ChatRequest parse_chat_request(const json& body) {
@@ -331,17 +311,7 @@ ChatRequest parse_chat_request(const json& body) {
       wrong_type("tools", *tools, "an array of {\"type\": \"function\", \"function\": {...}} objects");
     if (!tools->empty()) request.tools = *tools;
   }
-  bool calls_allowed = true;
-  if (const json* choice = field_of(body, "tool_choice"); choice != nullptr) {
-    if (!(choice->is_string() && (*choice == "auto" || *choice == "none"))) {
-      throw invalid_request(
-          "'tool_choice' other than \"auto\" or \"none\" is not supported yet (a call the reply must make needs "
-          "constrained decoding); send \"auto\" or \"none\", or leave it out",
-          "tool_choice");
-    }
-    calls_allowed = *choice == "auto";
-  }
-  if (calls_allowed) request.callable = function_names(request.tools);
+  read_tool_choice(body, request);
   request.parallel_tool_calls = boolean_in(body, "parallel_tool_calls", true);
   if (const json* kwargs = field_of(body, "chat_template_kwargs"); kwargs != nullptr) {
     if (!kwargs->is_object())
@@ -349,7 +319,14 @@ ChatRequest parse_chat_request(const json& body) {
     request.template_kwargs = *kwargs;
   }
   request.add_generation_prompt = boolean_in(body, "add_generation_prompt", true);
-  request.generation = read_generation(body, "max_completion_tokens");
+  request.generation = read_generation(body, "max_completion_tokens", LogprobsForm::kChat);
+  if (request.tool_choice == ToolChoice::kRequired || request.tool_choice == ToolChoice::kFunction) {
+    if (request.generation.grammar) {
+      throw invalid_request(
+          "'response_format' and a 'tool_choice' that requires a call both constrain the reply; send one of them",
+          "response_format");
+    }
+  }
   return request;
 }
 
@@ -362,7 +339,8 @@ json Usage::to_json() const {
 json completion_body(const ResponseHeader& header, const std::vector<ChoiceText>& choices, const Usage& usage) {
   json entries = json::array();
   for (std::size_t i = 0; i < choices.size(); ++i) {
-    entries.push_back(choice(static_cast<int64_t>(i), choices[i].finish_reason, "text", choices[i].text));
+    entries.push_back(
+        choice(static_cast<int64_t>(i), choices[i].finish_reason, "text", choices[i].text, choices[i].logprobs));
   }
   json body = with_choices(header, "text_completion", std::move(entries));
   body["usage"] = usage.to_json();
@@ -370,8 +348,8 @@ json completion_body(const ResponseHeader& header, const std::vector<ChoiceText>
 }
 
 json completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text,
-                      const std::optional<std::string>& finish_reason) {
-  return with_choices(header, "text_completion", json::array({choice(index, finish_reason, "text", text)}));
+                      const std::optional<std::string>& finish_reason, const json& logprobs) {
+  return with_choices(header, "text_completion", json::array({choice(index, finish_reason, "text", text, logprobs)}));
 }
 
 namespace {
@@ -401,20 +379,23 @@ json chat_body(const ResponseHeader& header, const std::vector<ChoiceText>& choi
       message["content"] = reply.tool_calls->content ? json(*reply.tool_calls->content) : json(nullptr);
       message["tool_calls"] = tool_calls_json(reply.tool_calls->calls, false);
     }
-    entries.push_back(choice(static_cast<int64_t>(i), reply.finish_reason, "message", std::move(message)));
+    entries.push_back(
+        choice(static_cast<int64_t>(i), reply.finish_reason, "message", std::move(message), reply.logprobs));
   }
   json body = with_choices(header, "chat.completion", std::move(entries));
   body["usage"] = usage.to_json();
   return body;
 }
 
-json chat_tool_calls_chunk(const ResponseHeader& header, int64_t index, const std::vector<ToolCall>& calls) {
-  return chat_chunk(header, index, {{"tool_calls", tool_calls_json(calls, true)}}, std::nullopt);
+json chat_tool_calls_chunk(const ResponseHeader& header, int64_t index, const std::vector<ToolCall>& calls,
+                           const json& logprobs) {
+  return chat_chunk(header, index, {{"tool_calls", tool_calls_json(calls, true)}}, std::nullopt, logprobs);
 }
 
 json chat_chunk(const ResponseHeader& header, int64_t index, const json& delta,
-                const std::optional<std::string>& finish_reason) {
-  return with_choices(header, "chat.completion.chunk", json::array({choice(index, finish_reason, "delta", delta)}));
+                const std::optional<std::string>& finish_reason, const json& logprobs) {
+  return with_choices(header, "chat.completion.chunk",
+                      json::array({choice(index, finish_reason, "delta", delta, logprobs)}));
 }
 
 json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage) {

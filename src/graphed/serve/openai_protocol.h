@@ -6,15 +6,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/serve/sampling_fields.h"
 #include "graphed/serve/tool_calls.h"
 
 namespace graphed::serve {
+
+struct CompiledGrammar;
 
 /// The generation fields both endpoints share. Defaults are OpenAI's (temperature 1, top_p 1).
 struct GenerationFields {
@@ -29,6 +33,12 @@ struct GenerationFields {
   int64_t choices = 1;                    ///< n: choices per prompt, each drawn as a request of its own
   bool stream = false;
   bool include_usage = false;  ///< stream_options.include_usage: a last chunk with the usage
+  /// Penalties, logit_bias, min_tokens, min_p, and the log probabilities asked for (serve/sampling_fields.h).
+  SamplingFields sampling;
+  /// What the output must follow (response_format, or a chat's tool_choice that requires a call), compiled once and
+  /// shared by every choice; null: anything.
+  std::shared_ptr<CompiledGrammar> grammar;
+  std::string grammar_param;  ///< the field the grammar came from, for errors: "response_format" or "tool_choice"
 };
 
 /// One prompt of a completion request.
@@ -44,12 +54,21 @@ struct CompletionRequest {
   GenerationFields generation;
 };
 
+/// What a chat's tool_choice asks of the reply.
+enum class ToolChoice {
+  kAuto,      ///< the reply may call any of the tools (read from its text), or not (the default)
+  kNone,      ///< the reply is text, whatever it holds
+  kRequired,  ///< the reply is one or more calls (one without parallel_tool_calls), drawn under their grammar
+  kFunction,  ///< the reply is one call of the named function, drawn under its grammar
+};
+
 struct ChatRequest {
   std::string model;
   nlohmann::ordered_json messages;  ///< checked: roles known, content a string (text parts joined) or null
   nlohmann::ordered_json tools;     ///< null when none
-  /// The functions the reply may call (tools' function names); empty when none or with tool_choice "none", when
-  /// a reply is text whatever it holds.
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  /// The functions the reply may call (tools' function names; only the named one for kFunction); empty when none or
+  /// with tool_choice "none", when a reply is text whatever it holds.
   std::vector<std::string> callable;
   bool parallel_tool_calls = true;         ///< false: a reply's first call only
   nlohmann::ordered_json template_kwargs;  ///< chat_template_kwargs (e.g. enable_thinking), an object
@@ -59,7 +78,9 @@ struct ChatRequest {
 
 /// Parses a request body; ApiError 400 when it is not JSON or not an object.
 nlohmann::ordered_json parse_body(const std::string& text);
-/// Throws ApiError (400) naming the first field at fault.
+/// Throws ApiError (400) naming the first field at fault. A response_format schema is compiled here (its n choices
+/// share it); a tool_choice that requires a call is checked against the tools here, its grammar made by the handler
+/// (it needs the chat template's format).
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body);
 
@@ -82,14 +103,18 @@ struct ChoiceText {
   std::string finish_reason;
   /// A chat reply read as tool calls (then `text` is unused: the reply's content is the calls' content).
   std::optional<ToolCallReply> tool_calls;
+  /// The choice's logprobs object in its endpoint's shape (serve/logprobs_output.h); null when not asked for.
+  nlohmann::ordered_json logprobs = nullptr;
 };
 
 /// A text_completion with one choice per prompt, index in order.
 nlohmann::ordered_json completion_body(const ResponseHeader& header, const std::vector<ChoiceText>& choices,
                                        const Usage& usage);
-/// A text_completion chunk of the choice at `index`; finish_reason null while the text goes on.
+/// A text_completion chunk of the choice at `index`; finish_reason null while the text goes on; `logprobs` those of
+/// the chunk's tokens (null when not asked for).
 nlohmann::ordered_json completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text,
-                                        const std::optional<std::string>& finish_reason);
+                                        const std::optional<std::string>& finish_reason,
+                                        const nlohmann::ordered_json& logprobs = nullptr);
 /// A chat.completion with a choice per reply (n of them), index in order: a reply's text as the message's
 /// content, or, with tool calls, their content (null when none) and message.tool_calls.
 nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::vector<ChoiceText>& choices,
@@ -97,11 +122,13 @@ nlohmann::ordered_json chat_body(const ResponseHeader& header, const std::vector
 /// A chat.completion.chunk of the choice at `index` whose delta holds its reply's tool calls, whole (index, id,
 /// type, function).
 nlohmann::ordered_json chat_tool_calls_chunk(const ResponseHeader& header, int64_t index,
-                                             const std::vector<ToolCall>& calls);
+                                             const std::vector<ToolCall>& calls,
+                                             const nlohmann::ordered_json& logprobs = nullptr);
 /// A chat.completion.chunk of the choice at `index`, whose delta is {"role": "assistant", "content": ""} first,
 /// then {"content": ...}.
 nlohmann::ordered_json chat_chunk(const ResponseHeader& header, int64_t index, const nlohmann::ordered_json& delta,
-                                  const std::optional<std::string>& finish_reason);
+                                  const std::optional<std::string>& finish_reason,
+                                  const nlohmann::ordered_json& logprobs = nullptr);
 /// The last chunk of a stream with include_usage: no choices, the usage.
 nlohmann::ordered_json usage_chunk(const ResponseHeader& header, const std::string& object, const Usage& usage);
 

@@ -19,8 +19,12 @@ class CompletionKind final : public RequestKind {
   }
   std::vector<json> opening_chunks(const ResponseHeader&, int64_t) const override { return {}; }
   json chunk(const ResponseHeader& header, int64_t index, const std::string& piece,
-             const std::optional<std::string>& finish_reason) const override {
-    return completion_chunk(header, index, piece, finish_reason);
+             const std::optional<std::string>& finish_reason, const json& logprobs) const override {
+    return completion_chunk(header, index, piece, finish_reason, logprobs);
+  }
+  json logprobs(const std::vector<TokenLogprob>& tokens, const VocabularyTable& table,
+                int64_t& text_offset) const override {
+    return completion_logprobs(tokens, table, text_offset);
   }
   std::string chunk_object() const override { return "text_completion"; }
 };
@@ -41,9 +45,12 @@ class ChatKind final : public RequestKind {
   }
   /// The choice's delta: {"content": piece}, or {} for the end.
   json chunk(const ResponseHeader& header, int64_t index, const std::string& piece,
-             const std::optional<std::string>& finish_reason) const override {
+             const std::optional<std::string>& finish_reason, const json& logprobs) const override {
     return chat_chunk(header, index, finish_reason && piece.empty() ? json::object() : json{{"content", piece}},
-                      finish_reason);
+                      finish_reason, logprobs);
+  }
+  json logprobs(const std::vector<TokenLogprob>& tokens, const VocabularyTable& table, int64_t&) const override {
+    return chat_logprobs(tokens, table);
   }
   std::string chunk_object() const override { return "chat.completion.chunk"; }
 };

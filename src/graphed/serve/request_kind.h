@@ -1,6 +1,7 @@
 // serve/request_kind.h — what differs between a completion (POST /v1/completions) and a chat completion
 // (POST /v1/chat/completions) once their prompts are ids: the id prefix, the field the prompt came in, the
-// default max_tokens, the response body and stream chunks, and the chunks a stream opens with. Each route's
+// default max_tokens, the response body and stream chunks, the chunks a stream opens with, and the shape of its
+// log probabilities. Each route's
 // handler picks its kind once; the generation path they share (serve/completion_handlers.cpp) only calls it.
 // Reading the request bodies is not here (serve/openai_protocol.h).
 #pragma once
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/serve/logprobs_output.h"
 #include "graphed/serve/openai_protocol.h"
 
 namespace graphed::serve {
@@ -34,9 +36,14 @@ class RequestKind {
   /// completion.
   virtual std::vector<nlohmann::ordered_json> opening_chunks(const ResponseHeader& header, int64_t index) const = 0;
   /// A stream's chunk of the choice at `index`: a piece of its text, or its end (an empty piece and the
-  /// finish_reason).
+  /// finish_reason), with the logprobs of the tokens whose text it carries (null when not asked for).
   virtual nlohmann::ordered_json chunk(const ResponseHeader& header, int64_t index, const std::string& piece,
-                                       const std::optional<std::string>& finish_reason) const = 0;
+                                       const std::optional<std::string>& finish_reason,
+                                       const nlohmann::ordered_json& logprobs = nullptr) const = 0;
+  /// The logprobs object of `tokens` in the endpoint's shape (serve/logprobs_output.h); `text_offset` (the
+  /// characters of the choice's text before them) moves past them where the shape counts it.
+  virtual nlohmann::ordered_json logprobs(const std::vector<TokenLogprob>& tokens, const VocabularyTable& table,
+                                          int64_t& text_offset) const = 0;
   /// The "object" of the usage chunk that ends a stream with include_usage.
   virtual std::string chunk_object() const = 0;
 };
