@@ -21,7 +21,7 @@ struct LogitControls {
   double frequency_penalty = 0;   ///< subtracted once per time a token was drawn before (OpenAI: -2 to 2)
   double repetition_penalty = 1;  ///< vLLM's: tokens of the prompt or drawn before: logit / p if > 0, else x p
   std::vector<std::pair<int64_t, double>> logit_bias;  ///< (token id, bias) added to the logit; -100 to 100
-  int64_t min_tokens = 0;  ///< the stop tokens cannot be drawn before this many tokens are
+  int64_t min_tokens = 0;                              ///< the stop tokens cannot be drawn before this many tokens are
 
   bool any() const {
     return presence_penalty != 0 || frequency_penalty != 0 || repetition_penalty != 1 || !logit_bias.empty() ||

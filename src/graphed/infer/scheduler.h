@@ -11,8 +11,8 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "graphed/infer/block_pool.h"

@@ -254,9 +254,10 @@ std::optional<Rejection> ServingEngine::controls_rejection(const RequestOptions&
   }
   const bool follows = &relay_ != &StepRelay::none();
   if (follows && (controls.any() || options.constraint)) {
-    return sampling("penalties, logit bias, min tokens and structured output are not served with tensor "
-                    "parallelism yet (their per-request state lives on one rank)",
-                    "serve the model on one GPU for these, or leave them out");
+    return sampling(
+        "penalties, logit bias, min tokens and structured output are not served with tensor "
+        "parallelism yet (their per-request state lives on one rank)",
+        "serve the model on one GPU for these, or leave them out");
   }
   return std::nullopt;
 }
@@ -664,7 +665,8 @@ void ServingEngine::take_token(Request& request, int64_t token, const LaunchedSt
     const float* values = slot.logprobs.data_ptr<float>() + static_cast<int64_t>(row) * (1 + top);
     const int64_t* ids = slot.top_ids.data_ptr<int64_t>() + static_cast<int64_t>(row) * top;
     TokenLogprobs logprobs{values[0], {}};
-    for (int64_t k = 0; k < std::min(request.options.logprobs, top); ++k) logprobs.top.emplace_back(ids[k], values[1 + k]);
+    for (int64_t k = 0; k < std::min(request.options.logprobs, top); ++k)
+      logprobs.top.emplace_back(ids[k], values[1 + k]);
     event.logprobs = std::move(logprobs);
   }
   result.tokens.push_back(std::move(event));

@@ -124,8 +124,8 @@ struct EngineStats {
   /// events; launch latency included). step_seconds beyond it is the time between steps when the device had
   /// nothing queued: waiting for the host to read the tokens, move the requests on and launch the next step.
   double device_seconds = 0;
-  int64_t masked_steps = 0;   ///< steps with a request whose output follows a TokenConstraint
-  double mask_seconds = 0;    ///< of host_seconds, computing those steps' token masks
+  int64_t masked_steps = 0;  ///< steps with a request whose output follows a TokenConstraint
+  double mask_seconds = 0;   ///< of host_seconds, computing those steps' token masks
 };
 
 /// The features a step drawing for a request with `options` needs (the step's are its sampling rows' union).
@@ -265,9 +265,9 @@ class ServingEngine {
   std::vector<FinishedRequest> pending_reports_;  // rejections and cancellations for the next step()
   int64_t next_id_ = 1;
   std::vector<std::unique_ptr<TokenSlot>> slots_;
-  std::vector<int64_t> free_control_slots_;  // rows of the logit control tables no request holds
+  std::vector<int64_t> free_control_slots_;   // rows of the logit control tables no request holds
   std::unique_ptr<WorkerPool> mask_workers_;  // made with the first masked step
-  std::deque<LaunchedStep> launched_;  // oldest first; at most two during a step() call
+  std::deque<LaunchedStep> launched_;         // oldest first; at most two during a step() call
   int64_t launches_ = 0;
   double waited_seconds_ = 0;  // of the current step() call, waiting for the device
   EngineStats stats_;

@@ -47,9 +47,7 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_requests, int64_t table_w
   for (at::Tensor& host : host_masks_) host = runtime::pinned_host_tensor({max_requests, words}, at::kInt, device);
 }
 
-at::Tensor StepInputs::host_masks(int64_t requests) {
-  return host_masks_[mask_loads_++ % 2].narrow(0, 0, requests);
-}
+at::Tensor StepInputs::host_masks(int64_t requests) { return host_masks_[mask_loads_++ % 2].narrow(0, 0, requests); }
 
 void StepInputs::copy_masks(const at::Tensor& host_masks) {
   mask_.narrow(0, 0, host_masks.size(0)).copy_(host_masks, /*non_blocking=*/true);

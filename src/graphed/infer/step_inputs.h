@@ -143,13 +143,13 @@ class StepInputs {
   int64_t block_size_ = 1;  // of the last load
   at::Tensor host_[2];      // pinned int64, every section; loads alternate
   int64_t loads_ = 0;
-  at::Tensor device_;                                        // int64, the same layout
-  at::Tensor hidden_;                                        // [1, max tokens, hidden]
-  at::Tensor next_tokens_;                                   // [max requests] int64
-  at::Tensor logprobs_;                                      // [max requests, 1 + top] float32
-  at::Tensor top_ids_;                                       // [max requests, top] int64
-  at::Tensor mask_;                                          // [max requests, words] int32
-  at::Tensor host_masks_[2];                                 // pinned, the same shape; steps alternate
+  at::Tensor device_;         // int64, the same layout
+  at::Tensor hidden_;         // [1, max tokens, hidden]
+  at::Tensor next_tokens_;    // [max requests] int64
+  at::Tensor logprobs_;       // [max requests, 1 + top] float32
+  at::Tensor top_ids_;        // [max requests, top] int64
+  at::Tensor mask_;           // [max requests, words] int32
+  at::Tensor host_masks_[2];  // pinned, the same shape; steps alternate
   int64_t mask_loads_ = 0;
   LogitTables tables_;
   int64_t vocabulary_;
