@@ -375,7 +375,10 @@ void CompletionHandlers::run(const RequestKind& kind, std::vector<std::vector<in
   }
   std::vector<Choice> choices;
   for (auto& planned : plans) {
-    choices.push_back({std::make_unique<Generation>(loop_, *model_.tokenizer, std::move(planned), arrival),
+    // The n choices of a prompt reuse the first one's prompt (its keys and values), which is computed once.
+    const std::size_t draw = choices.size() % static_cast<std::size_t>(fields.choices);
+    const Generation* same_prompt = draw == 0 ? nullptr : choices[choices.size() - draw].generation.get();
+    choices.push_back({std::make_unique<Generation>(loop_, *model_.tokenizer, std::move(planned), arrival, same_prompt),
                        ToolCallStream(reading.format, reading.callable),
                        "",
                        {},

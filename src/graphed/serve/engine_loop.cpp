@@ -45,14 +45,15 @@ EngineLoop::EngineLoop(infer::ServingEngine& engine, EngineCalls& calls, int64_t
 
 EngineLoop::~EngineLoop() { shutdown(std::chrono::milliseconds(0)); }
 
-std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int64_t> prompt, infer::RequestOptions options) {
+std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int64_t> prompt, infer::RequestOptions options,
+                                                  std::shared_ptr<RequestStream> same_prompt) {
   auto stream = std::make_shared<RequestStream>();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Waiting requests are those beyond what the engine runs at once, queued here or in the engine.
     const auto held = static_cast<int64_t>(queue_.size() + active_.size());
     if (!accepting_ || held >= max_queued_ + engine_.options().max_requests) return nullptr;
-    queue_.push_back({std::move(prompt), std::move(options), stream});
+    queue_.push_back({std::move(prompt), std::move(options), stream, std::move(same_prompt)});
   }
   wake_.notify_all();
   return stream;
@@ -84,7 +85,10 @@ LoopSnapshot EngineLoop::snapshot() const {
 void EngineLoop::admit_and_cancel() {
   for (; !queue_.empty(); queue_.pop_front()) {
     Submission& submission = queue_.front();
+    // Queued before this one, so handed to the engine before it (the engine checks the prompts are the same).
+    if (submission.same_prompt) submission.options.prompt_of = submission.same_prompt->engine_id;
     const int64_t id = calls_.add_request(std::move(submission.prompt), std::move(submission.options));
+    submission.stream->engine_id = id;
     active_[id] = submission.stream;
   }
   for (const auto& [id, stream] : active_) {

@@ -45,6 +45,9 @@ class RequestStream {
 
   /// The loop's side.
   void push(StreamEvent event);
+  /// The engine's id of the request, once the loop handed it to the engine (0 before); the loop's thread alone
+  /// reads and writes it.
+  int64_t engine_id = 0;
 
  private:
   std::mutex mutex_;
@@ -85,7 +88,10 @@ class EngineLoop {
   EngineLoop& operator=(const EngineLoop&) = delete;
 
   /// Queues a request; null when max_queued requests already wait or the loop no longer takes requests.
-  std::shared_ptr<RequestStream> submit(std::vector<int64_t> prompt, infer::RequestOptions options);
+  /// `same_prompt`: the stream of a request submitted before with the same prompt, whose prompt this one reuses
+  /// (infer::RequestOptions::prompt_of: the n choices of one prompt).
+  std::shared_ptr<RequestStream> submit(std::vector<int64_t> prompt, infer::RequestOptions options,
+                                        std::shared_ptr<RequestStream> same_prompt = nullptr);
   /// Stops taking requests, waits up to `grace` for the running and queued ones to finish, cancels
   /// what is left, and stops the thread. Idempotent.
   void shutdown(std::chrono::milliseconds grace);
@@ -106,6 +112,7 @@ class EngineLoop {
     std::vector<int64_t> prompt;
     infer::RequestOptions options;
     std::shared_ptr<RequestStream> stream;
+    std::shared_ptr<RequestStream> same_prompt;
   };
   void run();
   /// Hands queued requests to the engine and passes cancellations on (under the lock).

@@ -8,9 +8,9 @@
 namespace graphed::serve {
 
 Generation::Generation(EngineLoop& loop, const tokenizer::Tokenizer& tokenizer, GenerationPlan plan,
-                       Clock::time_point arrival)
+                       Clock::time_point arrival, const Generation* same_prompt)
     : pieces_(tokenizer, std::move(plan.stop_strings)), prompt_length_(plan.prompt.size()), arrival_(arrival) {
-  stream_ = loop.submit(std::move(plan.prompt), std::move(plan.options));
+  stream_ = loop.submit(std::move(plan.prompt), std::move(plan.options), same_prompt ? same_prompt->stream_ : nullptr);
   if (stream_) return;
   if (!loop.snapshot().accepting) {
     throw ApiError(503, "server_error",

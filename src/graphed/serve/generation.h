@@ -29,8 +29,10 @@ struct GenerationPlan {
 class Generation {
  public:
   /// Submits the plan. Throws ApiError 429 when the loop's queue is full, 503 when it no longer takes
-  /// requests (shutting down, or the engine failed).
-  Generation(EngineLoop& loop, const tokenizer::Tokenizer& tokenizer, GenerationPlan plan, Clock::time_point arrival);
+  /// requests (shutting down, or the engine failed). `same_prompt`: a generation of the same prompt submitted
+  /// before (the first of n choices), whose prompt's keys and values this one reuses.
+  Generation(EngineLoop& loop, const tokenizer::Tokenizer& tokenizer, GenerationPlan plan, Clock::time_point arrival,
+             const Generation* same_prompt = nullptr);
   ~Generation();
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;

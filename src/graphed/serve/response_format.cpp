@@ -44,7 +44,8 @@ std::shared_ptr<CompiledGrammar> json_schema_grammar(const json& format) {
   }
   if (!schema->is_object() && !schema->is_boolean()) wrong_type(kSchemaParam, *schema, "a JSON schema (an object)");
   try {
-    return std::make_shared<CompiledGrammar>(grammar::compile_json_schema(*schema), "json_schema");
+    return shared_compiled_grammar("json_schema " + schema->dump(), "json_schema",
+                                   [&] { return grammar::compile_json_schema(*schema); });
   } catch (const grammar::SchemaError& error) {
     throw invalid_request(std::string("'") + kSchemaParam + "': " + error.what(), kSchemaParam);
   }
@@ -67,7 +68,7 @@ std::shared_ptr<CompiledGrammar> read_response_format(const json& body) {
   }
   const std::string name = type->get<std::string>();
   if (name == "text") return nullptr;
-  if (name == "json_object") return std::make_shared<CompiledGrammar>(grammar::any_json_object(), "json_object");
+  if (name == "json_object") return shared_compiled_grammar("json_object", "json_object", grammar::any_json_object);
   if (name == "json_schema") return json_schema_grammar(*format);
   throw invalid_request("'response_format.type' is \"" + name + "\"; send " + wanted, "response_format");
 }

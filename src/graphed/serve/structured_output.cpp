@@ -5,13 +5,46 @@
 
 #include <algorithm>
 #include <cstring>
+#include <list>
 #include <utility>
 
 namespace graphed::serve {
 
-std::int32_t compute_allowed_tokens(CompiledGrammar& /*compiled*/, grammar::Matcher& matcher,
+namespace {
+
+/// Masks kept per grammar: 16 MiB at 128k ids; with the 32 grammars kept, at most half a GiB.
+constexpr std::size_t kMasksPerGrammar = 1024;
+constexpr std::size_t kGrammarsKept = 32;
+
+}  // namespace
+
+std::int32_t compute_allowed_tokens(CompiledGrammar& compiled, grammar::Matcher& matcher,
                                     const grammar::TokenTrie& trie, std::vector<std::uint32_t>& bitmask) {
-  return grammar::allowed_tokens(matcher, trie, bitmask);
+  std::call_once(compiled.masks_made, [&] {
+    compiled.masks = std::make_unique<grammar::TokenMaskCache>(compiled.grammar, trie,
+                                                               grammar::TokenMaskCacheOptions{kMasksPerGrammar});
+  });
+  bitmask.resize(compiled.masks->word_count());
+  return compiled.masks->allowed(matcher, bitmask.data());
+}
+
+std::shared_ptr<CompiledGrammar> shared_compiled_grammar(const std::string& key, const std::string& source,
+                                                         const std::function<grammar::Grammar()>& compile) {
+  static std::mutex mutex;
+  static std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> latest;  // most recent first
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto kept = latest.begin(); kept != latest.end(); ++kept) {
+      if (kept->first != key) continue;
+      latest.splice(latest.begin(), latest, kept);
+      return latest.front().second;
+    }
+  }
+  auto compiled = std::make_shared<CompiledGrammar>(compile(), source);  // outside the lock: may take a while
+  std::lock_guard<std::mutex> lock(mutex);
+  latest.emplace_front(key, compiled);
+  if (latest.size() > kGrammarsKept) latest.pop_back();
+  return compiled;
 }
 
 GrammarConstraint::GrammarConstraint(std::shared_ptr<CompiledGrammar> compiled,

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,20 +18,30 @@
 #include "graphed/grammar/grammar.h"
 #include "graphed/grammar/matcher.h"
 #include "graphed/grammar/token_mask.h"
+#include "graphed/grammar/token_mask_cache.h"
 #include "graphed/infer/token_constraint.h"
 #include "graphed/serve/vocabulary_table.h"
 
 namespace graphed::serve {
 
-/// What a request's output must follow, compiled once per request and shared by its choices' constraints (each
-/// with its own matcher), which may run on different threads at once.
+/// What a request's output must follow, compiled once and shared by every request that asks for the same thing
+/// (shared_compiled_grammar) and by their choices' constraints (each with its own matcher), which may run on
+/// different threads at once; with the masks of its states, cached (grammar/token_mask_cache.h).
 struct CompiledGrammar {
   CompiledGrammar(grammar::Grammar compiled, std::string origin)
       : grammar(std::move(compiled)), source(std::move(origin)) {}
 
   grammar::Grammar grammar;
   std::string source;  ///< the field it came from: "json_schema", "json_object" or "tool_calls" (a metrics label)
+  std::once_flag masks_made;
+  std::unique_ptr<grammar::TokenMaskCache> masks;  ///< made with the first mask, over the server's trie
 };
+
+/// The compiled grammar of `key` (the field it came from and the request's text of it), compiled by `compile` the
+/// first time and kept for the next requests that send the same (the 32 latest kept), so that their masks come from
+/// one cache.
+std::shared_ptr<CompiledGrammar> shared_compiled_grammar(const std::string& key, const std::string& source,
+                                                         const std::function<grammar::Grammar()>& compile);
 
 /// Sets `bitmask` (resized to bitmask_words(trie.vocabulary_size())) to the ids whose whole bytes `matcher` accepts
 /// from its state, and returns how many. The one place a constraint computes a mask, so that a faster computation

@@ -119,8 +119,10 @@ std::shared_ptr<CompiledGrammar> tool_call_grammar(const json& tools, const std:
     calls.push_back(call_schema(name, arguments_key, "#/$defs/" + definition));
   }
   const json schema{{"anyOf", calls}, {"$defs", definitions}};
-  return std::make_shared<CompiledGrammar>(grammar::compile_framed_json_schema(schema, framing_of(format, several)),
-                                           "tool_calls");
+  const std::string key =
+      "tool_calls " + std::to_string(static_cast<int>(format)) + (several ? " several " : " one ") + schema.dump();
+  return shared_compiled_grammar(
+      key, "tool_calls", [&] { return grammar::compile_framed_json_schema(schema, framing_of(format, several)); });
 }
 
 }  // namespace graphed::serve

@@ -2,8 +2,8 @@
 // Hermes-style blocks (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`: Qwen2.5, Qwen3, Hermes) or
 // Llama 3.x's JSON calls (`{"name": ..., "parameters": {...}}`, after an optional `<|python_tag|>`, several joined by
 // ';'). A whole reply is read at once (parse_tool_calls); a streamed one through ToolCallStream, which lets content go
-// out as it comes until a call may be starting and holds the rest back to read at the end. (Issue 45; the server
-// does not use it yet.)
+// out as it comes until a call may be starting and holds the rest back to read at the end. With tool_choice required
+// or a named function, serve/tool_call_grammar.h constrains the reply to this format, so it always reads back.
 #pragma once
 
 #include <optional>
