@@ -16,6 +16,7 @@
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
+#include "graphed/cli/bench_constraints.h"
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/quantization.h"
@@ -149,7 +150,7 @@ struct Timings {
 };
 
 Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload, const ServeBenchFlags& flags,
-                     int64_t vocabulary, uint64_t seed) {
+                     int64_t vocabulary, uint64_t seed, const RequestDecoration& decorate) {
   std::mt19937_64 random(seed ^ 0x5eedULL);
   const std::vector<int64_t> prefix = random_prompt(workload.shared_prefix, vocabulary, random);
   std::vector<std::vector<int64_t>> prompts;
@@ -169,8 +170,9 @@ Timings run_workload(infer::ServingEngine& engine, const ServeWorkload& workload
   std::size_t next = 0;
   while (next < prompts.size() || engine.has_work()) {
     for (; next < prompts.size() && workload.arrival_seconds[next] <= now(); ++next) {
-      const int64_t id =
-          engine.add_request(prompts[next], request_options(flags, workload.output_lengths[next], seed + next));
+      infer::RequestOptions options = request_options(flags, workload.output_lengths[next], seed + next);
+      decorate(options);
+      const int64_t id = engine.add_request(prompts[next], std::move(options));
       progress[id].arrival = workload.arrival_seconds[next];
     }
     if (!engine.has_work()) {
@@ -278,7 +280,8 @@ void refuse_serve_flags_without_serve(const CommandLine& command_line) {
       given.output_lengths != workload.output_lengths || given.distribution != workload.distribution ||
       given.request_rate != workload.request_rate || given.shared_prefix != workload.shared_prefix ||
       given.temperature != workload.temperature || given.top_k != workload.top_k || given.top_p != workload.top_p ||
-      given.profile_phase != workload.profile_phase;
+      given.profile_phase != workload.profile_phase || given.logprobs != workload.logprobs ||
+      given.json_schema != workload.json_schema;
   const bool engine_given =
       serving.max_requests || serving.max_sequence || serving.max_tokens != engine.max_tokens ||
       serving.block_size != engine.block_size || serving.buffer_size_gb != engine.buffer_size_gb ||
@@ -427,10 +430,14 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   if (!command_line.serving.max_sequence) options.max_sequence = served.context;
   const int64_t vocabulary = served.model->config().vocab_size;
   at::NoGradGuard no_grad;
+  const RequestDecoration decorate = bench_decoration(flags.logprobs, flags.json_schema, vocabulary);
   infer::ServingEngine engine(served.model, device, options);
   refuse_a_workload_that_cannot_run(engine, workload, flags);
-  // The workload's own sampling mode, so that no graph is captured while the clock runs.
-  engine.capture_graphs({infer::SamplingMode::kGreedy, infer::sampling_mode_of(request_options(flags, 1, 0).sampling)});
+  // The workload's own sampling mode and features, so that no graph is captured while the clock runs.
+  infer::RequestOptions decorated = request_options(flags, 1, 0);
+  decorate(decorated);
+  engine.capture_graphs({infer::SamplingMode::kGreedy, infer::sampling_mode_of(decorated.sampling)},
+                        infer::features_of(decorated));
   // Warmup: the longest prompt and a few short ones through every eager path, untimed.
   ServeWorkload warmup;
   const int64_t longest = *std::max_element(workload.prompt_lengths.begin(), workload.prompt_lengths.end());
@@ -439,9 +446,9 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
     warmup.output_lengths.push_back(4);
     warmup.arrival_seconds.push_back(0);
   }
-  run_workload(engine, warmup, flags, vocabulary, seed + 1);
+  run_workload(engine, warmup, flags, vocabulary, seed + 1, decorate);
   const infer::EngineStats before = engine.stats();
-  const Timings timings = run_workload(engine, workload, flags, vocabulary, seed);
+  const Timings timings = run_workload(engine, workload, flags, vocabulary, seed, decorate);
   const infer::EngineStats stats = stats_since(engine.stats(), before);
   if (command_line.profile_iterations > 0 && flags.profile_phase == "one-request") {
     std::mt19937_64 random(seed);

@@ -111,6 +111,16 @@ void add_serve_bench_flags(CLI::App& bench, ServeBenchFlags& flags) {
                   "requests, up to the request limit, arrive at once), or decode (steps where every one of them "
                   "decodes)")
       ->group(group);
+  bench
+      .add_option("--logprobs", flags.logprobs,
+                  "every request asks for each drawn token's log probability and the K likeliest tokens' (0 to 20; "
+                  "default: none)")
+      ->group(group);
+  bench
+      .add_option("--json-schema", flags.json_schema,
+                  "every request's output follows the JSON schema in FILE (documents back to back; the masks over "
+                  "a synthetic vocabulary of the model's size)")
+      ->group(group);
 }
 
 infer::ServingOptions serving_options(const ServingFlags& flags, const config::CudaGraphConfig& graphs,

@@ -50,6 +50,8 @@ struct ServeBenchFlags {
   /// --profile-phase: which steps --profile-iterations profiles: one-request (batch 1 decode), mixed (prompt
   /// chunks with decodes, the workload's requests at once), decode (every one of them decoding)
   std::string profile_phase = "one-request";
+  int64_t logprobs = -1;    ///< --logprobs K: every request asks for log probabilities with K alternatives
+  std::string json_schema;  ///< --json-schema FILE: every request's output follows the schema
 };
 
 /// Registers the flags on a command, in their own help group.
