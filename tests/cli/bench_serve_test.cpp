@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -125,6 +127,56 @@ TEST(BenchServe, SampledRequestsDrawTheirWholeLengths) {
       run_bench(parse_command_line({"bench", "--serve", "--preset", "tiny", "--device", "cpu", "--temperature", "-1"}),
                 bad),
       ConfigError);
+}
+
+/// --logprobs and --json-schema decorate every request: the whole output lengths are drawn (documents back to back),
+/// every step masked; a schema outside the subset and a logprobs count out of range are refused naming the flag.
+TEST(BenchServe, LogprobsAndASchemaDecorateEveryRequestAndBadOnesAreRefused) {
+  const std::string schema = std::string(GRAPHED_SOURCE_DIR) + "/bench/schemas/person.json";
+  const std::vector<std::string> arguments{"bench",
+                                           "--serve",
+                                           "--preset",
+                                           "tiny",
+                                           "--device",
+                                           "cpu",
+                                           "--requests",
+                                           "3",
+                                           "--prompt-lengths",
+                                           "4..9",
+                                           "--output-lengths",
+                                           "12",
+                                           "--json-schema",
+                                           schema,
+                                           "--logprobs",
+                                           "5",
+                                           "--json"};
+  std::ostringstream out;
+  EXPECT_EQ(run_bench(parse_command_line(arguments), out), 0);
+  const auto result = nlohmann::json::parse(out.str());
+  EXPECT_EQ(result["output_tokens"].get<int64_t>(), 3 * 12);
+  EXPECT_EQ(result["logprobs"].get<int64_t>(), 5);
+  EXPECT_GT(result["engine"]["masked_steps"].get<int64_t>(), 0);
+  const auto refusal = [](std::vector<std::string> given) {
+    std::vector<std::string> command{"bench", "--serve", "--preset", "tiny", "--device", "cpu"};
+    command.insert(command.end(), given.begin(), given.end());
+    std::ostringstream ignored;
+    try {
+      run_bench(parse_command_line(command), ignored);
+    } catch (const ConfigError& error) {
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(refusal({"--logprobs", "21"}).find("--logprobs is 21"), std::string::npos);
+  EXPECT_NE(
+      refusal({"--json-schema", "/no/such/schema.json"}).find("--json-schema /no/such/schema.json cannot be read"),
+      std::string::npos);
+  const std::string unsupported = ::testing::TempDir() + "/pattern_schema.json";
+  {
+    std::ofstream file(unsupported);
+    file << R"({"type": "string", "pattern": "^a+$"})";
+  }
+  EXPECT_NE(refusal({"--json-schema", unsupported}).find("'pattern'"), std::string::npos);
 }
 
 /// --profile-phase mixed and decode run the profile's loaded steps after the timed run, which they leave as it was;

@@ -17,8 +17,8 @@ namespace {
 /// A seeded vocabulary of `size` ids: the 256 bytes, then words (half with a leading space), numbers, and the
 /// pieces of JSON punctuation byte-level tokenizers learn.
 std::shared_ptr<const serve::VocabularyTable> synthetic_vocabulary(int64_t size) {
-  static const char* const kPunctuation[] = {"\":", "\",", "{\"", "\"}", "[\"", "\"]", "\":\"", "},{\"", "\":[",
-                                             "\":{", "}]", "]}", "\",\"", "null", "true", "false", "\\n", ", "};
+  static const char* const kPunctuation[] = {"\":",  "\",", "{\"", "\"}",   "[\"",  "\"]",  "\":\"", "},{\"", "\":[",
+                                             "\":{", "}]",  "]}",  "\",\"", "null", "true", "false", "\\n",   ", "};
   std::mt19937_64 random(45);
   std::uniform_int_distribution<int> kind(0, 9);
   std::uniform_int_distribution<int> length(2, 9);
@@ -87,9 +87,8 @@ RequestDecoration bench_decoration(int64_t logprobs, const std::string& schema_f
   const auto trie = std::make_shared<const grammar::TokenTrie>(table->grammar_bytes());
   return [=](infer::RequestOptions& options) {
     options.logprobs = logprobs;
-    options.constraint = std::make_shared<RepeatingDocuments>([=] {
-      return std::make_unique<serve::GrammarConstraint>(compiled, table, trie, std::vector<int64_t>{});
-    });
+    options.constraint = std::make_shared<RepeatingDocuments>(
+        [=] { return std::make_unique<serve::GrammarConstraint>(compiled, table, trie, std::vector<int64_t>{}); });
   };
 }
 

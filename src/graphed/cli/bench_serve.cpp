@@ -343,6 +343,8 @@ nlohmann::json result_json(const ServeBenchFlags& flags, const ServeWorkload& wo
             {"request_rate", flags.request_rate},
             {"shared_prefix_tokens", flags.shared_prefix}}},
           {"sampling", {{"temperature", flags.temperature}, {"top_k", flags.top_k}, {"top_p", flags.top_p}}},
+          {"logprobs", flags.logprobs},
+          {"json_schema", flags.json_schema},
           {"requests", flags.requests},
           {"refused_requests", timings.refused.size()},
           {"refused", timings.refused},
@@ -388,6 +390,11 @@ void print_table(const nlohmann::json& result, const ServeBenchFlags& flags, con
       << flags.output_lengths << ", " << flags.distribution << ", "
       << (flags.request_rate > 0 ? fixed_decimals(flags.request_rate, 1) + " requests/s" : "all at once") << ", "
       << sampling_text(flags) << ") on " << model << ", " << device << "\n";
+  if (const std::string extras = decoration_text(flags.logprobs, flags.json_schema); !extras.empty()) {
+    out << "every request: " << extras << "; " << stats.masked_steps << " masked steps, the host's masks "
+        << fixed_decimals(stats.masked_steps > 0 ? 1000.0 * stats.mask_seconds / stats.masked_steps : 0.0, 3)
+        << " ms a step\n";
+  }
   const auto floor_share =
       result["floor_share"].is_null() ? std::string("-") : fixed_decimals(result["floor_share"].get<double>(), 3);
   out << "| requests/s | output tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | seconds | floor share | peak blocks "

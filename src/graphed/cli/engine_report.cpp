@@ -21,6 +21,8 @@ nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::Engi
           {"unmatched_steps", stats.unmatched_steps},
           {"preemptions", stats.preemptions},
           {"shared_prompt_tokens", stats.shared_prompt_tokens},
+          {"masked_steps", stats.masked_steps},
+          {"mask_seconds", stats.mask_seconds},
           {"prefix_sharing", engine.options().prefix_sharing},
           {"peak_blocks", stats.peak_blocks},
           {"blocks", engine.blocks_total()},
@@ -63,6 +65,8 @@ infer::EngineStats stats_since(const infer::EngineStats& after, const infer::Eng
   stats.step_seconds -= before.step_seconds;
   stats.host_seconds -= before.host_seconds;
   stats.device_seconds -= before.device_seconds;
+  stats.masked_steps -= before.masked_steps;
+  stats.mask_seconds -= before.mask_seconds;
   return stats;
 }
 
