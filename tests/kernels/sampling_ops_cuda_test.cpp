@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <limits>
 #include <vector>
 
 #include <ATen/cuda/CUDAGraph.h>
@@ -105,6 +106,33 @@ TEST_F(GumbelMaxCudaTest, ACapturedDrawMatchesEagerAsTheDrawIndexMovesOn) {
     gumbel_max_into(logits, rows, eager);
     torch::cuda::synchronize();
     EXPECT_TRUE(at::equal(out, eager)) << "step " << step;
+  }
+}
+
+/// kernels/top_logprobs.cu against the CPU path (logsumexp and a stable sort) on rows of 50,257 columns narrowed
+/// from 50,304, with exact ties across the cut, -inf columns and a row of one value: the same columns in the same
+/// order, the log probabilities within float rounding of the partition function, the same bits on a second run.
+TEST_F(GumbelMaxCudaTest, TopLogprobsEqualTheCpuSortWithTiesByColumn) {
+  at::manual_seed(11);
+  const int64_t rows = 9;
+  at::Tensor wide = (at::randn({rows, 50304}) * 4).round() / 2;  // many exact ties
+  wide[3].fill_(0.25);                                           // every column tied
+  wide[4].narrow(0, 0, 40000).fill_(-std::numeric_limits<float>::infinity());
+  const at::Tensor logits = wide.narrow(1, 0, 50257);
+  for (const int64_t top : {1, 5, 20}) {
+    at::Tensor expected_out = at::zeros({rows, 1 + top});
+    at::Tensor expected_ids = at::zeros({rows, top}, at::kLong);
+    top_logprobs_into(logits, expected_out, expected_ids);
+    const at::Tensor gpu_logits = wide.cuda().narrow(1, 0, 50257);
+    at::Tensor out = at::zeros({rows, 1 + top}, at::device(at::kCUDA));
+    at::Tensor ids = at::zeros({rows, top}, at::device(at::kCUDA).dtype(at::kLong));
+    top_logprobs_into(gpu_logits, out, ids);
+    EXPECT_TRUE(at::equal(ids.cpu(), expected_ids)) << "top " << top;
+    EXPECT_TRUE(at::allclose(out.cpu(), expected_out, 1e-5, 1e-5)) << "top " << top;
+    at::Tensor again = at::zeros_like(out);
+    at::Tensor again_ids = at::zeros_like(ids);
+    top_logprobs_into(gpu_logits, again, again_ids);
+    EXPECT_TRUE(at::equal(again, out) && at::equal(again_ids, ids));
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "graphed/kernels/sampling_ops.h"
+
 namespace graphed::infer {
 namespace {
 
@@ -46,12 +48,7 @@ void count_drawn(const LogitTables& tables, const at::Tensor& count_slot, const 
 }
 
 void record_top_logprobs(const at::Tensor& logits, at::Tensor& out, at::Tensor& top_ids) {
-  const int64_t top = top_ids.size(1);
-  const at::Tensor partition = logits.logsumexp(1, /*keepdim=*/true);
-  const auto best = logits.topk(top, 1);
-  out.narrow(1, 0, 1).copy_(partition);
-  out.narrow(1, 1, top).copy_(std::get<0>(best) - partition);
-  top_ids.copy_(std::get<1>(best));
+  kernels::top_logprobs_into(logits, out, top_ids);
 }
 
 void record_drawn_logprob(const at::Tensor& logits, const at::Tensor& tokens, at::Tensor& out) {

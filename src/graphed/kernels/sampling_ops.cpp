@@ -131,4 +131,23 @@ uint32_t noise_seed_state(uint64_t seed) {
                           static_cast<uint32_t>(seed >> 32));
 }
 
+void top_logprobs_into(const at::Tensor& logits, at::Tensor& out, at::Tensor& top_ids) {
+  const int64_t top = top_ids.size(1);
+  GRAPHED_INTERNAL_ASSERT(logits.dim() == 2 && logits.scalar_type() == at::kFloat && logits.stride(1) == 1 &&
+                              out.is_contiguous() && top_ids.is_contiguous() && out.size(1) == 1 + top &&
+                              top <= std::min<int64_t>(32, logits.size(1)),
+                          "top_logprobs_into takes float32 logits with contiguous rows and ", top,
+                          " columns of ids, at most 32 and the logits' columns");
+  if (logits.is_cuda()) {
+    device::top_logprobs_into(logits, out, top_ids);
+    return;
+  }
+  const at::Tensor partition = logits.logsumexp(1, /*keepdim=*/true);
+  // A stable descending sort keeps the smaller column first among ties, as the kernel does.
+  const auto sorted = logits.sort(/*stable=*/true, 1, /*descending=*/true);
+  out.narrow(1, 0, 1).copy_(partition);
+  out.narrow(1, 1, top).copy_(std::get<0>(sorted).narrow(1, 0, top) - partition);
+  top_ids.copy_(std::get<1>(sorted).narrow(1, 0, top));
+}
+
 }  // namespace graphed::kernels

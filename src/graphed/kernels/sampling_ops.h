@@ -39,10 +39,19 @@ void find_filter_cuts(const at::Tensor& logits, const at::Tensor& top_k, const a
 /// The seed's part of the noise hash: the state after absorbing its two 32-bit halves.
 uint32_t noise_seed_state(uint64_t seed);
 
+/// Each row's log probabilities: out[r, 0] = log sum exp of logits[r], out[r, 1 + i] = the i-th largest logit's log
+/// probability and top_ids[r, i] its column (larger first, ties by the smaller column), for i < top_ids.size(1) (at
+/// most 32 and the columns). logits: float32 [rows, columns], each row contiguous; out: float32 [rows, 1 + top] and
+/// top_ids: int64 [rows, top], contiguous. On CUDA tensors kernels/top_logprobs.h (one launch, nothing allocated);
+/// on CPU tensors logsumexp and topk.
+void top_logprobs_into(const at::Tensor& logits, at::Tensor& out, at::Tensor& top_ids);
+
 namespace device {
 /// gumbel_max_into's launch on CUDA tensors, defined by sampling_ops_cuda.cpp (a CPU build's sampling_ops_cpu.cpp
 /// asserts: it has no CUDA tensors to pass it).
 void gumbel_max_into(const at::Tensor& logits, const GumbelRows& rows, at::Tensor& out, float below_top);
+/// top_logprobs_into's launch on CUDA tensors.
+void top_logprobs_into(const at::Tensor& logits, at::Tensor& out, at::Tensor& top_ids);
 }  // namespace device
 
 }  // namespace graphed::kernels

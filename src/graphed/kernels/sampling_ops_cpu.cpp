@@ -11,4 +11,8 @@ void gumbel_max_into(const at::Tensor&, const GumbelRows&, at::Tensor&, float) {
   GRAPHED_INTERNAL_ASSERT(false, "gumbel_max_into got a CUDA tensor in a build without CUDA");
 }
 
+void top_logprobs_into(const at::Tensor&, at::Tensor&, at::Tensor&) {
+  GRAPHED_INTERNAL_ASSERT(false, "top_logprobs_into got a CUDA tensor in a build without CUDA");
+}
+
 }  // namespace graphed::kernels::device
