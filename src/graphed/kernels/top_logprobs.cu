@@ -70,9 +70,16 @@ __device__ Selection select_top(const float* row, int64_t columns, int top, unsi
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int bin = threadIdx.x; bin < 256; bin += kThreads) histogram[bin] = 0;
     __syncthreads();
-    for (int64_t column = threadIdx.x; column < columns; column += kThreads) {
-      const uint32_t key = key_of(__ldg(row + column));
-      if ((key & mask) == prefix) atomicAdd(&histogram[(key >> shift) & 255u], 1u);
+    // Logits share their high bits, so most of a pass lands in a few bins: a warp adds each bin once.
+    for (int64_t base = 0; base < columns; base += kThreads) {
+      const int64_t column = base + threadIdx.x;
+      const uint32_t key = column < columns ? key_of(__ldg(row + column)) : 0u;
+      const bool counted = column < columns && (key & mask) == prefix;
+      const unsigned voters = __ballot_sync(0xffffffffu, counted);
+      if (!counted) continue;
+      const unsigned bin = (key >> shift) & 255u;
+      const unsigned peers = __match_any_sync(voters, bin);
+      if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&histogram[bin], static_cast<unsigned>(__popc(peers)));
     }
     __syncthreads();
     if (threadIdx.x == 0) {
