@@ -3,7 +3,8 @@
 // (ties by the smaller column), where LibTorch takes a logsumexp and a topk (about 240 µs for 256 rows of 32,000
 // columns on an H200, 5-7% of a loaded step). One block a row: one pass for the partition function (online
 // max and sum), a radix select of the top-th largest value over the row (four passes of 8-bit digits, mostly from
-// L2), and a pass collecting the larger values and, in column order, the ties. The ATen face is
+// L2), and a pass collecting the larger values and the ties (in column order when only some of them are among the
+// top); each pass issues its loads eight at a time. The ATen face is
 // kernels/sampling_ops.h's top_logprobs_into. A launch that fails throws graphed::Error.
 #pragma once
 
