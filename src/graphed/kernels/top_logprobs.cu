@@ -187,8 +187,8 @@ __device__ void collect_first_ties(const float* row, int64_t columns, const Sele
   }
 }
 
-__global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* logits, int64_t row_stride,
-                                                                 int64_t columns, int top, float* out, int64_t* ids) {
+__global__ void __launch_bounds__(kThreads)
+    top_logprobs_kernel(const float* logits, int64_t row_stride, int64_t columns, int top, float* out, int64_t* ids) {
   __shared__ float scratch[2 * kWarps + 1];
   __shared__ unsigned histogram[256];
   __shared__ int shared[3 + kWarps];
