@@ -166,13 +166,13 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
                  pool_),
       inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
               model_options(model_, device_), drawable_vocabulary(options_, model_->config())),
-      paged_step_(model_, *cache_, options_.vocabulary) {
+      paged_step_(model_, *cache_, options_.vocabulary),
+      controls_(device_, options_.max_requests) {
   graph_runner_ = make_paged_step_runner(options_.scope, paged_step_, device_);
   eager_runner_ = make_paged_step_runner(config::InferenceCudaGraphScope::kNone, paged_step_, device_);
   for (int slot = 0; slot < 2; ++slot) {
     slots_.push_back(std::make_unique<TokenSlot>(device_, options_.max_requests, inputs_.top_count()));
   }
-  for (int64_t slot = options_.max_requests; slot >= 1; --slot) free_control_slots_.push_back(slot);
   if (device_.is_cuda()) stream_.emplace(device_);
 }
 
@@ -309,7 +309,7 @@ void ServingEngine::cancel(int64_t id) {
   if (found == requests_.end()) return;
   Request& request = *found->second;
   scheduler_.remove(&request);
-  close_control_slot(request);
+  controls_.release(request);
   std::vector<int64_t> drawn(request.tokens.begin() + request.prompt_length, request.tokens.end());
   pending_reports_.push_back({id, FinishReason::kCancelled, "", std::move(drawn)});
   requests_.erase(found);
@@ -355,7 +355,7 @@ void ServingEngine::capture_graphs(const std::vector<SamplingMode>& modes, const
 
 void ServingEngine::finish(Request& request, FinishReason reason, StepResult& result) {
   scheduler_.remove(&request);
-  close_control_slot(request);
+  controls_.release(request);
   std::vector<int64_t> drawn(request.tokens.begin() + request.prompt_length, request.tokens.end());
   result.finished.push_back({request.id, reason, "", std::move(drawn)});
   requests_.erase(request.id);
@@ -400,7 +400,7 @@ bool ServingEngine::launch_step(StepResult& result) {
   const Schedule schedule = scheduler_.next();
   stats_.preemptions += static_cast<int64_t>(schedule.preempted.size());
   for (const int64_t id : schedule.preempted) {
-    if (const auto found = requests_.find(id); found != requests_.end()) close_control_slot(*found->second);
+    if (const auto found = requests_.find(id); found != requests_.end()) controls_.release(*found->second);
   }
   for (const auto& [from, to] : schedule.block_copies) cache_->copy_block(from, to);
   if (schedule.chunks.empty()) return false;
@@ -408,7 +408,7 @@ bool ServingEngine::launch_step(StepResult& result) {
   const StepOrder order = order_step(schedule, step);
   // The ranks that follow take the same steps in the same order: capture and run hold the model's collectives.
   relay_.announce(order);
-  if (order.key.features.controlled) prepare_controls(schedule);
+  if (order.key.features.controlled) controls_.prepare(schedule, inputs_);
   if (order.graphed) ensure_captured(order.key);
   const int64_t tokens = step.padded.token_count;
   const int64_t requests = step.padded.request_count();
@@ -444,126 +444,15 @@ bool ServingEngine::launch_step(StepResult& result) {
   return true;
 }
 
-void ServingEngine::prepare_controls(const Schedule& schedule) {
-  const LogitTables& tables = inputs_.logit_tables();
-  for (const ScheduledChunk& chunk : schedule.chunks) {
-    Request& request = *chunk.request;
-    const LogitControls& controls = request.options.controls;
-    if (!controls.any()) continue;
-    if (request.control_slot == 0) open_control_slot(request, tables);
-    const bool lifts = chunk.samples && controls.min_tokens > 0 && !request.min_tokens_reached &&
-                       request.generated() + request.in_flight >= controls.min_tokens;
-    if (!lifts) continue;
-    // The stop tokens get back the bias the request gave them (0 if none).
-    std::map<int64_t, float> bias;
-    for (const int64_t stop : request.options.stop_tokens) {
-      if (stop >= 0 && stop < tables.bias.size(1)) bias[stop] = 0.0F;
-    }
-    for (const auto& [token, value] : controls.logit_bias) {
-      if (bias.count(token) > 0) bias[token] = static_cast<float>(value);
-    }
-    std::vector<int64_t> ids;
-    std::vector<float> values;
-    for (const auto& [token, value] : bias) {
-      ids.push_back(token);
-      values.push_back(value);
-    }
-    if (!ids.empty()) tables.bias.select(0, request.control_slot).index_put_({upload(ids)}, upload(values));
-    request.min_tokens_reached = true;
-  }
-}
-
-void ServingEngine::open_control_slot(Request& request, const LogitTables& tables) {
-  GRAPHED_INTERNAL_ASSERT(!free_control_slots_.empty(), "no logit control slot is free");
-  const int64_t slot = free_control_slots_.back();
-  free_control_slots_.pop_back();
-  request.control_slot = slot;
-  const LogitControls& controls = request.options.controls;
-  at::Tensor bias = tables.bias.select(0, slot);
-  at::Tensor counts = tables.counts.select(0, slot);
-  at::Tensor seen = tables.prompt_seen.select(0, slot);
-  bias.zero_();
-  counts.zero_();
-  seen.zero_();
-  std::map<int64_t, float> biased;  // the last bias given a token wins, as in a JSON object
-  for (const auto& [token, value] : controls.logit_bias) biased[token] = static_cast<float>(value);
-  if (controls.min_tokens > 0 && !request.min_tokens_reached) {
-    for (const int64_t stop : request.options.stop_tokens) {
-      if (stop >= 0 && stop < bias.size(0)) biased[stop] = -std::numeric_limits<float>::infinity();
-    }
-  }
-  if (!biased.empty()) {
-    std::vector<int64_t> ids;
-    std::vector<float> values;
-    for (const auto& [token, value] : biased) {
-      ids.push_back(token);
-      values.push_back(value);
-    }
-    bias.index_put_({upload(ids)}, upload(values));
-  }
-  if (controls.repetition_penalty != 1.0) {
-    const std::vector<int64_t> prompt(request.tokens.begin(), request.tokens.begin() + request.prompt_length);
-    seen.index_fill_(0, upload(prompt), true);
-  }
-  std::map<int64_t, int64_t> drawn;  // a request preempted before: what it drew so far
-  for (auto token = request.tokens.begin() + request.prompt_length; token != request.tokens.end(); ++token) {
-    ++drawn[*token];
-  }
-  if (!drawn.empty()) {
-    std::vector<int64_t> ids;
-    std::vector<int64_t> times;
-    for (const auto& [token, count] : drawn) {
-      ids.push_back(token);
-      times.push_back(count);
-    }
-    counts.index_put_({upload(ids)}, upload(times).to(at::kInt));
-  }
-}
-
-void ServingEngine::close_control_slot(Request& request) {
-  if (request.control_slot == 0) return;
-  free_control_slots_.push_back(request.control_slot);
-  request.control_slot = 0;
-}
-
-at::Tensor ServingEngine::upload(const std::vector<int64_t>& values) const {
-  at::Tensor host = runtime::pinned_host_tensor({static_cast<int64_t>(values.size())}, at::kLong, device_);
-  std::copy(values.begin(), values.end(), host.data_ptr<int64_t>());
-  return host.to(device_, /*non_blocking=*/true);
-}
-
-at::Tensor ServingEngine::upload(const std::vector<float>& values) const {
-  at::Tensor host = runtime::pinned_host_tensor({static_cast<int64_t>(values.size())}, at::kFloat, device_);
-  std::copy(values.begin(), values.end(), host.data_ptr<float>());
-  return host.to(device_, /*non_blocking=*/true);
-}
-
 void ServingEngine::write_masks(const LaunchedStep& step, int64_t requests) {
   const auto start = Clock::now();
-  at::Tensor host = inputs_.host_masks(requests);
-  const int64_t words = inputs_.mask_words();
-  auto* data = reinterpret_cast<std::uint32_t*>(host.data_ptr<int32_t>());
-  std::vector<std::pair<TokenConstraint*, std::uint32_t*>> constrained;
-  for (int64_t row = 0; row < requests; ++row) {
-    std::uint32_t* mask = data + row * words;
-    TokenConstraint* constraint = nullptr;
-    if (row < static_cast<int64_t>(step.rows.size()) && step.rows[static_cast<std::size_t>(row)].samples) {
-      const auto found = requests_.find(step.rows[static_cast<std::size_t>(row)].request);
-      if (found != requests_.end()) constraint = found->second->options.constraint.get();
-    }
-    if (constraint != nullptr) {
-      constrained.emplace_back(constraint, mask);
-    } else {
-      std::fill(mask, mask + words, ~std::uint32_t{0});
-    }
+  std::vector<TokenConstraint*> constraints(static_cast<std::size_t>(requests), nullptr);
+  for (std::size_t row = 0; row < step.rows.size(); ++row) {
+    if (!step.rows[row].samples) continue;
+    const auto found = requests_.find(step.rows[row].request);
+    if (found != requests_.end()) constraints[row] = found->second->options.constraint.get();
   }
-  // A mask can cost milliseconds the first time its grammar state is met: the requests' masks in parallel.
-  if (!mask_workers_) mask_workers_ = std::make_unique<WorkerPool>(WorkerPool::workers_for_this_machine(8));
-  mask_workers_->run(static_cast<int64_t>(constrained.size()), [&](int64_t index) {
-    const auto& [constraint, mask] = constrained[static_cast<std::size_t>(index)];
-    constraint->allowed(mask, words);
-  });
-  inputs_.copy_masks(host);
+  controls_.write_masks(constraints, inputs_);
   ++stats_.masked_steps;
   stats_.mask_seconds += std::chrono::duration<double>(Clock::now() - start).count();
 }

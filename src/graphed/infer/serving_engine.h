@@ -33,12 +33,12 @@
 #include "graphed/infer/paged_step.h"
 #include "graphed/infer/paged_step_runner.h"
 #include "graphed/infer/request.h"
+#include "graphed/infer/request_controls.h"
 #include "graphed/infer/scheduler.h"
 #include "graphed/infer/step_inputs.h"
 #include "graphed/infer/step_order.h"
 #include "graphed/infer/step_relay.h"
 #include "graphed/runtime/device.h"
-#include "graphed/util/worker_pool.h"
 
 namespace graphed::infer {
 
@@ -216,18 +216,8 @@ class ServingEngine {
   /// Schedules and launches one step; false when nothing can be scheduled. A masked step reads the step before it
   /// into `result` while the device runs its model, and writes its masks from the constraints thus moved on.
   bool launch_step(StepResult& result);
-  /// Before a step with controls: the tables, a slot for each of its requests with controls that has none, and the
-  /// min-tokens bans its draws lift.
-  void prepare_controls(const Schedule& schedule);
-  /// Takes a free control slot for `request` and writes its rows: bias, min-tokens ban, prompt tokens, and the counts
-  /// of the tokens it drew before (a request preempted gives its slot back).
-  void open_control_slot(Request& request, const LogitTables& tables);
-  void close_control_slot(Request& request);
   /// The masks of a launched step's rows (all ones but for constrained requests' draws), copied to the device.
   void write_masks(const LaunchedStep& step, int64_t requests);
-  /// A host vector on the device, through pinned memory without blocking.
-  at::Tensor upload(const std::vector<int64_t>& values) const;
-  at::Tensor upload(const std::vector<float>& values) const;
   /// Moves a request on by a token it drew (read from `slot`'s row `row`), into `result`.
   void take_token(Request& request, int64_t token, const LaunchedStep& step, std::size_t row, StepResult& result);
   /// What a scheduled step is to a rank that does not schedule; sets `step`'s shapes.
@@ -265,9 +255,8 @@ class ServingEngine {
   std::vector<FinishedRequest> pending_reports_;  // rejections and cancellations for the next step()
   int64_t next_id_ = 1;
   std::vector<std::unique_ptr<TokenSlot>> slots_;
-  std::vector<int64_t> free_control_slots_;   // rows of the logit control tables no request holds
-  std::unique_ptr<WorkerPool> mask_workers_;  // made with the first masked step
-  std::deque<LaunchedStep> launched_;         // oldest first; at most two during a step() call
+  RequestControls controls_;
+  std::deque<LaunchedStep> launched_;  // oldest first; at most two during a step() call
   int64_t launches_ = 0;
   double waited_seconds_ = 0;  // of the current step() call, waiting for the device
   EngineStats stats_;
