@@ -3,7 +3,7 @@
 // a relay that keeps each step's order (as its header) and packed inputs, the second following them. At every step
 // both draw the same tokens on the device, for greedy and sampled requests, chunked prompts, preemptions in a small
 // cache, async scheduling (tokens in flight read from the follower's own drawn tokens), padded steps and steps no
-// bucket serves (dense prompt segments).
+// bucket serves (dense prompt segments), with log probabilities and min-p; penalties and constraints are refused.
 #include "graphed/infer/step_relay.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +61,8 @@ RequestOptions relayed_request(std::size_t index) {
     options.sampling.top_p = 0.9;
     options.sampling.seed = 90 + index;
   }
+  if (index % 3 == 0) options.logprobs = 4;      // log probabilities work under tensor parallelism,
+  if (index == 3) options.sampling.min_p = 0.1;  // and so does min-p (a row of the packed inputs)
   return options;
 }
 
@@ -101,6 +103,19 @@ TEST_P(StepRelayEngines, AFollowerDrawsWhatTheSchedulerDrawsAtEveryStep) {
   } else {
     EXPECT_EQ(scheduled.unmatched_steps, 0);
   }
+}
+
+TEST(StepRelayEngines, ControlsAndConstraintsAreRefusedWhereOtherRanksFollow) {
+  model::GptModel model = testing::cpu_test_model(testing::ModelStyle::kLlama);
+  const ServingOptions options = relayed_engine(model, RelayCase{});
+  RecordingRelay relay(options.max_requests);
+  ServingEngine scheduler(model, at::Device(at::kCPU), options, relay);
+  RequestOptions penalized = relayed_request(0);
+  penalized.controls.presence_penalty = 0.5;
+  const auto refused = scheduler.rejection({1, 2, 3}, penalized);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->message().find("not served with tensor parallelism yet"), std::string::npos);
+  EXPECT_FALSE(scheduler.rejection({1, 2, 3}, relayed_request(3)).has_value());  // logprobs and min-p are served
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, StepRelayEngines,
