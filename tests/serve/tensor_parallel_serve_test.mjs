@@ -6,6 +6,7 @@
 // Usage: node tensor_parallel_serve_test.mjs GRAPHED WORK_DIR [HF_FOLDER]
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { check, startServer } from './server_process.mjs';
 
@@ -36,41 +37,63 @@ async function completions(base, model, prompts) {
   return texts;
 }
 
-let nextPort = 30000 + Math.floor(Math.random() * 20000);
 const rankEnv = (rank, port) => ({ ...process.env, WORLD_SIZE: '2', RANK: String(rank), LOCAL_RANK: String(rank),
                                    MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) });
+
+/** A port of 127.0.0.1 that the system just handed out as free (a random pick can be a live ephemeral port). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => { const { port } = server.address(); server.close(() => resolve(port)); });
+  });
+}
+
+/** Rank 1 following, then rank 0 ready, on one rendezvous port; `null` when another process took the port first. */
+async function startRanks(arguments_) {
+  const port = await freePort();
+  const follower = spawn(graphed, ['serve', ...arguments_, '--host', '127.0.0.1', '--port', '0', '--json'],
+                         { stdio: ['ignore', 'pipe', 'pipe'], env: rankEnv(1, port) });
+  const ranks = { follower, output: '' };
+  follower.stdout.on('data', (data) => { ranks.output += data; });
+  follower.stderr.on('data', (data) => { ranks.output += data; });
+  ranks.exit = new Promise((resolve) => follower.on('exit', (code) => resolve(code)));
+  try {
+    ranks.first = await startServer(graphed, arguments_, { env: rankEnv(0, port) });
+    return ranks;
+  } catch (error) {
+    follower.kill('SIGKILL');
+    if (String(error.message).includes('pick a free MASTER_PORT')) return null;
+    throw error;
+  }
+}
 
 /** One process, then two tensor-parallel ranks, serving `args`: the same greedy completions, a clean stop. */
 async function compareServers(what, args, model, prompts) {
   const one = await startServer(graphed, args);
   const expected = await completions(one.base, model, prompts);
   check((await one.stop()) === 0, `${what}: the one-process server did not exit 0:\n${one.stderr()}`);
-  const port = nextPort++;
   const tensor = [...args, '--tensor-model-parallel-size', '2'];
-  const follower = spawn(graphed, ['serve', ...tensor, '--host', '127.0.0.1', '--port', '0', '--json'],
-                         { stdio: ['ignore', 'pipe', 'pipe'], env: rankEnv(1, port) });
-  let followerOutput = '';
-  follower.stdout.on('data', (data) => { followerOutput += data; });
-  follower.stderr.on('data', (data) => { followerOutput += data; });
-  const followerExit = new Promise((resolve) => follower.on('exit', (code) => resolve(code)));
+  let ranks = null;
+  for (let attempt = 0; attempt < 3 && ranks === null; ++attempt) ranks = await startRanks(tensor);
+  check(ranks !== null, `${what}: three rendezvous ports in a row were taken by other processes`);
   try {
-    const first = await startServer(graphed, tensor, { env: rankEnv(0, port) });
-    const got = await completions(first.base, model, prompts);
+    const got = await completions(ranks.first.base, model, prompts);
     for (let i = 0; i < prompts.length; ++i) {
       check(got[i] === expected[i], `${what}, '${prompts[i]}': two tensor ranks wrote ${JSON.stringify(got[i])}, ` +
                                     `one process ${JSON.stringify(expected[i])}`);
     }
     console.log(`ok - ${what}: two tensor-parallel ranks complete as one process: ${JSON.stringify(expected)}`);
-    check((await first.stop()) === 0, `${what}: rank 0 did not exit 0:\n${first.stderr()}`);
+    check((await ranks.first.stop()) === 0, `${what}: rank 0 did not exit 0:\n${ranks.first.stderr()}`);
     let timer;
     const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), 60000); });
-    const code = await Promise.race([followerExit, timeout]);
+    const code = await Promise.race([ranks.exit, timeout]);
     clearTimeout(timer);
-    check(code === 0, `${what}: rank 1 did not exit 0 after rank 0 stopped (${code}):\n${followerOutput}`);
-    check(followerOutput === '', `${what}: rank 1 printed (rank 0 speaks for all):\n${followerOutput}`);
+    check(code === 0, `${what}: rank 1 did not exit 0 after rank 0 stopped (${code}):\n${ranks.output}`);
+    check(ranks.output === '', `${what}: rank 1 printed (rank 0 speaks for all):\n${ranks.output}`);
     console.log(`ok - ${what}: SIGTERM to rank 0 stops both ranks`);
   } finally {
-    follower.kill('SIGKILL');
+    ranks.follower.kill('SIGKILL');
   }
 }
 
@@ -83,7 +106,7 @@ if (hfFolder) {  // GPT-2's vocabulary of 50257 ids does not split: the ranks pa
 
 // Two processes that are not one tensor-parallel group would each serve alone: refused with the fix.
 const refused = spawnSync(graphed, ['serve', ...args, '--port', '0'],
-                          { encoding: 'utf8', env: rankEnv(0, nextPort++), timeout: 60000 });
+                          { encoding: 'utf8', env: rankEnv(0, await freePort()), timeout: 60000 });
 check(refused.status === 1 && refused.stderr.includes('runs several only as one tensor-parallel group'),
       `a 2-process launch without tensor parallelism: status ${refused.status}:\n${refused.stderr}`);
 console.log('ok - two processes without tensor parallelism are refused');
