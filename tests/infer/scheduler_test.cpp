@@ -238,3 +238,53 @@ TEST(Scheduler, RefusesLimitsThatCannotWork) {
 
 }  // namespace
 }  // namespace graphed::infer
+
+namespace graphed::infer {
+namespace {
+
+TEST(Scheduler, ASpeculatingRequestVerifiesItsProposalsInTheRowsLeftAndWaitsForTheResult) {
+  SpeculativeDecoding speculation;
+  speculation.method = SpeculativeDecoding::Method::kNgram;
+  speculation.lookup = {/*tokens=*/4, /*longest=*/2, /*shortest=*/1};
+  BlockPool pool(32);
+  Scheduler scheduler({/*max_requests=*/2, /*max_tokens=*/16, /*block_size=*/4, true, false, /*max_rows=*/4}, pool,
+                      Speculator(speculation));
+  Request a, b;
+  a.id = 1;
+  a.tokens = {1, 2, 3, 1, 2};
+  b.id = 2;
+  b.tokens = {5, 6, 5, 6};
+  for (Request* request : {&a, &b}) {
+    request->prompt_length = static_cast<int64_t>(request->tokens.size());
+    request->options.max_new_tokens = 20;
+    request->speculation.allowed = true;
+    scheduler.add(request);
+  }
+  ASSERT_EQ(scheduler.next().chunks.size(), 2u);  // the prompts
+  a.tokens.push_back(3);                          // a: 1 2 3 1 2 3 proposes 1 2 3 after "2 3"
+  b.tokens.push_back(5);                          // b: 5 6 5 6 5 proposes 6 5 after "6 5"
+  const Schedule verify = scheduler.next();
+  ASSERT_EQ(verify.chunks.size(), 4u);  // 2 requests, and the 2 rows left take a's first proposals
+  EXPECT_EQ(verify.chunks[0].request, &a);
+  EXPECT_EQ(verify.chunks[0].proposals, (std::vector<int64_t>{1, 2}));
+  for (int i = 1; i <= 2; ++i) {
+    const ScheduledChunk& chunk = verify.chunks[static_cast<std::size_t>(i)];
+    EXPECT_EQ(chunk.request, &a);
+    EXPECT_EQ(chunk.draft, i);
+    EXPECT_EQ(chunk.draft_index, i);
+    EXPECT_EQ(chunk.first, 5 + i);
+    EXPECT_TRUE(chunk.decode && chunk.samples);
+  }
+  EXPECT_EQ(verify.chunks[3].request, &b);
+  EXPECT_TRUE(verify.chunks[3].proposals.empty());
+  EXPECT_EQ(verify.decode_count(), 4);
+  EXPECT_EQ(a.computed, 8);
+  EXPECT_EQ(a.blocks.size(), 2u);
+  // With their drawn tokens in flight, speculating requests wait: proposals need every token.
+  a.in_flight = 3;
+  b.in_flight = 1;
+  EXPECT_TRUE(scheduler.next().chunks.empty());
+}
+
+}  // namespace
+}  // namespace graphed::infer

@@ -76,6 +76,16 @@ enum class FinishReason {
 };
 const char* to_string(FinishReason reason);
 
+/// Where a request stands with speculative decoding (infer/speculator.h).
+struct SpeculationState {
+  bool allowed = false;   ///< its options let it speculate (no logit controls, constraint or log probabilities)
+  int64_t misses = 0;     ///< steps in a row whose verification kept no proposed token, or that had none to verify
+  int64_t resume_at = 0;  ///< after misses it decodes plainly until it has drawn this many tokens
+  int64_t pause = 0;      ///< the tokens of its next pause (it grows while proposals keep failing)
+  int64_t proposed = 0;   ///< tokens proposed to it so far
+  int64_t accepted = 0;   ///< of them, kept
+};
+
 struct Request {
   int64_t id = 0;
   std::vector<int64_t> tokens;  ///< the prompt, then the tokens drawn so far
@@ -93,6 +103,7 @@ struct Request {
   /// Its row of the logit control tables (infer/logit_controls.h) while it has controls; 0: none.
   int64_t control_slot = 0;
   bool min_tokens_reached = false;  ///< its stop tokens' ban was lifted (LogitControls::min_tokens)
+  SpeculationState speculation;
 
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
   /// Positions it has, the tokens in flight included.

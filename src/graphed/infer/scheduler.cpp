@@ -27,7 +27,11 @@ int64_t Schedule::decode_count() const {
   return std::count_if(chunks.begin(), chunks.end(), [](const ScheduledChunk& chunk) { return chunk.decode; });
 }
 
-Scheduler::Scheduler(SchedulerLimits limits, BlockPool& pool) : limits_(limits), pool_(pool) {
+Scheduler::Scheduler(SchedulerLimits limits, BlockPool& pool, Speculator speculator)
+    : limits_(limits), pool_(pool), speculator_(std::move(speculator)) {
+  if (limits_.max_rows == 0) limits_.max_rows = limits_.max_requests;
+  GRAPHED_CHECK(limits_.max_rows >= limits_.max_requests, ConfigError, "a step holds ", limits_.max_rows,
+                " rows, fewer than the ", limits_.max_requests, " requests it may decode; fix: give at least as many");
   GRAPHED_CHECK(limits_.max_requests >= 1, ConfigError, "the engine takes ", limits_.max_requests,
                 " requests at once; fix: give at least 1");
   GRAPHED_CHECK(limits_.max_tokens >= limits_.max_requests, ConfigError, "a step holds ", limits_.max_tokens,
@@ -167,6 +171,38 @@ int64_t Scheduler::admit_reusing(Request& request, Request& source, int64_t budg
   return start(request, std::min<int64_t>(budget, 1), schedule);
 }
 
+std::vector<ScheduledChunk> Scheduler::add_proposals(std::vector<ScheduledChunk> decode, int64_t rows, int64_t budget) {
+  std::vector<ScheduledChunk> chunks;
+  for (ScheduledChunk& chunk : decode) {
+    Request& request = *chunk.request;
+    const int64_t room =
+        std::min({rows, budget, request.options.max_new_tokens - request.generated() - request.in_flight - 1});
+    if (!speculator_.speculates(request) || request.in_flight > 0 || room <= 0) {
+      chunks.push_back(std::move(chunk));
+      continue;
+    }
+    std::vector<int64_t> proposals = speculator_.propose(request, room);
+    // Blocks for the proposed positions, none taken from another request: fewer proposals where the pool is short.
+    while (!proposals.empty() && !grow(request, chunk.first + 1 + static_cast<int64_t>(proposals.size()))) {
+      proposals.pop_back();
+    }
+    if (proposals.empty()) speculator_.record(request, 0, 0);  // nothing to verify: a miss
+    const auto count = static_cast<int64_t>(proposals.size());
+    const int64_t first = chunk.first;
+    chunk.proposals = proposals;
+    chunks.push_back(std::move(chunk));
+    for (int64_t i = 0; i < count; ++i) {
+      ScheduledChunk draft{&request, first + 1 + i, 1, true, true};
+      draft.draft = proposals[static_cast<std::size_t>(i)];
+      draft.draft_index = i + 1;
+      chunks.push_back(std::move(draft));
+    }
+    rows -= count;
+    budget -= count;
+  }
+  return chunks;
+}
+
 Schedule Scheduler::next() {
   Schedule schedule;
   std::vector<ScheduledChunk> decode;
@@ -176,6 +212,8 @@ Schedule Scheduler::next() {
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Request* request = running_[i];
     if (request->drawn_all()) continue;  // its last token is in flight: it ends when that is read
+    // A speculating request proposes from every one of its tokens: it waits for those in flight.
+    if (request->in_flight > 0 && speculator_.speculates(*request)) continue;
     const int64_t pending = request->pending();
     const bool decoding = pending == 1 && request->computed > 0;
     const int64_t length = std::min(pending, budget);
@@ -209,6 +247,10 @@ Schedule Scheduler::next() {
   }
   schedule.block_copies = std::move(admitted.block_copies);
   prefill.insert(prefill.end(), admitted.chunks.begin(), admitted.chunks.end());
+  if (speculator_.enabled() && schedule.preempted.empty()) {
+    const auto rows = static_cast<int64_t>(decode.size() + prefill.size());
+    decode = add_proposals(std::move(decode), limits_.max_rows - rows, budget);
+  }
   schedule.chunks = std::move(decode);
   schedule.chunks.insert(schedule.chunks.end(), prefill.begin(), prefill.end());
   for (const ScheduledChunk& chunk : schedule.chunks) {

@@ -18,24 +18,33 @@
 #include "graphed/infer/block_pool.h"
 #include "graphed/infer/prefix_cache.h"
 #include "graphed/infer/request.h"
+#include "graphed/infer/speculator.h"
 
 namespace graphed::infer {
 
 struct SchedulerLimits {
-  int64_t max_requests = 1;  ///< requests in one step (and in the engine at once)
+  int64_t max_requests = 1;  ///< requests in the engine at once (each one row of a step, without speculation)
   int64_t max_tokens = 1;    ///< tokens in one step (>= max_requests)
   int64_t block_size = 1;
   bool chunked_prefill = true;  ///< off: a prompt waits until it fits one step whole
   bool prefix_sharing = false;  ///< a request shares the blocks of a running request's identical prompt prefix
+  /// Rows of one step: a chunk each, and a proposed token each (speculation); 0 = max_requests.
+  int64_t max_rows = 0;
 };
 
-/// The tokens of one request in a step: positions [first, first + length) of its tokens.
+/// The tokens of one request in a step: positions [first, first + length) of its tokens. A verification (speculative
+/// decoding) is a run of one-token decode chunks of one request: its last token, then each proposed token (`draft`),
+/// every one drawing the token after it, as a request of its own over the same blocks would.
 struct ScheduledChunk {
   Request* request = nullptr;
   int64_t first = 0;
   int64_t length = 0;
-  bool decode = false;   ///< one token after the last, with its context cached (a decode request)
-  bool samples = false;  ///< it reaches the end of the request's tokens, so the step draws the next
+  bool decode = false;      ///< one token after the last, with its context cached (a decode request)
+  bool samples = false;     ///< it reaches the end of the request's tokens, so the step draws the next
+  int64_t draft = -1;       ///< a proposed token this chunk computes (-1: the request's own token)
+  int64_t draft_index = 0;  ///< its place in the verification (0: the request's last token, i: the i-th proposal)
+  /// On a verification's first chunk: the proposed tokens, which the chunks after it compute.
+  std::vector<int64_t> proposals;
 };
 
 struct Schedule {
@@ -51,8 +60,9 @@ struct Schedule {
 
 class Scheduler {
  public:
-  /// State slots are numbered 1..max_requests (0 is the padding slot).
-  Scheduler(SchedulerLimits limits, BlockPool& pool);
+  /// State slots are numbered 1..max_requests (0 is the padding slot). `speculator` says which requests verify
+  /// proposed tokens and proposes them.
+  Scheduler(SchedulerLimits limits, BlockPool& pool, Speculator speculator = Speculator());
 
   /// Queues a request (its tokens hold at least one token; it fits the pool alone, the engine checked).
   void add(Request* request);
@@ -70,6 +80,7 @@ class Scheduler {
   int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
   int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size()); }
   const SchedulerLimits& limits() const { return limits_; }
+  const Speculator& speculator() const { return speculator_; }
 
  private:
   /// Blocks for `tokens` tokens of `request`, allocating what it lacks; false when the pool is short.
@@ -89,9 +100,13 @@ class Scheduler {
   int64_t start(Request& request, int64_t budget, Schedule& schedule);
   /// Records a scheduled request's full prompt blocks for sharing (a no-op without prefix sharing).
   void record_computed(Request& request);
+  /// Turns the decode chunks of speculating requests into verifications, within `rows` more rows and `budget` more
+  /// tokens, in order; returns the chunks with the proposals' chunks after their request's own.
+  std::vector<ScheduledChunk> add_proposals(std::vector<ScheduledChunk> decode, int64_t rows, int64_t budget);
 
   SchedulerLimits limits_;
   BlockPool& pool_;
+  Speculator speculator_;
   std::vector<Request*> running_;  // in admission order
   std::deque<Request*> waiting_;
   std::vector<int64_t> free_slots_;

@@ -62,6 +62,18 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
                 "the model's dropless MoE layers read their per-expert token counts on the host, "
                 "which a serving graph cannot capture; fix: serve it with inference graph scope none, or give the "
                 "MoE an expert capacity factor with padding to capacity");
+  const SpeculativeDecoding& speculation = options.speculation;
+  GRAPHED_CHECK(!speculation.enabled() || !model_config.has_mamba_layers(), ConfigError,
+                "speculative decoding gives back the cache positions of refused tokens, and this model's Mamba layers "
+                "keep one state per request that cannot be taken back; fix: serve a hybrid model without speculation");
+  GRAPHED_CHECK(
+      !speculation.enabled() || (speculation.lookup.tokens >= 1 && speculation.lookup.tokens <= kMaxSpeculativeTokens),
+      ConfigError, "speculation proposes ", speculation.lookup.tokens, " tokens a step; fix: give 1 to ",
+      kMaxSpeculativeTokens);
+  GRAPHED_CHECK(!speculation.enabled() ||
+                    (speculation.lookup.shortest >= 1 && speculation.lookup.longest >= speculation.lookup.shortest),
+                ConfigError, "prompt lookup looks up n-grams of ", speculation.lookup.shortest, " to ",
+                speculation.lookup.longest, " tokens; fix: give a shortest of at least 1 and a longest no shorter");
   GRAPHED_CHECK(!options.prefix_sharing || !model->config().has_mamba_layers(), ConfigError,
                 "prefix sharing keeps keys and values per block, and this model's Mamba layers keep one state per "
                 "request; fix: turn prefix sharing off for a hybrid model");
@@ -74,7 +86,7 @@ int64_t step_working_bytes(const config::ModelConfig& config, const ServingOptio
   const int64_t hidden = config.hidden_size;
   const int64_t ffn = config.ffn_hidden_size.value_or(4 * hidden);
   const int64_t per_token = (12 * hidden + 4 * ffn) * element;
-  const int64_t logits = options.max_requests * config.vocab_size * 40;  // fp32 logits, sorts, float64 noise
+  const int64_t logits = step_rows(options) * config.vocab_size * 40;  // fp32 logits, sorts, float64 noise
   // The logit control tables (bias, counts, prompt tokens), made when a request first asks for controls.
   const int64_t tables = (options.max_requests + 2) * config.vocab_size * 9;
   return 2 * (options.max_tokens * per_token + logits) + tables + (int64_t{256} << 20);
@@ -82,12 +94,12 @@ int64_t step_working_bytes(const config::ModelConfig& config, const ServingOptio
 
 BucketLimits bucket_limits(const ServingOptions& options, int64_t max_sequence, bool hybrid) {
   BucketLimits limits;
-  limits.max_requests = options.max_requests;
+  limits.max_requests = step_rows(options);
   limits.max_tokens = options.max_tokens;
   limits.max_sequence_length = max_sequence;
   // Megatron sizes the graph token limit from the request limit; never below it (rule RT-14).
   limits.cuda_graph_max_tokens =
-      std::min(options.max_tokens, std::max(options.cuda_graph_max_tokens, options.max_requests));
+      std::min(options.max_tokens, std::max(options.cuda_graph_max_tokens, limits.max_requests));
   // Hybrid models' Mamba layers run prefill per request on the host: their graphs are decode-only.
   if (!options.decode_only_cuda_graphs && !hybrid) limits.mixed_prefill_count = options.mixed_prefill_count;
   limits.use_non_decode_graphs = !options.decode_only_cuda_graphs && !hybrid;
@@ -110,6 +122,10 @@ int64_t steps_token_limit(const ServingOptions& options, const std::vector<Batch
 }
 
 }  // namespace
+
+int64_t step_rows(const ServingOptions& options) {
+  return std::min(options.max_tokens, options.max_requests * (1 + options.speculation.tokens()));
+}
 
 ServingEngine::Sizes ServingEngine::size_engine(model::GptModel& model, const at::Device& device,
                                                 const ServingOptions& options) {
@@ -162,16 +178,19 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
       buckets_(generate_buckets(options_.num_cuda_graphs,
                                 bucket_limits(options_, sizes_.max_sequence, model_->config().has_mamba_layers()))),
       scheduler_(SchedulerLimits{options_.max_requests, steps_token_limit(options_, buckets_), options_.block_size,
-                                 options_.chunked_prefill, options_.prefix_sharing},
-                 pool_),
-      inputs_(options_.max_tokens, options_.max_requests, sizes_.table_width, model_->config().hidden_size,
+                                 options_.chunked_prefill, options_.prefix_sharing, step_rows(options_)},
+                 pool_, Speculator(options_.speculation)),
+      inputs_(options_.max_tokens, step_rows(options_), sizes_.table_width, model_->config().hidden_size,
               model_options(model_, device_), drawable_vocabulary(options_, model_->config())),
       paged_step_(model_, *cache_, options_.vocabulary),
       controls_(device_, options_.max_requests) {
+  GRAPHED_CHECK(!options_.speculation.enabled() || &relay_ == &StepRelay::none(), ConfigError,
+                "speculative decoding is not built for tensor-parallel serving yet; fix: serve with one process, or "
+                "without speculation");
   graph_runner_ = make_paged_step_runner(options_.scope, paged_step_, device_);
   eager_runner_ = make_paged_step_runner(config::InferenceCudaGraphScope::kNone, paged_step_, device_);
   for (int slot = 0; slot < 2; ++slot) {
-    slots_.push_back(std::make_unique<TokenSlot>(device_, options_.max_requests, inputs_.top_count()));
+    slots_.push_back(std::make_unique<TokenSlot>(device_, step_rows(options_), inputs_.top_count()));
   }
   if (device_.is_cuda()) stream_.emplace(device_);
 }
@@ -299,6 +318,9 @@ int64_t ServingEngine::add_request(std::vector<int64_t> prompt, RequestOptions o
   request->prompt_length = static_cast<int64_t>(prompt.size());
   request->tokens = std::move(prompt);
   request->options = std::move(options);
+  const SamplingFeatures features = features_of(request->options);
+  request->speculation.allowed =
+      options_.speculation.enabled() && !features.logprobs && !features.controlled && !features.masked;
   scheduler_.add(request.get());
   requests_.emplace(id, std::move(request));
   return id;
@@ -483,7 +505,7 @@ StepOrder ServingEngine::order_step(const Schedule& schedule, LaunchedStep& step
 void ServingEngine::note_launch(const Schedule& schedule, LaunchedStep& step) {
   for (std::size_t row = 0; row < schedule.chunks.size(); ++row) {
     const ScheduledChunk& chunk = schedule.chunks[row];
-    step.rows.push_back({chunk.request->id, chunk.samples});
+    step.rows.push_back({chunk.request->id, chunk.samples, chunk.proposals, chunk.draft >= 0});
     // A prompt's last token alone (after chunks, or a choice reusing another's prompt) runs as a decode token.
     if (!chunk.decode || chunk.first < chunk.request->prompt_length) stats_.prompt_tokens += chunk.length;
     if (!chunk.samples) continue;
@@ -535,16 +557,42 @@ void ServingEngine::read_oldest(StepResult& result) {
   result.matched = step.matched;
   const int64_t* drawn = slot.tokens.data_ptr<int64_t>();
   for (std::size_t row = 0; row < step.rows.size(); ++row) {
-    if (!step.rows[row].samples) continue;
-    const auto found = requests_.find(step.rows[row].request);
+    const LaunchedRow& launched = step.rows[row];
+    if (!launched.samples || launched.proposal) continue;  // a proposal's row is read with its verification's first
+    const auto found = requests_.find(launched.request);
     if (found == requests_.end()) continue;  // it ended (a stop token, cancelled) after this step was launched
+    if (!launched.proposals.empty()) {
+      take_verified(*found->second, step, row, drawn, result);
+      continue;
+    }
+    --found->second->in_flight;
     take_token(*found->second, drawn[row], step, row, result);
   }
 }
 
-void ServingEngine::take_token(Request& request, int64_t token, const LaunchedStep& step, std::size_t row,
+void ServingEngine::take_verified(Request& request, const LaunchedStep& step, std::size_t row, const int64_t* drawn,
+                                  StepResult& result) {
+  const std::vector<int64_t>& proposals = step.rows[row].proposals;
+  const auto count = static_cast<int64_t>(proposals.size());
+  // Each row drew the token after its input (greedy: the argmax; sampled: a draw of the target's distribution with
+  // the request's noise for that token), so a proposal is kept while it equals what its row before drew.
+  const std::vector<int64_t> target(drawn + row, drawn + row + count + 1);
+  const Verdict verdict = verify_greedy(proposals, target);
+  request.in_flight -= count + 1;
+  ++stats_.verifications;
+  stats_.draft_tokens += count;
+  stats_.accepted_tokens += verdict.accepted;
+  scheduler_.speculator().record(request, count, verdict.accepted);
+  // The refused proposals' positions are written again by later steps (unless it was preempted meanwhile).
+  if (!request.blocks.empty()) request.computed -= count - verdict.accepted;
+  for (int64_t i = 0; i <= verdict.accepted; ++i) {
+    if (!take_token(request, target[static_cast<std::size_t>(i)], step, row + static_cast<std::size_t>(i), result))
+      return;
+  }
+}
+
+bool ServingEngine::take_token(Request& request, int64_t token, const LaunchedStep& step, std::size_t row,
                                StepResult& result) {
-  --request.in_flight;
   request.tokens.push_back(token);
   ++stats_.output_tokens;
   TokenEvent event{request.id, token, std::nullopt};
@@ -562,16 +610,20 @@ void ServingEngine::take_token(Request& request, int64_t token, const LaunchedSt
   const auto& stops = request.options.stop_tokens;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
     finish(request, FinishReason::kStopToken, result);
-    return;
+    return false;
   }
   if (TokenConstraint* constraint = request.options.constraint.get()) {
     constraint->accept(token);
     if (constraint->finished()) {
       finish(request, FinishReason::kStopToken, result);
-      return;
+      return false;
     }
   }
-  if (request.generated() >= request.options.max_new_tokens) finish(request, FinishReason::kLength, result);
+  if (request.generated() >= request.options.max_new_tokens) {
+    finish(request, FinishReason::kLength, result);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace graphed::infer

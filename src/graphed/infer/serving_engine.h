@@ -35,6 +35,7 @@
 #include "graphed/infer/request.h"
 #include "graphed/infer/request_controls.h"
 #include "graphed/infer/scheduler.h"
+#include "graphed/infer/speculation.h"
 #include "graphed/infer/step_inputs.h"
 #include "graphed/infer/step_order.h"
 #include "graphed/infer/step_relay.h"
@@ -65,7 +66,14 @@ struct ServingOptions {
   /// Prompt ids must be below it; 0 = the model's vocabulary. A model padded for tensor parallelism gives
   /// its size before padding, so that its servers accept what one process accepts.
   int64_t prompt_vocabulary = 0;
+  /// Speculative decoding (vLLM's --speculative-config): requests without logit controls, constraints or log
+  /// probabilities propose tokens, and each step verifies them; not for Mamba-hybrid models or tensor parallelism.
+  SpeculativeDecoding speculation;
 };
+
+/// The rows a step of the engine holds: one per request, and with speculation one per proposed token too (at most
+/// the step's tokens).
+int64_t step_rows(const ServingOptions& options);
 
 /// A drawn token's log probability under the model's distribution (the logits before penalties, bias, masks and
 /// temperature: vLLM's default, OpenAI's), and the likeliest tokens' (ids and log probabilities, likeliest first).
@@ -126,6 +134,11 @@ struct EngineStats {
   double device_seconds = 0;
   int64_t masked_steps = 0;  ///< steps with a request whose output follows a TokenConstraint
   double mask_seconds = 0;   ///< of host_seconds, computing those steps' token masks
+  /// Speculative decoding: verifications (a request's proposed tokens checked in one step), the tokens proposed,
+  /// and the tokens kept. Each verification also draws one token of the target's own.
+  int64_t verifications = 0;
+  int64_t draft_tokens = 0;
+  int64_t accepted_tokens = 0;
 };
 
 /// The features a step drawing for a request with `options` needs (the step's are its sampling rows' union).
@@ -196,10 +209,13 @@ class ServingEngine {
   void ensure_captured(const StepKey& key);
 
   /// A row of a launched step: the request (by id: it may end before the row is read) and whether the row
-  /// draws a token.
+  /// draws a token. A verification's first row holds its proposed tokens; the rows after it draw the tokens after
+  /// each proposal, read with the first.
   struct LaunchedRow {
     int64_t request = 0;
     bool samples = false;
+    std::vector<int64_t> proposals;
+    bool proposal = false;  ///< it computes a proposed token
   };
   /// A step on the device whose drawn tokens the host has not read.
   struct LaunchedStep {
@@ -218,8 +234,12 @@ class ServingEngine {
   bool launch_step(StepResult& result);
   /// The masks of a launched step's rows (all ones but for constrained requests' draws), copied to the device.
   void write_masks(const LaunchedStep& step, int64_t requests);
-  /// Moves a request on by a token it drew (read from `slot`'s row `row`), into `result`.
-  void take_token(Request& request, int64_t token, const LaunchedStep& step, std::size_t row, StepResult& result);
+  /// Moves a request on by a token it drew (read from `slot`'s row `row`), into `result`; false when that ended it.
+  bool take_token(Request& request, int64_t token, const LaunchedStep& step, std::size_t row, StepResult& result);
+  /// Moves a request on by a verification starting at row `row` of `drawn`: the proposals kept and the token drawn
+  /// after them; the cache positions of the others are given back to be written again.
+  void take_verified(Request& request, const LaunchedStep& step, std::size_t row, const int64_t* drawn,
+                     StepResult& result);
   /// What a scheduled step is to a rank that does not schedule; sets `step`'s shapes.
   StepOrder order_step(const Schedule& schedule, LaunchedStep& step) const;
   /// Before a launch runs: the step's rows, the requests' tokens in flight and the counters.

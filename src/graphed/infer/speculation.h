@@ -18,6 +18,20 @@ struct NgramLookup {
   int64_t shortest = 1;  ///< prompt_lookup_min: the shortest
 };
 
+/// The most tokens one verification proposes (num_speculative_tokens).
+constexpr int64_t kMaxSpeculativeTokens = 16;
+
+/// How the serving engine speculates: not at all, or by prompt lookup.
+struct SpeculativeDecoding {
+  enum class Method { kNone, kNgram };
+  Method method = Method::kNone;
+  NgramLookup lookup;
+
+  bool enabled() const { return method != Method::kNone; }
+  /// The most tokens a request proposes in one step (0 without speculation).
+  int64_t tokens() const { return enabled() ? lookup.tokens : 0; }
+};
+
 /// The tokens that followed the latest earlier occurrence of the longest suffix of `tokens` (from lookup.longest
 /// down to lookup.shortest tokens) that occurs earlier, at most lookup.tokens of them (fewer where the sequence
 /// ends first); empty when no such suffix recurs.

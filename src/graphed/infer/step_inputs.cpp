@@ -121,10 +121,13 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     const auto known = static_cast<int64_t>(request.tokens.size());
     for (int64_t i = 0; i < chunk.length; ++i, ++token) {
       const int64_t position = chunk.first + i;
-      GRAPHED_INTERNAL_ASSERT(position < known || (position == known && request.in_flight > 0),
+      const bool drafted = chunk.draft >= 0;  // a proposed token (speculative decoding), not yet the request's
+      GRAPHED_INTERNAL_ASSERT(drafted || position < known || (position == known && request.in_flight > 0),
                               "only the latest token of a request may be in flight");
-      at[kTokens][token] = position < known ? request.tokens[static_cast<std::size_t>(position)] : 0;
-      at[kTokenSource][token] = position < known ? -1 : request.in_flight_row;
+      at[kTokens][token] = drafted            ? chunk.draft
+                           : position < known ? request.tokens[static_cast<std::size_t>(position)]
+                                              : 0;
+      at[kTokenSource][token] = drafted || position < known ? -1 : request.in_flight_row;
       at[kPositions][token] = position;
       at[kTokenRequest][token] = index;
       at[kSlots][token] =
@@ -135,7 +138,8 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     const SamplingOptions& sampling = request.options.sampling;
     at[kTopK][index] = sampling.top_k;
     at[kSeedState][index] = static_cast<int64_t>(seed_state(sampling.seed));
-    at[kDraw][index] = request.generated() + request.in_flight;  // the index of the token it draws
+    // The index of the token it draws (a verification's rows draw the tokens after each proposal).
+    at[kDraw][index] = request.generated() + request.in_flight + chunk.draft_index;
     at[kTemperature][index] = double_bits(sampling.is_greedy() ? 0.0 : sampling.temperature);
     at[kTopP][index] = double_bits(sampling.top_p);
     const LogitControls& controls = request.options.controls;
