@@ -83,6 +83,34 @@ TEST(GenerateCommandTest, JsonHasEveryCompletionAndTheTimings) {
   EXPECT_EQ(result["scope"], "none");
 }
 
+TEST(GenerateCommandTest, SpeculationKeepsTheTextAndReportsWhatItProposedAndKept) {
+  // A repeated phrase: prompt lookup finds what follows, and the 4-iteration model's greedy text loops.
+  const std::vector<std::string> arguments{"--load",           checkpoint(), "--prompt", "fox. fox. fo",
+                                           "--max-new-tokens", "18",         "--json"};
+  std::vector<std::string> speculative = arguments;
+  speculative.insert(speculative.end(), {"--speculative-config",
+                                         R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3,
+                                             "prompt_lookup_min": 1})"});
+  const auto plain = nlohmann::json::parse(generate(arguments));
+  const auto result = nlohmann::json::parse(generate(speculative));
+  EXPECT_EQ(result["completions"][0]["ids"], plain["completions"][0]["ids"]);
+  const auto& figures = result["engine"]["speculative"];
+  EXPECT_EQ(figures["method"], "ngram");
+  EXPECT_EQ(figures["num_speculative_tokens"], 4);
+  EXPECT_GT(figures["draft_tokens"].get<int64_t>(), 0);
+  EXPECT_GT(figures["accepted_tokens"].get<int64_t>(), 0);
+  EXPECT_GT(figures["mean_accepted_length"].get<double>(), 1.0);
+  EXPECT_TRUE(plain["engine"]["speculative"].is_null());
+  speculative.pop_back();  // the text output's line
+  speculative.erase(std::find(speculative.begin(), speculative.end(), "--json"));
+  speculative.push_back(R"({"method": "ngram", "num_speculative_tokens": 2})");
+  EXPECT_NE(generate(speculative).find("speculation: ngram, "), std::string::npos);
+  EXPECT_NE(generate_error({"--load", checkpoint(), "--prompt", "x", "--speculative-config",
+                            R"({"method": "draft_model", "model": "small", "num_speculative_tokens": 4})"})
+                .find("--speculative-config: the method 'draft_model' is not built yet"),
+            std::string::npos);
+}
+
 TEST(GenerateCommandTest, MorePromptsThanTheEngineHoldsAreAllServed) {
   const auto result =
       nlohmann::json::parse(generate({"--load", checkpoint(), "--prompt", "The", "--prompt", "A b", "--prompt", "x",

@@ -174,7 +174,8 @@ TEST(SpeculativeEngine, SampledTokensFollowTheDistributionOfNonSpeculativeSampli
     }
     if (speculate) {
       std::printf("temperature %.2f: %lld of %lld proposed tokens kept\n", kSharp,
-                  static_cast<long long>(served.stats.accepted_tokens), static_cast<long long>(served.stats.draft_tokens));
+                  static_cast<long long>(served.stats.accepted_tokens),
+                  static_cast<long long>(served.stats.draft_tokens));
       EXPECT_GT(served.stats.accepted_tokens, 100);
     }
     return counts;

@@ -72,6 +72,9 @@ TEST(ServerMetricsTest, CountsStructuredRequestsAndMaskWork) {
   metrics.count_structured("tool_calls");
   LoopSnapshot snapshot;
   snapshot.stats.masked_steps = 12;
+  snapshot.stats.verifications = 5;
+  snapshot.stats.draft_tokens = 20;
+  snapshot.stats.accepted_tokens = 9;
   snapshot.stats.mask_seconds = 0.25;
   const std::string page = metrics.render(snapshot, 100, 16);
   EXPECT_TRUE(has_line(page, "# TYPE graphed_structured_requests_total counter")) << page;
@@ -79,6 +82,9 @@ TEST(ServerMetricsTest, CountsStructuredRequestsAndMaskWork) {
   EXPECT_TRUE(has_line(page, "graphed_structured_requests_total{source=\"json_object\"} 0")) << page;
   EXPECT_TRUE(has_line(page, "graphed_structured_requests_total{source=\"tool_calls\"} 1")) << page;
   EXPECT_TRUE(has_line(page, "graphed_masked_steps_total 12")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_spec_decode_num_drafts_total 5")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_spec_decode_draft_tokens_total 20")) << page;
+  EXPECT_TRUE(has_line(page, "graphed_spec_decode_accepted_tokens_total 9")) << page;
   EXPECT_TRUE(has_line(page, "graphed_mask_seconds_total 0.25")) << page;
 }
 

@@ -1,12 +1,37 @@
 // cli/engine_report.cpp — see cli/engine_report.h.
 #include "graphed/cli/engine_report.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
+
+nlohmann::json speculation_json(const infer::SpeculativeDecoding& speculation, const infer::EngineStats& stats) {
+  if (!speculation.enabled()) return nullptr;
+  const double verifications = static_cast<double>(std::max<int64_t>(stats.verifications, 1));
+  const double drafts = static_cast<double>(std::max<int64_t>(stats.draft_tokens, 1));
+  return {{"method", "ngram"},
+          {"num_speculative_tokens", speculation.lookup.tokens},
+          {"prompt_lookup_max", speculation.lookup.longest},
+          {"prompt_lookup_min", speculation.lookup.shortest},
+          {"verifications", stats.verifications},
+          {"draft_tokens", stats.draft_tokens},
+          {"accepted_tokens", stats.accepted_tokens},
+          {"acceptance_rate", static_cast<double>(stats.accepted_tokens) / drafts},
+          {"mean_accepted_length", 1.0 + static_cast<double>(stats.accepted_tokens) / verifications}};
+}
+
+std::string speculation_line(const infer::SpeculativeDecoding& speculation, const infer::EngineStats& stats) {
+  if (!speculation.enabled()) return "";
+  const nlohmann::json figures = speculation_json(speculation, stats);
+  return "speculation: ngram, " + std::to_string(stats.verifications) + " verifications, " +
+         std::to_string(stats.accepted_tokens) + " of " + std::to_string(stats.draft_tokens) +
+         " proposed tokens kept (" + fixed_decimals(100.0 * figures["acceptance_rate"].get<double>(), 1) + "%), " +
+         fixed_decimals(figures["mean_accepted_length"].get<double>(), 2) + " tokens per verification";
+}
 
 nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::EngineStats& stats) {
   std::vector<std::string> buckets;
@@ -23,6 +48,7 @@ nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::Engi
           {"shared_prompt_tokens", stats.shared_prompt_tokens},
           {"masked_steps", stats.masked_steps},
           {"mask_seconds", stats.mask_seconds},
+          {"speculative", speculation_json(engine.options().speculation, stats)},
           {"prefix_sharing", engine.options().prefix_sharing},
           {"peak_blocks", stats.peak_blocks},
           {"blocks", engine.blocks_total()},
@@ -50,6 +76,7 @@ void print_engine_line(const infer::ServingEngine& engine, const infer::EngineSt
       << "; cache " << fixed_decimals(static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0), 1) << " MiB, "
       << stats.peak_blocks << " of " << engine.blocks_total() << " blocks of " << engine.options().block_size
       << " positions used at most" << std::endl;
+  if (engine.options().speculation.enabled()) out << speculation_line(engine.options().speculation, stats) << std::endl;
 }
 
 infer::EngineStats stats_since(const infer::EngineStats& after, const infer::EngineStats& before) {
@@ -67,6 +94,9 @@ infer::EngineStats stats_since(const infer::EngineStats& after, const infer::Eng
   stats.device_seconds -= before.device_seconds;
   stats.masked_steps -= before.masked_steps;
   stats.mask_seconds -= before.mask_seconds;
+  stats.verifications -= before.verifications;
+  stats.draft_tokens -= before.draft_tokens;
+  stats.accepted_tokens -= before.accepted_tokens;
   return stats;
 }
 

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "graphed/cli/command_line.h"
+#include "graphed/cli/speculative_config.h"
 #include "graphed/infer/serving_engine.h"
+#include "graphed/util/error.h"
 #include "graphed/util/text.h"
 
 namespace graphed::cli {
@@ -68,6 +70,16 @@ void add_serving_flags(CLI::App& command, ServingFlags& flags) {
                   "none (default), or fp8: linear weights cast once to FP8 E4M3 with a scale per output row, so a "
                   "decode step reads half the bytes (bf16 models on GPUs with FP8 tensor cores: Ada, Hopper, "
                   "Blackwell)")
+      ->group(group);
+  command
+      .add_option(
+          "--speculative-config", flags.speculative_config,
+          "speculative decoding, in vLLM's JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": K, "
+          "\"prompt_lookup_max\": N, \"prompt_lookup_min\": M}: each step a request proposes the K tokens that "
+          "followed the latest earlier occurrence of its last N..M tokens, and the model verifies them at once; "
+          "the text is exactly what decoding without it gives (greedy, and sampled with a seed). Requests with "
+          "logprobs, penalties, logit bias, min tokens, min-p or structured output decode without it; not for "
+          "Mamba-hybrid models or tensor parallelism (default: off)")
       ->group(group);
 }
 
@@ -167,6 +179,11 @@ infer::ServingOptions serving_options(const ServingFlags& flags, const config::C
   options.chunked_prefill = !flags.disable_chunked_prefill;
   options.prefix_sharing = flags.enable_prefix_caching;
   options.async_scheduling = !flags.no_async_scheduling;
+  try {
+    options.speculation = parse_speculative_config(flags.speculative_config);
+  } catch (const graphed::ConfigError& error) {
+    problems.push_back(error.what());
+  }
   if (!problems.empty()) fail_with(problems);
   return options;
 }

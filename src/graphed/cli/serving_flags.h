@@ -33,6 +33,7 @@ struct ServingFlags {
   bool enable_prefix_caching = false;    ///< --enable-prefix-caching (vLLM's name; Megatron has none)
   bool no_async_scheduling = false;      ///< --no-async-scheduling (vLLM's --async-scheduling is the default here)
   std::string quantization = "none";     ///< --quantization none|fp8 (vLLM's name; cli/quantization.h)
+  std::string speculative_config;        ///< --speculative-config JSON (vLLM's; cli/speculative_config.h)
 };
 
 /// `graphed bench --serve`'s workload.

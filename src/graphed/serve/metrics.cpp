@@ -105,6 +105,13 @@ std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_t
   single(out, "graphed_mask_seconds_total", "counter",
          "Host seconds the engine spent computing those steps' token masks (part of its step time).",
          snapshot.stats.mask_seconds);
+  single(out, "graphed_spec_decode_num_drafts_total", "counter",
+         "Speculative decoding: verifications (a request's proposed tokens checked in one step).",
+         static_cast<double>(snapshot.stats.verifications));
+  single(out, "graphed_spec_decode_draft_tokens_total", "counter", "Speculative decoding: tokens proposed.",
+         static_cast<double>(snapshot.stats.draft_tokens));
+  single(out, "graphed_spec_decode_accepted_tokens_total", "counter",
+         "Speculative decoding: proposed tokens the model kept.", static_cast<double>(snapshot.stats.accepted_tokens));
   single(out, "graphed_engine_up", "gauge", "1 while the engine takes requests.", snapshot.accepting ? 1.0 : 0.0);
   heading(out, "graphed_step_duration_seconds", "histogram",
           "Engine steps that ran, on the host's clock around each step on the engine loop's thread.");

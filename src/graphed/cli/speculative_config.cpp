@@ -1,0 +1,72 @@
+// cli/speculative_config.cpp — see cli/speculative_config.h.
+#include "graphed/cli/speculative_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "graphed/util/error.h"
+
+namespace graphed::cli {
+namespace {
+
+constexpr const char* kFlag = "--speculative-config";
+constexpr int64_t kLongestLookup = 64;
+constexpr const char* kExample = R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4})";
+
+[[noreturn]] void refuse(const std::string& problem, const std::string& fix) {
+  throw ConfigError(std::string(kFlag) + ": " + problem + "; fix: " + fix);
+}
+
+/// An integer field in [least, most], or `fallback` when absent.
+int64_t integer_field(const nlohmann::json& config, const char* name, int64_t least, int64_t most, int64_t fallback) {
+  if (!config.contains(name)) return fallback;
+  const nlohmann::json& value = config.at(name);
+  if (!value.is_number_integer() || value.get<int64_t>() < least || value.get<int64_t>() > most) {
+    refuse(std::string(name) + " is " + value.dump(),
+           "give an integer from " + std::to_string(least) + " to " + std::to_string(most));
+  }
+  return value.get<int64_t>();
+}
+
+}  // namespace
+
+infer::SpeculativeDecoding parse_speculative_config(const std::string& text) {
+  infer::SpeculativeDecoding speculation;
+  if (text.empty()) return speculation;
+  const nlohmann::json config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) refuse("'" + text + "' is not a JSON object", std::string("give one, like ") + kExample);
+  for (const auto& [name, value] : config.items()) {
+    if (name != "method" && name != "num_speculative_tokens" && name != "prompt_lookup_max" &&
+        name != "prompt_lookup_min" && name != "model") {
+      refuse("graphed does not know the field '" + name + "'",
+             "give method, num_speculative_tokens, prompt_lookup_max and prompt_lookup_min");
+    }
+  }
+  const std::string method = config.value("method", std::string());
+  if (method != "ngram" && method != "[ngram]") {
+    const std::string what = method.empty() ? "no method is given" : "the method '" + method + "' is not built yet";
+    refuse(what + " (graphed speculates by prompt lookup, 'ngram'; draft models and MTP heads are not built)",
+           std::string("give ") + kExample);
+  }
+  if (config.contains("model")) refuse("the ngram method takes no model", "drop the field 'model'");
+  if (!config.contains("num_speculative_tokens")) {
+    refuse("num_speculative_tokens is missing", std::string("give the tokens proposed a step, like ") + kExample);
+  }
+  infer::NgramLookup& lookup = speculation.lookup;
+  lookup.tokens = integer_field(config, "num_speculative_tokens", 1, infer::kMaxSpeculativeTokens, 0);
+  // vLLM's defaults: 5 and 5 when neither is given, else the one given for both.
+  const bool has_max = config.contains("prompt_lookup_max");
+  const bool has_min = config.contains("prompt_lookup_min");
+  lookup.longest = integer_field(config, "prompt_lookup_max", 1, kLongestLookup, 5);
+  lookup.shortest = integer_field(config, "prompt_lookup_min", 1, kLongestLookup, 5);
+  if (has_max && !has_min) lookup.shortest = lookup.longest;
+  if (has_min && !has_max) lookup.longest = lookup.shortest;
+  if (lookup.shortest > lookup.longest) {
+    refuse("prompt_lookup_min " + std::to_string(lookup.shortest) + " is above prompt_lookup_max " +
+               std::to_string(lookup.longest),
+           "give a minimum no larger than the maximum");
+  }
+  speculation.method = infer::SpeculativeDecoding::Method::kNgram;
+  return speculation;
+}
+
+}  // namespace graphed::cli
