@@ -35,9 +35,9 @@ TEST(SpeculativeConfig, RefusesMistakesWithTheFieldAndTheFix) {
   EXPECT_NE(refusal("ngram").find("--speculative-config: 'ngram' is not a JSON object; fix: give one, like"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"num_speculative_tokens": 4})").find("no method is given"), std::string::npos);
-  EXPECT_NE(refusal(R"({"method": "eagle3", "num_speculative_tokens": 4})")
-                .find("the method 'eagle3' is not built yet"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"method": "eagle3", "num_speculative_tokens": 4})").find("the method 'eagle3' is not built yet"),
+      std::string::npos);
   EXPECT_NE(refusal(R"({"method": "ngram"})").find("num_speculative_tokens is missing"), std::string::npos);
   EXPECT_NE(refusal(R"({"method": "ngram", "num_speculative_tokens": 0})")
                 .find("num_speculative_tokens is 0; fix: give an integer from 1 to 16"),

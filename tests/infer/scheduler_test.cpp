@@ -280,10 +280,17 @@ TEST(Scheduler, ASpeculatingRequestVerifiesItsProposalsInTheRowsLeftAndWaitsForT
   EXPECT_EQ(verify.decode_count(), 4);
   EXPECT_EQ(a.computed, 8);
   EXPECT_EQ(a.blocks.size(), 2u);
-  // With their drawn tokens in flight, speculating requests wait: proposals need every token.
+  // a's verification is unread: where its tokens go is unknown. b's text repeats: it waits for its token in flight
+  // to propose from it. A request whose text does not repeat decodes on, a step ahead.
+  a.speculation.verifying = true;
   a.in_flight = 3;
   b.in_flight = 1;
   EXPECT_TRUE(scheduler.next().chunks.empty());
+  b.tokens = {5, 6, 7, 8, 9};
+  const Schedule ahead = scheduler.next();
+  ASSERT_EQ(ahead.chunks.size(), 1u);
+  EXPECT_EQ(ahead.chunks[0].request, &b);
+  EXPECT_TRUE(ahead.chunks[0].proposals.empty());
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ TEST_P(SpeculativeEngineModels, PreemptionInASmallCacheKeepsTheGreedyTokens) {
 TEST_P(SpeculativeEngineModels, SeededSampledTokensEqualThoseDrawnWithoutSpeculation) {
   model::GptModel model = testing::cpu_test_model(GetParam());
   std::vector<RequestOptions> requests;
-  for (std::size_t i = 0; i < kPrompts.size(); ++i) requests.push_back(request_options(20, kSharp, 100 + i));
+  for (std::size_t i = 0; i < kPrompts.size(); ++i) requests.push_back(request_options(30, kSharp / 3, 100 + i));
   requests[1].sampling.top_k = 5;
   requests[3].sampling.top_p = 0.8;
   const Served plain = serve(model, engine_options({}), kPrompts, requests);

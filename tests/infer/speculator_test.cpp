@@ -39,6 +39,20 @@ TEST(Speculator, ProposesByLookupWithinTheLimit) {
   EXPECT_TRUE(ngram(4).propose(request, 0).empty());
 }
 
+TEST(Speculator, WaitsOnlyWhereTheTextRepeatsAndProposesAboutWhatItKeptLately) {
+  const Speculator speculator = ngram(6);
+  EXPECT_TRUE(speculator.worth_waiting(allowed_request({1, 2, 3, 1, 2})));
+  EXPECT_FALSE(speculator.worth_waiting(allowed_request({1, 2, 3, 4, 5})));
+  Request request = allowed_request({1, 2, 1});
+  EXPECT_EQ(speculator.proposal_limit(request), 6);
+  speculator.record(request, 6, 0);
+  EXPECT_EQ(speculator.proposal_limit(request), 1);
+  speculator.record(request, 1, 1);  // 0.3 kept lately: 2 x 0.3, up, + 1
+  EXPECT_EQ(speculator.proposal_limit(request), 2);
+  for (int i = 0; i < 20; ++i) speculator.record(request, 6, 6);
+  EXPECT_EQ(speculator.proposal_limit(request), 6);
+}
+
 TEST(Speculator, PausesAfterMissesLongerWhileTheyGoOnAndAKeptProposalEndsIt) {
   const Speculator speculator = ngram(4);
   Request request = allowed_request({1, 2, 1});

@@ -84,6 +84,8 @@ struct SpeculationState {
   int64_t pause = 0;      ///< the tokens of its next pause (it grows while proposals keep failing)
   int64_t proposed = 0;   ///< tokens proposed to it so far
   int64_t accepted = 0;   ///< of them, kept
+  double recent_accepted = -1;  ///< tokens kept per verification lately (a moving average; -1: none yet)
+  bool verifying = false;       ///< a verification of its proposals is on the device, unread
 };
 
 struct Request {

@@ -175,8 +175,8 @@ std::vector<ScheduledChunk> Scheduler::add_proposals(std::vector<ScheduledChunk>
   std::vector<ScheduledChunk> chunks;
   for (ScheduledChunk& chunk : decode) {
     Request& request = *chunk.request;
-    const int64_t room =
-        std::min({rows, budget, request.options.max_new_tokens - request.generated() - request.in_flight - 1});
+    const int64_t room = std::min({rows, budget, speculator_.proposal_limit(request),
+                                   request.options.max_new_tokens - request.generated() - request.in_flight - 1});
     if (!speculator_.speculates(request) || request.in_flight > 0 || room <= 0) {
       chunks.push_back(std::move(chunk));
       continue;
@@ -212,8 +212,10 @@ Schedule Scheduler::next() {
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Request* request = running_[i];
     if (request->drawn_all()) continue;  // its last token is in flight: it ends when that is read
-    // A speculating request proposes from every one of its tokens: it waits for those in flight.
-    if (request->in_flight > 0 && speculator_.speculates(*request)) continue;
+    // A verification on the device leaves its positions unknown until it is read; a speculating request whose text
+    // repeats waits for its token in flight, to propose from every one of its tokens.
+    if (request->speculation.verifying) continue;
+    if (request->in_flight > 0 && speculator_.speculates(*request) && speculator_.worth_waiting(*request)) continue;
     const int64_t pending = request->pending();
     const bool decoding = pending == 1 && request->computed > 0;
     const int64_t length = std::min(pending, budget);

@@ -508,6 +508,7 @@ void ServingEngine::note_launch(const Schedule& schedule, LaunchedStep& step) {
     step.rows.push_back({chunk.request->id, chunk.samples, chunk.proposals, chunk.draft >= 0});
     // A prompt's last token alone (after chunks, or a choice reusing another's prompt) runs as a decode token.
     if (!chunk.decode || chunk.first < chunk.request->prompt_length) stats_.prompt_tokens += chunk.length;
+    if (!chunk.proposals.empty()) chunk.request->speculation.verifying = true;
     if (!chunk.samples) continue;
     ++chunk.request->in_flight;
     chunk.request->in_flight_row = static_cast<int64_t>(row);
@@ -579,6 +580,7 @@ void ServingEngine::take_verified(Request& request, const LaunchedStep& step, st
   const std::vector<int64_t> target(drawn + row, drawn + row + count + 1);
   const Verdict verdict = verify_greedy(proposals, target);
   request.in_flight -= count + 1;
+  request.speculation.verifying = false;
   ++stats_.verifications;
   stats_.draft_tokens += count;
   stats_.accepted_tokens += verdict.accepted;
