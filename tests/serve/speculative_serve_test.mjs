@@ -1,0 +1,73 @@
+// tests/serve/speculative_serve_test.mjs — `graphed serve --speculative-config` (prompt lookup) on the CPU, serving a
+// small byte-level model trained on one repeated sentence (its text repeats, so proposals are kept): greedy
+// completions equal the server's without speculation, streamed and not; the stream carries every token (a chunk may
+// hold several kept at once), /metrics counts proposed and kept tokens, and a method graphed has not built stops the
+// server before it serves, with the fix.
+// Usage: node speculative_serve_test.mjs GRAPHED WORK_DIR
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { check, metric, readEvents, startServer } from './server_process.mjs';
+
+const [graphed, work] = process.argv.slice(2);
+fs.rmSync(work, { recursive: true, force: true });
+fs.mkdirSync(work, { recursive: true });
+fs.writeFileSync(path.join(work, 'text.txt'), 'The quick brown fox jumps over the lazy dog. '.repeat(80));
+const checkpoint = path.join(work, 'run');
+const trained = spawnSync(graphed, ['train', '--data-path', path.join(work, 'text.txt'), '--device', 'cpu',
+  '--num-layers', '2', '--hidden-size', '64', '--num-attention-heads', '4', '--seq-length', '64', '--vocab-size', '256',
+  '--train-iters', '150', '--lr', '3e-3', '--eval-iters', '0', '--sample-tokens', '0', '--save', checkpoint],
+  { encoding: 'utf8' });
+check(trained.status === 0, `training the test model failed:\n${trained.stdout}\n${trained.stderr}`);
+const model = 'run';
+const args = ['--load', checkpoint, '--device', 'cpu', '--inference-max-requests', '4'];
+const speculation = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1}';
+// The sentence once, then its start again: lookup proposes what followed (prompt and 16 tokens fit the context of 64).
+const prompts = ['The quick brown fox jumps over the lazy dog. T', 'fox jumps over the lazy dog. The quick brown',
+                 'over the lazy dog. The quick brown fox jumps'];
+
+async function complete(base, prompt, stream) {
+  const response = await fetch(`${base}/v1/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model, prompt, max_tokens: 16, temperature: 0, stream }),
+  });
+  if (response.status !== 200) throw new Error(`'${prompt}': status ${response.status}: ${await response.text()}`);
+  if (!stream) return { text: (await response.json()).choices[0].text, chunks: 1 };
+  const { events, done } = await readEvents(response);
+  check(done, `'${prompt}': the stream ended without [DONE]`);
+  const pieces = events.filter((event) => event.choices?.length > 0).map((event) => event.choices[0].text ?? '');
+  return { text: pieces.join(''), chunks: pieces.filter((piece) => piece.length > 0).length };
+}
+
+const plain = await startServer(graphed, args);
+const expected = [];
+for (const prompt of prompts) expected.push((await complete(plain.base, prompt, false)).text);
+check((await plain.stop()) === 0, `the server without speculation did not exit 0:\n${plain.stderr()}`);
+
+const server = await startServer(graphed, [...args, '--speculative-config', speculation]);
+try {
+  for (let i = 0; i < prompts.length; ++i) {
+    const whole = await complete(server.base, prompts[i], false);
+    check(whole.text === expected[i], `'${prompts[i]}' with speculation: ${JSON.stringify(whole.text)}, without ` +
+                                      JSON.stringify(expected[i]));
+    const streamed = await complete(server.base, prompts[i], true);
+    check(streamed.text === expected[i], `'${prompts[i]}' streamed with speculation: ${JSON.stringify(streamed.text)}`);
+  }
+  console.log(`ok - greedy completions with speculation equal those without, streamed and not: ${JSON.stringify(expected)}`);
+  const proposed = await metric(server.base, 'graphed_spec_decode_draft_tokens_total');
+  const kept = await metric(server.base, 'graphed_spec_decode_accepted_tokens_total');
+  const verifications = await metric(server.base, 'graphed_spec_decode_num_drafts_total');
+  check(proposed > 0 && kept > 0 && kept <= proposed && verifications > 0,
+        `/metrics: ${verifications} verifications, ${kept} of ${proposed} proposed tokens kept`);
+  console.log(`ok - /metrics: ${verifications} verifications, ${kept} of ${proposed} proposed tokens kept`);
+} finally {
+  check((await server.stop()) === 0, `the speculating server did not exit 0:\n${server.stderr()}`);
+}
+
+const refused = spawnSync(graphed, ['serve', ...args, '--port', '0', '--speculative-config',
+                                    '{"method": "eagle3", "num_speculative_tokens": 3}'],
+                          { encoding: 'utf8', timeout: 60000 });
+check(refused.status === 1 && refused.stderr.includes("--speculative-config: the method 'eagle3' is not built yet") &&
+      refused.stderr.includes('fix: give'), `an unbuilt method: status ${refused.status}:\n${refused.stderr}`);
+console.log('ok - a method graphed has not built is refused with the fix');
+fs.rmSync(work, { recursive: true, force: true });
