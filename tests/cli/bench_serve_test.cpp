@@ -129,6 +129,37 @@ TEST(BenchServe, SampledRequestsDrawTheirWholeLengths) {
       ConfigError);
 }
 
+/// --speculative-config: the workload's whole lengths drawn, the figures in the JSON and the text line.
+TEST(BenchServe, SpeculationReportsWhatItProposedAndKept) {
+  std::vector<std::string> arguments{"bench",
+                                     "--serve",
+                                     "--preset",
+                                     "tiny",
+                                     "--device",
+                                     "cpu",
+                                     "--requests",
+                                     "3",
+                                     "--prompt-lengths",
+                                     "4..9",
+                                     "--output-lengths",
+                                     "40",
+                                     "--speculative-config",
+                                     R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 2,
+                                         "prompt_lookup_min": 1})"};
+  std::ostringstream text;
+  EXPECT_EQ(run_bench(parse_command_line(arguments), text), 0);
+  EXPECT_NE(text.str().find("speculation: ngram, "), std::string::npos) << text.str();
+  arguments.push_back("--json");
+  std::ostringstream out;
+  EXPECT_EQ(run_bench(parse_command_line(arguments), out), 0);
+  const auto result = nlohmann::json::parse(out.str());
+  EXPECT_EQ(result["output_tokens"].get<int64_t>(), 3 * 40);
+  const auto& figures = result["engine"]["speculative"];
+  EXPECT_EQ(figures["num_speculative_tokens"].get<int64_t>(), 3);
+  EXPECT_GT(figures["draft_tokens"].get<int64_t>(), 0) << figures.dump();
+  EXPECT_LE(figures["accepted_tokens"].get<int64_t>(), figures["draft_tokens"].get<int64_t>());
+}
+
 /// --logprobs and --json-schema decorate every request: the whole output lengths are drawn (documents back to back),
 /// every step masked; a schema outside the subset and a logprobs count out of range are refused naming the flag.
 TEST(BenchServe, LogprobsAndASchemaDecorateEveryRequestAndBadOnesAreRefused) {

@@ -227,7 +227,19 @@ class ServingEngine {
   };
   /// Where a launched step's drawn tokens land: pinned host memory, the event after their copy, the step's
   /// device timer. Steps alternate between two.
-  struct TokenSlot;
+  struct TokenSlot {
+    TokenSlot(const at::Device& device, int64_t rows, int64_t top)
+        : tokens(runtime::pinned_host_tensor({rows}, at::kLong, device)),
+          logprobs(runtime::pinned_host_tensor({rows, 1 + top}, at::kFloat, device)),
+          top_ids(runtime::pinned_host_tensor({rows, top}, at::kLong, device)),
+          copied(device),
+          timer(device) {}
+    at::Tensor tokens;    // pinned [rows] int64
+    at::Tensor logprobs;  // pinned [rows, 1 + top] float32
+    at::Tensor top_ids;   // pinned [rows, top] int64
+    runtime::StreamEvent copied;
+    runtime::DeviceTimer timer;
+  };
 
   /// Schedules and launches one step; false when nothing can be scheduled. A masked step reads the step before it
   /// into `result` while the device runs its model, and writes its masks from the constraints thus moved on.
