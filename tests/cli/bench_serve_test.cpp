@@ -129,23 +129,20 @@ TEST(BenchServe, SampledRequestsDrawTheirWholeLengths) {
       ConfigError);
 }
 
+/// bench --serve of 3 requests of 4..9 prompt tokens and `output` new tokens on the CPU's tiny preset, with `more`.
+std::vector<std::string> small_run(int64_t output, const std::vector<std::string>& more) {
+  std::vector<std::string> arguments{
+      "bench",      "--serve", "--preset",         "tiny", "--device",         "cpu",
+      "--requests", "3",       "--prompt-lengths", "4..9", "--output-lengths", std::to_string(output)};
+  arguments.insert(arguments.end(), more.begin(), more.end());
+  return arguments;
+}
+
 /// --speculative-config: the workload's whole lengths drawn, the figures in the JSON and the text line.
 TEST(BenchServe, SpeculationReportsWhatItProposedAndKept) {
-  std::vector<std::string> arguments{"bench",
-                                     "--serve",
-                                     "--preset",
-                                     "tiny",
-                                     "--device",
-                                     "cpu",
-                                     "--requests",
-                                     "3",
-                                     "--prompt-lengths",
-                                     "4..9",
-                                     "--output-lengths",
-                                     "40",
-                                     "--speculative-config",
-                                     R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 2,
-                                         "prompt_lookup_min": 1})"};
+  std::vector<std::string> arguments =
+      small_run(40, {"--speculative-config", R"({"method": "ngram", "num_speculative_tokens": 3,
+                                                 "prompt_lookup_max": 2, "prompt_lookup_min": 1})"});
   std::ostringstream text;
   EXPECT_EQ(run_bench(parse_command_line(arguments), text), 0);
   EXPECT_NE(text.str().find("speculation: ngram, "), std::string::npos) << text.str();
@@ -164,23 +161,7 @@ TEST(BenchServe, SpeculationReportsWhatItProposedAndKept) {
 /// every step masked; a schema outside the subset and a logprobs count out of range are refused naming the flag.
 TEST(BenchServe, LogprobsAndASchemaDecorateEveryRequestAndBadOnesAreRefused) {
   const std::string schema = std::string(GRAPHED_SOURCE_DIR) + "/bench/schemas/person.json";
-  const std::vector<std::string> arguments{"bench",
-                                           "--serve",
-                                           "--preset",
-                                           "tiny",
-                                           "--device",
-                                           "cpu",
-                                           "--requests",
-                                           "3",
-                                           "--prompt-lengths",
-                                           "4..9",
-                                           "--output-lengths",
-                                           "12",
-                                           "--json-schema",
-                                           schema,
-                                           "--logprobs",
-                                           "5",
-                                           "--json"};
+  const std::vector<std::string> arguments = small_run(12, {"--json-schema", schema, "--logprobs", "5", "--json"});
   std::ostringstream out;
   EXPECT_EQ(run_bench(parse_command_line(arguments), out), 0);
   const auto result = nlohmann::json::parse(out.str());

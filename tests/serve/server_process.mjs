@@ -1,11 +1,28 @@
 // tests/serve/server_process.mjs — starts `graphed serve` for a test on a free port of 127.0.0.1 (--port 0
 // and the JSON ready line say which; `env`: its environment, a launcher's for a rank), and stops it with
-// SIGTERM, returning its exit code.
-import { spawn } from 'node:child_process';
+// SIGTERM, returning its exit code; reads event streams and metrics; trains the small model some tests serve.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import readline from 'node:readline';
 
 export function check(condition, message) {
   if (!condition) throw new Error(message);
+}
+
+/** Trains a small byte-level model on one repeated sentence in `work` (emptied first; its greedy continuations are
+ * far from ties and repeat the sentence) and returns its checkpoint folder, `work`/run. */
+export function trainSentenceModel(graphed, work) {
+  fs.rmSync(work, { recursive: true, force: true });
+  fs.mkdirSync(work, { recursive: true });
+  fs.writeFileSync(path.join(work, 'text.txt'), 'The quick brown fox jumps over the lazy dog. '.repeat(80));
+  const checkpoint = path.join(work, 'run');
+  const trained = spawnSync(graphed, ['train', '--data-path', path.join(work, 'text.txt'), '--device', 'cpu',
+    '--num-layers', '2', '--hidden-size', '64', '--num-attention-heads', '4', '--seq-length', '64', '--vocab-size',
+    '256', '--train-iters', '150', '--lr', '3e-3', '--eval-iters', '0', '--sample-tokens', '0', '--save', checkpoint],
+    { encoding: 'utf8' });
+  check(trained.status === 0, `training the test model failed:\n${trained.stdout}\n${trained.stderr}`);
+  return checkpoint;
 }
 
 export async function startServer(graphed, args, { readyTimeoutMs = 180000, env = process.env } = {}) {

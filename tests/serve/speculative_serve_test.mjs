@@ -6,19 +6,10 @@
 // Usage: node speculative_serve_test.mjs GRAPHED WORK_DIR
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { check, metric, readEvents, startServer } from './server_process.mjs';
+import { check, metric, readEvents, startServer, trainSentenceModel } from './server_process.mjs';
 
 const [graphed, work] = process.argv.slice(2);
-fs.rmSync(work, { recursive: true, force: true });
-fs.mkdirSync(work, { recursive: true });
-fs.writeFileSync(path.join(work, 'text.txt'), 'The quick brown fox jumps over the lazy dog. '.repeat(80));
-const checkpoint = path.join(work, 'run');
-const trained = spawnSync(graphed, ['train', '--data-path', path.join(work, 'text.txt'), '--device', 'cpu',
-  '--num-layers', '2', '--hidden-size', '64', '--num-attention-heads', '4', '--seq-length', '64', '--vocab-size', '256',
-  '--train-iters', '150', '--lr', '3e-3', '--eval-iters', '0', '--sample-tokens', '0', '--save', checkpoint],
-  { encoding: 'utf8' });
-check(trained.status === 0, `training the test model failed:\n${trained.stdout}\n${trained.stderr}`);
+const checkpoint = trainSentenceModel(graphed, work);
 const model = 'run';
 const args = ['--load', checkpoint, '--device', 'cpu', '--inference-max-requests', '4'];
 const speculation = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1}';

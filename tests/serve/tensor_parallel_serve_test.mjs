@@ -8,20 +8,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { check, startServer } from './server_process.mjs';
+import { check, startServer, trainSentenceModel } from './server_process.mjs';
 
 const [graphed, work, hfFolder] = process.argv.slice(2);
-fs.rmSync(work, { recursive: true, force: true });
-fs.mkdirSync(work, { recursive: true });
-
-// A small byte-level model trained on one repeated sentence: its greedy continuations are far from ties.
-fs.writeFileSync(path.join(work, 'text.txt'), 'The quick brown fox jumps over the lazy dog. '.repeat(80));
-const checkpoint = path.join(work, 'run');
-const trained = spawnSync(graphed, ['train', '--data-path', path.join(work, 'text.txt'), '--device', 'cpu',
-  '--num-layers', '2', '--hidden-size', '64', '--num-attention-heads', '4', '--seq-length', '64', '--vocab-size', '256',
-  '--train-iters', '150', '--lr', '3e-3', '--eval-iters', '0', '--sample-tokens', '0', '--save', checkpoint],
-  { encoding: 'utf8' });
-check(trained.status === 0, `training the test model failed:\n${trained.stdout}\n${trained.stderr}`);
+const checkpoint = trainSentenceModel(graphed, work);
 
 async function completions(base, model, prompts) {
   const texts = [];
