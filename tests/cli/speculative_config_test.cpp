@@ -35,6 +35,8 @@ TEST(SpeculativeConfig, RefusesMistakesWithTheFieldAndTheFix) {
   EXPECT_NE(refusal("ngram").find("--speculative-config: 'ngram' is not a JSON object; fix: give one, like"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"num_speculative_tokens": 4})").find("no method is given"), std::string::npos);
+  EXPECT_NE(refusal(R"({"method": 1, "num_speculative_tokens": 4})").find("method is 1; fix: give \"ngram\""),
+            std::string::npos);
   EXPECT_NE(
       refusal(R"({"method": "eagle3", "num_speculative_tokens": 4})").find("the method 'eagle3' is not built yet"),
       std::string::npos);

@@ -7,6 +7,7 @@
 // block comes back, and a hybrid model or a bad configuration is refused with the fix.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -124,11 +125,21 @@ TEST_P(SpeculativeEngineModels, SeededSampledTokensEqualThoseDrawnWithoutSpecula
   for (std::size_t i = 0; i < kPrompts.size(); ++i) requests.push_back(request_options(30, kSharp / 3, 100 + i));
   requests[1].sampling.top_k = 5;
   requests[3].sampling.top_p = 0.8;
-  const Served plain = serve(model, engine_options({}), kPrompts, requests);
-  const Served speculative = serve(model, engine_options(lookup(4)), kPrompts, requests);
-  EXPECT_EQ(speculative.tokens, plain.tokens);
-  EXPECT_GT(speculative.stats.accepted_tokens, 0);
-  EXPECT_EQ(plain.stats.verifications, 0);
+  for (const double temperature : {kSharp / 3, kSharp}) {
+    for (auto& request : requests) request.sampling.temperature = temperature;
+    const Served plain = serve(model, engine_options({}), kPrompts, requests);
+    const Served speculative = serve(model, engine_options(lookup(4)), kPrompts, requests);
+    EXPECT_EQ(speculative.tokens, plain.tokens) << "temperature " << temperature;
+    EXPECT_GT(speculative.stats.verifications, 0);
+    EXPECT_EQ(plain.stats.verifications, 0);
+    if (temperature == kSharp / 3) EXPECT_GT(speculative.stats.accepted_tokens, 0);
+    if (temperature == kSharp) {  // the draws are not the argmax: the noise of each row's token matters
+      bool differs = false;
+      for (std::size_t i = 0; i < kPrompts.size(); ++i)
+        differs |= speculative.tokens[i] != testing::recompute_greedy(model, kPrompts[i], 30);
+      EXPECT_TRUE(differs);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SpeculativeEngineModels, ::testing::Values(Kind::kLlama, Kind::kGpt2),
@@ -193,6 +204,39 @@ TEST(SpeculativeEngine, SampledTokensFollowTheDistributionOfNonSpeculativeSampli
                 static_cast<long long>(cells), critical);
     EXPECT_LT(statistic, critical) << "token " << t << " over " << cells << " cells";
   }
+}
+
+TEST(SpeculativeEngine, AStopTokenAmongKeptProposalsEndsTheRequestThere) {
+  model::GptModel model = testing::cpu_test_model(Kind::kLlama);
+  const std::vector<int64_t> greedy = testing::recompute_greedy(model, kPrompts[0], 24);
+  // Each token of the greedy text as a stop token in turn: the text ends at its first occurrence, as without
+  // speculation, whether it was drawn alone or among kept proposals.
+  for (std::size_t stop = 2; stop < greedy.size(); stop += 3) {
+    std::vector<RequestOptions> requests = all_greedy(1, 24);
+    requests[0].stop_tokens = {greedy[stop]};
+    const Served served = serve(model, engine_options(lookup(4)), {kPrompts[0]}, requests);
+    const auto end = std::find(greedy.begin(), greedy.end(), greedy[stop]) + 1;
+    EXPECT_EQ(served.tokens[0], std::vector<int64_t>(greedy.begin(), end)) << "stop token " << greedy[stop];
+    EXPECT_EQ(served.blocks_in_use, 0);
+    EXPECT_LE(served.stats.accepted_tokens + served.stats.verifications, served.stats.output_tokens);
+  }
+}
+
+TEST(SpeculativeEngine, CancellingASpeculatingRequestGivesEveryBlockBack) {
+  model::GptModel model = testing::cpu_test_model(Kind::kLlama);
+  ServingEngine engine(model, at::Device(at::kCPU), engine_options(lookup(4)));
+  const int64_t id = engine.add_request(kPrompts[3], request_options(30, 0.0, 0));
+  const int64_t other = engine.add_request(kPrompts[0], request_options(30, 0.0, 0));
+  for (int guard = 0; engine.stats().verifications == 0 && guard < 100; ++guard) engine.step();
+  ASSERT_GT(engine.stats().verifications, 0);
+  engine.cancel(id);
+  std::map<int64_t, FinishedRequest> finished;
+  for (int guard = 0; engine.has_work() && guard < 1000; ++guard) {
+    for (auto& done : engine.step().finished) finished[done.request] = done;
+  }
+  EXPECT_EQ(finished.at(id).reason, FinishReason::kCancelled);
+  EXPECT_EQ(finished.at(other).tokens, testing::recompute_greedy(model, kPrompts[0], 30));
+  EXPECT_EQ(engine.blocks_in_use(), 0);
 }
 
 TEST(SpeculativeEngine, RequestsWithControlsOrLogprobsDecodeWithoutProposals) {

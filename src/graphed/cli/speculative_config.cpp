@@ -41,6 +41,9 @@ infer::SpeculativeDecoding parse_speculative_config(const std::string& text) {
              "give method, num_speculative_tokens, prompt_lookup_max and prompt_lookup_min");
     }
   }
+  if (config.contains("method") && !config.at("method").is_string()) {
+    refuse("method is " + config.at("method").dump(), "give \"ngram\"");
+  }
   const std::string method = config.value("method", std::string());
   if (method != "ngram" && method != "[ngram]") {
     const std::string what = method.empty() ? "no method is given" : "the method '" + method + "' is not built yet";

@@ -63,6 +63,17 @@ void Scheduler::release(Request& request) {
   request.computed = 0;
 }
 
+void Scheduler::trim(Request& request) {
+  // Its positions: those computed, and the next one (a verification's kept tokens are appended after this).
+  const auto keep =
+      static_cast<std::size_t>(blocks_for(std::max(request.length(), request.computed + 1), limits_.block_size));
+  while (request.blocks.size() > keep) {
+    const int64_t block = request.blocks.back();
+    request.blocks.pop_back();
+    for (const int64_t freed : pool_.release({block})) pool_.free(freed);  // past the prompt: never in the prefix cache
+  }
+}
+
 void Scheduler::remove(Request* request) {
   const auto running = std::find(running_.begin(), running_.end(), request);
   if (running != running_.end()) running_.erase(running);
@@ -178,6 +189,9 @@ std::vector<ScheduledChunk> Scheduler::add_proposals(std::vector<ScheduledChunk>
     const int64_t room = std::min({rows, budget, speculator_.proposal_limit(request),
                                    request.options.max_new_tokens - request.generated() - request.in_flight - 1});
     if (!speculator_.speculates(request) || request.in_flight > 0 || room <= 0) {
+      // A request that waited for its tokens to propose, and finds no room, counts a miss: it stops waiting for
+      // nothing.
+      if (speculator_.speculates(request) && request.in_flight == 0 && room <= 0) speculator_.record(request, 0, 0);
       chunks.push_back(std::move(chunk));
       continue;
     }

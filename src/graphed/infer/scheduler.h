@@ -68,6 +68,9 @@ class Scheduler {
   void add(Request* request);
   /// Drops a request wherever it is; its blocks and slot go back.
   void remove(Request* request);
+  /// Gives back a running request's blocks past its positions, the computed ones and the next (the refused
+  /// proposals' of a verification).
+  void trim(Request& request);
   /// Prompt tokens taken from shared blocks so far.
   int64_t shared_tokens() const { return shared_tokens_; }
   /// The next step's chunks (empty when nothing waits or runs). Each scheduled request's `computed` moves

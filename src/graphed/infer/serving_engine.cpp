@@ -88,7 +88,7 @@ int64_t step_working_bytes(const config::ModelConfig& config, const ServingOptio
   const int64_t per_token = (12 * hidden + 4 * ffn) * element;
   const int64_t logits = step_rows(options) * config.vocab_size * 40;  // fp32 logits, sorts, float64 noise
   // The logit control tables (bias, counts, prompt tokens), made when a request first asks for controls.
-  const int64_t tables = (options.max_requests + 2) * config.vocab_size * 9;
+  const int64_t tables = (step_rows(options) + 2) * config.vocab_size * 9;
   return 2 * (options.max_tokens * per_token + logits) + tables + (int64_t{256} << 20);
 }
 

@@ -50,13 +50,18 @@ void ServingEngine::take_verified(Request& request, const LaunchedStep& step, st
   const Verdict verdict = verify_greedy(proposals, target);
   request.in_flight -= count + 1;
   request.speculation.verifying = false;
+  scheduler_.speculator().record(request, count, verdict.accepted);
+  // The refused proposals' positions are written again by later steps, and their blocks go back (unless the request
+  // was preempted meanwhile and holds none).
+  if (!request.blocks.empty()) {
+    request.computed -= count - verdict.accepted;
+    scheduler_.trim(request);
+  }
   ++stats_.verifications;
   stats_.draft_tokens += count;
-  stats_.accepted_tokens += verdict.accepted;
-  scheduler_.speculator().record(request, count, verdict.accepted);
-  // The refused proposals' positions are written again by later steps (unless it was preempted meanwhile).
-  if (!request.blocks.empty()) request.computed -= count - verdict.accepted;
   for (int64_t i = 0; i <= verdict.accepted; ++i) {
+    // Proposals kept count as they are taken: a stop token or the limit may end the request among them.
+    if (i < verdict.accepted) ++stats_.accepted_tokens;
     if (!take_token(request, target[static_cast<std::size_t>(i)], step, row + static_cast<std::size_t>(i), result))
       return;
   }

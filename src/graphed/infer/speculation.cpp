@@ -9,17 +9,27 @@ namespace graphed::infer {
 
 std::vector<int64_t> propose_by_lookup(const std::vector<int64_t>& tokens, const NgramLookup& lookup) {
   const auto length = static_cast<int64_t>(tokens.size());
-  for (int64_t n = std::min(lookup.longest, length - 1); n >= std::max<int64_t>(lookup.shortest, 1); --n) {
-    const auto suffix = tokens.end() - n;
-    // The latest earlier occurrence: starts from length - n - 1 down to 0, so that it ends before the suffix does.
-    for (int64_t start = length - n - 1; start >= 0; --start) {
-      if (!std::equal(suffix, tokens.end(), tokens.begin() + start)) continue;
-      const int64_t first = start + n;
-      const int64_t count = std::min(lookup.tokens, length - first);
-      return {tokens.begin() + first, tokens.begin() + first + count};
+  const int64_t longest = std::min(lookup.longest, length - 1);
+  const int64_t shortest = std::max<int64_t>(lookup.shortest, 1);
+  // One pass over the earlier positions, latest first: at each, how many tokens ending there equal the sequence's
+  // last ones (at most `longest`). The longest such match wins, the latest among equals; a full one ends the search.
+  int64_t best_length = 0;
+  int64_t best_end = -1;  // the last position of the best earlier occurrence
+  for (int64_t end = length - 2; end >= 0 && best_length < longest; --end) {
+    int64_t matched = 0;
+    while (matched < longest && matched <= end &&
+           tokens[static_cast<std::size_t>(end - matched)] == tokens[static_cast<std::size_t>(length - 1 - matched)]) {
+      ++matched;
+    }
+    if (matched > best_length) {
+      best_length = matched;
+      best_end = end;
     }
   }
-  return {};
+  if (best_length < shortest) return {};
+  const int64_t first = best_end + 1;
+  const int64_t count = std::min(lookup.tokens, length - first);
+  return {tokens.begin() + first, tokens.begin() + first + count};
 }
 
 Verdict verify_greedy(const std::vector<int64_t>& proposals, const std::vector<int64_t>& target_argmax) {
