@@ -138,7 +138,6 @@ void StepInputs::load(const Schedule& schedule, int64_t tokens, int64_t requests
     const SamplingOptions& sampling = request.options.sampling;
     at[kTopK][index] = sampling.top_k;
     at[kSeedState][index] = static_cast<int64_t>(seed_state(sampling.seed));
-    // The index of the token it draws (a verification's rows draw the tokens after each proposal).
     at[kDraw][index] = request.generated() + request.in_flight + chunk.draft_index;
     at[kTemperature][index] = double_bits(sampling.is_greedy() ? 0.0 : sampling.temperature);
     at[kTopP][index] = double_bits(sampling.top_p);

@@ -68,7 +68,8 @@ class StepInputs {
 
   /// Fills the buffers for `schedule` padded to `tokens` tokens and `requests` requests (decode
   /// chunks first, as the scheduler orders them) and queues the copy to the device. A chunk's positions
-  /// from its request's tokens.size() on are tokens in flight (the request's in_flight_row gives the row).
+  /// from its request's tokens.size() on are tokens in flight (the request's in_flight_row gives the row), or a
+  /// verification's proposed tokens (ScheduledChunk::draft), whose rows draw the tokens after each proposal.
   /// The host memory of a load is reused two loads later: the caller reads a step's results (so the device
   /// has passed its input copy) before loading the step after next.
   void load(const Schedule& schedule, int64_t tokens, int64_t requests, int64_t block_size);
