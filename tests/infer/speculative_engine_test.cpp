@@ -1,7 +1,7 @@
 // tests/infer/speculative_engine_test.cpp — speculative decoding in the serving engine on the CPU (scope none, small
 // float64 models): with prompt lookup on, greedy requests draw exactly the tokens of a full recompute, and seeded
 // sampled requests exactly what they draw without speculation (each verification row draws with the noise of the
-// token it draws), through chunked prompts, more requests than the engine holds and preemption in a small cache;
+// token it draws), with more requests than the engine holds and preemption in a small cache;
 // a chi-square shows sampled speculative tokens follow the distribution of non-speculative sampling over other seeds;
 // proposals are verified and kept (stats), requests with logit controls or log probabilities do not speculate, every
 // block comes back, and a hybrid model or a bad configuration is refused with the fix.
