@@ -31,11 +31,40 @@ TEST(SpeculativeConfig, ReadsNgramWithVllmsDefaults) {
   EXPECT_EQ(range.lookup.shortest, 1);
 }
 
+TEST(SpeculativeConfig, ReadsADraftModelWithOrWithoutItsMethod) {
+  const auto draft =
+      parse_speculative_config(R"({"method": "draft_model", "model": "ck", "num_speculative_tokens": 4})");
+  EXPECT_EQ(draft.method, infer::SpeculativeDecoding::Method::kDraftModel);
+  EXPECT_EQ(draft.tokens(), 4);
+  EXPECT_EQ(draft.draft_model, "ck");
+  EXPECT_EQ(draft.draft, nullptr);  // the caller loads it (cli/draft_model.h)
+  const auto implied = parse_speculative_config(R"({"model": "/m/small", "num_speculative_tokens": 2})");
+  EXPECT_EQ(implied.method, infer::SpeculativeDecoding::Method::kDraftModel);
+  EXPECT_EQ(implied.draft_model, "/m/small");
+}
+
+TEST(SpeculativeConfig, RefusesADraftModelsMistakes) {
+  EXPECT_NE(refusal(R"({"method": "draft_model", "num_speculative_tokens": 4})")
+                .find("the draft_model method needs a model; fix: give the draft's folder"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method": "draft_model", "model": 3, "num_speculative_tokens": 4})").find("model is 3; fix:"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method": "draft_model", "model": "d"})").find("num_speculative_tokens is missing"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method": "draft_model", "model": "d", "num_speculative_tokens": 17})")
+                .find("num_speculative_tokens is 17; fix: give an integer from 1 to 16"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method": "draft_model", "model": "d", "num_speculative_tokens": 2, "prompt_lookup_max": 3})")
+                .find("prompt_lookup_max belongs to the ngram method; fix: drop it"),
+            std::string::npos);
+}
+
 TEST(SpeculativeConfig, RefusesMistakesWithTheFieldAndTheFix) {
   EXPECT_NE(refusal("ngram").find("--speculative-config: 'ngram' is not a JSON object; fix: give one, like"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"num_speculative_tokens": 4})").find("no method is given"), std::string::npos);
-  EXPECT_NE(refusal(R"({"method": 1, "num_speculative_tokens": 4})").find("method is 1; fix: give \"ngram\""),
+  EXPECT_NE(refusal(R"({"method": 1, "num_speculative_tokens": 4})")
+                .find("method is 1; fix: give \"ngram\" or \"draft_model\""),
             std::string::npos);
   EXPECT_NE(
       refusal(R"({"method": "eagle3", "num_speculative_tokens": 4})").find("the method 'eagle3' is not built yet"),

@@ -245,6 +245,7 @@ namespace {
 TEST(Scheduler, ASpeculatingRequestVerifiesItsProposalsInTheRowsLeftAndWaitsForTheResult) {
   SpeculativeDecoding speculation;
   speculation.method = SpeculativeDecoding::Method::kNgram;
+  speculation.num_tokens = 4;
   speculation.lookup = {/*tokens=*/4, /*longest=*/2, /*shortest=*/1};
   BlockPool pool(32);
   Scheduler scheduler({/*max_requests=*/2, /*max_tokens=*/16, /*block_size=*/4, true, false, /*max_rows=*/4}, pool,

@@ -167,6 +167,7 @@ TEST_P(ServingEngineCudaTest, SpeculationInGraphsEqualsEagerBitwise) {
     ServingOptions result = engine_options(scope);
     if (speculate) {
       result.speculation.method = SpeculativeDecoding::Method::kNgram;
+      result.speculation.num_tokens = 4;
       result.speculation.lookup = {4, 3, 1};
     }
     return result;

@@ -28,6 +28,7 @@ constexpr double kSharp = 0.15;
 SpeculativeDecoding lookup(int64_t tokens, int64_t longest = 3, int64_t shortest = 1) {
   SpeculativeDecoding speculation;
   speculation.method = SpeculativeDecoding::Method::kNgram;
+  speculation.num_tokens = tokens;
   speculation.lookup = {tokens, longest, shortest};
   return speculation;
 }

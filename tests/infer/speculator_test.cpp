@@ -11,6 +11,7 @@ namespace {
 Speculator ngram(int64_t tokens) {
   SpeculativeDecoding config;
   config.method = SpeculativeDecoding::Method::kNgram;
+  config.num_tokens = tokens;
   config.lookup = {tokens, 2, 1};
   return Speculator(config);
 }
@@ -32,11 +33,16 @@ TEST(Speculator, OnlyAllowedRequestsOfAnEnabledSpeculatorSpeculate) {
   EXPECT_FALSE(ngram(3).speculates(request));
 }
 
-TEST(Speculator, ProposesByLookupWithinTheLimit) {
+TEST(Speculator, ProposesByLookupWithinEachLimitAllAtOnce) {
   const Request request = allowed_request({1, 2, 3, 4, 5, 1, 2});
-  EXPECT_EQ(ngram(4).propose(request, 10), (std::vector<int64_t>{3, 4, 5, 1}));
-  EXPECT_EQ(ngram(4).propose(request, 2), (std::vector<int64_t>{3, 4}));
-  EXPECT_TRUE(ngram(4).propose(request, 0).empty());
+  const Request other = allowed_request({7, 8, 9});  // nothing recurs
+  const std::vector<std::vector<int64_t>> proposals =
+      ngram(4).propose({{&request, 4}, {&request, 2}, {&request, 0}, {&other, 4}});
+  ASSERT_EQ(proposals.size(), 4u);
+  EXPECT_EQ(proposals[0], (std::vector<int64_t>{3, 4, 5, 1}));
+  EXPECT_EQ(proposals[1], (std::vector<int64_t>{3, 4}));
+  EXPECT_TRUE(proposals[2].empty());
+  EXPECT_TRUE(proposals[3].empty());
 }
 
 TEST(Speculator, WaitsOnlyWhereTheTextRepeatsAndProposesAboutWhatItKeptLately) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphed/cli/bench_constraints.h"
+#include "graphed/cli/draft_model.h"
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/quantization.h"
@@ -438,6 +439,7 @@ int run_bench_serve(const CommandLine& command_line, std::ostream& out) {
   const int64_t vocabulary = served.model->config().vocab_size;
   at::NoGradGuard no_grad;
   const RequestDecoration decorate = bench_decoration(flags.logprobs, flags.json_schema, vocabulary);
+  attach_draft_model(options, command_line, device, /*target_tokenizer=*/nullptr, vocabulary, std::cerr);
   infer::ServingEngine engine(served.model, device, options);
   refuse_a_workload_that_cannot_run(engine, workload, flags);
   // The workload's own sampling mode and features, so that no graph is captured while the clock runs.

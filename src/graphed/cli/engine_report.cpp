@@ -13,24 +13,40 @@ nlohmann::json speculation_json(const infer::SpeculativeDecoding& speculation, c
   if (!speculation.enabled()) return nullptr;
   const double verifications = static_cast<double>(std::max<int64_t>(stats.verifications, 1));
   const double drafts = static_cast<double>(std::max<int64_t>(stats.draft_tokens, 1));
-  return {{"method", "ngram"},
-          {"num_speculative_tokens", speculation.lookup.tokens},
-          {"prompt_lookup_max", speculation.lookup.longest},
-          {"prompt_lookup_min", speculation.lookup.shortest},
-          {"verifications", stats.verifications},
-          {"draft_tokens", stats.draft_tokens},
-          {"accepted_tokens", stats.accepted_tokens},
-          {"acceptance_rate", static_cast<double>(stats.accepted_tokens) / drafts},
-          {"mean_accepted_length", 1.0 + static_cast<double>(stats.accepted_tokens) / verifications}};
+  nlohmann::json figures = {{"method", infer::to_string(speculation.method)},
+                            {"num_speculative_tokens", speculation.num_tokens},
+                            {"verifications", stats.verifications},
+                            {"draft_tokens", stats.draft_tokens},
+                            {"accepted_tokens", stats.accepted_tokens},
+                            {"acceptance_rate", static_cast<double>(stats.accepted_tokens) / drafts},
+                            {"mean_accepted_length", 1.0 + static_cast<double>(stats.accepted_tokens) / verifications}};
+  if (speculation.method == infer::SpeculativeDecoding::Method::kNgram) {
+    figures["prompt_lookup_max"] = speculation.lookup.longest;
+    figures["prompt_lookup_min"] = speculation.lookup.shortest;
+  } else if (speculation.draft) {
+    const infer::ProposerWork work = speculation.draft->work();
+    figures["model"] = speculation.draft_model;
+    figures["draft_rounds"] = work.rounds;  // proposals for a step's speculating requests at once
+    figures["draft_steps"] = work.steps;
+    figures["draft_eager_steps"] = work.eager_steps;
+    figures["draft_seconds"] = work.seconds;
+  }
+  return figures;
 }
 
 std::string speculation_line(const infer::SpeculativeDecoding& speculation, const infer::EngineStats& stats) {
   if (!speculation.enabled()) return "";
   const nlohmann::json figures = speculation_json(speculation, stats);
-  return "speculation: ngram, " + std::to_string(stats.verifications) + " verifications, " +
-         std::to_string(stats.accepted_tokens) + " of " + std::to_string(stats.draft_tokens) +
-         " proposed tokens kept (" + fixed_decimals(100.0 * figures["acceptance_rate"].get<double>(), 1) + "%), " +
-         fixed_decimals(figures["mean_accepted_length"].get<double>(), 2) + " tokens per verification";
+  std::string line = std::string("speculation: ") + infer::to_string(speculation.method) + ", " +
+                     std::to_string(stats.verifications) + " verifications, " + std::to_string(stats.accepted_tokens) +
+                     " of " + std::to_string(stats.draft_tokens) + " proposed tokens kept (" +
+                     fixed_decimals(100.0 * figures["acceptance_rate"].get<double>(), 1) + "%), " +
+                     fixed_decimals(figures["mean_accepted_length"].get<double>(), 2) + " tokens per verification";
+  if (figures.contains("draft_steps")) {
+    line += "; the draft ran " + std::to_string(figures["draft_steps"].get<int64_t>()) + " steps in " +
+            fixed_decimals(figures["draft_seconds"].get<double>(), 3) + " s";
+  }
+  return line;
 }
 
 nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::EngineStats& stats) {

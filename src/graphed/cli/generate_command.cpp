@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/cli/draft_model.h"
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/quantization.h"
@@ -246,7 +247,9 @@ int run_generate(const CommandLine& command_line, std::ostream& out) {
   std::size_t longest = 0;
   for (const auto& row : rows) longest = std::max(longest, row.size());
   const int64_t new_tokens = new_token_count(flags, static_cast<int64_t>(longest), model.context);
-  infer::ServingEngine engine(model.model, device, engine_options(command_line, graphs, model, rows));
+  infer::ServingOptions options = engine_options(command_line, graphs, model, rows);
+  attach_draft_model(options, command_line, device, model.tokenizer.get(), model.model->config().vocab_size, std::cerr);
+  infer::ServingEngine engine(model.model, device, std::move(options));
   refuse_prompts_that_cannot_run(engine, command_line, model, rows, prompts.size(), new_tokens);
   if (!command_line.json_output) {
     out << "model: " << model.description << " on " << runtime::device_name(device) << ", " << dtype_name(dtype)

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graphed/cli/draft_model.h"
 #include "graphed/cli/engine_report.h"
 #include "graphed/cli/generate_setup.h"
 #include "graphed/cli/quantization.h"
@@ -214,6 +215,7 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
     const at::NoGradGuard no_grad;
     apply_quantization(command_line.serving.quantization, model.model, device, notes);
   }
+  attach_draft_model(options, command_line, device, model.tokenizer.get(), model.model->config().vocab_size, notes);
   processes->agree_on(options, model.model);
   infer::ServingEngine engine(model.model, device, options, processes->step_relay());
   // OpenAI's default is temperature 1: most requests sample, so their graphs are ready before the first one.

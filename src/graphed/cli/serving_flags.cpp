@@ -76,10 +76,12 @@ void add_serving_flags(CLI::App& command, ServingFlags& flags) {
           "--speculative-config", flags.speculative_config,
           "speculative decoding, in vLLM's JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": K, "
           "\"prompt_lookup_max\": N, \"prompt_lookup_min\": M}: each step a request proposes the K tokens that "
-          "followed the latest earlier occurrence of its last N..M tokens, and the model verifies them at once; "
+          "followed the latest earlier occurrence of its last N..M tokens; or {\"method\": \"draft_model\", "
+          "\"model\": DIR, \"num_speculative_tokens\": K}: a smaller model of the same tokenizer (a graphed "
+          "checkpoint or a Hugging Face folder) proposes K tokens greedily. The model verifies them at once, and "
           "the text is exactly what decoding without it gives (greedy, and sampled with a seed). Requests with "
           "logprobs, penalties, logit bias, min tokens, min-p or structured output decode without it; not for "
-          "Mamba-hybrid models or tensor parallelism (default: off)")
+          "Mamba-hybrid models or tensor parallelism, nor bench --decode (default: off)")
       ->group(group);
 }
 

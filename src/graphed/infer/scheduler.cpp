@@ -183,36 +183,51 @@ int64_t Scheduler::admit_reusing(Request& request, Request& source, int64_t budg
 }
 
 std::vector<ScheduledChunk> Scheduler::add_proposals(std::vector<ScheduledChunk> decode, int64_t rows, int64_t budget) {
-  std::vector<ScheduledChunk> chunks;
-  for (ScheduledChunk& chunk : decode) {
-    Request& request = *chunk.request;
-    const int64_t room = std::min({rows, budget, speculator_.proposal_limit(request),
-                                   request.options.max_new_tokens - request.generated() - request.in_flight - 1});
-    if (!speculator_.speculates(request) || request.in_flight > 0 || room <= 0) {
-      // A request that waited for its tokens to propose, and finds no room, counts a miss: it stops waiting for
-      // nothing.
-      if (speculator_.speculates(request) && request.in_flight == 0 && room <= 0) speculator_.record(request, 0, 0);
-      chunks.push_back(std::move(chunk));
+  // Which requests propose, and how many tokens each may: rows and tokens are set aside in order.
+  std::vector<Proposer::Ask> asks;
+  std::vector<std::size_t> asked;  // the chunk of each ask
+  for (std::size_t i = 0; i < decode.size(); ++i) {
+    Request& request = *decode[i].request;
+    if (!speculator_.speculates(request) || request.in_flight > 0) continue;
+    const int64_t room = std::min(
+        {rows, budget, speculator_.proposal_limit(request), request.options.max_new_tokens - request.generated() - 1});
+    // A request that waited for its tokens to propose, and finds no room, counts a miss: it stops waiting for
+    // nothing.
+    if (room <= 0) {
+      speculator_.record(request, 0, 0);
       continue;
     }
-    std::vector<int64_t> proposals = speculator_.propose(request, room);
+    asks.push_back({&request, room});
+    asked.push_back(i);
+    rows -= room;
+    budget -= room;
+  }
+  std::vector<std::vector<int64_t>> proposed =
+      asks.empty() ? std::vector<std::vector<int64_t>>{} : speculator_.propose(asks);
+  for (std::size_t a = 0; a < asks.size(); ++a) {
+    ScheduledChunk& chunk = decode[asked[a]];
+    std::vector<int64_t>& proposals = proposed[a];
+    if (static_cast<int64_t>(proposals.size()) > asks[a].limit)
+      proposals.resize(static_cast<std::size_t>(asks[a].limit));
     // Blocks for the proposed positions, none taken from another request: fewer proposals where the pool is short.
-    while (!proposals.empty() && !grow(request, chunk.first + 1 + static_cast<int64_t>(proposals.size()))) {
+    while (!proposals.empty() && !grow(*chunk.request, chunk.first + 1 + static_cast<int64_t>(proposals.size()))) {
       proposals.pop_back();
     }
-    if (proposals.empty()) speculator_.record(request, 0, 0);  // nothing to verify: a miss
-    const auto count = static_cast<int64_t>(proposals.size());
+    if (proposals.empty()) speculator_.record(*chunk.request, 0, 0);  // nothing to verify: a miss
+    chunk.proposals = std::move(proposals);
+  }
+  std::vector<ScheduledChunk> chunks;
+  for (ScheduledChunk& chunk : decode) {
+    const std::vector<int64_t> proposals = chunk.proposals;
+    Request& request = *chunk.request;
     const int64_t first = chunk.first;
-    chunk.proposals = proposals;
     chunks.push_back(std::move(chunk));
-    for (int64_t i = 0; i < count; ++i) {
-      ScheduledChunk draft{&request, first + 1 + i, 1, true, true};
-      draft.draft = proposals[static_cast<std::size_t>(i)];
-      draft.draft_index = i + 1;
+    for (std::size_t i = 0; i < proposals.size(); ++i) {
+      ScheduledChunk draft{&request, first + 1 + static_cast<int64_t>(i), 1, true, true};
+      draft.draft = proposals[i];
+      draft.draft_index = static_cast<int64_t>(i) + 1;
       chunks.push_back(std::move(draft));
     }
-    rows -= count;
-    budget -= count;
   }
   return chunks;
 }

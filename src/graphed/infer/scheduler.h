@@ -104,7 +104,8 @@ class Scheduler {
   /// Records a scheduled request's full prompt blocks for sharing (a no-op without prefix sharing).
   void record_computed(Request& request);
   /// Turns the decode chunks of speculating requests into verifications, within `rows` more rows and `budget` more
-  /// tokens, in order; returns the chunks with the proposals' chunks after their request's own.
+  /// tokens set aside in order; the proposer proposes for all of them at once (a draft model runs its steps for the
+  /// batch). Returns the chunks with the proposals' chunks after their request's own.
   std::vector<ScheduledChunk> add_proposals(std::vector<ScheduledChunk> decode, int64_t rows, int64_t budget);
 
   SchedulerLimits limits_;

@@ -67,13 +67,16 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
                 "speculative decoding gives back the cache positions of refused tokens, and this model's Mamba layers "
                 "keep one state per request that cannot be taken back; fix: serve a hybrid model without speculation");
   GRAPHED_CHECK(
-      !speculation.enabled() || (speculation.lookup.tokens >= 1 && speculation.lookup.tokens <= kMaxSpeculativeTokens),
-      ConfigError, "speculation proposes ", speculation.lookup.tokens, " tokens a step; fix: give 1 to ",
+      !speculation.enabled() || (speculation.num_tokens >= 1 && speculation.num_tokens <= kMaxSpeculativeTokens),
+      ConfigError, "speculation proposes ", speculation.num_tokens, " tokens a step; fix: give 1 to ",
       kMaxSpeculativeTokens);
-  GRAPHED_CHECK(!speculation.enabled() ||
+  using Method = SpeculativeDecoding::Method;
+  GRAPHED_CHECK(speculation.method != Method::kNgram ||
                     (speculation.lookup.shortest >= 1 && speculation.lookup.longest >= speculation.lookup.shortest),
                 ConfigError, "prompt lookup looks up n-grams of ", speculation.lookup.shortest, " to ",
                 speculation.lookup.longest, " tokens; fix: give a shortest of at least 1 and a longest no shorter");
+  GRAPHED_INTERNAL_ASSERT(speculation.method != Method::kDraftModel || speculation.draft != nullptr,
+                          "a draft model's speculation without its proposer");
   GRAPHED_CHECK(!options.prefix_sharing || !model->config().has_mamba_layers(), ConfigError,
                 "prefix sharing keeps keys and values per block, and this model's Mamba layers keep one state per "
                 "request; fix: turn prefix sharing off for a hybrid model");

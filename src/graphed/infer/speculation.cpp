@@ -7,6 +7,32 @@
 
 namespace graphed::infer {
 
+const char* to_string(SpeculativeDecoding::Method method) {
+  switch (method) {
+    case SpeculativeDecoding::Method::kNone: return "none";
+    case SpeculativeDecoding::Method::kNgram: return "ngram";
+    case SpeculativeDecoding::Method::kDraftModel: return "draft_model";
+  }
+  return "none";
+}
+
+std::vector<std::vector<int64_t>> LookupProposer::propose(const std::vector<Ask>& asks) {
+  std::vector<std::vector<int64_t>> proposals;
+  proposals.reserve(asks.size());
+  for (const Ask& ask : asks) {
+    NgramLookup lookup = lookup_;
+    lookup.tokens = ask.limit;  // at most num_speculative_tokens (Speculator::proposal_limit)
+    proposals.push_back(lookup.tokens > 0 ? propose_by_lookup(ask.request->tokens, lookup) : std::vector<int64_t>{});
+  }
+  return proposals;
+}
+
+bool LookupProposer::worth_waiting(const Request& request) const {
+  NgramLookup lookup = lookup_;
+  lookup.tokens = 1;
+  return !propose_by_lookup(request.tokens, lookup).empty();
+}
+
 std::vector<int64_t> propose_by_lookup(const std::vector<int64_t>& tokens, const NgramLookup& lookup) {
   const auto length = static_cast<int64_t>(tokens.size());
   const int64_t longest = std::min(lookup.longest, length - 1);

@@ -1,19 +1,25 @@
-// infer/speculation.h — the host-side pieces of speculative decoding (issue 46), torch-free: proposing tokens by
-// prompt lookup (vLLM's "ngram" method: the tokens that followed an earlier occurrence of the request's latest
-// n-gram), and deciding which proposed tokens the target model accepts: greedily (the longest prefix equal to the
-// target's argmax) or by rejection sampling (Leviathan et al. 2023, Chen et al. 2023), under which the tokens drawn
-// follow the target's distribution exactly whatever was proposed. The engine's verification step will apply the
-// same rules on the device; these are their reference.
+// infer/speculation.h — the host-side pieces of speculative decoding (issue 46), torch-free: how the engine
+// speculates (the method and what proposes), proposing tokens by prompt lookup (vLLM's "ngram" method: the tokens
+// that followed an earlier occurrence of the request's latest n-gram), and deciding which proposed tokens the target
+// model accepts: greedily (the longest prefix equal to the target's argmax) or by rejection sampling (Leviathan et
+// al. 2023, Chen et al. 2023), under which the tokens drawn follow the target's distribution exactly whatever was
+// proposed. The engine keeps a proposal exactly where the target drew it (verify_greedy's rule, sampled draws too);
+// verify_sampled is the reference for drafts drawn from a distribution, which the engine does not propose yet.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include "graphed/infer/request.h"
 
 namespace graphed::infer {
 
-/// vLLM's --speculative-config for method "ngram".
+/// vLLM's --speculative-config for method "ngram" (prompt_lookup_max and _min), and how many tokens one lookup
+/// proposes at most.
 struct NgramLookup {
-  int64_t tokens = 0;    ///< num_speculative_tokens: the most tokens proposed
+  int64_t tokens = 0;    ///< the most tokens proposed
   int64_t longest = 0;   ///< prompt_lookup_max: the longest n-gram looked up
   int64_t shortest = 1;  ///< prompt_lookup_min: the shortest
 };
@@ -21,15 +27,59 @@ struct NgramLookup {
 /// The most tokens one verification proposes (num_speculative_tokens).
 constexpr int64_t kMaxSpeculativeTokens = 16;
 
-/// How the serving engine speculates: not at all, or by prompt lookup.
+/// What a proposer did so far: calls, and a draft model's steps (eager ones among them) and host time.
+struct ProposerWork {
+  int64_t rounds = 0;
+  int64_t steps = 0;
+  int64_t eager_steps = 0;
+  double seconds = 0;
+};
+
+/// What proposes the tokens a step verifies, for the speculating requests of one step at once.
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  /// A request to propose for, and the most tokens it takes.
+  struct Ask {
+    const Request* request = nullptr;
+    int64_t limit = 0;
+  };
+  /// For each ask, up to its limit of tokens to follow its request's tokens (every one of them read); fewer or none
+  /// where the proposer has nothing to offer.
+  virtual std::vector<std::vector<int64_t>> propose(const std::vector<Ask>& asks) = 0;
+  /// Whether a request with a token in flight should wait for it (sit out a step) to propose next.
+  virtual bool worth_waiting(const Request& request) const = 0;
+  virtual ProposerWork work() const { return {}; }
+};
+
+/// How the serving engine speculates: not at all, by prompt lookup, or with a draft model.
 struct SpeculativeDecoding {
-  enum class Method { kNone, kNgram };
+  enum class Method { kNone, kNgram, kDraftModel };
   Method method = Method::kNone;
-  NgramLookup lookup;
+  int64_t num_tokens = 0;   ///< num_speculative_tokens: the most tokens a request proposes a step
+  NgramLookup lookup;       ///< kNgram: the n-grams looked up
+  std::string draft_model;  ///< kDraftModel: where the draft came from (for reports)
+  /// kDraftModel: the draft's proposer (infer/draft_proposer.h), built by the caller; shared by the engine's copies
+  /// of these settings.
+  std::shared_ptr<Proposer> draft;
 
   bool enabled() const { return method != Method::kNone; }
   /// The most tokens a request proposes in one step (0 without speculation).
-  int64_t tokens() const { return enabled() ? lookup.tokens : 0; }
+  int64_t tokens() const { return enabled() ? num_tokens : 0; }
+};
+/// "ngram", "draft_model" or "none" (vLLM's names).
+const char* to_string(SpeculativeDecoding::Method method);
+
+/// Proposes by prompt lookup: each request's own earlier tokens (propose_by_lookup).
+class LookupProposer final : public Proposer {
+ public:
+  explicit LookupProposer(NgramLookup lookup) : lookup_(lookup) {}
+  std::vector<std::vector<int64_t>> propose(const std::vector<Ask>& asks) override;
+  /// Only where its tokens end in an n-gram that occurred before: otherwise it has nothing to propose.
+  bool worth_waiting(const Request& request) const override;
+
+ private:
+  NgramLookup lookup_;
 };
 
 /// The tokens that followed the latest earlier occurrence of the longest suffix of `tokens` (from lookup.longest

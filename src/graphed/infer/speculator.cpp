@@ -3,32 +3,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include "graphed/util/error.h"
 
 namespace graphed::infer {
 
-Speculator::Speculator(SpeculativeDecoding config) : config_(config) {}
+Speculator::Speculator(SpeculativeDecoding config)
+    : config_(std::move(config)),
+      proposer_(config_.method == SpeculativeDecoding::Method::kDraftModel
+                    ? config_.draft
+                    : std::make_shared<LookupProposer>(config_.lookup)) {
+  GRAPHED_INTERNAL_ASSERT(proposer_ != nullptr, "a draft model's speculation without its proposer");
+}
 
 bool Speculator::speculates(const Request& request) const {
   return enabled() && request.speculation.allowed && request.generated() >= request.speculation.resume_at;
-}
-
-bool Speculator::worth_waiting(const Request& request) const {
-  NgramLookup lookup = config_.lookup;
-  lookup.tokens = 1;
-  return !propose_by_lookup(request.tokens, lookup).empty();
 }
 
 int64_t Speculator::proposal_limit(const Request& request) const {
   const double recent = request.speculation.recent_accepted;
   if (recent < 0) return config_.tokens();
   return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(2 * recent)) + 1, 1, config_.tokens());
-}
-
-std::vector<int64_t> Speculator::propose(const Request& request, int64_t limit) const {
-  NgramLookup lookup = config_.lookup;
-  lookup.tokens = std::min(lookup.tokens, limit);
-  if (lookup.tokens <= 0) return {};
-  return propose_by_lookup(request.tokens, lookup);
 }
 
 void Speculator::record(Request& request, int64_t proposed, int64_t accepted) const {

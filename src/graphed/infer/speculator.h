@@ -1,12 +1,13 @@
 // infer/speculator.h — which requests speculate and what they propose (speculative decoding's policy, torch-free):
-// a request whose options allow it (infer/request.h SpeculationState) proposes tokens by prompt lookup
-// (infer/speculation.h) at each step, and the step verifies them. When its proposals keep failing (random text),
-// it pauses for a while and decodes plainly, with async scheduling, so that speculation does not slow it down; the
-// pause doubles while failures go on, and a kept proposal ends it. A request proposes about as many tokens as it
-// kept lately, and waits for its tokens in flight only where its text repeats.
+// a request whose options allow it (infer/request.h SpeculationState) proposes tokens at each step, by prompt lookup
+// or from a draft model (infer/speculation.h Proposer), and the step verifies them. When its proposals keep failing
+// (random text), it pauses for a while and decodes plainly, with async scheduling, so that speculation does not slow it
+// down; the pause doubles while failures go on, and a kept proposal ends it. A request proposes about as many tokens as
+// it kept lately, and waits for its tokens in flight only where its text repeats.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "graphed/infer/request.h"
@@ -22,6 +23,7 @@ class Speculator {
   static constexpr int64_t kFirstPause = 16;
   static constexpr int64_t kLongestPause = 256;
 
+  /// A draft model's speculation brings its proposer (config.draft, not null); prompt lookup makes its own.
   explicit Speculator(SpeculativeDecoding config = {});
 
   const SpeculativeDecoding& config() const { return config_; }
@@ -29,19 +31,22 @@ class Speculator {
   /// Whether `request` verifies proposals at its next decode step (then it waits for its tokens in flight).
   bool speculates(const Request& request) const;
   /// Whether a speculating request with a token in flight should wait for it (a step without it) to propose next:
-  /// its tokens so far end in an n-gram that occurred before. Otherwise it decodes on, a step ahead, as without
-  /// speculation: text that does not repeat costs no step.
-  bool worth_waiting(const Request& request) const;
+  /// by prompt lookup, where its tokens so far end in an n-gram that occurred before (otherwise it decodes on, a
+  /// step ahead, as without speculation: text that does not repeat costs no step); with a draft model, always.
+  bool worth_waiting(const Request& request) const { return proposer_->worth_waiting(request); }
   /// The most tokens `request` proposes next: all of num_speculative_tokens at first, then about twice what its
   /// verifications kept lately, plus one (rows the step would spend on proposals it refuses cost every request).
   int64_t proposal_limit(const Request& request) const;
-  /// Up to `limit` tokens proposed to follow `request`'s tokens (every one of them read).
-  std::vector<int64_t> propose(const Request& request, int64_t limit) const;
+  /// Up to each ask's limit of tokens to follow its request's tokens (every one of them read), all at once.
+  std::vector<std::vector<int64_t>> propose(const std::vector<Proposer::Ask>& asks) const {
+    return proposer_->propose(asks);
+  }
   /// Moves a request's state on after a step verified `proposed` tokens (0: it had none) and kept `accepted`.
   void record(Request& request, int64_t proposed, int64_t accepted) const;
 
  private:
   SpeculativeDecoding config_;
+  std::shared_ptr<Proposer> proposer_;  // the draft's, or prompt lookup's
 };
 
 }  // namespace graphed::infer
