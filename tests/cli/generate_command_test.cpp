@@ -106,9 +106,61 @@ TEST(GenerateCommandTest, SpeculationKeepsTheTextAndReportsWhatItProposedAndKept
   speculative.push_back(R"({"method": "ngram", "num_speculative_tokens": 2})");
   EXPECT_NE(generate(speculative).find("speculation: ngram, "), std::string::npos);
   EXPECT_NE(generate_error({"--load", checkpoint(), "--prompt", "x", "--speculative-config",
-                            R"({"method": "draft_model", "model": "small", "num_speculative_tokens": 4})"})
-                .find("--speculative-config: the method 'draft_model' is not built yet"),
+                            R"({"method": "eagle3", "model": "small", "num_speculative_tokens": 4})"})
+                .find("--speculative-config: the method 'eagle3' is not built yet"),
             std::string::npos);
+}
+
+/// --speculative-config giving `draft` as the draft model, 3 tokens a step.
+std::string draft_config(const std::string& draft) {
+  return nlohmann::json{{"method", "draft_model"}, {"model", draft}, {"num_speculative_tokens", 3}}.dump();
+}
+
+TEST(GenerateCommandTest, ADraftModelKeepsTheTextAndReportsItsSteps) {
+  static const std::string other_draft = train_checkpoint("300", "2");  // the same bytes, another model
+  const std::vector<std::string> arguments{"--load", checkpoint(),       "--prompt", "The quick", "--prompt",
+                                           "a",      "--max-new-tokens", "12",       "--json"};
+  const auto plain = nlohmann::json::parse(generate(arguments));
+  for (const std::string& draft : {checkpoint(), other_draft}) {
+    std::vector<std::string> speculative = arguments;
+    speculative.insert(speculative.end(), {"--speculative-config", draft_config(draft)});
+    const auto result = nlohmann::json::parse(generate(speculative));
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(result["completions"][i]["ids"], plain["completions"][i]["ids"]) << "draft " << draft;
+    }
+    const auto& figures = result["engine"]["speculative"];
+    EXPECT_EQ(figures["method"], "draft_model");
+    EXPECT_EQ(figures["model"], draft);
+    EXPECT_EQ(figures["num_speculative_tokens"], 3);
+    EXPECT_GT(figures["draft_steps"].get<int64_t>(), 0);
+    EXPECT_GT(figures["draft_tokens"].get<int64_t>(), 0);
+    if (draft == checkpoint()) {  // the target as its own draft: whatever it proposes, it keeps
+      EXPECT_EQ(figures["accepted_tokens"], figures["draft_tokens"]);
+    }
+  }
+  std::vector<std::string> text = {"--load",
+                                   checkpoint(),
+                                   "--prompt",
+                                   "The",
+                                   "--max-new-tokens",
+                                   "6",
+                                   "--speculative-config",
+                                   draft_config(checkpoint())};
+  EXPECT_NE(generate(text).find("speculation: draft_model, "), std::string::npos);
+}
+
+TEST(GenerateCommandTest, RefusesADraftModelThatIsMissingOrDoesNotLoad) {
+  EXPECT_NE(generate_error(
+                {"--load", checkpoint(), "--prompt", "x", "--speculative-config", draft_config("/nonexistent/draft")})
+                .find("--speculative-config: the draft model '/nonexistent/draft' does not exist; fix: give a graphed "
+                      "checkpoint folder"),
+            std::string::npos);
+  const std::string empty = make_temporary_directory("graphed-empty-draft");
+  const std::string refusal =
+      generate_error({"--load", checkpoint(), "--prompt", "x", "--speculative-config", draft_config(empty)});
+  EXPECT_NE(refusal.find("--speculative-config: the draft model '" + empty + "' does not load: "), std::string::npos)
+      << refusal;
+  EXPECT_NE(refusal.find("fix: "), std::string::npos) << refusal;
 }
 
 TEST(GenerateCommandTest, MorePromptsThanTheEngineHoldsAreAllServed) {

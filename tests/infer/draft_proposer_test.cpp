@@ -34,6 +34,7 @@ ServingOptions with_draft(ServingOptions options, model::GptModel draft, int64_t
   options.speculation.method = SpeculativeDecoding::Method::kDraftModel;
   options.speculation.num_tokens = tokens;
   options.speculation.draft_model = "test draft";
+  options.speculation.governed = false;  // every step speculates: the counts below are exact
   options.speculation.draft =
       std::make_shared<DraftModelProposer>(std::move(draft), at::Device(at::kCPU), options, /*vocabulary=*/64);
   return options;
@@ -133,6 +134,18 @@ TEST(DraftModelSpeculation, ADraftOfAShortContextAndASmallCacheKeepTheText) {
   }
   EXPECT_GT(served.stats.preemptions, 0);
   EXPECT_GT(served.stats.draft_tokens, 0);
+  EXPECT_EQ(served.blocks_in_use, 0);
+}
+
+TEST(DraftModelSpeculation, UnderTheGovernorTheTextIsTheSame) {
+  model::GptModel model = testing::cpu_test_model(Kind::kLlama);
+  ServingOptions options = with_draft(engine_options(), model, 3);
+  options.speculation.governed = true;  // speculation on and off by the clock: the text cannot tell
+  const Served served = serve(model, options, all_greedy(34));
+  for (std::size_t i = 0; i < kPrompts.size(); ++i) {
+    EXPECT_EQ(served.tokens[i], testing::recompute_greedy(model, kPrompts[i], 34)) << "prompt " << i;
+  }
+  EXPECT_GT(served.stats.verifications, 0);  // the governor's first steps measure speculation
   EXPECT_EQ(served.blocks_in_use, 0);
 }
 

@@ -247,6 +247,7 @@ TEST(Scheduler, ASpeculatingRequestVerifiesItsProposalsInTheRowsLeftAndWaitsForT
   speculation.method = SpeculativeDecoding::Method::kNgram;
   speculation.num_tokens = 4;
   speculation.lookup = {/*tokens=*/4, /*longest=*/2, /*shortest=*/1};
+  speculation.governed = false;
   BlockPool pool(32);
   Scheduler scheduler({/*max_requests=*/2, /*max_tokens=*/16, /*block_size=*/4, true, false, /*max_rows=*/4}, pool,
                       Speculator(speculation));

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "cuda_test.h"
+#include "graphed/infer/draft_proposer.h"
 #include "graphed/infer/serving_engine.h"
 #include "test_models.h"
 
@@ -169,6 +170,7 @@ TEST_P(ServingEngineCudaTest, SpeculationInGraphsEqualsEagerBitwise) {
       result.speculation.method = SpeculativeDecoding::Method::kNgram;
       result.speculation.num_tokens = 4;
       result.speculation.lookup = {4, 3, 1};
+      result.speculation.governed = false;  // the same steps in both engines, whatever their speed
     }
     return result;
   };
@@ -197,6 +199,49 @@ TEST_P(ServingEngineCudaTest, SpeculationInGraphsEqualsEagerBitwise) {
             << " (without speculation " << without.stats.steps << "), graphed " << replayed.stats.graph_steps
             << ", unmatched " << replayed.stats.unmatched_steps << "; tokens equal to the run without speculation at "
             << "the same place: " << same << " of " << total << " (bf16: a verification's batch differs)\n";
+}
+
+/// Speculation with a draft model: the draft's engine and the target's, both replayed from graphs, take the eager
+/// engines' steps and draw their tokens bit for bit; neither runs a step eagerly for want of a graph.
+TEST_P(ServingEngineCudaTest, DraftModelSpeculationInGraphsEqualsEagerBitwise) {
+  if (GetParam().style == Style::kHybrid) GTEST_SKIP() << "hybrid models refuse speculation";
+  model::GptModel model = cuda_model(GetParam().style);
+  testing::TestModelShape shape;  // a one-layer draft of the target's vocabulary
+  shape.layers = 1;
+  shape.hidden = 64;
+  shape.vocab = 512;
+  shape.sequence = 160;
+  shape.seed = 9;
+  const model::GptModel draft = testing::test_model(Style::kGpt2, shape, at::kBFloat16, at::Device(at::kCUDA));
+  const Workload work = repetitive_workload();
+  const auto options = [&](InferenceCudaGraphScope scope) {
+    ServingOptions result = engine_options(scope);
+    result.speculation.method = SpeculativeDecoding::Method::kDraftModel;
+    result.speculation.num_tokens = 3;
+    result.speculation.governed = false;
+    result.speculation.draft =
+        std::make_shared<DraftModelProposer>(draft, at::Device(at::kCUDA), result, result.vocabulary);
+    return result;
+  };
+  const ServingOptions eager_options = options(InferenceCudaGraphScope::kNone);
+  ServingEngine eager(model, at::Device(at::kCUDA), eager_options);
+  const RunRecord reference = run(eager, work);
+  const ServingOptions graphed_options = options(GetParam().scope);
+  ServingEngine graphed(model, at::Device(at::kCUDA), graphed_options);
+  const RunRecord replayed = run(graphed, work);
+  EXPECT_EQ(replayed.steps, reference.steps);
+  EXPECT_EQ(replayed.tokens, reference.tokens);
+  expect_same_cache(eager.cache(), graphed.cache());
+  EXPECT_GT(replayed.stats.verifications, 0);
+  EXPECT_EQ(replayed.stats.graph_steps + replayed.stats.unmatched_steps, replayed.stats.steps);
+  const ProposerWork drafted = graphed_options.speculation.draft->work();
+  EXPECT_GT(drafted.steps, 0);
+  if (GetParam().scope != InferenceCudaGraphScope::kNone) EXPECT_EQ(drafted.eager_steps, 0);
+  EXPECT_EQ(graphed.blocks_in_use(), 0);
+  std::cout << "draft model: " << replayed.stats.verifications << " verifications, " << replayed.stats.accepted_tokens
+            << " of " << replayed.stats.draft_tokens << " proposed tokens kept; target steps " << replayed.stats.steps
+            << " (graphed " << replayed.stats.graph_steps << "), draft steps " << drafted.steps << " in "
+            << drafted.rounds << " rounds\n";
 }
 
 TEST_P(ServingEngineCudaTest, CapturesEveryBucket) {

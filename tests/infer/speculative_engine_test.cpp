@@ -30,6 +30,7 @@ SpeculativeDecoding lookup(int64_t tokens, int64_t longest = 3, int64_t shortest
   speculation.method = SpeculativeDecoding::Method::kNgram;
   speculation.num_tokens = tokens;
   speculation.lookup = {tokens, longest, shortest};
+  speculation.governed = false;  // every step may speculate: the counts tested are the mechanics'
   return speculation;
 }
 

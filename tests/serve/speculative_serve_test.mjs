@@ -1,8 +1,8 @@
-// tests/serve/speculative_serve_test.mjs — `graphed serve --speculative-config` (prompt lookup) on the CPU, serving a
-// small byte-level model trained on one repeated sentence (its text repeats, so proposals are kept): greedy
-// completions equal the server's without speculation, streamed and not; the stream carries every token (a chunk may
-// hold several kept at once), /metrics counts proposed and kept tokens, and a method graphed has not built stops the
-// server before it serves, with the fix.
+// tests/serve/speculative_serve_test.mjs — `graphed serve --speculative-config` on the CPU, by prompt lookup and with a
+// draft model (the served checkpoint as its own draft), serving a small byte-level model trained on one repeated
+// sentence (its text repeats, so proposals are kept): greedy completions equal the server's without speculation,
+// streamed and not; the stream carries every token (a chunk may hold several kept at once), /metrics counts proposed
+// and kept tokens, and a method graphed has not built stops the server before it serves, with the fix.
 // Usage: node speculative_serve_test.mjs GRAPHED WORK_DIR
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -35,25 +35,33 @@ const expected = [];
 for (const prompt of prompts) expected.push((await complete(plain.base, prompt, false)).text);
 check((await plain.stop()) === 0, `the server without speculation did not exit 0:\n${plain.stderr()}`);
 
-const server = await startServer(graphed, [...args, '--speculative-config', speculation]);
-try {
-  for (let i = 0; i < prompts.length; ++i) {
-    const whole = await complete(server.base, prompts[i], false);
-    check(whole.text === expected[i], `'${prompts[i]}' with speculation: ${JSON.stringify(whole.text)}, without ` +
-                                      JSON.stringify(expected[i]));
-    const streamed = await complete(server.base, prompts[i], true);
-    check(streamed.text === expected[i], `'${prompts[i]}' streamed with speculation: ${JSON.stringify(streamed.text)}`);
+async function checkSpeculating(config, label) {
+  const server = await startServer(graphed, [...args, '--speculative-config', config]);
+  try {
+    for (let i = 0; i < prompts.length; ++i) {
+      const whole = await complete(server.base, prompts[i], false);
+      check(whole.text === expected[i], `'${prompts[i]}' with ${label}: ${JSON.stringify(whole.text)}, without ` +
+                                        JSON.stringify(expected[i]));
+      const streamed = await complete(server.base, prompts[i], true);
+      check(streamed.text === expected[i], `'${prompts[i]}' streamed with ${label}: ${JSON.stringify(streamed.text)}`);
+    }
+    console.log(`ok - ${label}: greedy completions equal those without speculation, streamed and not: ` +
+                JSON.stringify(expected));
+    const proposed = await metric(server.base, 'graphed_spec_decode_draft_tokens_total');
+    const kept = await metric(server.base, 'graphed_spec_decode_accepted_tokens_total');
+    const verifications = await metric(server.base, 'graphed_spec_decode_num_drafts_total');
+    check(proposed > 0 && kept > 0 && kept <= proposed && verifications > 0,
+          `${label} /metrics: ${verifications} verifications, ${kept} of ${proposed} proposed tokens kept`);
+    console.log(`ok - ${label} /metrics: ${verifications} verifications, ${kept} of ${proposed} proposed tokens kept`);
+  } finally {
+    check((await server.stop()) === 0, `the server with ${label} did not exit 0:\n${server.stderr()}`);
   }
-  console.log(`ok - greedy completions with speculation equal those without, streamed and not: ${JSON.stringify(expected)}`);
-  const proposed = await metric(server.base, 'graphed_spec_decode_draft_tokens_total');
-  const kept = await metric(server.base, 'graphed_spec_decode_accepted_tokens_total');
-  const verifications = await metric(server.base, 'graphed_spec_decode_num_drafts_total');
-  check(proposed > 0 && kept > 0 && kept <= proposed && verifications > 0,
-        `/metrics: ${verifications} verifications, ${kept} of ${proposed} proposed tokens kept`);
-  console.log(`ok - /metrics: ${verifications} verifications, ${kept} of ${proposed} proposed tokens kept`);
-} finally {
-  check((await server.stop()) === 0, `the speculating server did not exit 0:\n${server.stderr()}`);
 }
+
+await checkSpeculating(speculation, 'prompt lookup');
+// The served model as its own draft (the same tokenizer): its own engine, cache and steps propose.
+await checkSpeculating(JSON.stringify({ method: 'draft_model', model: checkpoint, num_speculative_tokens: 3 }),
+                       'a draft model');
 
 const refused = spawnSync(graphed, ['serve', ...args, '--port', '0', '--speculative-config',
                                     '{"method": "eagle3", "num_speculative_tokens": 3}'],

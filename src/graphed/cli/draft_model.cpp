@@ -58,7 +58,8 @@ void attach_draft_model(infer::ServingOptions& options, const CommandLine& comma
   } catch (const graphed::Error& error) {  // its own message says what failed and the fix
     throw ConfigError("--speculative-config: the draft model '" + folder + "' does not load: " + error.what());
   }
-  if (target_tokenizer != nullptr && draft.tokenizer != nullptr && !same_tokenizer(*draft.tokenizer, *target_tokenizer)) {
+  if (target_tokenizer != nullptr && draft.tokenizer != nullptr &&
+      !same_tokenizer(*draft.tokenizer, *target_tokenizer)) {
     refuse(folder,
            "has another tokenizer (" + draft.tokenizer->description() + ", " +
                std::to_string(draft.tokenizer->vocab_size()) + " ids) than the served model (" +
@@ -67,8 +68,8 @@ void attach_draft_model(infer::ServingOptions& options, const CommandLine& comma
   }
   const int64_t vocabulary =
       options.vocabulary > 0 ? std::min(options.vocabulary, target_vocabulary) : target_vocabulary;
-  notes << "speculative decoding: draft " << draft.description << ", " << speculation.num_tokens
-        << " tokens a step" << std::endl;
+  notes << "speculative decoding: draft " << draft.description << ", " << speculation.num_tokens << " tokens a step"
+        << std::endl;
   const at::NoGradGuard no_grad;
   try {
     speculation.draft = std::make_shared<infer::DraftModelProposer>(draft.model, device, options, vocabulary);

@@ -9,7 +9,8 @@
 
 namespace graphed::cli {
 
-nlohmann::json speculation_json(const infer::SpeculativeDecoding& speculation, const infer::EngineStats& stats) {
+nlohmann::json speculation_json(const infer::ServingEngine& engine, const infer::EngineStats& stats) {
+  const infer::SpeculativeDecoding& speculation = engine.options().speculation;
   if (!speculation.enabled()) return nullptr;
   const double verifications = static_cast<double>(std::max<int64_t>(stats.verifications, 1));
   const double drafts = static_cast<double>(std::max<int64_t>(stats.draft_tokens, 1));
@@ -31,12 +32,20 @@ nlohmann::json speculation_json(const infer::SpeculativeDecoding& speculation, c
     figures["draft_eager_steps"] = work.eager_steps;
     figures["draft_seconds"] = work.seconds;
   }
+  if (speculation.governed) {  // infer/speculation_governor.h: tokens a second per running request, measured
+    const infer::SpeculationGovernor& governor = engine.speculation_governor();
+    figures["governor"] = {{"steps", governor.steps()},
+                           {"steps_without_speculation", governor.plain_steps()},
+                           {"speculative_rate", governor.speculative_rate()},
+                           {"plain_rate", governor.plain_rate()}};
+  }
   return figures;
 }
 
-std::string speculation_line(const infer::SpeculativeDecoding& speculation, const infer::EngineStats& stats) {
+std::string speculation_line(const infer::ServingEngine& engine, const infer::EngineStats& stats) {
+  const infer::SpeculativeDecoding& speculation = engine.options().speculation;
   if (!speculation.enabled()) return "";
-  const nlohmann::json figures = speculation_json(speculation, stats);
+  const nlohmann::json figures = speculation_json(engine, stats);
   std::string line = std::string("speculation: ") + infer::to_string(speculation.method) + ", " +
                      std::to_string(stats.verifications) + " verifications, " + std::to_string(stats.accepted_tokens) +
                      " of " + std::to_string(stats.draft_tokens) + " proposed tokens kept (" +
@@ -45,6 +54,10 @@ std::string speculation_line(const infer::SpeculativeDecoding& speculation, cons
   if (figures.contains("draft_steps")) {
     line += "; the draft ran " + std::to_string(figures["draft_steps"].get<int64_t>()) + " steps in " +
             fixed_decimals(figures["draft_seconds"].get<double>(), 3) + " s";
+  }
+  if (figures.contains("governor") && figures["governor"]["steps"].get<int64_t>() > 0) {
+    line += "; speculation off for " + std::to_string(figures["governor"]["steps_without_speculation"].get<int64_t>()) +
+            " of " + std::to_string(figures["governor"]["steps"].get<int64_t>()) + " decode steps measured";
   }
   return line;
 }
@@ -64,7 +77,7 @@ nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::Engi
           {"shared_prompt_tokens", stats.shared_prompt_tokens},
           {"masked_steps", stats.masked_steps},
           {"mask_seconds", stats.mask_seconds},
-          {"speculative", speculation_json(engine.options().speculation, stats)},
+          {"speculative", speculation_json(engine, stats)},
           {"prefix_sharing", engine.options().prefix_sharing},
           {"peak_blocks", stats.peak_blocks},
           {"blocks", engine.blocks_total()},
@@ -92,7 +105,7 @@ void print_engine_line(const infer::ServingEngine& engine, const infer::EngineSt
       << "; cache " << fixed_decimals(static_cast<double>(engine.cache_bytes()) / (1024.0 * 1024.0), 1) << " MiB, "
       << stats.peak_blocks << " of " << engine.blocks_total() << " blocks of " << engine.options().block_size
       << " positions used at most" << std::endl;
-  if (engine.options().speculation.enabled()) out << speculation_line(engine.options().speculation, stats) << std::endl;
+  if (engine.options().speculation.enabled()) out << speculation_line(engine, stats) << std::endl;
 }
 
 infer::EngineStats stats_since(const infer::EngineStats& after, const infer::EngineStats& before) {

@@ -14,9 +14,9 @@ namespace graphed::cli {
 
 /// Speculative decoding's settings and figures (proposed and kept tokens, acceptance rate, tokens per verification,
 /// the drawn one included); null without speculation.
-nlohmann::json speculation_json(const infer::SpeculativeDecoding& speculation, const infer::EngineStats& stats);
+nlohmann::json speculation_json(const infer::ServingEngine& engine, const infer::EngineStats& stats);
 /// The same as one text line ("" without speculation).
-std::string speculation_line(const infer::SpeculativeDecoding& speculation, const infer::EngineStats& stats);
+std::string speculation_line(const infer::ServingEngine& engine, const infer::EngineStats& stats);
 
 /// `stats` defaults to the engine's own; bench passes the timed run's share.
 nlohmann::json engine_json(const infer::ServingEngine& engine, const infer::EngineStats& stats);

@@ -26,8 +26,7 @@ class DraftModelProposer final : public Proposer {
   /// `draft` in eval mode on `device`; `target`: the target engine's options; `vocabulary`: the ids the target draws
   /// (its tokenizer's). Captures the draft's graphs now, so that the target's cache is sized after them. Throws
   /// ConfigError for a draft whose vocabulary is smaller, or with Mamba layers (prefix sharing needs attention).
-  DraftModelProposer(model::GptModel draft, const at::Device& device, const ServingOptions& target,
-                     int64_t vocabulary);
+  DraftModelProposer(model::GptModel draft, const at::Device& device, const ServingOptions& target, int64_t vocabulary);
 
   std::vector<std::vector<int64_t>> propose(const std::vector<Ask>& asks) override;
   /// Always: the draft proposes from every token.

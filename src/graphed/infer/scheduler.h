@@ -84,6 +84,8 @@ class Scheduler {
   int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size()); }
   const SchedulerLimits& limits() const { return limits_; }
   const Speculator& speculator() const { return speculator_; }
+  /// Measures one step() call for speculation's governor (Speculator::record_step).
+  void record_step(double seconds, int64_t tokens) { speculator_.record_step(seconds, tokens, running_count()); }
 
  private:
   /// Blocks for `tokens` tokens of `request`, allocating what it lacks; false when the pool is short.

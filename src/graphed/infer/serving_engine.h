@@ -187,6 +187,8 @@ class ServingEngine {
   int64_t step_token_limit() const { return scheduler_.limits().max_tokens; }
   int64_t graph_count() const { return graph_runner_->graph_count(); }
   const EngineStats& stats() const { return stats_; }
+  /// Speculation's measurements of its worth at the engine's load (infer/speculation_governor.h).
+  const SpeculationGovernor& speculation_governor() const { return scheduler_.speculator().governor(); }
   int64_t blocks_in_use() const { return pool_.used_count(); }
   int64_t blocks_total() const { return pool_.usable(); }
   const ServingOptions& options() const { return options_; }

@@ -62,6 +62,9 @@ struct SpeculativeDecoding {
   /// kDraftModel: the draft's proposer (infer/draft_proposer.h), built by the caller; shared by the engine's copies
   /// of these settings.
   std::shared_ptr<Proposer> draft;
+  /// Speculation turns itself off while steps without it draw more tokens a second (infer/speculation_governor.h);
+  /// false: every request that may speculate does (tests of the mechanics).
+  bool governed = true;
 
   bool enabled() const { return method != Method::kNone; }
   /// The most tokens a request proposes in one step (0 without speculation).

@@ -18,7 +18,8 @@ Speculator::Speculator(SpeculativeDecoding config)
 }
 
 bool Speculator::speculates(const Request& request) const {
-  return enabled() && request.speculation.allowed && request.generated() >= request.speculation.resume_at;
+  return enabled() && (!config_.governed || governor_.allows()) && request.speculation.allowed &&
+         request.generated() >= request.speculation.resume_at;
 }
 
 int64_t Speculator::proposal_limit(const Request& request) const {

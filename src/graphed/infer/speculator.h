@@ -12,6 +12,7 @@
 
 #include "graphed/infer/request.h"
 #include "graphed/infer/speculation.h"
+#include "graphed/infer/speculation_governor.h"
 
 namespace graphed::infer {
 
@@ -28,8 +29,14 @@ class Speculator {
 
   const SpeculativeDecoding& config() const { return config_; }
   bool enabled() const { return config_.enabled(); }
-  /// Whether `request` verifies proposals at its next decode step (then it waits for its tokens in flight).
+  /// Whether `request` verifies proposals at its next decode step (then it waits for its tokens in flight): its
+  /// options allow it, it is not pausing, and speculation pays at the engine's load (the governor).
   bool speculates(const Request& request) const;
+  /// Measures one step() call for the governor: `tokens` handed out in `seconds` with `running` requests.
+  void record_step(double seconds, int64_t tokens, int64_t running) {
+    if (enabled() && config_.governed) governor_.record(seconds, tokens, running);
+  }
+  const SpeculationGovernor& governor() const { return governor_; }
   /// Whether a speculating request with a token in flight should wait for it (a step without it) to propose next:
   /// by prompt lookup, where its tokens so far end in an n-gram that occurred before (otherwise it decodes on, a
   /// step ahead, as without speculation: text that does not repeat costs no step); with a draft model, always.
@@ -47,6 +54,7 @@ class Speculator {
  private:
   SpeculativeDecoding config_;
   std::shared_ptr<Proposer> proposer_;  // the draft's, or prompt lookup's
+  SpeculationGovernor governor_;
 };
 
 }  // namespace graphed::infer

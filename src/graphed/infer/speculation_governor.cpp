@@ -1,0 +1,41 @@
+// infer/speculation_governor.cpp — see infer/speculation_governor.h.
+#include "graphed/infer/speculation_governor.h"
+
+#include <algorithm>
+
+namespace graphed::infer {
+
+void SpeculationGovernor::record(double seconds, int64_t tokens, int64_t running) {
+  if (tokens <= 0 || running <= 0 || seconds <= 0) return;  // an idle call, or one that only launched
+  ++total_steps_;
+  if (!speculating_) ++plain_steps_;
+  if (++steps_ > length_ - kMeasured) {
+    seconds_ += seconds * static_cast<double>(running);
+    tokens_ += static_cast<double>(tokens);
+  }
+  if (steps_ >= length_) end_phase();
+}
+
+void SpeculationGovernor::end_phase() {
+  (speculating_ ? speculative_rate_ : plain_rate_) = tokens_ / seconds_;
+  if (!probing_) {  // a stretch ended: probe the other side
+    stretch_speculating_ = speculating_;
+    speculating_ = !speculating_;
+    probing_ = true;
+    length_ = kSkipped + kMeasured;
+  } else {  // a probe ended: the side that drew more runs a stretch
+    const bool speculate = speculative_rate_ >= plain_rate_;
+    const double margin = speculate ? speculative_rate_ / plain_rate_ : plain_rate_ / speculative_rate_;
+    const bool again = decided_ && speculate == stretch_speculating_ && margin >= kWideMargin;
+    decided_ = true;
+    stretch_ = again ? std::min(2 * stretch_, kLongestStretch) : kStretch;
+    speculating_ = speculate;
+    probing_ = false;
+    length_ = stretch_;
+  }
+  steps_ = 0;
+  seconds_ = 0;
+  tokens_ = 0;
+}
+
+}  // namespace graphed::infer

@@ -1,0 +1,60 @@
+// tests/infer/speculation_governor_test.cpp — the governor takes turns measuring steps with and without speculation
+// (tokens a second per running request, the first steps of a probe skipped) and runs the side that drew more for a
+// stretch, longer while the same side keeps winning widely; calls that drew nothing are not measured.
+#include "graphed/infer/speculation_governor.h"
+
+#include <gtest/gtest.h>
+
+namespace graphed::infer {
+namespace {
+
+using Governor = SpeculationGovernor;
+constexpr int64_t kProbe = Governor::kSkipped + Governor::kMeasured;
+
+/// Records `steps` calls of `tokens` tokens in `seconds` with `running` requests, checking the side each ran.
+void run(Governor& governor, int64_t steps, bool speculating, double seconds, int64_t tokens, int64_t running = 4) {
+  for (int64_t i = 0; i < steps; ++i) {
+    ASSERT_EQ(governor.allows(), speculating) << "step " << i;
+    governor.record(seconds, tokens, running);
+  }
+}
+
+TEST(SpeculationGovernor, MeasuresBothSidesThenRunsTheFasterForAStretch) {
+  Governor governor;
+  run(governor, kProbe, true, 0.002, 8);   // speculation: 8 tokens in 2 ms
+  run(governor, kProbe, false, 0.001, 4);  // without: 4 in 1 ms, the same rate: speculation keeps the tie
+  EXPECT_DOUBLE_EQ(governor.speculative_rate(), governor.plain_rate());
+  run(governor, Governor::kStretch, true, 0.003, 8);  // speculation slows down (a larger batch)
+  run(governor, kProbe, false, 0.001, 4);
+  EXPECT_LT(governor.speculative_rate(), governor.plain_rate());
+  run(governor, Governor::kStretch, false, 0.001, 4);
+  run(governor, kProbe, true, 0.003, 8);  // still slower: plain again
+  run(governor, Governor::kStretch, false, 0.001, 4);
+  EXPECT_EQ(governor.steps(), 3 * kProbe + 3 * Governor::kStretch + kProbe);
+  EXPECT_EQ(governor.plain_steps(), 2 * kProbe + 2 * Governor::kStretch);
+}
+
+TEST(SpeculationGovernor, SkipsTheFirstStepsOfAProbeAndCallsThatDrewNothing) {
+  Governor governor;
+  run(governor, Governor::kSkipped, true, 1.0, 1);  // the first steps are slow (the side before drains): skipped
+  for (int i = 0; i < 5; ++i) governor.record(0.5, 0, 4);  // launched only, or idle
+  run(governor, Governor::kMeasured, true, 0.001, 4);
+  EXPECT_DOUBLE_EQ(governor.speculative_rate(), 4 / (0.001 * 4));
+  EXPECT_FALSE(governor.allows());
+}
+
+TEST(SpeculationGovernor, RatesAreByRunningRequestsAndAWideWinLengthensTheStretch) {
+  Governor governor;
+  run(governor, kProbe, true, 0.001, 16, /*running=*/8);  // 2,000 tokens a second per request
+  run(governor, kProbe, false, 0.001, 4, /*running=*/4);  // 1,000
+  run(governor, Governor::kStretch, true, 0.001, 16, 8);
+  run(governor, kProbe, false, 0.001, 4, 4);
+  // Speculation won widely twice: the next stretch is twice as long.
+  run(governor, 2 * Governor::kStretch, true, 0.001, 16, 8);
+  EXPECT_FALSE(governor.allows());
+  EXPECT_DOUBLE_EQ(governor.speculative_rate(), 2000);
+  EXPECT_DOUBLE_EQ(governor.plain_rate(), 1000);
+}
+
+}  // namespace
+}  // namespace graphed::infer
