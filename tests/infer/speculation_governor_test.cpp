@@ -1,6 +1,7 @@
 // tests/infer/speculation_governor_test.cpp — the governor takes turns measuring steps with and without speculation
 // (tokens a second per running request, the first steps of a probe skipped) and runs the side that drew more for a
-// stretch, longer while the same side keeps winning widely; calls that drew nothing are not measured.
+// stretch, longer while the same side keeps winning widely; the time of calls that handed out nothing goes to the
+// next that does, and steps computing prompts are not measured.
 #include "graphed/infer/speculation_governor.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@ constexpr int64_t kProbe = Governor::kSkipped + Governor::kMeasured;
 void run(Governor& governor, int64_t steps, bool speculating, double seconds, int64_t tokens, int64_t running = 4) {
   for (int64_t i = 0; i < steps; ++i) {
     ASSERT_EQ(governor.allows(), speculating) << "step " << i;
-    governor.record(seconds, tokens, running);
+    governor.record(seconds, tokens, running, /*decode=*/true);
   }
 }
 
@@ -34,12 +35,14 @@ TEST(SpeculationGovernor, MeasuresBothSidesThenRunsTheFasterForAStretch) {
   EXPECT_EQ(governor.plain_steps(), 2 * kProbe + 2 * Governor::kStretch);
 }
 
-TEST(SpeculationGovernor, SkipsTheFirstStepsOfAProbeAndCallsThatDrewNothing) {
+TEST(SpeculationGovernor, SkipsAProbesFirstStepsAndPromptStepsAndCountsTheTimeOfCallsThatDrewNothing) {
   Governor governor;
   run(governor, Governor::kSkipped, true, 1.0, 1);  // the first steps are slow (the side before drains): skipped
-  for (int i = 0; i < 5; ++i) governor.record(0.5, 0, 4);  // launched only, or idle
-  run(governor, Governor::kMeasured, true, 0.001, 4);
-  EXPECT_DOUBLE_EQ(governor.speculative_rate(), 4 / (0.001 * 4));
+  governor.record(0.5, 8, 4, /*decode=*/false);     // a step computing prompts: not measured
+  run(governor, Governor::kMeasured - 1, true, 0.001, 4);
+  governor.record(0.002, 0, 4, true);  // it launched a step (or a draft proposed), and handed out nothing
+  governor.record(0.001, 4, 4, true);  // its time goes to the next call
+  EXPECT_DOUBLE_EQ(governor.speculative_rate(), 4 * Governor::kMeasured / (0.001 * 4 * (Governor::kMeasured + 2)));
   EXPECT_FALSE(governor.allows());
 }
 

@@ -85,7 +85,9 @@ class Scheduler {
   const SchedulerLimits& limits() const { return limits_; }
   const Speculator& speculator() const { return speculator_; }
   /// Measures one step() call for speculation's governor (Speculator::record_step).
-  void record_step(double seconds, int64_t tokens) { speculator_.record_step(seconds, tokens, running_count()); }
+  void record_step(double seconds, int64_t tokens, bool decode) {
+    speculator_.record_step(seconds, tokens, running_count(), decode);
+  }
 
  private:
   /// Blocks for `tokens` tokens of `request`, allocating what it lacks; false when the pool is short.

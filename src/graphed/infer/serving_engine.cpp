@@ -405,9 +405,8 @@ StepResult ServingEngine::step() {
   stats_.step_seconds += result.timing.seconds;
   stats_.host_seconds += result.timing.host_seconds;
   // Speculation's governor compares decode steps: a step computing prompt tokens draws few for its time.
-  if (result.real.prefill_count == 0) {
-    scheduler_.record_step(result.timing.seconds, static_cast<int64_t>(result.tokens.size()));
-  }
+  scheduler_.record_step(result.timing.seconds, static_cast<int64_t>(result.tokens.size()),
+                         result.real.prefill_count == 0);
   return result;
 }
 

@@ -5,8 +5,12 @@
 
 namespace graphed::infer {
 
-void SpeculationGovernor::record(double seconds, int64_t tokens, int64_t running) {
-  if (tokens <= 0 || running <= 0 || seconds <= 0) return;  // an idle call, or one that only launched
+void SpeculationGovernor::record(double seconds, int64_t tokens, int64_t running, bool decode) {
+  waiting_seconds_ += seconds;
+  if (tokens <= 0) return;
+  seconds = waiting_seconds_;
+  waiting_seconds_ = 0;
+  if (!decode || running <= 0 || seconds <= 0) return;
   ++total_steps_;
   if (!speculating_) ++plain_steps_;
   if (++steps_ > length_ - kMeasured) {

@@ -24,8 +24,11 @@ class SpeculationGovernor {
 
   /// Whether the next step may speculate.
   bool allows() const { return speculating_; }
-  /// One step() call that handed out `tokens` tokens in `seconds`, with `running` requests in the engine.
-  void record(double seconds, int64_t tokens, int64_t running);
+  /// One step() call of `seconds`: it handed out `tokens` tokens with `running` requests in the engine, from a step
+  /// that computed no prompt token (`decode`: a step computing prompts draws few tokens for its time, and is not
+  /// measured). The time of calls that handed out nothing (a step launched, the one before it still on the device;
+  /// a draft model's proposals) goes to the next call that does.
+  void record(double seconds, int64_t tokens, int64_t running, bool decode);
 
   /// The latest measured tokens per second per running request, with and without speculation (0: not measured).
   double speculative_rate() const { return speculative_rate_; }
@@ -39,13 +42,14 @@ class SpeculationGovernor {
   void end_phase();
 
   bool probing_ = false;
-  bool speculating_ = true;             // the side running now; the first stretch is only a measurement
-  bool stretch_speculating_ = true;     // the last stretch's side
-  bool decided_ = false;                // a probe has chosen a side before
+  bool speculating_ = true;                // the side running now; the first stretch is only a measurement
+  bool stretch_speculating_ = true;        // the last stretch's side
+  bool decided_ = false;                   // a probe has chosen a side before
   int64_t length_ = kSkipped + kMeasured;  // of this phase, in steps
   int64_t stretch_ = kStretch;
-  int64_t steps_ = 0;   // in this phase
-  double seconds_ = 0;  // measured in this phase, by running requests
+  int64_t steps_ = 0;           // in this phase
+  double waiting_seconds_ = 0;  // of calls since the last that handed out tokens
+  double seconds_ = 0;          // measured in this phase, by running requests
   double tokens_ = 0;
   double speculative_rate_ = 0;
   double plain_rate_ = 0;

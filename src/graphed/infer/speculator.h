@@ -32,9 +32,9 @@ class Speculator {
   /// Whether `request` verifies proposals at its next decode step (then it waits for its tokens in flight): its
   /// options allow it, it is not pausing, and speculation pays at the engine's load (the governor).
   bool speculates(const Request& request) const;
-  /// Measures one step() call for the governor: `tokens` handed out in `seconds` with `running` requests.
-  void record_step(double seconds, int64_t tokens, int64_t running) {
-    if (enabled() && config_.governed) governor_.record(seconds, tokens, running);
+  /// Measures one step() call for the governor (SpeculationGovernor::record).
+  void record_step(double seconds, int64_t tokens, int64_t running, bool decode) {
+    if (enabled() && config_.governed) governor_.record(seconds, tokens, running, decode);
   }
   const SpeculationGovernor& governor() const { return governor_; }
   /// Whether a speculating request with a token in flight should wait for it (a step without it) to propose next:
