@@ -20,25 +20,27 @@ void run(Governor& governor, int64_t steps, bool speculating, double seconds, in
   }
 }
 
-TEST(SpeculationGovernor, MeasuresBothSidesThenRunsTheFasterForAStretch) {
+TEST(SpeculationGovernor, MeasuresBothSidesThenRunsTheFasterForAStretchLongerAfterAWideWin) {
   Governor governor;
-  run(governor, kProbe, true, 0.002, 8);   // speculation: 8 tokens in 2 ms
-  run(governor, kProbe, false, 0.001, 4);  // without: 4 in 1 ms, the same rate: speculation keeps the tie
+  run(governor, Governor::kShortStretch, true, 0.002, 8);  // speculation: 8 tokens in 2 ms
+  run(governor, kProbe, false, 0.001, 4);  // without: 4 in 1 ms, the same rate: speculation keeps the tie, briefly
   EXPECT_DOUBLE_EQ(governor.speculative_rate(), governor.plain_rate());
-  run(governor, Governor::kStretch, true, 0.003, 8);  // speculation slows down (a larger batch)
-  run(governor, kProbe, false, 0.001, 4);
+  run(governor, Governor::kShortStretch, true, 0.003, 8);  // speculation slows down (a larger batch)
+  run(governor, kProbe, false, 0.001, 4);                  // plain wins by 1.5 times
   EXPECT_LT(governor.speculative_rate(), governor.plain_rate());
   run(governor, Governor::kStretch, false, 0.001, 4);
-  run(governor, kProbe, true, 0.003, 8);  // still slower: plain again
-  run(governor, Governor::kStretch, false, 0.001, 4);
-  EXPECT_EQ(governor.steps(), 3 * kProbe + 3 * Governor::kStretch + kProbe);
-  EXPECT_EQ(governor.plain_steps(), 2 * kProbe + 2 * Governor::kStretch);
+  run(governor, kProbe, true, 0.003, 8);  // widely slower again: a stretch twice as long
+  run(governor, 2 * Governor::kStretch, false, 0.001, 4);
+  EXPECT_TRUE(governor.allows());
+  EXPECT_EQ(governor.steps(), 2 * Governor::kShortStretch + 3 * kProbe + 3 * Governor::kStretch);
+  EXPECT_EQ(governor.plain_steps(), 2 * kProbe + 3 * Governor::kStretch);
 }
 
 TEST(SpeculationGovernor, SkipsAProbesFirstStepsAndPromptStepsAndCountsTheTimeOfCallsThatDrewNothing) {
   Governor governor;
-  run(governor, Governor::kSkipped, true, 1.0, 1);  // the first steps are slow (the side before drains): skipped
-  governor.record(0.5, 8, 4, /*decode=*/false);     // a step computing prompts: not measured
+  // Only a stretch's last steps measure it: its first ones are slow here (the side before drains).
+  run(governor, Governor::kShortStretch - Governor::kMeasured, true, 1.0, 1);
+  governor.record(0.5, 8, 4, /*decode=*/false);  // a step computing prompts: not measured
   run(governor, Governor::kMeasured - 1, true, 0.001, 4);
   governor.record(0.002, 0, 4, true);  // it launched a step (or a draft proposed), and handed out nothing
   governor.record(0.001, 4, 4, true);  // its time goes to the next call
@@ -46,17 +48,23 @@ TEST(SpeculationGovernor, SkipsAProbesFirstStepsAndPromptStepsAndCountsTheTimeOf
   EXPECT_FALSE(governor.allows());
 }
 
-TEST(SpeculationGovernor, RatesAreByRunningRequestsAndAWideWinLengthensTheStretch) {
+TEST(SpeculationGovernor, RatesAreByRunningRequests) {
   Governor governor;
-  run(governor, kProbe, true, 0.001, 16, /*running=*/8);  // 2,000 tokens a second per request
-  run(governor, kProbe, false, 0.001, 4, /*running=*/4);  // 1,000
-  run(governor, Governor::kStretch, true, 0.001, 16, 8);
-  run(governor, kProbe, false, 0.001, 4, 4);
-  // Speculation won widely twice: the next stretch is twice as long.
-  run(governor, 2 * Governor::kStretch, true, 0.001, 16, 8);
-  EXPECT_FALSE(governor.allows());
+  run(governor, Governor::kShortStretch, true, 0.001, 16, /*running=*/8);  // 2,000 tokens a second per request
+  run(governor, kProbe, false, 0.001, 7, /*running=*/7);                   // 1,000 a request, with one request fewer
   EXPECT_DOUBLE_EQ(governor.speculative_rate(), 2000);
   EXPECT_DOUBLE_EQ(governor.plain_rate(), 1000);
+  run(governor, Governor::kStretch, true, 0.001, 16, 8);  // a wide win: a full stretch
+  EXPECT_FALSE(governor.allows());
+}
+
+TEST(SpeculationGovernor, MeasurementsAtAnotherLoadDecideNothing) {
+  Governor governor;
+  run(governor, Governor::kShortStretch, true, 0.001, 32, /*running=*/32);  // 1,000 tokens a second per request
+  run(governor, kProbe, false, 0.001, 8, /*running=*/4);        // 2,000, but with 4 requests (a run's last ones)
+  run(governor, Governor::kShortStretch, true, 0.001, 32, 32);  // the last stretch's side again, briefly
+  run(governor, kProbe, false, 0.001, 64, 32);                  // at the same load: 2,000 against 1,000
+  EXPECT_FALSE(governor.allows());
 }
 
 }  // namespace

@@ -13,14 +13,20 @@ namespace graphed::infer {
 class SpeculationGovernor {
  public:
   /// A probe: steps skipped while the last side's steps drain, then steps measured. A stretch runs the side that
-  /// drew more, kStretch steps at first, doubled while the same side keeps winning by a wide margin, to
-  /// kLongestStretch; its last kMeasured steps measure its side again.
+  /// drew more: kShortStretch steps after a narrow win (or measurements at different loads), kStretch after a wide
+  /// one, doubled while the same side keeps winning widely, to kLongestStretch; its last kMeasured steps measure its
+  /// side again. The first stretch speculates for kShortStretch steps.
   static constexpr int64_t kSkipped = 2;
   static constexpr int64_t kMeasured = 6;
+  static constexpr int64_t kShortStretch = 16;
   static constexpr int64_t kStretch = 64;
   static constexpr int64_t kLongestStretch = 512;
   /// A side that draws this many times the other's tokens a second wins by a wide margin.
   static constexpr double kWideMargin = 1.3;
+  /// Two measurements compare only at about the same load: their mean running requests within this fraction of each
+  /// other (a smaller batch draws more tokens a second per request, as a run's last requests finish). Otherwise the
+  /// last stretch's side runs again.
+  static constexpr double kSameLoad = 0.15;
 
   /// Whether the next step may speculate.
   bool allows() const { return speculating_; }
@@ -42,15 +48,19 @@ class SpeculationGovernor {
   void end_phase();
 
   bool probing_ = false;
-  bool speculating_ = true;                // the side running now; the first stretch is only a measurement
-  bool stretch_speculating_ = true;        // the last stretch's side
-  bool decided_ = false;                   // a probe has chosen a side before
-  int64_t length_ = kSkipped + kMeasured;  // of this phase, in steps
+  bool speculating_ = true;          // the side running now; the first stretch is only a measurement
+  bool stretch_speculating_ = true;  // the last stretch's side
+  bool wide_ = false;                // the last stretch's side had won widely
+  int64_t length_ = kShortStretch;   // of this phase, in steps
   int64_t stretch_ = kStretch;
   int64_t steps_ = 0;           // in this phase
   double waiting_seconds_ = 0;  // of calls since the last that handed out tokens
   double seconds_ = 0;          // measured in this phase, by running requests
   double tokens_ = 0;
+  double running_ = 0;  // summed over the measured steps
+  int64_t measured_ = 0;
+  double speculative_load_ = 0;  // mean running requests of each side's latest measurement
+  double plain_load_ = 0;
   double speculative_rate_ = 0;
   double plain_rate_ = 0;
   int64_t total_steps_ = 0;
