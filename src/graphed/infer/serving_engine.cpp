@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include <ATen/core/grad_mode.h>
 
@@ -110,6 +111,26 @@ BucketLimits bucket_limits(const ServingOptions& options, int64_t max_sequence, 
   return limits;
 }
 
+/// The engine's buckets. With speculation, the buckets of the engine without it (so that a step without proposals
+/// pads to what it would without speculation) and those up to the verification rows, in Megatron's order: prefill
+/// tokens, then decode requests, descending.
+std::vector<BatchDimensions> engine_buckets(const ServingOptions& options, int64_t max_sequence, bool hybrid) {
+  std::vector<BatchDimensions> buckets =
+      generate_buckets(options.num_cuda_graphs, bucket_limits(options, max_sequence, hybrid));
+  if (!options.speculation.enabled()) return buckets;
+  ServingOptions plain = options;
+  plain.speculation = SpeculativeDecoding{};
+  for (const BatchDimensions& bucket :
+       generate_buckets(options.num_cuda_graphs, bucket_limits(plain, max_sequence, hybrid))) {
+    if (std::find(buckets.begin(), buckets.end(), bucket) == buckets.end()) buckets.push_back(bucket);
+  }
+  std::stable_sort(buckets.begin(), buckets.end(), [](const BatchDimensions& a, const BatchDimensions& b) {
+    return std::make_tuple(a.token_count - a.decode_count, a.decode_count) >
+           std::make_tuple(b.token_count - b.decode_count, b.decode_count);
+  });
+  return buckets;
+}
+
 /// The most tokens one step holds. Where the buckets hold prompt tokens, the largest bucket's: every step the
 /// scheduler forms then has a bucket (a step of at most that many tokens and at most max requests matches one,
 /// batch_buckets.h), so no step runs eagerly for its size. In every scope alike, so that scope none computes
@@ -178,8 +199,7 @@ ServingEngine::ServingEngine(model::GptModel model, const at::Device& device, Se
       cache_(std::make_unique<PagedCache>(model_, sizes_.blocks, options_.block_size, options_.max_requests + 1,
                                           model_options(model_, device_))),
       pool_(sizes_.blocks),
-      buckets_(generate_buckets(options_.num_cuda_graphs,
-                                bucket_limits(options_, sizes_.max_sequence, model_->config().has_mamba_layers()))),
+      buckets_(engine_buckets(options_, sizes_.max_sequence, model_->config().has_mamba_layers())),
       scheduler_(SchedulerLimits{options_.max_requests, steps_token_limit(options_, buckets_), options_.block_size,
                                  options_.chunked_prefill, options_.prefix_sharing, step_rows(options_)},
                  pool_, Speculator(options_.speculation)),
