@@ -225,7 +225,9 @@ TEST(BenchServe, ItsFlagsWithoutServeAreRefused) {
   for (const std::vector<std::string> arguments :
        {std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--requests", "8"},
         std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--inference-max-requests", "8"},
-        std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--temperature", "1"}}) {
+        std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--temperature", "1"},
+        std::vector<std::string>{"bench", "--preset", "tiny", "--device", "cpu", "--decode", "--speculative-config",
+                                 R"({"method": "ngram", "num_speculative_tokens": 2})"}}) {
     try {
       run_bench(parse_command_line(arguments), out);
       ADD_FAILURE() << arguments.back();

@@ -289,7 +289,7 @@ void refuse_serve_flags_without_serve(const CommandLine& command_line) {
       serving.cuda_graph_max_tokens != engine.cuda_graph_max_tokens ||
       serving.mixed_prefill_count != engine.mixed_prefill_count || serving.decode_only_cuda_graphs ||
       serving.disable_chunked_prefill || serving.enable_prefix_caching || serving.no_async_scheduling ||
-      !command_line.generate.hf_folder.empty();
+      !serving.speculative_config.empty() || !command_line.generate.hf_folder.empty();
   if (workload_given || engine_given) {
     throw ConfigError(std::string(workload_given ? "a serving workload flag" : "a serving engine flag (or --hf)") +
                       " was given to graphed bench without --serve, where it does nothing; fix: add --serve, or leave "
