@@ -13,6 +13,7 @@
 #include "graphed/infer/draft_proposer.h"
 #include "graphed/infer/serving_engine.h"
 #include "graphed/util/error.h"
+#include "served_run.h"
 #include "test_models.h"
 
 namespace graphed::infer::draft_tests {
@@ -44,35 +45,13 @@ const std::vector<std::vector<int64_t>> kPrompts{
     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {30, 31}, {5}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52}, {20, 9}};
 
 RequestOptions request_options(int64_t new_tokens, double temperature, uint64_t seed) {
-  RequestOptions options;
-  options.max_new_tokens = new_tokens;
-  options.sampling.temperature = temperature;
-  options.sampling.seed = seed;
-  return options;
+  return testing::sampling_request(new_tokens, temperature, seed);
 }
 
-struct Served {
-  std::vector<std::vector<int64_t>> tokens;  // by prompt
-  EngineStats stats;
-  int64_t blocks_in_use = 0;
-};
+using Served = testing::ServedRun;
 
 Served serve(model::GptModel& model, const ServingOptions& options, const std::vector<RequestOptions>& requests) {
-  ServingEngine engine(model, at::Device(at::kCPU), options);
-  std::vector<int64_t> ids;
-  for (std::size_t i = 0; i < kPrompts.size(); ++i) ids.push_back(engine.add_request(kPrompts[i], requests[i]));
-  std::map<int64_t, std::vector<int64_t>> finished;
-  for (int guard = 0; engine.has_work() && guard < 100000; ++guard) {
-    for (auto& done : engine.step().finished) {
-      EXPECT_NE(done.reason, FinishReason::kRejected) << done.message;
-      finished[done.request] = done.tokens;
-    }
-  }
-  Served served;
-  for (const int64_t id : ids) served.tokens.push_back(finished[id]);
-  served.stats = engine.stats();
-  served.blocks_in_use = engine.blocks_in_use();
-  return served;
+  return testing::serve_to_end(model, options, kPrompts, requests);
 }
 
 std::vector<RequestOptions> all_greedy(int64_t new_tokens) {

@@ -14,6 +14,7 @@
 
 #include "graphed/infer/serving_engine.h"
 #include "graphed/util/error.h"
+#include "served_run.h"
 #include "test_models.h"
 
 namespace graphed::infer {
@@ -52,36 +53,14 @@ const std::vector<std::vector<int64_t>> kPrompts{{1, 2, 3, 4, 1, 2, 3, 4, 1, 2},
                                                  {20, 21, 20, 21, 20}};
 
 RequestOptions request_options(int64_t new_tokens, double temperature, uint64_t seed) {
-  RequestOptions options;
-  options.max_new_tokens = new_tokens;
-  options.sampling.temperature = temperature;
-  options.sampling.seed = seed;
-  return options;
+  return testing::sampling_request(new_tokens, temperature, seed);
 }
 
-struct Served {
-  std::vector<std::vector<int64_t>> tokens;  // by prompt
-  EngineStats stats;
-  int64_t blocks_in_use = 0;
-};
+using Served = testing::ServedRun;
 
 Served serve(model::GptModel& model, const ServingOptions& options, const std::vector<std::vector<int64_t>>& prompts,
              const std::vector<RequestOptions>& requests) {
-  ServingEngine engine(model, at::Device(at::kCPU), options);
-  std::vector<int64_t> ids;
-  for (std::size_t i = 0; i < prompts.size(); ++i) ids.push_back(engine.add_request(prompts[i], requests[i]));
-  std::map<int64_t, std::vector<int64_t>> finished;
-  for (int guard = 0; engine.has_work() && guard < 100000; ++guard) {
-    for (auto& done : engine.step().finished) {
-      EXPECT_NE(done.reason, FinishReason::kRejected) << done.message;
-      finished[done.request] = done.tokens;
-    }
-  }
-  Served served;
-  for (const int64_t id : ids) served.tokens.push_back(finished[id]);
-  served.stats = engine.stats();
-  served.blocks_in_use = engine.blocks_in_use();
-  return served;
+  return testing::serve_to_end(model, options, prompts, requests);
 }
 
 std::vector<RequestOptions> all_greedy(std::size_t count, int64_t new_tokens) {

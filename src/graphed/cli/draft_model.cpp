@@ -20,12 +20,12 @@ namespace {
 }
 
 /// The command line that loads `folder` as --load (a graphed checkpoint) or --hf (a folder with config.json) would,
-/// in generate's dtype and with its --tokenizer, and nothing else of the target's flags.
+/// in generate's dtype, with the folder's own tokenizer (compared with the served model's), and nothing else of the
+/// target's flags.
 CommandLine draft_command_line(const CommandLine& command_line, const std::string& folder) {
   CommandLine draft;
   draft.command = command_line.command;
   draft.generate.dtype = command_line.generate.dtype;
-  draft.generate.tokenizer = command_line.generate.tokenizer;
   if (path_exists(join_path(folder, "config.json"))) {
     draft.generate.hf_folder = folder;
   } else {

@@ -191,6 +191,11 @@ int run_serve(const CommandLine& command_line, std::ostream& out) {
   const dist::LaunchEnvironment environment = launch_environment();
   const int64_t tensor_size = command_line.settings.train.tensor_model_parallel_size;
   require_serving_launch(environment, tensor_size);
+  if (tensor_size > 1 && !command_line.serving.speculative_config.empty()) {  // before any model loads
+    throw ConfigError(
+        "speculative decoding is not built for tensor-parallel serving yet; fix: serve with one process, or without "
+        "--speculative-config");
+  }
   check_flags(command_line.server);
   const at::Device device =
       device_for_rank(choose_device(command_line.settings.train.device, "serving eagerly in fp32"), environment);

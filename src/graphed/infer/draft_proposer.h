@@ -14,14 +14,17 @@
 
 namespace graphed::infer {
 
-/// The draft engine's options: the target engine's step limits and graphs, small blocks, prefix sharing, greedy
-/// draws below `vocabulary` (the target's drawable tokens), no speculation of its own.
-ServingOptions draft_engine_options(const ServingOptions& target, int64_t vocabulary);
+/// The draft engine's options: the target engine's step limits and graphs, its positions per request where the
+/// draft's `draft_context` holds them, small blocks, chunked prefill, prefix sharing, greedy draws below `vocabulary`
+/// (the target's drawable tokens), no speculation of its own.
+ServingOptions draft_engine_options(const ServingOptions& target, int64_t vocabulary, int64_t draft_context);
 
 class DraftModelProposer final : public Proposer {
  public:
   /// The draft's blocks (positions per cache block): prefix sharing takes back whole blocks.
   static constexpr int64_t kBlockSize = 16;
+  /// On a GPU, the most of the free memory the draft's cache takes (the target's cache is sized after it).
+  static constexpr double kMemoryShare = 0.25;
 
   /// `draft` in eval mode on `device`; `target`: the target engine's options; `vocabulary`: the ids the target draws
   /// (its tokenizer's). Captures the draft's graphs now, so that the target's cache is sized after them. Throws

@@ -184,6 +184,7 @@ int64_t Scheduler::admit_reusing(Request& request, Request& source, int64_t budg
 
 std::vector<ScheduledChunk> Scheduler::add_proposals(std::vector<ScheduledChunk> decode, int64_t rows, int64_t budget) {
   // Which requests propose, and how many tokens each may: rows and tokens are set aside in order.
+  const bool full = rows <= 0 || budget <= 0;  // the step has no room for any proposal
   std::vector<Proposer::Ask> asks;
   std::vector<std::size_t> asked;  // the chunk of each ask
   for (std::size_t i = 0; i < decode.size(); ++i) {
@@ -191,10 +192,10 @@ std::vector<ScheduledChunk> Scheduler::add_proposals(std::vector<ScheduledChunk>
     if (!speculator_.speculates(request) || request.in_flight > 0) continue;
     const int64_t room = std::min(
         {rows, budget, speculator_.proposal_limit(request), request.options.max_new_tokens - request.generated() - 1});
-    // A request that waited for its tokens to propose, and finds no room, counts a miss: it stops waiting for
-    // nothing.
     if (room <= 0) {
-      speculator_.record(request, 0, 0);
+      // A request that waited for its tokens to propose and finds the step full counts a miss: it stops waiting for
+      // nothing. Room that others set aside is no miss (they may not use it all).
+      if (full) speculator_.record(request, 0, 0);
       continue;
     }
     asks.push_back({&request, room});
