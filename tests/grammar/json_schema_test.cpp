@@ -93,17 +93,24 @@ TEST(JsonSchemaTest, FramedDocumentsComeBetweenTheirTextsAndRepeatWithinTheirCou
 
 TEST(JsonSchemaTest, RefusesUnsupportedKeywordsNamingEveryPath) {
   EXPECT_EQ(refusal(R"({"type":"object","patternProperties":{"^x":{}},"properties":{"name":{"type":"string",
-               "pattern":"^[a-z]+$"},"n":{"type":"integer","minimum":0}}})"),
-            "the schema uses keywords graphed does not support: 'patternProperties' at /, 'pattern' at "
-            "/properties/name, 'minimum' at /properties/n; fix: remove them (state such constraints in the prompt "
+               "pattern":"^[a-z]+$","maxLength":3},"n":{"type":"integer","minimum":0}}})"),
+            "the schema uses keywords graphed does not support: 'patternProperties' at /, 'pattern' beside "
+            "'maxLength' at /properties/name (write the length into the pattern, e.g. {1,20}), 'minimum' at "
+            "/properties/n; fix: remove them (state such constraints in the prompt instead); docs/serving.md lists "
+            "what structured output supports");
+  EXPECT_EQ(refusal(R"({"type":"string","pattern":"(a)\\1"})"),
+            "the schema uses keywords graphed does not support: 'pattern' at /: the regular expression '(a)\\1' has "
+            "the backreference '\\1' at character 5, which graphed cannot follow; fix: rewrite the pattern without "
+            "it (docs/serving.md lists the supported syntax); fix: remove them (state such constraints in the prompt "
             "instead); docs/serving.md lists what structured output supports");
   EXPECT_EQ(refusal(R"({"anyOf":[{"type":"null"}],"type":"null","items":{"allOf":[]},"additionalProperties":true})"),
             "the schema uses keywords graphed does not support: 'type' beside 'anyOf' at /, 'items' beside 'anyOf' "
             "at /, 'additionalProperties' beside 'anyOf' at /; fix: remove them (state such constraints in the prompt "
             "instead); docs/serving.md lists what structured output supports");
-  EXPECT_EQ(refusal(R"({"properties":{"a/b":{"format":"date-time"}},"additionalProperties":{},
+  EXPECT_EQ(refusal(R"({"properties":{"a/b":{"format":"hostname"}},"additionalProperties":{},
                "items":{"$ref":"other.json#/x"}})"),
-            "the schema uses keywords graphed does not support: 'format' at /properties/a~1b, "
+            "the schema uses keywords graphed does not support: 'format' \"hostname\" at /properties/a~1b (graphed "
+            "follows date-time, date, time, uuid, ipv4, email), "
             "'additionalProperties' other than false at /, '$ref' to 'other.json#/x' (only #, #/$defs/... and "
             "#/definitions/...) at /items; fix: remove them (state such constraints in the prompt instead); "
             "docs/serving.md lists what structured output supports");

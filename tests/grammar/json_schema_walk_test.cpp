@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -45,7 +47,11 @@ class ReferenceValidator {
     if (value.is_object()) return valid_object(value, schema);
     if (value.is_array()) return valid_array(value, schema);
     if (value.is_string()) {
-      const std::size_t length = code_points(value.get<std::string>());
+      const std::string text = value.get<std::string>();
+      if (schema.contains("pattern") && !std::regex_search(text, std::regex(schema["pattern"].get<std::string>())))
+        return false;
+      if (schema.contains("format") && !valid_format(text, schema["format"].get<std::string>())) return false;
+      const std::size_t length = code_points(text);
       return length >= schema.value("minLength", 0u) && length <= schema.value("maxLength", 1u << 30);
     }
     return true;
@@ -89,6 +95,41 @@ class ReferenceValidator {
       if (!valid(member, properties[name])) return false;
     }
     return true;
+  }
+
+  // The formats by their definitions, not by graphed's patterns: a real calendar date, 8-4-4-4-12 hex digits,
+  // four decimal octets without leading zeros.
+  static bool valid_format(const std::string& text, const std::string& format) {
+    if (format == "date") {
+      int year = 0, month = 0, day = 0;
+      if (text.size() != 10 || std::sscanf(text.c_str(), "%4d-%2d-%2d", &year, &month, &day) != 3) return false;
+      const int lengths[] = {
+          31, (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30,
+          31};
+      return month >= 1 && month <= 12 && day >= 1 && day <= lengths[month - 1];
+    }
+    if (format == "uuid") {
+      return std::regex_match(text, std::regex("[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"));
+    }
+    if (format == "ipv4") {
+      std::size_t start = 0;
+      for (int octet = 0; octet < 4; ++octet) {
+        const std::size_t end = octet < 3 ? text.find('.', start) : text.size();
+        if (end == std::string::npos) return false;
+        const std::string part = text.substr(start, end - start);
+        if (part.empty() || part.size() > 3 || (part.size() > 1 && part[0] == '0') ||
+            part.find_first_not_of("0123456789") != std::string::npos || std::stoi(part) > 255)
+          return false;
+        start = end + 1;
+      }
+      return true;
+    }
+    if (format == "date-time") {
+      const std::size_t t = text.find('T');
+      return t == 10 && valid_format(text.substr(0, 10), "date") &&
+             std::regex_match(text.substr(11), std::regex("\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?(Z|[+-]\\d\\d:\\d\\d)"));
+    }
+    return false;
   }
 
   bool valid_array(const Json& value, const Json& schema) const {

@@ -86,6 +86,27 @@ inline const std::vector<SchemaCase>& schema_corpus() {
        R"({"type":"array","prefixItems":[{"type":"boolean"}],"items":{"type":"null"},"minItems":2,"maxItems":3})",
        {"[true,null]", "[false,null,null]"},
        {"[true]", "[true,null,null,null]", "[null,null]"}},
+      {"patterns",
+       R"({"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-[0-9]{3}$"},
+           "tag":{"type":"string","pattern":"x\\d|^y$"},"quote":{"type":"string","pattern":"^\"[a-c]*\"$"}},
+           "required":["code","tag"]})",
+       {R"({"code":"AB-123","tag":"y"})", R"({"code":"ZZ-000","tag":"ax1b","quote":"\"ab\""})",
+        R"({"code":"ZZ-000","tag":"x9"})"},
+       {R"({"code":"AB-12","tag":"y"})", R"({"code":"ab-123","tag":"y"})", R"({"code":"AB-123","tag":"yy"})",
+        R"({"code":"AB-123","tag":"x"})", R"({"code":"AB-123","tag":"y","quote":"ab"})"}},
+      {"formats",
+       R"({"type":"object","properties":{"day":{"type":"string","format":"date"},"id":{"format":"uuid"},
+           "ip":{"type":"string","format":"ipv4"},"at":{"type":"string","format":"date-time"}},
+           "required":["day","id","ip"]})",
+       {R"({"day":"2024-02-28","id":"123e4567-e89b-12d3-a456-426614174000","ip":"10.0.255.1"})",
+        R"({"day":"1999-12-31","id":"00000000-0000-0000-0000-00000000000A","ip":"0.0.0.0",)"
+        R"("at":"2026-11-29T03:04:05.25+01:00"})"},
+       {R"({"day":"2024-02-30","id":"123e4567-e89b-12d3-a456-426614174000","ip":"10.0.255.1"})",
+        R"({"day":"2024-13-01","id":"123e4567-e89b-12d3-a456-426614174000","ip":"10.0.255.1"})",
+        R"({"day":"2024-02-28","id":"123e4567e89b12d3a456426614174000","ip":"10.0.255.1"})",
+        R"({"day":"2024-02-28","id":"123e4567-e89b-12d3-a456-426614174000","ip":"256.0.0.1"})",
+        R"({"day":"2024-02-28","id":"123e4567-e89b-12d3-a456-426614174000","ip":"01.0.0.1"})",
+        R"({"day":"2024-02-28","id":"123e4567-e89b-12d3-a456-426614174000","ip":"1.0.0.1","at":"2026-11-29"})"}},
   };
   return corpus;
 }

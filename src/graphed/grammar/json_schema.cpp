@@ -10,6 +10,8 @@
 
 #include "graphed/grammar/detail/json_rules.h"
 #include "graphed/grammar/detail/schema_check.h"
+#include "graphed/grammar/detail/string_formats.h"
+#include "graphed/grammar/regex.h"
 
 namespace graphed::grammar {
 
@@ -88,7 +90,7 @@ Element SchemaCompiler::compile_schema(const Json& schema, const std::string& pa
   if (types.empty()) {  // no type: inferred from the keywords that constrain one, else any value
     if (has_any(schema, {"properties", "required", "additionalProperties"})) types.push_back("object");
     if (has_any(schema, {"items", "prefixItems", "minItems", "maxItems"})) types.push_back("array");
-    if (has_any(schema, {"minLength", "maxLength"})) types.push_back("string");
+    if (has_any(schema, {"minLength", "maxLength", "pattern", "format"})) types.push_back("string");
     if (types.empty()) return Element::of_rule(json_.value);
   }
   std::vector<Sequence> alternatives;
@@ -245,6 +247,13 @@ Element SchemaCompiler::compile_array(const Json& schema, const std::string& pat
 }
 
 Element SchemaCompiler::compile_string(const Json& schema) {
+  if (schema.contains("pattern")) {
+    return add_pattern_string(grammar_, schema["pattern"].get<std::string>(), json_.string_character);
+  }
+  if (schema.contains("format")) {
+    return add_pattern_string(grammar_, detail::format_pattern(schema["format"].get<std::string>()),
+                              json_.string_character);
+  }
   if (!schema.contains("minLength") && !schema.contains("maxLength")) return Element::of_rule(json_.string);
   const long minimum = schema.value("minLength", 0L);
   const long maximum = schema.contains("maxLength") ? schema["maxLength"].get<long>() : -1;

@@ -26,8 +26,10 @@ namespace graphed::grammar {
 //   (a grammar linear in the count of properties);
 // - arrays: `items` (a schema, or false), `prefixItems`, `minItems`, `maxItems`. Without `items` and
 //   `prefixItems` any items are allowed; with `prefixItems` and no `items` no items past the prefix are;
-// - strings: `minLength`, `maxLength` (in code points). Characters are valid UTF-8 or JSON escapes (a \u
-//   surrogate pair counts as one); raw control characters are refused;
+// - strings: `minLength`, `maxLength` (in code points); or `pattern` (grammar/regex.h's subset of ECMAScript,
+//   searched as JSON schema says: an end not anchored by ^ or $ may have any characters beyond the match); or
+//   `format` date-time, date, time, uuid, ipv4 or email (detail/string_formats.h). Characters are valid UTF-8 or
+//   JSON escapes (a \u surrogate pair counts as one); raw control characters are refused;
 // - numbers: JSON number syntax, bounded so every number fits a double: at most 20 digits before the point,
 //   20 after it and 2 in the exponent; integers: an optional minus and at most 20 digits, no leading zeros;
 // - `enum`, `const` (written as nlohmann-json dumps them, compact); beside `type`, enum values of other types
@@ -38,9 +40,10 @@ namespace graphed::grammar {
 // - annotations, ignored: title, description, default, examples, $schema, $id, $comment, deprecated,
 //   readOnly, writeOnly.
 // Beside `$ref`, `anyOf` or `oneOf` only annotations and `$defs`/`definitions` may appear.
-// Refused (SchemaError naming each keyword and its path): everything else, notably `pattern`, `format`,
-// `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf` (the grammar could not
-// guarantee them), `patternProperties`, `allOf`, `not`, `if`/`then`/`else`, `uniqueItems`, `contains`.
+// Refused (SchemaError naming each keyword and its path): everything else, notably `pattern` or `format` beside
+// each other or beside a length, other formats, `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
+// `multipleOf` (the grammar could not guarantee them), `patternProperties`, `allOf`, `not`, `if`/`then`/`else`,
+// `uniqueItems`, `contains`.
 
 /// A schema that graphed cannot compile: unsupported keywords (all of them, with their JSON pointer paths)
 /// or an invalid schema. what() ends with "; fix: ...".

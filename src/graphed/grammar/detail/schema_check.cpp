@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "graphed/grammar/detail/regex_syntax.h"
+#include "graphed/grammar/detail/string_formats.h"
 #include "graphed/grammar/json_schema.h"
 
 namespace graphed::grammar::detail {
@@ -45,6 +47,7 @@ class SchemaChecker {
   void check_reference(const Json& value, const std::string& path);
   void check_count(const std::string& key, const Json& value, const std::string& path);
   void check_type(const Json& value, const std::string& path);
+  void check_string_form(const Json& schema, const std::string& path);
 
   void invalid(const std::string& key, const std::string& path, const std::string& problem) {
     findings_.invalid.push_back("'" + key + "' at " + display_path(path) + " " + problem);
@@ -94,6 +97,39 @@ void SchemaChecker::check(const Json& schema, const std::string& path) {
       schema["minLength"].get<std::uint64_t>() > schema["maxLength"].get<std::uint64_t>()) {
     invalid("minLength", path, "is larger than 'maxLength'");
   }
+  check_string_form(schema, path);
+}
+
+// `pattern` and `format`: one of them per string, without length bounds (a grammar cannot intersect them).
+void SchemaChecker::check_string_form(const Json& schema, const std::string& path) {
+  const bool pattern = schema.contains("pattern");
+  const bool format = schema.contains("format");
+  if (!pattern && !format) return;
+  const std::string name = pattern ? "pattern" : "format";
+  if (pattern && format) findings_.unsupported.push_back("'pattern' beside 'format' at " + display_path(path));
+  for (const char* bound : {"minLength", "maxLength"}) {
+    if (schema.contains(bound)) {
+      findings_.unsupported.push_back("'" + name + "' beside '" + bound + "' at " + display_path(path) +
+                                      " (write the length into the pattern, e.g. {1,20})");
+    }
+  }
+  if (pattern) {
+    if (!schema["pattern"].is_string())
+      return invalid("pattern", path, "must be a string, got " + schema["pattern"].dump());
+    try {
+      parse_regex(schema["pattern"].get<std::string>());
+    } catch (const Error& error) {
+      findings_.unsupported.push_back("'pattern' at " + display_path(path) + ": " + error.what());
+    }
+  }
+  if (format) {
+    if (!schema["format"].is_string())
+      return invalid("format", path, "must be a string, got " + schema["format"].dump());
+    if (format_pattern(schema["format"].get<std::string>()).empty()) {
+      findings_.unsupported.push_back("'format' \"" + schema["format"].get<std::string>() + "\" at " +
+                                      display_path(path) + " (graphed follows " + supported_formats() + ")");
+    }
+  }
 }
 
 void SchemaChecker::check_keyword(const std::string& key, const Json& value, const std::string& path) {
@@ -119,7 +155,7 @@ void SchemaChecker::check_keyword(const std::string& key, const Json& value, con
     check_count(key, value, path);
   } else if (key == "$ref") {
     check_reference(value, path);
-  } else if (key != "const") {
+  } else if (key != "const" && key != "pattern" && key != "format") {  // pattern, format: check_string_form()
     findings_.unsupported.push_back("'" + key + "' at " + display_path(path));
   }
 }
