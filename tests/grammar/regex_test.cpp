@@ -47,10 +47,10 @@ std::vector<std::string> short_strings() {
 
 TEST(RegexTest, MatchesWhatStdRegexMatchesOnEveryShortString) {
   const std::vector<std::string> patterns = {
-      "a*",        "(a|b)+c?",   "a{2,3}b",   "(a*b*)*",        "(a|)+c",    "(x?){2,3}a", "[a-b]{0,2}-?c",
-      "[^a]*",     "(ab|a)(c|bc)", "a+?b*?",  "\\-",            "[\\-a]+",   "(?:a|b){2}", "(a*)+b",
-      "((a|b)*c)?", "a|b|",      "^a|b$",     "(?<name>a|b)c{0}", "a{2,}",   "[abc]{3}",   ".b.",
-      "\\w\\W?",   "(a?b?)+c",   "a{0,0}b",   "(|a)(b|)",       "[^-]{1,2}"};
+      "a*",           "(a|b)+c?",         "a{2,3}b", "(a*b*)*",  "(a|)+c",     "(x?){2,3}a", "[a-b]{0,2}-?c", "[^a]*",
+      "(ab|a)(c|bc)", "a+?b*?",           "\\-",     "[\\-a]+",  "(?:a|b){2}", "(a*)+b",     "((a|b)*c)?",    "a|b|",
+      "^a|b$",        "(?<name>a|b)c{0}", "a{2,}",   "[abc]{3}", ".b.",        "\\w\\W?",    "(a?b?)+c",      "a{0,0}b",
+      "(|a)(b|)",     "[^-]{1,2}"};
   const std::vector<std::string> strings = short_strings();
   for (const std::string& pattern : patterns) {
     SCOPED_TRACE(pattern);
@@ -72,8 +72,8 @@ TEST(RegexTest, ClassesOfCodePointsMatchTheirUtf8ByteForByte) {
   };
   std::vector<std::uint32_t> code_points;
   for (std::uint32_t code_point = 0; code_point <= 0x10FFFF; code_point += 61) code_points.push_back(code_point);
-  for (std::uint32_t edge : {0x7Fu, 0x80u, 0xFFu, 0x100u, 0x7FFu, 0x800u, 0xFFEFu, 0xFFF0u, 0xFFFFu, 0x10000u,
-                             0x103FFu, 0x10400u, 0x10401u, 0x10FFFFu, static_cast<std::uint32_t>('q')}) {
+  for (std::uint32_t edge : {0x7Fu, 0x80u, 0xFFu, 0x100u, 0x7FFu, 0x800u, 0xFFEFu, 0xFFF0u, 0xFFFFu, 0x10000u, 0x103FFu,
+                             0x10400u, 0x10401u, 0x10FFFFu, static_cast<std::uint32_t>('q')}) {
     code_points.push_back(edge);
   }
   for (std::uint32_t code_point : code_points) {
@@ -81,11 +81,11 @@ TEST(RegexTest, ClassesOfCodePointsMatchTheirUtf8ByteForByte) {
     EXPECT_EQ(matches(grammar, utf8(code_point)), member(code_point)) << std::hex << code_point;
   }
   const Grammar negated = compile_regex("[^a\\u00e9]");
-  EXPECT_TRUE(matches(negated, "\xc3\xa8"));           // è
-  EXPECT_TRUE(matches(negated, "\xf0\x9f\x98\x80"));   // an emoji
-  EXPECT_FALSE(matches(negated, "\xc3\xa9"));          // é
+  EXPECT_TRUE(matches(negated, "\xc3\xa8"));          // è
+  EXPECT_TRUE(matches(negated, "\xf0\x9f\x98\x80"));  // an emoji
+  EXPECT_FALSE(matches(negated, "\xc3\xa9"));         // é
   EXPECT_FALSE(matches(negated, "a"));
-  EXPECT_FALSE(matches(negated, "\xed\xa0\x80"));      // a lone surrogate is no character
+  EXPECT_FALSE(matches(negated, "\xed\xa0\x80"));  // a lone surrogate is no character
   EXPECT_FALSE(matches(compile_regex("."), "\n"));
   EXPECT_TRUE(matches(compile_regex("[α-ω]+"), "αβω"));
   EXPECT_TRUE(matches(compile_regex("\\s"), "\xe3\x80\x80"));  // U+3000 is a space to ECMAScript
@@ -117,30 +117,41 @@ TEST(RegexTest, ChoicesAreTheirTextsExactly) {
 }
 
 TEST(RegexTest, RefusesWhatItCannotFollowNamingItAndWhere) {
-  auto refusal = [](const std::string& pattern) {
-    return error_text<RegexError>([&] { compile_regex(pattern); });
-  };
-  const std::string tail = ", which graphed cannot follow; fix: rewrite the pattern without it (docs/serving.md lists "
-                           "the supported syntax)";
+  auto refusal = [](const std::string& pattern) { return error_text<RegexError>([&] { compile_regex(pattern); }); };
+  const std::string tail =
+      ", which graphed cannot follow; fix: rewrite the pattern without it (docs/serving.md lists "
+      "the supported syntax)";
   EXPECT_EQ(refusal("(a)\\1"), "the regular expression '(a)\\1' has the backreference '\\1' at character 5" + tail);
-  EXPECT_EQ(refusal("a(?=b)"), "the regular expression 'a(?=b)' has a lookaround or flag group '(?=' (lookarounds "
-                               "and flags cannot be followed token by token) at character 3" + tail);
-  EXPECT_EQ(refusal("a\\bc"), "the regular expression 'a\\bc' has the word boundary '\\b' (an assertion, which "
-                              "cannot be followed token by token) at character 3" + tail);
-  EXPECT_EQ(refusal("a^b"), "the regular expression 'a^b' has the anchor '^' inside the pattern (anchors are "
-                            "supported at the start and end of a top-level alternative only) at character 2" + tail);
+  EXPECT_EQ(refusal("a(?=b)"),
+            "the regular expression 'a(?=b)' has a lookaround or flag group '(?=' (lookarounds "
+            "and flags cannot be followed token by token) at character 3" +
+                tail);
+  EXPECT_EQ(refusal("a\\bc"),
+            "the regular expression 'a\\bc' has the word boundary '\\b' (an assertion, which "
+            "cannot be followed token by token) at character 3" +
+                tail);
+  EXPECT_EQ(refusal("a^b"),
+            "the regular expression 'a^b' has the anchor '^' inside the pattern (anchors are "
+            "supported at the start and end of a top-level alternative only) at character 2" +
+                tail);
   EXPECT_EQ(refusal("(ab"), "the regular expression '(ab' has a '(' that is never closed at character 3" + tail);
   EXPECT_EQ(refusal("ab)"), "the regular expression 'ab)' has a ')' with no '(' before it at character 2" + tail);
   EXPECT_EQ(refusal("[b-a]"), "the regular expression '[b-a]' has the range 'b-a' out of order at character 4" + tail);
-  EXPECT_EQ(refusal("*a"), "the regular expression '*a' has the quantifier '*' with nothing before it to repeat at "
-                           "character 1" + tail);
-  EXPECT_EQ(refusal("a**"), "the regular expression 'a**' has the quantifier '*' right after another at character 2" +
-                                tail);
+  EXPECT_EQ(refusal("*a"),
+            "the regular expression '*a' has the quantifier '*' with nothing before it to repeat at "
+            "character 1" +
+                tail);
+  EXPECT_EQ(refusal("a**"),
+            "the regular expression 'a**' has the quantifier '*' right after another at character 2" + tail);
   EXPECT_EQ(refusal("\\p{L}"), "the regular expression '\\p{L}' has the escape '\\p' at character 2" + tail);
-  EXPECT_EQ(refusal("a{3,2}"), "the regular expression 'a{3,2}' has the quantifier {3,2} whose bounds are out of "
-                               "order at character 6" + tail);
-  EXPECT_EQ(refusal("a{100001}"), "the regular expression 'a{100001}' has a repetition count over graphed's limit of "
-                                  "100000 at character 8" + tail);
+  EXPECT_EQ(refusal("a{3,2}"),
+            "the regular expression 'a{3,2}' has the quantifier {3,2} whose bounds are out of "
+            "order at character 6" +
+                tail);
+  EXPECT_EQ(refusal("a{100001}"),
+            "the regular expression 'a{100001}' has a repetition count over graphed's limit of "
+            "100000 at character 8" +
+                tail);
 }
 
 }  // namespace

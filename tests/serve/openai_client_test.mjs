@@ -324,6 +324,34 @@ try {
     }
   });
 
+  await step('vLLM\'s structured_outputs: regex and choice answers match in 50 of 50 seeded tries; a schema\'s pattern and format', async () => {
+    const code = /^[A-Z]{2}-\d{3}( [a-z]{1,5})?$/;
+    const regex = await client.completions.create({ model, prompt: 'Code:', n: 50, seed: 2, temperature: 1, max_tokens: 40,
+                                                    structured_outputs: { regex: '[A-Z]{2}-\\d{3}( [a-z]{1,5})?' } });
+    for (const choice of regex.choices) {
+      check(choice.finish_reason === 'stop' && code.test(choice.text), `regex gave ${JSON.stringify(choice.text)} (${choice.finish_reason})`);
+    }
+    const labels = ['positive', 'negative', 'neutral'];
+    const chosen = await client.chat.completions.create({ model, messages: colorMessages, n: 50, seed: 4, temperature: 1,
+                                                          max_tokens: 20, guided_choice: labels });
+    for (const choice of chosen.choices) check(labels.includes(choice.message.content), `choice gave ${choice.message.content}`);
+    const stream = await client.completions.create({ model, prompt: 'Code:', seed: 6, temperature: 1, max_tokens: 40,
+                                                     stream: true, structured_outputs: { choice: labels } });
+    let streamed = '';
+    for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? '';
+    check(labels.includes(streamed), `streamed choice ${streamed}`);
+    const ticket = { type: 'object', additionalProperties: false, required: ['id', 'day'],
+      properties: { id: { type: 'string', pattern: '^[A-Z]{3}-[0-9]{2}$' }, day: { type: 'string', format: 'date' } } };
+    const tickets = await client.chat.completions.create({ model, messages: colorMessages, n: 50, seed: 8, temperature: 1,
+      max_tokens: 60, response_format: { type: 'json_schema', json_schema: { name: 'ticket', schema: ticket } } });
+    for (const choice of tickets.choices) {
+      const document = JSON.parse(choice.message.content);
+      const day = new Date(`${document.day}T00:00:00Z`);
+      check(/^[A-Z]{3}-[0-9]{2}$/.test(document.id) && /^\d{4}-\d{2}-\d{2}$/.test(document.day) &&
+            day.toISOString().slice(0, 10) === document.day, `ticket ${choice.message.content}`);
+    }
+  });
+
   // tool_choice "required" or a named function: the reply is drawn under the calls' grammar (Qwen2.5's <tool_call>
   // blocks). A call is at most 140 bytes, and the tools' prompt 345 tokens, so 150 tokens finish it in the context.
   const callTools = [
@@ -398,10 +426,14 @@ try {
     }
     try {
       await client.chat.completions.create({ model, messages: colorMessages, response_format: { type: 'json_schema',
-        json_schema: { name: 'x', schema: { type: 'string', pattern: '^a+$' } } } });
-      check(false, 'a pattern accepted');
+        json_schema: { name: 'x', schema: { type: 'string', pattern: '^(?=a)a+$' } } } });
+      check(false, 'a lookahead accepted');
     } catch (error) {
-      check(error instanceof OpenAI.BadRequestError && /'pattern' at \//.test(error.message), `pattern gave ${error}`);
+      check(error instanceof OpenAI.BadRequestError && /'pattern' at \/: the regular expression/.test(error.message),
+            `a lookahead gave ${error}`);
+    }
+    try { await client.completions.create({ model, prompt: 'x', structured_outputs: { grammar: 'root ::= "a"' } }); check(false, 'a grammar accepted'); } catch (error) {
+      check(error instanceof OpenAI.BadRequestError && /structured_outputs.grammar/.test(error.message), `a grammar gave ${error}`);
     }
     // 9 prompts x n = 128: more choices than the server holds at once (8 running and 1,024 queued).
     try { await client.completions.create({ model, prompt: Array(9).fill('x'), n: 128 }); check(false, '1,152 choices accepted'); } catch (error) {

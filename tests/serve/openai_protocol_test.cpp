@@ -217,18 +217,66 @@ TEST(OpenAiProtocolTest, ResponseFormatMistakesAreRefusedByName) {
             "schema the reply must follow");
   // Every unsupported keyword is named, with its path, in one message.
   const std::string refused = completion_error(format(R"({"type": "json_schema", "json_schema": {"name": "x",
-      "schema": {"type": "object", "properties": {"name": {"type": "string", "pattern": "^a"},
+      "schema": {"type": "object", "properties": {"name": {"type": "string", "format": "hostname"},
                  "age": {"type": "integer", "minimum": 0}}}}})"));
   EXPECT_EQ(refused.rfind("400 response_format.json_schema.schema: 'response_format.json_schema.schema': the schema "
-                          "uses keywords graphed does not support: 'pattern' at /properties/name, 'minimum' at "
-                          "/properties/age; fix: ",
+                          "uses keywords graphed does not support: 'format' \"hostname\" at /properties/name (graphed "
+                          "follows date-time, date, time, uuid, ipv4, email), 'minimum' at /properties/age; fix: ",
                           0),
             0u)
       << refused;
-  EXPECT_NE(completion_error({{"prompt", "x"}, {"guided_json", {{"type", "object"}}}})
-                .find("400 guided_json: 'guided_json' (vLLM's structured output) is not supported; send "
-                      "response_format"),
-            std::string::npos);
+}
+
+/// vLLM's structured_outputs and its older guided_* fields: each form read into its grammar, one form per request.
+TEST(OpenAiProtocolTest, VllmStructuredOutputFormsAreReadIntoGrammars) {
+  const auto source = [](const json& body) {
+    const CompletionRequest request = parse_completion_request(body);
+    return request.generation.grammar == nullptr
+               ? std::string("none")
+               : request.generation.grammar->source + " from " + request.generation.grammar_param;
+  };
+  const json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}};
+  EXPECT_EQ(source({{"prompt", "x"}, {"structured_outputs", {{"json", schema}}}}),
+            "json_schema from structured_outputs");
+  EXPECT_EQ(source({{"prompt", "x"}, {"structured_outputs", {{"json", schema.dump()}}}}),
+            "json_schema from structured_outputs");
+  EXPECT_EQ(source({{"prompt", "x"}, {"structured_outputs", {{"regex", "[a-z]+@x\\.com"}}}}),
+            "regex from structured_outputs");
+  EXPECT_EQ(source({{"prompt", "x"}, {"structured_outputs", {{"choice", {"yes", "no"}}}}}),
+            "choice from structured_outputs");
+  EXPECT_EQ(source({{"prompt", "x"}, {"structured_outputs", {{"json_object", true}, {"regex", nullptr}}}}),
+            "json_object from structured_outputs");
+  EXPECT_EQ(source({{"prompt", "x"}, {"guided_json", schema}}), "json_schema from guided_json");
+  EXPECT_EQ(source({{"prompt", "x"}, {"guided_regex", "a|b"}, {"guided_decoding_backend", "xgrammar"}}),
+            "regex from guided_regex");
+  EXPECT_EQ(source({{"prompt", "x"}, {"guided_choice", {"red", "blue"}}}), "choice from guided_choice");
+  EXPECT_EQ(source({{"prompt", "x"}, {"response_format", {{"type", "text"}}}}), "none");
+}
+
+TEST(OpenAiProtocolTest, VllmStructuredOutputMistakesAreRefusedByName) {
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_grammar", "root ::= \"a\""}}),
+            "400 guided_grammar: 'guided_grammar' (vLLM's structured output) is not supported; send response_format, "
+            "or structured_outputs with json, regex or choice, instead");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"structured_outputs", {{"grammar", "root ::= \"a\""}}}}),
+            "400 structured_outputs.grammar: 'structured_outputs.grammar' is not supported; send one of json (a "
+            "schema), regex, choice or json_object instead");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"structured_outputs", {{"regex", "a"}, {"choice", {"a"}}}}}),
+            "400 structured_outputs: 'structured_outputs' gives 2 forms; send exactly one of json (a schema), regex, "
+            "choice or json_object");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"structured_outputs", {{"jsn", {}}}}}),
+            "400 structured_outputs.jsn: 'structured_outputs.jsn' is not a field graphed knows; send one of json (a "
+            "schema), regex, choice or json_object");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_choice", json::array()}}),
+            "400 guided_choice: 'guided_choice' is an empty array; send a non-empty array of the texts the output may "
+            "be");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_regex", "(a"}}),
+            "400 guided_regex: 'guided_regex': the regular expression '(a' has a '(' that is never closed at character "
+            "2, which graphed cannot follow; fix: rewrite the pattern without it (docs/serving.md lists the supported "
+            "syntax)");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_json", "{not json"}}),
+            "400 guided_json: 'guided_json' is a string that is not JSON; send the JSON schema as an object");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}, {"guided_regex", "a"}}),
+            "400 guided_regex: 'response_format' and 'guided_regex' both constrain the output; send one of them");
 }
 
 /// tool_choice "required" or a named function: the functions a call may take, checked against the tools.

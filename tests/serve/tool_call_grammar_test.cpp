@@ -139,11 +139,11 @@ TEST(ToolCallGrammarTest, RefusesWhatCannotBeGenerated) {
             "graphed writes (Hermes <tool_call> blocks or Llama 3.x JSON calls); send tool_choice \"auto\" or "
             "\"none\"");
   const std::string pattern = tool_grammar_error(
-      with_parameters(R"({"type": "object", "properties": {"x": {"type": "string", "pattern": "a+"}}})"),
+      with_parameters(R"({"type": "object", "properties": {"x": {"type": "string", "pattern": "\\bx"}}})"),
       ToolCallFormat::kHermes);
   EXPECT_EQ(pattern.rfind("400 tools[0].function.parameters: 'tools[0].function.parameters' (function 'f'), which a "
                           "call must follow: the schema uses keywords graphed does not support: 'pattern' at "
-                          "/properties/x; fix: ",
+                          "/properties/x: the regular expression '\\bx' has the word boundary",
                           0),
             0u)
       << pattern;

@@ -81,8 +81,7 @@ class RegexEmitter {
 
   Sequence emit(const RegexNode& node) {
     switch (node.kind) {
-      case Kind::kCharacters:
-        return emit_characters(node.characters);
+      case Kind::kCharacters: return emit_characters(node.characters);
       case Kind::kSequence: {
         Sequence sequence;
         for (const RegexNode& child : node.children) {
@@ -96,8 +95,7 @@ class RegexEmitter {
         for (const RegexNode& child : node.children) alternatives.push_back(emit(child));
         return {grammar_.choice(std::move(alternatives), "regex.alternatives")};
       }
-      case Kind::kRepeat:
-        return emit_repeat(node);
+      case Kind::kRepeat: return emit_repeat(node);
     }
     return {};
   }
@@ -157,8 +155,8 @@ class RegexEmitter {
     ByteSet plain;
     for (const CodePointSet::Range& range : set.ranges()) {
       for (std::uint32_t code_point = range.first; code_point <= std::min(range.last, 0x7Fu); ++code_point) {
-        const bool escaped = writing_ == Writing::kJsonString && (code_point < 0x20 || code_point == '"' ||
-                                                                  code_point == '\\');
+        const bool escaped =
+            writing_ == Writing::kJsonString && (code_point < 0x20 || code_point == '"' || code_point == '\\');
         if (escaped) {
           alternatives.push_back(literal(json_escape(code_point)));
         } else {
@@ -221,7 +219,8 @@ Element add_pattern_string(Grammar& grammar, std::string_view pattern, int any_c
     alternatives.push_back(std::move(sequence));
   }
   const Element content = grammar.choice(std::move(alternatives), "pattern");
-  return Element::of_rule(grammar.add_rule("pattern.string", {{Element::of_byte('"'), content, Element::of_byte('"')}}));
+  return Element::of_rule(
+      grammar.add_rule("pattern.string", {{Element::of_byte('"'), content, Element::of_byte('"')}}));
 }
 
 }  // namespace graphed::grammar

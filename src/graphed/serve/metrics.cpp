@@ -39,7 +39,7 @@ ServerMetrics::ServerMetrics()
        {Outcome::kCompleted, Outcome::kCancelled, Outcome::kInvalid, Outcome::kRefused, Outcome::kFailed}) {
     outcomes_[outcome] = 0;
   }
-  for (const char* source : {"json_object", "json_schema", "tool_calls"}) structured_[source] = 0;
+  for (const char* source : {"choice", "json_object", "json_schema", "regex", "tool_calls"}) structured_[source] = 0;
 }
 
 void ServerMetrics::count(Outcome outcome) {
@@ -73,8 +73,9 @@ std::string ServerMetrics::render(const LoopSnapshot& snapshot, int64_t blocks_t
            "\n";
   }
   heading(out, "graphed_structured_requests_total", "counter",
-          "Requests whose output follows a grammar, by what asked for it: response_format json_schema or "
-          "json_object, or a tool_choice that requires a call (tool_calls).");
+          "Requests whose output follows a grammar, by what asked for it: a JSON schema (response_format or "
+          "vLLM's structured_outputs), json_object, a regex or a choice (structured_outputs), or a tool_choice that "
+          "requires a call (tool_calls).");
   for (const auto& [source, count] : structured_) {
     out += "graphed_structured_requests_total{source=\"" + source + "\"} " + std::to_string(count) + "\n";
   }

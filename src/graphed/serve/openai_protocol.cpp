@@ -89,8 +89,9 @@ GenerationFields read_generation(const json& body, const std::string& max_tokens
                               "); send at most that many",
                           "min_tokens");
   }
-  fields.grammar = read_response_format(body);
-  if (fields.grammar) fields.grammar_param = "response_format";
+  OutputFormat format = read_response_format(body);
+  fields.grammar = std::move(format.grammar);
+  fields.grammar_param = std::move(format.field);
   fields.stream = boolean_in(body, "stream", false);
   if (const json* options = field_of(body, "stream_options"); options != nullptr) {
     if (!options->is_object()) wrong_type("stream_options", *options, "an object such as {\"include_usage\": true}");
@@ -322,9 +323,9 @@ ChatRequest parse_chat_request(const json& body) {
   request.generation = read_generation(body, "max_completion_tokens", LogprobsForm::kChat);
   if (request.tool_choice == ToolChoice::kRequired || request.tool_choice == ToolChoice::kFunction) {
     if (request.generation.grammar) {
+      const std::string field = request.generation.grammar_param;
       throw invalid_request(
-          "'response_format' and a 'tool_choice' that requires a call both constrain the reply; send one of them",
-          "response_format");
+          "'" + field + "' and a 'tool_choice' that requires a call both constrain the reply; send one of them", field);
     }
   }
   return request;

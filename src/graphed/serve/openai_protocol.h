@@ -35,10 +35,10 @@ struct GenerationFields {
   bool include_usage = false;  ///< stream_options.include_usage: a last chunk with the usage
   /// Penalties, logit_bias, min_tokens, min_p, and the log probabilities asked for (serve/sampling_fields.h).
   SamplingFields sampling;
-  /// What the output must follow (response_format, or a chat's tool_choice that requires a call), compiled once and
-  /// shared by every choice; null: anything.
+  /// What the output must follow (response_format, vLLM's structured_outputs or guided_*, or a chat's tool_choice that
+  /// requires a call), compiled once and shared by every choice; null: anything.
   std::shared_ptr<CompiledGrammar> grammar;
-  std::string grammar_param;  ///< the field the grammar came from, for errors: "response_format" or "tool_choice"
+  std::string grammar_param;  ///< the field the grammar came from, for errors: "response_format", "tool_choice", ...
 };
 
 /// One prompt of a completion request.

@@ -1,11 +1,13 @@
-// serve/response_format.h — OpenAI's response_format read into the grammar a request's output must follow:
-// {"type": "text"} (none), {"type": "json_object"} (any JSON object), {"type": "json_schema", "json_schema": {"name",
-// "schema", "strict"}} (a document valid for the schema, in grammar/json_schema.h's subset; `strict` is always in
-// effect). vLLM's other forms (guided_json, guided_choice, guided_regex, guided_grammar, structured_outputs) are
-// refused by name rather than ignored.
+// serve/response_format.h — what a request's output must follow, read into one compiled grammar: OpenAI's
+// response_format ({"type": "text"}, {"type": "json_object"}, {"type": "json_schema", "json_schema": {"name",
+// "schema", "strict"}}: a document valid for the schema in grammar/json_schema.h's subset, `strict` always in
+// effect), or vLLM's structured_outputs ({"json": schema}, {"regex": pattern}, {"choice": [texts]}, {"json_object":
+// true}) and the older guided_json, guided_regex and guided_choice. One of them per request; vLLM's grammar,
+// structural_tag and whitespace_pattern are refused by name rather than ignored.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -13,8 +15,14 @@
 
 namespace graphed::serve {
 
-/// The compiled grammar, or null for text. ApiError 400 naming the field at fault; a schema graphed cannot compile
-/// names every unsupported keyword, with param response_format.json_schema.schema.
-std::shared_ptr<CompiledGrammar> read_response_format(const nlohmann::ordered_json& body);
+/// What the output must follow and the field that asked for it.
+struct OutputFormat {
+  std::shared_ptr<CompiledGrammar> grammar;  ///< null for free text
+  std::string field;                         ///< "response_format", "structured_outputs", "guided_json", ...
+};
+
+/// ApiError 400 naming the field at fault; a schema or pattern graphed cannot follow names every construct it
+/// cannot, with the field's name as param; two fields that both constrain the output are refused.
+OutputFormat read_response_format(const nlohmann::ordered_json& body);
 
 }  // namespace graphed::serve

@@ -32,7 +32,8 @@ struct CompiledGrammar {
       : grammar(std::move(compiled)), source(std::move(origin)) {}
 
   grammar::Grammar grammar;
-  std::string source;  ///< the field it came from: "json_schema", "json_object" or "tool_calls" (a metrics label)
+  std::string
+      source;  ///< what asked for it: "json_schema", "json_object", "regex", "choice" or "tool_calls" (a metrics label)
   std::once_flag masks_made;
   std::unique_ptr<grammar::TokenMaskCache> masks;  ///< made with the first mask, over the server's trie
 };

@@ -63,14 +63,12 @@ bool CodePointSet::contains(std::uint32_t code_point) const {
 
 bool RegexNode::nullable() const {
   switch (kind) {
-    case Kind::kCharacters:
-      return false;
+    case Kind::kCharacters: return false;
     case Kind::kSequence:
       return std::all_of(children.begin(), children.end(), [](const RegexNode& child) { return child.nullable(); });
     case Kind::kAlternatives:
       return std::any_of(children.begin(), children.end(), [](const RegexNode& child) { return child.nullable(); });
-    case Kind::kRepeat:
-      return minimum == 0 || children.front().nullable();
+    case Kind::kRepeat: return minimum == 0 || children.front().nullable();
   }
   return false;
 }
@@ -87,8 +85,9 @@ std::vector<std::uint32_t> decode_utf8(std::string_view text) {
       valid = (byte & 0xC0) == 0x80;
       value = (value << 6) | (byte & 0x3F);
     }
-    if (!valid) throw Error("the regular expression is not valid UTF-8 at byte " + std::to_string(at) +
-                            "; fix: send the pattern as UTF-8 text");
+    if (!valid)
+      throw Error("the regular expression is not valid UTF-8 at byte " + std::to_string(at) +
+                  "; fix: send the pattern as UTF-8 text");
     code_points.push_back(value);
     at += static_cast<std::size_t>(length);
   }
@@ -115,17 +114,15 @@ CodePointSet word_characters() { return CodePointSet().add('a', 'z').add('A', 'Z
 // ECMAScript's \s: white space and line terminators.
 CodePointSet spaces() {
   CodePointSet set;
-  for (std::uint32_t code_point : {0x09u, 0x0Au, 0x0Bu, 0x0Cu, 0x0Du, 0x20u, 0xA0u, 0x1680u, 0x2028u, 0x2029u,
-                                   0x202Fu, 0x205Fu, 0x3000u, 0xFEFFu}) {
+  for (std::uint32_t code_point : {0x09u, 0x0Au, 0x0Bu, 0x0Cu, 0x0Du, 0x20u, 0xA0u, 0x1680u, 0x2028u, 0x2029u, 0x202Fu,
+                                   0x205Fu, 0x3000u, 0xFEFFu}) {
     set.add(code_point, code_point);
   }
   return set.add(0x2000, 0x200A);
 }
 
 // ECMAScript's `.`: any character but the line terminators.
-CodePointSet dot() {
-  return CodePointSet().add(0x0A, 0x0A).add(0x0D, 0x0D).add(0x2028, 0x2029).complement();
-}
+CodePointSet dot() { return CodePointSet().add(0x0A, 0x0A).add(0x0D, 0x0D).add(0x2028, 0x2029).complement(); }
 
 class RegexParser {
  public:
@@ -170,24 +167,18 @@ class RegexParser {
     if (peek() == '{' && quantifier_follows()) fail("the quantifier '{' with nothing before it to repeat");
     const std::uint32_t code_point = next();
     switch (code_point) {
-      case '(':
-        return parse_group();
-      case '[':
-        return characters(parse_class());
-      case '.':
-        return characters(dot());
-      case '\\':
-        return characters(parse_escape(/*in_class=*/false));
+      case '(': return parse_group();
+      case '[': return characters(parse_class());
+      case '.': return characters(dot());
+      case '\\': return characters(parse_escape(/*in_class=*/false));
       case '^':
       case '$':
         fail("the anchor '" + shown(code_point) +
              "' inside the pattern (anchors are supported at the start and end of a top-level alternative only)");
       case '*':
       case '+':
-      case '?':
-        fail("the quantifier '" + shown(code_point) + "' with nothing before it to repeat");
-      default:
-        return characters(single(code_point));
+      case '?': fail("the quantifier '" + shown(code_point) + "' with nothing before it to repeat");
+      default: return characters(single(code_point));
     }
   }
 
@@ -264,8 +255,7 @@ class RegexParser {
       case 'b':
         if (in_class) return single('\b');
         fail("the word boundary '\\b' (an assertion, which cannot be followed token by token)");
-      default:
-        break;
+      default: break;
     }
     if (code_point >= '1' && code_point <= '9') fail("the backreference '\\" + shown(code_point) + "'");
     const bool letter_or_digit = (code_point >= 'a' && code_point <= 'z') || (code_point >= 'A' && code_point <= 'Z') ||
@@ -317,8 +307,9 @@ class RegexParser {
         maximum = minimum;
         if (take(',')) maximum = peek() == '}' ? -1 : count();
         next();  // '}', checked by quantifier_follows()
-        if (maximum >= 0 && maximum < minimum) fail("the quantifier {" + std::to_string(minimum) + "," +
-                                                    std::to_string(maximum) + "} whose bounds are out of order");
+        if (maximum >= 0 && maximum < minimum)
+          fail("the quantifier {" + std::to_string(minimum) + "," + std::to_string(maximum) +
+               "} whose bounds are out of order");
       } else {
         break;
       }
@@ -365,7 +356,8 @@ class RegexParser {
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error("the regular expression '" + std::string(pattern_) + "' has " + what + " at character " +
-                std::to_string(at_) + ", which graphed cannot follow; fix: rewrite the pattern without it "
+                std::to_string(at_) +
+                ", which graphed cannot follow; fix: rewrite the pattern without it "
                 "(docs/serving.md lists the supported syntax)");
   }
 
