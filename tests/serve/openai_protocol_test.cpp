@@ -338,11 +338,18 @@ TEST(OpenAiProtocolTest, ChatMessagesAreCheckedAndTextPartsJoined) {
   const ChatRequest request = parse_chat_request(json::parse(R"({"messages": [
       {"role": "system", "content": "Be brief."},
       {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]},
-      {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}],
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"type": "function", "function": {"name": "f", "arguments": "{\"city\": \"Paris\"}"}},
+        {"type": "function", "function": {"name": "g", "arguments": "not json"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "22.5"}],
     "max_completion_tokens": 4, "chat_template_kwargs": {"enable_thinking": false}})"));
   EXPECT_EQ(request.messages[1]["content"], "Hi there");
   EXPECT_TRUE(request.messages[2]["content"].is_null());
   EXPECT_EQ(request.messages[2]["tool_calls"][0]["function"]["name"], "f");
+  // Arguments sent as JSON text reach the template as objects (Llama's writes them with tojson); others as sent.
+  EXPECT_EQ(request.messages[2]["tool_calls"][0]["function"]["arguments"], json({{"city", "Paris"}}));
+  EXPECT_EQ(request.messages[2]["tool_calls"][1]["function"]["arguments"], "not json");
+  EXPECT_EQ(request.messages[3]["content"], "22.5");
   EXPECT_EQ(*request.generation.max_tokens, 4);
   EXPECT_EQ(request.template_kwargs["enable_thinking"], false);
   EXPECT_TRUE(request.add_generation_prompt);

@@ -167,6 +167,21 @@ json content_of(const json& message, std::size_t index) {
   return text;
 }
 
+/// An assistant message's earlier tool calls with their `arguments` as objects: OpenAI's clients send them as JSON
+/// text, and templates such as Llama 3.1's write them with `tojson`, which would quote the text again (vLLM parses
+/// them too). Arguments that are not JSON text stay as sent.
+void parse_call_arguments(json& message) {
+  json* calls = message.contains("tool_calls") ? &message["tool_calls"] : nullptr;
+  if (calls == nullptr || !calls->is_array()) return;
+  for (json& call : *calls) {
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+    json& function = call["function"];
+    if (!function.contains("arguments") || !function["arguments"].is_string()) continue;
+    json parsed = json::parse(function["arguments"].get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) function["arguments"] = std::move(parsed);
+  }
+}
+
 json checked_messages(const json& body) {
   const json* messages = field_of(body, "messages");
   if (messages == nullptr)
@@ -193,6 +208,7 @@ json checked_messages(const json& body) {
       throw invalid_request("'" + field + ".content' is missing; send the " + role + " message's text",
                             field + ".content");
     }
+    if (role == "assistant") parse_call_arguments(checked);
     result.push_back(std::move(checked));
   }
   return result;

@@ -64,8 +64,10 @@ enum class ToolChoice {
 
 struct ChatRequest {
   std::string model;
-  nlohmann::ordered_json messages;  ///< checked: roles known, content a string (text parts joined) or null
-  nlohmann::ordered_json tools;     ///< null when none
+  /// Checked: roles known, content a string (text parts joined) or null, an assistant's tool-call arguments parsed
+  /// from JSON text into objects.
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;  ///< null when none
   ToolChoice tool_choice = ToolChoice::kAuto;
   /// The functions the reply may call (tools' function names; only the named one for kFunction); empty when none or
   /// with tool_choice "none", when a reply is text whatever it holds.
