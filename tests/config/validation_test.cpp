@@ -420,8 +420,9 @@ INSTANTIATE_TEST_SUITE_P(
                    {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4}, {"cuda_graph_modules", {"moe"}}},
                    "TC-13",
                    Severity::kError,
-                   "--cuda-graph-modules moe needs drop-and-pad MoE, but --moe-expert-capacity-factor is unset; fix: "
-                   "set --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, or graph moe_router "
+                   "--cuda-graph-modules moe needs static MoE shapes, but --moe-expert-capacity-factor is unset and "
+                   "--moe-grouped-gemm is off; fix: pass --moe-grouped-gemm (dropless), or set "
+                   "--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, or graph moe_router "
                    "moe_preprocess instead"},
         FiringCase{"TC14",
                    {{"cuda_graph_impl", "transformer_engine"},
@@ -439,17 +440,18 @@ INSTANTIATE_TEST_SUITE_P(
                    "G2",
                    Severity::kError,
                    "whole-layer capture (--cuda-graph-impl local without --cuda-graph-modules) needs static shapes, "
-                   "but MoE layers are dropless (--moe-expert-capacity-factor is unset); fix: pass "
-                   "--cuda-graph-modules attn moe_router moe_preprocess, or make MoE drop-and-pad with "
-                   "--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity"},
+                   "but MoE layers are dropless (--moe-expert-capacity-factor is unset and --moe-grouped-gemm is "
+                   "off); fix: pass --moe-grouped-gemm, or --cuda-graph-modules attn moe_router moe_preprocess, or "
+                   "make MoE drop-and-pad with --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity"},
         FiringCase{"G3",
                    {{"cuda_graph_impl", "full_iteration"}, {"num_experts", 4}, {"moe_expert_capacity_factor", 1.0}},
                    "G3",
                    Severity::kError,
                    "--cuda-graph-impl full_iteration needs static shapes, but MoE layers are dropless "
-                   "(--moe-pad-expert-input-to-capacity is off); fix: make MoE drop-and-pad with "
-                   "--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, or use --cuda-graph-impl "
-                   "transformer_engine --cuda-graph-modules attn moe_router moe_preprocess"},
+                   "(--moe-pad-expert-input-to-capacity is off); fix: pass --moe-grouped-gemm (dropless, static "
+                   "shapes), or make MoE drop-and-pad with --moe-expert-capacity-factor and "
+                   "--moe-pad-expert-input-to-capacity, or use --cuda-graph-impl transformer_engine "
+                   "--cuda-graph-modules attn moe_router moe_preprocess"},
         FiringCase{
             "TC15",
             {{"cuda_graph_impl", "transformer_engine"},
@@ -581,6 +583,17 @@ INSTANTIATE_TEST_SUITE_P(
                    {"cuda_graph_modules", {"attn", "moe_router", "moe_preprocess"}}},
                   "G2"},
         QuietCase{"G3DropAndPad", merged(kDropAndPad, {{"cuda_graph_impl", "full_iteration"}}), "G3"},
+        QuietCase{"G3GroupedGemm",
+                  {{"num_experts", 4}, {"moe_grouped_gemm", true}, {"cuda_graph_impl", "full_iteration"}},
+                  "G3"},
+        QuietCase{
+            "G2GroupedGemm", {{"num_experts", 4}, {"moe_grouped_gemm", true}, {"cuda_graph_impl", "local"}}, "G2"},
+        QuietCase{"TC13GroupedGemm",
+                  {{"num_experts", 4},
+                   {"moe_grouped_gemm", true},
+                   {"cuda_graph_impl", "transformer_engine"},
+                   {"cuda_graph_modules", {"attn", "moe"}}},
+                  "TC-13"},
         QuietCase{"G5FullIteration", {{"cuda_graph_impl", "full_iteration"}, {"optimizer_cuda_graph", true}}, "G5"},
         QuietCase{"G5Local", {{"cuda_graph_impl", "local"}, {"optimizer_cuda_graph", true}}, "G5"},
         QuietCase{"TC15NoGraphs", {{"recompute_granularity", "full"}, {"recompute_method", "block"}}, "TC-15"},

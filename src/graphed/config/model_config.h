@@ -64,8 +64,9 @@ struct ModelConfig {
   double moe_aux_loss_coeff = 0.0;                             ///< --moe-aux-loss-coeff (load balancing)
   std::optional<double> moe_expert_capacity_factor;            ///< --moe-expert-capacity-factor; unset = dropless
   bool moe_pad_expert_input_to_capacity = false;               ///< --moe-pad-expert-input-to-capacity (static shapes)
-  std::string moe_token_dispatcher_type = "allgather";         ///< allgather|alltoall
-  std::string moe_layer_freq = "1";                            ///< N (every N-th layer is MoE) or a 0/1 list per layer
+  bool moe_grouped_gemm = false;  ///< --moe-grouped-gemm: dropless experts in one grouped GEMM (static shapes)
+  std::string moe_token_dispatcher_type = "allgather";  ///< allgather|alltoall
+  std::string moe_layer_freq = "1";                     ///< N (every N-th layer is MoE) or a 0/1 list per layer
 
   // Mamba-hybrid models (Megatron's --is-hybrid-model; docs/hybrid.md).
   bool is_hybrid_model = false;  ///< --is-hybrid-model: layers by the hybrid pattern
@@ -117,6 +118,10 @@ struct ModelConfig {
   }
   /// Whether MoE layers drop and pad to a static capacity (capacity factor set and padding on).
   bool is_drop_and_pad() const { return moe_expert_capacity_factor.has_value() && moe_pad_expert_input_to_capacity; }
+  /// Whether MoE layers are dropless through the grouped GEMM (--moe-grouped-gemm, no capacity factor).
+  bool is_grouped_dropless() const { return moe_grouped_gemm && !moe_expert_capacity_factor.has_value(); }
+  /// Whether MoE layers have static shapes (capturable whole): drop-and-pad, or grouped dropless.
+  bool has_static_moe_shapes() const { return is_drop_and_pad() || is_grouped_dropless(); }
 };
 
 /// Expands --moe-layer-freq into one flag per layer (true = MoE layer). Returns nullopt when the

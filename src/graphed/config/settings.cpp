@@ -176,6 +176,9 @@ std::vector<SettingSpec> model_specs() {
             "expert capacity as a multiple of the even share; unset = dropless"),
       model(&M::moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity",
             "pad every expert's input to its capacity (static shapes)"),
+      model(&M::moe_grouped_gemm, "moe_grouped_gemm",
+            "dropless experts in one grouped GEMM that finds each expert's tokens on the device (static shapes: "
+            "full_iteration and whole-layer graphs work)"),
       model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher", {"allgather", "alltoall"}),
       integer_or_list_as_text(
           model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer")),

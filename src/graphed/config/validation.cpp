@@ -250,7 +250,7 @@ void validate_train(const RunConfig& config, IssueList& issues) {
 
 std::string dropless_reason(const ModelConfig& m) {
   return m.moe_expert_capacity_factor ? "--moe-pad-expert-input-to-capacity is off"
-                                      : "--moe-expert-capacity-factor is unset";
+                                      : "--moe-expert-capacity-factor is unset and --moe-grouped-gemm is off";
 }
 
 void validate_moe_modules(const RunConfig& config, IssueList& issues) {
@@ -281,10 +281,10 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
     issues.error("TC-12", "--cuda-graph-modules mlp needs dense layers, but every layer is MoE (--moe-layer-freq " +
                               m.moe_layer_freq + "); fix: graph moe (drop-and-pad) or moe_router instead of mlp");
   }
-  if (moe && !m.is_drop_and_pad()) {
-    issues.error("TC-13", "--cuda-graph-modules moe needs drop-and-pad MoE, but " + dropless_reason(m) +
-                              "; fix: set --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, "
-                              "or graph moe_router moe_preprocess instead");
+  if (moe && !m.has_static_moe_shapes()) {
+    issues.error("TC-13", "--cuda-graph-modules moe needs static MoE shapes, but " + dropless_reason(m) +
+                              "; fix: pass --moe-grouped-gemm (dropless), or set --moe-expert-capacity-factor and "
+                              "--moe-pad-expert-input-to-capacity, or graph moe_router moe_preprocess instead");
   }
   if (preprocess && !m.is_drop_and_pad() && m.moe_token_dispatcher_type == "alltoall" && m.moe_expert_capacity_factor) {
     issues.error("TC-14",
@@ -294,20 +294,20 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
                      " without padding: the preprocess step copies to the host and synchronizes; fix: drop "
                      "moe_preprocess, add --moe-pad-expert-input-to-capacity, or use allgather");
   }
-  if (g.is_per_layer() && g.modules.empty() && !m.is_drop_and_pad()) {
+  if (g.is_per_layer() && g.modules.empty() && !m.has_static_moe_shapes()) {
     issues.error("G2", "whole-layer capture (--cuda-graph-impl " + to_string(g.impl) +
                            " without --cuda-graph-modules) needs static shapes, but MoE layers are dropless (" +
                            dropless_reason(m) +
-                           "); fix: pass --cuda-graph-modules attn moe_router moe_preprocess, "
-                           "or make MoE drop-and-pad with --moe-expert-capacity-factor and "
+                           "); fix: pass --moe-grouped-gemm, or --cuda-graph-modules attn moe_router "
+                           "moe_preprocess, or make MoE drop-and-pad with --moe-expert-capacity-factor and "
                            "--moe-pad-expert-input-to-capacity");
   }
-  if (g.impl == CudaGraphImpl::kFullIteration && !m.is_drop_and_pad()) {
+  if (g.impl == CudaGraphImpl::kFullIteration && !m.has_static_moe_shapes()) {
     issues.error("G3", "--cuda-graph-impl full_iteration needs static shapes, but MoE layers are dropless (" +
                            dropless_reason(m) +
-                           "); fix: make MoE drop-and-pad with --moe-expert-capacity-factor "
-                           "and --moe-pad-expert-input-to-capacity, or use --cuda-graph-impl transformer_engine "
-                           "--cuda-graph-modules attn moe_router moe_preprocess");
+                           "); fix: pass --moe-grouped-gemm (dropless, static shapes), or make MoE drop-and-pad "
+                           "with --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, or use "
+                           "--cuda-graph-impl transformer_engine --cuda-graph-modules attn moe_router moe_preprocess");
   }
 }
 
@@ -441,8 +441,8 @@ std::vector<RuleInfo> graph_and_hybrid_rules() {
       {"VA-6", "NaN check stays allowed with full_iteration: it is device-side and deferred (note)"},
       {"VA-8", "local impl needs --inference-dynamic-batching-num-cuda-graphs > 0 or -1"},
       {"G1", "--cuda-graph-warmup-steps >= 1"},
-      {"G2", "whole-layer capture of dropless MoE layers (dynamic shapes)"},
-      {"G3", "full_iteration with dropless MoE layers (dynamic shapes)"},
+      {"G2", "whole-layer capture of dropless MoE layers without --moe-grouped-gemm (dynamic shapes)"},
+      {"G3", "full_iteration with dropless MoE layers without --moe-grouped-gemm (dynamic shapes)"},
       {"G4", "mamba module without Mamba layers"},
       {"HY-1", "a hybrid pattern or ratio turns --is-hybrid-model on (note)"},
       {"HY-2", "hybrid pattern or ratios invalid (symbols, length, counts, ranges)"},

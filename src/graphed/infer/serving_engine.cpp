@@ -58,10 +58,11 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
   GRAPHED_CHECK(!model->layers().empty(), ConfigError, "the model has no layers; fix: load a model with at least one");
   const config::ModelConfig& model_config = model->config();
   GRAPHED_CHECK(options.scope == config::InferenceCudaGraphScope::kNone || !model_config.is_moe() ||
-                    model_config.is_drop_and_pad(),
+                    model_config.has_static_moe_shapes(),
                 ConfigError,
                 "the model's dropless MoE layers read their per-expert token counts on the host, "
-                "which a serving graph cannot capture; fix: serve it with inference graph scope none, or give the "
+                "which a serving graph cannot capture; fix: serve it with --moe-grouped-gemm (the experts in one "
+                "grouped GEMM that reads the counts on the device), or with inference graph scope none, or give the "
                 "MoE an expert capacity factor with padding to capacity");
   const SpeculativeDecoding& speculation = options.speculation;
   GRAPHED_CHECK(!speculation.enabled() || !model_config.has_mamba_layers(), ConfigError,

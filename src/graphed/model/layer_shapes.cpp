@@ -76,6 +76,7 @@ MoeShape moe_shape(const config::ModelConfig& config) {
   moe.shared_expert_size = config.moe_shared_expert_intermediate_size;
   moe.capacity_factor = config.moe_expert_capacity_factor;
   moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
+  moe.grouped_gemm = config.moe_grouped_gemm;
   moe.aux_loss_coeff = config.moe_aux_loss_coeff;
   moe.swiglu = config.swiglu;
   moe.openai_gelu = config.openai_gelu;

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "graphed/kernels/grouped_gemm_ops.h"
+#include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
@@ -10,7 +12,13 @@ namespace {
 
 std::unique_ptr<const MoeDispatch> dispatch_for(const MoeShape& shape) {
   if (shape.capacity_factor.has_value() && shape.pad_to_capacity) return std::make_unique<DropAndPadDispatch>();
+  if (shape.grouped_gemm && !shape.capacity_factor.has_value()) return std::make_unique<GroupedDispatch>();
   return std::make_unique<DroplessDispatch>();
+}
+
+/// The type the experts' GEMMs run in: bf16 under CUDA autocast (as at::bmm would), else the input's.
+at::ScalarType product_type(const at::Tensor& input) {
+  return input.is_cuda() && compat::cuda_autocast_enabled() ? at::kBFloat16 : input.scalar_type();
 }
 
 }  // namespace
@@ -117,6 +125,20 @@ at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
   hidden = at::bmm(mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu), w2_);
   const at::Tensor bias = tensor_.on_first_rank(b2_);
   return bias.defined() ? hidden + bias : hidden;
+}
+
+at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& offsets) {
+  // The biases through the same grouped product, a column of ones times each expert's [1, f] bias: each row gets
+  // its expert's bias exactly, and the bias's gradient is each expert's column sums in a fixed order (index_add
+  // would sum with atomics).
+  const auto type = product_type(sorted);
+  const at::Tensor ones = b1_.defined() ? at::ones({sorted.size(0), 1}, b1_.options()) : at::Tensor();
+  at::Tensor hidden = kernels::grouped_matmul(sorted.to(type), w1_.to(type), offsets);
+  if (b1_.defined()) hidden = hidden + kernels::grouped_matmul(ones, b1_, offsets);
+  const at::Tensor activated = mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu);
+  hidden = kernels::grouped_matmul(activated.to(type), w2_.to(type), offsets);
+  const at::Tensor bias = tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
+  return bias.defined() ? hidden + kernels::grouped_matmul(ones, bias, offsets) : hidden;
 }
 
 at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,

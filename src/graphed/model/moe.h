@@ -5,6 +5,8 @@
 //    gets exactly C = ceil(tokens x top-k / experts x factor) slots; the C assignments with the
 //    highest routing probability are kept (Megatron's "probs" drop policy). Static shapes.
 //  * dropless: every assignment is computed; per-expert counts are read on the host (dynamic shapes).
+//  * grouped dropless (--moe-grouped-gemm): every assignment is computed, all experts in one grouped GEMM
+//    that reads the counts on the device (static shapes).
 // Work happens in "assignment space" (token t's j-th choice is row t x k + j), so dispatch and combine
 // are gathers and one sum over k: deterministic, no atomics on real rows. No norm or residual here.
 #pragma once
@@ -29,6 +31,7 @@ struct MoeShape {
   std::optional<int64_t> shared_expert_size;  ///< unset = no shared expert
   std::optional<double> capacity_factor;      ///< unset = dropless
   bool pad_to_capacity = false;               ///< with capacity_factor: drop-and-pad
+  bool grouped_gemm = false;                  ///< dropless: every expert in one grouped GEMM (static shapes)
   double aux_loss_coeff = 0.0;
   bool swiglu = false;
   bool bias = true;
@@ -50,7 +53,7 @@ class MoeImpl : public torch::nn::Module {
 
   /// Router: tokens [T, h] -> routing. Capturable.
   Routing route(const at::Tensor& tokens);
-  /// Preprocess: routing -> dispatch plan for T tokens. Capturable in both modes (static shapes).
+  /// Preprocess: routing -> dispatch plan for T tokens. Capturable in every mode (static shapes).
   DispatchPlan plan(const at::Tensor& indices, const at::Tensor& weights) const;
   /// The plan as the preprocess unit outputs it: {gather_index} (drop-and-pad) or {order, counts} (dropless).
   std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const { return dispatch_->plan_tensors(plan); }
@@ -58,8 +61,8 @@ class MoeImpl : public torch::nn::Module {
   DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
     return dispatch_->plan_from_tensors(tensors);
   }
-  /// Dispatch, experts and combine: tokens [T, h] -> [T, h]. Drop-and-pad is capturable; dropless
-  /// reads the per-expert counts on the host.
+  /// Dispatch, experts and combine: tokens [T, h] -> [T, h]. Drop-and-pad and grouped are capturable;
+  /// dropless reads the per-expert counts on the host.
   at::Tensor run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan);
   /// The shared expert's output [T, h], or an undefined tensor when there is none.
   at::Tensor shared_expert(const at::Tensor& tokens);
@@ -85,10 +88,13 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor expert_mlp(const at::Tensor& input, int64_t expert);
   /// Every expert's ffn at once over its slots [E, C, h] -> [E, C, h].
   at::Tensor all_experts(const at::Tensor& input);
+  /// Every expert's ffn at once over assignments sorted by expert [A, h] -> [A, h], expert e's rows being
+  /// offsets[e] .. offsets[e + 1] (int64 [E + 1] on the device): grouped GEMMs, nothing read on the host.
+  at::Tensor grouped_experts(const at::Tensor& sorted, const at::Tensor& offsets);
 
  private:
   MoeShape shape_;
-  std::unique_ptr<const MoeDispatch> dispatch_;  ///< drop-and-pad or dropless, from the shape
+  std::unique_ptr<const MoeDispatch> dispatch_;  ///< drop-and-pad, dropless or grouped, from the shape
   at::Tensor router_weight_;                     // [E, h]
   at::Tensor w1_, b1_, w2_, b2_;                 // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};

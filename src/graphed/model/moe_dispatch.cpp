@@ -42,21 +42,32 @@ at::Tensor DropAndPadDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_a
   return at::zeros({assignments + 1, h}, flat.options()).index_put({plan.gather_index}, flat).narrow(0, 0, assignments);
 }
 
-DispatchPlan DroplessDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
-                                    const at::Tensor& /*weights*/) const {
+DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts) {
   const at::Tensor expert_of = indices.reshape({-1});
   DispatchPlan plan;
   plan.order = std::get<1>(at::sort(expert_of, /*stable=*/true, 0, /*descending=*/false));
-  plan.counts =
-      at::zeros({moe.shape().num_experts}, expert_of.options()).index_add_(0, expert_of, at::ones_like(expert_of));
+  plan.counts = at::zeros({experts}, expert_of.options()).index_add_(0, expert_of, at::ones_like(expert_of));
   return plan;
 }
 
-DispatchPlan DroplessDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
+namespace {
+
+DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors) {
   DispatchPlan plan;
   plan.order = tensors[0];
   plan.counts = tensors[1];
   return plan;
+}
+
+}  // namespace
+
+DispatchPlan DroplessDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
+                                    const at::Tensor& /*weights*/) const {
+  return sorted_plan(indices, moe.shape().num_experts);
+}
+
+DispatchPlan DroplessDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
+  return sorted_plan_from(tensors);
 }
 
 at::Tensor DroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
@@ -77,6 +88,24 @@ at::Tensor DroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_ass
     offset += n;
   }
   const at::Tensor computed = at::cat(pieces);
+  return at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
+}
+
+DispatchPlan GroupedDispatch::plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& /*weights*/) const {
+  return sorted_plan(indices, moe.shape().num_experts);
+}
+
+DispatchPlan GroupedDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
+  return sorted_plan_from(tensors);
+}
+
+at::Tensor GroupedDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
+                                        const DispatchPlan& plan) const {
+  const int64_t assignments = per_assignment.size(0);
+  const int64_t h = per_assignment.size(1);
+  // offsets[e] .. offsets[e + 1]: expert e's rows of the sorted assignments, on the device.
+  const at::Tensor offsets = at::cat({at::zeros({1}, plan.counts.options()), plan.counts.cumsum(0)});
+  const at::Tensor computed = moe.grouped_experts(per_assignment.index_select(0, plan.order), offsets);
   return at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
 }
 

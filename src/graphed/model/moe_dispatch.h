@@ -4,6 +4,9 @@
 //    experts run as one batched product over [E, C, h]. Static shapes: capturable.
 //  * DroplessDispatch: every assignment is computed; the assignments are sorted by expert and each expert runs
 //    over its own, whose count is read on the host (dynamic shapes: not capturable).
+//  * GroupedDispatch (--moe-grouped-gemm): dropless too, over the same sorted assignments, but every expert runs
+//    in one grouped GEMM that finds its rows from device-side offsets (kernels/grouped_gemm_ops.h): static shapes,
+//    capturable, the same sums as dropless up to the order of rounding.
 // A mode is its plan (what the MoE's preprocess unit computes), the plan's tensors as that unit's outputs, and
 // dispatch, experts and combine over the plan. The router and the weighting of the outputs are the MoE's.
 #pragma once
@@ -48,12 +51,23 @@ class DropAndPadDispatch final : public MoeDispatch {
   at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
 };
 
+/// Dropless plans: the assignments sorted by expert (stable) and the count of each expert's.
+DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts);
+
 class DroplessDispatch final : public MoeDispatch {
  public:
   DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& weights) const override;
   std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
   DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
   /// Throws CaptureError inside a CUDA-graph capture: the counts are read on the host.
+  at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
+};
+
+class GroupedDispatch final : public MoeDispatch {
+ public:
+  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& weights) const override;
+  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
+  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
   at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
 };
 

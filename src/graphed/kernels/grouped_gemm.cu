@@ -1,0 +1,296 @@
+// kernels/grouped_gemm.cu — see kernels/grouped_gemm.h. A block computes one 64 x 64 tile of one expert's
+// product: its operands pass through shared memory 32 deep at a time, loaded with the global array's contiguous
+// dimension fastest (so a warp's loads coalesce) and stored in the layout that dimension gives, row- or
+// column-major; four warps each multiply a 32 x 32 quarter, with tensor cores (WMMA 16 x 16 x 16) for bf16 and
+// fp16 and fused multiply-adds for fp32, accumulating in fp32 in depth order.
+#include "graphed/kernels/grouped_gemm.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <type_traits>
+
+#include "graphed/kernels/detail/launch_check.h"
+
+namespace graphed::kernels {
+namespace {
+
+constexpr int kTile = 64;      // output rows and columns of a block
+constexpr int kDepth = 32;     // reduced elements per pass through shared memory
+constexpr int kThreads = 128;  // four warps, each a 32 x 32 quarter of the tile
+
+template <typename T>
+__device__ __forceinline__ float as_float(T value) {
+  if constexpr (std::is_same_v<T, float>) {
+    return value;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat162float(value);
+  } else {
+    return __half2float(value);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T from_float(float value) {
+  if constexpr (std::is_same_v<T, float>) {
+    return value;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(value);
+  } else {
+    return __float2half_rn(value);
+  }
+}
+
+/// The shared-memory tiles of one pass: A (kTile x kDepth) and B (kDepth x kTile), each row- or column-major as its
+/// global array's contiguous dimension makes it. `lead` is the stride between the stored rows (padded by 8 so that
+/// WMMA's loads stay aligned and warps spread over the banks).
+template <bool kColumnMajor, int kRows, int kColumns>
+struct TileLayout {
+  static constexpr bool column_major = kColumnMajor;
+  static constexpr int outer = kColumnMajor ? kColumns : kRows;  // stored rows
+  static constexpr int inner = kColumnMajor ? kRows : kColumns;  // elements in each, contiguous in global memory
+  static constexpr int lead = inner + 8;
+  static constexpr int size = outer * lead;
+  /// The stored position of element (row, column).
+  __device__ static int at(int row, int column) { return kColumnMajor ? column * lead + row : row * lead + column; }
+};
+
+/// Fills a tile: load(outer, inner) gives the global element (zero out of bounds), inner fastest.
+template <typename Layout, typename T, typename Load>
+__device__ __forceinline__ void fill_tile(T* tile, Load load) {
+  for (int index = threadIdx.x; index < Layout::outer * Layout::inner; index += kThreads) {
+    const int outer = index / Layout::inner;
+    const int inner = index % Layout::inner;
+    tile[outer * Layout::lead + inner] = load(outer, inner);
+  }
+}
+
+/// The accumulators of a block: with WMMA, 2 x 2 fragments per warp; with fp32, 8 x 4 values per thread (rows
+/// thread / 16 + 8 m, columns thread % 16 + 16 n).
+template <typename T, typename LayoutA, typename LayoutB>
+struct TileProduct {
+  static constexpr bool tensor_cores = !std::is_same_v<T, float>;
+  using FragmentA = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T,
+                                           std::conditional_t<LayoutA::column_major, nvcuda::wmma::col_major,
+                                                              nvcuda::wmma::row_major>>;
+  using FragmentB = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, T,
+                                           std::conditional_t<LayoutB::column_major, nvcuda::wmma::col_major,
+                                                              nvcuda::wmma::row_major>>;
+  using Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
+
+  Accumulator fragments[2][2];
+  float values[8][4];
+
+  __device__ void clear() {
+    if constexpr (tensor_cores) {
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) nvcuda::wmma::fill_fragment(fragments[i][j], 0.0f);
+    } else {
+      for (int m = 0; m < 8; ++m)
+        for (int n = 0; n < 4; ++n) values[m][n] = 0.0f;
+    }
+  }
+
+  /// Adds the product of the tiles in shared memory, over their kDepth.
+  __device__ void add(const T* a, const T* b) {
+    if constexpr (tensor_cores) {
+      const int warp = threadIdx.x / 32;
+      const int row = (warp / 2) * 32;
+      const int column = (warp % 2) * 32;
+      for (int step = 0; step < kDepth; step += 16) {
+        FragmentA fragment_a[2];
+        FragmentB fragment_b[2];
+        for (int i = 0; i < 2; ++i)
+          nvcuda::wmma::load_matrix_sync(fragment_a[i], a + LayoutA::at(row + 16 * i, step), LayoutA::lead);
+        for (int j = 0; j < 2; ++j)
+          nvcuda::wmma::load_matrix_sync(fragment_b[j], b + LayoutB::at(step, column + 16 * j), LayoutB::lead);
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j)
+            nvcuda::wmma::mma_sync(fragments[i][j], fragment_a[i], fragment_b[j], fragments[i][j]);
+      }
+    } else {
+      const int row = threadIdx.x / 16;
+      const int column = threadIdx.x % 16;
+      for (int step = 0; step < kDepth; ++step) {
+        float from_a[8], from_b[4];
+        for (int m = 0; m < 8; ++m) from_a[m] = as_float(a[LayoutA::at(row + 8 * m, step)]);
+        for (int n = 0; n < 4; ++n) from_b[n] = as_float(b[LayoutB::at(step, column + 16 * n)]);
+        for (int m = 0; m < 8; ++m)
+          for (int n = 0; n < 4; ++n) values[m][n] = fmaf(from_a[m], from_b[n], values[m][n]);
+      }
+    }
+  }
+
+  /// Calls store(row, column, value) for every element of the tile; `staging` holds kTile x (kTile + 4) floats.
+  template <typename Store>
+  __device__ void write(float* staging, Store store) {
+    if constexpr (tensor_cores) {
+      const int warp = threadIdx.x / 32;
+      constexpr int lead = kTile + 4;
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j)
+          nvcuda::wmma::store_matrix_sync(staging + ((warp / 2) * 32 + 16 * i) * lead + (warp % 2) * 32 + 16 * j,
+                                          fragments[i][j], lead, nvcuda::wmma::mem_row_major);
+      __syncthreads();
+      for (int index = threadIdx.x; index < kTile * kTile; index += kThreads) {
+        store(index / kTile, index % kTile, staging[(index / kTile) * lead + index % kTile]);
+      }
+    } else {
+      for (int m = 0; m < 8; ++m)
+        for (int n = 0; n < 4; ++n) store(threadIdx.x / 16 + 8 * m, threadIdx.x % 16 + 16 * n, values[m][n]);
+    }
+  }
+};
+
+template <typename T, typename LayoutA, typename LayoutB>
+struct SharedTiles {
+  alignas(32) T a[LayoutA::size];
+  alignas(32) T b[LayoutB::size];
+  alignas(32) float staging[kTile * (kTile + 4)];
+};
+
+/// Finds the tile `slot` of the row products: the expert whose rows hold it and the tile's first row; false past
+/// the last tile (the grid has a slot for every tile of any routing).
+__device__ bool find_row_tile(const int64_t* offsets, int64_t experts, int64_t slot, int64_t& expert, int64_t& first,
+                              int64_t& end) {
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t begin = offsets[e];
+    const int64_t finish = offsets[e + 1];
+    const int64_t tiles = (finish - begin + kTile - 1) / kTile;
+    if (slot < tiles) {
+      expert = e;
+      first = begin + slot * kTile;
+      end = finish;
+      return true;
+    }
+    slot -= tiles;
+  }
+  return false;
+}
+
+template <typename T, bool kTransposeB>
+__global__ void __launch_bounds__(kThreads) grouped_rows_kernel(const T* __restrict__ a, const T* __restrict__ b,
+                                                                const int64_t* __restrict__ offsets, T* __restrict__ out,
+                                                                GroupedGemmShape shape) {
+  using LayoutA = TileLayout<false, kTile, kDepth>;
+  using LayoutB = TileLayout<kTransposeB, kDepth, kTile>;
+  __shared__ SharedTiles<T, LayoutA, LayoutB> tiles;
+  int64_t expert = 0, first = 0, end = 0;
+  if (!find_row_tile(offsets, shape.experts, blockIdx.y, expert, first, end)) return;
+  const int64_t depth = shape.depth;
+  const int64_t columns = shape.columns;
+  const int64_t column0 = int64_t{blockIdx.x} * kTile;
+  const T* matrix = b + expert * depth * columns;
+  const T zero = from_float<T>(0.0f);
+  TileProduct<T, LayoutA, LayoutB> product;
+  product.clear();
+  for (int64_t depth0 = 0; depth0 < depth; depth0 += kDepth) {
+    __syncthreads();
+    fill_tile<LayoutA>(tiles.a, [&](int row, int k) {
+      return first + row < end && depth0 + k < depth ? a[(first + row) * depth + depth0 + k] : zero;
+    });
+    if constexpr (kTransposeB) {  // b [E, N, K]: element (k, column) at column x K + k, k contiguous
+      fill_tile<LayoutB>(tiles.b, [&](int column, int k) {
+        return column0 + column < columns && depth0 + k < depth ? matrix[(column0 + column) * depth + depth0 + k]
+                                                                 : zero;
+      });
+    } else {  // b [E, K, N]: element (k, column) at k x N + column
+      fill_tile<LayoutB>(tiles.b, [&](int k, int column) {
+        return depth0 + k < depth && column0 + column < columns ? matrix[(depth0 + k) * columns + column0 + column]
+                                                                : zero;
+      });
+    }
+    __syncthreads();
+    product.add(tiles.a, tiles.b);
+  }
+  product.write(tiles.staging, [&](int row, int column, float value) {
+    if (first + row < end && column0 + column < columns) out[(first + row) * columns + column0 + column] = from_float<T>(value);
+  });
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) grouped_weights_kernel(const T* __restrict__ a, const T* __restrict__ g,
+                                                                   const int64_t* __restrict__ offsets,
+                                                                   T* __restrict__ out, GroupedGemmShape shape) {
+  using LayoutA = TileLayout<true, kTile, kDepth>;  // A_op(i, r) = a[row r, i]: i contiguous
+  using LayoutB = TileLayout<false, kDepth, kTile>;
+  __shared__ SharedTiles<T, LayoutA, LayoutB> tiles;
+  const int64_t expert = blockIdx.z;
+  const int64_t begin = offsets[expert];
+  const int64_t end = offsets[expert + 1];
+  const int64_t depth = shape.depth;  // K: the output's rows
+  const int64_t columns = shape.columns;
+  const int64_t row0 = int64_t{blockIdx.y} * kTile;
+  const int64_t column0 = int64_t{blockIdx.x} * kTile;
+  const T zero = from_float<T>(0.0f);
+  TileProduct<T, LayoutA, LayoutB> product;
+  product.clear();
+  for (int64_t first = begin; first < end; first += kDepth) {
+    __syncthreads();
+    fill_tile<LayoutA>(tiles.a, [&](int r, int i) {
+      return first + r < end && row0 + i < depth ? a[(first + r) * depth + row0 + i] : zero;
+    });
+    fill_tile<LayoutB>(tiles.b, [&](int r, int column) {
+      return first + r < end && column0 + column < columns ? g[(first + r) * columns + column0 + column] : zero;
+    });
+    __syncthreads();
+    product.add(tiles.a, tiles.b);
+  }
+  T* matrix = out + expert * depth * columns;
+  product.write(tiles.staging, [&](int row, int column, float value) {
+    if (row0 + row < depth && column0 + column < columns) matrix[(row0 + row) * columns + column0 + column] = from_float<T>(value);
+  });
+}
+
+template <typename T>
+void launch_rows(const void* a, const void* b, const int64_t* offsets, void* out, const GroupedGemmShape& shape,
+                 bool transpose_b, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((shape.columns + kTile - 1) / kTile),
+                  static_cast<unsigned>((shape.rows + kTile - 1) / kTile + shape.experts));
+  if (transpose_b) {
+    grouped_rows_kernel<T, true><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                                 offsets, static_cast<T*>(out), shape);
+  } else {
+    grouped_rows_kernel<T, false><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                                  offsets, static_cast<T*>(out), shape);
+  }
+  detail::check_launch("grouped_rows_kernel");
+}
+
+template <typename T>
+void launch_weights(const void* a, const void* g, const int64_t* offsets, void* out, const GroupedGemmShape& shape,
+                    cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((shape.columns + kTile - 1) / kTile),
+                  static_cast<unsigned>((shape.depth + kTile - 1) / kTile), static_cast<unsigned>(shape.experts));
+  grouped_weights_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(g), offsets,
+                                                            static_cast<T*>(out), shape);
+  detail::check_launch("grouped_weights_kernel");
+}
+
+}  // namespace
+
+void launch_grouped_rows_gemm(const void* a, const void* b, const int64_t* offsets, void* out,
+                              const GroupedGemmShape& shape, bool transpose_b, void* stream) {
+  if (shape.rows == 0 || shape.columns == 0 || shape.experts == 0) return;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  switch (shape.type) {
+    case GemmType::kFloat32: return launch_rows<float>(a, b, offsets, out, shape, transpose_b, cuda_stream);
+    case GemmType::kBFloat16: return launch_rows<__nv_bfloat16>(a, b, offsets, out, shape, transpose_b, cuda_stream);
+    case GemmType::kFloat16: return launch_rows<__half>(a, b, offsets, out, shape, transpose_b, cuda_stream);
+  }
+}
+
+void launch_grouped_weights_gemm(const void* a, const void* g, const int64_t* offsets, void* out,
+                                 const GroupedGemmShape& shape, void* stream) {
+  if (shape.depth == 0 || shape.columns == 0 || shape.experts == 0) return;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  switch (shape.type) {
+    case GemmType::kFloat32: return launch_weights<float>(a, g, offsets, out, shape, cuda_stream);
+    case GemmType::kBFloat16: return launch_weights<__nv_bfloat16>(a, g, offsets, out, shape, cuda_stream);
+    case GemmType::kFloat16: return launch_weights<__half>(a, g, offsets, out, shape, cuda_stream);
+  }
+}
+
+}  // namespace graphed::kernels

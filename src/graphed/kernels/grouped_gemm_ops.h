@@ -1,0 +1,22 @@
+// kernels/grouped_gemm_ops.h — grouped_matmul(): every expert's rows times its own matrix, differentiable, with the
+// experts' rows given by device-side offsets. On a CUDA build and CUDA tensors it is kernels/grouped_gemm.h's one
+// launch each way (nothing read on the host, so a CUDA graph can hold it); elsewhere the reference, one matmul per
+// expert over offsets read on the host. The MoE's grouped dispatch (model/moe_dispatch.h) calls it.
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace graphed::kernels {
+
+/// out [M, N]: for each expert e, rows offsets[e] .. offsets[e + 1] of input [M, K] times weight[e] [K, N].
+/// input and weight have one floating type (the caller casts, e.g. to autocast's); offsets: int64 [E + 1] on
+/// input's device, offsets[0] = 0, non-decreasing, offsets[E] = M. Gradients flow to input and weight (the
+/// weight's rows of an expert without rows get zeros).
+at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
+
+namespace reference {
+/// The same in ATen: a matmul per expert that has rows, the offsets copied to the host.
+at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
+}  // namespace reference
+
+}  // namespace graphed::kernels

@@ -1,0 +1,10 @@
+// kernels/grouped_gemm_ops_cpu.cpp — the CPU build's grouped_matmul: the reference (kernels/grouped_gemm_ops.h).
+#include "graphed/kernels/grouped_gemm_ops.h"
+
+namespace graphed::kernels {
+
+at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets) {
+  return reference::grouped_matmul(input, weight, offsets);
+}
+
+}  // namespace graphed::kernels

@@ -1,0 +1,86 @@
+// kernels/grouped_gemm_ops_cuda.cpp — the CUDA build's grouped_matmul: on CUDA tensors of fp32, bf16 or fp16 an
+// autograd function over kernels/grouped_gemm.h (the forward one row launch; the backward a row launch against
+// the transposed weights for the input and a weights launch for the weights), otherwise the reference.
+#include <torch/autograd.h>
+
+#include "graphed/kernels/detail/aten_glue.h"
+#include "graphed/kernels/grouped_gemm.h"
+#include "graphed/kernels/grouped_gemm_ops.h"
+#include "graphed/util/error.h"
+
+namespace graphed::kernels {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+bool kernel_type(at::ScalarType type, GemmType& out) {
+  switch (type) {
+    case at::kFloat: out = GemmType::kFloat32; return true;
+    case at::kBFloat16: out = GemmType::kBFloat16; return true;
+    case at::kHalf: out = GemmType::kFloat16; return true;
+    default: return false;
+  }
+}
+
+GroupedGemmShape shape_of(int64_t rows, int64_t depth, int64_t columns, int64_t experts, at::ScalarType type) {
+  GroupedGemmShape shape;
+  shape.rows = rows;
+  shape.depth = depth;
+  shape.columns = columns;
+  shape.experts = experts;
+  kernel_type(type, shape.type);
+  return shape;
+}
+
+/// out [M, N] = rows of `rows` [M, K] times each expert's `weight`[e] ([E, K, N]; transposed: [E, N, K]).
+at::Tensor rows_product(const at::Tensor& rows, const at::Tensor& weight, const at::Tensor& offsets, bool transposed) {
+  const int64_t columns = transposed ? weight.size(1) : weight.size(2);
+  at::Tensor out = at::empty({rows.size(0), columns}, rows.options());
+  launch_grouped_rows_gemm(rows.data_ptr(), weight.data_ptr(), offsets.data_ptr<int64_t>(), out.data_ptr(),
+                           shape_of(rows.size(0), rows.size(1), columns, weight.size(0), rows.scalar_type()),
+                           transposed, detail::current_stream());
+  return out;
+}
+
+struct GroupedMatmulFunction : torch::autograd::Function<GroupedMatmulFunction> {
+  static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& offsets) {
+    context->save_for_backward({input, weight, offsets});
+    return rows_product(input, weight, offsets, /*transposed=*/false);
+  }
+
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    const auto saved = context->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& offsets = saved[2];
+    const at::Tensor gradient = grads[0].to(input.scalar_type()).contiguous();
+    at::Tensor grad_input, grad_weight;
+    if (context->needs_input_grad(0)) grad_input = rows_product(gradient, weight, offsets, /*transposed=*/true);
+    if (context->needs_input_grad(1)) {
+      grad_weight = at::empty_like(weight);
+      launch_grouped_weights_gemm(
+          input.data_ptr(), gradient.data_ptr(), offsets.data_ptr<int64_t>(), grad_weight.data_ptr(),
+          shape_of(input.size(0), weight.size(1), weight.size(2), weight.size(0), input.scalar_type()),
+          detail::current_stream());
+    }
+    return {grad_input, grad_weight, at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets) {
+  GemmType type;
+  const bool kernel = input.is_cuda() && kernel_type(input.scalar_type(), type) &&
+                      weight.scalar_type() == input.scalar_type() && input.dim() == 2 && weight.dim() == 3;
+  if (!kernel) return reference::grouped_matmul(input, weight, offsets);
+  GRAPHED_INTERNAL_ASSERT(weight.size(1) == input.size(1) && offsets.numel() == weight.size(0) + 1 &&
+                              offsets.scalar_type() == at::kLong && offsets.is_cuda(),
+                          "grouped_matmul: input ", input.sizes(), ", weight ", weight.sizes(), ", offsets ",
+                          offsets.sizes());
+  return GroupedMatmulFunction::apply(input.contiguous(), weight.contiguous(), offsets.contiguous());
+}
+
+}  // namespace graphed::kernels

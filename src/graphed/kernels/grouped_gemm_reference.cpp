@@ -1,0 +1,22 @@
+// kernels/grouped_gemm_reference.cpp — grouped_matmul in ATen (kernels/grouped_gemm_ops.h): the CPU build's, the
+// CUDA build's for types the kernels do not take, and what the kernels are tested against.
+#include "graphed/kernels/grouped_gemm_ops.h"
+
+#include <vector>
+
+namespace graphed::kernels::reference {
+
+at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets) {
+  const at::Tensor bounds = offsets.to(at::kCPU);
+  const int64_t experts = weight.size(0);
+  std::vector<at::Tensor> pieces;
+  for (int64_t expert = 0; expert < experts; ++expert) {
+    const int64_t begin = bounds[expert].item<int64_t>();
+    const int64_t end = bounds[expert + 1].item<int64_t>();
+    if (end > begin) pieces.push_back(at::matmul(input.narrow(0, begin, end - begin), weight[expert]));
+  }
+  if (pieces.empty()) return at::zeros({input.size(0), weight.size(2)}, input.options());
+  return at::cat(pieces);
+}
+
+}  // namespace graphed::kernels::reference
