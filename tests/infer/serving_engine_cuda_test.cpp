@@ -329,6 +329,40 @@ TEST_P(ServingEngineCudaTest, ControlsMasksAndLogprobsInGraphsEqualEagerBitwise)
             << graphed.stats().masked_steps << ", graphs " << graphed.graph_count() << "\n";
 }
 
+using ServingEngineMoeCudaTest = graphed::testing::CudaTest;
+
+/// A dropless MoE model through --moe-grouped-gemm (issue 47): its serving graphs at either scope take the eager
+/// engine's steps and draw its tokens bit for bit.
+TEST_F(ServingEngineMoeCudaTest, GroupedDroplessMoeInGraphsEqualsEagerBitwise) {
+  at::manual_seed(9);
+  const auto config = testing::run_config({{"num_layers", 2},
+                                           {"hidden_size", 128},
+                                           {"num_attention_heads", 4},
+                                           {"vocab_size", 512},
+                                           {"seq_length", 160},
+                                           {"attention_dropout", 0.0},
+                                           {"hidden_dropout", 0.0},
+                                           {"num_experts", 8},
+                                           {"moe_router_topk", 2},
+                                           {"moe_ffn_hidden_size", 96},
+                                           {"moe_grouped_gemm", true}});
+  model::GptModel model(config.model, config.moe_layers);
+  model->to(at::Device(at::kCUDA), at::kBFloat16);
+  model->eval();
+  const Workload work = workload();
+  ServingEngine eager(model, at::Device(at::kCUDA), engine_options(InferenceCudaGraphScope::kNone));
+  const RunRecord reference = run(eager, work);
+  for (const InferenceCudaGraphScope scope : {InferenceCudaGraphScope::kBlock, InferenceCudaGraphScope::kLayer}) {
+    SCOPED_TRACE(config::to_string(scope));
+    ServingEngine graphed(model, at::Device(at::kCUDA), engine_options(scope));
+    const RunRecord replayed = run(graphed, work);
+    EXPECT_EQ(replayed.steps, reference.steps);
+    EXPECT_EQ(replayed.tokens, reference.tokens);
+    expect_same_cache(eager.cache(), graphed.cache());
+    EXPECT_GT(replayed.stats.graph_steps, 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Styles, ServingEngineCudaTest,
                          ::testing::Values(Param{Style::kLlama, InferenceCudaGraphScope::kBlock},
                                            Param{Style::kLlama, InferenceCudaGraphScope::kLayer},

@@ -324,6 +324,18 @@ TEST(ServingEngine, RefusesOptionsOutOfRange) {
   model::GptModel moe(moe_config.model, moe_config.moe_layers);
   moe->eval();
   EXPECT_THROW(ServingEngine(moe, at::Device(at::kCPU), options), ConfigError);
+  // Through the grouped GEMM its shapes are static: past that check, to the CPU's own refusal of graphs.
+  const auto grouped_config = testing::run_config({{"num_layers", 1},
+                                                   {"hidden_size", 32},
+                                                   {"num_attention_heads", 4},
+                                                   {"vocab_size", 64},
+                                                   {"seq_length", 48},
+                                                   {"num_experts", 4},
+                                                   {"moe_router_topk", 2},
+                                                   {"moe_grouped_gemm", true}});
+  model::GptModel grouped(grouped_config.model, grouped_config.moe_layers);
+  grouped->eval();
+  EXPECT_THROW(ServingEngine(grouped, at::Device(at::kCPU), options), CaptureError);
 }
 
 }  // namespace

@@ -57,9 +57,8 @@ TEST_F(GroupedGemmCudaTest, MatchesTheReferenceForEveryTypeAndShape) {
     std::vector<int64_t> counts;
     int64_t depth, columns;
   };
-  const std::vector<Shape> shapes = {{{70, 0, 130, 1, 55}, 40, 72},
-                                     {{0, 0, 256, 0}, 256, 512},
-                                     {{3, 9, 0, 17, 64, 65, 1, 33}, 100, 30}};
+  const std::vector<Shape> shapes = {
+      {{70, 0, 130, 1, 55}, 40, 72}, {{0, 0, 256, 0}, 256, 512}, {{3, 9, 0, 17, 64, 65, 1, 33}, 100, 30}};
   for (const at::ScalarType type : {at::kFloat, at::kBFloat16, at::kHalf}) {
     for (const Shape& shape : shapes) {
       const std::string what = std::string(c10::toString(type)) + " depth " + std::to_string(shape.depth) +

@@ -1,5 +1,6 @@
 // tests/train/full_iteration_cuda_test.cpp — --cuda-graph-impl full_iteration against eager on the
-// GPU: tiny, small and moe-small (drop-and-pad), with and without --optimizer-cuda-graph, 50 steps:
+// GPU: tiny, small, moe-small (drop-and-pad) and moe-small made dropless with --moe-grouped-gemm, with and without
+// --optimizer-cuda-graph, 50 steps:
 // losses, final parameters and evaluation losses bitwise equal to eager (eager itself is checked to
 // be bitwise reproducible first); static batch addresses stay put; delete and
 // re-capture; with dropout the masks change and the curve stays close to eager.
@@ -44,14 +45,24 @@ TrainRun train(const config::RunConfig& config, int steps) {
 
 using FullIterationCudaTest = graphed::testing::CudaTestWithParam<std::tuple<std::string, bool>>;
 
+/// The preset's settings: "moe-small-grouped" is moe-small with dropless MoE through --moe-grouped-gemm.
+nlohmann::json settings_of(const std::string& preset, nlohmann::json more) {
+  more["global_batch_size"] = 16;
+  if (preset == "moe-small-grouped") more.update(graphed::testing::grouped_dropless_moe());
+  return more;
+}
+
+std::string preset_of(const std::string& name) { return name == "moe-small-grouped" ? "moe-small" : name; }
+
 TEST_P(FullIterationCudaTest, FiftyStepsEqualEager) {
   const auto& [preset, optimizer_inside] = GetParam();
-  const TrainRun eager = train(preset_config(preset, {{"global_batch_size", 16}}), 50);
-  const TrainRun eager_again = train(preset_config(preset, {{"global_batch_size", 16}}), 50);
-  const TrainRun graphed = train(preset_config(preset, {{"global_batch_size", 16},
-                                                        {"cuda_graph_impl", "full_iteration"},
-                                                        {"optimizer_cuda_graph", optimizer_inside}}),
-                                 50);
+  const TrainRun eager = train(preset_config(preset_of(preset), settings_of(preset, nlohmann::json::object())), 50);
+  const TrainRun eager_again =
+      train(preset_config(preset_of(preset), settings_of(preset, nlohmann::json::object())), 50);
+  const TrainRun graphed =
+      train(preset_config(preset_of(preset), settings_of(preset, {{"cuda_graph_impl", "full_iteration"},
+                                                                  {"optimizer_cuda_graph", optimizer_inside}})),
+            50);
   ASSERT_EQ(graphed.losses.size(), 50u);
   ASSERT_TRUE(bitwise_equal(eager, eager_again))
       << preset << ": eager training is not bitwise reproducible on this GPU (max loss difference "
@@ -62,7 +73,8 @@ TEST_P(FullIterationCudaTest, FiftyStepsEqualEager) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, FullIterationCudaTest,
-                         ::testing::Combine(::testing::Values("tiny", "small", "moe-small"), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values("tiny", "small", "moe-small", "moe-small-grouped"),
+                                            ::testing::Bool()),
                          [](const auto& info) {
                            std::string name = std::get<0>(info.param) +
                                               (std::get<1>(info.param) ? "_optimizer_in_graph" : "_optimizer_eager");

@@ -18,6 +18,7 @@ namespace {
 
 using graphed::testing::dropless_moe;
 using graphed::testing::GraphCase;
+using graphed::testing::grouped_dropless_moe;
 using graphed::testing::preset_config;
 
 using LayerGraphsCudaTest = graphed::testing::CudaTestWithParam<GraphCase>;
@@ -37,6 +38,8 @@ INSTANTIATE_TEST_SUITE_P(
                                 dropless_moe()},
                       GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}},
                       GraphCase{"moe_whole_layer", "moe-small", {}},
+                      GraphCase{"moe_grouped_attn_moe", "moe-small", {"attn", "moe"}, grouped_dropless_moe()},
+                      GraphCase{"moe_grouped_whole_layer", "moe-small", {}, grouped_dropless_moe()},
                       GraphCase{"tiny_without_stage_units", "tiny", {}, {}, {{"cuda_graph_stage_units", false}}}),
     [](const auto& info) { return info.param.name; });
 

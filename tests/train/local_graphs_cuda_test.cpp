@@ -16,6 +16,7 @@ namespace {
 
 using graphed::testing::dropless_moe;
 using graphed::testing::GraphCase;
+using graphed::testing::grouped_dropless_moe;
 using graphed::testing::TrainRun;
 
 /// small as a Llama-style model.
@@ -45,6 +46,8 @@ INSTANTIATE_TEST_SUITE_P(
                       GraphCase{"small_without_stage_units", "small", {}, {}, {{"cuda_graph_stage_units", false}}},
                       GraphCase{"moe_whole_layer", "moe-small", {}},
                       GraphCase{"moe_attn_moe", "moe-small", {"attn", "moe"}},
+                      GraphCase{"moe_grouped_attn_moe", "moe-small", {"attn", "moe"}, grouped_dropless_moe()},
+                      GraphCase{"moe_grouped_whole_layer", "moe-small", {}, grouped_dropless_moe()},
                       GraphCase{"moe_router_preprocess", "moe-small", {"moe_router", "moe_preprocess"}},
                       GraphCase{"moe_dropless_attn_router_preprocess",
                                 "moe-small",

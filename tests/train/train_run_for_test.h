@@ -87,6 +87,13 @@ inline const nlohmann::json& dropless_moe() {
   return settings;
 }
 
+/// moe-small's MoE layers made dropless through the grouped GEMM (--moe-grouped-gemm): static shapes.
+inline const nlohmann::json& grouped_dropless_moe() {
+  static const nlohmann::json settings{
+      {"moe_expert_capacity_factor", nullptr}, {"moe_pad_expert_input_to_capacity", false}, {"moe_grouped_gemm", true}};
+  return settings;
+}
+
 /// Two microbatches per iteration, then the case's model settings.
 inline nlohmann::json case_settings(const GraphCase& c) {
   nlohmann::json settings{{"global_batch_size", 16}};

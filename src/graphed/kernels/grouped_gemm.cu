@@ -72,12 +72,12 @@ __device__ __forceinline__ void fill_tile(T* tile, Load load) {
 template <typename T, typename LayoutA, typename LayoutB>
 struct TileProduct {
   static constexpr bool tensor_cores = !std::is_same_v<T, float>;
-  using FragmentA = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T,
-                                           std::conditional_t<LayoutA::column_major, nvcuda::wmma::col_major,
-                                                              nvcuda::wmma::row_major>>;
-  using FragmentB = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, T,
-                                           std::conditional_t<LayoutB::column_major, nvcuda::wmma::col_major,
-                                                              nvcuda::wmma::row_major>>;
+  using FragmentA = nvcuda::wmma::fragment<
+      nvcuda::wmma::matrix_a, 16, 16, 16, T,
+      std::conditional_t<LayoutA::column_major, nvcuda::wmma::col_major, nvcuda::wmma::row_major>>;
+  using FragmentB = nvcuda::wmma::fragment<
+      nvcuda::wmma::matrix_b, 16, 16, 16, T,
+      std::conditional_t<LayoutB::column_major, nvcuda::wmma::col_major, nvcuda::wmma::row_major>>;
   using Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
 
   Accumulator fragments[2][2];
@@ -171,9 +171,9 @@ __device__ bool find_row_tile(const int64_t* offsets, int64_t experts, int64_t s
 }
 
 template <typename T, bool kTransposeB>
-__global__ void __launch_bounds__(kThreads) grouped_rows_kernel(const T* __restrict__ a, const T* __restrict__ b,
-                                                                const int64_t* __restrict__ offsets, T* __restrict__ out,
-                                                                GroupedGemmShape shape) {
+__global__ void __launch_bounds__(kThreads)
+    grouped_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, const int64_t* __restrict__ offsets,
+                        T* __restrict__ out, GroupedGemmShape shape) {
   using LayoutA = TileLayout<false, kTile, kDepth>;
   using LayoutB = TileLayout<kTransposeB, kDepth, kTile>;
   __shared__ SharedTiles<T, LayoutA, LayoutB> tiles;
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kThreads) grouped_rows_kernel(const T* __restr
     if constexpr (kTransposeB) {  // b [E, N, K]: element (k, column) at column x K + k, k contiguous
       fill_tile<LayoutB>(tiles.b, [&](int column, int k) {
         return column0 + column < columns && depth0 + k < depth ? matrix[(column0 + column) * depth + depth0 + k]
-                                                                 : zero;
+                                                                : zero;
       });
     } else {  // b [E, K, N]: element (k, column) at k x N + column
       fill_tile<LayoutB>(tiles.b, [&](int k, int column) {
@@ -206,14 +206,15 @@ __global__ void __launch_bounds__(kThreads) grouped_rows_kernel(const T* __restr
     product.add(tiles.a, tiles.b);
   }
   product.write(tiles.staging, [&](int row, int column, float value) {
-    if (first + row < end && column0 + column < columns) out[(first + row) * columns + column0 + column] = from_float<T>(value);
+    if (first + row < end && column0 + column < columns)
+      out[(first + row) * columns + column0 + column] = from_float<T>(value);
   });
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) grouped_weights_kernel(const T* __restrict__ a, const T* __restrict__ g,
-                                                                   const int64_t* __restrict__ offsets,
-                                                                   T* __restrict__ out, GroupedGemmShape shape) {
+__global__ void __launch_bounds__(kThreads)
+    grouped_weights_kernel(const T* __restrict__ a, const T* __restrict__ g, const int64_t* __restrict__ offsets,
+                           T* __restrict__ out, GroupedGemmShape shape) {
   using LayoutA = TileLayout<true, kTile, kDepth>;  // A_op(i, r) = a[row r, i]: i contiguous
   using LayoutB = TileLayout<false, kDepth, kTile>;
   __shared__ SharedTiles<T, LayoutA, LayoutB> tiles;
@@ -240,7 +241,8 @@ __global__ void __launch_bounds__(kThreads) grouped_weights_kernel(const T* __re
   }
   T* matrix = out + expert * depth * columns;
   product.write(tiles.staging, [&](int row, int column, float value) {
-    if (row0 + row < depth && column0 + column < columns) matrix[(row0 + row) * columns + column0 + column] = from_float<T>(value);
+    if (row0 + row < depth && column0 + column < columns)
+      matrix[(row0 + row) * columns + column0 + column] = from_float<T>(value);
   });
 }
 
@@ -251,10 +253,10 @@ void launch_rows(const void* a, const void* b, const int64_t* offsets, void* out
                   static_cast<unsigned>((shape.rows + kTile - 1) / kTile + shape.experts));
   if (transpose_b) {
     grouped_rows_kernel<T, true><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                                 offsets, static_cast<T*>(out), shape);
+                                                                offsets, static_cast<T*>(out), shape);
   } else {
     grouped_rows_kernel<T, false><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                                  offsets, static_cast<T*>(out), shape);
+                                                                 offsets, static_cast<T*>(out), shape);
   }
   detail::check_launch("grouped_rows_kernel");
 }
@@ -265,7 +267,7 @@ void launch_weights(const void* a, const void* g, const int64_t* offsets, void* 
   const dim3 grid(static_cast<unsigned>((shape.columns + kTile - 1) / kTile),
                   static_cast<unsigned>((shape.depth + kTile - 1) / kTile), static_cast<unsigned>(shape.experts));
   grouped_weights_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(g), offsets,
-                                                            static_cast<T*>(out), shape);
+                                                           static_cast<T*>(out), shape);
   detail::check_launch("grouped_weights_kernel");
 }
 

@@ -1,7 +1,7 @@
 // kernels/grouped_gemm_ops_cuda.cpp — the CUDA build's grouped_matmul: on CUDA tensors of fp32, bf16 or fp16 an
 // autograd function over kernels/grouped_gemm.h (the forward one row launch; the backward a row launch against
 // the transposed weights for the input and a weights launch for the weights), otherwise the reference.
-#include <torch/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/grouped_gemm.h"
