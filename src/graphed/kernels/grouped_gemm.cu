@@ -10,6 +10,8 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "graphed/kernels/detail/launch_check.h"
@@ -18,8 +20,15 @@ namespace graphed::kernels {
 namespace {
 
 constexpr int kTile = 64;      // output rows and columns of a block
-constexpr int kDepth = 32;     // reduced elements per pass through shared memory
 constexpr int kThreads = 128;  // four warps, each a 32 x 32 quarter of the tile
+
+/// Reduced elements per pass through shared memory: 64 for 16-bit types, 32 for fp32 (the same bytes).
+template <typename T>
+constexpr int kDepth = std::is_same_v<T, float> ? 32 : 64;
+
+/// Elements in one 16-byte load.
+template <typename T>
+constexpr int kVector = 16 / static_cast<int>(sizeof(T));
 
 template <typename T>
 __device__ __forceinline__ float as_float(T value) {
@@ -57,13 +66,28 @@ struct TileLayout {
   __device__ static int at(int row, int column) { return kColumnMajor ? column * lead + row : row * lead + column; }
 };
 
-/// Fills a tile: load(outer, inner) gives the global element (zero out of bounds), inner fastest.
-template <typename Layout, typename T, typename Load>
-__device__ __forceinline__ void fill_tile(T* tile, Load load) {
-  for (int index = threadIdx.x; index < Layout::outer * Layout::inner; index += kThreads) {
-    const int outer = index / Layout::inner;
-    const int inner = index % Layout::inner;
-    tile[outer * Layout::lead + inner] = load(outer, inner);
+/// Fills a tile from global memory: stored row `outer` holds the `inner` elements at base + outer x stride, zero
+/// past valid_outer rows or valid_inner elements. With `vectors` (stride and base 16-byte aligned: checked by the
+/// launcher) each thread moves 16 bytes at a time, except at a ragged end.
+template <typename Layout, typename T>
+__device__ __forceinline__ void fill_tile(T* tile, const T* base, int64_t stride, int64_t valid_outer,
+                                          int64_t valid_inner, bool vectors) {
+  constexpr int width = kVector<T>;
+  static_assert(Layout::inner % width == 0 && Layout::lead % width == 0, "a stored row holds whole vectors");
+  constexpr int per_row = Layout::inner / width;
+  const T zero = from_float<T>(0.0f);
+  for (int index = threadIdx.x; index < Layout::outer * per_row; index += kThreads) {
+    const int outer = index / per_row;
+    const int inner = (index % per_row) * width;
+    T* stored = tile + outer * Layout::lead + inner;
+    const T* source = base + outer * stride + inner;
+    if (vectors && outer < valid_outer && inner + width <= valid_inner) {
+      *reinterpret_cast<uint4*>(stored) = *reinterpret_cast<const uint4*>(source);
+      continue;
+    }
+    for (int element = 0; element < width; ++element) {
+      stored[element] = outer < valid_outer && inner + element < valid_inner ? source[element] : zero;
+    }
   }
 }
 
@@ -93,13 +117,13 @@ struct TileProduct {
     }
   }
 
-  /// Adds the product of the tiles in shared memory, over their kDepth.
+  /// Adds the product of the tiles in shared memory, over their depth.
   __device__ void add(const T* a, const T* b) {
     if constexpr (tensor_cores) {
       const int warp = threadIdx.x / 32;
       const int row = (warp / 2) * 32;
       const int column = (warp % 2) * 32;
-      for (int step = 0; step < kDepth; step += 16) {
+      for (int step = 0; step < kDepth<T>; step += 16) {
         FragmentA fragment_a[2];
         FragmentB fragment_b[2];
         for (int i = 0; i < 2; ++i)
@@ -113,7 +137,7 @@ struct TileProduct {
     } else {
       const int row = threadIdx.x / 16;
       const int column = threadIdx.x % 16;
-      for (int step = 0; step < kDepth; ++step) {
+      for (int step = 0; step < kDepth<T>; ++step) {
         float from_a[8], from_b[4];
         for (int m = 0; m < 8; ++m) from_a[m] = as_float(a[LayoutA::at(row + 8 * m, step)]);
         for (int n = 0; n < 4; ++n) from_b[n] = as_float(b[LayoutB::at(step, column + 16 * n)]);
@@ -148,7 +172,7 @@ template <typename T, typename LayoutA, typename LayoutB>
 struct SharedTiles {
   alignas(32) T a[LayoutA::size];
   alignas(32) T b[LayoutB::size];
-  alignas(32) float staging[kTile * (kTile + 4)];
+  alignas(32) float staging[std::is_same_v<T, float> ? 1 : kTile * (kTile + 4)];  // WMMA's way out
 };
 
 /// Finds the tile `slot` of the row products: the expert whose rows hold it and the tile's first row; false past
@@ -171,11 +195,11 @@ __device__ bool find_row_tile(const int64_t* offsets, int64_t experts, int64_t s
 }
 
 template <typename T, bool kTransposeB>
-__global__ void __launch_bounds__(kThreads)
-    grouped_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, const int64_t* __restrict__ offsets,
-                        T* __restrict__ out, GroupedGemmShape shape) {
-  using LayoutA = TileLayout<false, kTile, kDepth>;
-  using LayoutB = TileLayout<kTransposeB, kDepth, kTile>;
+__global__ void __launch_bounds__(kThreads) grouped_rows_kernel(const T* __restrict__ a, const T* __restrict__ b,
+                                                                const int64_t* __restrict__ offsets, T* __restrict__ out,
+                                                                GroupedGemmShape shape, bool vectors) {
+  using LayoutA = TileLayout<false, kTile, kDepth<T>>;
+  using LayoutB = TileLayout<kTransposeB, kDepth<T>, kTile>;
   __shared__ SharedTiles<T, LayoutA, LayoutB> tiles;
   int64_t expert = 0, first = 0, end = 0;
   if (!find_row_tile(offsets, shape.experts, blockIdx.y, expert, first, end)) return;
@@ -183,40 +207,34 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t columns = shape.columns;
   const int64_t column0 = int64_t{blockIdx.x} * kTile;
   const T* matrix = b + expert * depth * columns;
-  const T zero = from_float<T>(0.0f);
   TileProduct<T, LayoutA, LayoutB> product;
   product.clear();
-  for (int64_t depth0 = 0; depth0 < depth; depth0 += kDepth) {
+  for (int64_t depth0 = 0; depth0 < depth; depth0 += kDepth<T>) {
     __syncthreads();
-    fill_tile<LayoutA>(tiles.a, [&](int row, int k) {
-      return first + row < end && depth0 + k < depth ? a[(first + row) * depth + depth0 + k] : zero;
-    });
-    if constexpr (kTransposeB) {  // b [E, N, K]: element (k, column) at column x K + k, k contiguous
-      fill_tile<LayoutB>(tiles.b, [&](int column, int k) {
-        return column0 + column < columns && depth0 + k < depth ? matrix[(column0 + column) * depth + depth0 + k]
-                                                                : zero;
-      });
-    } else {  // b [E, K, N]: element (k, column) at k x N + column
-      fill_tile<LayoutB>(tiles.b, [&](int k, int column) {
-        return depth0 + k < depth && column0 + column < columns ? matrix[(depth0 + k) * columns + column0 + column]
-                                                                : zero;
-      });
+    fill_tile<LayoutA>(tiles.a, a + first * depth + depth0, depth, end - first, depth - depth0, vectors);
+    if constexpr (kTransposeB) {  // b [E, N, K]: stored rows are columns, k contiguous
+      fill_tile<LayoutB>(tiles.b, matrix + column0 * depth + depth0, depth, columns - column0, depth - depth0, vectors);
+    } else {  // b [E, K, N]: stored rows are k, columns contiguous
+      fill_tile<LayoutB>(tiles.b, matrix + depth0 * columns + column0, columns, depth - depth0, columns - column0,
+                         vectors);
     }
     __syncthreads();
     product.add(tiles.a, tiles.b);
   }
   product.write(tiles.staging, [&](int row, int column, float value) {
-    if (first + row < end && column0 + column < columns)
+    if (first + row < end && column0 + column < columns) {
       out[(first + row) * columns + column0 + column] = from_float<T>(value);
+    }
   });
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    grouped_weights_kernel(const T* __restrict__ a, const T* __restrict__ g, const int64_t* __restrict__ offsets,
-                           T* __restrict__ out, GroupedGemmShape shape) {
-  using LayoutA = TileLayout<true, kTile, kDepth>;  // A_op(i, r) = a[row r, i]: i contiguous
-  using LayoutB = TileLayout<false, kDepth, kTile>;
+__global__ void __launch_bounds__(kThreads) grouped_weights_kernel(const T* __restrict__ a, const T* __restrict__ g,
+                                                                   const int64_t* __restrict__ offsets,
+                                                                   T* __restrict__ out, GroupedGemmShape shape,
+                                                                   bool vectors) {
+  using LayoutA = TileLayout<true, kTile, kDepth<T>>;  // A_op(i, r) = a[row r, i]: stored rows are r, i contiguous
+  using LayoutB = TileLayout<false, kDepth<T>, kTile>;
   __shared__ SharedTiles<T, LayoutA, LayoutB> tiles;
   const int64_t expert = blockIdx.z;
   const int64_t begin = offsets[expert];
@@ -225,25 +243,33 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t columns = shape.columns;
   const int64_t row0 = int64_t{blockIdx.y} * kTile;
   const int64_t column0 = int64_t{blockIdx.x} * kTile;
-  const T zero = from_float<T>(0.0f);
   TileProduct<T, LayoutA, LayoutB> product;
   product.clear();
-  for (int64_t first = begin; first < end; first += kDepth) {
+  for (int64_t first = begin; first < end; first += kDepth<T>) {
     __syncthreads();
-    fill_tile<LayoutA>(tiles.a, [&](int r, int i) {
-      return first + r < end && row0 + i < depth ? a[(first + r) * depth + row0 + i] : zero;
-    });
-    fill_tile<LayoutB>(tiles.b, [&](int r, int column) {
-      return first + r < end && column0 + column < columns ? g[(first + r) * columns + column0 + column] : zero;
-    });
+    fill_tile<LayoutA>(tiles.a, a + first * depth + row0, depth, end - first, depth - row0, vectors);
+    fill_tile<LayoutB>(tiles.b, g + first * columns + column0, columns, end - first, columns - column0, vectors);
     __syncthreads();
     product.add(tiles.a, tiles.b);
   }
   T* matrix = out + expert * depth * columns;
   product.write(tiles.staging, [&](int row, int column, float value) {
-    if (row0 + row < depth && column0 + column < columns)
+    if (row0 + row < depth && column0 + column < columns) {
       matrix[(row0 + row) * columns + column0 + column] = from_float<T>(value);
+    }
   });
+}
+
+/// Whether every operand's rows can move 16 bytes at a time: aligned bases, and strides of whole vectors.
+template <typename T>
+bool vectorizable(std::initializer_list<const void*> bases, std::initializer_list<int64_t> strides) {
+  for (const void* base : bases) {
+    if (reinterpret_cast<uintptr_t>(base) % 16 != 0) return false;
+  }
+  for (int64_t stride : strides) {
+    if (stride % kVector<T> != 0) return false;
+  }
+  return true;
 }
 
 template <typename T>
@@ -251,12 +277,13 @@ void launch_rows(const void* a, const void* b, const int64_t* offsets, void* out
                  bool transpose_b, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((shape.columns + kTile - 1) / kTile),
                   static_cast<unsigned>((shape.rows + kTile - 1) / kTile + shape.experts));
+  const bool vectors = vectorizable<T>({a, b}, {shape.depth, shape.columns});
   if (transpose_b) {
     grouped_rows_kernel<T, true><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                                offsets, static_cast<T*>(out), shape);
+                                                                offsets, static_cast<T*>(out), shape, vectors);
   } else {
     grouped_rows_kernel<T, false><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                                 offsets, static_cast<T*>(out), shape);
+                                                                 offsets, static_cast<T*>(out), shape, vectors);
   }
   detail::check_launch("grouped_rows_kernel");
 }
@@ -266,8 +293,9 @@ void launch_weights(const void* a, const void* g, const int64_t* offsets, void* 
                     cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((shape.columns + kTile - 1) / kTile),
                   static_cast<unsigned>((shape.depth + kTile - 1) / kTile), static_cast<unsigned>(shape.experts));
+  const bool vectors = vectorizable<T>({a, g}, {shape.depth, shape.columns});
   grouped_weights_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(g), offsets,
-                                                           static_cast<T*>(out), shape);
+                                                           static_cast<T*>(out), shape, vectors);
   detail::check_launch("grouped_weights_kernel");
 }
 
