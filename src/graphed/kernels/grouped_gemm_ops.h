@@ -14,9 +14,19 @@ namespace graphed::kernels {
 /// weight's rows of an expert without rows get zeros).
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
 
+/// out [rows, N]: each row of expert e (offsets as above, offsets[E] = rows) gets bias[e] (fp32 [E, N]); the bias's
+/// gradient is each expert's column sums of the incoming rows, in a fixed order on CUDA (a gather's backward would
+/// add with atomics).
+at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows);
+
+/// Each row's expert [rows] (int64) from the offsets, on their device: nothing read on the host.
+at::Tensor expert_of_rows(const at::Tensor& offsets, int64_t rows);
+
 namespace reference {
 /// The same in ATen: a matmul per expert that has rows, the offsets copied to the host.
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
+/// A gather of each row's bias, differentiable through ATen.
+at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows);
 }  // namespace reference
 
 }  // namespace graphed::kernels

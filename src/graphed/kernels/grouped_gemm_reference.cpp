@@ -4,6 +4,16 @@
 
 #include <vector>
 
+namespace graphed::kernels {
+
+at::Tensor expert_of_rows(const at::Tensor& offsets, int64_t rows) {
+  // The first expert whose end lies past the row: experts without rows share their end with the one before.
+  const at::Tensor ends = offsets.narrow(0, 1, offsets.size(0) - 1);
+  return at::searchsorted(ends, at::arange(rows, offsets.options()), /*out_int32=*/false, /*right=*/true);
+}
+
+}  // namespace graphed::kernels
+
 namespace graphed::kernels::reference {
 
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets) {
@@ -17,6 +27,10 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
   }
   if (pieces.empty()) return at::zeros({input.size(0), weight.size(2)}, input.options());
   return at::cat(pieces);
+}
+
+at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows) {
+  return bias.index_select(0, expert_of_rows(offsets, rows));
 }
 
 }  // namespace graphed::kernels::reference

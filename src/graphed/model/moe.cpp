@@ -128,17 +128,16 @@ at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
 }
 
 at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& offsets) {
-  // The biases through the same grouped product, a column of ones times each expert's [1, f] bias: each row gets
-  // its expert's bias exactly, and the bias's gradient is each expert's column sums in a fixed order (index_add
-  // would sum with atomics).
+  // Each row gets its expert's biases (kernels::grouped_bias: their gradients are each expert's column sums in a
+  // fixed order, where a gather's backward would add with atomics).
   const auto type = product_type(sorted);
-  const at::Tensor ones = b1_.defined() ? at::ones({sorted.size(0), 1}, b1_.options()) : at::Tensor();
+  const int64_t rows = sorted.size(0);
   at::Tensor hidden = kernels::grouped_matmul(sorted.to(type), w1_.to(type), offsets);
-  if (b1_.defined()) hidden = hidden + kernels::grouped_matmul(ones, b1_, offsets);
+  if (b1_.defined()) hidden = hidden + kernels::grouped_bias(b1_.squeeze(1), offsets, rows);
   const at::Tensor activated = mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu);
   hidden = kernels::grouped_matmul(activated.to(type), w2_.to(type), offsets);
   const at::Tensor bias = tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
-  return bias.defined() ? hidden + kernels::grouped_matmul(ones, bias, offsets) : hidden;
+  return bias.defined() ? hidden + kernels::grouped_bias(bias.squeeze(1), offsets, rows) : hidden;
 }
 
 at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,
