@@ -78,7 +78,7 @@ struct GroupedBiasFunction : torch::autograd::Function<GroupedBiasFunction> {
   }
 
   static tensor_list backward(AutogradContext* context, tensor_list grads) {
-    const at::Tensor& offsets = context->get_saved_variables()[0];
+    const at::Tensor offsets = context->get_saved_variables()[0];  // a copy: the list returned is a temporary
     const at::Tensor gradient = grads[0].contiguous();
     const int64_t experts = context->saved_data["experts"].toInt();
     at::Tensor sums = at::empty({experts, gradient.size(1)}, gradient.options().dtype(at::kFloat));
