@@ -1,8 +1,9 @@
 // kernels/grouped_gemm.cu — see kernels/grouped_gemm.h. A block computes one 64 x 64 tile of one expert's
-// product: its operands pass through shared memory 32 deep at a time, loaded with the global array's contiguous
-// dimension fastest (so a warp's loads coalesce) and stored in the layout that dimension gives, row- or
-// column-major; four warps each multiply a 32 x 32 quarter, with tensor cores (WMMA 16 x 16 x 16) for bf16 and
-// fp16 and fused multiply-adds for fp32, accumulating in fp32 in depth order.
+// product: its operands pass through shared memory 64 deep (32 for fp32) at a time, each thread fetching the next
+// pass's share into registers while the block multiplies the current one; loads run along the global array's
+// contiguous dimension (16 bytes at a time where aligned, so a warp's loads coalesce) and are stored in the layout
+// that dimension gives, row- or column-major; four warps each multiply a 32 x 32 quarter, with tensor cores (WMMA
+// 16 x 16 x 16) for bf16 and fp16 and fused multiply-adds for fp32, accumulating in fp32 in depth order.
 #include "graphed/kernels/grouped_gemm.h"
 
 #include <cuda_bf16.h>
@@ -66,30 +67,47 @@ struct TileLayout {
   __device__ static int at(int row, int column) { return kColumnMajor ? column * lead + row : row * lead + column; }
 };
 
-/// Fills a tile from global memory: stored row `outer` holds the `inner` elements at base + outer x stride, zero
-/// past valid_outer rows or valid_inner elements. With `vectors` (stride and base 16-byte aligned: checked by the
-/// launcher) each thread moves 16 bytes at a time, except at a ragged end.
+/// One thread's share of a tile on its way from global memory to shared memory, 16 bytes a part: stored row
+/// `outer` holds the `inner` elements at base + outer x stride, zero past valid_outer rows or valid_inner elements.
+/// fetch() issues the loads (with `vectors`, stride and base 16-byte aligned as the launcher checks, one load a part
+/// but at a ragged end) and store() writes them, so that a pass's loads are in flight while the pass before
+/// multiplies.
 template <typename Layout, typename T>
-__device__ __forceinline__ void fill_tile(T* tile, const T* base, int64_t stride, int64_t valid_outer,
-                                          int64_t valid_inner, bool vectors) {
-  constexpr int width = kVector<T>;
+struct TileFetch {
+  static constexpr int width = kVector<T>;
+  static constexpr int per_row = Layout::inner / width;
+  static constexpr int count = Layout::outer * per_row / kThreads;
   static_assert(Layout::inner % width == 0 && Layout::lead % width == 0, "a stored row holds whole vectors");
-  constexpr int per_row = Layout::inner / width;
-  const T zero = from_float<T>(0.0f);
-  for (int index = threadIdx.x; index < Layout::outer * per_row; index += kThreads) {
-    const int outer = index / per_row;
-    const int inner = (index % per_row) * width;
-    T* stored = tile + outer * Layout::lead + inner;
-    const T* source = base + outer * stride + inner;
-    if (vectors && outer < valid_outer && inner + width <= valid_inner) {
-      *reinterpret_cast<uint4*>(stored) = *reinterpret_cast<const uint4*>(source);
-      continue;
-    }
-    for (int element = 0; element < width; ++element) {
-      stored[element] = outer < valid_outer && inner + element < valid_inner ? source[element] : zero;
+  static_assert(Layout::outer * per_row % kThreads == 0, "every thread moves the same number of parts");
+
+  uint4 parts[count];
+
+  __device__ __forceinline__ void fetch(const T* base, int64_t stride, int64_t valid_outer, int64_t valid_inner,
+                                        bool vectors) {
+    for (int part = 0; part < count; ++part) {
+      const int index = threadIdx.x + part * kThreads;
+      const int outer = index / per_row;
+      const int inner = (index % per_row) * width;
+      const T* source = base + outer * stride + inner;
+      if (vectors && outer < valid_outer && inner + width <= valid_inner) {
+        parts[part] = *reinterpret_cast<const uint4*>(source);
+        continue;
+      }
+      T* elements = reinterpret_cast<T*>(&parts[part]);
+      for (int element = 0; element < width; ++element) {
+        elements[element] =
+            outer < valid_outer && inner + element < valid_inner ? source[element] : from_float<T>(0.0f);
+      }
     }
   }
-}
+
+  __device__ __forceinline__ void store(T* tile) const {
+    for (int part = 0; part < count; ++part) {
+      const int index = threadIdx.x + part * kThreads;
+      *reinterpret_cast<uint4*>(tile + (index / per_row) * Layout::lead + (index % per_row) * width) = parts[part];
+    }
+  }
+};
 
 /// The accumulators of a block: with WMMA, 2 x 2 fragments per warp; with fp32, 8 x 4 values per thread (rows
 /// thread / 16 + 8 m, columns thread % 16 + 16 n).
@@ -207,18 +225,25 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t columns = shape.columns;
   const int64_t column0 = int64_t{blockIdx.x} * kTile;
   const T* matrix = b + expert * depth * columns;
+  TileFetch<LayoutA, T> next_a;
+  TileFetch<LayoutB, T> next_b;
+  const auto fetch = [&](int64_t depth0) {
+    next_a.fetch(a + first * depth + depth0, depth, end - first, depth - depth0, vectors);
+    if constexpr (kTransposeB) {  // b [E, N, K]: stored rows are columns, k contiguous
+      next_b.fetch(matrix + column0 * depth + depth0, depth, columns - column0, depth - depth0, vectors);
+    } else {  // b [E, K, N]: stored rows are k, columns contiguous
+      next_b.fetch(matrix + depth0 * columns + column0, columns, depth - depth0, columns - column0, vectors);
+    }
+  };
   TileProduct<T, LayoutA, LayoutB> product;
   product.clear();
+  fetch(0);
   for (int64_t depth0 = 0; depth0 < depth; depth0 += kDepth<T>) {
     __syncthreads();
-    fill_tile<LayoutA>(tiles.a, a + first * depth + depth0, depth, end - first, depth - depth0, vectors);
-    if constexpr (kTransposeB) {  // b [E, N, K]: stored rows are columns, k contiguous
-      fill_tile<LayoutB>(tiles.b, matrix + column0 * depth + depth0, depth, columns - column0, depth - depth0, vectors);
-    } else {  // b [E, K, N]: stored rows are k, columns contiguous
-      fill_tile<LayoutB>(tiles.b, matrix + depth0 * columns + column0, columns, depth - depth0, columns - column0,
-                         vectors);
-    }
+    next_a.store(tiles.a);
+    next_b.store(tiles.b);
     __syncthreads();
+    if (depth0 + kDepth<T> < depth) fetch(depth0 + kDepth<T>);
     product.add(tiles.a, tiles.b);
   }
   product.write(tiles.staging, [&](int row, int column, float value) {
@@ -242,13 +267,21 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t columns = shape.columns;
   const int64_t row0 = int64_t{blockIdx.y} * kTile;
   const int64_t column0 = int64_t{blockIdx.x} * kTile;
+  TileFetch<LayoutA, T> next_a;
+  TileFetch<LayoutB, T> next_b;
+  const auto fetch = [&](int64_t first) {
+    next_a.fetch(a + first * depth + row0, depth, end - first, depth - row0, vectors);
+    next_b.fetch(g + first * columns + column0, columns, end - first, columns - column0, vectors);
+  };
   TileProduct<T, LayoutA, LayoutB> product;
   product.clear();
+  if (begin < end) fetch(begin);
   for (int64_t first = begin; first < end; first += kDepth<T>) {
     __syncthreads();
-    fill_tile<LayoutA>(tiles.a, a + first * depth + row0, depth, end - first, depth - row0, vectors);
-    fill_tile<LayoutB>(tiles.b, g + first * columns + column0, columns, end - first, columns - column0, vectors);
+    next_a.store(tiles.a);
+    next_b.store(tiles.b);
     __syncthreads();
+    if (first + kDepth<T> < end) fetch(first + kDepth<T>);
     product.add(tiles.a, tiles.b);
   }
   T* matrix = out + expert * depth * columns;
