@@ -48,7 +48,10 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   config::Settings settings = run.settings;
   settings.model.attention_dropout = 0.0;
   settings.model.hidden_dropout = 0.0;
-  settings.model.fused_kernels = true;            // training's --no-fused-kernels does not carry to decoding
+  settings.model.fused_kernels = true;  // training's --no-fused-kernels does not carry to decoding
+  // A dropless MoE decodes through the grouped GEMM whatever it trained with: the same experts' sums, but static
+  // shapes, so the serving engine's graphs can hold it (the dispatch changes no weight).
+  if (!settings.model.moe_expert_capacity_factor) settings.model.moe_grouped_gemm = true;
   settings.train.tensor_model_parallel_size = 1;  // loaded whole: a tensor-parallel server splits it afterwards
   settings.train.sequence_parallel = false;
   const config::RunConfig config = resolve_settings(settings);

@@ -61,9 +61,9 @@ ServingOptions checked(ServingOptions options, model::GptModel& model) {
                     model_config.has_static_moe_shapes(),
                 ConfigError,
                 "the model's dropless MoE layers read their per-expert token counts on the host, "
-                "which a serving graph cannot capture; fix: serve it with --moe-grouped-gemm (the experts in one "
-                "grouped GEMM that reads the counts on the device), or with inference graph scope none, or give the "
-                "MoE an expert capacity factor with padding to capacity");
+                "which a serving graph cannot capture; fix: build the model with the grouped GEMM (ModelConfig "
+                "moe_grouped_gemm: the experts read their counts on the device; graphed's CLI does so for every "
+                "dropless MoE it decodes), or serve it with inference graph scope none");
   const SpeculativeDecoding& speculation = options.speculation;
   GRAPHED_CHECK(!speculation.enabled() || !model_config.has_mamba_layers(), ConfigError,
                 "speculative decoding gives back the cache positions of refused tokens, and this model's Mamba layers "
