@@ -10,6 +10,7 @@
 #include "error_text.h"
 #include "graphed/grammar/json_schema.h"
 #include "graphed/grammar/matcher.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::grammar {
 namespace {
@@ -21,16 +22,7 @@ bool matches(const Grammar& grammar, const std::string& text) {
   return matcher.accept_text(text) && matcher.can_finish();
 }
 
-std::string utf8(std::uint32_t code_point) {
-  std::string text;
-  if (code_point < 0x80) return std::string(1, static_cast<char>(code_point));
-  const int length = code_point < 0x800 ? 2 : code_point < 0x10000 ? 3 : 4;
-  const unsigned lead_bits[] = {0, 0, 0xC0, 0xE0, 0xF0};
-  text += static_cast<char>(lead_bits[length] | (code_point >> (6 * (length - 1))));
-  for (int index = length - 2; index >= 0; --index)
-    text += static_cast<char>(0x80 | ((code_point >> (6 * index)) & 0x3F));
-  return text;
-}
+std::string utf8(std::uint32_t code_point) { return utf8_of(static_cast<char32_t>(code_point)); }
 
 // Every string of up to five characters over {a, b, c, -}.
 std::vector<std::string> short_strings() {

@@ -2,11 +2,11 @@
 // points becomes byte sets of UTF-8 sequences (or JSON's escapes), a repetition the grammar's bounded repeat.
 #include "graphed/grammar/regex.h"
 
-#include <array>
 #include <optional>
 #include <utility>
 
 #include "graphed/grammar/detail/regex_syntax.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::grammar {
 
@@ -15,17 +15,6 @@ namespace {
 using detail::CodePointSet;
 using detail::RegexNode;
 using Kind = RegexNode::Kind;
-
-std::vector<std::uint8_t> utf8_bytes(std::uint32_t code_point) {
-  if (code_point < 0x80) return {static_cast<std::uint8_t>(code_point)};
-  const int length = code_point < 0x800 ? 2 : code_point < 0x10000 ? 3 : 4;
-  const std::array<unsigned, 5> lead_bits = {0, 0, 0xC0, 0xE0, 0xF0};
-  std::vector<std::uint8_t> bytes = {
-      static_cast<std::uint8_t>(lead_bits[static_cast<std::size_t>(length)] | (code_point >> (6 * (length - 1))))};
-  for (int index = length - 2; index >= 0; --index)
-    bytes.push_back(static_cast<std::uint8_t>(0x80 | ((code_point >> (6 * index)) & 0x3F)));
-  return bytes;
-}
 
 // The UTF-8 encodings of the code points first..last as sequences of byte ranges: the range is split where the
 // encoded length changes and where a continuation byte would not run over its whole 0x80..0xBF, until the first
@@ -49,11 +38,13 @@ void add_utf8_ranges(std::uint32_t first, std::uint32_t last, std::vector<Sequen
       return add_utf8_ranges(last & ~low_bits, last, out);
     }
   }
-  const std::vector<std::uint8_t> low = utf8_bytes(first);
-  const std::vector<std::uint8_t> high = utf8_bytes(last);
+  const std::string low = utf8_of(static_cast<char32_t>(first));
+  const std::string high = utf8_of(static_cast<char32_t>(last));
   Sequence sequence;
-  for (std::size_t index = 0; index < low.size(); ++index)
-    sequence.push_back(Element::of_bytes(ByteSet::range(low[index], high[index])));
+  for (std::size_t index = 0; index < low.size(); ++index) {
+    sequence.push_back(Element::of_bytes(
+        ByteSet::range(static_cast<std::uint8_t>(low[index]), static_cast<std::uint8_t>(high[index]))));
+  }
   out.push_back(std::move(sequence));
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "graphed/util/error.h"
+#include "graphed/util/utf8.h"
 
 namespace graphed::grammar::detail {
 
@@ -73,30 +74,13 @@ bool RegexNode::nullable() const {
   return false;
 }
 
-std::vector<std::uint32_t> decode_utf8(std::string_view text) {
-  std::vector<std::uint32_t> code_points;
-  for (std::size_t at = 0; at < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[at]);
-    const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
-    bool valid = length > 0 && at + static_cast<std::size_t>(length) <= text.size();
-    std::uint32_t value = length == 1 ? lead : length == 2 ? lead & 0x1F : length == 3 ? lead & 0x0F : lead & 0x07;
-    for (int index = 1; valid && index < length; ++index) {
-      const auto byte = static_cast<unsigned char>(text[at + static_cast<std::size_t>(index)]);
-      valid = (byte & 0xC0) == 0x80;
-      value = (value << 6) | (byte & 0x3F);
-    }
-    if (!valid)
-      throw Error("the regular expression is not valid UTF-8 at byte " + std::to_string(at) +
-                  "; fix: send the pattern as UTF-8 text");
-    code_points.push_back(value);
-    at += static_cast<std::size_t>(length);
-  }
-  return code_points;
-}
-
 namespace {
 
 using Kind = RegexNode::Kind;
+
+std::vector<std::uint32_t> code_points_of(const CodePoints& decoded) {
+  return std::vector<std::uint32_t>(decoded.code_points.begin(), decoded.code_points.end());
+}
 
 RegexNode characters(const CodePointSet& set) {
   RegexNode node;
@@ -126,7 +110,8 @@ CodePointSet dot() { return CodePointSet().add(0x0A, 0x0A).add(0x0D, 0x0D).add(0
 
 class RegexParser {
  public:
-  explicit RegexParser(std::string_view pattern) : pattern_(pattern), text_(decode_utf8(pattern)) {}
+  explicit RegexParser(std::string_view pattern)
+      : pattern_(pattern), text_(code_points_of(graphed::decode_utf8(pattern, "the regular expression"))) {}
 
   std::vector<RegexBranch> parse() {
     std::vector<RegexBranch> branches;
@@ -361,16 +346,7 @@ class RegexParser {
                 "(docs/serving.md lists the supported syntax)");
   }
 
-  static std::string shown(std::uint32_t code_point) {
-    std::string text;
-    if (code_point < 0x80) return std::string(1, static_cast<char>(code_point));
-    const int length = code_point < 0x800 ? 2 : code_point < 0x10000 ? 3 : 4;
-    const unsigned lead_bits[] = {0, 0, 0xC0, 0xE0, 0xF0};
-    text += static_cast<char>(lead_bits[length] | (code_point >> (6 * (length - 1))));
-    for (int index = length - 2; index >= 0; --index)
-      text += static_cast<char>(0x80 | ((code_point >> (6 * index)) & 0x3F));
-    return text;
-  }
+  static std::string shown(std::uint32_t code_point) { return utf8_of(static_cast<char32_t>(code_point)); }
 
   bool at_end() const { return at_ >= text_.size(); }
   std::uint32_t peek() const { return text_[at_]; }

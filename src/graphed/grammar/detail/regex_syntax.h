@@ -62,7 +62,4 @@ constexpr int kMaxRegexCount = 100000;
 /// lookaround, `\b`, `\p{...}`, flags, anchors elsewhere) throws graphed::Error naming what and where, with a fix.
 std::vector<RegexBranch> parse_regex(std::string_view pattern);
 
-/// The pattern's characters as code points; throws graphed::Error for text that is not UTF-8.
-std::vector<std::uint32_t> decode_utf8(std::string_view text);
-
 }  // namespace graphed::grammar::detail
