@@ -100,9 +100,12 @@ TEST(JsonSchemaTest, RefusesUnsupportedKeywordsNamingEveryPath) {
             "what structured output supports");
   EXPECT_EQ(refusal(R"({"type":"string","pattern":"(a)\\1"})"),
             "the schema uses keywords graphed does not support: 'pattern' at /: the regular expression '(a)\\1' has "
-            "the backreference '\\1' at character 5, which graphed cannot follow; fix: rewrite the pattern without "
-            "it (docs/serving.md lists the supported syntax); fix: remove them (state such constraints in the prompt "
-            "instead); docs/serving.md lists what structured output supports");
+            "the backreference '\\1' at character 5, which graphed cannot follow; fix: remove them (state such "
+            "constraints in the prompt instead); docs/serving.md lists what structured output supports");
+  EXPECT_EQ(refusal(R"({"enum":["a","bb"],"pattern":"^a$"})"),
+            "the schema uses keywords graphed does not support: 'pattern' beside 'enum' at / (list only the values "
+            "that fit); fix: remove them (state such constraints in the prompt instead); docs/serving.md lists what "
+            "structured output supports");
   EXPECT_EQ(refusal(R"({"anyOf":[{"type":"null"}],"type":"null","items":{"allOf":[]},"additionalProperties":true})"),
             "the schema uses keywords graphed does not support: 'type' beside 'anyOf' at /, 'items' beside 'anyOf' "
             "at /, 'additionalProperties' beside 'anyOf' at /; fix: remove them (state such constraints in the prompt "

@@ -81,6 +81,8 @@ TEST(RegexTest, ClassesOfCodePointsMatchTheirUtf8ByteForByte) {
   EXPECT_FALSE(matches(compile_regex("."), "\n"));
   EXPECT_TRUE(matches(compile_regex("[α-ω]+"), "αβω"));
   EXPECT_TRUE(matches(compile_regex("\\s"), "\xe3\x80\x80"));  // U+3000 is a space to ECMAScript
+  EXPECT_TRUE(matches(compile_regex("\\uD83D\\uDE00[\\uD83D\\uDE01]"), "\xf0\x9f\x98\x80\xf0\x9f\x98\x81"));  // pairs
+  EXPECT_TRUE(matches(compile_regex("[^]"), "\n"));  // JavaScript's any character at all
 }
 
 TEST(RegexTest, JsonSchemaPatternsAreSearchedInsideJsonStrings) {
@@ -139,6 +141,22 @@ TEST(RegexTest, RefusesWhatItCannotFollowNamingItAndWhere) {
   EXPECT_EQ(refusal("a{3,2}"),
             "the regular expression 'a{3,2}' has the quantifier {3,2} whose bounds are out of "
             "order at character 6" +
+                tail);
+  EXPECT_EQ(refusal("[a"), "the regular expression '[a' has a '[' that is never closed at character 2" + tail);
+  EXPECT_EQ(refusal("[a-"), "the regular expression '[a-' has a '[' that is never closed at character 3" + tail);
+  EXPECT_EQ(refusal("[\\d"), "the regular expression '[\\d' has a '[' that is never closed at character 3" + tail);
+  EXPECT_EQ(refusal("a(?"),
+            "the regular expression 'a(?' has a lookaround or flag group '(?' (lookarounds and flags "
+            "cannot be followed token by token) at character 3" +
+                tail);
+  EXPECT_EQ(refusal("\\uD83D"),
+            "the regular expression '\\uD83D' has a lone surrogate escape (U+D83D is no "
+            "character) at character 6" +
+                tail);
+  EXPECT_EQ(refusal("\\01"), "the regular expression '\\01' has the octal escape '\\01' at character 2" + tail);
+  EXPECT_EQ(refusal("a{60000}b{50000}"),
+            "the regular expression 'a{60000}b{50000}' has repetition counts adding up "
+            "past graphed's limit of 100000 at character 16" +
                 tail);
   EXPECT_EQ(refusal("a{100001}"),
             "the regular expression 'a{100001}' has a repetition count over graphed's limit of "

@@ -246,6 +246,12 @@ TEST(OpenAiProtocolTest, VllmStructuredOutputFormsAreReadIntoGrammars) {
             "choice from structured_outputs");
   EXPECT_EQ(source({{"prompt", "x"}, {"structured_outputs", {{"json_object", true}, {"regex", nullptr}}}}),
             "json_object from structured_outputs");
+  // Fields written as null, and vLLM's backend switches, leave the one form that is given.
+  EXPECT_EQ(
+      source({{"prompt", "x"},
+              {"structured_outputs",
+               {{"regex", "a"}, {"grammar", nullptr}, {"disable_fallback", true}, {"disable_any_whitespace", false}}}}),
+      "regex from structured_outputs");
   EXPECT_EQ(source({{"prompt", "x"}, {"guided_json", schema}}), "json_schema from guided_json");
   EXPECT_EQ(source({{"prompt", "x"}, {"guided_regex", "a|b"}, {"guided_decoding_backend", "xgrammar"}}),
             "regex from guided_regex");
@@ -263,7 +269,7 @@ TEST(OpenAiProtocolTest, VllmStructuredOutputMistakesAreRefusedByName) {
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"structured_outputs", {{"regex", "a"}, {"choice", {"a"}}}}}),
             "400 structured_outputs: 'structured_outputs' gives 2 forms; send exactly one of json (a schema), regex, "
             "choice or json_object");
-  EXPECT_EQ(completion_error({{"prompt", "x"}, {"structured_outputs", {{"jsn", {}}}}}),
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"structured_outputs", {{"jsn", 1}}}}),
             "400 structured_outputs.jsn: 'structured_outputs.jsn' is not a field graphed knows; send one of json (a "
             "schema), regex, choice or json_object");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_choice", json::array()}}),
@@ -273,6 +279,15 @@ TEST(OpenAiProtocolTest, VllmStructuredOutputMistakesAreRefusedByName) {
             "400 guided_regex: 'guided_regex': the regular expression '(a' has a '(' that is never closed at character "
             "2, which graphed cannot follow; fix: rewrite the pattern without it (docs/serving.md lists the supported "
             "syntax)");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_json", "[1]"}}),
+            "400 guided_json: 'guided_json' is JSON text holding an array; send a JSON schema (an object)");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"structured_outputs", {{"regex", "a"}, {"disable_fallback", "yes"}}}}),
+            "400 structured_outputs.disable_fallback: 'structured_outputs.disable_fallback' is a string; send true or "
+            "false");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_regex", "\\uD83D"}}),
+            "400 guided_regex: 'guided_regex': the regular expression '\\uD83D' has a lone surrogate escape (U+D83D is "
+            "no character) at character 6, which graphed cannot follow; fix: rewrite the pattern without it "
+            "(docs/serving.md lists the supported syntax)");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"guided_json", "{not json"}}),
             "400 guided_json: 'guided_json' is a string that is not JSON; send the JSON schema as an object");
   EXPECT_EQ(completion_error({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}, {"guided_regex", "a"}}),
@@ -340,7 +355,8 @@ TEST(OpenAiProtocolTest, ChatMessagesAreCheckedAndTextPartsJoined) {
       {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]},
       {"role": "assistant", "content": null, "tool_calls": [
         {"type": "function", "function": {"name": "f", "arguments": "{\"city\": \"Paris\"}"}},
-        {"type": "function", "function": {"name": "g", "arguments": "not json"}}]},
+        {"type": "function", "function": {"name": "g", "arguments": "not json"}},
+        {"type": "function", "function": {"name": "h", "arguments": ""}}]},
       {"role": "tool", "tool_call_id": "call_1", "content": "22.5"}],
     "max_completion_tokens": 4, "chat_template_kwargs": {"enable_thinking": false}})"));
   EXPECT_EQ(request.messages[1]["content"], "Hi there");
@@ -349,6 +365,7 @@ TEST(OpenAiProtocolTest, ChatMessagesAreCheckedAndTextPartsJoined) {
   // Arguments sent as JSON text reach the template as objects (Llama's writes them with tojson); others as sent.
   EXPECT_EQ(request.messages[2]["tool_calls"][0]["function"]["arguments"], json({{"city", "Paris"}}));
   EXPECT_EQ(request.messages[2]["tool_calls"][1]["function"]["arguments"], "not json");
+  EXPECT_EQ(request.messages[2]["tool_calls"][2]["function"]["arguments"], json::object());
   EXPECT_EQ(request.messages[3]["content"], "22.5");
   EXPECT_EQ(*request.generation.max_tokens, 4);
   EXPECT_EQ(request.template_kwargs["enable_thinking"], false);

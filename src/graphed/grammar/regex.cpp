@@ -71,6 +71,13 @@ class RegexEmitter {
   RegexEmitter(Grammar& grammar, Writing writing) : grammar_(grammar), writing_(writing) {}
 
   Sequence emit(const RegexNode& node) {
+    // Nullable parts repeated inside a sequence are copied once per part (without_empty): a bound on the rules keeps
+    // a crafted pattern from growing the grammar past what a request should cost.
+    constexpr int kMaxRules = 200000;
+    if (grammar_.rule_count() > kMaxRules) {
+      throw RegexError("the regular expression expands into a grammar of more than " + std::to_string(kMaxRules) +
+                       " rules, graphed's limit; fix: simplify the pattern (fewer optional parts repeated together)");
+    }
     switch (node.kind) {
       case Kind::kCharacters: return emit_characters(node.characters);
       case Kind::kSequence: {

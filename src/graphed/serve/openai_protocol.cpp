@@ -169,7 +169,7 @@ json content_of(const json& message, std::size_t index) {
 
 /// An assistant message's earlier tool calls with their `arguments` as objects: OpenAI's clients send them as JSON
 /// text, and templates such as Llama 3.1's write them with `tojson`, which would quote the text again (vLLM parses
-/// them too). Arguments that are not JSON text stay as sent.
+/// them too); empty text is no arguments, {}. Text that does not hold an object stays as sent.
 void parse_call_arguments(json& message) {
   json* calls = message.contains("tool_calls") ? &message["tool_calls"] : nullptr;
   if (calls == nullptr || !calls->is_array()) return;
@@ -177,8 +177,9 @@ void parse_call_arguments(json& message) {
     if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
     json& function = call["function"];
     if (!function.contains("arguments") || !function["arguments"].is_string()) continue;
-    json parsed = json::parse(function["arguments"].get<std::string>(), nullptr, /*allow_exceptions=*/false);
-    if (!parsed.is_discarded()) function["arguments"] = std::move(parsed);
+    const std::string text = function["arguments"].get<std::string>();
+    json parsed = text.empty() ? json::object() : json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object()) function["arguments"] = std::move(parsed);  // no arguments ("") are an empty object
   }
 }
 

@@ -26,7 +26,13 @@ std::shared_ptr<CompiledGrammar> schema_grammar(const json& given, const std::st
       throw invalid_request("'" + param + "' is a string that is not JSON; send the JSON schema as an object", param);
     }
   }
-  if (!schema.is_object() && !schema.is_boolean()) wrong_type(param, given, "a JSON schema (an object)");
+  if (!schema.is_object() && !schema.is_boolean()) {
+    if (given.is_string()) {
+      throw invalid_request(
+          "'" + param + "' is JSON text holding " + kind_of(schema) + "; send a JSON schema (an object)", param);
+    }
+    wrong_type(param, given, "a JSON schema (an object)");
+  }
   try {
     return shared_compiled_grammar("json_schema " + schema.dump(), "json_schema",
                                    [&] { return grammar::compile_json_schema(schema); });
@@ -110,12 +116,19 @@ std::shared_ptr<CompiledGrammar> structured_outputs(const json& options) {
   }
   std::vector<std::string> given;
   for (const auto& [key, value] : options.items()) {
+    if (value.is_null()) continue;  // clients that write every field send the unused ones as null
+    // vLLM's switches of its backends: graphed has one, which never falls back, writes no whitespace and allows no
+    // property a schema does not list; read for their type.
+    if (key == "disable_fallback" || key == "disable_any_whitespace" || key == "disable_additional_properties") {
+      if (!value.is_boolean()) wrong_type("structured_outputs." + key, value, "true or false");
+      continue;
+    }
     const bool known = key == "json" || key == "regex" || key == "choice" || key == "json_object";
     if (!known) {
       throw invalid_request("'structured_outputs." + key + "' is not a field graphed knows; send " + kStructuredWanted,
                             "structured_outputs." + key);
     }
-    if (!value.is_null() && !(key == "json_object" && value.is_boolean() && !value.get<bool>())) given.push_back(key);
+    if (!(key == "json_object" && value.is_boolean() && !value.get<bool>())) given.push_back(key);
   }
   if (given.size() != 1) {
     throw invalid_request(

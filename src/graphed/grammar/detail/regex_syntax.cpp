@@ -170,7 +170,8 @@ class RegexParser {
   RegexNode parse_group() {
     if (take('?')) {
       if (take(':')) {
-      } else if (peek() == '<' && at_ + 1 < text_.size() && text_[at_ + 1] != '=' && text_[at_ + 1] != '!') {
+      } else if (!at_end() && peek() == '<' && at_ + 1 < text_.size() && text_[at_ + 1] != '=' &&
+                 text_[at_ + 1] != '!') {
         while (!at_end() && next() != '>') {
         }
       } else {
@@ -185,13 +186,14 @@ class RegexParser {
 
   CodePointSet parse_class() {
     const bool negated = take('^');
+    if (negated && take(']')) return CodePointSet().add(0, CodePointSet::kLast);  // [^]: any character at all
     CodePointSet set;
     bool first = true;
     while (!at_end() && (peek() != ']' || first)) {
       if (first && peek() == ']') fail("an empty class '[]' (it matches nothing)");
       first = false;
       const CodePointSet low = class_atom();
-      if (peek() == '-' && at_ + 1 < text_.size() && text_[at_ + 1] != ']') {
+      if (!at_end() && peek() == '-' && at_ + 1 < text_.size() && text_[at_ + 1] != ']') {
         next();
         const CodePointSet high = class_atom();
         if (low.ranges().size() != 1 || high.ranges().size() != 1 ||
@@ -234,9 +236,11 @@ class RegexParser {
       case 't': return single('\t');
       case 'f': return single('\f');
       case 'v': return single('\v');
-      case '0': return single(0);
+      case '0':
+        if (!at_end() && peek() >= '0' && peek() <= '9') fail("the octal escape '\\0" + shown(peek()) + "'");
+        return single(0);
       case 'x': return single(hex_digits(2, "\\x"));
-      case 'u': return single(unicode_escape());
+      case 'u': return single(unicode_character());
       case 'b':
         if (in_class) return single('\b');
         fail("the word boundary '\\b' (an assertion, which cannot be followed token by token)");
@@ -247,6 +251,29 @@ class RegexParser {
                                  (code_point >= '0' && code_point <= '9');
     if (letter_or_digit) fail("the escape '\\" + shown(code_point) + "'");
     return single(code_point);  // escaped punctuation stands for itself
+  }
+
+  /// A \u escape's character: a high surrogate followed by \u of a low one is one character (as in JavaScript); a
+  /// lone surrogate is no character, and refused.
+  std::uint32_t unicode_character() {
+    const std::uint32_t value = unicode_escape();
+    const bool high = value >= 0xD800 && value <= 0xDBFF;
+    if (high && at_ + 1 < text_.size() && text_[at_] == '\\' && text_[at_ + 1] == 'u') {
+      const std::size_t mark = at_;
+      at_ += 2;
+      const std::uint32_t low = unicode_escape();
+      if (low >= 0xDC00 && low <= 0xDFFF) return 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00);
+      at_ = mark;
+    }
+    if (value >= 0xD800 && value <= 0xDFFF) fail("a lone surrogate escape (U+" + hex(value) + " is no character)");
+    return value;
+  }
+
+  static std::string hex(std::uint32_t value) {
+    const char* digits = "0123456789ABCDEF";
+    std::string text;
+    for (int shift = 12; shift >= 0; shift -= 4) text += digits[(value >> shift) & 15];
+    return text;
   }
 
   std::uint32_t unicode_escape() {
@@ -301,6 +328,10 @@ class RegexParser {
       take('?');  // lazy: the same set of strings
       if (!at_end() && (peek() == '*' || peek() == '+' || peek() == '?')) {
         fail("the quantifier '" + shown(peek()) + "' right after another");
+      }
+      counted_ += maximum >= 0 ? maximum : minimum + 1;  // what the grammar spends on the repetition
+      if (counted_ > kMaxRegexCount) {
+        fail("repetition counts adding up past graphed's limit of " + std::to_string(kMaxRegexCount));
       }
       RegexNode repeat;
       repeat.kind = Kind::kRepeat;
@@ -360,6 +391,7 @@ class RegexParser {
   std::string_view pattern_;
   std::vector<std::uint32_t> text_;
   std::size_t at_ = 0;
+  long counted_ = 0;  // the repetitions' counts so far, against kMaxRegexCount
 };
 
 }  // namespace

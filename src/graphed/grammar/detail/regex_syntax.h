@@ -52,14 +52,16 @@ struct RegexBranch {
   bool anchored_end = false;
 };
 
-/// Repetition counts above this are refused, as the schema compiler's lengths are.
+/// Repetition counts above this, alone or added up over a pattern, are refused, as the schema compiler's lengths are.
 constexpr int kMaxRegexCount = 100000;
 
 /// Parses `pattern` (UTF-8). Supported: literals; `.` (any character but line terminators); classes `[...]`,
-/// `[^...]` with ranges and escapes; `\d \D \w \W \s \S`; escapes of punctuation, `\n \r \t \f \v \0`, `\xHH`,
-/// `\uHHHH`, `\u{H...}`; groups `(...)`, `(?:...)`, `(?<name>...)`; `|`; `* + ? {n} {n,} {n,m}`, lazy or not (the
-/// same language); `^` and `$` at the start and end of a top-level alternative. Everything else (backreferences,
-/// lookaround, `\b`, `\p{...}`, flags, anchors elsewhere) throws graphed::Error naming what and where, with a fix.
+/// `[^...]` with ranges and escapes, `[^]` (any character); `\d \D \w \W \s \S`; escapes of punctuation, `\n \r \t \f
+/// \v \0`, `\xHH`,
+/// `\uHHHH` (a surrogate pair of them one character), `\u{H...}`; groups `(...)`, `(?:...)`, `(?<name>...)`; `|`; `* +
+/// ? {n} {n,} {n,m}`, lazy or not (the same language); `^` and `$` at the start and end of a top-level alternative.
+/// Everything else (backreferences, lookaround, `\b`, `\p{...}`, flags, anchors elsewhere) throws graphed::Error naming
+/// what and where, with a fix.
 std::vector<RegexBranch> parse_regex(std::string_view pattern);
 
 }  // namespace graphed::grammar::detail

@@ -107,6 +107,12 @@ void SchemaChecker::check_string_form(const Json& schema, const std::string& pat
   if (!pattern && !format) return;
   const std::string name = pattern ? "pattern" : "format";
   if (pattern && format) findings_.unsupported.push_back("'pattern' beside 'format' at " + display_path(path));
+  for (const char* constants : {"enum", "const"}) {  // compile_constants() would let every listed value through
+    if (schema.contains(constants)) {
+      findings_.unsupported.push_back("'" + name + "' beside '" + constants + "' at " + display_path(path) +
+                                      " (list only the values that fit)");
+    }
+  }
   for (const char* bound : {"minLength", "maxLength"}) {
     if (schema.contains(bound)) {
       findings_.unsupported.push_back("'" + name + "' beside '" + bound + "' at " + display_path(path) +
@@ -119,7 +125,9 @@ void SchemaChecker::check_string_form(const Json& schema, const std::string& pat
     try {
       parse_regex(schema["pattern"].get<std::string>());
     } catch (const Error& error) {
-      findings_.unsupported.push_back("'pattern' at " + display_path(path) + ": " + error.what());
+      const std::string message = error.what();  // its own fix is the one check_schema() gives for all
+      findings_.unsupported.push_back("'pattern' at " + display_path(path) + ": " +
+                                      message.substr(0, message.find("; fix: ")));
     }
   }
   if (format) {
