@@ -396,7 +396,8 @@ INSTANTIATE_TEST_SUITE_P(
                           {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"moe", "moe_router"}}}),
                    "TC-9", Severity::kError,
                    "--cuda-graph-modules must not contain both moe and moe_router, got moe moe_router; fix: use moe "
-                   "to graph the whole MoE MLP (drop-and-pad only) or moe_router [moe_preprocess] to graph the router"},
+                   "to graph the whole MoE MLP (drop-and-pad or --moe-grouped-gemm) or moe_router [moe_preprocess] to "
+                   "graph the router"},
         FiringCase{
             "TC10",
             {{"cuda_graph_impl", "transformer_engine"},
@@ -415,7 +416,7 @@ INSTANTIATE_TEST_SUITE_P(
                    merged(kDropAndPad, {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", {"mlp"}}}),
                    "TC-12", Severity::kError,
                    "--cuda-graph-modules mlp needs dense layers, but every layer is MoE (--moe-layer-freq 1); fix: "
-                   "graph moe (drop-and-pad) or moe_router instead of mlp"},
+                   "graph moe (drop-and-pad or --moe-grouped-gemm) or moe_router instead of mlp"},
         FiringCase{"TC13",
                    {{"cuda_graph_impl", "transformer_engine"}, {"num_experts", 4}, {"cuda_graph_modules", {"moe"}}},
                    "TC-13",
@@ -448,7 +449,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "G3",
                    Severity::kError,
                    "--cuda-graph-impl full_iteration needs static shapes, but MoE layers are dropless "
-                   "(--moe-pad-expert-input-to-capacity is off); fix: pass --moe-grouped-gemm (dropless, static "
+                   "(--moe-pad-expert-input-to-capacity is off and --moe-grouped-gemm is off); fix: pass "
+                   "--moe-grouped-gemm (dropless, static "
                    "shapes), or make MoE drop-and-pad with --moe-expert-capacity-factor and "
                    "--moe-pad-expert-input-to-capacity, or use --cuda-graph-impl transformer_engine "
                    "--cuda-graph-modules attn moe_router moe_preprocess"},
@@ -585,6 +587,12 @@ INSTANTIATE_TEST_SUITE_P(
         QuietCase{"G3DropAndPad", merged(kDropAndPad, {{"cuda_graph_impl", "full_iteration"}}), "G3"},
         QuietCase{"G3GroupedGemm",
                   {{"num_experts", 4}, {"moe_grouped_gemm", true}, {"cuda_graph_impl", "full_iteration"}},
+                  "G3"},
+        QuietCase{"G3GroupedGemmUnpadded",
+                  {{"num_experts", 4},
+                   {"moe_expert_capacity_factor", 1.0},
+                   {"moe_grouped_gemm", true},
+                   {"cuda_graph_impl", "full_iteration"}},
                   "G3"},
         QuietCase{
             "G2GroupedGemm", {{"num_experts", 4}, {"moe_grouped_gemm", true}, {"cuda_graph_impl", "local"}}, "G2"},

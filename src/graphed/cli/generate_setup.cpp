@@ -51,7 +51,7 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   settings.model.fused_kernels = true;  // training's --no-fused-kernels does not carry to decoding
   // A dropless MoE decodes through the grouped GEMM whatever it trained with: the same experts' sums, but static
   // shapes, so the serving engine's graphs can hold it (the dispatch changes no weight).
-  if (!settings.model.moe_expert_capacity_factor) settings.model.moe_grouped_gemm = true;
+  if (!settings.model.is_drop_and_pad()) settings.model.moe_grouped_gemm = true;
   settings.train.tensor_model_parallel_size = 1;  // loaded whole: a tensor-parallel server splits it afterwards
   settings.train.sequence_parallel = false;
   const config::RunConfig config = resolve_settings(settings);

@@ -118,8 +118,8 @@ struct ModelConfig {
   }
   /// Whether MoE layers drop and pad to a static capacity (capacity factor set and padding on).
   bool is_drop_and_pad() const { return moe_expert_capacity_factor.has_value() && moe_pad_expert_input_to_capacity; }
-  /// Whether MoE layers are dropless through the grouped GEMM (--moe-grouped-gemm, no capacity factor).
-  bool is_grouped_dropless() const { return moe_grouped_gemm && !moe_expert_capacity_factor.has_value(); }
+  /// Whether MoE layers are dropless through the grouped GEMM (--moe-grouped-gemm, not drop-and-pad).
+  bool is_grouped_dropless() const { return moe_grouped_gemm && !is_drop_and_pad(); }
   /// Whether MoE layers have static shapes (capturable whole): drop-and-pad, or grouped dropless.
   bool has_static_moe_shapes() const { return is_drop_and_pad() || is_grouped_dropless(); }
 };

@@ -249,8 +249,9 @@ void validate_train(const RunConfig& config, IssueList& issues) {
 // ---- CUDA graphs ----------------------------------------------------------------------------
 
 std::string dropless_reason(const ModelConfig& m) {
-  return m.moe_expert_capacity_factor ? "--moe-pad-expert-input-to-capacity is off"
-                                      : "--moe-expert-capacity-factor is unset and --moe-grouped-gemm is off";
+  return std::string(m.moe_expert_capacity_factor ? "--moe-pad-expert-input-to-capacity is off"
+                                                  : "--moe-expert-capacity-factor is unset") +
+         " and --moe-grouped-gemm is off";
 }
 
 void validate_moe_modules(const RunConfig& config, IssueList& issues) {
@@ -261,9 +262,10 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
   const bool router = g.has_module(CudaGraphModule::kMoeRouter);
   const bool preprocess = g.has_module(CudaGraphModule::kMoePreprocess);
   if (moe && router) {
-    issues.error("TC-9", "--cuda-graph-modules must not contain both moe and moe_router, got " + mods +
-                             "; fix: use moe to graph the whole MoE MLP (drop-and-pad only) or moe_router "
-                             "[moe_preprocess] to graph the router");
+    issues.error("TC-9",
+                 "--cuda-graph-modules must not contain both moe and moe_router, got " + mods +
+                     "; fix: use moe to graph the whole MoE MLP (drop-and-pad or --moe-grouped-gemm) or moe_router "
+                     "[moe_preprocess] to graph the router");
   }
   if (preprocess && !router) {
     issues.error("TC-10",
@@ -279,7 +281,8 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
   const bool all_moe = std::all_of(config.moe_layers.begin(), config.moe_layers.end(), [](bool b) { return b; });
   if (g.has_module(CudaGraphModule::kMlp) && all_moe) {
     issues.error("TC-12", "--cuda-graph-modules mlp needs dense layers, but every layer is MoE (--moe-layer-freq " +
-                              m.moe_layer_freq + "); fix: graph moe (drop-and-pad) or moe_router instead of mlp");
+                              m.moe_layer_freq +
+                              "); fix: graph moe (drop-and-pad or --moe-grouped-gemm) or moe_router instead of mlp");
   }
   if (moe && !m.has_static_moe_shapes()) {
     issues.error("TC-13", "--cuda-graph-modules moe needs static MoE shapes, but " + dropless_reason(m) +

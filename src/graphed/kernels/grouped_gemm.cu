@@ -220,10 +220,10 @@ __global__ void __launch_bounds__(kThreads)
   using LayoutB = TileLayout<kTransposeB, kDepth<T>, kTile>;
   __shared__ SharedTiles<T, LayoutA, LayoutB> tiles;
   int64_t expert = 0, first = 0, end = 0;
-  if (!find_row_tile(offsets, shape.experts, blockIdx.y, expert, first, end)) return;
+  if (!find_row_tile(offsets, shape.experts, blockIdx.x, expert, first, end)) return;
   const int64_t depth = shape.depth;
   const int64_t columns = shape.columns;
-  const int64_t column0 = int64_t{blockIdx.x} * kTile;
+  const int64_t column0 = int64_t{blockIdx.y} * kTile;
   const T* matrix = b + expert * depth * columns;
   TileFetch<LayoutA, T> next_a;
   TileFetch<LayoutB, T> next_b;
@@ -331,8 +331,10 @@ bool vectorizable(std::initializer_list<const void*> bases, std::initializer_lis
 template <typename T>
 void launch_rows(const void* a, const void* b, const int64_t* offsets, void* out, const GroupedGemmShape& shape,
                  bool transpose_b, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((shape.columns + kTile - 1) / kTile),
-                  static_cast<unsigned>((shape.rows + kTile - 1) / kTile + shape.experts));
+  // x: a slot for every row tile of any routing (up to 2^31 - 1), y: the column tiles; consecutive blocks share
+  // their expert's column tile of b.
+  const dim3 grid(static_cast<unsigned>((shape.rows + kTile - 1) / kTile + shape.experts),
+                  static_cast<unsigned>((shape.columns + kTile - 1) / kTile));
   const bool vectors = vectorizable<T>({a, b}, {shape.depth, shape.columns});
   if (transpose_b) {
     grouped_rows_kernel<T, true><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),

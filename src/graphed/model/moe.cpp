@@ -12,7 +12,7 @@ namespace {
 
 std::unique_ptr<const MoeDispatch> dispatch_for(const MoeShape& shape) {
   if (shape.capacity_factor.has_value() && shape.pad_to_capacity) return std::make_unique<DropAndPadDispatch>();
-  if (shape.grouped_gemm && !shape.capacity_factor.has_value()) return std::make_unique<GroupedDispatch>();
+  if (shape.grouped_gemm) return std::make_unique<GroupedDispatch>();
   return std::make_unique<DroplessDispatch>();
 }
 
