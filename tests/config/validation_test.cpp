@@ -167,6 +167,13 @@ INSTANTIATE_TEST_SUITE_P(
                    "MC-19",
                    Severity::kWarning,
                    "--openai-gelu has no effect with --swiglu (SwiGLU gates with SiLU, not GELU); ignored"},
+        FiringCase{"MC21",
+                   {{"num_experts", 4}, {"moe_shared_expert_gate", true}},
+                   "MC-21",
+                   Severity::kError,
+                   "--moe-shared-expert-gate gates a shared expert, and there is none; fix: add "
+                   "--moe-shared-expert-intermediate-size (e.g. the --moe-ffn-hidden-size) or drop "
+                   "--moe-shared-expert-gate"},
         FiringCase{"MC16",
                    {{"moe_aux_loss_coeff", -0.5}},
                    "MC-16",
@@ -526,6 +533,9 @@ INSTANTIATE_TEST_SUITE_P(
         QuietCase{"MC17ScalingOff", {{"position_embedding_type", "rope"}, {"rope_scaling_factor", 0.0}}, "MC-17"},
         QuietCase{"MC18WithRope", {{"position_embedding_type", "rope"}, {"use_rope_scaling", true}}, "MC-18"},
         QuietCase{"MC19GeluMlp", {{"openai_gelu", true}}, "MC-19"},
+        QuietCase{"MC21WithASharedExpert",
+                  {{"num_experts", 4}, {"moe_shared_expert_gate", true}, {"moe_shared_expert_intermediate_size", 32}},
+                  "MC-21"},
         QuietCase{"MC20RopeWithinPositions",
                   {{"position_embedding_type", "rope"}, {"seq_length", 64}, {"max_position_embeddings", 128}},
                   "MC-20"},

@@ -233,12 +233,14 @@ TEST_F(HfConfigTest, FieldsOfTheWrongTypeOrSize) {
 }
 
 TEST_F(HfConfigTest, UnsupportedValuesListWhatIsSupported) {
-  EXPECT_EQ(
-      error_of(with(llama(), {{"architectures", {"MistralForCausalLM"}}})),
-      unsupported("architectures", "[\"MistralForCausalLM\"]",
-                  "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel", "a Hugging Face model"));
+  EXPECT_EQ(error_of(with(llama(), {{"architectures", {"MistralForCausalLM"}}})),
+            unsupported("architectures", "[\"MistralForCausalLM\"]",
+                        "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, "
+                        "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM",
+                        "a Hugging Face model"));
   EXPECT_EQ(error_of({{"model_type", "mistral"}}),
-            unsupported("model_type", "\"mistral\"", "llama, qwen2, qwen3, gpt2", "a Hugging Face model"));
+            unsupported("model_type", "\"mistral\"", "llama, qwen2, qwen3, gpt2, mixtral, qwen2_moe, qwen3_moe",
+                        "a Hugging Face model"));
   EXPECT_EQ(
       error_of(with(llama(), {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}})),
       unsupported("rope_scaling.rope_type", "\"yarn\"", "\"default\" and \"llama3\" (Llama 3.1)", "LlamaForCausalLM"));

@@ -11,6 +11,7 @@
 
 #include "error_text.h"
 #include "hf_folder_for_test.h"
+#include "hf_reference_forward.h"
 
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
@@ -19,116 +20,11 @@ namespace graphed::hf {
 namespace {
 
 using graphed::testing::error_text;
+using graphed::testing::gpt2_reference;
 using graphed::testing::HfFolder;
+using graphed::testing::llama_reference;
 using graphed::testing::LlamaSpec;
 using nlohmann::json;
-
-// ---- the reference forward, from the Hugging Face tensors ---------------------------------------
-
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  return weight * (x * at::rsqrt(x.pow(2).mean(-1, true) + eps));
-}
-
-at::Tensor rotate_half(const at::Tensor& x) {
-  const auto halves = x.chunk(2, -1);
-  return at::cat({-halves[1], halves[0]}, -1);
-}
-
-/// _compute_default_rope_parameters, and _compute_llama3_parameters when rope_scaling says llama3.
-at::Tensor reference_inverse_frequencies(const json& config, int64_t dim) {
-  const double theta = config["rope_theta"].get<double>();
-  at::Tensor inv = 1.0 / at::pow(theta, at::arange(0, dim, 2, at::kDouble) / static_cast<double>(dim));
-  const json& scaling = config["rope_scaling"];
-  if (scaling.is_null() || scaling["rope_type"] != "llama3") return inv;
-  const double factor = scaling["factor"], low = scaling["low_freq_factor"], high = scaling["high_freq_factor"];
-  const double old_context = scaling["original_max_position_embeddings"];
-  const at::Tensor wavelength = 2 * M_PI / inv;
-  at::Tensor llama = at::where(wavelength > old_context / low, inv / factor, inv);
-  const at::Tensor smooth = (old_context / wavelength - low) / (high - low);
-  const at::Tensor smoothed = (1 - smooth) * llama / factor + smooth * llama;
-  const at::Tensor medium = (wavelength >= old_context / high).logical_and(wavelength <= old_context / low);
-  return at::where(medium, smoothed, llama);
-}
-
-/// Causal attention of q [H, s, d] over k, v [G, s, d] (each k/v head serves H / G query heads).
-at::Tensor reference_attention(const at::Tensor& q, at::Tensor k, at::Tensor v) {
-  const int64_t repeat = q.size(0) / k.size(0);
-  k = k.repeat_interleave(repeat, 0);
-  v = v.repeat_interleave(repeat, 0);
-  const int64_t s = q.size(1);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  scores = scores.masked_fill(at::ones({s, s}, at::kBool).triu(1), -INFINITY);
-  return at::matmul(at::softmax(scores, -1), v).transpose(0, 1).reshape({s, -1});  // [s, H d]
-}
-
-at::Tensor linear(const at::Tensor& x, const HfFolder& f, const std::string& name) {
-  const std::string bias = name + ".bias";
-  return at::linear(x, f.at(name + ".weight"), f.tensors.count(bias) ? f.at(bias) : at::Tensor());
-}
-
-/// LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM on tokens [s]: logits [s, vocab].
-at::Tensor llama_reference(const HfFolder& f, const at::Tensor& tokens) {
-  const json& c = f.config;
-  const int64_t heads = c["num_attention_heads"], groups = c["num_key_value_heads"], d = c["head_dim"];
-  const double eps = c["rms_norm_eps"];
-  const bool qk_norm = c["architectures"][0] == "Qwen3ForCausalLM";
-  const int64_t s = tokens.size(0);
-  // The rotary table in float32, as transformers (LlamaRotaryEmbedding computes in float32) and graphed
-  // (its rope_cos/rope_sin buffers) both keep it; the rest in float64.
-  const at::Tensor angles = at::outer(at::arange(s, at::kDouble), reference_inverse_frequencies(c, d));
-  const auto as_float = [](const at::Tensor& t) { return t.to(at::kFloat).to(at::kDouble); };
-  const at::Tensor cos = as_float(at::cat({angles.cos(), angles.cos()}, -1));
-  const at::Tensor sin = as_float(at::cat({angles.sin(), angles.sin()}, -1));
-  at::Tensor x = f.at("model.embed_tokens.weight").index_select(0, tokens);
-  for (int64_t i = 0; i < c["num_hidden_layers"].get<int64_t>(); ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    const at::Tensor a = rms_norm(x, f.at(p + "input_layernorm.weight"), eps);
-    at::Tensor q = linear(a, f, p + "self_attn.q_proj").view({s, heads, d});
-    at::Tensor k = linear(a, f, p + "self_attn.k_proj").view({s, groups, d});
-    const at::Tensor v = linear(a, f, p + "self_attn.v_proj").view({s, groups, d}).transpose(0, 1);
-    if (qk_norm) {
-      q = rms_norm(q, f.at(p + "self_attn.q_norm.weight"), eps);
-      k = rms_norm(k, f.at(p + "self_attn.k_norm.weight"), eps);
-    }
-    q = q.transpose(0, 1);
-    k = k.transpose(0, 1);
-    q = q * cos + rotate_half(q) * sin;
-    k = k * cos + rotate_half(k) * sin;
-    x = x + linear(reference_attention(q, k, v), f, p + "self_attn.o_proj");
-    const at::Tensor m = rms_norm(x, f.at(p + "post_attention_layernorm.weight"), eps);
-    x = x +
-        linear(at::silu(linear(m, f, p + "mlp.gate_proj")) * linear(m, f, p + "mlp.up_proj"), f, p + "mlp.down_proj");
-  }
-  x = rms_norm(x, f.at("model.norm.weight"), eps);
-  return at::linear(x, f.tensors.count("lm_head.weight") ? f.at("lm_head.weight") : f.at("model.embed_tokens.weight"));
-}
-
-/// GPT2LMHeadModel on tokens [s]: Conv1D is x @ W + b with W [in, out].
-at::Tensor gpt2_reference(const HfFolder& f, const at::Tensor& tokens) {
-  const json& c = f.config;
-  const int64_t h = c["n_embd"], heads = c["n_head"];
-  const double eps = c["layer_norm_epsilon"];
-  const int64_t s = tokens.size(0);
-  const auto conv1d = [&](const at::Tensor& x, const std::string& name) {
-    return at::addmm(f.at(name + ".bias"), x, f.at(name + ".weight"));
-  };
-  const auto layer_norm = [&](const at::Tensor& x, const std::string& name) {
-    return at::layer_norm(x, {h}, f.at(name + ".weight"), f.at(name + ".bias"), eps);
-  };
-  const auto gelu_new = [](const at::Tensor& x) {
-    return 0.5 * x * (1.0 + at::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * at::pow(x, 3.0))));
-  };
-  at::Tensor x =
-      f.at("transformer.wte.weight").index_select(0, tokens) + f.at("transformer.wpe.weight").narrow(0, 0, s);
-  for (int64_t i = 0; i < c["n_layer"].get<int64_t>(); ++i) {
-    const std::string p = "transformer.h." + std::to_string(i) + ".";
-    const auto qkv = conv1d(layer_norm(x, p + "ln_1"), p + "attn.c_attn").split(h, -1);
-    const auto heads_of = [&](const at::Tensor& t) { return t.view({s, heads, h / heads}).transpose(0, 1); };
-    x = x + conv1d(reference_attention(heads_of(qkv[0]), heads_of(qkv[1]), heads_of(qkv[2])), p + "attn.c_proj");
-    x = x + conv1d(gelu_new(conv1d(layer_norm(x, p + "ln_2"), p + "mlp.c_fc")), p + "mlp.c_proj");
-  }
-  return at::linear(layer_norm(x, "transformer.ln_f"), f.at("transformer.wte.weight"));
-}
 
 // ---- fixture ------------------------------------------------------------------------------------
 

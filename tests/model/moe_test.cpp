@@ -1,6 +1,7 @@
 // tests/model/moe_test.cpp — MoE dispatch modes agree when nothing is dropped, drop-and-pad really
-// drops beyond capacity, the mode chosen at construction decides the preprocess unit's outputs, and the
-// load-balancing loss follows Megatron's formula.
+// drops beyond capacity, the mode chosen at construction decides the preprocess unit's outputs, the
+// load-balancing loss follows Megatron's formula, and the routing options (pre-softmax, the shared
+// expert's gate) compute what they say.
 #include "graphed/model/moe.h"
 
 #include <gtest/gtest.h>
@@ -149,6 +150,55 @@ TEST(MoeTest, AuxLossFollowsTheSwitchFormula) {
   expected *= 4 * 0.01 / (2.0 * 8 * 8);
   EXPECT_NEAR(routing.aux_loss.item<double>(), expected, 1e-7);
   EXPECT_TRUE(at::allclose(routing.weights.sum(-1), at::ones({8})));
+}
+
+// --moe-router-pre-softmax: the k largest of the softmax over every expert, as they are; without it the k largest
+// logits softmaxed among themselves, which is the same experts with those probabilities renormalised.
+TEST(MoeTest, PreSoftmaxKeepsTheProbabilitiesAndTheDefaultRenormalisesThem) {
+  MoeShape pre_shape = shape(std::nullopt, false);
+  pre_shape.pre_softmax = true;
+  at::manual_seed(11);
+  Moe pre(pre_shape);
+  at::manual_seed(11);
+  Moe post(shape(std::nullopt, false));
+  pre->to(at::kDouble);
+  post->to(at::kDouble);
+  const at::Tensor x = at::randn({9, 16}, at::kDouble);
+  const at::Tensor probabilities = at::softmax(at::linear(x, pre->named_parameters()["router_weight"]), -1);
+  const auto top = probabilities.topk(2, -1);
+  const Routing a = pre->route(x);
+  const Routing b = post->route(x);
+  EXPECT_TRUE(at::equal(a.indices, std::get<1>(top)));
+  EXPECT_TRUE(at::equal(b.indices, std::get<1>(top)));
+  EXPECT_TRUE(at::allclose(a.weights, std::get<0>(top), 1e-14, 1e-14));
+  EXPECT_TRUE(at::allclose(b.weights, std::get<0>(top) / std::get<0>(top).sum(-1, true), 1e-14, 1e-14));
+  EXPECT_TRUE(at::allclose(a.aux_loss, b.aux_loss)) << "the load-balancing loss sees the same softmax and counts";
+  EXPECT_TRUE((a.weights.sum(-1) < 1.0).all().item<bool>());
+}
+
+// --moe-shared-expert-gate: the shared expert's output times sigmoid(tokens . gate), and the gate learns.
+TEST(MoeTest, TheSharedExpertGateScalesItsOutputPerToken) {
+  MoeShape gated_shape = shape(std::nullopt, false);
+  gated_shape.shared_expert_size = 20;
+  gated_shape.shared_expert_gate = true;
+  MoeShape plain_shape = gated_shape;
+  plain_shape.shared_expert_gate = false;
+  at::manual_seed(5);
+  Moe gated(gated_shape);
+  at::manual_seed(5);
+  Moe plain(plain_shape);
+  gated->to(at::kDouble);
+  plain->to(at::kDouble);
+  const auto parameters = gated->named_parameters();
+  ASSERT_TRUE(parameters.contains("shared_expert_gate"));
+  const at::Tensor gate = parameters["shared_expert_gate"];
+  EXPECT_EQ(gate.sizes(), at::IntArrayRef({1, 16}));
+  const at::Tensor x = at::randn({7, 16}, at::kDouble);
+  const at::Tensor expected = plain->shared_expert(x) * at::sigmoid(at::linear(x, gate));
+  EXPECT_TRUE(at::allclose(gated->shared_expert(x), expected, 1e-14, 1e-14));
+  auto [output, aux] = gated->forward(x);
+  const at::Tensor gradient = torch::autograd::grad({output.sum()}, {gate})[0];
+  EXPECT_GT(gradient.abs().sum().item<double>(), 0.0);
 }
 
 }  // namespace

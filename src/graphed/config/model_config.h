@@ -61,9 +61,13 @@ struct ModelConfig {
   int64_t moe_router_topk = 2;                                 ///< --moe-router-topk, 1..num_experts
   std::optional<int64_t> moe_ffn_hidden_size;                  ///< --moe-ffn-hidden-size; unset = ffn_hidden_size
   std::optional<int64_t> moe_shared_expert_intermediate_size;  ///< shared expert width; unset = none
-  double moe_aux_loss_coeff = 0.0;                             ///< --moe-aux-loss-coeff (load balancing)
-  std::optional<double> moe_expert_capacity_factor;            ///< --moe-expert-capacity-factor; unset = dropless
-  bool moe_pad_expert_input_to_capacity = false;               ///< --moe-pad-expert-input-to-capacity (static shapes)
+  bool moe_shared_expert_gate = false;  ///< --moe-shared-expert-gate: shared expert x sigmoid(x . gate) (Qwen2-MoE)
+  /// --moe-router-pre-softmax: softmax over every expert, then top-k, the k probabilities kept as they are
+  /// (Hugging Face's norm_topk_prob false); off: top-k of the logits, then softmax over the k (renormalised).
+  bool moe_router_pre_softmax = false;
+  double moe_aux_loss_coeff = 0.0;                   ///< --moe-aux-loss-coeff (load balancing)
+  std::optional<double> moe_expert_capacity_factor;  ///< --moe-expert-capacity-factor; unset = dropless
+  bool moe_pad_expert_input_to_capacity = false;     ///< --moe-pad-expert-input-to-capacity (static shapes)
   bool moe_grouped_gemm = false;  ///< --moe-grouped-gemm: dropless experts in one grouped GEMM (static shapes)
   std::string moe_token_dispatcher_type = "allgather";  ///< allgather|alltoall
   std::string moe_layer_freq = "1";                     ///< N (every N-th layer is MoE) or a 0/1 list per layer

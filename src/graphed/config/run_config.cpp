@@ -37,6 +37,8 @@ void derive_model(ModelConfig& model, IssueList& issues) {
     if (model.moe_pad_expert_input_to_capacity) unused.push_back("--moe-pad-expert-input-to-capacity");
     if (model.moe_ffn_hidden_size) unused.push_back("--moe-ffn-hidden-size");
     if (model.moe_shared_expert_intermediate_size) unused.push_back("--moe-shared-expert-intermediate-size");
+    if (model.moe_shared_expert_gate) unused.push_back("--moe-shared-expert-gate");
+    if (model.moe_router_pre_softmax) unused.push_back("--moe-router-pre-softmax");
     for (const auto& flag : unused) {
       issues.warn("MC-12", flag + " has no effect without --num-experts (dense model); ignored");
     }

@@ -171,6 +171,11 @@ std::vector<SettingSpec> model_specs() {
       model(&M::moe_ffn_hidden_size, "moe_ffn_hidden_size", "expert MLP width; unset = --ffn-hidden-size"),
       model(&M::moe_shared_expert_intermediate_size, "moe_shared_expert_intermediate_size",
             "shared expert width; unset = no shared expert"),
+      model(&M::moe_shared_expert_gate, "moe_shared_expert_gate",
+            "scale the shared expert's output by a learned per-token sigmoid gate (Qwen2-MoE)"),
+      model(&M::moe_router_pre_softmax, "moe_router_pre_softmax",
+            "softmax over every expert before top-k, the chosen probabilities not renormalised (default: top-k, "
+            "then softmax over the chosen)"),
       model(&M::moe_aux_loss_coeff, "moe_aux_loss_coeff", "load-balancing auxiliary loss coefficient"),
       model(&M::moe_expert_capacity_factor, "moe_expert_capacity_factor",
             "expert capacity as a multiple of the even share; unset = dropless"),

@@ -124,6 +124,12 @@ void validate_model_moe(const ModelConfig& m, IssueList& issues) {
     require_positive(issues, "MC-1", "--moe-ffn-hidden-size", m.moe_ffn_hidden_size.value_or(1));
     require_positive(issues, "MC-1", "--moe-shared-expert-intermediate-size",
                      m.moe_shared_expert_intermediate_size.value_or(1));
+    if (m.moe_shared_expert_gate && !m.moe_shared_expert_intermediate_size) {
+      issues.error("MC-21",
+                   "--moe-shared-expert-gate gates a shared expert, and there is none; fix: add "
+                   "--moe-shared-expert-intermediate-size (e.g. the --moe-ffn-hidden-size) or drop "
+                   "--moe-shared-expert-gate");
+    }
     if (m.moe_pad_expert_input_to_capacity && !m.moe_expert_capacity_factor) {
       issues.error("MC-6",
                    "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor; fix: set "
@@ -490,6 +496,7 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"MC-18", "--use-rope-scaling without RoPE is ignored (warning)"},
       {"MC-19", "--openai-gelu with --swiglu is ignored (warning)"},
       {"MC-20", "RoPE with --seq-length past --max-position-embeddings: the context becomes --seq-length (note)"},
+      {"MC-21", "--moe-shared-expert-gate needs a shared expert"},
       {"FL-1", "every float setting is a finite number (no nan, inf or overflow)"},
       {"TR-1", "batch sizes, iterations and intervals must be positive"},
       {"TR-2", "global batch a multiple of micro batch x data-parallel size"},

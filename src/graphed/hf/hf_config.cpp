@@ -1,6 +1,6 @@
 // hf/hf_config.cpp — see hf/hf_config.h. Defaults and field meanings follow transformers 5's
-// configuration_{llama,qwen2,qwen3,gpt2}.py and modeling_rope_utils.py (standardize_rope_params,
-// _compute_llama3_parameters), which still read transformers 4's spellings.
+// configuration_{llama,qwen2,qwen3,gpt2,mixtral,qwen2_moe,qwen3_moe}.py and modeling_rope_utils.py
+// (standardize_rope_params, _compute_llama3_parameters), which still read transformers 4's spellings.
 #include "graphed/hf/hf_config.h"
 
 #include <cerrno>
@@ -17,7 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kSupportedArchitectures = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel";
+const char* const kSupportedArchitectures =
+    "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, "
+    "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM";
 const char* const kResaveFix = "save the model again with save_pretrained, or correct the field";
 
 /// A JSON value for a message: compact, cut to 60 characters.
@@ -131,21 +133,20 @@ class Fields {
 };
 
 HfArchitecture parse_architecture(const Fields& fields, const std::string& path, const json& config) {
-  static const std::vector<std::pair<std::string, HfArchitecture>> by_class{
-      {"LlamaForCausalLM", HfArchitecture::kLlama},
-      {"Qwen2ForCausalLM", HfArchitecture::kQwen2},
-      {"Qwen3ForCausalLM", HfArchitecture::kQwen3},
-      {"GPT2LMHeadModel", HfArchitecture::kGpt2}};
-  static const std::vector<std::pair<std::string, HfArchitecture>> by_type{{"llama", HfArchitecture::kLlama},
-                                                                           {"qwen2", HfArchitecture::kQwen2},
-                                                                           {"qwen3", HfArchitecture::kQwen3},
-                                                                           {"gpt2", HfArchitecture::kGpt2}};
+  static const std::vector<HfArchitecture> all{
+      HfArchitecture::kLlama,   HfArchitecture::kQwen2,    HfArchitecture::kQwen3,   HfArchitecture::kGpt2,
+      HfArchitecture::kMixtral, HfArchitecture::kQwen2Moe, HfArchitecture::kQwen3Moe};
+  static const std::vector<std::pair<std::string, HfArchitecture>> by_type{
+      {"llama", HfArchitecture::kLlama},       {"qwen2", HfArchitecture::kQwen2},
+      {"qwen3", HfArchitecture::kQwen3},       {"gpt2", HfArchitecture::kGpt2},
+      {"mixtral", HfArchitecture::kMixtral},   {"qwen2_moe", HfArchitecture::kQwen2Moe},
+      {"qwen3_moe", HfArchitecture::kQwen3Moe}};
   if (fields.has("architectures")) {
     const json& list = config.at("architectures");
     if (!list.is_array() || list.empty() || !list[0].is_string())
       fields.invalid("architectures", "a list of class names");
-    for (const auto& [name, architecture] : by_class) {
-      if (list[0] == name) return architecture;
+    for (const HfArchitecture architecture : all) {
+      if (list[0] == to_string(architecture)) return architecture;
     }
     fields.unsupported("architectures", list, kSupportedArchitectures);
   }
@@ -158,14 +159,14 @@ HfArchitecture parse_architecture(const Fields& fields, const std::string& path,
   for (const auto& [name, architecture] : by_type) {
     if (type == name) return architecture;
   }
-  fields.unsupported("model_type", config.at("model_type"), "llama, qwen2, qwen3, gpt2");
+  fields.unsupported("model_type", config.at("model_type"), "llama, qwen2, qwen3, gpt2, mixtral, qwen2_moe, qwen3_moe");
 }
 
 /// rope_parameters (transformers 5) or rope_scaling (4), with rope_theta inside or beside it.
-void parse_rope(const Fields& fields, config::ModelConfig& model) {
+void parse_rope(const Fields& fields, double default_theta, config::ModelConfig& model) {
   model.position_embedding_type = config::PositionEmbedding::kRope;
   const std::string key = fields.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
-  model.rotary_base = fields.number("rope_theta", 10000.0);
+  model.rotary_base = fields.number("rope_theta", default_theta);
   if (fields.has("partial_rotary_factor") && fields.number("partial_rotary_factor", 1.0) != 1.0) {
     fields.unsupported("partial_rotary_factor", fields.at("partial_rotary_factor"), "1 (rotary on the whole head)");
   }
@@ -197,10 +198,51 @@ void parse_rope(const Fields& fields, config::ModelConfig& model) {
   if (model.rotary_base <= 0.0) fields.inconsistent("rope_theta " + format_number(model.rotary_base) + " is not > 0");
 }
 
-/// LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: RMSNorm, RoPE, GQA, SwiGLU.
+/// A Llama-family class's defaults for fields config.json may leave out.
+struct ClassDefaults {
+  int64_t key_value_heads = 0;  ///< 0: one per attention head
+  bool head_dim_128 = false;    ///< head_dim 128 when the key is absent (Qwen3); else hidden_size / heads
+  int64_t max_positions = 2048;
+  double rope_theta = 10000.0;
+};
+
+ClassDefaults class_defaults(HfArchitecture architecture) {
+  switch (architecture) {
+    case HfArchitecture::kQwen2: return {32, false, 32768, 10000.0};
+    case HfArchitecture::kQwen3: return {32, true, 32768, 10000.0};
+    case HfArchitecture::kMixtral: return {8, false, 4096 * 32, 1e6};
+    case HfArchitecture::kQwen2Moe: return {16, false, 32768, 10000.0};
+    case HfArchitecture::kQwen3Moe: return {4, false, 32768, 10000.0};
+    default: return {};
+  }
+}
+
+/// No sliding window: Qwen's use_sliding_window and layer_types, Mixtral's (Mistral's) sliding_window.
+void require_full_attention(const Fields& fields, HfArchitecture family, const config::ModelConfig& m) {
+  if (family == HfArchitecture::kLlama) {
+    if (fields.has("sliding_window") && fields.size("sliding_window") < *m.max_position_embeddings) {
+      fields.unsupported("sliding_window", fields.at("sliding_window"),
+                         "null or >= max_position_embeddings (full attention in every layer)");
+    }
+    return;
+  }
+  if (fields.boolean("use_sliding_window", false)) {
+    fields.unsupported("use_sliding_window", true, "false (full attention in every layer)");
+  }
+  if (fields.has("layer_types")) {
+    const json& types = fields.at("layer_types");
+    if (!types.is_array()) fields.invalid("layer_types", "a list of strings");
+    for (const auto& type : types) {
+      if (type != "full_attention")
+        fields.unsupported("layer_types", types, "[\"full_attention\", ...] in every layer");
+    }
+  }
+}
+
+/// Llama, Qwen2, Qwen3 and their mixtures of experts: RMSNorm, RoPE, GQA, SwiGLU.
 void parse_llama_family(const Fields& fields, HfConfig& hf) {
-  const HfArchitecture architecture = hf.architecture;
-  const bool qwen = architecture != HfArchitecture::kLlama;
+  const HfArchitecture family = attention_family(hf.architecture);
+  const ClassDefaults defaults = class_defaults(hf.architecture);
   config::ModelConfig& m = hf.model;
   m.hidden_size = fields.size("hidden_size");
   m.ffn_hidden_size = fields.size("intermediate_size");
@@ -208,9 +250,10 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
   m.num_attention_heads = fields.size("num_attention_heads");
   m.vocab_size = fields.size("vocab_size");
   const int64_t heads = m.num_attention_heads;
-  // A missing num_key_value_heads takes the class default (Llama: one per head, Qwen: 32); null is one per head.
-  const int64_t groups =
-      qwen && !fields.contains("num_key_value_heads") ? 32 : fields.size("num_key_value_heads", heads);
+  // A missing num_key_value_heads takes the class default; null is one per head.
+  const int64_t groups = defaults.key_value_heads > 0 && !fields.contains("num_key_value_heads")
+                             ? defaults.key_value_heads
+                             : fields.size("num_key_value_heads", heads);
   if (heads % groups != 0) {
     fields.inconsistent("num_attention_heads " + std::to_string(heads) + " is not divisible by num_key_value_heads " +
                         std::to_string(groups));
@@ -218,8 +261,7 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
   m.group_query_attention = groups != heads;
   m.num_query_groups = groups;
   // head_dim: Qwen3's class default is 128; otherwise unset means hidden_size / num_attention_heads.
-  const bool default_head_dim =
-      !fields.has("head_dim") && !(architecture == HfArchitecture::kQwen3 && !fields.contains("head_dim"));
+  const bool default_head_dim = !fields.has("head_dim") && !(defaults.head_dim_128 && !fields.contains("head_dim"));
   if (default_head_dim && m.hidden_size % heads != 0) {
     fields.inconsistent("hidden_size " + std::to_string(m.hidden_size) + " is not divisible by num_attention_heads " +
                         std::to_string(heads) + " and head_dim is unset");
@@ -227,37 +269,89 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
   const int64_t head_dim = default_head_dim ? m.hidden_size / heads : fields.size("head_dim", 128);
   if (head_dim % 2 != 0) fields.inconsistent("head_dim " + std::to_string(head_dim) + " is odd (RoPE rotates pairs)");
   if (head_dim * heads != m.hidden_size) m.kv_channels = head_dim;  // Qwen3-0.6B: 16 heads x 128 != 1024
-  m.max_position_embeddings = fields.size("max_position_embeddings", qwen ? 32768 : 2048);
+  m.max_position_embeddings = fields.size("max_position_embeddings", defaults.max_positions);
   m.normalization = config::Normalization::kRmsNorm;
-  m.norm_epsilon = fields.number("rms_norm_eps", 1e-6);
+  m.norm_epsilon = fields.number("rms_norm_eps", hf.architecture == HfArchitecture::kMixtral ? 1e-5 : 1e-6);
   if (m.norm_epsilon <= 0.0) fields.invalid("rms_norm_eps", "a number > 0");
   const std::string activation = fields.text("hidden_act", "silu");
   if (activation != "silu") fields.unsupported("hidden_act", fields.at("hidden_act"), "\"silu\" (SwiGLU)");
   m.swiglu = true;
-  parse_rope(fields, m);
-  if (qwen) {
-    if (fields.boolean("use_sliding_window", false)) {
-      fields.unsupported("use_sliding_window", true, "false (full attention in every layer)");
-    }
-    if (fields.has("layer_types")) {
-      const json& types = fields.at("layer_types");
-      if (!types.is_array()) fields.invalid("layer_types", "a list of strings");
-      for (const auto& type : types) {
-        if (type != "full_attention")
-          fields.unsupported("layer_types", types, "[\"full_attention\", ...] in every layer");
-      }
-    }
-  }
-  // Biases: Qwen2 always has q/k/v biases and no other; Llama and Qwen3 put attention_bias on q/k/v and o.
-  hf.qkv_bias = architecture == HfArchitecture::kQwen2 || fields.boolean("attention_bias", false);
-  hf.attention_bias = architecture != HfArchitecture::kQwen2 && fields.boolean("attention_bias", false);
-  hf.mlp_bias = architecture == HfArchitecture::kLlama && fields.boolean("mlp_bias", false);
+  parse_rope(fields, defaults.rope_theta, m);
+  require_full_attention(fields, family, m);
+  // Biases: Qwen2 always has q/k/v biases and no other (Qwen2-MoE: qkv_bias, default true); Llama, Mixtral and
+  // Qwen3 put attention_bias on q/k/v and o.
+  const bool qwen2 = family == HfArchitecture::kQwen2;
+  hf.qkv_bias = qwen2 ? hf.architecture == HfArchitecture::kQwen2 || fields.boolean("qkv_bias", true)
+                      : fields.boolean("attention_bias", false);
+  hf.attention_bias = !qwen2 && fields.boolean("attention_bias", false);
+  hf.mlp_bias = hf.architecture == HfArchitecture::kLlama && fields.boolean("mlp_bias", false);
   // graphed's biases are all-or-nothing (add_bias_linear) plus the QKV-only one; the loader zero-fills
   // a graphed bias whose Hugging Face tensor does not exist, which leaves the function unchanged.
   m.add_bias_linear = hf.attention_bias || hf.mlp_bias;
   m.add_qkv_bias = hf.qkv_bias && !m.add_bias_linear;
-  m.qk_layernorm = architecture == HfArchitecture::kQwen3;
+  m.qk_layernorm = family == HfArchitecture::kQwen3;
   hf.tie_word_embeddings = fields.boolean("tie_word_embeddings", false);
+}
+
+/// Which layers are MoE: Qwen's mlp_only_layers and decoder_sparse_step (layer i is MoE when it is not listed
+/// and (i + 1) is a multiple of the step), as --moe-layer-freq's 0/1 list; every layer for Mixtral.
+std::string moe_layer_pattern(const Fields& fields, HfArchitecture architecture, int64_t layers) {
+  if (architecture == HfArchitecture::kMixtral) return "1";
+  const int64_t step = fields.size("decoder_sparse_step", 1);
+  std::vector<bool> dense(static_cast<std::size_t>(layers), false);
+  if (fields.has("mlp_only_layers")) {
+    const json& listed = fields.at("mlp_only_layers");
+    if (!listed.is_array()) fields.invalid("mlp_only_layers", "a list of layer indices");
+    for (const auto& index : listed) {
+      if (!index.is_number_integer() || index.get<int64_t>() < 0 || index.get<int64_t>() >= layers) {
+        fields.invalid("mlp_only_layers", "a list of layer indices from 0 to " + std::to_string(layers - 1));
+      }
+      dense[static_cast<std::size_t>(index.get<int64_t>())] = true;
+    }
+  }
+  std::string pattern;
+  for (int64_t i = 0; i < layers; ++i) {
+    const bool moe = !dense[static_cast<std::size_t>(i)] && (i + 1) % step == 0;
+    pattern += (i == 0 ? "" : ",") + std::string(moe ? "1" : "0");
+  }
+  return pattern;
+}
+
+/// Mixtral, Qwen2-MoE, Qwen3-MoE: experts, top-k, widths, routing, the shared expert and the MoE layers.
+void parse_moe(const Fields& fields, HfConfig& hf) {
+  const HfArchitecture architecture = hf.architecture;
+  config::ModelConfig& m = hf.model;
+  const bool mixtral = architecture == HfArchitecture::kMixtral;
+  // Mixtral's key is num_local_experts, Qwen's num_experts; transformers 5 maps each name to the other.
+  const std::string own = mixtral ? "num_local_experts" : "num_experts";
+  const std::string alias = mixtral ? "num_experts" : "num_local_experts";
+  const std::string experts_key = fields.has(own) || !fields.has(alias) ? own : alias;
+  const int64_t experts = fields.size(experts_key, mixtral ? 8 : architecture == HfArchitecture::kQwen2Moe ? 60 : 128);
+  if (experts < 2) fields.unsupported(experts_key, experts, "2 or more experts");
+  const int64_t top_k = fields.size("num_experts_per_tok", mixtral                                     ? 2
+                                                           : architecture == HfArchitecture::kQwen2Moe ? 4
+                                                                                                       : 8);
+  if (top_k > experts) {
+    fields.inconsistent("num_experts_per_tok " + std::to_string(top_k) + " exceeds " + experts_key + " " +
+                        std::to_string(experts));
+  }
+  m.num_experts = experts;
+  m.moe_router_topk = top_k;
+  // Mixtral's experts are intermediate_size wide and it always renormalises the k weights; Qwen's experts
+  // have their own width and renormalise only with norm_topk_prob.
+  m.moe_ffn_hidden_size =
+      mixtral ? *m.ffn_hidden_size
+              : fields.size("moe_intermediate_size", architecture == HfArchitecture::kQwen2Moe ? 1408 : 768);
+  m.moe_router_pre_softmax = !mixtral && !fields.boolean("norm_topk_prob", false);
+  if (architecture == HfArchitecture::kQwen2Moe) {
+    m.moe_shared_expert_intermediate_size = fields.size("shared_expert_intermediate_size", 5632);
+    m.moe_shared_expert_gate = true;
+  }
+  m.moe_layer_freq = moe_layer_pattern(fields, architecture, m.num_layers);
+  // Dropless, every expert in one grouped GEMM (static shapes: the serving engine's graphs take it). The
+  // load-balancing loss is training's; transformers adds it only with output_router_logits.
+  m.moe_grouped_gemm = true;
+  m.moe_aux_loss_coeff = 0.0;
 }
 
 /// GPT2LMHeadModel: LayerNorm, learned positions, fused Conv1D attention, GELU MLP, biases, tied output.
@@ -345,9 +439,23 @@ const char* to_string(HfArchitecture architecture) {
     case HfArchitecture::kQwen2: return "Qwen2ForCausalLM";
     case HfArchitecture::kQwen3: return "Qwen3ForCausalLM";
     case HfArchitecture::kGpt2: return "GPT2LMHeadModel";
+    case HfArchitecture::kMixtral: return "MixtralForCausalLM";
+    case HfArchitecture::kQwen2Moe: return "Qwen2MoeForCausalLM";
+    case HfArchitecture::kQwen3Moe: return "Qwen3MoeForCausalLM";
   }
   return "unknown";
 }
+
+HfArchitecture attention_family(HfArchitecture architecture) {
+  switch (architecture) {
+    case HfArchitecture::kMixtral: return HfArchitecture::kLlama;
+    case HfArchitecture::kQwen2Moe: return HfArchitecture::kQwen2;
+    case HfArchitecture::kQwen3Moe: return HfArchitecture::kQwen3;
+    default: return architecture;
+  }
+}
+
+bool is_moe_architecture(HfArchitecture architecture) { return attention_family(architecture) != architecture; }
 
 HfConfig read_hf_config(const std::string& folder) {
   if (!is_directory(folder)) {
@@ -371,6 +479,7 @@ HfConfig read_hf_config(const std::string& folder) {
     parse_gpt2(fields, hf);
   } else {
     parse_llama_family(fields, hf);
+    if (is_moe_architecture(hf.architecture)) parse_moe(fields, hf);
   }
   config::ModelConfig& m = hf.model;
   m.untie_embeddings_and_output_weights = !hf.tie_word_embeddings;

@@ -1,10 +1,12 @@
 // hf/hf_config.h — a Hugging Face model folder's config.json (and generation_config.json) as
 // graphed's config::ModelConfig. Supported: LlamaForCausalLM (Llama 1/2/3, rope_scaling none or
-// llama3), Qwen2ForCausalLM (QKV biases, no sliding window), Qwen3ForCausalLM (q/k RMSNorm, head_dim)
-// and GPT2LMHeadModel. Fields missing from config.json take transformers' defaults for the class;
-// both transformers 4 (rope_theta, rope_scaling, torch_dtype) and 5 (rope_parameters, dtype) spellings
-// are read. Anything graphed cannot run the way transformers does is a DataError naming the file, the
-// field, its value and what is supported. No tensors here: hf/hf_model.h loads the weights.
+// llama3), Qwen2ForCausalLM (QKV biases, no sliding window), Qwen3ForCausalLM (q/k RMSNorm, head_dim),
+// GPT2LMHeadModel, and the mixtures of experts MixtralForCausalLM, Qwen2MoeForCausalLM (a sigmoid-gated
+// shared expert) and Qwen3MoeForCausalLM (dropless, through the grouped GEMM; docs/hf-models.md). Fields missing from
+// config.json take transformers' defaults for the class; both transformers 4 (rope_theta, rope_scaling, torch_dtype)
+// and 5 (rope_parameters, dtype) spellings are read. Anything graphed cannot run the way transformers does is a
+// DataError naming the file, the field, its value and what is supported. No tensors here: hf/hf_model.h loads the
+// weights.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +19,17 @@
 namespace graphed::hf {
 
 /// The model families whose weights graphed knows how to map.
-enum class HfArchitecture { kLlama, kQwen2, kQwen3, kGpt2 };
+enum class HfArchitecture { kLlama, kQwen2, kQwen3, kGpt2, kMixtral, kQwen2Moe, kQwen3Moe };
 
-/// "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "GPT2LMHeadModel"
+/// "LlamaForCausalLM", "Qwen2ForCausalLM", ..., "Qwen3MoeForCausalLM"
 const char* to_string(HfArchitecture architecture);
+
+/// The dense family whose attention an architecture has: Mixtral's is Llama's (Mistral's), Qwen2-MoE's
+/// Qwen2's, Qwen3-MoE's Qwen3's; the others are their own.
+HfArchitecture attention_family(HfArchitecture architecture);
+
+/// Whether the architecture has mixture-of-experts layers.
+bool is_moe_architecture(HfArchitecture architecture);
 
 struct HfConfig {
   HfArchitecture architecture = HfArchitecture::kLlama;

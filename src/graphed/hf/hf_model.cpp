@@ -184,7 +184,10 @@ model::GptModel build_model(const config::ModelConfig& config, const at::Device&
     std::lock_guard<std::mutex> lock(generator.mutex());
     state = generator.get_state();
   }
-  model::GptModel model(config, std::vector<bool>(static_cast<std::size_t>(config.num_layers), false));
+  const std::vector<bool> moe_layers =
+      config.is_moe() ? config::parse_moe_layer_pattern(config.moe_layer_freq, config.num_layers).value()
+                      : std::vector<bool>(static_cast<std::size_t>(config.num_layers), false);
+  model::GptModel model(config, moe_layers);
   {
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(state);
@@ -201,22 +204,24 @@ class WeightPlacer {
   WeightPlacer(model::GptModel& model, const HfWeightMap& map, const at::Device& device) : device_(device) {
     at::NoGradGuard no_grad;
     for (const auto& item : model->named_parameters()) parameters_.emplace(item.key(), item.value());
-    std::map<std::string, int64_t> rows;
+    std::map<std::string, int64_t> covered;  // elements each parameter gets from the map
     for (const auto& placement : map.placements) {
       placements_.emplace(placement.hf_name, &placement);
       GRAPHED_INTERNAL_ASSERT(parameters_.count(placement.parameter) == 1, "the weight map names parameter '",
                               placement.parameter, "', which the model lacks");
-      rows[placement.parameter] += placement.transpose ? placement.hf_shape.back() : placement.hf_shape.front();
+      int64_t elements = 1;
+      for (const int64_t size : placement.hf_shape) elements *= size;
+      covered[placement.parameter] += elements;
     }
     for (const auto& name : map.zero_parameters) {
       GRAPHED_INTERNAL_ASSERT(parameters_.count(name) == 1, "the weight map zeroes parameter '", name,
                               "', which the model lacks");
       parameters_.at(name).zero_();
-      rows[name] = parameters_.at(name).size(0);
+      covered[name] = parameters_.at(name).numel();
     }
     for (const auto& [name, parameter] : parameters_) {
-      GRAPHED_INTERNAL_ASSERT(rows[name] == parameter.size(0), "the weight map fills ", rows[name], " rows of '", name,
-                              "', which has ", parameter.size(0));
+      GRAPHED_INTERNAL_ASSERT(covered[name] == parameter.numel(), "the weight map fills ", covered[name],
+                              " elements of '", name, "', which has ", parameter.numel());
     }
   }
 
@@ -247,7 +252,10 @@ class WeightPlacer {
                       ", but config.json implies " + shape_text(placement.hf_shape) + kMismatchFix);
     }
     at::Tensor source = placement.transpose ? tensor.t() : tensor;
-    at::Tensor target = parameters_.at(placement.parameter).narrow(0, placement.first_row, source.size(0));
+    at::Tensor target = parameters_.at(placement.parameter);
+    if (placement.expert >= 0) target = target.select(0, placement.expert);
+    if (placement.transposed_target) target = target.transpose(-2, -1);
+    target = target.narrow(0, placement.first_row, source.size(0));
     source = source.contiguous().to(target.scalar_type());
     if (device_.is_cuda()) {
       // Through pinned memory without blocking: the host reads the next tensor while this one copies.
@@ -293,7 +301,6 @@ void check_shard(const WeightFiles& files, const std::string& file, const Tensor
 
 HfModel load_hf_model(const std::string& folder, const at::Device& device, std::optional<at::ScalarType> dtype) {
   const HfConfig config = read_hf_config(folder);
-  const HfWeightMap map = hf_weight_map(config);
   const WeightFiles files = find_weight_files(folder);
 
   // 1. Names: from the index, or from the single file (read now; a sharded model reads its first shard).
@@ -308,6 +315,7 @@ HfModel load_hf_model(const std::string& folder, const at::Device& device, std::
   const NameMapper canonical(config, names);
   std::set<std::string> canonical_names;
   for (const auto& name : names) canonical_names.insert(canonical(name));
+  const HfWeightMap map = hf_weight_map(config, expert_layout_of(names));
   check_names(config, map, canonical_names, files.index_path.empty() ? files.files.front() : files.index_path);
 
   // 2. The model, in the dtype asked for, else config.json's, else the weights'.

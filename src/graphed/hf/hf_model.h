@@ -1,6 +1,7 @@
 // hf/hf_model.h — loads a Hugging Face causal LM folder (config.json, generation_config.json,
 // model.safetensors or model.safetensors.index.json + shards) into graphed's model::GptModel:
-// LlamaForCausalLM (Llama 1/2/3), Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel. The config is
+// LlamaForCausalLM (Llama 1/2/3), Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM,
+// Qwen2MoeForCausalLM and Qwen3MoeForCausalLM (experts stored per expert or fused). The config is
 // read by hf/hf_config.h, tensors are placed by hf/hf_weight_map.h. Every tensor name, shape and
 // the file set are checked before a parameter is written. No tokenizer, no generation here.
 #pragma once
@@ -19,9 +20,9 @@
 namespace graphed::hf {
 
 struct HfModel {
-  std::string architecture;        ///< "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "GPT2LMHeadModel"
-  config::ModelConfig config;      ///< what `model` was built from (dropout 0, seq_length = context)
-  model::GptModel model{nullptr};  ///< eval mode, parameters in `dtype` on the device, no grad
+  std::string architecture;             ///< "LlamaForCausalLM", "Qwen2ForCausalLM", ... (hf/hf_config.h)
+  config::ModelConfig config;           ///< what `model` was built from (dropout 0, seq_length = context)
+  model::GptModel model{nullptr};       ///< eval mode, parameters in `dtype` on the device, no grad
   std::vector<int64_t> eos_token_ids;   ///< generation_config.json's, else config.json's; may be empty
   std::optional<int64_t> bos_token_id;  ///< likewise
   at::ScalarType dtype = at::kFloat;    ///< of every parameter

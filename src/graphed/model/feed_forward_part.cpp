@@ -86,7 +86,12 @@ NamedParameters MoeFeedForward::unit_parameters(LayerUnit unit) const {
       break;
     case LayerUnit::kMoeRouter:
       append_parameters(parameters, "mlp_norm.", *norm_);
-      parameters.emplace_back("moe.router_weight", module_->named_parameters(false)["router_weight"]);
+      for (const auto& item : module_->named_parameters(false)) {
+        // The router's weight and the shared expert's gate; the experts' weights run outside this unit.
+        if (item.key() == "router_weight" || item.key() == "shared_expert_gate") {
+          parameters.emplace_back("moe." + item.key(), item.value());
+        }
+      }
       for (const auto& child : module_->named_children()) {
         append_parameters(parameters, "moe." + child.key() + ".", *child.value());  // shared expert
       }

@@ -74,6 +74,8 @@ MoeShape moe_shape(const config::ModelConfig& config) {
   moe.expert_ffn_hidden_size =
       config.moe_ffn_hidden_size.value_or(config.ffn_hidden_size.value_or(4 * config.hidden_size));
   moe.shared_expert_size = config.moe_shared_expert_intermediate_size;
+  moe.shared_expert_gate = config.moe_shared_expert_gate;
+  moe.pre_softmax = config.moe_router_pre_softmax;
   moe.capacity_factor = config.moe_expert_capacity_factor;
   moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
   moe.grouped_gemm = config.moe_grouped_gemm;

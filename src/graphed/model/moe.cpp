@@ -44,6 +44,8 @@ MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape), dispatch_(dispatch_for(
                  shape.output_init_std,
                  shape.openai_gelu};
     shared_ = register_module("shared_expert", Mlp(mlp));
+    if (shape.shared_expert_gate)
+      shared_gate_ = register_parameter("shared_expert_gate", at::randn({1, h}) * shape.init_std);
   }
 }
 
@@ -60,15 +62,17 @@ Routing MoeImpl::route(const at::Tensor& tokens) {
   const int64_t k = shape_.top_k;
   const auto compute = at::promote_types(flat.scalar_type(), at::kFloat);
   const at::Tensor logits = at::linear(flat.to(compute), router_weight_.to(compute));  // [T, E]
-  const auto top = logits.topk(k, -1);
+  const at::Tensor probabilities = at::softmax(logits, -1);
+  // Pre-softmax: the k largest probabilities as they are. Otherwise the k largest logits, softmaxed among
+  // themselves: the same experts, and weights equal to the k probabilities renormalised to sum to 1.
+  const auto top = shape_.pre_softmax ? probabilities.topk(k, -1) : logits.topk(k, -1);
   std::vector<int64_t> routed_shape = tokens.sizes().vec();  // [..., k]: the tokens' own layout
   routed_shape.back() = k;
   Routing routing;
-  routing.weights = at::softmax(std::get<0>(top), -1).view(routed_shape);
+  routing.weights = (shape_.pre_softmax ? std::get<0>(top) : at::softmax(std::get<0>(top), -1)).view(routed_shape);
   routing.indices = std::get<1>(top).view(routed_shape);
   // Switch load balancing: E x coeff / (k T^2) x sum_e(probability mass_e x tokens_e), over every token: with
   // sequence parallelism each rank routes its part, and the masses and counts are summed over the ranks.
-  const at::Tensor probabilities = at::softmax(logits, -1);
   const at::Tensor tokens_per_expert =
       at::zeros({flat.size(0) * k, e}, logits.options()).scatter_(1, std::get<1>(top).reshape({-1, 1}), 1.0).sum(0);
   const at::Tensor mass = tensor_.sum_of_sequence_parts(probabilities.sum(0));
@@ -162,7 +166,11 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tenso
 }
 
 at::Tensor MoeImpl::shared_expert(const at::Tensor& tokens) {
-  return shared_ ? shared_->forward(tokens) : at::Tensor();
+  if (!shared_) return at::Tensor();
+  const at::Tensor output = shared_->forward(tokens);
+  if (!shared_gate_.defined()) return output;
+  // One scalar per token, from the tokens this rank holds (its part of the sequence with sequence parallelism).
+  return output * at::sigmoid(at::linear(tokens, shared_gate_)).to(output.scalar_type());
 }
 
 std::pair<at::Tensor, at::Tensor> MoeImpl::forward(const at::Tensor& tokens) {

@@ -29,6 +29,8 @@ struct MoeShape {
   int64_t top_k = 2;
   int64_t expert_ffn_hidden_size = 0;
   std::optional<int64_t> shared_expert_size;  ///< unset = no shared expert
+  bool shared_expert_gate = false;            ///< the shared expert's output x sigmoid(tokens . gate [1, h])
+  bool pre_softmax = false;                   ///< softmax over every expert, then top-k (not renormalised)
   std::optional<double> capacity_factor;      ///< unset = dropless
   bool pad_to_capacity = false;               ///< with capacity_factor: drop-and-pad
   bool grouped_gemm = false;                  ///< dropless: every expert in one grouped GEMM (static shapes)
@@ -42,7 +44,8 @@ struct MoeShape {
 
 /// The router's decision for T tokens.
 struct Routing {
-  at::Tensor weights;   ///< [T, k] float32: softmax over the chosen experts' logits
+  at::Tensor weights;   ///< [T, k] float32: softmax over the chosen experts' logits, or (pre_softmax) their
+                        ///< probabilities of the softmax over every expert
   at::Tensor indices;   ///< [T, k] int64 expert ids
   at::Tensor aux_loss;  ///< scalar float32 (coefficient applied)
 };
@@ -64,7 +67,7 @@ class MoeImpl : public torch::nn::Module {
   /// Dispatch, experts and combine: tokens [T, h] -> [T, h]. Drop-and-pad and grouped are capturable;
   /// dropless reads the per-expert counts on the host.
   at::Tensor run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan);
-  /// The shared expert's output [T, h], or an undefined tensor when there is none.
+  /// The shared expert's output [T, h] (gated when the shape says so), or an undefined tensor when there is none.
   at::Tensor shared_expert(const at::Tensor& tokens);
   /// The shared expert takes the path (model/kernel_path.h); the experts stay on ATen under autocast.
   void use_kernel_path(const std::shared_ptr<const KernelPath>& path) {
@@ -96,6 +99,7 @@ class MoeImpl : public torch::nn::Module {
   MoeShape shape_;
   std::unique_ptr<const MoeDispatch> dispatch_;  ///< drop-and-pad, dropless or grouped, from the shape
   at::Tensor router_weight_;                     // [E, h]
+  at::Tensor shared_gate_;                       // [1, h] (shared_expert_gate only)
   at::Tensor w1_, b1_, w2_, b2_;                 // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};
   TensorParallel tensor_;

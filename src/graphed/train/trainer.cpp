@@ -66,13 +66,15 @@ std::vector<std::pair<std::string, at::Tensor>> use_fp8_layers(model::GptModel& 
         config.fp8_amax_history_len, config.fp8_margin,
         config.fp8_amax_compute_algo == "max" ? kernels::AmaxAlgorithm::kMax : kernels::AmaxAlgorithm::kMostRecent};
   }
-  std::vector<at::Tensor> weights;  // every matrix of an FP8 layer's linears (not an MoE router's: bf16)
+  // Every matrix of an FP8 layer's linears (not an MoE router's or a shared expert's gate: bf16).
+  std::vector<at::Tensor> weights;
   for (auto& layer : model->layers()) {
     if (!config.fp8_layer(layer->layer_number())) continue;
     for (const auto& parameter : layer->named_parameters()) {
       // Another pipeline stage's layers have no working copy here (this rank never runs them).
-      if (parameter.value().dim() == 2 && parameter.key().find("router") == std::string::npos &&
-          fused->copy_of(parameter.value()).defined()) {
+      const bool routing = parameter.key().find("router") != std::string::npos ||
+                           parameter.key().find("shared_expert_gate") != std::string::npos;
+      if (parameter.value().dim() == 2 && !routing && fused->copy_of(parameter.value()).defined()) {
         weights.push_back(parameter.value());
       }
     }
