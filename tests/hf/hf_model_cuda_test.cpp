@@ -1,8 +1,9 @@
 // tests/hf/hf_model_cuda_test.cpp — Hugging Face models loaded on the GPU against transformers
 // itself. tests/hf/hf_reference.py (run once, into a temporary folder) builds random Llama (GQA,
 // llama3 RoPE scaling), Qwen2 (q/k/v biases, tied, sharded), Qwen3 (q/k norm, head_dim 64 != 256 / 8,
-// bf16) and GPT-2 models with transformers, saves them with save_pretrained and records transformers'
-// last-position logits of a fixed prompt; each test loads one folder with load_hf_model on CUDA and
+// bf16), GPT-2, Mixtral, Qwen2-MoE (gated shared expert, a dense layer) and Qwen3-MoE models with
+// transformers, saves them with save_pretrained and records transformers' last-position logits of a fixed
+// prompt; each test loads one folder with load_hf_model on CUDA and
 // compares. Skipped (with the reason) when python3 cannot import transformers. The JSON files also hold
 // transformers' greedy generation of 64 tokens, for the serving engine's one-request test.
 //
@@ -134,6 +135,18 @@ TEST_F(HfModelCudaTest, ShardedQwen2WithQkvBiasesMatchesTransformers) {
 
 TEST_F(HfModelCudaTest, Gpt2MatchesTransformers) { check_float32("gpt2", "GPT2LMHeadModel"); }
 
+// The mixtures of experts, dropless through the grouped GEMM, in float32 against transformers' float32 forward.
+TEST_F(HfModelCudaTest, MixtralMatchesTransformers) {
+  check_float32("mixtral", "MixtralForCausalLM");
+  std::printf("mixtral: transformers %s saved its experts %s\n",
+              reference("mixtral")["transformers_version"].get<std::string>().c_str(),
+              reference("mixtral")["expert_layout"].get<std::string>().c_str());
+}
+TEST_F(HfModelCudaTest, Qwen2MoeWithAGatedSharedExpertMatchesTransformers) {
+  check_float32("qwen2_moe", "Qwen2MoeForCausalLM");
+}
+TEST_F(HfModelCudaTest, Qwen3MoeMatchesTransformers) { check_float32("qwen3_moe", "Qwen3MoeForCausalLM"); }
+
 TEST_F(HfModelCudaTest, Bf16Qwen3WithQkNormMatchesTransformers) {
   const json record = reference("qwen3");
   ASSERT_EQ(record["dtype"], "bfloat16");
@@ -182,7 +195,7 @@ std::vector<std::vector<int64_t>> greedy_by_scope(HfModel& loaded, const json& r
 // graphs) equal transformers' generate for 64 new tokens, at scopes none, layer and block. float32 models, TF32 off
 // on both sides; the bf16 Qwen3 folder is decoded in float32 against transformers' float32 run.
 TEST_F(HfModelCudaTest, OneRequestsGreedyEqualsTransformersGenerateAtEveryScope) {
-  for (const std::string name : {"llama", "qwen2", "gpt2", "qwen3"}) {
+  for (const std::string name : {"llama", "qwen2", "gpt2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe"}) {
     const json record = reference(name);
     const bool bf16_folder = record["dtype"] == "bfloat16";
     HfModel loaded = load_hf_model(join_path(folder_, name), at::Device(at::kCUDA), at::kFloat);
@@ -219,9 +232,7 @@ TEST_F(HfModelCudaTest, Bf16DecodeAgreesAcrossScopesAndReportsAgreementWithTrans
 // The serving engine's check: 32 requests of 3 to 300 prompt tokens, at most 8 in flight, chunked
 // under 256 tokens a step, all added at once: each request's greedy tokens equal transformers' generate
 // of that prompt alone, in float32 (TF32 off), at scopes none, layer and block.
-TEST_F(HfModelCudaTest, ServingEngineGreedyEqualsTransformersForMixedRequests) {
-  const json record = reference("llama");
-  HfModel loaded = load_hf_model(join_path(folder_, "llama"), at::Device(at::kCUDA), at::kFloat);
+void expect_mixed_requests_equal_transformers(const std::string& name, const json& record, HfModel& loaded) {
   const auto prompts = record["mixed_requests"]["prompts"].get<std::vector<std::vector<int64_t>>>();
   const auto expected = record["mixed_requests"]["greedy_new_tokens"].get<std::vector<std::vector<int64_t>>>();
   ASSERT_EQ(prompts.size(), 32u);
@@ -247,15 +258,30 @@ TEST_F(HfModelCudaTest, ServingEngineGreedyEqualsTransformersForMixedRequests) {
     int64_t equal = 0;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       EXPECT_EQ(tokens[ids[i]], expected[i])
-          << "request " << i << " (" << prompts[i].size() << " prompt tokens), scope " << config::to_string(scope);
+          << name << ", request " << i << " (" << prompts[i].size() << " prompt tokens), scope "
+          << config::to_string(scope);
       equal += tokens[ids[i]] == expected[i] ? 1 : 0;
     }
     const auto& stats = engine.stats();
-    std::printf("serving, scope %s: %lld of 32 requests equal transformers; %lld steps, %lld graphed, %lld unmatched\n",
-                config::to_string(scope).c_str(), static_cast<long long>(equal), static_cast<long long>(stats.steps),
+    std::printf("serving %s, scope %s: %lld of 32 requests equal transformers; %lld steps, %lld graphed, %lld "
+                "unmatched\n",
+                name.c_str(), config::to_string(scope).c_str(), static_cast<long long>(equal),
+                static_cast<long long>(stats.steps),
                 static_cast<long long>(stats.graph_steps), static_cast<long long>(stats.unmatched_steps));
     EXPECT_EQ(engine.blocks_in_use(), 0);
   }
+}
+
+TEST_F(HfModelCudaTest, ServingEngineGreedyEqualsTransformersForMixedRequests) {
+  HfModel loaded = load_hf_model(join_path(folder_, "llama"), at::Device(at::kCUDA), at::kFloat);
+  expect_mixed_requests_equal_transformers("llama", reference("llama"), loaded);
+}
+
+// The same with an MoE model (a gated shared expert, a dense first layer): the grouped GEMM's dispatch in the
+// engine's graphs, many requests' tokens routed together.
+TEST_F(HfModelCudaTest, ServingEngineGreedyEqualsTransformersForMixedRequestsToAnMoeModel) {
+  HfModel loaded = load_hf_model(join_path(folder_, "qwen2_moe"), at::Device(at::kCUDA), at::kFloat);
+  expect_mixed_requests_equal_transformers("qwen2_moe", reference("qwen2_moe"), loaded);
 }
 
 }  // namespace

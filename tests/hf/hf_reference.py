@@ -11,6 +11,11 @@ prompt, transformers' logits at the prompt's last position (float32) and transfo
   qwen2  Qwen2ForCausalLM, random non-zero q/k/v biases, tied embeddings, float32, sharded (max_shard_size)
   qwen3  Qwen3ForCausalLM, random q/k norm weights, head_dim 64 != 256 / 8, bfloat16
   gpt2   GPT2LMHeadModel, random non-zero biases, float32
+  mixtral    MixtralForCausalLM, 8 experts top-2 (always renormalised), GQA, float32
+  qwen2_moe  Qwen2MoeForCausalLM, 8 experts top-4 not renormalised, a sigmoid-gated shared expert, layer 0
+             dense (mlp_only_layers), q/k/v biases, float32; its JSON also holds "mixed_requests"
+  qwen3_moe  Qwen3MoeForCausalLM, 8 experts top-3 renormalised (norm_topk_prob), q/k norm, head_dim unset
+             (hidden_size / heads), float32
 
 The logits and tokens come from each saved folder loaded back with from_pretrained, as a user would
 run it. For the bfloat16 model the JSON also holds "last_logits_fp32" and "greedy_new_tokens_fp32": the
@@ -101,6 +106,55 @@ def gpt2():
     return model, {}
 
 
+def mixtral():
+    config = transformers.MixtralConfig(
+        vocab_size=VOCAB, hidden_size=256, intermediate_size=384, num_hidden_layers=4, num_attention_heads=8,
+        num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        num_local_experts=8, num_experts_per_tok=2, sliding_window=None, bos_token_id=1, eos_token_id=2,
+        initializer_range=INIT_STD, **rope_arguments(1000000.0))
+    return transformers.MixtralForCausalLM(config), {}
+
+
+def qwen2_moe():
+    config = transformers.Qwen2MoeConfig(
+        vocab_size=VOCAB, hidden_size=256, intermediate_size=512, moe_intermediate_size=192,
+        shared_expert_intermediate_size=320, num_experts=8, num_experts_per_tok=4, norm_topk_prob=False,
+        mlp_only_layers=[0], decoder_sparse_step=1, num_hidden_layers=4, num_attention_heads=8,
+        num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        use_sliding_window=False, bos_token_id=1, eos_token_id=2, initializer_range=INIT_STD,
+        **rope_arguments(1000000.0))
+    model = transformers.Qwen2MoeForCausalLM(config)
+    for layer in model.model.layers:
+        for projection in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+            randomize(projection.bias, 0.1)
+    return model, {}
+
+
+def qwen3_moe():
+    config = transformers.Qwen3MoeConfig(
+        vocab_size=VOCAB, hidden_size=256, intermediate_size=512, moe_intermediate_size=192, num_experts=8,
+        num_experts_per_tok=3, norm_topk_prob=True, num_hidden_layers=4, num_attention_heads=8,
+        num_key_value_heads=4, max_position_embeddings=512, rms_norm_eps=1e-6,
+        tie_word_embeddings=False, use_sliding_window=False, bos_token_id=1, eos_token_id=2,
+        initializer_range=INIT_STD, **rope_arguments(1000000.0))
+    model = transformers.Qwen3MoeForCausalLM(config)
+    for layer in model.model.layers:
+        randomize(layer.self_attn.q_norm.weight, 0.2, 1.0)
+        randomize(layer.self_attn.k_norm.weight, 0.2, 1.0)
+    return model, {}
+
+
+def expert_layout(folder):
+    """"fused" when the saved files hold transformers 5's gate_up_proj tensors, else "per_expert"."""
+    from safetensors import safe_open
+    for name in os.listdir(folder):
+        if name.endswith(".safetensors"):
+            with safe_open(os.path.join(folder, name), framework="pt") as file:
+                if any(key.endswith("experts.gate_up_proj") for key in file.keys()):
+                    return "fused"
+    return "per_expert"
+
+
 def load(model_class, folder, dtype, device):
     """The saved folder loaded back (dtype= in transformers 5, torch_dtype= in 4)."""
     key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
@@ -156,7 +210,9 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    for name, build in (("llama", llama), ("qwen2", qwen2), ("qwen3", qwen3), ("gpt2", gpt2)):
+    models = (("llama", llama), ("qwen2", qwen2), ("qwen3", qwen3), ("gpt2", gpt2), ("mixtral", mixtral),
+              ("qwen2_moe", qwen2_moe), ("qwen3_moe", qwen3_moe))
+    for name, build in models:
         torch.manual_seed(SEED)
         model, save_options = build()
         model.eval()
@@ -178,8 +234,10 @@ def main():
             "device": device,
             "files": sorted(os.listdir(folder)),
         }
-        if name == "llama":
+        if name in ("llama", "qwen2_moe"):
             record["mixed_requests"] = mixed_requests(model, device)
+        if name in ("mixtral", "qwen2_moe", "qwen3_moe"):
+            record["expert_layout"] = expert_layout(folder)
         if dtype != torch.float32:
             fp32 = load(type(model), folder, torch.float32, device)
             record["last_logits_fp32"] = last_logits(fp32, device)
