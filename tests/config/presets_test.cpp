@@ -65,6 +65,20 @@ TEST(PresetsTest, MoeSmallIsDropAndPadOnEveryLayer) {
   EXPECT_EQ(c.moe_layers, std::vector<bool>(4, true));
 }
 
+TEST(PresetsTest, Moe1bIsLlama1bWithDroplessGroupedExperts) {
+  const RunConfig c = resolve_preset("moe-1b");
+  const RunConfig dense = resolve_preset("llama-1b");
+  EXPECT_EQ(c.model.num_layers, dense.model.num_layers);
+  EXPECT_EQ(c.model.hidden_size, dense.model.hidden_size);
+  EXPECT_EQ(c.model.num_query_groups, dense.model.num_query_groups);
+  EXPECT_EQ(c.model.seq_length, dense.model.seq_length);
+  EXPECT_EQ(c.model.num_experts, 8);
+  EXPECT_EQ(c.model.moe_router_topk, 2);
+  EXPECT_EQ(c.model.moe_ffn_hidden_size, 2048);
+  EXPECT_TRUE(c.model.is_grouped_dropless());
+  EXPECT_EQ(c.moe_layers, std::vector<bool>(16, true));
+}
+
 TEST(PresetsTest, Llama1bIsLlamaStyle) {
   const RunConfig c = resolve_preset("llama-1b");
   EXPECT_EQ(c.model.num_layers, 16);

@@ -257,17 +257,17 @@ void expect_mixed_requests_equal_transformers(const std::string& name, const jso
     }
     int64_t equal = 0;
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      EXPECT_EQ(tokens[ids[i]], expected[i])
-          << name << ", request " << i << " (" << prompts[i].size() << " prompt tokens), scope "
-          << config::to_string(scope);
+      EXPECT_EQ(tokens[ids[i]], expected[i]) << name << ", request " << i << " (" << prompts[i].size()
+                                             << " prompt tokens), scope " << config::to_string(scope);
       equal += tokens[ids[i]] == expected[i] ? 1 : 0;
     }
     const auto& stats = engine.stats();
-    std::printf("serving %s, scope %s: %lld of 32 requests equal transformers; %lld steps, %lld graphed, %lld "
-                "unmatched\n",
-                name.c_str(), config::to_string(scope).c_str(), static_cast<long long>(equal),
-                static_cast<long long>(stats.steps),
-                static_cast<long long>(stats.graph_steps), static_cast<long long>(stats.unmatched_steps));
+    std::printf(
+        "serving %s, scope %s: %lld of 32 requests equal transformers; %lld steps, %lld graphed, %lld "
+        "unmatched\n",
+        name.c_str(), config::to_string(scope).c_str(), static_cast<long long>(equal),
+        static_cast<long long>(stats.steps), static_cast<long long>(stats.graph_steps),
+        static_cast<long long>(stats.unmatched_steps));
     EXPECT_EQ(engine.blocks_in_use(), 0);
   }
 }

@@ -134,9 +134,9 @@ TEST_F(HfMoeModelTest, MoeFieldsThatDoNotFitAreRefused) {
             "unsupported model in '" + config_path() +
                 "': num_experts is 1, but graphed supports only 2 or more experts for Qwen3MoeForCausalLM; fix: "
                 "pick a model with a supported num_experts (see docs/hf-models.md)");
-  EXPECT_EQ(config_error(with(qwen, "mlp_only_layers", {0, 2})),
-            "'" + config_path() + "' field 'mlp_only_layers' is [0,2], expected a list of layer indices from 0 to 1" +
-                fix);
+  EXPECT_EQ(
+      config_error(with(qwen, "mlp_only_layers", {0, 2})),
+      "'" + config_path() + "' field 'mlp_only_layers' is [0,2], expected a list of layer indices from 0 to 1" + fix);
   EXPECT_EQ(config_error(with(mixtral, "sliding_window", 16)),
             "unsupported model in '" + config_path() +
                 "': sliding_window is 16, but graphed supports only null or >= max_position_embeddings (full "

@@ -39,5 +39,30 @@ TEST(ServingFloor, ComputeAndMemoryFollowTheFormula) {
   EXPECT_DOUBLE_EQ(floor.seconds(), floor.compute_seconds + floor.memory_seconds);
 }
 
+// With an MoE a token runs top-k of each layer's routed experts: the compute part counts those, and every other
+// parameter (the router among them) whole.
+TEST(ServingFloor, AnMoeCountsItsActiveParameters) {
+  const auto config = testing::run_config({{"num_layers", 2},
+                                           {"hidden_size", 32},
+                                           {"num_attention_heads", 4},
+                                           {"vocab_size", 64},
+                                           {"seq_length", 48},
+                                           {"num_experts", 8},
+                                           {"moe_router_topk", 2},
+                                           {"moe_ffn_hidden_size", 16},
+                                           {"moe_grouped_gemm", true}});
+  model::GptModel model(config.model, config.moe_layers);
+  double whole = 0;
+  double routed = 0;
+  for (const auto& item : model->named_parameters()) {
+    if (item.key() == "word_embeddings" || item.key() == "position_embeddings") continue;
+    const auto count = static_cast<double>(item.value().numel());
+    (item.key().find("experts_") != std::string::npos ? routed : whole) += count;
+  }
+  EXPECT_GT(routed, 0);
+  const ServingFloor floor = serving_floor(model, {10}, {2}, 1, 1e12, 1e9);
+  EXPECT_DOUBLE_EQ(floor.compute_seconds, 2.0 * (whole + routed * 2.0 / 8.0) * 12 / 1e12);
+}
+
 }  // namespace
 }  // namespace graphed::infer

@@ -77,7 +77,8 @@ json llama_style_1b() {
 }  // namespace
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names{"tiny", "small", "gpt-125m", "moe-small", "llama-1b", "hybrid-small"};
+  static const std::vector<std::string> names{"tiny",     "small",        "gpt-125m", "moe-small",
+                                              "llama-1b", "hybrid-small", "moe-1b"};
   return names;
 }
 
@@ -93,6 +94,16 @@ std::optional<json> preset_settings(const std::string& name) {
     return with(with(dense, eight_experts_top_two()), schedule(1e-3, 20, 200, 20, 100));
   }
   if (name == "llama-1b") return with(llama_style_1b(), schedule(3e-4, 50, 200, 10, 100));
+  if (name == "moe-1b") {
+    // llama-1b's shape with every MLP an MoE of 8 experts top-2 (Mixtral's routing), each expert a quarter of
+    // llama-1b's 8192: 1.9B parameters, 0.7B active a token. Dropless through the grouped GEMM.
+    const json experts{{"num_experts", 8},
+                       {"moe_router_topk", 2},
+                       {"moe_ffn_hidden_size", 2048},
+                       {"moe_grouped_gemm", true},
+                       {"moe_aux_loss_coeff", 0.01}};
+    return with(with(llama_style_1b(), experts), schedule(3e-4, 50, 200, 10, 100));
+  }
   if (name == "hybrid-small") {
     const json mamba{{"is_hybrid_model", true},
                      {"hybrid_override_pattern", "M*M-M*ME"},
@@ -113,6 +124,9 @@ std::string preset_summary(const std::string& name) {
     return "small with an MoE MLP: 8 experts top-2, expert ffn 512, drop-and-pad at capacity 1.0";
   if (name == "llama-1b")
     return "Llama style, 16 layers, hidden 2048, 32 heads / 8 groups, SwiGLU 8192, RMSNorm, RoPE, seq 2048";
+  if (name == "moe-1b")
+    return "llama-1b with every MLP an MoE: 8 experts top-2, expert ffn 2048, dropless (grouped GEMM); 1.9B "
+           "parameters, 0.7B active";
   if (name == "hybrid-small")
     return "small's sizes as a Mamba-hybrid: 8 layers M*M-M*ME (4 Mamba, 2 attention, 1 MLP, 1 MoE of 8 experts)";
   return "";

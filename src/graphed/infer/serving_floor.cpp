@@ -31,10 +31,17 @@ int64_t decode_steps_at_once(const std::vector<int64_t>& output_lengths, int64_t
 ServingFloor serving_floor(model::GptModel& model, const std::vector<int64_t>& prompt_lengths,
                            const std::vector<int64_t>& output_lengths, int64_t max_requests, double peak_flops,
                            double bandwidth) {
+  // Active parameters: a token runs top-k of each MoE layer's routed experts (the router and a shared expert
+  // run for every token).
+  const config::ModelConfig& config = model->config();
+  const double expert_share = config.is_moe() ? static_cast<double>(config.moe_router_topk) /
+                                                    static_cast<double>(config.num_experts.value_or(1))
+                                              : 1.0;
   double parameters = 0;
   for (const auto& item : model->named_parameters()) {
     if (item.key() == "word_embeddings" || item.key() == "position_embeddings") continue;
-    parameters += static_cast<double>(item.value().numel());
+    const bool routed_expert = item.key().find(".moe.experts_") != std::string::npos;
+    parameters += static_cast<double>(item.value().numel()) * (routed_expert ? expert_share : 1.0);
   }
   double tokens = 0;
   double cached_positions = 0;  // summed over the decode steps of every request

@@ -1,7 +1,8 @@
 // infer/serving_floor.h — the least time a serving workload can take on a GPU (a floor for the engine's
-// work, not a promise): the model's matmul FLOPs over every prompt and output token at the GPU's dense peak,
-// plus the bytes the decode steps must read (the weights once a step, each running request's cached keys and
-// values) at its memory bandwidth. bench --serve divides it by the measured time (floor_share).
+// work, not a promise): the model's matmul FLOPs over every prompt and output token at the GPU's dense peak
+// (with an MoE, the active parameters: top-k of each layer's routed experts), plus the bytes the decode steps
+// must read (every weight once a step, each running request's cached keys and values) at its memory
+// bandwidth. bench --serve divides it by the measured time (floor_share).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 namespace graphed::infer {
 
 struct ServingFloor {
-  double compute_seconds = 0;  ///< 2 x parameters outside the embedding x (prompt + output tokens) / peak FLOP/s
+  double compute_seconds = 0;  ///< 2 x active parameters outside the embedding x (prompt + output tokens) / peak FLOP/s
   double memory_seconds = 0;   ///< (decode steps x weight bytes + KV bytes the decode steps read) / bandwidth
   int64_t decode_steps = 0;    ///< steps after every request's first token, up to max requests at once
   double seconds() const { return compute_seconds + memory_seconds; }
