@@ -1,5 +1,6 @@
-// tests/kernels/grouped_gemm_cuda_test.cpp — kernels/grouped_gemm.h through grouped_matmul against the reference (a
-// float64 matmul per expert): fp32, bf16 and fp16, depths and widths that are not multiples of the 64 x 64 tile,
+// tests/kernels/grouped_gemm_cuda_test.cpp — grouped_matmul (kernels/grouped_gemm.h, or LibTorch's at::_grouped_mm
+// for aligned bf16 on Hopper) against the reference (a float64 matmul per expert): which path each case takes;
+// fp32, bf16 and fp16, depths and widths that are not multiples of the 64 x 64 tile,
 // experts with no rows and one with most; the input's and the weights' gradients; the same bits on every run; the
 // biases' rows and their column sums; and a
 // CUDA graph captured once replaying for other routings (other offsets) the same bits as eager launches.
@@ -7,6 +8,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
 
+#include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -51,6 +53,20 @@ Products run(const at::Tensor& input, const at::Tensor& weight, const at::Tensor
   const at::Tensor out = reference_path ? reference::grouped_matmul(x, w, offsets) : grouped_matmul(x, w, offsets);
   const auto grads = torch::autograd::grad({(out * upstream.to(out.scalar_type())).sum()}, {x, w});
   return {out.detach(), grads[0], grads[1]};
+}
+
+// Aligned bf16 goes to at::_grouped_mm on compute capability 9 and 10; fp32, fp16 and rows that are not whole
+// 16-byte units go to graphed's kernel (both are checked against the reference below).
+TEST_F(GroupedGemmCudaTest, TheLibraryTakesAlignedBf16OnHopperAndBlackwell) {
+  const int major = at::cuda::getCurrentDeviceProperties()->major;
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const bool library = uses_library_grouped_mm(at::zeros({4, 40}, bf16), at::zeros({2, 40, 72}, bf16));
+  EXPECT_EQ(library, major == 9 || major == 10) << "compute capability " << major;
+  EXPECT_FALSE(uses_library_grouped_mm(at::zeros({4, 100}, bf16), at::zeros({2, 100, 30}, bf16)));
+  EXPECT_FALSE(uses_library_grouped_mm(at::zeros({4, 40}, bf16.dtype(at::kFloat)),
+                                       at::zeros({2, 40, 72}, bf16.dtype(at::kFloat))));
+  std::printf("compute capability %d: aligned bf16 through %s\n", major,
+              library ? "at::_grouped_mm" : "graphed's kernel");
 }
 
 TEST_F(GroupedGemmCudaTest, MatchesTheReferenceForEveryTypeAndShape) {

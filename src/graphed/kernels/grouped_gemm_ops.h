@@ -1,7 +1,8 @@
 // kernels/grouped_gemm_ops.h — grouped_matmul(): every expert's rows times its own matrix, differentiable, with the
-// experts' rows given by device-side offsets. On a CUDA build and CUDA tensors it is kernels/grouped_gemm.h's one
-// launch each way (nothing read on the host, so a CUDA graph can hold it); elsewhere the reference, one matmul per
-// expert over offsets read on the host. The MoE's grouped dispatch (model/moe_dispatch.h) calls it.
+// experts' rows given by device-side offsets. On a CUDA build and CUDA tensors it is LibTorch's at::_grouped_mm
+// (CUTLASS) for aligned bf16 on Hopper and Blackwell, else kernels/grouped_gemm.h's one launch each way (nothing
+// read on the host either way, so a CUDA graph can hold it); elsewhere the reference, one matmul per expert over
+// offsets read on the host. The MoE's grouped dispatch (model/moe_dispatch.h) calls it.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -18,6 +19,10 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
 /// gradient is each expert's column sums of the incoming rows, in a fixed order on CUDA (a gather's backward would
 /// add with atomics).
 at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows);
+
+/// Whether grouped_matmul(input, weight, ...) runs LibTorch's at::_grouped_mm: a CUDA build, bf16 CUDA tensors,
+/// compute capability 9 or 10, and input and output rows of whole 16-byte units.
+bool uses_library_grouped_mm(const at::Tensor& input, const at::Tensor& weight);
 
 /// Each row's expert [rows] (int64) from the offsets, on their device: nothing read on the host.
 at::Tensor expert_of_rows(const at::Tensor& offsets, int64_t rows);

@@ -1,6 +1,9 @@
-// kernels/grouped_gemm_ops_cuda.cpp — the CUDA build's grouped_matmul: on CUDA tensors of fp32, bf16 or fp16 an
-// autograd function over kernels/grouped_gemm.h (the forward one row launch; the backward a row launch against
-// the transposed weights for the input and a weights launch for the weights), otherwise the reference.
+// kernels/grouped_gemm_ops_cuda.cpp — the CUDA build's grouped_matmul: bf16 on Hopper or Blackwell with rows
+// aligned to 16 bytes goes to LibTorch's at::_grouped_mm (CUTLASS grouped GEMMs that read the offsets on the
+// device, forward and backward); other CUDA tensors of fp32, bf16 or fp16 to an autograd function over
+// kernels/grouped_gemm.h (the forward one row launch; the backward a row launch against the transposed weights
+// for the input and a weights launch for the weights); anything else to the reference.
+#include <ATen/cuda/CUDAContext.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/detail/aten_glue.h"
@@ -99,7 +102,27 @@ at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64
   return GroupedBiasFunction::apply(bias.contiguous(), offsets.contiguous(), rows);
 }
 
+bool uses_library_grouped_mm(const at::Tensor& input, const at::Tensor& weight) {
+  if (!input.is_cuda() || input.scalar_type() != at::kBFloat16 || weight.scalar_type() != at::kBFloat16 ||
+      input.dim() != 2 || weight.dim() != 3) {
+    return false;
+  }
+  // LibTorch runs its CUTLASS kernels (no host synchronisation) on compute capability 9 and 10 only; elsewhere
+  // it reads the offsets on the host, which a graph cannot hold.
+  const int major = at::cuda::getDeviceProperties(input.get_device())->major;
+  const bool aligned = input.size(1) % 8 == 0 && weight.size(2) % 8 == 0;  // rows of 16 bytes
+  return (major == 9 || major == 10) && aligned;
+}
+
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets) {
+  if (uses_library_grouped_mm(input, weight)) {
+    GRAPHED_INTERNAL_ASSERT(weight.size(1) == input.size(1) && offsets.numel() == weight.size(0) + 1,
+                            "grouped_matmul: input ", input.sizes(), ", weight ", weight.sizes(), ", offsets ",
+                            offsets.sizes());
+    // at::_grouped_mm takes each group's end (int32 [E]) where the offsets also hold the first start.
+    const at::Tensor ends = offsets.narrow(0, 1, weight.size(0)).to(at::kInt);
+    return at::_grouped_mm(input.contiguous(), weight.contiguous(), ends);
+  }
   GemmType type;
   const bool kernel = input.is_cuda() && kernel_type(input.scalar_type(), type) &&
                       weight.scalar_type() == input.scalar_type() && input.dim() == 2 && weight.dim() == 3;
