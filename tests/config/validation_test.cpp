@@ -174,6 +174,11 @@ INSTANTIATE_TEST_SUITE_P(
                    "--moe-shared-expert-gate gates a shared expert, and there is none; fix: add "
                    "--moe-shared-expert-intermediate-size (e.g. the --moe-ffn-hidden-size) or drop "
                    "--moe-shared-expert-gate"},
+        FiringCase{"MC22",
+                   {{"qk_layernorm_across_heads", true}},
+                   "MC-22",
+                   Severity::kWarning,
+                   "--qk-layernorm-across-heads has no effect without --qk-layernorm; ignored"},
         FiringCase{"MC16",
                    {{"moe_aux_loss_coeff", -0.5}},
                    "MC-16",
@@ -701,6 +706,14 @@ INSTANTIATE_TEST_SUITE_P(
                    Severity::kError,
                    "--num-attention-heads 3 does not split over --tensor-model-parallel-size 2 (each rank takes an "
                    "equal part); fix: pass a tensor size that divides 3, or more heads"},
+        LaunchCase{"PL12QkNormAcrossHeads",
+                   {{"tensor_model_parallel_size", 2}, {"qk_layernorm", true}, {"qk_layernorm_across_heads", true}},
+                   2,
+                   "PL-12",
+                   Severity::kError,
+                   "--qk-layernorm-across-heads normalizes over every head at once, which --tensor-model-parallel-size "
+                   "2 would split over the ranks; fix: --tensor-model-parallel-size 1, or drop "
+                   "--qk-layernorm-across-heads"},
         LaunchCase{"PL7VocabularyDoesNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"vocab_size", 1001}},
                    2,

@@ -236,10 +236,10 @@ TEST_F(HfConfigTest, UnsupportedValuesListWhatIsSupported) {
   EXPECT_EQ(error_of(with(llama(), {{"architectures", {"MistralForCausalLM"}}})),
             unsupported("architectures", "[\"MistralForCausalLM\"]",
                         "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, "
-                        "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM",
+                        "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, OlmoeForCausalLM",
                         "a Hugging Face model"));
   EXPECT_EQ(error_of({{"model_type", "mistral"}}),
-            unsupported("model_type", "\"mistral\"", "llama, qwen2, qwen3, gpt2, mixtral, qwen2_moe, qwen3_moe",
+            unsupported("model_type", "\"mistral\"", "llama, qwen2, qwen3, gpt2, mixtral, qwen2_moe, qwen3_moe, olmoe",
                         "a Hugging Face model"));
   EXPECT_EQ(
       error_of(with(llama(), {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}})),

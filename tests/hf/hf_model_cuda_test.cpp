@@ -1,7 +1,7 @@
 // tests/hf/hf_model_cuda_test.cpp — Hugging Face models loaded on the GPU against transformers
 // itself. tests/hf/hf_reference.py (run once, into a temporary folder) builds random Llama (GQA,
 // llama3 RoPE scaling), Qwen2 (q/k/v biases, tied, sharded), Qwen3 (q/k norm, head_dim 64 != 256 / 8,
-// bf16), GPT-2, Mixtral, Qwen2-MoE (gated shared expert, a dense layer) and Qwen3-MoE models with
+// bf16), GPT-2, Mixtral, Qwen2-MoE (gated shared expert, a dense layer), Qwen3-MoE and OLMoE models with
 // transformers, saves them with save_pretrained and records transformers' last-position logits of a fixed
 // prompt; each test loads one folder with load_hf_model on CUDA and
 // compares. Skipped (with the reason) when python3 cannot import transformers. The JSON files also hold
@@ -146,6 +146,7 @@ TEST_F(HfModelCudaTest, Qwen2MoeWithAGatedSharedExpertMatchesTransformers) {
   check_float32("qwen2_moe", "Qwen2MoeForCausalLM");
 }
 TEST_F(HfModelCudaTest, Qwen3MoeMatchesTransformers) { check_float32("qwen3_moe", "Qwen3MoeForCausalLM"); }
+TEST_F(HfModelCudaTest, OlmoeWithQkNormsAcrossHeadsMatchesTransformers) { check_float32("olmoe", "OlmoeForCausalLM"); }
 
 TEST_F(HfModelCudaTest, Bf16Qwen3WithQkNormMatchesTransformers) {
   const json record = reference("qwen3");
@@ -195,7 +196,7 @@ std::vector<std::vector<int64_t>> greedy_by_scope(HfModel& loaded, const json& r
 // graphs) equal transformers' generate for 64 new tokens, at scopes none, layer and block. float32 models, TF32 off
 // on both sides; the bf16 Qwen3 folder is decoded in float32 against transformers' float32 run.
 TEST_F(HfModelCudaTest, OneRequestsGreedyEqualsTransformersGenerateAtEveryScope) {
-  for (const std::string name : {"llama", "qwen2", "gpt2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe"}) {
+  for (const std::string name : {"llama", "qwen2", "gpt2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe"}) {
     const json record = reference(name);
     const bool bf16_folder = record["dtype"] == "bfloat16";
     HfModel loaded = load_hf_model(join_path(folder_, name), at::Device(at::kCUDA), at::kFloat);

@@ -1,7 +1,7 @@
 // tests/hf/hf_moe_folder_for_test.h — tiny Hugging Face mixture-of-experts folders written by the test
 // itself: Mixtral, Qwen2-MoE (a gated shared expert, dense layers by mlp_only_layers or
-// decoder_sparse_step) and Qwen3-MoE, their experts named as transformers 4 writes them (one tensor per
-// expert and projection) or fused as transformers 5 keeps them (gate_up_proj, down_proj).
+// decoder_sparse_step), Qwen3-MoE and OLMoE (q/k norms across heads), their experts named as transformers 4 writes them
+// (one tensor per expert and projection) or fused as transformers 5 keeps them (gate_up_proj, down_proj).
 #pragma once
 
 #include <string>
@@ -12,7 +12,8 @@
 namespace graphed::testing {
 
 struct MoeSpec {
-  std::string architecture = "MixtralForCausalLM";  ///< or "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"
+  std::string architecture =
+      "MixtralForCausalLM";  ///< or "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM"
   int64_t experts = 4, top_k = 2, expert_ffn = 12, shared_ffn = 20, layers = 2;
   bool norm_topk_prob = false;           ///< Qwen only (Mixtral always renormalises)
   std::vector<int64_t> mlp_only_layers;  ///< Qwen only: dense layers
@@ -29,6 +30,7 @@ inline std::string dense_architecture(const std::string& moe) {
 
 /// Whether layer i of the spec is MoE (transformers' rule).
 inline bool is_moe_layer(const MoeSpec& s, int64_t i) {
+  if (s.architecture == "MixtralForCausalLM" || s.architecture == "OlmoeForCausalLM") return true;
   for (const int64_t dense : s.mlp_only_layers) {
     if (dense == i) return false;
   }
@@ -42,6 +44,7 @@ inline HfFolder moe_folder(const MoeSpec& s) {
   HfFolder folder = llama_folder(dense);
   const bool mixtral = s.architecture == "MixtralForCausalLM";
   const bool qwen2 = s.architecture == "Qwen2MoeForCausalLM";
+  const bool olmoe = s.architecture == "OlmoeForCausalLM";
   auto& c = folder.config;
   c["architectures"] = {s.architecture};
   c.erase("mlp_bias");
@@ -50,6 +53,18 @@ inline HfFolder moe_folder(const MoeSpec& s) {
     c["num_local_experts"] = s.experts;
     c["intermediate_size"] = s.expert_ffn;
     c["sliding_window"] = nullptr;
+  } else if (olmoe) {  // experts intermediate_size wide; q/k norms across heads
+    c["num_experts"] = s.experts;
+    c["intermediate_size"] = s.expert_ffn;
+    c["norm_topk_prob"] = s.norm_topk_prob;
+    c["clip_qkv"] = nullptr;
+    const int64_t width = c["num_attention_heads"].get<int64_t>() * c["head_dim"].get<int64_t>();
+    const int64_t key_width = c["num_key_value_heads"].get<int64_t>() * c["head_dim"].get<int64_t>();
+    for (int64_t i = 0; i < s.layers; ++i) {
+      const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
+      folder.tensors[p + "q_norm.weight"] = norm_weight(width);
+      folder.tensors[p + "k_norm.weight"] = norm_weight(key_width);
+    }
   } else {
     c["num_experts"] = s.experts;
     c["moe_intermediate_size"] = s.expert_ffn;

@@ -162,5 +162,29 @@ TEST_F(HfMoeModelTest, AMissingExpertTensorIsNamed) {
                 "weights (download the model folder again, or write it with save_pretrained)");
 }
 
+TEST_F(HfMoeModelTest, OlmoeNormsQueriesAndKeysAcrossHeads) {
+  MoeSpec spec;
+  spec.architecture = "OlmoeForCausalLM";
+  spec.experts = 8;
+  spec.top_k = 3;
+  const HfModel loaded = expect_matches_reference("olmoe", spec);
+  const config::ModelConfig& m = loaded.config;
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_TRUE(m.qk_layernorm_across_heads);
+  EXPECT_TRUE(m.moe_router_pre_softmax) << "norm_topk_prob false";
+  EXPECT_EQ(m.moe_ffn_hidden_size, std::optional<int64_t>(12)) << "OLMoE's experts are intermediate_size wide";
+  EXPECT_EQ(m.moe_layer_freq, "1");
+  spec.fused = true;
+  spec.norm_topk_prob = true;
+  expect_matches_reference("olmoe_fused", spec);
+
+  auto config = graphed::testing::moe_folder(spec).config;
+  config["clip_qkv"] = 8.0;
+  EXPECT_EQ(config_error(config),
+            "unsupported model in '" + config_path() +
+                "': clip_qkv is 8.0, but graphed supports only null (no clamping of q, k and v) for "
+                "OlmoeForCausalLM; fix: pick a model with a supported clip_qkv (see docs/hf-models.md)");
+}
+
 }  // namespace
 }  // namespace graphed::hf

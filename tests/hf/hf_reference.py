@@ -16,6 +16,7 @@ prompt, transformers' logits at the prompt's last position (float32) and transfo
              dense (mlp_only_layers), q/k/v biases, float32; its JSON also holds "mixed_requests"
   qwen3_moe  Qwen3MoeForCausalLM, 8 experts top-3 renormalised (norm_topk_prob), q/k norm, head_dim unset
              (hidden_size / heads), float32
+  olmoe      OlmoeForCausalLM, 8 experts top-3 not renormalised, q/k norms across heads, GQA, float32
 
 The logits and tokens come from each saved folder loaded back with from_pretrained, as a user would
 run it. For the bfloat16 model the JSON also holds "last_logits_fp32" and "greedy_new_tokens_fp32": the
@@ -144,6 +145,19 @@ def qwen3_moe():
     return model, {}
 
 
+def olmoe():
+    config = transformers.OlmoeConfig(
+        vocab_size=VOCAB, hidden_size=256, intermediate_size=192, num_experts=8, num_experts_per_tok=3,
+        norm_topk_prob=False, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+        max_position_embeddings=512, rms_norm_eps=1e-5, tie_word_embeddings=False, clip_qkv=None,
+        bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=INIT_STD, **rope_arguments(10000.0))
+    model = transformers.OlmoeForCausalLM(config)
+    for layer in model.model.layers:
+        randomize(layer.self_attn.q_norm.weight, 0.2, 1.0)
+        randomize(layer.self_attn.k_norm.weight, 0.2, 1.0)
+    return model, {}
+
+
 def expert_layout(folder):
     """"fused" when the saved files hold transformers 5's gate_up_proj tensors, else "per_expert"."""
     from safetensors import safe_open
@@ -211,7 +225,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     models = (("llama", llama), ("qwen2", qwen2), ("qwen3", qwen3), ("gpt2", gpt2), ("mixtral", mixtral),
-              ("qwen2_moe", qwen2_moe), ("qwen3_moe", qwen3_moe))
+              ("qwen2_moe", qwen2_moe), ("qwen3_moe", qwen3_moe), ("olmoe", olmoe))
     for name, build in models:
         torch.manual_seed(SEED)
         model, save_options = build()
@@ -236,7 +250,7 @@ def main():
         }
         if name in ("llama", "qwen2_moe"):
             record["mixed_requests"] = mixed_requests(model, device)
-        if name in ("mixtral", "qwen2_moe", "qwen3_moe"):
+        if name in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):
             record["expert_layout"] = expert_layout(folder)
         if dtype != torch.float32:
             fp32 = load(type(model), folder, torch.float32, device)

@@ -111,7 +111,8 @@ inline at::Tensor feed_forward(const HfFolder& f, const std::string& p, const at
   return linear(at::silu(linear(x, f, p + "mlp.gate_proj")) * linear(x, f, p + "mlp.up_proj"), f, p + "mlp.down_proj");
 }
 
-/// LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM and their MoE models on tokens [s]: logits [s, vocab].
+/// LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM and their MoE models (OLMoE's q/k norms across heads)
+/// on tokens [s]: logits [s, vocab].
 inline at::Tensor llama_reference(const HfFolder& f, const at::Tensor& tokens) {
   const json& c = f.config;
   const int64_t heads = c["num_attention_heads"], groups = c["num_key_value_heads"], d = c["head_dim"];
@@ -128,10 +129,18 @@ inline at::Tensor llama_reference(const HfFolder& f, const at::Tensor& tokens) {
   for (int64_t i = 0; i < c["num_hidden_layers"].get<int64_t>(); ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     const at::Tensor a = rms_norm(x, f.at(p + "input_layernorm.weight"), eps);
-    at::Tensor q = linear(a, f, p + "self_attn.q_proj").view({s, heads, d});
-    at::Tensor k = linear(a, f, p + "self_attn.k_proj").view({s, groups, d});
+    at::Tensor q = linear(a, f, p + "self_attn.q_proj");
+    at::Tensor k = linear(a, f, p + "self_attn.k_proj");
     const at::Tensor v = linear(a, f, p + "self_attn.v_proj").view({s, groups, d}).transpose(0, 1);
-    if (qk_norm) {
+    // q/k norms per head (Qwen3), or across every head's queries and every group's keys (OLMoE).
+    const bool across = qk_norm && f.at(p + "self_attn.q_norm.weight").numel() == heads * d && heads > 1;
+    if (across) {
+      q = rms_norm(q, f.at(p + "self_attn.q_norm.weight"), eps);
+      k = rms_norm(k, f.at(p + "self_attn.k_norm.weight"), eps);
+    }
+    q = q.view({s, heads, d});
+    k = k.view({s, groups, d});
+    if (qk_norm && !across) {
       q = rms_norm(q, f.at(p + "self_attn.q_norm.weight"), eps);
       k = rms_norm(k, f.at(p + "self_attn.k_norm.weight"), eps);
     }

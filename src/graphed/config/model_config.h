@@ -33,8 +33,11 @@ struct ModelConfig {
   Normalization normalization = Normalization::kLayerNorm;  ///< --normalization LayerNorm|RMSNorm
   double norm_epsilon = 1e-5;                               ///< --norm-epsilon
   bool qk_layernorm = false;  ///< --qk-layernorm: norm q and k per head, before RoPE (Qwen3)
-  bool swiglu = false;        ///< --swiglu: SwiGLU MLP instead of GELU
-  bool openai_gelu = false;   ///< --openai-gelu: tanh-approximate GELU (GPT-2's gelu_new)
+  /// --qk-layernorm-across-heads: with --qk-layernorm, one norm over every head's queries (and one over every
+  /// group's keys) instead of one per head (OLMoE); not split over tensor-parallel ranks (PL-12).
+  bool qk_layernorm_across_heads = false;
+  bool swiglu = false;       ///< --swiglu: SwiGLU MLP instead of GELU
+  bool openai_gelu = false;  ///< --openai-gelu: tanh-approximate GELU (GPT-2's gelu_new)
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;  ///< learned_absolute|rope
   double rotary_base = 10000;                                                       ///< --rotary-base (rope only)
   /// --use-rope-scaling: Llama 3.1's frequency scaling of RoPE (HF rope_type "llama3"). The last three

@@ -86,6 +86,11 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
     issues.error("PL-7", what + " " + num(value) + " does not split over " + tp +
                              " (each rank takes an equal part); fix: " + fix);
   };
+  if (m.qk_layernorm && m.qk_layernorm_across_heads) {
+    issues.error("PL-12", "--qk-layernorm-across-heads normalizes over every head at once, which " + tp +
+                              " would split over the ranks; fix: --tensor-model-parallel-size 1, or drop "
+                              "--qk-layernorm-across-heads");
+  }
   require_divides("--num-attention-heads", m.num_attention_heads,
                   "pass a tensor size that divides " + num(m.num_attention_heads) + ", or more heads");
   const int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);

@@ -47,6 +47,9 @@ void derive_model(ModelConfig& model, IssueList& issues) {
   if (model.use_rope_scaling && model.position_embedding_type != PositionEmbedding::kRope) {
     issues.warn("MC-18", "--use-rope-scaling has no effect without --position-embedding-type rope; ignored");
   }
+  if (model.qk_layernorm_across_heads && !model.qk_layernorm) {
+    issues.warn("MC-22", "--qk-layernorm-across-heads has no effect without --qk-layernorm; ignored");
+  }
   if (model.openai_gelu && model.swiglu) {
     issues.warn("MC-19", "--openai-gelu has no effect with --swiglu (SwiGLU gates with SiLU, not GELU); ignored");
   }

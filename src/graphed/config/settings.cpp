@@ -148,6 +148,8 @@ std::vector<SettingSpec> model_specs() {
       bind_enum(&M::normalization, "normalization", "normalization layer", normalization_names()),
       model(&M::norm_epsilon, "norm_epsilon", "epsilon of the normalization layers"),
       model(&M::qk_layernorm, "qk_layernorm", "normalize queries and keys per head before RoPE (Qwen3)"),
+      model(&M::qk_layernorm_across_heads, "qk_layernorm_across_heads",
+            "with --qk-layernorm: one norm over all heads' queries and one over all keys (OLMoE), not one per head"),
       model(&M::swiglu, "swiglu", "SwiGLU MLP instead of GELU"),
       model(&M::openai_gelu, "openai_gelu", "tanh-approximate GELU (GPT-2's gelu_new) instead of the exact one"),
       bind_enum(&M::position_embedding_type, "position_embedding_type", "position embedding",

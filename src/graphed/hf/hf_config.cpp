@@ -19,7 +19,7 @@ using nlohmann::json;
 
 const char* const kSupportedArchitectures =
     "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, "
-    "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM";
+    "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, OlmoeForCausalLM";
 const char* const kResaveFix = "save the model again with save_pretrained, or correct the field";
 
 /// A JSON value for a message: compact, cut to 60 characters.
@@ -134,13 +134,13 @@ class Fields {
 
 HfArchitecture parse_architecture(const Fields& fields, const std::string& path, const json& config) {
   static const std::vector<HfArchitecture> all{
-      HfArchitecture::kLlama,   HfArchitecture::kQwen2,    HfArchitecture::kQwen3,   HfArchitecture::kGpt2,
-      HfArchitecture::kMixtral, HfArchitecture::kQwen2Moe, HfArchitecture::kQwen3Moe};
+      HfArchitecture::kLlama,   HfArchitecture::kQwen2,    HfArchitecture::kQwen3,    HfArchitecture::kGpt2,
+      HfArchitecture::kMixtral, HfArchitecture::kQwen2Moe, HfArchitecture::kQwen3Moe, HfArchitecture::kOlmoe};
   static const std::vector<std::pair<std::string, HfArchitecture>> by_type{
-      {"llama", HfArchitecture::kLlama},       {"qwen2", HfArchitecture::kQwen2},
-      {"qwen3", HfArchitecture::kQwen3},       {"gpt2", HfArchitecture::kGpt2},
-      {"mixtral", HfArchitecture::kMixtral},   {"qwen2_moe", HfArchitecture::kQwen2Moe},
-      {"qwen3_moe", HfArchitecture::kQwen3Moe}};
+      {"llama", HfArchitecture::kLlama},        {"qwen2", HfArchitecture::kQwen2},
+      {"qwen3", HfArchitecture::kQwen3},        {"gpt2", HfArchitecture::kGpt2},
+      {"mixtral", HfArchitecture::kMixtral},    {"qwen2_moe", HfArchitecture::kQwen2Moe},
+      {"qwen3_moe", HfArchitecture::kQwen3Moe}, {"olmoe", HfArchitecture::kOlmoe}};
   if (fields.has("architectures")) {
     const json& list = config.at("architectures");
     if (!list.is_array() || list.empty() || !list[0].is_string())
@@ -159,7 +159,8 @@ HfArchitecture parse_architecture(const Fields& fields, const std::string& path,
   for (const auto& [name, architecture] : by_type) {
     if (type == name) return architecture;
   }
-  fields.unsupported("model_type", config.at("model_type"), "llama, qwen2, qwen3, gpt2, mixtral, qwen2_moe, qwen3_moe");
+  fields.unsupported("model_type", config.at("model_type"),
+                     "llama, qwen2, qwen3, gpt2, mixtral, qwen2_moe, qwen3_moe, olmoe");
 }
 
 /// rope_parameters (transformers 5) or rope_scaling (4), with rope_theta inside or beside it.
@@ -213,6 +214,7 @@ ClassDefaults class_defaults(HfArchitecture architecture) {
     case HfArchitecture::kMixtral: return {8, false, 4096 * 32, 1e6};
     case HfArchitecture::kQwen2Moe: return {16, false, 32768, 10000.0};
     case HfArchitecture::kQwen3Moe: return {4, false, 32768, 10000.0};
+    case HfArchitecture::kOlmoe: return {0, false, 4096, 10000.0};
     default: return {};
   }
 }
@@ -271,7 +273,8 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
   if (head_dim * heads != m.hidden_size) m.kv_channels = head_dim;  // Qwen3-0.6B: 16 heads x 128 != 1024
   m.max_position_embeddings = fields.size("max_position_embeddings", defaults.max_positions);
   m.normalization = config::Normalization::kRmsNorm;
-  m.norm_epsilon = fields.number("rms_norm_eps", hf.architecture == HfArchitecture::kMixtral ? 1e-5 : 1e-6);
+  const bool eps_1e5 = hf.architecture == HfArchitecture::kMixtral || hf.architecture == HfArchitecture::kOlmoe;
+  m.norm_epsilon = fields.number("rms_norm_eps", eps_1e5 ? 1e-5 : 1e-6);
   if (m.norm_epsilon <= 0.0) fields.invalid("rms_norm_eps", "a number > 0");
   const std::string activation = fields.text("hidden_act", "silu");
   if (activation != "silu") fields.unsupported("hidden_act", fields.at("hidden_act"), "\"silu\" (SwiGLU)");
@@ -289,14 +292,17 @@ void parse_llama_family(const Fields& fields, HfConfig& hf) {
   // a graphed bias whose Hugging Face tensor does not exist, which leaves the function unchanged.
   m.add_bias_linear = hf.attention_bias || hf.mlp_bias;
   m.add_qkv_bias = hf.qkv_bias && !m.add_bias_linear;
-  m.qk_layernorm = family == HfArchitecture::kQwen3;
+  m.qk_layernorm = family == HfArchitecture::kQwen3 || hf.architecture == HfArchitecture::kOlmoe;
+  // OLMoE's q_norm spans every head's queries and its k_norm every group's keys.
+  m.qk_layernorm_across_heads = hf.architecture == HfArchitecture::kOlmoe;
+  if (fields.has("clip_qkv")) fields.unsupported("clip_qkv", fields.at("clip_qkv"), "null (no clamping of q, k and v)");
   hf.tie_word_embeddings = fields.boolean("tie_word_embeddings", false);
 }
 
 /// Which layers are MoE: Qwen's mlp_only_layers and decoder_sparse_step (layer i is MoE when it is not listed
 /// and (i + 1) is a multiple of the step), as --moe-layer-freq's 0/1 list; every layer for Mixtral.
 std::string moe_layer_pattern(const Fields& fields, HfArchitecture architecture, int64_t layers) {
-  if (architecture == HfArchitecture::kMixtral) return "1";
+  if (architecture == HfArchitecture::kMixtral || architecture == HfArchitecture::kOlmoe) return "1";
   const int64_t step = fields.size("decoder_sparse_step", 1);
   std::vector<bool> dense(static_cast<std::size_t>(layers), false);
   if (fields.has("mlp_only_layers")) {
@@ -317,31 +323,32 @@ std::string moe_layer_pattern(const Fields& fields, HfArchitecture architecture,
   return pattern;
 }
 
-/// Mixtral, Qwen2-MoE, Qwen3-MoE: experts, top-k, widths, routing, the shared expert and the MoE layers.
+/// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE: experts, top-k, widths, routing, the shared expert and the MoE layers.
 void parse_moe(const Fields& fields, HfConfig& hf) {
   const HfArchitecture architecture = hf.architecture;
   config::ModelConfig& m = hf.model;
   const bool mixtral = architecture == HfArchitecture::kMixtral;
-  // Mixtral's key is num_local_experts, Qwen's num_experts; transformers 5 maps each name to the other.
+  const bool olmoe = architecture == HfArchitecture::kOlmoe;
+  // Mixtral's key is num_local_experts, Qwen's and OLMoE's num_experts; transformers 5 maps each to the other.
   const std::string own = mixtral ? "num_local_experts" : "num_experts";
   const std::string alias = mixtral ? "num_experts" : "num_local_experts";
   const std::string experts_key = fields.has(own) || !fields.has(alias) ? own : alias;
-  const int64_t experts = fields.size(experts_key, mixtral ? 8 : architecture == HfArchitecture::kQwen2Moe ? 60 : 128);
+  const int64_t default_experts = mixtral ? 8 : olmoe ? 64 : architecture == HfArchitecture::kQwen2Moe ? 60 : 128;
+  const int64_t experts = fields.size(experts_key, default_experts);
   if (experts < 2) fields.unsupported(experts_key, experts, "2 or more experts");
-  const int64_t top_k = fields.size("num_experts_per_tok", mixtral                                     ? 2
-                                                           : architecture == HfArchitecture::kQwen2Moe ? 4
-                                                                                                       : 8);
+  const int64_t default_top_k = mixtral ? 2 : architecture == HfArchitecture::kQwen2Moe ? 4 : 8;
+  const int64_t top_k = fields.size("num_experts_per_tok", default_top_k);
   if (top_k > experts) {
     fields.inconsistent("num_experts_per_tok " + std::to_string(top_k) + " exceeds " + experts_key + " " +
                         std::to_string(experts));
   }
   m.num_experts = experts;
   m.moe_router_topk = top_k;
-  // Mixtral's experts are intermediate_size wide and it always renormalises the k weights; Qwen's experts
-  // have their own width and renormalise only with norm_topk_prob.
+  // Mixtral's and OLMoE's experts are intermediate_size wide, Qwen's moe_intermediate_size; Mixtral always
+  // renormalises the k weights, the others only with norm_topk_prob.
   m.moe_ffn_hidden_size =
-      mixtral ? *m.ffn_hidden_size
-              : fields.size("moe_intermediate_size", architecture == HfArchitecture::kQwen2Moe ? 1408 : 768);
+      mixtral || olmoe ? *m.ffn_hidden_size
+                       : fields.size("moe_intermediate_size", architecture == HfArchitecture::kQwen2Moe ? 1408 : 768);
   m.moe_router_pre_softmax = !mixtral && !fields.boolean("norm_topk_prob", false);
   if (architecture == HfArchitecture::kQwen2Moe) {
     m.moe_shared_expert_intermediate_size = fields.size("shared_expert_intermediate_size", 5632);
@@ -442,13 +449,15 @@ const char* to_string(HfArchitecture architecture) {
     case HfArchitecture::kMixtral: return "MixtralForCausalLM";
     case HfArchitecture::kQwen2Moe: return "Qwen2MoeForCausalLM";
     case HfArchitecture::kQwen3Moe: return "Qwen3MoeForCausalLM";
+    case HfArchitecture::kOlmoe: return "OlmoeForCausalLM";
   }
   return "unknown";
 }
 
 HfArchitecture attention_family(HfArchitecture architecture) {
   switch (architecture) {
-    case HfArchitecture::kMixtral: return HfArchitecture::kLlama;
+    case HfArchitecture::kMixtral:
+    case HfArchitecture::kOlmoe: return HfArchitecture::kLlama;
     case HfArchitecture::kQwen2Moe: return HfArchitecture::kQwen2;
     case HfArchitecture::kQwen3Moe: return HfArchitecture::kQwen3;
     default: return architecture;

@@ -2,7 +2,8 @@
 // graphed's config::ModelConfig. Supported: LlamaForCausalLM (Llama 1/2/3, rope_scaling none or
 // llama3), Qwen2ForCausalLM (QKV biases, no sliding window), Qwen3ForCausalLM (q/k RMSNorm, head_dim),
 // GPT2LMHeadModel, and the mixtures of experts MixtralForCausalLM, Qwen2MoeForCausalLM (a sigmoid-gated
-// shared expert) and Qwen3MoeForCausalLM (dropless, through the grouped GEMM; docs/hf-models.md). Fields missing from
+// shared expert), Qwen3MoeForCausalLM and OlmoeForCausalLM (q/k norms across heads) (dropless, through the
+// grouped GEMM; docs/hf-models.md). Fields missing from
 // config.json take transformers' defaults for the class; both transformers 4 (rope_theta, rope_scaling, torch_dtype)
 // and 5 (rope_parameters, dtype) spellings are read. Anything graphed cannot run the way transformers does is a
 // DataError naming the file, the field, its value and what is supported. No tensors here: hf/hf_model.h loads the
@@ -19,13 +20,13 @@
 namespace graphed::hf {
 
 /// The model families whose weights graphed knows how to map.
-enum class HfArchitecture { kLlama, kQwen2, kQwen3, kGpt2, kMixtral, kQwen2Moe, kQwen3Moe };
+enum class HfArchitecture { kLlama, kQwen2, kQwen3, kGpt2, kMixtral, kQwen2Moe, kQwen3Moe, kOlmoe };
 
 /// "LlamaForCausalLM", "Qwen2ForCausalLM", ..., "Qwen3MoeForCausalLM"
 const char* to_string(HfArchitecture architecture);
 
-/// The dense family whose attention an architecture has: Mixtral's is Llama's (Mistral's), Qwen2-MoE's
-/// Qwen2's, Qwen3-MoE's Qwen3's; the others are their own.
+/// The dense family whose attention an architecture has: Mixtral's is Llama's (Mistral's), OLMoE's Llama's with
+/// q/k norms across heads, Qwen2-MoE's Qwen2's, Qwen3-MoE's Qwen3's; the others are their own.
 HfArchitecture attention_family(HfArchitecture architecture);
 
 /// Whether the architecture has mixture-of-experts layers.

@@ -121,9 +121,10 @@ void add_llama_family(const HfConfig& config, ExpertLayout layout, MapBuilder& m
     } else if (m.add_bias_linear) {
       map.zero(layer + "attention.proj_bias");
     }
-    if (m.qk_layernorm) {
-      map.add(hf + "self_attn.q_norm.weight", {d}, layer + "attention.q_norm.weight");
-      map.add(hf + "self_attn.k_norm.weight", {d}, layer + "attention.k_norm.weight");
+    if (m.qk_layernorm) {  // per head (Qwen3), or across every head's queries and every group's keys (OLMoE)
+      const bool across = m.qk_layernorm_across_heads;
+      map.add(hf + "self_attn.q_norm.weight", {across ? heads * d : d}, layer + "attention.q_norm.weight");
+      map.add(hf + "self_attn.k_norm.weight", {across ? groups * d : d}, layer + "attention.k_norm.weight");
     }
     map.add(hf + "post_attention_layernorm.weight", {h}, layer + "mlp_norm.weight");
     if (moe_layers[static_cast<std::size_t>(i)]) {

@@ -47,8 +47,11 @@ AttentionImpl::AttentionImpl(const AttentionShape& shape)
   if (shape.bias || shape.qkv_bias) qkv_bias_ = register_parameter("qkv_bias", at::zeros({qkv_out}));
   if (shape.bias) proj_bias_ = register_parameter("proj_bias", at::zeros({shape.hidden_size}));
   if (shape.qk_norm) {
-    q_norm_ = register_module("q_norm", Norm(head_dim_, shape.rms_norm, shape.norm_epsilon));
-    k_norm_ = register_module("k_norm", Norm(head_dim_, shape.rms_norm, shape.norm_epsilon));
+    const int64_t across = shape.qk_norm_across_heads;
+    const int64_t q_width = across ? shape.num_heads * head_dim_ : head_dim_;
+    const int64_t k_width = across ? shape.num_query_groups * head_dim_ : head_dim_;
+    q_norm_ = register_module("q_norm", Norm(q_width, shape.rms_norm, shape.norm_epsilon));
+    k_norm_ = register_module("k_norm", Norm(k_width, shape.rms_norm, shape.norm_epsilon));
   }
   if (shape.rope) {
     const at::Tensor inverse_frequency = rope_inverse_frequencies(shape, head_dim_);
@@ -66,6 +69,9 @@ void AttentionImpl::use_kernel_path(std::shared_ptr<const KernelPath> path) {
 
 void AttentionImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an attention split twice");
+  GRAPHED_CHECK(!shape_.qk_norm_across_heads || tensor.size() == 1, ConfigError,
+                "q/k norms across every head (--qk-layernorm-across-heads, OLMoE) cannot be split over ", tensor.size(),
+                " tensor-parallel ranks; fix: --tensor-model-parallel-size 1");
   tensor_ = tensor;
   keep_own_shards(*this, tensor_splits(), tensor.shard());
   heads_ = shape_.num_heads / tensor.size();
@@ -119,12 +125,16 @@ AttentionImpl::Projection AttentionImpl::split_projection(const at::Tensor& qkv,
   const int64_t groups = groups_;
   const int64_t batch = qkv.size(0);
   const int64_t seq = qkv.size(1);
-  const auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
+  auto parts = qkv.split({heads * head_dim_, groups * head_dim_, groups * head_dim_}, -1);
+  if (shape_.qk_norm_across_heads) {  // OLMoE: the norms see every head's queries (keys) at once
+    parts[0] = q_norm_->forward(parts[0].contiguous());
+    parts[1] = k_norm_->forward(parts[1].contiguous());
+  }
   Projection projection;
-  projection.query = parts[0].view({batch, seq, heads, head_dim_}).transpose(1, 2);
-  projection.key = parts[1].view({batch, seq, groups, head_dim_}).transpose(1, 2);
+  projection.query = parts[0].reshape({batch, seq, heads, head_dim_}).transpose(1, 2);
+  projection.key = parts[1].reshape({batch, seq, groups, head_dim_}).transpose(1, 2);
   projection.value = parts[2].view({batch, seq, groups, head_dim_}).transpose(1, 2);
-  if (shape_.qk_norm) {
+  if (shape_.qk_norm && !shape_.qk_norm_across_heads) {
     projection.query = q_norm_->forward(projection.query);
     projection.key = k_norm_->forward(projection.key);
   }

@@ -39,11 +39,12 @@ struct AttentionShape {
   double rotary_base = 10000;
   bool rope_scaling = false;  ///< scale the rotary frequencies as rope_scaling_options says
   RopeScaling rope_scaling_options;
-  bool bias = true;            ///< biases on the QKV and output projections
-  bool qkv_bias = false;       ///< a bias on the QKV projection even when `bias` is off (Qwen2)
-  bool qk_norm = false;        ///< norm q and k over each head, before RoPE (Qwen3): modules q_norm, k_norm
-  bool rms_norm = false;       ///< the q/k norm is RMSNorm, else LayerNorm
-  double norm_epsilon = 1e-5;  ///< of the q/k norm
+  bool bias = true;                   ///< biases on the QKV and output projections
+  bool qkv_bias = false;              ///< a bias on the QKV projection even when `bias` is off (Qwen2)
+  bool qk_norm = false;               ///< norm q and k over each head, before RoPE (Qwen3): modules q_norm, k_norm
+  bool qk_norm_across_heads = false;  ///< with qk_norm: over every head's q at once, and every group's k (OLMoE)
+  bool rms_norm = false;              ///< the q/k norm is RMSNorm, else LayerNorm
+  double norm_epsilon = 1e-5;         ///< of the q/k norm
   double attention_dropout = 0.0;
   double init_std = 0.02;
   double output_init_std = 0.02;
@@ -114,7 +115,7 @@ class AttentionImpl : public torch::nn::Module {
   int64_t heads_, groups_;  // this rank's query heads and key/value groups (the shape's with one rank)
   TensorParallel tensor_;
   at::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;  // qkv [(heads + 2 groups) d, h], proj [h, heads d]
-  Norm q_norm_{nullptr}, k_norm_{nullptr};                      // over head_dim, shared by the heads (qk_norm only)
+  Norm q_norm_{nullptr}, k_norm_{nullptr};  // over head_dim, shared by the heads; or over heads (groups) x head_dim
   std::shared_ptr<const KernelPath> path_ = aten_path();
   at::Tensor rope_cos_, rope_sin_;  // buffers [max_sequence, head_dim / 2]
 };

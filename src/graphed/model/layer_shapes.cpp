@@ -36,6 +36,7 @@ AttentionShape attention_shape(const config::ModelConfig& config) {
   attention.bias = config.add_bias_linear;
   attention.qkv_bias = config.add_qkv_bias;
   attention.qk_norm = config.qk_layernorm;
+  attention.qk_norm_across_heads = config.qk_layernorm && config.qk_layernorm_across_heads;
   attention.rms_norm = config.normalization == config::Normalization::kRmsNorm;
   attention.norm_epsilon = config.norm_epsilon;
   attention.attention_dropout = config.attention_dropout;
