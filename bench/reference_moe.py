@@ -5,7 +5,7 @@ moe-1b` and this script give ratios from one run on one GPU.
 
 The model is moe-1b as graphed builds it: Llama style (RMSNorm, RoPE, GQA through scaled_dot_product_attention,
 no biases, untied output), 16 layers of hidden 2048, every MLP a dropless MoE of 8 SwiGLU experts (ffn 2048)
-with top-2 routing (top-k of the fp32 router logits, softmax over the two) and Switch load balancing (0.01).
+with top-2 routing (top-k of the router logits, softmax over the two) and Switch load balancing (0.01).
 The experts run one of two ways:
   grouped_mm  assignments sorted by expert, both expert GEMMs through torch._grouped_mm with the offsets on the
               device: no host synchronisation, static shapes (what transformers 5 does on Hopper)
@@ -42,7 +42,7 @@ class Experts(torch.nn.Module):
 
     def forward(self, x):
         tokens = x.reshape(-1, HIDDEN)
-        logits = F.linear(tokens.float(), self.router)  # fp32, as graphed routes
+        logits = F.linear(tokens.float(), self.router)  # bf16 under autocast, as graphed's router
         top_logits, indices = logits.topk(TOP_K, dim=-1)
         weights = torch.softmax(top_logits, dim=-1)
         probabilities = torch.softmax(logits, dim=-1)

@@ -138,9 +138,17 @@ TEST_F(HfModelCudaTest, Gpt2MatchesTransformers) { check_float32("gpt2", "GPT2LM
 // The mixtures of experts, dropless through the grouped GEMM, in float32 against transformers' float32 forward.
 TEST_F(HfModelCudaTest, MixtralMatchesTransformers) {
   check_float32("mixtral", "MixtralForCausalLM");
-  std::printf("mixtral: transformers %s saved its experts %s\n",
-              reference("mixtral")["transformers_version"].get<std::string>().c_str(),
-              reference("mixtral")["expert_layout"].get<std::string>().c_str());
+  const json record = reference("mixtral");
+  std::printf("mixtral: transformers %s saved its experts %s; its in-memory tensors are %s\n",
+              record["transformers_version"].get<std::string>().c_str(),
+              record["expert_layout"].get<std::string>().c_str(),
+              record["in_memory_layout"].get<std::string>().c_str());
+  // The same weights as transformers holds them in memory (transformers 5: gate_up_proj and down_proj per layer).
+  HfModel in_memory = load_hf_model(join_path(folder_, "mixtral_in_memory"), at::Device(at::kCUDA));
+  expect_close(last_logits(in_memory, record), logits_of(record, "last_logits"), "mixtral_in_memory");
+  if (record["transformers_version"].get<std::string>().rfind("5.", 0) == 0) {
+    EXPECT_EQ(record["in_memory_layout"], "fused") << "transformers 5 fuses the experts in memory";
+  }
 }
 TEST_F(HfModelCudaTest, Qwen2MoeWithAGatedSharedExpertMatchesTransformers) {
   check_float32("qwen2_moe", "Qwen2MoeForCausalLM");

@@ -11,7 +11,8 @@ prompt, transformers' logits at the prompt's last position (float32) and transfo
   qwen2  Qwen2ForCausalLM, random non-zero q/k/v biases, tied embeddings, float32, sharded (max_shard_size)
   qwen3  Qwen3ForCausalLM, random q/k norm weights, head_dim 64 != 256 / 8, bfloat16
   gpt2   GPT2LMHeadModel, random non-zero biases, float32
-  mixtral    MixtralForCausalLM, 8 experts top-2 (always renormalised), GQA, float32
+  mixtral    MixtralForCausalLM, 8 experts top-2 (always renormalised), GQA, float32; also saved as
+             mixtral_in_memory/: its state_dict under transformers' in-memory names (fused experts in 5)
   qwen2_moe  Qwen2MoeForCausalLM, 8 experts top-4 not renormalised, a sigmoid-gated shared expert, layer 0
              dense (mlp_only_layers), q/k/v biases, float32; its JSON also holds "mixed_requests"
   qwen3_moe  Qwen3MoeForCausalLM, 8 experts top-3 renormalised (norm_topk_prob), q/k norm, head_dim unset
@@ -27,6 +28,7 @@ Runs on CUDA when there is one (TF32 off), else on the CPU.
 """
 import json
 import os
+import shutil
 import sys
 
 import torch
@@ -169,6 +171,16 @@ def expert_layout(folder):
     return "per_expert"
 
 
+def save_in_memory(model, folder, target):
+    """The loaded model's tensors under their in-memory names (transformers 5 keeps every expert's gate and up
+    projections in one gate_up_proj) as a folder of its own: a fused checkpoint as transformers 5 holds it."""
+    from safetensors.torch import save_file
+    os.makedirs(target, exist_ok=True)
+    shutil.copy(os.path.join(folder, "config.json"), target)
+    tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
+    save_file(tensors, os.path.join(target, "model.safetensors"), metadata={"format": "pt"})
+
+
 def load(model_class, folder, dtype, device):
     """The saved folder loaded back (dtype= in transformers 5, torch_dtype= in 4)."""
     key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
@@ -252,6 +264,9 @@ def main():
             record["mixed_requests"] = mixed_requests(model, device)
         if name in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):
             record["expert_layout"] = expert_layout(folder)
+        if name == "mixtral":  # the same weights under transformers' in-memory names, in mixtral_in_memory/
+            save_in_memory(model, folder, folder + "_in_memory")
+            record["in_memory_layout"] = expert_layout(folder + "_in_memory")
         if dtype != torch.float32:
             fp32 = load(type(model), folder, torch.float32, device)
             record["last_logits_fp32"] = last_logits(fp32, device)

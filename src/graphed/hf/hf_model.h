@@ -1,7 +1,7 @@
 // hf/hf_model.h — loads a Hugging Face causal LM folder (config.json, generation_config.json,
 // model.safetensors or model.safetensors.index.json + shards) into graphed's model::GptModel:
 // LlamaForCausalLM (Llama 1/2/3), Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM,
-// Qwen2MoeForCausalLM and Qwen3MoeForCausalLM (experts stored per expert or fused). The config is
+// Qwen2MoeForCausalLM, Qwen3MoeForCausalLM and OlmoeForCausalLM (experts stored per expert or fused). The config is
 // read by hf/hf_config.h, tensors are placed by hf/hf_weight_map.h. Every tensor name, shape and
 // the file set are checked before a parameter is written. No tokenizer, no generation here.
 #pragma once

@@ -20,8 +20,9 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
 /// add with atomics).
 at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows);
 
-/// Whether grouped_matmul(input, weight, ...) runs LibTorch's at::_grouped_mm: a CUDA build, bf16 CUDA tensors,
-/// compute capability 9 or 10, and input and output rows of whole 16-byte units.
+/// Whether grouped_matmul(input, weight, ...) runs LibTorch's at::_grouped_mm: a CUDA build on LibTorch 2.8 or
+/// later, bf16 CUDA tensors, compute capability 9 or 10, input and output rows of whole 16-byte units, and fewer
+/// than 2^31 rows.
 bool uses_library_grouped_mm(const at::Tensor& input, const at::Tensor& weight);
 
 /// Each row's expert [rows] (int64) from the offsets, on their device: nothing read on the host.

@@ -3,12 +3,15 @@
 // device, forward and backward); other CUDA tensors of fp32, bf16 or fp16 to an autograd function over
 // kernels/grouped_gemm.h (the forward one row launch; the backward a row launch against the transposed weights
 // for the input and a weights launch for the weights); anything else to the reference.
+#include <limits>
+
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/detail/aten_glue.h"
 #include "graphed/kernels/grouped_gemm.h"
 #include "graphed/kernels/grouped_gemm_ops.h"
+#include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
 namespace graphed::kernels {
@@ -110,8 +113,9 @@ bool uses_library_grouped_mm(const at::Tensor& input, const at::Tensor& weight) 
   // LibTorch runs its CUTLASS kernels (no host synchronisation) on compute capability 9 and 10 only; elsewhere
   // it reads the offsets on the host, which a graph cannot hold.
   const int major = at::cuda::getDeviceProperties(input.get_device())->major;
-  const bool aligned = input.size(1) % 8 == 0 && weight.size(2) % 8 == 0;  // rows of 16 bytes
-  return (major == 9 || major == 10) && aligned;
+  const bool aligned = input.size(1) % 8 == 0 && weight.size(2) % 8 == 0;        // rows of 16 bytes
+  const bool int32_rows = input.size(0) <= std::numeric_limits<int32_t>::max();  // its group ends are int32
+  return compat::kHasGroupedMm && (major == 9 || major == 10) && aligned && int32_rows;
 }
 
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets) {
@@ -121,7 +125,7 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
                             offsets.sizes());
     // at::_grouped_mm takes each group's end (int32 [E]) where the offsets also hold the first start.
     const at::Tensor ends = offsets.narrow(0, 1, weight.size(0)).to(at::kInt);
-    return at::_grouped_mm(input.contiguous(), weight.contiguous(), ends);
+    return compat::grouped_mm(input.contiguous(), weight.contiguous(), ends);
   }
   GemmType type;
   const bool kernel = input.is_cuda() && kernel_type(input.scalar_type(), type) &&

@@ -57,6 +57,22 @@ inline at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k, con
 #endif
 }
 
+/// Whether LibTorch has at::_grouped_mm (2.8 and later): bf16 grouped GEMMs with the groups' ends on the device.
+constexpr bool kHasGroupedMm = GRAPHED_TORCH_AT_LEAST(2, 8);
+
+/// at::_grouped_mm(input [M, K], weight [G, K, N], ends int32 [G]) where LibTorch has it (kHasGroupedMm); never
+/// called elsewhere.
+inline at::Tensor grouped_mm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& ends) {
+#if GRAPHED_TORCH_AT_LEAST(2, 8)
+  return at::_grouped_mm(input, weight, ends);
+#else
+  (void)weight;
+  (void)ends;
+  TORCH_CHECK(false, "at::_grouped_mm needs LibTorch 2.8 or later");
+  return input;
+#endif
+}
+
 /// Whether CUDA autocast is on (a graph captured later must run under the same setting).
 inline bool cuda_autocast_enabled() {
 #if GRAPHED_TORCH_AT_LEAST(2, 4)
