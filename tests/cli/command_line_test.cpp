@@ -218,7 +218,7 @@ TEST(CommandLineTest, ServeTakesTheModelsServerAndEngineFlags) {
 TEST(CommandLineTest, UnknownPresetAndCommand) {
   EXPECT_EQ(problem_of({"check-config", "--preset", "tinyy"}),
             "unknown --preset 'tinyy' (did you mean tiny?); fix: use one of tiny, small, gpt-125m, moe-small, "
-            "llama-1b, hybrid-small");
+            "llama-1b, hybrid-small, moe-1b");
   EXPECT_EQ(problem_of({"chek-config"}),
             "unknown command 'chek-config' (did you mean check-config?); fix: use one of train, bench, check-config, "
             "generate, serve, report, tokenize");
