@@ -714,6 +714,61 @@ INSTANTIATE_TEST_SUITE_P(
                    "--qk-layernorm-across-heads normalizes over every head at once, which --tensor-model-parallel-size "
                    "2 would split over the ranks; fix: --tensor-model-parallel-size 1, or drop "
                    "--qk-layernorm-across-heads"},
+        LaunchCase{"PL13ExpertParallelismWithoutExperts",
+                   {{"expert_model_parallel_size", 2}},
+                   2,
+                   "PL-13",
+                   Severity::kError,
+                   "--expert-model-parallel-size 2 needs MoE layers; fix: pass --num-experts, or drop "
+                   "--expert-model-parallel-size"},
+        LaunchCase{"PL14ExpertsDoNotSplit",
+                   {{"num_experts", 6}, {"expert_model_parallel_size", 4}, {"moe_token_dispatcher_type", "alltoall"}},
+                   4,
+                   "PL-14",
+                   Severity::kError,
+                   "--num-experts 6 does not split over --expert-model-parallel-size 4 (each rank holds an equal share "
+                   "of the experts); fix: pass an expert-parallel size that divides 6, or a multiple of 4 experts"},
+        LaunchCase{"PL15ExpertSizeDoesNotDivideTheDataSize",
+                   {{"num_experts", 8}, {"expert_model_parallel_size", 4}, {"moe_token_dispatcher_type", "alltoall"}},
+                   2,
+                   "PL-15",
+                   Severity::kError,
+                   "--expert-model-parallel-size 4 does not divide the data-parallel size 2 (WORLD_SIZE 2 / (tensor 1 "
+                   "x pipeline 1)): expert-parallel ranks are data-parallel ranks of the dense layers; fix: launch a "
+                   "multiple of 4 processes, or pass an expert-parallel size that divides 2"},
+        LaunchCase{"PL16ExpertWithTensorParallelism",
+                   {{"num_experts", 4},
+                    {"expert_model_parallel_size", 2},
+                    {"tensor_model_parallel_size", 2},
+                    {"moe_token_dispatcher_type", "alltoall"}},
+                   4,
+                   "PL-16",
+                   Severity::kError,
+                   "--expert-model-parallel-size 2 with --tensor-model-parallel-size 2 and "
+                   "--pipeline-model-parallel-size 1 is not supported in this version (expert parallelism runs over "
+                   "data-parallel ranks only); fix: drop the tensor and pipeline sizes, or drop "
+                   "--expert-model-parallel-size"},
+        LaunchCase{"PL18ExpertParallelismNeedsAllToAll",
+                   {{"num_experts", 4}, {"expert_model_parallel_size", 2}},
+                   2,
+                   "PL-18",
+                   Severity::kError,
+                   "--expert-model-parallel-size 2 needs --moe-token-dispatcher-type alltoall (the tokens go to their "
+                   "experts' ranks all-to-all; allgather under expert parallelism is not supported in this version); "
+                   "fix: pass --moe-token-dispatcher-type alltoall"},
+        LaunchCase{"G6GraphsOverDroplessExpertParallelism",
+                   {{"num_experts", 4},
+                    {"expert_model_parallel_size", 2},
+                    {"moe_token_dispatcher_type", "alltoall"},
+                    {"moe_grouped_gemm", true},
+                    {"cuda_graph_impl", "full_iteration"}},
+                   2,
+                   "G6",
+                   Severity::kError,
+                   "--cuda-graph-impl full_iteration graphs the experts, which needs static shapes, but with "
+                   "--expert-model-parallel-size 2 dropless MoE reads on the host how many tokens each rank receives; "
+                   "fix: make MoE drop-and-pad (--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity), "
+                   "or graph attn moe_router moe_preprocess only (--cuda-graph-impl transformer_engine)"},
         LaunchCase{"PL7VocabularyDoesNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"vocab_size", 1001}},
                    2,

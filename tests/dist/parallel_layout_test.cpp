@@ -112,5 +112,37 @@ TEST(ParallelLayoutTest, TensorRanksAreFastestThenDataThenPipeline) {
   }
 }
 
+// Megatron's expert order with the expert tensor size equal to the tensor size: an expert group is consecutive
+// data ranks, an expert-data group every expert_size-th one (docs/design/expert-parallel-plan.md, 1.2).
+TEST(ParallelLayoutTest, ExpertGroupsAreConsecutiveDataRanks) {
+  const config::RunConfig config = launched({{"num_layers", 2},
+                                             {"num_experts", 8},
+                                             {"moe_token_dispatcher_type", "alltoall"},
+                                             {"expert_model_parallel_size", 2}},
+                                            4);
+  const std::vector<std::vector<int64_t>> expert_groups = {{0, 1}, {0, 1}, {2, 3}, {2, 3}};
+  const std::vector<std::vector<int64_t>> expert_data_groups = {{0, 2}, {1, 3}, {0, 2}, {1, 3}};
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    const ParallelLayout layout = make_parallel_layout(config, rank);
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(layout.expert_size, 2);
+    EXPECT_EQ(layout.expert_rank(), rank % 2);
+    EXPECT_EQ(layout.expert_data_rank(), rank / 2);
+    EXPECT_EQ(layout.expert_data_size(), 2);
+    EXPECT_EQ(layout.expert_group(), expert_groups[rank]);
+    EXPECT_EQ(layout.expert_data_group(), expert_data_groups[rank]);
+    EXPECT_EQ(layout.data_group(), (std::vector<int64_t>{0, 1, 2, 3}));
+    EXPECT_FALSE(layout.holds_whole_model());
+  }
+}
+
+TEST(ParallelLayoutTest, WithoutExpertParallelismEveryRankHoldsEveryExpert) {
+  const ParallelLayout layout = make_parallel_layout(launched({{"num_layers", 2}, {"num_experts", 4}}, 2), 1);
+  EXPECT_EQ(layout.expert_size, 1);
+  EXPECT_EQ(layout.expert_group(), std::vector<int64_t>{1});
+  EXPECT_EQ(layout.expert_data_group(), (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(layout.holds_whole_model());
+}
+
 }  // namespace
 }  // namespace graphed::dist

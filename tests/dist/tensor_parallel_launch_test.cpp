@@ -130,45 +130,9 @@ TEST_P(TensorParallelLaunchTest, TwoTensorRanksTrainAsOneProcessAndSaveTheWholeM
 
 TEST_P(TensorParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
   // The learning rate decays over 20 iterations in every run, also in the one that stops at 10.
-  const std::vector<std::string> arguments =
-      plus(plus(testing::kTinyCpuTrain, GetParam().flags), {"--lr-decay-iters", "20"});
-  const std::string one_saves = join_path(folder_, "one-saves");
-  const std::string tensor_saves = join_path(folder_, "tensor-saves");
-  // First: one process trains 20 iterations (saving at 10), and two tensor ranks train 10 and save.
-  const int port = pick_port(9);
-  const auto first =
-      run_processes({{plus(arguments, {"--train-iters", "20", "--save", one_saves, "--save-interval", "10"}),
-                      {},
-                      {},
-                      join_path(folder_, "one")},
-                     {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
-                      testing::rank_environment(2, 0, port),
-                      {},
-                      join_path(folder_, "saved0")},
-                     {plus(plus(arguments, GetParam().tensor_flags), {"--train-iters", "10", "--save", tensor_saves}),
-                      testing::rank_environment(2, 1, port),
-                      {},
-                      join_path(folder_, "saved1")}});
-  for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
-  // Then each layout resumes the other's checkpoint for iterations 11 to 20.
-  const int resume_port = pick_port(10);
-  const std::vector<std::string> resume_tensor =
-      plus(plus(arguments, GetParam().tensor_flags),
-           {"--train-iters", "20", "--load", join_path(one_saves, "iter_0000010")});
-  const auto second = run_processes(
-      {{plus(arguments, {"--train-iters", "20", "--load", tensor_saves}), {}, {}, join_path(folder_, "resumed-one")},
-       {resume_tensor, testing::rank_environment(2, 0, resume_port), {}, join_path(folder_, "resumed0")},
-       {resume_tensor, testing::rank_environment(2, 1, resume_port), {}, join_path(folder_, "resumed1")}});
-  for (const auto& result : second) ASSERT_EQ(result.exit_code, 0) << describe(second);
-
-  std::map<int64_t, double> later;
-  for (const auto& [iteration, loss] : losses_of(join_path(folder_, "one/metrics.jsonl"))) {
-    if (iteration > 10) later[iteration] = loss;
-  }
-  expect_losses_near(losses_of(join_path(folder_, "resumed-one/metrics.jsonl")), later, 10, 1e-5,
-                     "one process from the tensor ranks' checkpoint");
-  expect_losses_near(losses_of(join_path(folder_, "resumed0/metrics.jsonl")), later, 10, 1e-5,
-                     "tensor ranks from one process's checkpoint");
+  testing::expect_checkpoint_crosses_layouts(
+      plus(plus(testing::kTinyCpuTrain, GetParam().flags), {"--lr-decay-iters", "20"}), GetParam().tensor_flags,
+      folder_, pick_port(9), pick_port(10), "tensor ranks");
 }
 
 /// testing::kTinyCpuTrain with dropout 0.1 (attention's and the hidden states').

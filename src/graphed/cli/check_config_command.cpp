@@ -39,7 +39,7 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
       environment.is_distributed()
           ? environment.world_size
           : std::max<int64_t>(1, train.tensor_model_parallel_size * train.pipeline_model_parallel_size *
-                                     train.data_parallel_size.value_or(1));
+                                     train.data_parallel_size.value_or(train.expert_model_parallel_size));
   const config::Resolution resolution = config::resolve_run_config(run.settings);
   const json resolved = config::run_config_to_json(resolution.config);
   const json given = config::settings_to_json(run.settings);

@@ -54,6 +54,7 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   if (!settings.model.is_drop_and_pad()) settings.model.moe_grouped_gemm = true;
   settings.train.tensor_model_parallel_size = 1;  // loaded whole: a tensor-parallel server splits it afterwards
   settings.train.sequence_parallel = false;
+  settings.train.expert_model_parallel_size = 1;  // every expert: a checkpoint holds them all
   const config::RunConfig config = resolve_settings(settings);
   GenerationModel result;
   result.model = model::GptModel(config.model, config.moe_layers);

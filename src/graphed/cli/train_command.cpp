@@ -27,20 +27,7 @@ namespace {
 
 void print_model_line(const config::RunConfig& config, train::Trainer& trainer, const at::Device& device,
                       train::EventLog& log) {
-  // The whole model's parameters, also where each tensor-parallel rank holds a part.
-  const int64_t tensor_size = config.train.tensor_model_parallel_size;
-  const auto splits = trainer.model()->tensor_splits();
-  int64_t parameters = 0;
-  for (const auto& item : trainer.model()->named_parameters()) {
-    const auto split = splits.find(item.key());
-    if (tensor_size == 1 || split == splits.end()) {
-      parameters += item.value().numel();
-      continue;
-    }
-    int64_t whole = 1;
-    for (const int64_t size : model::whole_sizes(item.value(), split->second, tensor_size)) whole *= size;
-    parameters += whole;
-  }
+  const int64_t parameters = trainer.whole_parameter_count();
   std::ostringstream line;
   line << "model: " << config.model.num_layers << " layers, hidden " << config.model.hidden_size << ", "
        << group_thousands(static_cast<double>(parameters)) << " parameters" << (config.model.is_moe() ? " (MoE)" : "")
@@ -53,7 +40,10 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
     line << " and rank (global batch " << *config.train.global_batch_size << " over " << data_parallel
          << " data-parallel ranks)";
   }
+  const int64_t tensor_size = config.train.tensor_model_parallel_size;
   if (tensor_size > 1) line << "; each of " << tensor_size << " tensor-parallel ranks holds its part of every layer";
+  const int64_t expert_size = config.train.expert_model_parallel_size;
+  if (expert_size > 1) line << "; each of " << expert_size << " expert-parallel ranks holds its share of the experts";
   nlohmann::json fields{{"layers", config.model.num_layers},
                         {"hidden_size", config.model.hidden_size},
                         {"parameters", parameters},
@@ -272,17 +262,22 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   }
   if (!environment.is_distributed()) return train_rank(config, device, nullptr, log, stop, resume);
   DistributedRun distributed(config, environment, device);
+  const int64_t experts = config.train.expert_model_parallel_size;
   log.print("launch",
             {{"ranks", environment.world_size},
              {"data_parallel_size", *config.train.data_parallel_size},
              {"pipeline_model_parallel_size", config.train.pipeline_model_parallel_size},
              {"tensor_model_parallel_size", config.train.tensor_model_parallel_size},
+             {"expert_model_parallel_size", experts},
              {"backend", device.is_cuda() ? "NCCL" : "Gloo"}},
             "launch: " + std::to_string(environment.world_size) + " ranks (data-parallel " +
                 std::to_string(*config.train.data_parallel_size) + " x pipeline " +
                 std::to_string(config.train.pipeline_model_parallel_size) + " x tensor " +
-                std::to_string(config.train.tensor_model_parallel_size) + "), " + (device.is_cuda() ? "NCCL" : "Gloo") +
-                "; rank 0 prints and writes");
+                std::to_string(config.train.tensor_model_parallel_size) +
+                (experts > 1 ? "; expert " + std::to_string(experts) + " x expert-data " +
+                                   std::to_string(*config.train.data_parallel_size / experts)
+                             : std::string()) +
+                "), " + (device.is_cuda() ? "NCCL" : "Gloo") + "; rank 0 prints and writes");
   try {
     const int status = train_rank(config, device, &distributed.groups(), log, stop, resume);
     distributed.finish();

@@ -1,4 +1,4 @@
-// config/parallel_rules.cpp — see config/parallel_rules.h: the parallel layout's rules, PL-2 … PL-11 (PL-1,
+// config/parallel_rules.cpp — see config/parallel_rules.h: the parallel layout's rules, PL-2 … PL-18 (PL-1,
 // the sizes being positive, is validation.cpp's with the other range rules).
 #include "graphed/config/parallel_rules.h"
 
@@ -142,6 +142,49 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   if (m.has_mamba_layers()) validate_mamba_tensor_split(m, size, issues);
 }
 
+/// PL-13 … PL-16 and PL-18: expert parallelism (Megatron's --expert-model-parallel-size) and what this version
+/// runs it with.
+void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
+  const TrainConfig& t = config.train;
+  const ModelConfig& m = config.model;
+  const int64_t experts_size = t.expert_model_parallel_size;
+  if (experts_size <= 1) return;
+  const std::string flag = "--expert-model-parallel-size " + num(experts_size);
+  if (!m.is_moe()) {
+    issues.error("PL-13", flag + " needs MoE layers; fix: pass --num-experts, or drop --expert-model-parallel-size");
+    return;
+  }
+  if (*m.num_experts % experts_size != 0) {
+    issues.error("PL-14", "--num-experts " + num(*m.num_experts) + " does not split over " + flag +
+                              " (each rank holds an equal share of the experts); fix: pass an expert-parallel size "
+                              "that divides " +
+                              num(*m.num_experts) + ", or a multiple of " + num(experts_size) + " experts");
+  }
+  const int64_t model_parallel = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
+  const int64_t data = t.data_parallel_size.value_or(model_parallel > 0 ? t.world_size / model_parallel : 1);
+  if (data % experts_size != 0) {
+    issues.error("PL-15", flag + " does not divide the data-parallel size " + num(data) + " (WORLD_SIZE " +
+                              num(t.world_size) + " / (tensor " + num(t.tensor_model_parallel_size) + " x pipeline " +
+                              num(t.pipeline_model_parallel_size) +
+                              ")): expert-parallel ranks are data-parallel ranks of the dense layers; fix: launch a "
+                              "multiple of " +
+                              num(experts_size * std::max<int64_t>(1, model_parallel)) +
+                              " processes, or pass an expert-parallel size that divides " + num(data));
+  }
+  if (t.tensor_model_parallel_size > 1 || t.pipeline_model_parallel_size > 1) {
+    issues.error("PL-16", flag + " with --tensor-model-parallel-size " + num(t.tensor_model_parallel_size) +
+                              " and --pipeline-model-parallel-size " + num(t.pipeline_model_parallel_size) +
+                              " is not supported in this version (expert parallelism runs over data-parallel ranks "
+                              "only); fix: drop the tensor and pipeline sizes, or drop --expert-model-parallel-size");
+  }
+  if (m.moe_token_dispatcher_type != "alltoall") {
+    issues.error("PL-18", flag +
+                              " needs --moe-token-dispatcher-type alltoall (the tokens go to their experts' "
+                              "ranks all-to-all; allgather under expert parallelism is not supported in this "
+                              "version); fix: pass --moe-token-dispatcher-type alltoall");
+  }
+}
+
 }  // namespace
 
 void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
@@ -163,6 +206,7 @@ void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
   }
   validate_pipeline_split(config, issues);
   validate_tensor_split(config, issues);
+  validate_expert_parallel(config, issues);
   if (t.pipeline_model_parallel_size > 1 && config.cuda_graph.impl == CudaGraphImpl::kFullIteration) {
     issues.error("PL-6", "--cuda-graph-impl full_iteration with --pipeline-model-parallel-size " +
                              num(t.pipeline_model_parallel_size) +

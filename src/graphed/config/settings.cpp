@@ -281,6 +281,9 @@ std::vector<SettingSpec> train_specs() {
             "layers per virtual stage: the interleaved pipeline schedule; unset = 1F1B"),
       train(&T::data_parallel_size, "data_parallel_size",
             "data-parallel ranks; unset = world size / (tensor x pipeline size), which it must equal"),
+      train(&T::expert_model_parallel_size, "expert_model_parallel_size",
+            "expert-parallel ranks: each MoE layer's experts shared out over this many data-parallel ranks, tokens "
+            "exchanged all-to-all (--moe-token-dispatcher-type alltoall)"),
       train(&T::distributed_timeout_minutes, "distributed_timeout_minutes",
             "how long a rank waits for the others (rendezvous, collectives) before it fails"),
   };

@@ -49,8 +49,11 @@ struct TrainConfig {
   int64_t pipeline_model_parallel_size = 1;  ///< --pipeline-model-parallel-size, pipeline stages
   std::optional<int64_t> num_layers_per_virtual_pipeline_stage;  ///< --num-layers-per-virtual-pipeline-stage
   std::optional<int64_t> data_parallel_size;  ///< --data-parallel-size; unset = world / (tensor x pipeline)
-  int64_t distributed_timeout_minutes = 10;   ///< --distributed-timeout-minutes, collectives and rendezvous
-  int64_t world_size = 1;                     ///< processes of the launch (WORLD_SIZE); not a setting
+  /// --expert-model-parallel-size: the data-parallel ranks over which each MoE layer's experts are shared out
+  /// (Megatron's expert parallelism; divides the data-parallel size and the experts).
+  int64_t expert_model_parallel_size = 1;
+  int64_t distributed_timeout_minutes = 10;  ///< --distributed-timeout-minutes, collectives and rendezvous
+  int64_t world_size = 1;                    ///< processes of the launch (WORLD_SIZE); not a setting
 };
 
 }  // namespace graphed::config

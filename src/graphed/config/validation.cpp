@@ -318,6 +318,16 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
                            "with --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, or use "
                            "--cuda-graph-impl transformer_engine --cuda-graph-modules attn moe_router moe_preprocess");
   }
+  const bool graphs_experts = moe || g.impl == CudaGraphImpl::kFullIteration || (g.is_per_layer() && g.modules.empty());
+  if (graphs_experts && config.train.expert_model_parallel_size > 1 && m.is_grouped_dropless()) {
+    issues.error("G6", "--cuda-graph-impl " + to_string(g.impl) +
+                           (g.modules.empty() ? std::string() : " --cuda-graph-modules " + mods) +
+                           " graphs the experts, which needs static shapes, but with --expert-model-parallel-size " +
+                           num(config.train.expert_model_parallel_size) +
+                           " dropless MoE reads on the host how many tokens each rank receives; fix: make MoE "
+                           "drop-and-pad (--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity), or "
+                           "graph attn moe_router moe_preprocess only (--cuda-graph-impl transformer_engine)");
+  }
 }
 
 void validate_recompute(const RunConfig& config, IssueList& issues) {
@@ -453,6 +463,7 @@ std::vector<RuleInfo> graph_and_hybrid_rules() {
       {"G2", "whole-layer capture of dropless MoE layers without --moe-grouped-gemm (dynamic shapes)"},
       {"G3", "full_iteration with dropless MoE layers without --moe-grouped-gemm (dynamic shapes)"},
       {"G4", "mamba module without Mamba layers"},
+      {"G6", "graphs over dropless MoE layers under expert parallelism (the received counts are read on the host)"},
       {"HY-1", "a hybrid pattern or ratio turns --is-hybrid-model on (note)"},
       {"HY-2", "hybrid pattern or ratios invalid (symbols, length, counts, ranges)"},
       {"HY-3", "E layers need --num-experts; experts without E layers are unused (warning)"},
@@ -521,6 +532,11 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-10", "dropout under tensor parallelism draws from the model-parallel random states (note)"},
       {"PL-11", "no training samples under --sequence-parallel (note)"},
       {"PL-12", "q/k norms across heads are not split over tensor-parallel ranks"},
+      {"PL-13", "expert parallelism needs MoE layers"},
+      {"PL-14", "the experts divide by the expert-parallel size"},
+      {"PL-15", "the expert-parallel size divides the data-parallel size"},
+      {"PL-16", "expert parallelism with tensor or pipeline parallelism (not supported)"},
+      {"PL-18", "expert parallelism needs --moe-token-dispatcher-type alltoall"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},
       {"FP-3", "--first-last-layers-bf16: tensorwise recipe only; layer counts >= 0 (warning: all layers bf16)"},

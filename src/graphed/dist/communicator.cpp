@@ -107,6 +107,12 @@ PendingWork Communicator::reduce_scatter_sum(at::Tensor& output, at::Tensor& inp
   });
 }
 
+PendingWork Communicator::all_to_all(at::Tensor& output, at::Tensor& input, std::vector<int64_t> output_splits,
+                                     std::vector<int64_t> input_splits) {
+  return guarded("an all-to-all",
+                 [&] { return erase(backend_->backend->alltoall_base(output, input, output_splits, input_splits)); });
+}
+
 PendingWork Communicator::send(at::Tensor& tensor, int64_t peer, int64_t tag) {
   return guarded("a send to rank " + std::to_string(ranks_.at(static_cast<std::size_t>(peer))), [&] {
     std::vector<at::Tensor> tensors{tensor};

@@ -1,5 +1,6 @@
 // dist/communicator.h — one c10d process group (NCCL on GPUs, Gloo on CPUs) over a set of ranks, with
-// the few operations training needs: in-place sum and max, all-gather, send, receive, broadcast and barrier. Every
+// the few operations training needs: in-place sum and max, all-gather, all-to-all, send, receive, broadcast and
+// barrier. Every
 // failure (a timeout, a peer that closed its connection) becomes a DistributedError naming this
 // rank, the group and the operation; no library message reaches the user raw.
 #pragma once
@@ -56,6 +57,11 @@ class Communicator {
   /// output <- this member's part (dimension 0 split into equal parts in group order) of the sum of every
   /// member's `input` over the group. Gloo, which has no reduce-scatter in LibTorch 1.13, sums whole and slices.
   PendingWork reduce_scatter_sum(at::Tensor& output, at::Tensor& input);
+  /// Rows of `input` to every member and rows from every member into `output` (both contiguous, dimension 0
+  /// split in group order): input_splits[r] rows go to member r, output_splits[r] rows come from it. Empty
+  /// splits mean equal parts.
+  PendingWork all_to_all(at::Tensor& output, at::Tensor& input, std::vector<int64_t> output_splits,
+                         std::vector<int64_t> input_splits);
   /// Point to point with `peer` (a rank within the group); tag tells transfers apart on Gloo.
   PendingWork send(at::Tensor& tensor, int64_t peer, int64_t tag);
   PendingWork receive(at::Tensor& tensor, int64_t peer, int64_t tag);

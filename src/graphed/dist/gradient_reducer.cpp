@@ -158,7 +158,10 @@ void GradientReducer::finish() {
       for (PendingWork& work : bucket.work) work.wait();
       bucket.work.clear();
     }
-    const double scale = 1.0 / static_cast<double>(group_.size());
+  }
+  const int64_t divisor = options_.divisor.value_or(group_.size());
+  if (divisor > 1) {
+    const double scale = 1.0 / static_cast<double>(divisor);
     if (flat_.defined()) {
       flat_.mul_(scale);
     } else {

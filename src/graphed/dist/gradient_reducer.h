@@ -24,6 +24,10 @@ namespace graphed::dist {
 struct GradientReducerOptions {
   int64_t bucket_bytes = 40 * 1024 * 1024;  ///< a bucket closes once it holds this many bytes
   bool overlap_with_backward = true;        ///< launch buckets from backward hooks (eager runs)
+  /// What the sums are divided by; unset = the group size (the mean over its ranks). The experts' gradients
+  /// under expert parallelism are summed over the ranks holding the same experts and divided by the whole
+  /// data-parallel size, even in a group of one (Megatron's mean over every data-parallel rank).
+  std::optional<int64_t> divisor;
 };
 
 /// The gradients are views of the optimizer's flat buffer, so a bucket is one contiguous slice: parameters
@@ -47,7 +51,7 @@ class GradientReducer {
   /// buckets are launched by the hooks (installed at the first call).
   void arm();
   /// Launches the buckets not yet launched, makes the current stream wait for all, and divides every
-  /// gradient by the group size (the mean of the ranks' gradients).
+  /// gradient by the group size (the mean of the ranks' gradients) or the options' divisor.
   void finish();
   int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
 

@@ -68,6 +68,13 @@ ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const Paralle
   if (layout_.tensor_size > 1) {
     tensor_ = make_tensor_group("tensor", timeout_);
   }
+  if (layout_.expert_size > 1) {
+    const std::string stage = std::to_string(layout_.pipeline_rank()) + "/";
+    expert_ = make_group("expert-parallel/" + stage + std::to_string(layout_.expert_data_rank()) + tensor,
+                         layout_.expert_group(), timeout_);
+    expert_data_ = make_group("expert-data-parallel/" + stage + std::to_string(layout_.expert_rank()) + tensor,
+                              layout_.expert_data_group(), timeout_);
+  }
   if (layout_.is_pipelined() && (layout_.holds_embedding() || layout_.holds_loss())) {
     const auto group = layout_.pipeline_group();
     embedding_ = make_group("embedding/" + std::to_string(layout_.data_rank()) + tensor, {group.front(), group.back()},
@@ -112,6 +119,16 @@ Communicator& ProcessGroups::tensor() {
   return *tensor_;
 }
 
+Communicator& ProcessGroups::expert() {
+  GRAPHED_INTERNAL_ASSERT(expert_ != nullptr, "an expert-parallel group asked of a run with expert size 1");
+  return *expert_;
+}
+
+Communicator& ProcessGroups::expert_data() {
+  GRAPHED_INTERNAL_ASSERT(expert_data_ != nullptr, "an expert-data-parallel group asked of a run with expert size 1");
+  return *expert_data_;
+}
+
 Communicator& ProcessGroups::link(int64_t boundary, LinkDirection direction) {
   const auto key = std::make_pair(boundary, static_cast<int>(direction));
   auto found = links_.find(key);
@@ -128,7 +145,7 @@ Communicator& ProcessGroups::link(int64_t boundary, LinkDirection direction) {
 
 void ProcessGroups::shutdown() {
   for (auto& entry : links_) entry.second->shutdown();
-  for (auto* group : {&embedding_, &pipeline_, &data_, &world_}) {
+  for (auto* group : {&embedding_, &expert_data_, &expert_, &pipeline_, &data_, &world_}) {
     if (*group) (*group)->shutdown();
   }
 }

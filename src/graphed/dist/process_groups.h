@@ -1,6 +1,7 @@
 // dist/process_groups.h — the rendezvous and every process group a rank belongs to: the world, its
 // data-parallel group (gradient all-reduce), its pipeline (loss and norm reductions), its tensor-parallel
-// group (the layers' collectives and the gradient norm), the embedding
+// group (the layers' collectives and the gradient norm), with expert parallelism its expert group (the
+// tokens' all-to-all) and expert-data group (the experts' gradients), the embedding
 // group of the pipeline's first and last stage (tied embeddings), and one two-rank link per pipeline
 // boundary and direction for activations and gradients. A link carries traffic one way only, so a
 // send never queues behind a send the other way (no home-made ordering, no deadlock on NCCL's
@@ -42,6 +43,11 @@ class ProcessGroups {
   Communicator& pipeline() { return *pipeline_; }
   /// The ranks that share each layer's weights; only with tensor size > 1.
   Communicator& tensor();
+  /// The ranks that share out the experts and exchange tokens; only with expert size > 1.
+  Communicator& expert();
+  /// The ranks holding the same experts (they average the experts' gradients); only with expert size > 1, where
+  /// it may have one member.
+  Communicator& expert_data();
   /// The first and last stage of this rank's pipeline; null when this rank is neither, or with one stage.
   Communicator* embedding() { return embedding_.get(); }
   /// The link over pipeline boundary b (between virtual stages b and b + 1) in one direction; this rank
@@ -66,7 +72,7 @@ class ProcessGroups {
   at::Device device_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
-  std::unique_ptr<Communicator> world_, data_, pipeline_, tensor_, embedding_;
+  std::unique_ptr<Communicator> world_, data_, pipeline_, tensor_, expert_, expert_data_, embedding_;
   std::map<std::pair<int64_t, int>, std::unique_ptr<Communicator>> links_;
 };
 

@@ -3,6 +3,7 @@
 
 #include "graphed/model/decode_kernel_path.h"
 #include "graphed/model/fp8_weights_path.h"
+#include "graphed/model/moe.h"
 
 #include <algorithm>
 #include <limits>
@@ -241,6 +242,24 @@ void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> 
   for (auto& layer : layers_) layer->split_for_tensor_parallel(tensor_);
   const auto splits = tensor_splits();  // the layers' names too: keep_own_shards takes only the model's own
   keep_own_shards(*this, {splits.begin(), splits.end()}, tensor_.shard());
+}
+
+void GptModelImpl::split_for_expert_parallel(std::shared_ptr<ExpertCollectives> collectives) {
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && collectives != nullptr, "expert parallelism with tensor parallelism");
+  const ExpertParallel expert(std::move(collectives));
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* moe = module->as<MoeImpl>()) moe->split_for_expert_parallel(expert);
+  }
+}
+
+std::map<std::string, ParameterSplit> GptModelImpl::expert_splits() const {
+  std::map<std::string, ParameterSplit> splits;
+  for (const auto& item : named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
+    const auto* moe = item.value()->as<MoeImpl>();
+    if (moe == nullptr) continue;
+    for (const auto& [name, split] : moe->expert_splits()) splits.emplace(item.key() + "." + name, split);
+  }
+  return splits;
 }
 
 void GptModelImpl::pad_vocabulary(int64_t vocabulary) {

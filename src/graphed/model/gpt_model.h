@@ -21,6 +21,7 @@
 
 #include "graphed/capture/unit_runner.h"
 #include "graphed/config/model_config.h"
+#include "graphed/model/expert_parallel.h"
 #include "graphed/model/norm.h"
 #include "graphed/model/tensor_parallel.h"
 #include "graphed/model/transformer_layer.h"
@@ -139,6 +140,12 @@ class GptModelImpl : public torch::nn::Module {
   /// The split of every parameter that is not whole on every rank, by its name in named_parameters().
   std::map<std::string, ParameterSplit> tensor_splits() const;
   const TensorParallel& tensor_parallel() const { return tensor_; }
+  /// Expert parallelism: each MoE layer keeps its share of the experts and exchanges tokens over `collectives`
+  /// (MoeImpl::split_for_expert_parallel). Once, right after construction, and not with tensor parallelism.
+  void split_for_expert_parallel(std::shared_ptr<ExpertCollectives> collectives);
+  /// The split over the expert-parallel ranks of every expert tensor, by its name in named_parameters() (empty
+  /// for a dense model): dimension 0, the global expert id.
+  std::map<std::string, ParameterSplit> expert_splits() const;
 
  private:
   /// `visit` once for each distinct path the model runs.

@@ -4,14 +4,19 @@
 #include <cmath>
 
 #include "graphed/kernels/grouped_gemm_ops.h"
+#include "graphed/model/moe_expert_dispatch.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
 namespace graphed::model {
 namespace {
 
-std::unique_ptr<const MoeDispatch> dispatch_for(const MoeShape& shape) {
-  if (shape.capacity_factor.has_value() && shape.pad_to_capacity) return std::make_unique<DropAndPadDispatch>();
+/// The dispatch mode, chosen once: by the shape, and whether the experts are shared out over several ranks.
+std::unique_ptr<const MoeDispatch> dispatch_for(const MoeShape& shape, int64_t expert_ranks) {
+  const bool drop_and_pad = shape.capacity_factor.has_value() && shape.pad_to_capacity;
+  if (drop_and_pad && expert_ranks > 1) return std::make_unique<AllToAllDropAndPadDispatch>();
+  if (drop_and_pad) return std::make_unique<DropAndPadDispatch>();
+  if (expert_ranks > 1) return std::make_unique<AllToAllDroplessDispatch>();
   if (shape.grouped_gemm) return std::make_unique<GroupedDispatch>();
   return std::make_unique<DroplessDispatch>();
 }
@@ -23,7 +28,7 @@ at::ScalarType product_type(const at::Tensor& input) {
 
 }  // namespace
 
-MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape), dispatch_(dispatch_for(shape)) {
+MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape), dispatch_(dispatch_for(shape, 1)) {
   const int64_t e = shape.num_experts;
   const int64_t h = shape.hidden_size;
   const int64_t f = shape.expert_ffn_hidden_size;
@@ -92,7 +97,7 @@ DispatchPlan MoeImpl::plan(const at::Tensor& routed_indices, const at::Tensor& r
 }
 
 void MoeImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
-  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "an MoE split twice");
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && expert_.size() == 1, "an MoE split twice");
   tensor_ = tensor;
   keep_own_shards(*this, tensor_splits(), tensor.shard());
   if (shared_) shared_->split_for_tensor_parallel(tensor);
@@ -111,6 +116,25 @@ std::vector<std::pair<std::string, ParameterSplit>> MoeImpl::tensor_splits() con
   }
   if (shared_) {
     for (const auto& [name, split] : shared_->tensor_splits()) splits.emplace_back("shared_expert." + name, split);
+  }
+  return splits;
+}
+
+void MoeImpl::split_for_expert_parallel(const ExpertParallel& expert) {
+  GRAPHED_INTERNAL_ASSERT(expert_.size() == 1 && tensor_.size() == 1, "an MoE split twice (config rule PL-16)");
+  GRAPHED_INTERNAL_ASSERT(shape_.num_experts % expert.size() == 0, shape_.num_experts, " experts over ", expert.size(),
+                          " ranks (config rule PL-14)");
+  expert_ = expert;
+  keep_own_shards(*this, expert_splits(), {expert.size(), expert.rank()});
+  dispatch_ = dispatch_for(shape_, expert.size());
+}
+
+std::vector<std::pair<std::string, ParameterSplit>> MoeImpl::expert_splits() const {
+  const ParameterSplit by_expert{TensorSplit::kColumn};  // dimension 0
+  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"experts_w1", by_expert}, {"experts_w2", by_expert}};
+  if (b1_.defined()) {
+    splits.emplace_back("experts_b1", by_expert);
+    splits.emplace_back("experts_b2", by_expert);
   }
   return splits;
 }

@@ -9,6 +9,8 @@
 //    that reads the counts on the device (static shapes).
 // Work happens in "assignment space" (token t's j-th choice is row t x k + j), so dispatch and combine
 // are gathers and one sum over k: deterministic, no atomics on real rows. No norm or residual here.
+// Under expert parallelism a rank holds a contiguous share of the experts and exchanges the assignments
+// all-to-all (model/moe_expert_dispatch.h); the router and the shared expert stay whole on every rank.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "graphed/model/expert_parallel.h"
 #include "graphed/model/mlp.h"
 #include "graphed/model/moe_dispatch.h"
 
@@ -83,13 +86,23 @@ class MoeImpl : public torch::nn::Module {
   /// How each parameter (by its name in this module) lies over the tensor-parallel ranks.
   std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
 
+  /// Expert parallelism (Megatron's --expert-model-parallel-size, its contiguous assignment): this rank keeps
+  /// experts [rank x E / size, (rank + 1) x E / size) of every expert tensor, and the dispatch becomes the
+  /// all-to-all of its mode. Not with tensor parallelism in this version.
+  void split_for_expert_parallel(const ExpertParallel& expert);
+  /// How each expert tensor (by its name in this module) lies over the expert-parallel ranks: dimension 0, the
+  /// global expert id, split in equal parts.
+  std::vector<std::pair<std::string, ParameterSplit>> expert_splits() const;
+  const ExpertParallel& expert_parallel() const { return expert_; }
+
   /// Slots per expert for this many tokens (drop-and-pad).
   int64_t capacity(int64_t num_tokens) const;
   const MoeShape& shape() const { return shape_; }
 
-  /// One expert's ffn over its tokens [n, h] -> [n, h] (this rank's part under tensor parallelism).
+  /// One of this rank's experts' ffn over its tokens [n, h] -> [n, h] (this rank's part under tensor
+  /// parallelism; `expert` counts this rank's experts under expert parallelism).
   at::Tensor expert_mlp(const at::Tensor& input, int64_t expert);
-  /// Every expert's ffn at once over its slots [E, C, h] -> [E, C, h].
+  /// Every expert's ffn at once over its slots [E, C, h] -> [E, C, h] (E: this rank's experts).
   at::Tensor all_experts(const at::Tensor& input);
   /// Every expert's ffn at once over assignments sorted by expert [A, h] -> [A, h], expert e's rows being
   /// offsets[e] .. offsets[e + 1] (int64 [E + 1] on the device): grouped GEMMs, nothing read on the host.
@@ -103,6 +116,7 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor w1_, b1_, w2_, b2_;                 // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};
   TensorParallel tensor_;
+  ExpertParallel expert_;
 };
 TORCH_MODULE(Moe);
 

@@ -1,26 +1,71 @@
 // train/data_parallel_sync.cpp — see train/data_parallel_sync.h.
 #include "graphed/train/data_parallel_sync.h"
 
+#include "graphed/util/error.h"
+
 namespace graphed::train {
+
+namespace {
+
+/// The parameters [first, first + count) of the optimizer's, their gradients and their part of its flat buffer.
+struct ParameterRange {
+  std::vector<at::Tensor> parameters, gradients;
+  at::Tensor flat;
+};
+
+ParameterRange range_of(const AdamW& optimizer, std::size_t first, std::size_t count) {
+  ParameterRange range;
+  int64_t elements = 0, begin = 0;
+  for (std::size_t p = 0; p < first + count; ++p) {
+    const at::Tensor& gradient = optimizer.gradients()[p];
+    if (p < first) {
+      begin += gradient.numel();
+      continue;
+    }
+    range.parameters.push_back(optimizer.parameters()[p]);
+    range.gradients.push_back(gradient);
+    elements += gradient.numel();
+  }
+  if (optimizer.flat_gradients().defined()) range.flat = optimizer.flat_gradients().narrow(0, begin, elements);
+  return range;
+}
+
+}  // namespace
 
 DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap,
                                    at::Tensor shared_embedding, std::vector<at::Tensor> tensor_duplicates,
-                                   const std::vector<at::Tensor>& tensor_summed)
+                                   const std::vector<at::Tensor>& tensor_summed, int64_t expert_parameters)
     : groups_(groups), shared_embedding_(std::move(shared_embedding)) {
   for (const at::Tensor& parameter : tensor_summed) summed_gradients_.push_back(parameter.grad());
   // Megatron's rule: a parameter whole on every tensor-parallel rank counts once, on the first.
   if (groups.layout().tensor_rank() != 0) uncounted_ = std::move(tensor_duplicates);
+  const std::size_t all = optimizer.parameters().size();
+  const auto experts = static_cast<std::size_t>(expert_parameters);
+  GRAPHED_INTERNAL_ASSERT(experts <= all && (experts == 0 || groups.layout().expert_size > 1), expert_parameters,
+                          " expert parameters of ", all, " with expert size ", groups.layout().expert_size);
   dist::GradientReducerOptions options;
   options.overlap_with_backward = overlap;
-  reducer_ = std::make_unique<dist::GradientReducer>(groups.data(), optimizer.parameters(), optimizer.gradients(),
-                                                     optimizer.flat_gradients(), options);
+  ParameterRange dense = range_of(optimizer, 0, all - experts);
+  reducer_ = std::make_unique<dist::GradientReducer>(groups.data(), std::move(dense.parameters),
+                                                     std::move(dense.gradients), dense.flat, options);
+  if (experts > 0) {
+    ParameterRange expert = range_of(optimizer, all - experts, experts);
+    expert_gradients_ = expert.gradients;
+    options.divisor = groups.layout().data_size;
+    expert_reducer_ = std::make_unique<dist::GradientReducer>(groups.expert_data(), std::move(expert.parameters),
+                                                              std::move(expert.gradients), expert.flat, options);
+  }
   counts_shared_embedding_ = groups.layout().holds_embedding();
 }
 
-void DataParallelSync::before_last_backward() { reducer_->arm(); }
+void DataParallelSync::before_last_backward() {
+  reducer_->arm();
+  if (expert_reducer_) expert_reducer_->arm();
+}
 
 void DataParallelSync::after_backward() {
   reducer_->finish();
+  if (expert_reducer_) expert_reducer_->finish();
   if (!summed_gradients_.empty()) {  // one all-reduce over the tensor group for all of them
     std::vector<at::Tensor> flat;
     for (const at::Tensor& gradient : summed_gradients_) flat.push_back(gradient.reshape({-1}));
@@ -49,6 +94,13 @@ at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
     squares = squares - shared_embedding_.grad().to(at::kFloat).square().sum();
   }
   for (const at::Tensor& parameter : uncounted_) squares = squares - parameter.grad().to(at::kFloat).square().sum();
+  if (!expert_gradients_.empty()) {  // every expert rank's experts: this rank's squares of them, summed over the group
+    at::Tensor experts = at::zeros({1}, squares.options());
+    for (const at::Tensor& gradient : expert_gradients_) experts = experts + gradient.to(at::kFloat).square().sum();
+    at::Tensor all_experts = experts.clone();
+    groups_.expert().all_reduce_sum(all_experts).wait();
+    squares = squares - experts + all_experts;
+  }
   squares = squares.reshape({1}).contiguous();
   if (layout.tensor_size > 1) groups_.tensor().all_reduce_sum(squares).wait();
   if (layout.is_pipelined()) groups_.pipeline().all_reduce_sum(squares).wait();

@@ -2,7 +2,9 @@
 // data-parallel group in buckets (overlapped with the backward when `overlap`), the tied embedding's
 // gradient summed over the pipeline's first and last stage, the gradient norm and the losses reduced
 // over the pipeline (the loss lives on the last stage) and averaged over the data-parallel ranks; under
-// tensor parallelism the norm also sums the tensor ranks' parts.
+// tensor parallelism the norm also sums the tensor ranks' parts. Under expert parallelism the experts' gradients
+// are summed over the ranks holding the same experts (divided by the data-parallel size), and the norm adds every
+// expert rank's experts.
 #pragma once
 
 #include <memory>
@@ -20,9 +22,11 @@ class DataParallelSync final : public GradientSync {
   /// both hold it (tied embeddings under pipeline parallelism), else undefined. tensor_duplicates: the
   /// parameters whole on every tensor-parallel rank (norms), counted in the norm by the first tensor rank.
   /// tensor_summed: parameters whose gradient each tensor rank holds a share of, which after_backward sums
-  /// over the tensor group (Megatron's all-reduce of the layernorm gradients).
+  /// over the tensor group (Megatron's all-reduce of the layernorm gradients). expert_parameters: how many of
+  /// the optimizer's parameters, the last ones, are this rank's share of the experts (expert parallelism).
   DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding,
-                   std::vector<at::Tensor> tensor_duplicates = {}, const std::vector<at::Tensor>& tensor_summed = {});
+                   std::vector<at::Tensor> tensor_duplicates = {}, const std::vector<at::Tensor>& tensor_summed = {},
+                   int64_t expert_parameters = 0);
 
   void before_last_backward() override;
   void after_backward() override;
@@ -32,6 +36,8 @@ class DataParallelSync final : public GradientSync {
  private:
   dist::ProcessGroups& groups_;
   std::unique_ptr<dist::GradientReducer> reducer_;
+  std::unique_ptr<dist::GradientReducer> expert_reducer_;  ///< the experts' share, under expert parallelism
+  std::vector<at::Tensor> expert_gradients_;               ///< their gradients, which the norm adds up apart
   at::Tensor shared_embedding_;
   std::vector<at::Tensor> uncounted_;         ///< the tensor duplicates, on tensor ranks other than the first
   std::vector<at::Tensor> summed_gradients_;  ///< summed over the tensor group after the backward

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/capture/random_stream.h"
+#include "graphed/dist/expert_collectives.h"
 #include "graphed/dist/tensor_collectives.h"
 #include "graphed/kernels/fp8_linear.h"
 #include "graphed/kernels/training_ops.h"
@@ -121,6 +123,9 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     model_->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(groups->tensor()),
                                       config.train.sequence_parallel, model_parallel_random(config, layout_, device_));
   }
+  if (layout_.expert_size > 1) {  // each expert rank keeps its share of the experts
+    model_->split_for_expert_parallel(std::make_shared<dist::GroupExpertCollectives>(groups->expert()));
+  }
   model_->to(device_);
   // Every rank builds the whole model from the same seed (the weights of one process); it trains and
   // updates its own stages' parameters.
@@ -132,6 +137,12 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     const bool shares = item.key() == "word_embeddings" && tied_output && layout_.is_pipelined();
     if (shares && stage_trains_parameter(item.key(), layout_, tied_output)) shared_embedding = item.value();
   }
+  // Under expert parallelism the experts come last, so their gradients are one range of the flat buffer, which
+  // the ranks holding the same experts reduce apart from the rest.
+  const auto experts = model_->expert_splits();
+  const auto is_dense = [&](const auto& item) { return layout_.expert_size == 1 || experts.count(item.first) == 0; };
+  const auto first_expert = std::stable_partition(parameters.begin(), parameters.end(), is_dense);
+  const auto expert_parameters = static_cast<int64_t>(parameters.end() - first_expert);
   AdamWOptions options;
   options.beta1 = config.train.adam_beta1;
   options.beta2 = config.train.adam_beta2;
@@ -162,7 +173,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();
     sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor.duplicates,
-                                               tensor.summed);
+                                               tensor.summed, expert_parameters);
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
@@ -278,6 +289,36 @@ Trainer::TensorParameters Trainer::tensor_parameters() {
   return tensor;
 }
 
+Trainer::Parts Trainer::parts_of_whole() const {
+  Parts parts;
+  if (layout_.tensor_size > 1) {
+    parts.splits = model_->tensor_splits();
+    parts.shard = {layout_.tensor_size, layout_.tensor_rank()};
+    parts.group = &groups_->tensor();
+  } else if (layout_.expert_size > 1) {
+    parts.splits = model_->expert_splits();
+    parts.shard = {layout_.expert_size, layout_.expert_rank()};
+    parts.group = &groups_->expert();
+  }
+  return parts;
+}
+
+int64_t Trainer::whole_parameter_count() const {
+  const Parts parts = parts_of_whole();
+  int64_t count = 0;
+  for (const auto& item : model_->named_parameters()) {
+    const auto split = parts.splits.find(item.key());
+    if (split == parts.splits.end()) {
+      count += item.value().numel();
+      continue;
+    }
+    int64_t whole = 1;
+    for (const int64_t size : model::whole_sizes(item.value(), split->second, parts.shard.size)) whole *= size;
+    count += whole;
+  }
+  return count;
+}
+
 void Trainer::load(const std::string& dir) {
   const bool own_stage = layout_.is_pipelined();
   OptionalState carried{carried_state_, {}};
@@ -286,19 +327,17 @@ void Trainer::load(const std::string& dir) {
   if (layout_.holds_whole_model()) {
     start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage, &carried);
     state_not_in_checkpoint_ = carried.missing;
-  } else if (layout_.tensor_size == 1) {
+  } else if (const Parts parts = parts_of_whole(); parts.group == nullptr) {
     start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage);
   } else {  // the whole tensors are read, then each rank keeps its part
     NamedTensorList parameters;
     for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
     const NamedTensorList state = optimizer_->state();
-    const TensorSplits splits = model_->tensor_splits();
-    const NamedTensorList whole_parameters = whole_tensors_for(parameters, splits, layout_.tensor_size);
-    const NamedTensorList whole_state = whole_tensors_for(state, splits, layout_.tensor_size);
+    const NamedTensorList whole_parameters = whole_tensors_for(parameters, parts.splits, parts.shard.size);
+    const NamedTensorList whole_state = whole_tensors_for(state, parts.splits, parts.shard.size);
     start_iteration_ = load_checkpoint_tensors(dir, whole_parameters, whole_state, config_, device_, own_stage);
-    const model::TensorShard shard{layout_.tensor_size, layout_.tensor_rank()};
-    keep_own_parts(whole_parameters, parameters, splits, shard);
-    keep_own_parts(whole_state, state, splits, shard);
+    keep_own_parts(whole_parameters, parameters, parts.splits, parts.shard);
+    keep_own_parts(whole_state, state, parts.splits, parts.shard);
   }
   optimizer_->refresh_working_copies();
   model_->weights_loaded();  // e.g. the FP8 casts of the weights, from the loaded ones
@@ -306,9 +345,10 @@ void Trainer::load(const std::string& dir) {
 
 std::string Trainer::save(int64_t iterations) {
   const std::string& folder = *config_.train.save;
-  // The first data-parallel rank's shares: gathered from every pipeline stage to the first (each tensor
-  // rank its own part), then joined over the first stage's tensor group; rank 0 writes what one process would.
-  if (layout_.data_rank() != 0) return checkpoint_folder(folder, iterations);
+  // The first data-parallel rank's shares (under expert parallelism the first expert group's): gathered from
+  // every pipeline stage to the first (each tensor rank its own part), then joined over the first stage's tensor
+  // group or expert group; rank 0 writes what one process would.
+  if (layout_.expert_data_rank() != 0) return checkpoint_folder(folder, iterations);
   NamedTensorList parameters, state;
   if (layout_.is_pipelined()) {
     GatheredState gathered =
@@ -320,10 +360,9 @@ std::string Trainer::save(int64_t iterations) {
     for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
     state = optimizer_->state();
   }
-  if (layout_.tensor_size > 1) {
-    const TensorSplits splits = model_->tensor_splits();
-    parameters = join_over_group(parameters, splits, groups_->tensor(), is_main_rank());
-    state = join_over_group(state, splits, groups_->tensor(), is_main_rank());
+  if (const Parts parts = parts_of_whole(); parts.group != nullptr) {
+    parameters = join_over_group(parameters, parts.splits, *parts.group, is_main_rank());
+    state = join_over_group(state, parts.splits, *parts.group, is_main_rank());
   }
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
   if (layout_.holds_whole_model()) {  // every data-parallel rank holds the whole state

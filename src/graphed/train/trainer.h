@@ -21,6 +21,7 @@
 #include "graphed/train/adamw.h"
 #include "graphed/train/event_log.h"
 #include "graphed/train/iteration_runner.h"
+#include "graphed/train/tensor_parallel_checkpoint.h"
 #include "graphed/train/token_dataset.h"
 #include "graphed/train/training_step.h"
 
@@ -101,6 +102,8 @@ class Trainer {
   /// did not hold and that therefore starts afresh. Checkpoints hold it only where one process holds the
   /// whole model (no tensor or pipeline parallelism).
   const std::vector<std::string>& state_not_in_checkpoint() const { return state_not_in_checkpoint_; }
+  /// The whole model's parameters, also where this rank holds a part of them (tensor or expert parallelism).
+  int64_t whole_parameter_count() const;
   /// Tokens of one iteration (global batch x sequence length).
   double tokens_per_iteration() const;
   /// Model FLOPs of one iteration (forward + backward), Megatron's estimate.
@@ -119,6 +122,15 @@ class Trainer {
     std::vector<at::Tensor> duplicates, summed;
   };
   TensorParameters tensor_parameters();
+  /// How this rank's parameters are parts of the whole ones, which checkpoints hold: split over the tensor ranks
+  /// or over the expert ranks (not both in this version), with the group that joins them; no group where this
+  /// rank's parameters are whole (one process, data or pipeline parallelism).
+  struct Parts {
+    TensorSplits splits;
+    model::TensorShard shard;
+    dist::Communicator* group = nullptr;
+  };
+  Parts parts_of_whole() const;
   /// This rank's microbatches of global batch `index` of the split (its data-parallel shard).
   std::vector<Batch> host_batches(Split split, int64_t index) const;
   struct Interval;

@@ -1,0 +1,41 @@
+// model/moe_expert_dispatch.h — the MoE dispatch modes under expert parallelism (model/expert_parallel.h): each
+// rank holds experts [first, first + E / ranks), and the assignments travel to their expert's rank and back by
+// all-to-all (Megatron's alltoall dispatcher). The plans are the one-rank modes' (model/moe_dispatch.h), made
+// from this rank's tokens; the routing weights stay home and are applied after the combine, as on one rank.
+//  * AllToAllDropAndPadDispatch: every expert's C slots (C from this rank's tokens, as Megatron) go to its rank
+//    in one equal all-to-all; no host read: capturable where the all-to-all is.
+//  * AllToAllDroplessDispatch: every assignment goes, sorted by expert; the ranks' counts are exchanged and read
+//    on the host (Megatron's sync point) to size the uneven all-to-all. Dynamic shapes: not capturable.
+#pragma once
+
+#include <vector>
+
+#include "graphed/model/moe_dispatch.h"
+
+namespace graphed::model {
+
+class AllToAllDropAndPadDispatch final : public MoeDispatch {
+ public:
+  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& weights) const override {
+    return local_.plan(moe, indices, weights);
+  }
+  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return local_.plan_tensors(plan); }
+  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override {
+    return local_.plan_from_tensors(tensors);
+  }
+  at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
+
+ private:
+  DropAndPadDispatch local_;  ///< the plan: every expert's C most probable assignments of this rank's tokens
+};
+
+class AllToAllDroplessDispatch final : public MoeDispatch {
+ public:
+  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& /*weights*/) const override;
+  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
+  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
+  /// Throws CaptureError inside a CUDA-graph capture: the ranks' counts are read on the host.
+  at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
+};
+
+}  // namespace graphed::model
