@@ -744,10 +744,9 @@ INSTANTIATE_TEST_SUITE_P(
                    4,
                    "PL-16",
                    Severity::kError,
-                   "--expert-model-parallel-size 2 with --tensor-model-parallel-size 2 and "
-                   "--pipeline-model-parallel-size 1 is not supported in this version (expert parallelism runs over "
-                   "data-parallel ranks only); fix: drop the tensor and pipeline sizes, or drop "
-                   "--expert-model-parallel-size"},
+                   "--expert-model-parallel-size 2 with --tensor-model-parallel-size 2 is not supported in this "
+                   "version (expert parallelism runs over data-parallel ranks only); fix: drop "
+                   "--tensor-model-parallel-size, or drop --expert-model-parallel-size"},
         LaunchCase{"PL18ExpertParallelismNeedsAllToAll",
                    {{"num_experts", 4}, {"expert_model_parallel_size", 2}},
                    2,
@@ -769,6 +768,43 @@ INSTANTIATE_TEST_SUITE_P(
                    "--expert-model-parallel-size 2 dropless MoE reads on the host how many tokens each rank receives; "
                    "fix: make MoE drop-and-pad (--moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity), "
                    "or graph attn moe_router moe_preprocess only (--cuda-graph-impl transformer_engine)"},
+        LaunchCase{"MC23RankCapacityFactorZero",
+                   {{"num_experts", 4}, {"moe_grouped_gemm", true}, {"moe_expert_rank_capacity_factor", 0.0}},
+                   1,
+                   "MC-23",
+                   Severity::kError,
+                   "--moe-expert-rank-capacity-factor must be > 0, got 0; fix: pass e.g. 2 (a multiple of the even "
+                   "share of rows a rank may receive; at least the expert-parallel size never overflows), or drop it"},
+        LaunchCase{"MC24RankCapacityFactorWithoutGroupedExperts",
+                   {{"num_experts", 4}, {"moe_expert_rank_capacity_factor", 2.0}},
+                   1,
+                   "MC-24",
+                   Severity::kError,
+                   "--moe-expert-rank-capacity-factor needs dropless grouped experts (--moe-grouped-gemm without "
+                   "drop-and-pad); fix: add --moe-grouped-gemm and drop --moe-pad-expert-input-to-capacity, or drop "
+                   "--moe-expert-rank-capacity-factor"},
+        LaunchCase{"MC25RankCapacityFactorWithoutExpertParallelism",
+                   {{"num_experts", 4}, {"moe_grouped_gemm", true}, {"moe_expert_rank_capacity_factor", 2.0}},
+                   1,
+                   "MC-25",
+                   Severity::kWarning,
+                   "--moe-expert-rank-capacity-factor has no effect with --expert-model-parallel-size 1 (without "
+                   "expert parallelism every expert is on this rank, and the grouped GEMM already has static shapes); "
+                   "ignored"},
+        LaunchCase{"G7GraphsWithRankCapacityFactor",
+                   {{"num_experts", 4},
+                    {"expert_model_parallel_size", 2},
+                    {"moe_token_dispatcher_type", "alltoall"},
+                    {"moe_grouped_gemm", true},
+                    {"moe_expert_rank_capacity_factor", 2.0},
+                    {"cuda_graph_impl", "full_iteration"}},
+                   2,
+                   "G7",
+                   Severity::kError,
+                   "--cuda-graph-impl full_iteration with --moe-expert-rank-capacity-factor 2 is not supported in this "
+                   "version (an iteration that overflows a block runs again eagerly, after the graphs' optimizer step "
+                   "would have run); fix: --cuda-graph-impl none, or drop --moe-expert-rank-capacity-factor and graph "
+                   "attn moe_router moe_preprocess only (--cuda-graph-impl transformer_engine)"},
         LaunchCase{"PL7VocabularyDoesNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"vocab_size", 1001}},
                    2,

@@ -4,6 +4,7 @@
 // ranks holding the same experts) follow one process over 20 iterations, and the checkpoint rank 0 saves is one
 // process's (every expert); a checkpoint crosses layouts both ways (EP=2 resumes one process's, one process
 // EP=2's).
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,8 +76,9 @@ TEST_P(ExpertParallelLaunchTest, TwoExpertRanksTrainAsOneProcessAndSaveEveryExpe
 }
 
 TEST_P(ExpertParallelLaunchTest, ACheckpointCrossesLayoutsBothWays) {
-  testing::expect_checkpoint_crosses_layouts(plus(plus(testing::kTinyCpuTrain, GetParam().flags), {"--lr-decay-iters", "20"}),
-                                             kExperts, folder_, pick_port(13), pick_port(14), "expert ranks");
+  testing::expect_checkpoint_crosses_layouts(
+      plus(plus(testing::kTinyCpuTrain, GetParam().flags), {"--lr-decay-iters", "20"}), kExperts, folder_,
+      pick_port(13), pick_port(14), "expert ranks");
 }
 
 INSTANTIATE_TEST_SUITE_P(Dispatch, ExpertParallelLaunchTest, ::testing::ValuesIn(dispatch_cases()),
@@ -103,6 +105,74 @@ TEST(ExpertDataParallelLaunchTest, FourRanksWithTwoExpertGroupsTrainAsOneProcess
   testing::expect_checkpoint_near(join_path(folder, "one/checkpoints/iter_0000020/model.safetensors"),
                                   join_path(folder, "rank0/checkpoints/iter_0000020/model.safetensors"), 1e-4,
                                   "expert 2 x expert-data 2");
+  if (!::testing::Test::HasFailure()) remove_all(folder);
+}
+
+// Pipeline 2 x expert 2 (data-parallel 2) on four ranks: each stage's MoE layers exchange tokens within the stage,
+// the stages' states are gathered to the first stage of each expert rank and joined there, so rank 0 writes one
+// process's checkpoint; both dispatch modes, and the checkpoint resumed by one process.
+TEST(ExpertPipelineLaunchTest, PipelineStagesWithExpertRanksTrainAsOneProcess) {
+  const std::string folder = make_temporary_directory("graphed-expert-pipeline");
+  ASSERT_FALSE(folder.empty());
+  int port = 4;
+  for (const DispatchCase& dispatch : dispatch_cases()) {
+    const std::string name = dispatch.name;
+    const std::vector<std::string> arguments =
+        plus(plus(testing::kTinyCpuTrain, dispatch.flags), {"--train-iters", "10", "--save", "checkpoints"});
+    const auto one = run_processes({{arguments, {}, {}, join_path(folder, name + "-one")}});
+    ASSERT_EQ(one[0].exit_code, 0) << describe(one);
+    const auto ranks =
+        launch(4, pick_port(port++), plus(arguments, plus(kExperts, {"--pipeline-model-parallel-size", "2"})),
+               join_path(folder, name));
+    for (const auto& result : ranks) ASSERT_EQ(result.exit_code, 0) << describe(ranks);
+    EXPECT_NE(ranks[0].out.find("(data-parallel 2 x pipeline 2 x tensor 1; expert 2 x expert-data 1)"),
+              std::string::npos)
+        << ranks[0].out;
+    expect_losses_near(losses_of(join_path(folder, name + "/rank0/metrics.jsonl")),
+                       losses_of(join_path(folder, name + "-one/metrics.jsonl")), 10, 1e-5, name);
+    testing::expect_checkpoint_near(join_path(folder, name + "-one/checkpoints/iter_0000010/model.safetensors"),
+                                    join_path(folder, name + "/rank0/checkpoints/iter_0000010/model.safetensors"), 1e-4,
+                                    name);
+  }
+  if (!::testing::Test::HasFailure()) remove_all(folder);
+}
+
+/// The "moe_overflow_reruns" of a --metrics-file's last record.
+int64_t reruns_of(const std::string& metrics_file) {
+  int64_t reruns = -1;
+  std::istringstream lines(testing::read_text(metrics_file));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.contains("moe_overflow_reruns")) reruns = record.at("moe_overflow_reruns").get<int64_t>();
+  }
+  return reruns;
+}
+
+// --moe-expert-rank-capacity-factor: with 0.25 every iteration overflows a block (a rank's even share is 4 times a
+// block) and runs again dropless, so the losses are those of the dropless all-to-all, bit for bit; with 2 (= the
+// ranks) no block can overflow, and the static blocks follow the dropless run within rounding.
+TEST(ExpertOverflowLaunchTest, OverflowedIterationsRunAgainDroplessAndAreCounted) {
+  const std::string folder = make_temporary_directory("graphed-expert-overflow");
+  ASSERT_FALSE(folder.empty());
+  const std::vector<std::string> arguments =
+      plus(plus(plus(testing::kTinyCpuTrain, moe_flags({"--moe-grouped-gemm"})), kExperts), {"--train-iters", "10"});
+  const auto dropless = launch(2, pick_port(1), arguments, join_path(folder, "dropless"));
+  for (const auto& result : dropless) ASSERT_EQ(result.exit_code, 0) << describe(dropless);
+  const auto overflowing = launch(2, pick_port(2), plus(arguments, {"--moe-expert-rank-capacity-factor", "0.25"}),
+                                  join_path(folder, "overflowing"));
+  for (const auto& result : overflowing) ASSERT_EQ(result.exit_code, 0) << describe(overflowing);
+  const auto roomy =
+      launch(2, pick_port(3), plus(arguments, {"--moe-expert-rank-capacity-factor", "2"}), join_path(folder, "roomy"));
+  for (const auto& result : roomy) ASSERT_EQ(result.exit_code, 0) << describe(roomy);
+
+  const auto reference = losses_of(join_path(folder, "dropless/rank0/metrics.jsonl"));
+  ASSERT_EQ(reference.size(), 10u);
+  EXPECT_EQ(losses_of(join_path(folder, "overflowing/rank0/metrics.jsonl")), reference);
+  EXPECT_EQ(reruns_of(join_path(folder, "overflowing/rank0/metrics.jsonl")), 10);
+  EXPECT_NE(overflowing[0].out.find("MoE reruns 10 (last needed"), std::string::npos) << overflowing[0].out;
+  expect_losses_near(losses_of(join_path(folder, "roomy/rank0/metrics.jsonl")), reference, 10, 1e-5, "factor 2");
+  EXPECT_EQ(reruns_of(join_path(folder, "roomy/rank0/metrics.jsonl")), 0);
+  EXPECT_EQ(reruns_of(join_path(folder, "dropless/rank0/metrics.jsonl")), -1) << "no count without the factor";
   if (!::testing::Test::HasFailure()) remove_all(folder);
 }
 

@@ -106,7 +106,8 @@ model::MoeShape moe_shape(const std::string& mode) {
     shape.capacity_factor = 1.0;  // some assignments dropped: the same ones as one process, from the same tokens
     shape.pad_to_capacity = true;
   }
-  shape.grouped_gemm = mode == "grouped";
+  shape.grouped_gemm = mode == "grouped" || mode == "static";
+  if (mode == "static") shape.expert_rank_capacity_factor = 2.0;  // = the ranks: a block holds every assignment
   return shape;
 }
 
@@ -198,12 +199,50 @@ TEST_F(ExpertParallelTest, DropAndPadOverTwoRanksEqualsOneProcess) { check_again
 
 TEST_F(ExpertParallelTest, DroplessOverTwoRanksEqualsOneProcess) { check_against_one_process("dropless", false); }
 
-TEST_F(ExpertParallelTest, GroupedDroplessOverTwoRanksEqualsOneProcess) {
-  check_against_one_process("grouped", false);
+TEST_F(ExpertParallelTest, GroupedDroplessOverTwoRanksEqualsOneProcess) { check_against_one_process("grouped", false); }
+
+// --moe-expert-rank-capacity-factor 2 over 2 ranks: blocks of every assignment, so nothing overflows and the static
+// blocks compute what one process does (the padding rows go through the last expert and are cut off).
+TEST_F(ExpertParallelTest, StaticBlocksThatHoldEveryAssignmentEqualOneProcess) {
+  check_against_one_process("static", false);
+}
+
+// A factor of 0.25 with every token routed to rank 0's experts: each rank has 14 assignments for rank 0 and a block
+// of ceil(14 x 0.25 / 2) = 2 rows. Both ranks record the overflow and the rows needed; the dropless fallback then
+// computes what one process does.
+TEST_F(ExpertParallelTest, AnOverflowedBlockIsRecordedAndTheDroplessFallbackEqualsOneProcess) {
+  model::MoeShape shape = moe_shape("static");
+  shape.expert_rank_capacity_factor = 0.25;
+  std::vector<MoeResult> whole;
+  std::vector<model::Moe> split_moes;
+  std::vector<at::Tensor> tokens;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    tokens.push_back(tokens_of(rank, true));
+    model::Moe moe = whole_moe(shape);
+    skew_router(moe);
+    whole.push_back(run_moe(moe, tokens.back()));
+    split_moes.push_back(whole_moe(shape));
+    skew_router(split_moes.back());
+  }
+  on_two_ranks([&](std::shared_ptr<model::ExpertCollectives> collectives) {
+    const auto rank = static_cast<std::size_t>(collectives->rank());
+    model::Moe& moe = split_moes[rank];
+    moe->split_for_expert_parallel(model::ExpertParallel(collectives));
+    EXPECT_FALSE(moe->take_overflow().defined()) << "nothing recorded before a block was filled";
+    run_moe(moe, tokens[rank]);
+    EXPECT_TRUE(at::equal(moe->take_overflow(), at::tensor({int64_t{1}, int64_t{14}}))) << "overflowed, 14 rows needed";
+    EXPECT_TRUE(at::equal(moe->take_overflow(), at::zeros({2}, at::kLong))) << "reset by the call";
+    moe->use_dropless_dispatch(true);
+    const MoeResult rerun = run_moe(moe, tokens[rank]);
+    moe->use_dropless_dispatch(false);
+    expect_close(rerun.output, whole[rank].output, "the dropless rerun's output");
+    expect_close(rerun.input_gradient, whole[rank].input_gradient, "the dropless rerun's input gradient");
+    EXPECT_TRUE(at::equal(moe->take_overflow(), at::zeros({2}, at::kLong))) << "the rerun fills no block";
+  });
 }
 
 TEST_F(ExpertParallelTest, ARankWhoseExpertsReceiveNoTokenStillTakesPart) {
-  for (const std::string mode : {"dropless", "grouped", "drop-and-pad"}) {
+  for (const std::string mode : {"dropless", "grouped", "drop-and-pad", "static"}) {
     SCOPED_TRACE(mode);
     check_against_one_process(mode, true);
   }

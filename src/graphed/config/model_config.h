@@ -72,6 +72,9 @@ struct ModelConfig {
   std::optional<double> moe_expert_capacity_factor;  ///< --moe-expert-capacity-factor; unset = dropless
   bool moe_pad_expert_input_to_capacity = false;     ///< --moe-pad-expert-input-to-capacity (static shapes)
   bool moe_grouped_gemm = false;  ///< --moe-grouped-gemm: dropless experts in one grouped GEMM (static shapes)
+  /// --moe-expert-rank-capacity-factor: under expert parallelism, dropless grouped experts exchange fixed blocks
+  /// of F x the even share of rows (static shapes); an iteration that overflows one runs again dropless.
+  std::optional<double> moe_expert_rank_capacity_factor;
   std::string moe_token_dispatcher_type = "allgather";  ///< allgather|alltoall
   std::string moe_layer_freq = "1";                     ///< N (every N-th layer is MoE) or a 0/1 list per layer
 

@@ -148,6 +148,12 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
   const TrainConfig& t = config.train;
   const ModelConfig& m = config.model;
   const int64_t experts_size = t.expert_model_parallel_size;
+  if (experts_size <= 1 && m.moe_expert_rank_capacity_factor && m.is_grouped_dropless()) {
+    issues.warn("MC-25", "--moe-expert-rank-capacity-factor has no effect with --expert-model-parallel-size " +
+                             num(experts_size) +
+                             " (without expert parallelism every expert is on this rank, and the grouped GEMM "
+                             "already has static shapes); ignored");
+  }
   if (experts_size <= 1) return;
   const std::string flag = "--expert-model-parallel-size " + num(experts_size);
   if (!m.is_moe()) {
@@ -171,11 +177,10 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
                               num(experts_size * std::max<int64_t>(1, model_parallel)) +
                               " processes, or pass an expert-parallel size that divides " + num(data));
   }
-  if (t.tensor_model_parallel_size > 1 || t.pipeline_model_parallel_size > 1) {
+  if (t.tensor_model_parallel_size > 1) {
     issues.error("PL-16", flag + " with --tensor-model-parallel-size " + num(t.tensor_model_parallel_size) +
-                              " and --pipeline-model-parallel-size " + num(t.pipeline_model_parallel_size) +
                               " is not supported in this version (expert parallelism runs over data-parallel ranks "
-                              "only); fix: drop the tensor and pipeline sizes, or drop --expert-model-parallel-size");
+                              "only); fix: drop --tensor-model-parallel-size, or drop --expert-model-parallel-size");
   }
   if (m.moe_token_dispatcher_type != "alltoall") {
     issues.error("PL-18", flag +

@@ -186,6 +186,10 @@ std::vector<SettingSpec> model_specs() {
       model(&M::moe_grouped_gemm, "moe_grouped_gemm",
             "dropless experts in one grouped GEMM that finds each expert's tokens on the device (static shapes: "
             "full_iteration and whole-layer graphs work)"),
+      model(&M::moe_expert_rank_capacity_factor, "moe_expert_rank_capacity_factor",
+            "with --expert-model-parallel-size: each rank sends each rank a fixed block of this many times the even "
+            "share of rows (static shapes); an iteration that overflows a block runs again dropless; unset = the "
+            "counts are read on the host"),
       model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher", {"allgather", "alltoall"}),
       integer_or_list_as_text(
           model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer")),

@@ -139,6 +139,17 @@ void validate_model_moe(const ModelConfig& m, IssueList& issues) {
       issues.error("MC-7", "--moe-expert-capacity-factor must be > 0, got " + num(*m.moe_expert_capacity_factor) +
                                "; fix: pass e.g. 1.0, or leave it unset for dropless MoE");
     }
+    if (m.moe_expert_rank_capacity_factor && *m.moe_expert_rank_capacity_factor <= 0.0) {
+      issues.error("MC-23", "--moe-expert-rank-capacity-factor must be > 0, got " +
+                                num(*m.moe_expert_rank_capacity_factor) +
+                                "; fix: pass e.g. 2 (a multiple of the even share of rows a rank may receive; at least "
+                                "the expert-parallel size never overflows), or drop it");
+    } else if (m.moe_expert_rank_capacity_factor && !m.is_grouped_dropless()) {
+      issues.error("MC-24",
+                   "--moe-expert-rank-capacity-factor needs dropless grouped experts (--moe-grouped-gemm "
+                   "without drop-and-pad); fix: add --moe-grouped-gemm and drop "
+                   "--moe-pad-expert-input-to-capacity, or drop --moe-expert-rank-capacity-factor");
+    }
     if (!parse_moe_layer_pattern(m.moe_layer_freq, m.num_layers)) {
       issues.error("MC-8", "--moe-layer-freq '" + m.moe_layer_freq + "' is neither a positive integer nor a list of " +
                                num(m.num_layers) +
@@ -319,7 +330,16 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
                            "--cuda-graph-impl transformer_engine --cuda-graph-modules attn moe_router moe_preprocess");
   }
   const bool graphs_experts = moe || g.impl == CudaGraphImpl::kFullIteration || (g.is_per_layer() && g.modules.empty());
-  if (graphs_experts && config.train.expert_model_parallel_size > 1 && m.is_grouped_dropless()) {
+  const bool static_blocks = m.moe_expert_rank_capacity_factor.has_value();
+  if (g.impl != CudaGraphImpl::kNone && config.train.expert_model_parallel_size > 1 && m.is_grouped_dropless() &&
+      static_blocks) {
+    issues.error("G7", "--cuda-graph-impl " + to_string(g.impl) + " with --moe-expert-rank-capacity-factor " +
+                           num(*m.moe_expert_rank_capacity_factor) +
+                           " is not supported in this version (an iteration that overflows a block runs again "
+                           "eagerly, after the graphs' optimizer step would have run); fix: --cuda-graph-impl none, "
+                           "or drop --moe-expert-rank-capacity-factor and graph attn moe_router moe_preprocess only "
+                           "(--cuda-graph-impl transformer_engine)");
+  } else if (graphs_experts && config.train.expert_model_parallel_size > 1 && m.is_grouped_dropless()) {
     issues.error("G6", "--cuda-graph-impl " + to_string(g.impl) +
                            (g.modules.empty() ? std::string() : " --cuda-graph-modules " + mods) +
                            " graphs the experts, which needs static shapes, but with --expert-model-parallel-size " +
@@ -464,6 +484,7 @@ std::vector<RuleInfo> graph_and_hybrid_rules() {
       {"G3", "full_iteration with dropless MoE layers without --moe-grouped-gemm (dynamic shapes)"},
       {"G4", "mamba module without Mamba layers"},
       {"G6", "graphs over dropless MoE layers under expert parallelism (the received counts are read on the host)"},
+      {"G7", "CUDA graphs with --moe-expert-rank-capacity-factor under expert parallelism (not supported)"},
       {"HY-1", "a hybrid pattern or ratio turns --is-hybrid-model on (note)"},
       {"HY-2", "hybrid pattern or ratios invalid (symbols, length, counts, ranges)"},
       {"HY-3", "E layers need --num-experts; experts without E layers are unused (warning)"},
@@ -508,6 +529,9 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"MC-19", "--openai-gelu with --swiglu is ignored (warning)"},
       {"MC-20", "RoPE with --seq-length past --max-position-embeddings: the context becomes --seq-length (note)"},
       {"MC-21", "--moe-shared-expert-gate needs a shared expert"},
+      {"MC-23", "--moe-expert-rank-capacity-factor > 0"},
+      {"MC-24", "--moe-expert-rank-capacity-factor needs dropless grouped experts"},
+      {"MC-25", "--moe-expert-rank-capacity-factor without expert parallelism is ignored (warning)"},
       {"MC-22", "--qk-layernorm-across-heads without --qk-layernorm is ignored (warning)"},
       {"FL-1", "every float setting is a finite number (no nan, inf or overflow)"},
       {"TR-1", "batch sizes, iterations and intervals must be positive"},
@@ -535,7 +559,7 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-13", "expert parallelism needs MoE layers"},
       {"PL-14", "the experts divide by the expert-parallel size"},
       {"PL-15", "the expert-parallel size divides the data-parallel size"},
-      {"PL-16", "expert parallelism with tensor or pipeline parallelism (not supported)"},
+      {"PL-16", "expert parallelism with tensor parallelism (not supported)"},
       {"PL-18", "expert parallelism needs --moe-token-dispatcher-type alltoall"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},

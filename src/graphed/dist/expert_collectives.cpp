@@ -10,8 +10,8 @@ at::Tensor GroupExpertCollectives::all_to_all(const at::Tensor& input, const std
                                               const std::vector<int64_t>& input_splits) {
   at::Tensor rows = input.contiguous();
   std::vector<int64_t> sizes = rows.sizes().vec();
-  sizes[0] = output_splits.empty() ? rows.size(0)
-                                   : std::accumulate(output_splits.begin(), output_splits.end(), int64_t{0});
+  sizes[0] =
+      output_splits.empty() ? rows.size(0) : std::accumulate(output_splits.begin(), output_splits.end(), int64_t{0});
   at::Tensor output = at::empty(sizes, rows.options());
   group_.all_to_all(output, rows, output_splits, input_splits).wait();
   return output;

@@ -25,8 +25,7 @@ struct AllToAllRegion : torch::autograd::Function<AllToAllRegion> {
     // The rows came in as output_splits and went out as input_splits: their gradients go back the other way.
     const std::vector<int64_t> came_in = context->saved_data["output_splits"].toIntVector();
     const std::vector<int64_t> went_out = context->saved_data["input_splits"].toIntVector();
-    return {collectives.all_to_all(grads[0].contiguous(), went_out, came_in), at::Tensor(), at::Tensor(),
-            at::Tensor()};
+    return {collectives.all_to_all(grads[0].contiguous(), went_out, came_in), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 

@@ -262,6 +262,22 @@ std::map<std::string, ParameterSplit> GptModelImpl::expert_splits() const {
   return splits;
 }
 
+at::Tensor GptModelImpl::take_moe_overflow() {
+  at::Tensor overflow;
+  for (const auto& module : modules(/*include_self=*/false)) {
+    auto* moe = module->as<MoeImpl>();
+    const at::Tensor taken = moe != nullptr ? moe->take_overflow() : at::Tensor();
+    if (taken.defined()) overflow = overflow.defined() ? at::maximum(overflow, taken) : taken;
+  }
+  return overflow;
+}
+
+void GptModelImpl::use_dropless_experts(bool dropless) {
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* moe = module->as<MoeImpl>()) moe->use_dropless_dispatch(dropless);
+  }
+}
+
 void GptModelImpl::pad_vocabulary(int64_t vocabulary) {
   GRAPHED_INTERNAL_ASSERT(vocabulary >= config_.vocab_size, "a vocabulary of ", config_.vocab_size, " padded to ",
                           vocabulary);

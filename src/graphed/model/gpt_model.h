@@ -146,6 +146,12 @@ class GptModelImpl : public torch::nn::Module {
   /// The split over the expert-parallel ranks of every expert tensor, by its name in named_parameters() (empty
   /// for a dense model): dimension 0, the global expert id.
   std::map<std::string, ParameterSplit> expert_splits() const;
+  /// Under expert parallelism with a rank capacity factor: every MoE layer's overflow since the last call, int64
+  /// [2] {overflowed 0/1, the most rows a block had to hold} on the device (zeros where none overflowed), and reset.
+  /// Undefined where no MoE filled a block.
+  at::Tensor take_moe_overflow();
+  /// Every MoE layer's static dispatch gives way to the dropless one (`dropless`), or takes over again.
+  void use_dropless_experts(bool dropless);
 
  private:
   /// `visit` once for each distinct path the model runs.

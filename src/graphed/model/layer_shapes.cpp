@@ -80,6 +80,7 @@ MoeShape moe_shape(const config::ModelConfig& config) {
   moe.capacity_factor = config.moe_expert_capacity_factor;
   moe.pad_to_capacity = config.moe_pad_expert_input_to_capacity;
   moe.grouped_gemm = config.moe_grouped_gemm;
+  moe.expert_rank_capacity_factor = config.moe_expert_rank_capacity_factor;
   moe.aux_loss_coeff = config.moe_aux_loss_coeff;
   moe.swiglu = config.swiglu;
   moe.openai_gelu = config.openai_gelu;

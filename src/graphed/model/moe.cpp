@@ -16,6 +16,9 @@ std::unique_ptr<const MoeDispatch> dispatch_for(const MoeShape& shape, int64_t e
   const bool drop_and_pad = shape.capacity_factor.has_value() && shape.pad_to_capacity;
   if (drop_and_pad && expert_ranks > 1) return std::make_unique<AllToAllDropAndPadDispatch>();
   if (drop_and_pad) return std::make_unique<DropAndPadDispatch>();
+  if (expert_ranks > 1 && shape.grouped_gemm && shape.expert_rank_capacity_factor) {
+    return std::make_unique<AllToAllStaticDispatch>(*shape.expert_rank_capacity_factor);
+  }
   if (expert_ranks > 1) return std::make_unique<AllToAllDroplessDispatch>();
   if (shape.grouped_gemm) return std::make_unique<GroupedDispatch>();
   return std::make_unique<DroplessDispatch>();
@@ -28,7 +31,7 @@ at::ScalarType product_type(const at::Tensor& input) {
 
 }  // namespace
 
-MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape), dispatch_(dispatch_for(shape, 1)) {
+MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape), dispatch_(dispatch_for(shape, 1)), active_(dispatch_.get()) {
   const int64_t e = shape.num_experts;
   const int64_t h = shape.hidden_size;
   const int64_t f = shape.expert_ffn_hidden_size;
@@ -93,7 +96,7 @@ DispatchPlan MoeImpl::plan(const at::Tensor& routed_indices, const at::Tensor& r
   const int64_t k = shape_.top_k;
   const at::Tensor indices = tensor_.all_of_sequence(routed_indices).reshape({-1, k});
   const at::Tensor weights = tensor_.all_of_sequence(routed_weights.detach()).reshape({-1, k});
-  return dispatch_->plan(*this, indices, weights);
+  return active_->plan(*this, indices, weights);
 }
 
 void MoeImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
@@ -127,6 +130,23 @@ void MoeImpl::split_for_expert_parallel(const ExpertParallel& expert) {
   expert_ = expert;
   keep_own_shards(*this, expert_splits(), {expert.size(), expert.rank()});
   dispatch_ = dispatch_for(shape_, expert.size());
+  if (dynamic_cast<const AllToAllStaticDispatch*>(dispatch_.get()) != nullptr) {
+    fallback_ = std::make_unique<AllToAllDroplessDispatch>();
+  }
+  active_ = dispatch_.get();
+}
+
+void MoeImpl::record_overflow(const at::Tensor& overflowed, const at::Tensor& rows_needed) {
+  const at::Tensor both = at::stack({overflowed.to(at::kLong), rows_needed.to(at::kLong)});
+  if (!overflow_.defined()) overflow_ = at::zeros({2}, both.options());
+  overflow_.copy_(at::maximum(overflow_, both));
+}
+
+at::Tensor MoeImpl::take_overflow() {
+  if (!overflow_.defined()) return at::Tensor();
+  const at::Tensor taken = overflow_.clone();
+  overflow_.zero_();
+  return taken;
 }
 
 std::vector<std::pair<std::string, ParameterSplit>> MoeImpl::expert_splits() const {
@@ -183,7 +203,7 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tenso
   const int64_t k = shape_.top_k;
   const int64_t assignments = t * k;
   const at::Tensor per_assignment = tokens.unsqueeze(1).expand({t, k, h}).reshape({assignments, h});
-  const at::Tensor output = dispatch_->run_experts(*this, per_assignment, plan);  // [T k, h], zero when dropped
+  const at::Tensor output = active_->run_experts(*this, per_assignment, plan);  // [T k, h], zero when dropped
   const at::Tensor weighted = output * weights.reshape({assignments, 1}).to(output.scalar_type());
   // Leaving sums the ranks' partial outputs (with sequence parallelism reduce-scatters them to each rank's part).
   return tensor_.leave(weighted.view({t, k, h}).sum(1).view(token_shape)).reshape({-1, h});

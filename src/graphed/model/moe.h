@@ -37,6 +37,9 @@ struct MoeShape {
   std::optional<double> capacity_factor;      ///< unset = dropless
   bool pad_to_capacity = false;               ///< with capacity_factor: drop-and-pad
   bool grouped_gemm = false;                  ///< dropless: every expert in one grouped GEMM (static shapes)
+  /// Grouped dropless under expert parallelism: each rank sends each rank a block of F x its even share of rows
+  /// (static shapes); unset = the counts are exchanged and read on the host.
+  std::optional<double> expert_rank_capacity_factor;
   double aux_loss_coeff = 0.0;
   bool swiglu = false;
   bool bias = true;
@@ -62,10 +65,10 @@ class MoeImpl : public torch::nn::Module {
   /// Preprocess: routing -> dispatch plan for T tokens. Capturable in every mode (static shapes).
   DispatchPlan plan(const at::Tensor& indices, const at::Tensor& weights) const;
   /// The plan as the preprocess unit outputs it: {gather_index} (drop-and-pad) or {order, counts} (dropless).
-  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const { return dispatch_->plan_tensors(plan); }
+  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const { return active_->plan_tensors(plan); }
   /// The plan from the preprocess unit's outputs (plan_tensors' inverse).
   DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
-    return dispatch_->plan_from_tensors(tensors);
+    return active_->plan_from_tensors(tensors);
   }
   /// Dispatch, experts and combine: tokens [T, h] -> [T, h]. Drop-and-pad and grouped are capturable;
   /// dropless reads the per-expert counts on the host.
@@ -90,6 +93,15 @@ class MoeImpl : public torch::nn::Module {
   /// experts [rank x E / size, (rank + 1) x E / size) of every expert tensor, and the dispatch becomes the
   /// all-to-all of its mode. Not with tensor parallelism in this version.
   void split_for_expert_parallel(const ExpertParallel& expert);
+  /// Under expert parallelism with a rank capacity factor: whether a block overflowed since the last call (and the
+  /// most rows a block had to hold), as a device tensor int64 [2] {overflowed 0/1, rows needed}; zeroed by the
+  /// call. Undefined where no block was filled.
+  at::Tensor take_overflow();
+  /// Records a block's overflow (static dispatch): `overflowed` and `rows_needed` int64 scalars on the device.
+  void record_overflow(const at::Tensor& overflowed, const at::Tensor& rows_needed);
+  /// With `dropless`, the static dispatch gives way to the dropless one (an overflowed iteration's rerun); both
+  /// were built when the MoE was split.
+  void use_dropless_dispatch(bool dropless) { active_ = dropless && fallback_ ? fallback_.get() : dispatch_.get(); }
   /// How each expert tensor (by its name in this module) lies over the expert-parallel ranks: dimension 0, the
   /// global expert id, split in equal parts.
   std::vector<std::pair<std::string, ParameterSplit>> expert_splits() const;
@@ -111,6 +123,9 @@ class MoeImpl : public torch::nn::Module {
  private:
   MoeShape shape_;
   std::unique_ptr<const MoeDispatch> dispatch_;  ///< drop-and-pad, dropless or grouped, from the shape
+  std::unique_ptr<const MoeDispatch> fallback_;  ///< the dropless all-to-all, beside a static dispatch
+  const MoeDispatch* active_ = nullptr;          ///< dispatch_, or fallback_ during a rerun
+  at::Tensor overflow_;                          ///< int64 [2]: overflowed since take_overflow, rows needed
   at::Tensor router_weight_;                     // [E, h]
   at::Tensor shared_gate_;                       // [1, h] (shared_expert_gate only)
   at::Tensor w1_, b1_, w2_, b2_;                 // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]

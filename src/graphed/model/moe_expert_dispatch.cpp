@@ -1,6 +1,8 @@
 // model/moe_expert_dispatch.cpp — see model/moe_expert_dispatch.h.
 #include "graphed/model/moe_expert_dispatch.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "graphed/capture/capture_state.h"
@@ -125,6 +127,102 @@ at::Tensor AllToAllDroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor&
   const at::Tensor by_source = at::zeros({received.size(0), h}, output.options()).index_put({regroup}, output);
   const at::Tensor returned = expert.exchange(by_source, exchange.input_splits, exchange.output_splits);
   return at::zeros({assignments, h}, returned.options()).index_put({plan.order}, returned);
+}
+
+int64_t AllToAllStaticDispatch::block_rows(int64_t assignments, int64_t ranks) const {
+  const double rows = std::ceil(static_cast<double>(assignments) * factor_ / static_cast<double>(ranks));
+  return std::max<int64_t>(1, std::min(static_cast<int64_t>(rows), assignments));
+}
+
+DispatchPlan AllToAllStaticDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
+                                          const at::Tensor& /*weights*/) const {
+  return sorted_plan(indices, moe.shape().num_experts);
+}
+
+DispatchPlan AllToAllStaticDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
+  DispatchPlan plan;
+  plan.order = tensors[0];
+  plan.counts = tensors[1];
+  return plan;
+}
+
+namespace {
+
+/// The sender's blocks: slot s of block d carries the s-th of this rank's sorted assignments to rank d's experts
+/// while there are any (and s < B), else nothing.
+struct SendBlocks {
+  at::Tensor sorted_row;  ///< [ranks, B]: the sorted assignment a slot carries, or A (a zero row)
+  at::Tensor carried;     ///< [ranks, B]: whether it carries one
+  at::Tensor per_rank;    ///< [ranks]: assignments to each rank's experts (more than B: overflow)
+};
+
+SendBlocks send_blocks(const at::Tensor& counts, int64_t ranks, int64_t block, int64_t assignments) {
+  SendBlocks blocks;
+  blocks.per_rank = counts.view({ranks, -1}).sum(1);
+  const at::Tensor starts = blocks.per_rank.cumsum(0) - blocks.per_rank;
+  const at::Tensor slot = at::arange(block, counts.options()).unsqueeze(0);
+  blocks.carried = slot < blocks.per_rank.unsqueeze(1);
+  blocks.sorted_row = at::where(blocks.carried, starts.unsqueeze(1) + slot, at::full_like(slot, assignments));
+  return blocks;
+}
+
+/// The receiver's view of the blocks it got, from every rank's counts [ranks, E]: where each received row goes
+/// among this rank's experts' rows (expert-major, then source, then the sender's order), and those experts' offsets.
+/// The empty slots go last, to the last expert (their rows are zero and their results are not sent back to use).
+struct ReceivedBlocks {
+  at::Tensor place;    ///< [ranks B]: received slot -> its row among the experts' rows (a permutation)
+  at::Tensor offsets;  ///< [local + 1]: expert e's rows offsets[e] .. offsets[e + 1]; the last ends at ranks B
+};
+
+ReceivedBlocks received_blocks(const at::Tensor& all_counts, int64_t rank, int64_t local, int64_t block) {
+  const int64_t ranks = all_counts.size(0);
+  const at::Tensor mine = all_counts.narrow(1, rank * local, local);  // [source, local expert]
+  const at::Tensor kept_end = mine.cumsum(1).clamp_max(block);        // within each source's block
+  const at::Tensor kept =
+      kept_end - at::cat({at::zeros_like(kept_end.narrow(1, 0, 1)), kept_end.narrow(1, 0, local - 1)}, 1);
+  const at::Tensor kept_start = kept_end - kept;
+  const at::Tensor per_expert = kept.sum(0);
+  const at::Tensor expert_start = per_expert.cumsum(0) - per_expert;
+  const at::Tensor base = expert_start.unsqueeze(0) + (kept.cumsum(0) - kept) - kept_start;  // [source, expert]
+  const at::Tensor slot = at::arange(block, all_counts.options()).unsqueeze(0).expand({ranks, block}).contiguous();
+  const at::Tensor expert = at::searchsorted(kept_end, slot, /*out_int32=*/false, /*right=*/true).clamp_max(local - 1);
+  const at::Tensor filled = (slot < kept_end.narrow(1, local - 1, 1)).reshape({-1});
+  const at::Tensor filled_place = (base.gather(1, expert) + slot).reshape({-1});
+  const at::Tensor empty_place = per_expert.sum() + (~filled).to(at::kLong).cumsum(0) - 1;
+  ReceivedBlocks blocks;
+  blocks.place = at::where(filled, filled_place, empty_place);
+  blocks.offsets = at::cat({at::zeros({1}, per_expert.options()), per_expert.cumsum(0).narrow(0, 0, local - 1),
+                            at::full({1}, ranks * block, per_expert.options())});
+  return blocks;
+}
+
+}  // namespace
+
+at::Tensor AllToAllStaticDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
+                                               const DispatchPlan& plan) const {
+  const ExpertParallel& expert = moe.expert_parallel();
+  const int64_t assignments = per_assignment.size(0);
+  const int64_t h = per_assignment.size(1);
+  const int64_t ranks = expert.size();
+  const int64_t local = expert.local_experts(moe.shape().num_experts);
+  const int64_t block = block_rows(assignments, ranks);
+  const SendBlocks send = send_blocks(plan.counts, ranks, block, assignments);
+  moe.record_overflow((send.per_rank > block).any(), send.per_rank.max());
+  // Row A is a zero token: empty slots carry it.
+  const at::Tensor sorted = per_assignment.index_select(0, plan.order);
+  const at::Tensor padded = at::cat({sorted, at::zeros({1, h}, sorted.options())});
+  const at::Tensor received = expert.exchange(padded.index_select(0, send.sorted_row.reshape({-1})), {}, {});
+  const ReceivedBlocks blocks = received_blocks(expert.gather(plan.counts), expert.rank(), local, block);
+  const at::Tensor by_place =
+      at::empty_like(blocks.place).scatter_(0, blocks.place, at::arange(ranks * block, blocks.place.options()));
+  const at::Tensor output = moe.grouped_experts(received.index_select(0, by_place), blocks.offsets);
+  const at::Tensor returned = expert.exchange(output.index_select(0, blocks.place), {}, {});  // this rank's slots
+  // Each carried slot's result goes to its assignment; empty slots to row A, cut off.
+  const at::Tensor padded_order = at::cat({plan.order, at::full({1}, assignments, plan.order.options())});
+  const at::Tensor assignment = padded_order.index_select(0, send.sorted_row.reshape({-1}));
+  return at::zeros({assignments + 1, h}, returned.options())
+      .index_put({assignment}, returned)
+      .narrow(0, 0, assignments);
 }
 
 }  // namespace graphed::model

@@ -6,6 +6,14 @@
 //    in one equal all-to-all; no host read: capturable where the all-to-all is.
 //  * AllToAllDroplessDispatch: every assignment goes, sorted by expert; the ranks' counts are exchanged and read
 //    on the host (Megatron's sync point) to size the uneven all-to-all. Dynamic shapes: not capturable.
+//  * AllToAllStaticDispatch (--moe-expert-rank-capacity-factor F, grouped experts): each rank sends each rank a
+//    block of B = min(T k, ceil(T k F / ranks)) rows, the first B of its assignments to that rank's experts (in
+//    expert order), padded with a zero row, so the all-to-all has equal splits and every shape is static; the
+//    receiver learns each block's rows per expert from the ranks' counts (gathered on the device). A block with
+//    more than B assignments drops the rest and marks the MoE's overflow (MoeImpl::record_overflow): the trainer
+//    then runs the iteration again with the dropless dispatch. With F >= ranks no block can overflow.
+//    Departure from Megatron, whose budget is one total per rank (its fused dispatchers place rows at device-made
+//    offsets): an equal-split all-to-all needs a block per pair of ranks.
 #pragma once
 
 #include <vector>
@@ -36,6 +44,20 @@ class AllToAllDroplessDispatch final : public MoeDispatch {
   DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
   /// Throws CaptureError inside a CUDA-graph capture: the ranks' counts are read on the host.
   at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
+};
+
+class AllToAllStaticDispatch final : public MoeDispatch {
+ public:
+  explicit AllToAllStaticDispatch(double rank_capacity_factor) : factor_(rank_capacity_factor) {}
+  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& /*weights*/) const override;
+  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
+  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
+  at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
+  /// Rows in each block for `assignments` of a rank's, over `ranks` ranks.
+  int64_t block_rows(int64_t assignments, int64_t ranks) const;
+
+ private:
+  double factor_;
 };
 
 }  // namespace graphed::model

@@ -23,6 +23,7 @@
 #include "graphed/runtime/device.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/data_parallel_sync.h"
+#include "graphed/train/expert_overflow.h"
 #include "graphed/train/interval_timer.h"
 #include "graphed/train/lr_schedule.h"
 #include "graphed/train/output_paths.h"
@@ -421,6 +422,12 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
        << " | grad norm " << std::setprecision(3) << record.grad_norm << " | " << std::setprecision(1)
        << record.ms_per_iteration << " ms/iter | " << group_thousands(record.tokens_per_second) << " tokens/s | "
        << std::defaultfloat << std::setprecision(3) << record.tflops << " TFLOP/s";
+  if (const ExpertOverflowCheck* overflow = step_->expert_overflow()) {
+    // Iterations run again dropless so far, because a rank's block (--moe-expert-rank-capacity-factor) overflowed.
+    fields["moe_overflow_reruns"] = overflow->reruns();
+    line << " | MoE reruns " << overflow->reruns();
+    if (overflow->reruns() > 0) line << " (last needed " << overflow->rows_needed() << " rows a block)";
+  }
   write_metrics(fields);
   if (peak_) {
     // Every rank's device counts: the run's FLOPs over the peak of all its devices.

@@ -4,8 +4,11 @@
 #include <ATen/core/grad_mode.h>
 
 #include <optional>
+#include <tuple>
 
+#include "graphed/capture/random_stream.h"
 #include "graphed/dist/process_groups.h"
+#include "graphed/train/expert_overflow.h"
 #include "graphed/train/pipeline_schedule.h"
 #include "graphed/util/compat.h"
 
@@ -22,6 +25,8 @@ TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel mode
       zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {
   if (groups != nullptr && groups->layout().is_pipelined())
     pipeline_ = std::make_unique<PipelineSchedule>(*this, *groups, sync);
+  if (groups != nullptr && groups->layout().expert_size > 1 && config.model.moe_expert_rank_capacity_factor)
+    expert_overflow_ = std::make_unique<ExpertOverflowCheck>(groups->world(), device);
 }
 
 TrainingStep::~TrainingStep() = default;
@@ -86,7 +91,18 @@ void TrainingStep::optimizer_step(const at::Tensor& grad_norm) {
 IterationStats TrainingStep::run_iteration(const std::vector<Batch>& batches, bool with_optimizer) {
   optimizer_.zero_grad();
   model_->train();
+  std::optional<capture::RandomStateSnapshot> random_before;  // a rerun draws the same dropout masks
+  if (expert_overflow_) random_before.emplace(device_);
   auto [loss, aux_loss] = forward_backward(batches);
+  if (expert_overflow_ && expert_overflow_->overflowed(model_)) {
+    // A block overflowed on some rank: the same iteration again, every MoE dropless, from the same gradients' start.
+    expert_overflow_->count_rerun();
+    optimizer_.zero_grad();
+    random_before->restore();
+    model_->use_dropless_experts(true);
+    std::tie(loss, aux_loss) = forward_backward(batches);
+    model_->use_dropless_experts(false);
+  }
   const at::Tensor grad_norm = gradient_norm();
   if (with_optimizer) optimizer_step(grad_norm);
   return {loss, aux_loss, grad_norm};

@@ -23,6 +23,7 @@ class ProcessGroups;
 namespace graphed::train {
 
 class PipelineSchedule;
+class ExpertOverflowCheck;
 
 /// Device scalars of one iteration; reading them synchronizes.
 struct IterationStats {
@@ -67,6 +68,9 @@ class TrainingStep {
   at::Tensor gradient_norm() { return sync_.gradient_norm(optimizer_); }
   /// Zero grads, train mode, forward/backward, gradient norm and (with_optimizer) the step.
   IterationStats run_iteration(const std::vector<Batch>& batches, bool with_optimizer);
+  /// Under --moe-expert-rank-capacity-factor with expert parallelism, the overflow check (its count of reruns);
+  /// else null.
+  const ExpertOverflowCheck* expert_overflow() const { return expert_overflow_.get(); }
   /// Mean LM loss over the batches in eval mode without grad (train mode restored).
   at::Tensor evaluation_loss(const std::vector<Batch>& batches);
 
@@ -79,6 +83,8 @@ class TrainingStep {
   runtime::Precision precision_;
   at::Tensor zero_aux_loss_;                    ///< the aux loss of dense models: one zero, not one per microbatch
   std::unique_ptr<PipelineSchedule> pipeline_;  ///< the one place pipeline parallelism is chosen
+  /// With a rank capacity factor under expert parallelism: the check that reruns an overflowed iteration dropless.
+  std::unique_ptr<ExpertOverflowCheck> expert_overflow_;
 };
 
 }  // namespace graphed::train
