@@ -783,6 +783,25 @@ INSTANTIATE_TEST_SUITE_P(
                    "--moe-expert-rank-capacity-factor needs dropless grouped experts (--moe-grouped-gemm without "
                    "drop-and-pad); fix: add --moe-grouped-gemm and drop --moe-pad-expert-input-to-capacity, or drop "
                    "--moe-expert-rank-capacity-factor"},
+        LaunchCase{"MC26RankCapacityFactorWithDelayedFp8",
+                   {{"num_experts", 4},
+                    {"moe_grouped_gemm", true},
+                    {"moe_expert_rank_capacity_factor", 2.0},
+                    {"bf16", true},
+                    {"fp8_format", "hybrid"},
+                    {"fp8_recipe", "delayed"}},
+                   1,
+                   "MC-26",
+                   Severity::kError,
+                   "--moe-expert-rank-capacity-factor with --fp8-recipe delayed is not supported in this version (an "
+                   "iteration that overflows a block runs again, and its layers would record their amaxes twice); "
+                   "fix: --fp8-recipe tensorwise, or drop --moe-expert-rank-capacity-factor"},
+        LaunchCase{"PL1ExpertParallelSizeZero",
+                   {{"expert_model_parallel_size", 0}},
+                   1,
+                   "PL-1",
+                   Severity::kError,
+                   "--expert-model-parallel-size must be >= 1, got 0; fix: pass a positive value"},
         LaunchCase{"MC25RankCapacityFactorWithoutExpertParallelism",
                    {{"num_experts", 4}, {"moe_grouped_gemm", true}, {"moe_expert_rank_capacity_factor", 2.0}},
                    1,

@@ -137,6 +137,49 @@ TEST(ExpertPipelineLaunchTest, PipelineStagesWithExpertRanksTrainAsOneProcess) {
   if (!::testing::Test::HasFailure()) remove_all(folder);
 }
 
+// Evaluation and samples under expert parallelism: every rank of the first expert group draws the sample with rank 0
+// (the MoE layers exchange tokens), and with fixed blocks both run dropless and leave no overflow behind. On a small
+// byte-level corpus of its own (samples need byte-level text).
+TEST(ExpertEvaluationLaunchTest, EvaluationAndSamplesRunOnEveryExpertRank) {
+  const std::string folder = make_temporary_directory("graphed-expert-evaluation");
+  ASSERT_FALSE(folder.empty());
+  std::string text;
+  for (int i = 0; i < 4000; ++i) text += i % 7 == 0 ? "experts route tokens. " : "the ranks exchange them ";
+  ASSERT_EQ(write_file_atomically(join_path(folder, "corpus.txt"), text), 0);
+  const std::vector<std::string> arguments = {"train",
+                                              "--preset",
+                                              "tiny",
+                                              "--data-path",
+                                              join_path(folder, "corpus.txt"),
+                                              "--device",
+                                              "cpu",
+                                              "--train-iters",
+                                              "4",
+                                              "--eval-interval",
+                                              "2",
+                                              "--eval-iters",
+                                              "2",
+                                              "--sample-tokens",
+                                              "8",
+                                              "--global-batch-size",
+                                              "8",
+                                              "--micro-batch-size",
+                                              "4",
+                                              "--log-interval",
+                                              "1"};
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"drop_and_pad", moe_flags({"--moe-expert-capacity-factor", "1.0", "--moe-pad-expert-input-to-capacity"})},
+      {"blocks", moe_flags({"--moe-grouped-gemm", "--moe-expert-rank-capacity-factor", "0.5"})}};
+  int port = 6;
+  for (const auto& [name, flags] : cases) {
+    const auto ranks = launch(2, pick_port(port++), plus(plus(arguments, flags), kExperts), join_path(folder, name));
+    for (const auto& result : ranks) ASSERT_EQ(result.exit_code, 0) << name << "\n" << describe(ranks);
+    EXPECT_NE(ranks[0].out.find("validation loss at iteration 4"), std::string::npos) << name << ranks[0].out;
+    EXPECT_NE(ranks[0].out.find("sample at iteration 4"), std::string::npos) << name << ranks[0].out;
+  }
+  if (!::testing::Test::HasFailure()) remove_all(folder);
+}
+
 /// The "moe_overflow_reruns" of a --metrics-file's last record.
 int64_t reruns_of(const std::string& metrics_file) {
   int64_t reruns = -1;

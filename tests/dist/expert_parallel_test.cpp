@@ -161,8 +161,7 @@ void expect_close(const at::Tensor& actual, const at::Tensor& expected, const st
       << what << ": max difference " << (actual - expected).abs().max().item<double>();
 }
 
-void check_against_one_process(const std::string& mode, bool skew) {
-  const model::MoeShape shape = moe_shape(mode);
+void check_against_one_process(const model::MoeShape& shape, bool skew) {
   // Every model and token is made here, before the threads: they would share the default generator.
   std::vector<MoeResult> whole;
   std::vector<model::Moe> split_moes;
@@ -180,6 +179,12 @@ void check_against_one_process(const std::string& mode, bool skew) {
     model::Moe& moe = split_moes[static_cast<std::size_t>(rank)];
     moe->split_for_expert_parallel(model::ExpertParallel(collectives));
     const MoeResult split = run_moe(moe, tokens[static_cast<std::size_t>(rank)]);
+    if (shape.expert_rank_capacity_factor) {  // the comparison below holds only where no block overflowed
+      const at::Tensor overflow = moe->take_overflow();
+      EXPECT_EQ(overflow[0].item<int64_t>(), 0)
+          << "a block overflowed: " << overflow[1].item<int64_t>() << " rows for one rank, factor "
+          << *shape.expert_rank_capacity_factor << ", " << shape.num_experts << " experts";
+    }
     const MoeResult& mine = whole[static_cast<std::size_t>(rank)];
     expect_close(split.output, mine.output, "output");
     expect_close(split.input_gradient, mine.input_gradient, "input gradient");
@@ -188,23 +193,44 @@ void check_against_one_process(const std::string& mode, bool skew) {
         expect_close(gradient, mine.gradients.at(name), name);
         continue;
       }
-      // Experts [2 rank, 2 rank + 2): both ranks' tokens reach them.
+      // This rank's experts: both ranks' tokens reach them.
+      const int64_t local = shape.num_experts / 2;
       const at::Tensor both = whole[0].gradients.at(name) + whole[1].gradients.at(name);
-      expect_close(gradient, both.narrow(0, 2 * rank, 2), name);
+      expect_close(gradient, both.narrow(0, local * rank, local), name);
     }
   });
 }
 
-TEST_F(ExpertParallelTest, DropAndPadOverTwoRanksEqualsOneProcess) { check_against_one_process("drop-and-pad", false); }
+TEST_F(ExpertParallelTest, DropAndPadOverTwoRanksEqualsOneProcess) {
+  check_against_one_process(moe_shape("drop-and-pad"), false);
+}
 
-TEST_F(ExpertParallelTest, DroplessOverTwoRanksEqualsOneProcess) { check_against_one_process("dropless", false); }
+TEST_F(ExpertParallelTest, DroplessOverTwoRanksEqualsOneProcess) {
+  check_against_one_process(moe_shape("dropless"), false);
+}
 
-TEST_F(ExpertParallelTest, GroupedDroplessOverTwoRanksEqualsOneProcess) { check_against_one_process("grouped", false); }
+TEST_F(ExpertParallelTest, GroupedDroplessOverTwoRanksEqualsOneProcess) {
+  check_against_one_process(moe_shape("grouped"), false);
+}
 
 // --moe-expert-rank-capacity-factor 2 over 2 ranks: blocks of every assignment, so nothing overflows and the static
 // blocks compute what one process does (the padding rows go through the last expert and are cut off).
 TEST_F(ExpertParallelTest, StaticBlocksThatHoldEveryAssignmentEqualOneProcess) {
-  check_against_one_process("static", false);
+  check_against_one_process(moe_shape("static"), false);
+}
+
+// Blocks smaller than a rank's assignments (factor 1.5: 11 rows of 14) that the routing does not overflow, with two
+// experts a rank and with one (2 experts, top-1): the filled slots land where one process computes them.
+TEST_F(ExpertParallelTest, StaticBlocksSmallerThanTheAssignmentsEqualOneProcessWhileNothingOverflows) {
+  model::MoeShape shape = moe_shape("static");
+  shape.expert_rank_capacity_factor = 1.5;
+  check_against_one_process(shape, false);
+  shape.num_experts = 2;
+  shape.top_k = 1;
+  shape.expert_rank_capacity_factor = 1.8;  // 7 assignments: blocks of 7 x 1.8 / 2 -> 7 rows
+  check_against_one_process(shape, false);
+  shape.expert_rank_capacity_factor = 1.6;  // blocks of 6 rows, which this routing fills at most
+  check_against_one_process(shape, false);
 }
 
 // A factor of 0.25 with every token routed to rank 0's experts: each rank has 14 assignments for rank 0 and a block
@@ -244,7 +270,7 @@ TEST_F(ExpertParallelTest, AnOverflowedBlockIsRecordedAndTheDroplessFallbackEqua
 TEST_F(ExpertParallelTest, ARankWhoseExpertsReceiveNoTokenStillTakesPart) {
   for (const std::string mode : {"dropless", "grouped", "drop-and-pad", "static"}) {
     SCOPED_TRACE(mode);
-    check_against_one_process(mode, true);
+    check_against_one_process(moe_shape(mode), true);
   }
 }
 

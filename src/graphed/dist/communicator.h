@@ -1,7 +1,6 @@
 // dist/communicator.h — one c10d process group (NCCL on GPUs, Gloo on CPUs) over a set of ranks, with
 // the few operations training needs: in-place sum and max, all-gather, all-to-all, send, receive, broadcast and
-// barrier. Every
-// failure (a timeout, a peer that closed its connection) becomes a DistributedError naming this
+// barrier. Every failure (a timeout, a peer that closed its connection) becomes a DistributedError naming this
 // rank, the group and the operation; no library message reaches the user raw.
 #pragma once
 

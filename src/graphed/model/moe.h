@@ -107,6 +107,13 @@ class MoeImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, ParameterSplit>> expert_splits() const;
   const ExpertParallel& expert_parallel() const { return expert_; }
 
+  /// The parameters that route rather than transform tokens (the router, the shared expert's gate): they stay in
+  /// bf16 under FP8, as Megatron keeps them.
+  std::vector<at::Tensor> routing_parameters() const {
+    return shared_gate_.defined() ? std::vector<at::Tensor>{router_weight_, shared_gate_}
+                                  : std::vector<at::Tensor>{router_weight_};
+  }
+
   /// Slots per expert for this many tokens (drop-and-pad).
   int64_t capacity(int64_t num_tokens) const;
   const MoeShape& shape() const { return shape_; }

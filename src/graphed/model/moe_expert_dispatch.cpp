@@ -89,7 +89,19 @@ Exchange exchange_for(const at::Tensor& counts, int64_t rank, int64_t local) {
 /// Local expert e's rows of `sorted` through its ffn: one grouped GEMM, or (without --moe-grouped-gemm) one
 /// product per expert as the one-rank dropless mode runs them.
 at::Tensor local_experts(MoeImpl& moe, const at::Tensor& sorted, const std::vector<int64_t>& per_expert) {
-  if (sorted.size(0) == 0) return sorted;
+  if (sorted.size(0) == 0) {
+    // No row came: one zero row through the first expert gives the type every other rank's results have (bf16
+    // under autocast, or promoted by a bias), which the all-to-all back needs alike on every rank.
+    const at::Tensor zero_row = at::zeros({1, sorted.size(1)}, sorted.options());
+    const auto index = at::TensorOptions().dtype(at::kLong).device(sorted.device());
+    const at::Tensor first_expert_only =  // offsets [0, 1, ..., 1]: the row is expert 0's
+        at::cat({at::zeros({1}, index), at::ones({static_cast<int64_t>(per_expert.size())}, index)});
+    const at::Tensor typed =
+        moe.shape().grouped_gemm ? moe.grouped_experts(zero_row, first_expert_only) : moe.expert_mlp(zero_row, 0);
+    // Plus the (empty) rows themselves: the backward must still reach the all-to-all that brought them, which
+    // every rank runs.
+    return typed.narrow(0, 0, 0) + sorted.to(typed.scalar_type());
+  }
   if (moe.shape().grouped_gemm) {
     std::vector<int64_t> offsets{0};
     for (const int64_t rows : per_expert) offsets.push_back(offsets.back() + rows);

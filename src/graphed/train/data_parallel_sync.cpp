@@ -46,11 +46,16 @@ DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer
   dist::GradientReducerOptions options;
   options.overlap_with_backward = overlap;
   ParameterRange dense = range_of(optimizer, 0, all - experts);
+  if (experts > 0) {
+    dense_gradients_ = dense.gradients;
+    dense_flat_ = dense.flat;
+  }
   reducer_ = std::make_unique<dist::GradientReducer>(groups.data(), std::move(dense.parameters),
                                                      std::move(dense.gradients), dense.flat, options);
   if (experts > 0) {
     ParameterRange expert = range_of(optimizer, all - experts, experts);
     expert_gradients_ = expert.gradients;
+    expert_flat_ = expert.flat;
     options.divisor = groups.layout().data_size;
     expert_reducer_ = std::make_unique<dist::GradientReducer>(groups.expert_data(), std::move(expert.parameters),
                                                               std::move(expert.gradients), expert.flat, options);
@@ -83,24 +88,34 @@ void DataParallelSync::after_backward() {
   }
 }
 
+namespace {
+
+/// The sum of the gradients' squares (float32), over the flat buffer's range where there is one.
+at::Tensor squares_of(const std::vector<at::Tensor>& gradients, const at::Tensor& flat) {
+  if (flat.defined()) return flat.norm().to(at::kFloat).square();
+  if (gradients.empty()) return at::zeros({}, at::kFloat);
+  return at::stack(at::_foreach_norm(gradients, 2)).norm().to(at::kFloat).square();
+}
+
+}  // namespace
+
+at::Tensor DataParallelSync::squares_with_every_expert() {
+  at::Tensor experts = squares_of(expert_gradients_, expert_flat_).reshape({1}).contiguous();
+  groups_.expert().all_reduce_sum(experts).wait();
+  return squares_of(dense_gradients_, dense_flat_).to(experts.device()) + experts.reshape({});
+}
+
 at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
   const dist::ParallelLayout& layout = groups_.layout();
   // Equal on every data-parallel rank: with one stage and one tensor rank, this rank's norm is the norm.
   if (layout.holds_whole_model()) return optimizer.gradient_norm();
   // Each rank's sum of squares, the shared embedding counted by the first stage only and a parameter whole
-  // on every tensor rank by the first tensor rank only.
-  at::Tensor squares = optimizer.gradient_norm().square();
+  // on every tensor rank by the first tensor rank only; under expert parallelism every expert rank's experts.
+  at::Tensor squares = expert_gradients_.empty() ? optimizer.gradient_norm().square() : squares_with_every_expert();
   if (shared_embedding_.defined() && !counts_shared_embedding_) {
     squares = squares - shared_embedding_.grad().to(at::kFloat).square().sum();
   }
   for (const at::Tensor& parameter : uncounted_) squares = squares - parameter.grad().to(at::kFloat).square().sum();
-  if (!expert_gradients_.empty()) {  // every expert rank's experts: this rank's squares of them, summed over the group
-    at::Tensor experts = at::zeros({1}, squares.options());
-    for (const at::Tensor& gradient : expert_gradients_) experts = experts + gradient.to(at::kFloat).square().sum();
-    at::Tensor all_experts = experts.clone();
-    groups_.expert().all_reduce_sum(all_experts).wait();
-    squares = squares - experts + all_experts;
-  }
   squares = squares.reshape({1}).contiguous();
   if (layout.tensor_size > 1) groups_.tensor().all_reduce_sum(squares).wait();
   if (layout.is_pipelined()) groups_.pipeline().all_reduce_sum(squares).wait();

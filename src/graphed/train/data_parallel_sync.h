@@ -34,10 +34,16 @@ class DataParallelSync final : public GradientSync {
   std::pair<at::Tensor, at::Tensor> reduce_losses(const at::Tensor& loss, const at::Tensor& aux_loss) override;
 
  private:
+  /// This rank's squares of the rest, and the squares of every expert rank's experts (summed over the group).
+  at::Tensor squares_with_every_expert();
+
   dist::ProcessGroups& groups_;
   std::unique_ptr<dist::GradientReducer> reducer_;
   std::unique_ptr<dist::GradientReducer> expert_reducer_;  ///< the experts' share, under expert parallelism
-  std::vector<at::Tensor> expert_gradients_;               ///< their gradients, which the norm adds up apart
+  /// Under expert parallelism, the gradients of the rest and of this rank's experts (and their parts of the
+  /// optimizer's flat buffer, where it has one), whose squares the norm sums apart.
+  std::vector<at::Tensor> dense_gradients_, expert_gradients_;
+  at::Tensor dense_flat_, expert_flat_;
   at::Tensor shared_embedding_;
   std::vector<at::Tensor> uncounted_;         ///< the tensor duplicates, on tensor ranks other than the first
   std::vector<at::Tensor> summed_gradients_;  ///< summed over the tensor group after the backward

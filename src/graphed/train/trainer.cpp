@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "graphed/capture/capture_state.h"
@@ -20,6 +21,7 @@
 #include "graphed/kernels/training_ops.h"
 #include "graphed/model/fp8_path.h"
 #include "graphed/model/fused_path.h"
+#include "graphed/model/moe.h"
 #include "graphed/runtime/device.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/data_parallel_sync.h"
@@ -73,11 +75,16 @@ std::vector<std::pair<std::string, at::Tensor>> use_fp8_layers(model::GptModel& 
   std::vector<at::Tensor> weights;
   for (auto& layer : model->layers()) {
     if (!config.fp8_layer(layer->layer_number())) continue;
+    std::set<const void*> routing;
+    for (const auto& module : layer->modules()) {
+      if (const auto* moe = module->as<model::MoeImpl>()) {
+        for (const at::Tensor& parameter : moe->routing_parameters()) routing.insert(parameter.unsafeGetTensorImpl());
+      }
+    }
     for (const auto& parameter : layer->named_parameters()) {
       // Another pipeline stage's layers have no working copy here (this rank never runs them).
-      const bool routing = parameter.key().find("router") != std::string::npos ||
-                           parameter.key().find("shared_expert_gate") != std::string::npos;
-      if (parameter.value().dim() == 2 && !routing && fused->copy_of(parameter.value()).defined()) {
+      const bool routes = routing.count(parameter.value().unsafeGetTensorImpl()) > 0;
+      if (parameter.value().dim() == 2 && !routes && fused->copy_of(parameter.value()).defined()) {
         weights.push_back(parameter.value());
       }
     }
@@ -452,13 +459,19 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
 }
 
 void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary) {
+  // Fixed expert blocks (--moe-expert-rank-capacity-factor) would drop what overflows them: evaluation and samples
+  // run dropless, and leave no overflow for the next iteration's check.
+  model_->use_dropless_experts(true);
   const double valid = evaluate(done / config_.train.eval_interval);
   std::ostringstream line;
   line << "validation loss at iteration " << done << ": " << std::fixed << std::setprecision(4) << valid;
   progress.print("validation", {{"iteration", done}, {"valid_loss", valid}}, line.str());
   write_metrics({{"iteration", done}, {"valid_loss", valid}});
   summary.validation_losses.emplace_back(done, valid);
-  if (const auto text = sample(done)) {
+  const auto text = sample(done);
+  model_->use_dropless_experts(false);
+  model_->take_moe_overflow();
+  if (text) {
     progress.print("sample", {{"iteration", done}, {"text", *text}},
                    "sample at iteration " + std::to_string(done) + ": " + quoted_one_line(*text));
   }
@@ -466,11 +479,12 @@ void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary
 
 std::optional<std::string> Trainer::sample(int64_t iteration) {
   const auto& t = config_.train;
-  // Rank 0 draws it, with the other ranks of its tensor-parallel group (the model's collectives need them
-  // all); under pipeline parallelism no rank holds every layer's trained weights, and under sequence
-  // parallelism the model takes only sequences that split over the ranks.
+  // Rank 0 draws it, with the other ranks of its tensor-parallel group and of its expert group (the model's
+  // collectives need them all: with the same prompt and seed they draw the same tokens); under pipeline
+  // parallelism no rank holds every layer's trained weights, and under sequence parallelism the model takes only
+  // sequences that split over the ranks.
   const bool sequence_parallel = layout_.tensor_size > 1 && config_.train.sequence_parallel;
-  const bool draws = layout_.data_rank() == 0 && !layout_.is_pipelined() && !sequence_parallel;
+  const bool draws = layout_.expert_data_rank() == 0 && !layout_.is_pipelined() && !sequence_parallel;
   if (t.sample_tokens == 0 || !data_.is_byte_level() || !draws) return std::nullopt;
   capture::EagerScope eager;  // one row at a time through every graphed unit, eagerly
   compat::AutocastScope autocast(runtime::autocasts(step_->precision()));  // the precision training runs in
