@@ -205,16 +205,19 @@ struct ClassDefaults {
   bool head_dim_128 = false;    ///< head_dim 128 when the key is absent (Qwen3); else hidden_size / heads
   int64_t max_positions = 2048;
   double rope_theta = 10000.0;
+  int64_t experts = 0;       ///< MoE classes: num_experts (num_local_experts)
+  int64_t top_k = 0;         ///< num_experts_per_tok
+  int64_t expert_width = 0;  ///< moe_intermediate_size; 0: the experts are intermediate_size wide (no such key)
 };
 
 ClassDefaults class_defaults(HfArchitecture architecture) {
   switch (architecture) {
     case HfArchitecture::kQwen2: return {32, false, 32768, 10000.0};
     case HfArchitecture::kQwen3: return {32, true, 32768, 10000.0};
-    case HfArchitecture::kMixtral: return {8, false, 4096 * 32, 1e6};
-    case HfArchitecture::kQwen2Moe: return {16, false, 32768, 10000.0};
-    case HfArchitecture::kQwen3Moe: return {4, false, 32768, 10000.0};
-    case HfArchitecture::kOlmoe: return {0, false, 4096, 10000.0};
+    case HfArchitecture::kMixtral: return {8, false, 4096 * 32, 1e6, 8, 2, 0};
+    case HfArchitecture::kQwen2Moe: return {16, false, 32768, 10000.0, 60, 4, 1408};
+    case HfArchitecture::kQwen3Moe: return {4, false, 32768, 10000.0, 128, 8, 768};
+    case HfArchitecture::kOlmoe: return {0, false, 4096, 10000.0, 64, 8, 0};
     default: return {};
   }
 }
@@ -326,18 +329,16 @@ std::string moe_layer_pattern(const Fields& fields, HfArchitecture architecture,
 /// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE: experts, top-k, widths, routing, the shared expert and the MoE layers.
 void parse_moe(const Fields& fields, HfConfig& hf) {
   const HfArchitecture architecture = hf.architecture;
+  const ClassDefaults defaults = class_defaults(architecture);
   config::ModelConfig& m = hf.model;
   const bool mixtral = architecture == HfArchitecture::kMixtral;
-  const bool olmoe = architecture == HfArchitecture::kOlmoe;
   // Mixtral's key is num_local_experts, Qwen's and OLMoE's num_experts; transformers 5 maps each to the other.
   const std::string own = mixtral ? "num_local_experts" : "num_experts";
   const std::string alias = mixtral ? "num_experts" : "num_local_experts";
   const std::string experts_key = fields.has(own) || !fields.has(alias) ? own : alias;
-  const int64_t default_experts = mixtral ? 8 : olmoe ? 64 : architecture == HfArchitecture::kQwen2Moe ? 60 : 128;
-  const int64_t experts = fields.size(experts_key, default_experts);
+  const int64_t experts = fields.size(experts_key, defaults.experts);
   if (experts < 2) fields.unsupported(experts_key, experts, "2 or more experts");
-  const int64_t default_top_k = mixtral ? 2 : architecture == HfArchitecture::kQwen2Moe ? 4 : 8;
-  const int64_t top_k = fields.size("num_experts_per_tok", default_top_k);
+  const int64_t top_k = fields.size("num_experts_per_tok", defaults.top_k);
   if (top_k > experts) {
     fields.inconsistent("num_experts_per_tok " + std::to_string(top_k) + " exceeds " + experts_key + " " +
                         std::to_string(experts));
@@ -347,14 +348,14 @@ void parse_moe(const Fields& fields, HfConfig& hf) {
   // Mixtral's and OLMoE's experts are intermediate_size wide, Qwen's moe_intermediate_size; Mixtral always
   // renormalises the k weights, the others only with norm_topk_prob.
   m.moe_ffn_hidden_size =
-      mixtral || olmoe ? *m.ffn_hidden_size
-                       : fields.size("moe_intermediate_size", architecture == HfArchitecture::kQwen2Moe ? 1408 : 768);
+      defaults.expert_width == 0 ? *m.ffn_hidden_size : fields.size("moe_intermediate_size", defaults.expert_width);
   m.moe_router_pre_softmax = !mixtral && !fields.boolean("norm_topk_prob", false);
   if (architecture == HfArchitecture::kQwen2Moe) {
     m.moe_shared_expert_intermediate_size = fields.size("shared_expert_intermediate_size", 5632);
     m.moe_shared_expert_gate = true;
   }
   m.moe_layer_freq = moe_layer_pattern(fields, architecture, m.num_layers);
+  hf.moe_layers = config::parse_moe_layer_pattern(m.moe_layer_freq, m.num_layers).value();
   // Dropless, every expert in one grouped GEMM (static shapes: the serving engine's graphs take it). The
   // load-balancing loss is training's; transformers adds it only with output_router_logits.
   m.moe_grouped_gemm = true;
@@ -491,6 +492,7 @@ HfConfig read_hf_config(const std::string& folder) {
     if (is_moe_architecture(hf.architecture)) parse_moe(fields, hf);
   }
   config::ModelConfig& m = hf.model;
+  if (hf.moe_layers.empty()) hf.moe_layers.assign(static_cast<std::size_t>(m.num_layers), false);
   m.untie_embeddings_and_output_weights = !hf.tie_word_embeddings;
   m.seq_length = *m.max_position_embeddings;
   m.attention_dropout = 0.0;

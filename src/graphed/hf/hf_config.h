@@ -37,6 +37,8 @@ struct HfConfig {
   /// The model as graphed builds it: resolved (every optional with a derived default is set), dropout 0,
   /// seq_length = max_position_embeddings (the model's context).
   config::ModelConfig model;
+  /// Which of the model's layers are MoE (model.moe_layer_freq parsed once): all false for a dense model.
+  std::vector<bool> moe_layers;
   /// Which Hugging Face tensors exist (the weight map needs it; graphed's biases follow add_bias_linear).
   bool attention_bias = false;       ///< q/k/v/o biases (Llama, Qwen3 attention_bias; GPT-2)
   bool qkv_bias = false;             ///< q/k/v biases (Qwen2 always; attention_bias)

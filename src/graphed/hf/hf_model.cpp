@@ -177,17 +177,14 @@ at::ScalarType weights_dtype(const Tensors& tensors, const NameMapper& canonical
 
 /// The model, randomly initialized by its constructor without disturbing the global CPU generator,
 /// then in eval mode without grad, in the dtype on the device.
-model::GptModel build_model(const config::ModelConfig& config, const at::Device& device, at::ScalarType dtype) {
+model::GptModel build_model(const HfConfig& hf, const at::Device& device, at::ScalarType dtype) {
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   at::Tensor state;
   {
     std::lock_guard<std::mutex> lock(generator.mutex());
     state = generator.get_state();
   }
-  const std::vector<bool> moe_layers =
-      config.is_moe() ? config::parse_moe_layer_pattern(config.moe_layer_freq, config.num_layers).value()
-                      : std::vector<bool>(static_cast<std::size_t>(config.num_layers), false);
-  model::GptModel model(config, moe_layers);
+  model::GptModel model(hf.model, hf.moe_layers);
   {
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(state);
@@ -327,7 +324,7 @@ HfModel load_hf_model(const std::string& folder, const at::Device& device, std::
   HfModel result;
   result.architecture = to_string(config.architecture);
   result.config = config.model;
-  result.model = build_model(config.model, device, target);
+  result.model = build_model(config, device, target);
   result.eos_token_ids = config.eos_token_ids;
   result.bos_token_id = config.bos_token_id;
   result.dtype = target;

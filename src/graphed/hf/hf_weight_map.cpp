@@ -91,9 +91,7 @@ void add_moe_layer(const HfConfig& config, ExpertLayout layout, const std::strin
 
 void add_llama_family(const HfConfig& config, ExpertLayout layout, MapBuilder& map) {
   const config::ModelConfig& m = config.model;
-  const std::vector<bool> moe_layers = m.is_moe()
-                                           ? config::parse_moe_layer_pattern(m.moe_layer_freq, m.num_layers).value()
-                                           : std::vector<bool>(static_cast<std::size_t>(m.num_layers), false);
+  const std::vector<bool>& moe_layers = config.moe_layers;
   const int64_t h = m.hidden_size;
   const int64_t heads = m.num_attention_heads;
   const int64_t groups = m.num_query_groups.value_or(heads);
