@@ -50,16 +50,12 @@ DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts) {
   return plan;
 }
 
-namespace {
-
 DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors) {
   DispatchPlan plan;
   plan.order = tensors[0];
   plan.counts = tensors[1];
   return plan;
 }
-
-}  // namespace
 
 DispatchPlan DroplessDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
                                     const at::Tensor& /*weights*/) const {

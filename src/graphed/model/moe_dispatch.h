@@ -53,6 +53,8 @@ class DropAndPadDispatch final : public MoeDispatch {
 
 /// Dropless plans: the assignments sorted by expert (stable) and the count of each expert's.
 DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts);
+/// A dropless plan from the preprocess unit's outputs {order, counts}.
+DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors);
 
 class DroplessDispatch final : public MoeDispatch {
  public:

@@ -39,10 +39,7 @@ DispatchPlan AllToAllDroplessDispatch::plan(const MoeImpl& moe, const at::Tensor
 }
 
 DispatchPlan AllToAllDroplessDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
-  DispatchPlan plan;
-  plan.order = tensors[0];
-  plan.counts = tensors[1];
-  return plan;
+  return sorted_plan_from(tensors);
 }
 
 namespace {
@@ -152,10 +149,7 @@ DispatchPlan AllToAllStaticDispatch::plan(const MoeImpl& moe, const at::Tensor& 
 }
 
 DispatchPlan AllToAllStaticDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
-  DispatchPlan plan;
-  plan.order = tensors[0];
-  plan.counts = tensors[1];
-  return plan;
+  return sorted_plan_from(tensors);
 }
 
 namespace {
