@@ -1,10 +1,12 @@
 // tests/ranks_on_threads.h — runs one body per rank on threads of this process and rethrows the first
-// failure after all have ended: how the tensor-parallel tests play several ranks without processes.
+// failure after all have ended (every rank's printed): how the tensor-parallel tests play several ranks without
+// processes.
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <iostream>
 #include <thread>
 #include <vector>
 
@@ -23,9 +25,20 @@ inline void run_ranks_on_threads(int64_t ranks, const std::function<void(int64_t
     });
   }
   for (auto& thread : threads) thread.join();
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
+  // Every rank's failure is printed: the first one rethrown is often a rank whose peer stopped first.
+  std::exception_ptr first;
+  for (std::size_t rank = 0; rank < failures.size(); ++rank) {
+    if (!failures[rank]) continue;
+    if (!first) first = failures[rank];
+    try {
+      std::rethrow_exception(failures[rank]);
+    } catch (const std::exception& error) {
+      std::cerr << "rank " << rank << " failed: " << error.what() << '\n';
+    } catch (...) {
+      std::cerr << "rank " << rank << " failed\n";
+    }
   }
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace graphed::testing

@@ -80,10 +80,12 @@ Routing MoeImpl::route(const at::Tensor& tokens) {
   routing.weights = (shape_.pre_softmax ? std::get<0>(top) : at::softmax(std::get<0>(top), -1)).view(routed_shape);
   routing.indices = std::get<1>(top).view(routed_shape);
   // Switch load balancing: E x coeff / (k T^2) x sum_e(probability mass_e x tokens_e), over every token: with
-  // sequence parallelism each rank routes its part, and the masses and counts are summed over the ranks.
-  const at::Tensor tokens_per_expert =
-      at::zeros({flat.size(0) * k, e}, logits.options()).scatter_(1, std::get<1>(top).reshape({-1, 1}), 1.0).sum(0);
-  const at::Tensor mass = tensor_.sum_of_sequence_parts(probabilities.sum(0));
+  // sequence parallelism each rank routes its part, and the masses and counts are summed over the ranks. Both in
+  // float32 or wider whatever the logits' type (bf16 under autocast would round counts past 256).
+  const at::Tensor tokens_per_expert = at::zeros({flat.size(0) * k, e}, logits.options().dtype(compute))
+                                           .scatter_(1, std::get<1>(top).reshape({-1, 1}), 1.0)
+                                           .sum(0);
+  const at::Tensor mass = tensor_.sum_of_sequence_parts(probabilities.sum({0}, /*keepdim=*/false, compute));
   const at::Tensor counts = tensor_.sum_of_sequence_parts(tokens_per_expert);
   const int64_t t = flat.size(0) * (tensor_.sequence_parallel() ? tensor_.size() : 1);
   const double scale = static_cast<double>(e) * shape_.aux_loss_coeff / static_cast<double>(k * t * t);

@@ -50,20 +50,16 @@ DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts) {
   return plan;
 }
 
+DispatchPlan SortedPlanDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
+                                      const at::Tensor& /*weights*/) const {
+  return sorted_plan(indices, moe.shape().num_experts);
+}
+
 DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors) {
   DispatchPlan plan;
   plan.order = tensors[0];
   plan.counts = tensors[1];
   return plan;
-}
-
-DispatchPlan DroplessDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
-                                    const at::Tensor& /*weights*/) const {
-  return sorted_plan(indices, moe.shape().num_experts);
-}
-
-DispatchPlan DroplessDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
-  return sorted_plan_from(tensors);
 }
 
 at::Tensor DroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
@@ -85,14 +81,6 @@ at::Tensor DroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_ass
   }
   const at::Tensor computed = at::cat(pieces);
   return at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
-}
-
-DispatchPlan GroupedDispatch::plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& /*weights*/) const {
-  return sorted_plan(indices, moe.shape().num_experts);
-}
-
-DispatchPlan GroupedDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
-  return sorted_plan_from(tensors);
 }
 
 at::Tensor GroupedDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,

@@ -56,20 +56,24 @@ DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts);
 /// A dropless plan from the preprocess unit's outputs {order, counts}.
 DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors);
 
-class DroplessDispatch final : public MoeDispatch {
+/// The dropless modes' plan: the assignments sorted by expert and the counts ({order, counts} as outputs).
+class SortedPlanDispatch : public MoeDispatch {
  public:
-  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& weights) const override;
-  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
-  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
+  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& weights) const final;
+  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const final { return {plan.order, plan.counts}; }
+  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const final {
+    return sorted_plan_from(tensors);
+  }
+};
+
+class DroplessDispatch final : public SortedPlanDispatch {
+ public:
   /// Throws CaptureError inside a CUDA-graph capture: the counts are read on the host.
   at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
 };
 
-class GroupedDispatch final : public MoeDispatch {
+class GroupedDispatch final : public SortedPlanDispatch {
  public:
-  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& weights) const override;
-  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
-  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
   at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
 };
 

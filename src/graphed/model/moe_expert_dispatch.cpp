@@ -33,15 +33,6 @@ at::Tensor AllToAllDropAndPadDispatch::run_experts(MoeImpl& moe, const at::Tenso
       .narrow(0, 0, assignments);
 }
 
-DispatchPlan AllToAllDroplessDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
-                                            const at::Tensor& /*weights*/) const {
-  return sorted_plan(indices, moe.shape().num_experts);
-}
-
-DispatchPlan AllToAllDroplessDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
-  return sorted_plan_from(tensors);
-}
-
 namespace {
 
 /// Who sends how many rows where, from every rank's per-expert counts [ranks, E] (on the host).
@@ -141,15 +132,6 @@ at::Tensor AllToAllDroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor&
 int64_t AllToAllStaticDispatch::block_rows(int64_t assignments, int64_t ranks) const {
   const double rows = std::ceil(static_cast<double>(assignments) * factor_ / static_cast<double>(ranks));
   return std::max<int64_t>(1, std::min(static_cast<int64_t>(rows), assignments));
-}
-
-DispatchPlan AllToAllStaticDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
-                                          const at::Tensor& /*weights*/) const {
-  return sorted_plan(indices, moe.shape().num_experts);
-}
-
-DispatchPlan AllToAllStaticDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
-  return sorted_plan_from(tensors);
 }
 
 namespace {

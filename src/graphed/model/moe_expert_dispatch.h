@@ -37,21 +37,15 @@ class AllToAllDropAndPadDispatch final : public MoeDispatch {
   DropAndPadDispatch local_;  ///< the plan: every expert's C most probable assignments of this rank's tokens
 };
 
-class AllToAllDroplessDispatch final : public MoeDispatch {
+class AllToAllDroplessDispatch final : public SortedPlanDispatch {
  public:
-  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& /*weights*/) const override;
-  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
-  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
   /// Throws CaptureError inside a CUDA-graph capture: the ranks' counts are read on the host.
   at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
 };
 
-class AllToAllStaticDispatch final : public MoeDispatch {
+class AllToAllStaticDispatch final : public SortedPlanDispatch {
  public:
   explicit AllToAllStaticDispatch(double rank_capacity_factor) : factor_(rank_capacity_factor) {}
-  DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& /*weights*/) const override;
-  std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const override { return {plan.order, plan.counts}; }
-  DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override;
   at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
   /// Rows in each block for `assignments` of a rank's, over `ranks` ranks.
   int64_t block_rows(int64_t assignments, int64_t ranks) const;
