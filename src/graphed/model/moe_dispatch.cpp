@@ -39,7 +39,7 @@ at::Tensor DropAndPadDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_a
   const at::Tensor padded = at::cat({per_assignment, at::zeros({1, h}, per_assignment.options())});
   const at::Tensor expert_output = moe.all_experts(padded.index_select(0, plan.gather_index).view({e, c, h}));
   const at::Tensor flat = expert_output.reshape({e * c, h});
-  return at::zeros({assignments + 1, h}, flat.options()).index_put({plan.gather_index}, flat).narrow(0, 0, assignments);
+  return scatter_to_assignments(flat, plan.gather_index, assignments);
 }
 
 DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts) {
@@ -53,6 +53,12 @@ DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts) {
 DispatchPlan SortedPlanDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
                                       const at::Tensor& /*weights*/) const {
   return sorted_plan(indices, moe.shape().num_experts);
+}
+
+at::Tensor scatter_to_assignments(const at::Tensor& results, const at::Tensor& assignment_of_row, int64_t assignments) {
+  return at::zeros({assignments + 1, results.size(1)}, results.options())
+      .index_put({assignment_of_row}, results)
+      .narrow(0, 0, assignments);
 }
 
 DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors) {
@@ -69,7 +75,6 @@ at::Tensor DroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_ass
                 "capture; fix: graph only the router and the dispatch preprocessing of dropless MoE layers, or make "
                 "them drop-and-pad (an expert capacity factor with padding to capacity)");
   const int64_t assignments = per_assignment.size(0);
-  const int64_t h = per_assignment.size(1);
   const at::Tensor permuted = per_assignment.index_select(0, plan.order);
   const at::Tensor counts = plan.counts.to(at::kCPU);  // host sync: dropless shapes are dynamic
   std::vector<at::Tensor> pieces;
@@ -80,17 +85,16 @@ at::Tensor DroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_ass
     offset += n;
   }
   const at::Tensor computed = at::cat(pieces);
-  return at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
+  return scatter_to_assignments(computed, plan.order, assignments);
 }
 
 at::Tensor GroupedDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
                                         const DispatchPlan& plan) const {
   const int64_t assignments = per_assignment.size(0);
-  const int64_t h = per_assignment.size(1);
   // offsets[e] .. offsets[e + 1]: expert e's rows of the sorted assignments, on the device.
   const at::Tensor offsets = at::cat({at::zeros({1}, plan.counts.options()), plan.counts.cumsum(0)});
   const at::Tensor computed = moe.grouped_experts(per_assignment.index_select(0, plan.order), offsets);
-  return at::zeros({assignments, h}, computed.options()).index_put({plan.order}, computed);
+  return scatter_to_assignments(computed, plan.order, assignments);
 }
 
 }  // namespace graphed::model

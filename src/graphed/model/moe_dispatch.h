@@ -53,6 +53,9 @@ class DropAndPadDispatch final : public MoeDispatch {
 
 /// Dropless plans: the assignments sorted by expert (stable) and the count of each expert's.
 DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts);
+/// The combine's scatter: row i of `results` [n, h] goes to assignment `assignment_of_row`[i] of [assignments, h],
+/// zeros elsewhere; index `assignments` names a padding row that takes the results of empty slots and is cut off.
+at::Tensor scatter_to_assignments(const at::Tensor& results, const at::Tensor& assignment_of_row, int64_t assignments);
 /// A dropless plan from the preprocess unit's outputs {order, counts}.
 DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors);
 

@@ -28,9 +28,7 @@ at::Tensor AllToAllDropAndPadDispatch::run_experts(MoeImpl& moe, const at::Tenso
   const at::Tensor output = moe.all_experts(by_expert);
   const at::Tensor by_source = output.view({local, ranks, c, h}).transpose(0, 1).reshape({ranks * local * c, h});
   const at::Tensor returned = expert.exchange(by_source, {}, {});  // this rank's slots, expert-major again
-  return at::zeros({assignments + 1, h}, returned.options())
-      .index_put({plan.gather_index}, returned)
-      .narrow(0, 0, assignments);
+  return scatter_to_assignments(returned, plan.gather_index, assignments);
 }
 
 namespace {
@@ -126,7 +124,7 @@ at::Tensor AllToAllDroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor&
   const at::Tensor output = local_experts(moe, received.index_select(0, regroup), exchange.per_expert);
   const at::Tensor by_source = at::zeros({received.size(0), h}, output.options()).index_put({regroup}, output);
   const at::Tensor returned = expert.exchange(by_source, exchange.input_splits, exchange.output_splits);
-  return at::zeros({assignments, h}, returned.options()).index_put({plan.order}, returned);
+  return scatter_to_assignments(returned, plan.order, assignments);
 }
 
 int64_t AllToAllStaticDispatch::block_rows(int64_t assignments, int64_t ranks) const {
@@ -208,9 +206,7 @@ at::Tensor AllToAllStaticDispatch::run_experts(MoeImpl& moe, const at::Tensor& p
   // Each carried slot's result goes to its assignment; empty slots to row A, cut off.
   const at::Tensor padded_order = at::cat({plan.order, at::full({1}, assignments, plan.order.options())});
   const at::Tensor assignment = padded_order.index_select(0, send.sorted_row.reshape({-1}));
-  return at::zeros({assignments + 1, h}, returned.options())
-      .index_put({assignment}, returned)
-      .narrow(0, 0, assignments);
+  return scatter_to_assignments(returned, assignment, assignments);
 }
 
 }  // namespace graphed::model
