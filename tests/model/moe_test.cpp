@@ -119,9 +119,9 @@ TEST(MoeTest, TheModeChosenAtConstructionShapesThePreprocessOutputs) {
   struct Case {
     std::optional<double> capacity_factor;
     bool pad;
-    std::size_t plan_tensors;  // drop-and-pad: gather_index; dropless: order and counts
+    std::size_t plan_tensors;  // drop-and-pad: gather_index; dropless: order, destination, counts and offsets
   };
-  for (const Case& mode : {Case{std::nullopt, false, 2}, Case{1.0, false, 2}, Case{1.0, true, 1}}) {
+  for (const Case& mode : {Case{std::nullopt, false, 4}, Case{1.0, false, 4}, Case{1.0, true, 1}}) {
     at::manual_seed(6);
     Moe moe(shape(mode.capacity_factor, mode.pad));
     const at::Tensor x = at::randn({8, 16});

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "graphed/kernels/grouped_gemm_ops.h"
+#include "graphed/kernels/moe_routing_ops.h"
 #include "graphed/model/moe_expert_dispatch.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
@@ -24,12 +25,17 @@ std::unique_ptr<const MoeDispatch> dispatch_for(const MoeShape& shape, int64_t e
   return std::make_unique<DroplessDispatch>();
 }
 
-/// The type the experts' GEMMs run in: bf16 under CUDA autocast (as at::bmm would), else the input's.
-at::ScalarType product_type(const at::Tensor& input) {
-  return input.is_cuda() && compat::cuda_autocast_enabled() ? at::kBFloat16 : input.scalar_type();
+/// What follows the experts' first and second products.
+kernels::ExpertActivation expert_activation(const MoeShape& shape) {
+  if (shape.swiglu) return kernels::ExpertActivation::kSwiglu;
+  return shape.openai_gelu ? kernels::ExpertActivation::kGeluTanh : kernels::ExpertActivation::kGelu;
 }
 
 }  // namespace
+
+at::ScalarType expert_product_type(const at::Tensor& input) {
+  return input.is_cuda() && compat::cuda_autocast_enabled() ? at::kBFloat16 : input.scalar_type();
+}
 
 MoeImpl::MoeImpl(const MoeShape& shape) : shape_(shape), dispatch_(dispatch_for(shape, 1)), active_(dispatch_.get()) {
   const int64_t e = shape.num_experts;
@@ -68,25 +74,25 @@ Routing MoeImpl::route(const at::Tensor& tokens) {
   const at::Tensor flat = tokens.reshape({-1, tokens.size(-1)});
   const int64_t e = shape_.num_experts;
   const int64_t k = shape_.top_k;
+  // The logits in float32 or wider; under CUDA autocast the linear runs in bf16 whatever its input's type (a cast
+  // to fp32 first would be undone, exactly).
+  const bool autocast = flat.is_cuda() && compat::cuda_autocast_enabled();
   const auto compute = at::promote_types(flat.scalar_type(), at::kFloat);
-  const at::Tensor logits = at::linear(flat.to(compute), router_weight_.to(compute));  // [T, E]
-  const at::Tensor probabilities = at::softmax(logits, -1);
+  const at::Tensor logits =
+      autocast ? at::linear(flat, router_weight_) : at::linear(flat.to(compute), router_weight_.to(compute));  // [T, E]
   // Pre-softmax: the k largest probabilities as they are. Otherwise the k largest logits, softmaxed among
   // themselves: the same experts, and weights equal to the k probabilities renormalised to sum to 1.
-  const auto top = shape_.pre_softmax ? probabilities.topk(k, -1) : logits.topk(k, -1);
+  const kernels::RouteDecision decision = kernels::moe_route(logits, k, shape_.pre_softmax);
   std::vector<int64_t> routed_shape = tokens.sizes().vec();  // [..., k]: the tokens' own layout
   routed_shape.back() = k;
   Routing routing;
-  routing.weights = (shape_.pre_softmax ? std::get<0>(top) : at::softmax(std::get<0>(top), -1)).view(routed_shape);
-  routing.indices = std::get<1>(top).view(routed_shape);
+  routing.weights = decision.weights.view(routed_shape);
+  routing.indices = decision.indices.view(routed_shape);
   // Switch load balancing: E x coeff / (k T^2) x sum_e(probability mass_e x tokens_e), over every token: with
   // sequence parallelism each rank routes its part, and the masses and counts are summed over the ranks. Both in
   // float32 or wider whatever the logits' type (bf16 under autocast would round counts past 256).
-  const at::Tensor tokens_per_expert = at::zeros({flat.size(0) * k, e}, logits.options().dtype(compute))
-                                           .scatter_(1, std::get<1>(top).reshape({-1, 1}), 1.0)
-                                           .sum(0);
-  const at::Tensor mass = tensor_.sum_of_sequence_parts(probabilities.sum({0}, /*keepdim=*/false, compute));
-  const at::Tensor counts = tensor_.sum_of_sequence_parts(tokens_per_expert);
+  const at::Tensor mass = tensor_.sum_of_sequence_parts(decision.mass);
+  const at::Tensor counts = tensor_.sum_of_sequence_parts(decision.counts);
   const int64_t t = flat.size(0) * (tensor_.sequence_parallel() ? tensor_.size() : 1);
   const double scale = static_cast<double>(e) * shape_.aux_loss_coeff / static_cast<double>(k * t * t);
   routing.aux_loss = (mass * counts).sum() * scale;
@@ -178,16 +184,18 @@ at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
 }
 
 at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& offsets) {
-  // Each row gets its expert's biases (kernels::grouped_bias: their gradients are each expert's column sums in a
-  // fixed order, where a gather's backward would add with atomics).
-  const auto type = product_type(sorted);
-  const int64_t rows = sorted.size(0);
-  at::Tensor hidden = kernels::grouped_matmul(sorted.to(type), w1_.to(type), offsets);
-  if (b1_.defined()) hidden = hidden + kernels::grouped_bias(b1_.squeeze(1), offsets, rows);
-  const at::Tensor activated = mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu);
-  hidden = kernels::grouped_matmul(activated.to(type), w2_.to(type), offsets);
+  // Each row gets its expert's biases inside the activation's kernel (kernels::grouped_bias_activation: their
+  // gradients are each expert's column sums in a fixed order, where a gather's backward would add with atomics).
+  const auto type = expert_product_type(sorted);
+  const at::Tensor hidden = kernels::grouped_matmul(sorted.to(type), w1_.to(type), offsets);
+  const at::Tensor first_bias = b1_.defined() ? b1_.squeeze(1) : at::Tensor();
+  const at::Tensor activated =
+      kernels::grouped_bias_activation(hidden, first_bias, offsets, expert_activation(shape_), type);
+  const at::Tensor product = kernels::grouped_matmul(activated, w2_.to(type), offsets);
   const at::Tensor bias = tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
-  return bias.defined() ? hidden + kernels::grouped_bias(bias.squeeze(1), offsets, rows) : hidden;
+  if (!bias.defined()) return product;
+  return kernels::grouped_bias_activation(product, bias.squeeze(1), offsets, kernels::ExpertActivation::kNone,
+                                          at::promote_types(product.scalar_type(), bias.scalar_type()));
 }
 
 at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,
@@ -197,18 +205,12 @@ at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tenso
   // sequence parallelism entering gathers every rank's part of the sequence, and the gradients are
   // reduce-scattered back.
   const at::Tensor entered = tensor_.enter(routed_tokens);
-  std::vector<int64_t> token_shape = entered.sizes().vec();
+  const std::vector<int64_t> token_shape = entered.sizes().vec();
   const at::Tensor tokens = entered.reshape({-1, entered.size(-1)});
   const at::Tensor weights = tensor_.enter(routing_weights).reshape({-1, shape_.top_k});
-  const int64_t t = tokens.size(0);
-  const int64_t h = tokens.size(1);
-  const int64_t k = shape_.top_k;
-  const int64_t assignments = t * k;
-  const at::Tensor per_assignment = tokens.unsqueeze(1).expand({t, k, h}).reshape({assignments, h});
-  const at::Tensor output = active_->run_experts(*this, per_assignment, plan);  // [T k, h], zero when dropped
-  const at::Tensor weighted = output * weights.reshape({assignments, 1}).to(output.scalar_type());
+  const at::Tensor output = active_->run_experts(*this, tokens, weights, plan);  // [T, h]
   // Leaving sums the ranks' partial outputs (with sequence parallelism reduce-scatters them to each rank's part).
-  return tensor_.leave(weighted.view({t, k, h}).sum(1).view(token_shape)).reshape({-1, h});
+  return tensor_.leave(output.view(token_shape)).reshape({-1, tokens.size(1)});
 }
 
 at::Tensor MoeImpl::shared_expert(const at::Tensor& tokens) {

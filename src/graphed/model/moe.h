@@ -48,6 +48,9 @@ struct MoeShape {
   bool openai_gelu = false;  ///< GELU's tanh approximation (experts and shared expert)
 };
 
+/// The type the experts' products run in: bf16 under CUDA autocast (as at::bmm would), else the input's.
+at::ScalarType expert_product_type(const at::Tensor& input);
+
 /// The router's decision for T tokens.
 struct Routing {
   at::Tensor weights;   ///< [T, k] float32: softmax over the chosen experts' logits, or (pre_softmax) their
@@ -64,7 +67,8 @@ class MoeImpl : public torch::nn::Module {
   Routing route(const at::Tensor& tokens);
   /// Preprocess: routing -> dispatch plan for T tokens. Capturable in every mode (static shapes).
   DispatchPlan plan(const at::Tensor& indices, const at::Tensor& weights) const;
-  /// The plan as the preprocess unit outputs it: {gather_index} (drop-and-pad) or {order, counts} (dropless).
+  /// The plan as the preprocess unit outputs it: {gather_index} (drop-and-pad) or {order, destination, counts,
+  /// offsets} (dropless).
   std::vector<at::Tensor> plan_tensors(const DispatchPlan& plan) const { return active_->plan_tensors(plan); }
   /// The plan from the preprocess unit's outputs (plan_tensors' inverse).
   DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const {

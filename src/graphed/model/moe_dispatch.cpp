@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "graphed/capture/capture_state.h"
+#include "graphed/kernels/moe_routing_ops.h"
 #include "graphed/model/moe.h"
 #include "graphed/util/error.h"
 
@@ -29,8 +30,18 @@ DispatchPlan DropAndPadDispatch::plan_from_tensors(const std::vector<at::Tensor>
   return plan;
 }
 
-at::Tensor DropAndPadDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
-                                           const DispatchPlan& plan) const {
+at::Tensor SlotDispatch::run_experts(MoeImpl& moe, const at::Tensor& tokens, const at::Tensor& weights,
+                                     const DispatchPlan& plan) const {
+  const int64_t t = tokens.size(0);
+  const int64_t h = tokens.size(1);
+  const int64_t k = weights.size(1);
+  const at::Tensor per_assignment = tokens.unsqueeze(1).expand({t, k, h}).reshape({t * k, h});
+  const at::Tensor output = assignment_outputs(moe, per_assignment, plan);  // [T k, h], zero when dropped
+  return (output.view({t, k, h}) * weights.reshape({t, k, 1}).to(output.scalar_type())).sum(1);
+}
+
+at::Tensor DropAndPadDispatch::assignment_outputs(MoeImpl& moe, const at::Tensor& per_assignment,
+                                                  const DispatchPlan& plan) const {
   const int64_t assignments = per_assignment.size(0);
   const int64_t h = per_assignment.size(1);
   const int64_t e = moe.shape().num_experts;
@@ -43,11 +54,17 @@ at::Tensor DropAndPadDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_a
 }
 
 DispatchPlan sorted_plan(const at::Tensor& indices, int64_t experts) {
-  const at::Tensor expert_of = indices.reshape({-1});
+  const kernels::SortPlan sorted = kernels::moe_sort_plan(indices.reshape({-1}), experts);
   DispatchPlan plan;
-  plan.order = std::get<1>(at::sort(expert_of, /*stable=*/true, 0, /*descending=*/false));
-  plan.counts = at::zeros({experts}, expert_of.options()).index_add_(0, expert_of, at::ones_like(expert_of));
+  plan.order = sorted.order;
+  plan.destination = sorted.destination;
+  plan.counts = sorted.counts;
+  plan.offsets = sorted.offsets;
   return plan;
+}
+
+at::Tensor scatter_to_assignments(const at::Tensor& results, const at::Tensor& row_of, int64_t rows) {
+  return at::zeros({rows + 1, results.size(1)}, results.options()).index_put({row_of}, results).narrow(0, 0, rows);
 }
 
 DispatchPlan SortedPlanDispatch::plan(const MoeImpl& moe, const at::Tensor& indices,
@@ -55,46 +72,40 @@ DispatchPlan SortedPlanDispatch::plan(const MoeImpl& moe, const at::Tensor& indi
   return sorted_plan(indices, moe.shape().num_experts);
 }
 
-at::Tensor scatter_to_assignments(const at::Tensor& results, const at::Tensor& assignment_of_row, int64_t assignments) {
-  return at::zeros({assignments + 1, results.size(1)}, results.options())
-      .index_put({assignment_of_row}, results)
-      .narrow(0, 0, assignments);
-}
-
-DispatchPlan sorted_plan_from(const std::vector<at::Tensor>& tensors) {
+DispatchPlan SortedPlanDispatch::plan_from_tensors(const std::vector<at::Tensor>& tensors) const {
   DispatchPlan plan;
   plan.order = tensors[0];
-  plan.counts = tensors[1];
+  plan.destination = tensors[1];
+  plan.counts = tensors[2];
+  plan.offsets = tensors[3];
   return plan;
 }
 
-at::Tensor DroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
-                                         const DispatchPlan& plan) const {
+at::Tensor SortedPlanDispatch::run_experts(MoeImpl& moe, const at::Tensor& tokens, const at::Tensor& weights,
+                                           const DispatchPlan& plan) const {
+  const at::Tensor sorted =
+      kernels::moe_permute(tokens, plan.order, plan.destination, weights.size(1), expert_product_type(tokens));
+  return kernels::moe_unpermute(sorted_outputs(moe, sorted, plan), weights, plan.order, plan.destination);
+}
+
+at::Tensor DroplessDispatch::sorted_outputs(MoeImpl& moe, const at::Tensor& sorted, const DispatchPlan& plan) const {
   GRAPHED_CHECK(!capture::is_graph_capturing(), CaptureError,
                 "the dropless MoE reads its per-expert token counts on the host, which a CUDA graph cannot "
                 "capture; fix: graph only the router and the dispatch preprocessing of dropless MoE layers, or make "
                 "them drop-and-pad (an expert capacity factor with padding to capacity)");
-  const int64_t assignments = per_assignment.size(0);
-  const at::Tensor permuted = per_assignment.index_select(0, plan.order);
   const at::Tensor counts = plan.counts.to(at::kCPU);  // host sync: dropless shapes are dynamic
   std::vector<at::Tensor> pieces;
   int64_t offset = 0;
   for (int64_t expert = 0; expert < moe.shape().num_experts; ++expert) {
     const int64_t n = counts[expert].item<int64_t>();
-    if (n > 0) pieces.push_back(moe.expert_mlp(permuted.narrow(0, offset, n), expert));
+    if (n > 0) pieces.push_back(moe.expert_mlp(sorted.narrow(0, offset, n), expert));
     offset += n;
   }
-  const at::Tensor computed = at::cat(pieces);
-  return scatter_to_assignments(computed, plan.order, assignments);
+  return at::cat(pieces);
 }
 
-at::Tensor GroupedDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
-                                        const DispatchPlan& plan) const {
-  const int64_t assignments = per_assignment.size(0);
-  // offsets[e] .. offsets[e + 1]: expert e's rows of the sorted assignments, on the device.
-  const at::Tensor offsets = at::cat({at::zeros({1}, plan.counts.options()), plan.counts.cumsum(0)});
-  const at::Tensor computed = moe.grouped_experts(per_assignment.index_select(0, plan.order), offsets);
-  return scatter_to_assignments(computed, plan.order, assignments);
+at::Tensor GroupedDispatch::sorted_outputs(MoeImpl& moe, const at::Tensor& sorted, const DispatchPlan& plan) const {
+  return moe.grouped_experts(sorted, plan.offsets);
 }
 
 }  // namespace graphed::model

@@ -11,8 +11,8 @@
 
 namespace graphed::model {
 
-at::Tensor AllToAllDropAndPadDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
-                                                   const DispatchPlan& plan) const {
+at::Tensor AllToAllDropAndPadDispatch::assignment_outputs(MoeImpl& moe, const at::Tensor& per_assignment,
+                                                          const DispatchPlan& plan) const {
   const ExpertParallel& expert = moe.expert_parallel();
   const int64_t assignments = per_assignment.size(0);
   const int64_t h = per_assignment.size(1);
@@ -105,26 +105,23 @@ at::Tensor local_experts(MoeImpl& moe, const at::Tensor& sorted, const std::vect
 
 }  // namespace
 
-at::Tensor AllToAllDroplessDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
-                                                 const DispatchPlan& plan) const {
+at::Tensor AllToAllDroplessDispatch::sorted_outputs(MoeImpl& moe, const at::Tensor& sorted,
+                                                    const DispatchPlan& plan) const {
   GRAPHED_CHECK(!capture::is_graph_capturing(), CaptureError,
                 "the dropless MoE under expert parallelism reads on the host how many tokens each rank receives, "
                 "which a CUDA graph cannot capture; fix: graph only the router and the dispatch preprocessing, or "
                 "make the MoE layers drop-and-pad (an expert capacity factor with padding to capacity)");
   const ExpertParallel& expert = moe.expert_parallel();
-  const int64_t assignments = per_assignment.size(0);
-  const int64_t h = per_assignment.size(1);
+  const int64_t h = sorted.size(1);
   const int64_t local = expert.local_experts(moe.shape().num_experts);
   const at::Tensor counts = expert.gather(plan.counts).to(at::kCPU);  // host sync: Megatron's sync point
   const Exchange exchange = exchange_for(counts, expert.rank(), local);
   // Sorted by expert, so each rank's experts are one run of rows: the uneven all-to-all sends them.
-  const at::Tensor sorted = per_assignment.index_select(0, plan.order);
   const at::Tensor received = expert.exchange(sorted, exchange.output_splits, exchange.input_splits);
   const at::Tensor regroup = at::tensor(exchange.regroup, at::kLong).to(received.device());
   const at::Tensor output = local_experts(moe, received.index_select(0, regroup), exchange.per_expert);
   const at::Tensor by_source = at::zeros({received.size(0), h}, output.options()).index_put({regroup}, output);
-  const at::Tensor returned = expert.exchange(by_source, exchange.input_splits, exchange.output_splits);
-  return scatter_to_assignments(returned, plan.order, assignments);
+  return expert.exchange(by_source, exchange.input_splits, exchange.output_splits);  // in this rank's sorted order
 }
 
 int64_t AllToAllStaticDispatch::block_rows(int64_t assignments, int64_t ranks) const {
@@ -184,18 +181,17 @@ ReceivedBlocks received_blocks(const at::Tensor& all_counts, int64_t rank, int64
 
 }  // namespace
 
-at::Tensor AllToAllStaticDispatch::run_experts(MoeImpl& moe, const at::Tensor& per_assignment,
-                                               const DispatchPlan& plan) const {
+at::Tensor AllToAllStaticDispatch::sorted_outputs(MoeImpl& moe, const at::Tensor& sorted,
+                                                  const DispatchPlan& plan) const {
   const ExpertParallel& expert = moe.expert_parallel();
-  const int64_t assignments = per_assignment.size(0);
-  const int64_t h = per_assignment.size(1);
+  const int64_t assignments = sorted.size(0);
+  const int64_t h = sorted.size(1);
   const int64_t ranks = expert.size();
   const int64_t local = expert.local_experts(moe.shape().num_experts);
   const int64_t block = block_rows(assignments, ranks);
   const SendBlocks send = send_blocks(plan.counts, ranks, block, assignments);
   moe.record_overflow((send.per_rank > block).any(), send.per_rank.max());
   // Row A is a zero token: empty slots carry it.
-  const at::Tensor sorted = per_assignment.index_select(0, plan.order);
   const at::Tensor padded = at::cat({sorted, at::zeros({1, h}, sorted.options())});
   const at::Tensor received = expert.exchange(padded.index_select(0, send.sorted_row.reshape({-1})), {}, {});
   const ReceivedBlocks blocks = received_blocks(expert.gather(plan.counts), expert.rank(), local, block);
@@ -203,10 +199,8 @@ at::Tensor AllToAllStaticDispatch::run_experts(MoeImpl& moe, const at::Tensor& p
       at::empty_like(blocks.place).scatter_(0, blocks.place, at::arange(ranks * block, blocks.place.options()));
   const at::Tensor output = moe.grouped_experts(received.index_select(0, by_place), blocks.offsets);
   const at::Tensor returned = expert.exchange(output.index_select(0, blocks.place), {}, {});  // this rank's slots
-  // Each carried slot's result goes to its assignment; empty slots to row A, cut off.
-  const at::Tensor padded_order = at::cat({plan.order, at::full({1}, assignments, plan.order.options())});
-  const at::Tensor assignment = padded_order.index_select(0, send.sorted_row.reshape({-1}));
-  return scatter_to_assignments(returned, assignment, assignments);
+  // Each carried slot's result goes to its sorted row; empty slots to row A, cut off (an overflowed row stays zero).
+  return scatter_to_assignments(returned, send.sorted_row.reshape({-1}), assignments);
 }
 
 }  // namespace graphed::model

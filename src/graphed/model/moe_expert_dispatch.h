@@ -22,7 +22,7 @@
 
 namespace graphed::model {
 
-class AllToAllDropAndPadDispatch final : public MoeDispatch {
+class AllToAllDropAndPadDispatch final : public SlotDispatch {
  public:
   DispatchPlan plan(const MoeImpl& moe, const at::Tensor& indices, const at::Tensor& weights) const override {
     return local_.plan(moe, indices, weights);
@@ -31,24 +31,29 @@ class AllToAllDropAndPadDispatch final : public MoeDispatch {
   DispatchPlan plan_from_tensors(const std::vector<at::Tensor>& tensors) const override {
     return local_.plan_from_tensors(tensors);
   }
-  at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
+
+ protected:
+  at::Tensor assignment_outputs(MoeImpl& moe, const at::Tensor& per_assignment,
+                                const DispatchPlan& plan) const override;
 
  private:
   DropAndPadDispatch local_;  ///< the plan: every expert's C most probable assignments of this rank's tokens
 };
 
 class AllToAllDroplessDispatch final : public SortedPlanDispatch {
- public:
+ protected:
   /// Throws CaptureError inside a CUDA-graph capture: the ranks' counts are read on the host.
-  at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
+  at::Tensor sorted_outputs(MoeImpl& moe, const at::Tensor& sorted, const DispatchPlan& plan) const override;
 };
 
 class AllToAllStaticDispatch final : public SortedPlanDispatch {
  public:
   explicit AllToAllStaticDispatch(double rank_capacity_factor) : factor_(rank_capacity_factor) {}
-  at::Tensor run_experts(MoeImpl& moe, const at::Tensor& per_assignment, const DispatchPlan& plan) const override;
   /// Rows in each block for `assignments` of a rank's, over `ranks` ranks.
   int64_t block_rows(int64_t assignments, int64_t ranks) const;
+
+ protected:
+  at::Tensor sorted_outputs(MoeImpl& moe, const at::Tensor& sorted, const DispatchPlan& plan) const override;
 
  private:
   double factor_;
