@@ -1,8 +1,8 @@
 // tests/kernels/moe_routing_cuda_test.cpp — the MoE routing kernels (kernels/moe_routing.h) against the reference
-// (kernels/moe_routing_ops.h's LibTorch form): the route's choices, weights, sums and logits' gradient for fp32 and bf16
-// logits, 8 to 200 experts, 1 to 8 choices, with and without pre-softmax; the counting sort bit-equal to the stable
-// sort; the gathers both ways with gradients; each expert's bias with every activation; the same bits on a second
-// run; and a CUDA graph captured once replaying another routing as eager launches do.
+// (kernels/moe_routing_ops.h's LibTorch form): the route's choices, weights, sums and logits' gradient for fp32 and
+// bf16 logits, 8 to 200 experts, 1 to 8 choices, with and without pre-softmax; the counting sort bit-equal to the
+// stable sort; the gathers both ways with gradients; each expert's bias with every activation; the same bits on a
+// second run; and a CUDA graph captured once replaying another routing as eager launches do.
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -106,12 +106,27 @@ TEST_F(MoeRoutingCudaTest, TiedLogitsGoToTheLowerExpert) {
   expect_close(decision.weights[0], at::full({4}, 0.25, kCuda), 1e-7, "equal weights");
 }
 
+TEST_F(MoeRoutingCudaTest, SwitchLossMatchesTheReference) {
+  for (const int64_t experts : {int64_t{8}, int64_t{300}}) {
+    const at::Tensor mass = at::rand({experts}, kCuda).requires_grad_(true);
+    const at::Tensor counts = at::randint(0, 50, {experts}, kCuda);
+    const at::Tensor loss = switch_balance_loss(mass, counts, 0.01);
+    const at::Tensor mass_wide = mass.detach().to(at::kDouble).requires_grad_(true);
+    const at::Tensor want = reference::switch_balance_loss(mass_wide, counts.to(at::kDouble), 0.01);
+    expect_close(loss, want, 1e-6, std::to_string(experts) + " experts: loss");
+    const at::Tensor upstream = at::full({}, 3.0, kCuda);
+    const at::Tensor got = torch::autograd::grad({loss * upstream}, {mass})[0];
+    const at::Tensor wanted = torch::autograd::grad({want * 3.0}, {mass_wide})[0];
+    expect_close(got, wanted, 1e-6, std::to_string(experts) + " experts: gradient");
+  }
+}
+
 TEST_F(MoeRoutingCudaTest, SortPlanEqualsTheStableSortBitForBit) {
   for (const int64_t experts : {int64_t{1}, int64_t{8}, int64_t{128}, int64_t{256}}) {
     for (const int64_t assignments : {int64_t{1}, int64_t{13}, int64_t{2048}, int64_t{5000}, int64_t{16384}}) {
       for (const bool one_expert : {false, true}) {
-        const std::string what = std::to_string(experts) + " experts, " + std::to_string(assignments) +
-                                 " assignments" + (one_expert ? ", all on one" : "");
+        const std::string what = std::to_string(experts) + " experts, " + std::to_string(assignments) + " assignments" +
+                                 (one_expert ? ", all on one" : "");
         const at::Tensor experts_of = one_expert ? at::full({assignments}, experts - 1, kCuda.dtype(at::kLong))
                                                  : at::randint(0, experts, {assignments}, kCuda.dtype(at::kLong));
         const SortPlan got = moe_sort_plan(experts_of, experts);
@@ -131,8 +146,8 @@ TEST_F(MoeRoutingCudaTest, PermuteAndUnpermuteMatchTheReferenceWithGradients) {
       for (const int64_t k : {int64_t{1}, int64_t{2}, int64_t{8}}) {
         for (const int64_t h : {int64_t{100}, int64_t{256}}) {
           const std::string what = std::string(token_type == at::kFloat ? "fp32" : "bf16") + " tokens to " +
-                                   (sorted_type == at::kFloat ? "fp32" : "bf16") + ", k " + std::to_string(k) +
-                                   ", h " + std::to_string(h);
+                                   (sorted_type == at::kFloat ? "fp32" : "bf16") + ", k " + std::to_string(k) + ", h " +
+                                   std::to_string(h);
           const int64_t tokens = 37;
           const SortPlan plan = moe_sort_plan(at::randint(0, 8, {tokens * k}, kCuda.dtype(at::kLong)), 8);
           const at::Tensor x = at::randn({tokens, h}, kCuda).to(token_type).requires_grad_(true);
@@ -167,8 +182,8 @@ TEST_F(MoeRoutingCudaTest, PermuteAndUnpermuteMatchTheReferenceWithGradients) {
 TEST_F(MoeRoutingCudaTest, BiasActivationMatchesTheReferenceWithGradients) {
   const at::Tensor offsets = at::tensor({0, 5, 5, 305, 306, 306, 383}, at::kLong).to(at::kCUDA);  // empty experts
   const int64_t rows = 383;
-  for (const auto activation : {ExpertActivation::kNone, ExpertActivation::kGelu, ExpertActivation::kGeluTanh,
-                                ExpertActivation::kSwiglu}) {
+  for (const auto activation :
+       {ExpertActivation::kNone, ExpertActivation::kGelu, ExpertActivation::kGeluTanh, ExpertActivation::kSwiglu}) {
     for (const auto hidden_type : {at::kFloat, at::kBFloat16}) {
       for (const bool with_bias : {true, false}) {
         const auto out_type = activation == ExpertActivation::kNone ? at::kFloat : hidden_type;
@@ -180,7 +195,8 @@ TEST_F(MoeRoutingCudaTest, BiasActivationMatchesTheReferenceWithGradients) {
         const at::Tensor out = grouped_bias_activation(hidden, bias, offsets, activation, out_type);
         const at::Tensor hidden_wide = hidden.detach().to(at::kDouble).requires_grad_(true);
         const at::Tensor bias_wide = with_bias ? bias.detach().to(at::kDouble).requires_grad_(true) : at::Tensor();
-        const at::Tensor want = reference::grouped_bias_activation(hidden_wide, bias_wide, offsets, activation, at::kDouble);
+        const at::Tensor want =
+            reference::grouped_bias_activation(hidden_wide, bias_wide, offsets, activation, at::kDouble);
         const double tolerance = out_type == at::kFloat ? 1e-5 : 1e-2;
         expect_close(out, want, tolerance, what + " output");
         const at::Tensor upstream = at::randn(want.sizes(), kCuda);

@@ -54,10 +54,19 @@ TEST(MoeRoutingTest, RouteGradientsFlowFromWeightsAndMass) {
     const at::Tensor probabilities = at::softmax(logits, -1);
     const at::Tensor chosen = logits.gather(-1, decision.indices);
     const at::Tensor weights = pre_softmax ? probabilities.gather(-1, decision.indices) : at::softmax(chosen, -1);
-    const at::Tensor want = torch::autograd::grad(
-        {(weights * upstream).sum() + (probabilities.sum(0) * mass_upstream).sum()}, {logits})[0];
+    const at::Tensor want =
+        torch::autograd::grad({(weights * upstream).sum() + (probabilities.sum(0) * mass_upstream).sum()}, {logits})[0];
     EXPECT_TRUE(at::allclose(got, want, 1e-13, 1e-13)) << "pre_softmax " << pre_softmax;
   }
+}
+
+TEST(MoeRoutingTest, SwitchLossIsTheScaledDotOfMassAndCounts) {
+  const at::Tensor mass = at::tensor({0.5, 1.5, 2.0}, kDouble).requires_grad_(true);
+  const at::Tensor counts = at::tensor({2.0, 0.0, 4.0}, kDouble);
+  const at::Tensor loss = switch_balance_loss(mass, counts, 0.25);
+  EXPECT_DOUBLE_EQ(loss.item<double>(), 0.25 * (0.5 * 2.0 + 2.0 * 4.0));
+  const at::Tensor gradient = torch::autograd::grad({loss * 2.0}, {mass})[0];
+  EXPECT_TRUE(at::equal(gradient, at::tensor({1.0, 0.0, 2.0}, kDouble)));
 }
 
 TEST(MoeRoutingTest, SortPlanIsTheStableSortWithItsInverseAndOffsets) {
@@ -111,8 +120,8 @@ TEST(MoeRoutingTest, BiasActivationAddsEachExpertsBiasBeforeTheActivation) {
   at::manual_seed(7);
   const at::Tensor offsets = at::tensor({0, 3, 3, 7}, at::kLong);  // expert 1 has no rows
   const at::Tensor expert = at::tensor({0, 0, 0, 2, 2, 2, 2}, at::kLong);
-  for (const ExpertActivation activation : {ExpertActivation::kNone, ExpertActivation::kGelu,
-                                            ExpertActivation::kGeluTanh, ExpertActivation::kSwiglu}) {
+  for (const ExpertActivation activation :
+       {ExpertActivation::kNone, ExpertActivation::kGelu, ExpertActivation::kGeluTanh, ExpertActivation::kSwiglu}) {
     const at::Tensor hidden = at::randn({7, 6}, kDouble).requires_grad_(true);
     const at::Tensor bias = at::randn({3, 6}, kDouble).requires_grad_(true);
     const at::Tensor out = grouped_bias_activation(hidden, bias, offsets, activation, at::kDouble);

@@ -8,11 +8,31 @@
 
 #include "graphed/kernels/training_ops.h"
 #include "graphed/model/decode_kernel_path.h"
+#include "graphed/model/fused_path.h"
 
 namespace graphed::model {
 namespace {
 
 TEST(KernelPathTest, TheAtenPathHasNoFusedOutputLoss) { EXPECT_FALSE(aten_path()->fuses_output_loss()); }
+
+// The weights a layer multiplies by itself (an MoE's router and experts): a cast on the ATen path; on the fused path
+// the optimizer's working copy, whose gradient is added into the master's fp32 .grad in place.
+TEST(KernelPathTest, WorkingWeightsAreCastsOrTheFusedPathsCopies) {
+  const at::Tensor master = at::tensor({1.5, -2.0}, at::kDouble).requires_grad_(true);
+  const at::Tensor cast = aten_path()->working_weight(master, at::kFloat);
+  EXPECT_TRUE(at::equal(cast, at::tensor({1.5f, -2.0f})));
+  EXPECT_TRUE(cast.requires_grad());
+
+  const at::Tensor copy = at::tensor({1.0f, -2.0f});  // deliberately not master's value: the copy is what is read
+  const FusedPath fused({{master, copy}}, at::kFloat, /*accumulate_in_place=*/true);
+  master.mutable_grad() = at::zeros({2}, at::kFloat);
+  const at::Tensor used = fused.working_weight(master, at::kFloat);
+  EXPECT_TRUE(at::equal(used, copy));
+  (used * at::tensor({2.0f, 3.0f})).sum().backward();
+  EXPECT_TRUE(at::equal(master.grad(), at::tensor({2.0f, 3.0f})));
+  // A type the copy is not in: a cast of the master.
+  EXPECT_TRUE(at::equal(fused.working_weight(master, at::kDouble), master));
+}
 
 TEST(KernelPathTest, DecodeLinearIsLibTorchsLinearOfTheTransformedInputPlusTheResidual) {
   at::manual_seed(3);

@@ -152,6 +152,21 @@ __global__ void route_sums_kernel(const float* __restrict__ probabilities, const
   }
 }
 
+__global__ void switch_loss_kernel(const float* __restrict__ mass, const float* __restrict__ counts, float scale,
+                                   float* __restrict__ loss, int experts) {
+  __shared__ float scratch[32];
+  float sum = 0.0f;
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) sum += mass[e] * counts[e];
+  sum = block_reduce<false>(sum, scratch);
+  if (threadIdx.x == 0) loss[0] = sum * scale;
+}
+
+__global__ void switch_loss_backward_kernel(const float* __restrict__ counts, const float* __restrict__ grad_loss,
+                                            float scale, float* __restrict__ grad_mass, int experts) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e < experts) grad_mass[e] = scale * counts[e] * grad_loss[0];
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kRouteWarps * 32)
     route_backward_kernel(const float* __restrict__ probabilities, const float* __restrict__ weights,
@@ -270,7 +285,8 @@ __global__ void __launch_bounds__(kRowThreads)
                    int top_k, int64_t columns) {
   const int64_t row = blockIdx.x;
   const In* source = tokens + (order[row] / top_k) * columns;
-  for (int64_t c = threadIdx.x; c < columns; c += kRowThreads) sorted[row * columns + c] = from_float<Out>(to_float(source[c]));
+  for (int64_t c = threadIdx.x; c < columns; c += kRowThreads)
+    sorted[row * columns + c] = from_float<Out>(to_float(source[c]));
 }
 
 template <typename Grad, typename Out>
@@ -350,7 +366,8 @@ __device__ __forceinline__ float2 activation_and_slope(float x, ExpertActivation
     case ExpertActivation::kGeluTanh: {
       const float inner = kRootTwoOverPi * (x + kGeluCubic * x * x * x);
       const float t = tanhf(inner);
-      const float slope = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kRootTwoOverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+      const float slope =
+          0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kRootTwoOverPi * (1.0f + 3.0f * kGeluCubic * x * x);
       return make_float2(0.5f * x * (1.0f + t), slope);
     }
     case ExpertActivation::kSwiglu: {
@@ -380,8 +397,9 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-constexpr int kSumColumns = 32;  // the backward's columns a block
-constexpr int kSumParts = 8;     // rows summed in strided parts, combined in order
+constexpr int kSumColumns = 32;  // the backward's columns a block: a warp's lanes
+constexpr int kSumParts = 32;    // rows summed in strided parts (a warp each), combined in order
+constexpr int kUnroll = 4;       // rows a thread loads at once
 
 /// A block per (column tile, expert): walks the expert's rows, writes each row's input gradient and sums the
 /// bias's (both halves' under SwiGLU).
@@ -404,22 +422,34 @@ __global__ void __launch_bounds__(kSumColumns* kSumParts)
     const float bias_first = own_bias != nullptr ? own_bias[c] : 0.0f;
     const float bias_second = own_bias != nullptr && swiglu ? own_bias[c + out_columns] : 0.0f;
     const int64_t end = offsets[expert + 1];
-    for (int64_t row = offsets[expert] + part; row < end; row += kSumParts) {
-      const float g = to_float(grad_out[row * out_columns + c]);
-      const float x = to_float(hidden[row * columns + c]) + bias_first;
-      const float2 both = activation_and_slope(x, activation);
-      if (swiglu) {
-        const float up = to_float(hidden[row * columns + c + out_columns]) + bias_second;
-        const float grad_gate = g * up * both.y;
-        const float grad_up = g * both.x;
-        grad_hidden[row * columns + c] = from_float<In>(grad_gate);
-        grad_hidden[row * columns + c + out_columns] = from_float<In>(grad_up);
-        sum_first += grad_gate;
-        sum_second += grad_up;
-      } else {
-        const float grad_x = g * both.y;
-        grad_hidden[row * columns + c] = from_float<In>(grad_x);
-        sum_first += grad_x;
+    // kUnroll rows at a time, their loads issued together (the loop is bound by their latency).
+    for (int64_t first_row = offsets[expert] + part; first_row < end; first_row += kUnroll * kSumParts) {
+      float g[kUnroll], x[kUnroll], up[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t row = first_row + u * kSumParts;
+        const bool inside = row < end;
+        g[u] = inside ? to_float(grad_out[row * out_columns + c]) : 0.0f;
+        x[u] = inside ? to_float(hidden[row * columns + c]) + bias_first : 0.0f;
+        up[u] = inside && swiglu ? to_float(hidden[row * columns + c + out_columns]) + bias_second : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t row = first_row + u * kSumParts;
+        if (row >= end) break;
+        const float2 both = activation_and_slope(x[u], activation);
+        if (swiglu) {
+          const float grad_gate = g[u] * up[u] * both.y;
+          const float grad_up = g[u] * both.x;
+          grad_hidden[row * columns + c] = from_float<In>(grad_gate);
+          grad_hidden[row * columns + c + out_columns] = from_float<In>(grad_up);
+          sum_first += grad_gate;
+          sum_second += grad_up;
+        } else {
+          const float grad_x = g[u] * both.y;
+          grad_hidden[row * columns + c] = from_float<In>(grad_x);
+          sum_first += grad_x;
+        }
       }
     }
   }
@@ -437,7 +467,9 @@ __global__ void __launch_bounds__(kSumColumns* kSumParts)
   if (swiglu) grad_bias[int64_t{expert} * columns + c + out_columns] = second;
 }
 
-unsigned blocks_of(int64_t count, int64_t per_block) { return static_cast<unsigned>((count + per_block - 1) / per_block); }
+unsigned blocks_of(int64_t count, int64_t per_block) {
+  return static_cast<unsigned>((count + per_block - 1) / per_block);
+}
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
@@ -450,9 +482,9 @@ void launch_route_forward(const void* logits, float* probabilities, float* weigh
   const int experts = static_cast<int>(shape.experts);
   const int top_k = static_cast<int>(shape.top_k);
   if (shape.logits == Element::kFloat32) {
-    route_forward_kernel<float><<<grid, kRouteWarps * 32, 0, as_stream(stream)>>>(
-        static_cast<const float*>(logits), probabilities, weights, indices, shape.tokens, experts, top_k,
-        shape.pre_softmax);
+    route_forward_kernel<float>
+        <<<grid, kRouteWarps * 32, 0, as_stream(stream)>>>(static_cast<const float*>(logits), probabilities, weights,
+                                                           indices, shape.tokens, experts, top_k, shape.pre_softmax);
   } else {
     route_forward_kernel<__nv_bfloat16><<<grid, kRouteWarps * 32, 0, as_stream(stream)>>>(
         static_cast<const __nv_bfloat16*>(logits), probabilities, weights, indices, shape.tokens, experts, top_k,
@@ -464,15 +496,15 @@ void launch_route_forward(const void* logits, float* probabilities, float* weigh
 void launch_route_sums(const float* probabilities, const int64_t* indices, float* mass, float* counts,
                        const RouteShape& shape, void* stream) {
   if (shape.experts == 0) return;
-  route_sums_kernel<<<static_cast<unsigned>(shape.experts), 256, 0, as_stream(stream)>>>(
+  route_sums_kernel<<<static_cast<unsigned>(shape.experts), kSortThreads, 0, as_stream(stream)>>>(
       probabilities, indices, mass, counts, shape.tokens, static_cast<int>(shape.experts),
       static_cast<int>(shape.top_k));
   detail::check_launch("route_sums_kernel");
 }
 
 void launch_route_backward(const float* probabilities, const float* weights, const int64_t* indices,
-                           const float* grad_weights, const float* grad_mass, void* grad_logits, const RouteShape& shape,
-                           void* stream) {
+                           const float* grad_weights, const float* grad_mass, void* grad_logits,
+                           const RouteShape& shape, void* stream) {
   if (shape.tokens == 0) return;
   const unsigned grid = blocks_of(shape.tokens, kRouteWarps);
   const int experts = static_cast<int>(shape.experts);
@@ -487,6 +519,20 @@ void launch_route_backward(const float* probabilities, const float* weights, con
         shape.tokens, experts, top_k, shape.pre_softmax);
   }
   detail::check_launch("route_backward_kernel");
+}
+
+void launch_switch_loss(const float* mass, const float* counts, float scale, float* loss, int64_t experts,
+                        void* stream) {
+  switch_loss_kernel<<<1, 256, 0, as_stream(stream)>>>(mass, counts, scale, loss, static_cast<int>(experts));
+  detail::check_launch("switch_loss_kernel");
+}
+
+void launch_switch_loss_backward(const float* counts, const float* grad_loss, float scale, float* grad_mass,
+                                 int64_t experts, void* stream) {
+  if (experts == 0) return;
+  switch_loss_backward_kernel<<<blocks_of(experts, 256), 256, 0, as_stream(stream)>>>(
+      counts, grad_loss, scale, grad_mass, static_cast<int>(experts));
+  detail::check_launch("switch_loss_backward_kernel");
 }
 
 void launch_sort_plan(const int64_t* experts_of, int64_t assignments, int64_t experts, int64_t* order,
@@ -529,8 +575,7 @@ void launch_permute(const void* tokens, Element token_type, const int64_t* order
     using In = typename decltype(pair)::First;
     using Out = typename decltype(pair)::Second;
     permute_kernel<In, Out><<<static_cast<unsigned>(rows), kRowThreads, 0, as_stream(stream)>>>(
-        static_cast<const In*>(tokens), order, static_cast<Out*>(sorted), static_cast<int>(shape.top_k),
-        shape.columns);
+        static_cast<const In*>(tokens), order, static_cast<Out*>(sorted), static_cast<int>(shape.top_k), shape.columns);
   });
   detail::check_launch("permute_kernel");
 }
@@ -558,8 +603,8 @@ void launch_unpermute(const void* expert_output, Element type, const float* weig
         static_cast<const float*>(expert_output), weights, destination, static_cast<float*>(out), top_k, shape.columns);
   } else {
     unpermute_kernel<__nv_bfloat16><<<grid, kRowThreads, 0, as_stream(stream)>>>(
-        static_cast<const __nv_bfloat16*>(expert_output), weights, destination, static_cast<__nv_bfloat16*>(out),
-        top_k, shape.columns);
+        static_cast<const __nv_bfloat16*>(expert_output), weights, destination, static_cast<__nv_bfloat16*>(out), top_k,
+        shape.columns);
   }
   detail::check_launch("unpermute_kernel");
 }
@@ -606,8 +651,8 @@ void launch_bias_activation_backward(const void* grad_out, Element out_type, con
     using In = typename decltype(pair)::First;
     using Out = typename decltype(pair)::Second;
     bias_activation_backward_kernel<In, Out><<<grid, kSumColumns * kSumParts, 0, as_stream(stream)>>>(
-        static_cast<const Out*>(grad_out), static_cast<const In*>(hidden), bias, offsets,
-        static_cast<In*>(grad_hidden), grad_bias, shape.columns, shape.activation);
+        static_cast<const Out*>(grad_out), static_cast<const In*>(hidden), bias, offsets, static_cast<In*>(grad_hidden),
+        grad_bias, shape.columns, shape.activation);
   });
   detail::check_launch("bias_activation_backward_kernel");
 }

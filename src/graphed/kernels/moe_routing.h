@@ -41,8 +41,15 @@ void launch_route_sums(const float* probabilities, const int64_t* indices, float
 /// grad_logits [T, E] (of the logits' type) from the gradients of weights (grad_weights [T, k], or null) and of
 /// mass (grad_mass [E], or null), through both softmaxes; probabilities, weights and indices as the forward wrote them.
 void launch_route_backward(const float* probabilities, const float* weights, const int64_t* indices,
-                           const float* grad_weights, const float* grad_mass, void* grad_logits, const RouteShape& shape,
-                           void* stream);
+                           const float* grad_weights, const float* grad_mass, void* grad_logits,
+                           const RouteShape& shape, void* stream);
+
+/// loss[0] = scale x the sum over experts of mass[e] x counts[e] (Switch load balancing; one block, a fixed order).
+void launch_switch_loss(const float* mass, const float* counts, float scale, float* loss, int64_t experts,
+                        void* stream);
+/// grad_mass[e] = scale x counts[e] x grad_loss[0] (grad_loss read on the device).
+void launch_switch_loss_backward(const float* counts, const float* grad_loss, float scale, float* grad_mass,
+                                 int64_t experts, void* stream);
 
 /// A stable counting sort of `experts_of` [A] (each in [0, experts)): order [A] (the assignment at each sorted
 /// row), destination [A] (each assignment's sorted row), counts [E] and offsets [E + 1] (offsets[e] .. offsets[e +

@@ -24,6 +24,9 @@ struct RouteDecision {
 /// flow from weights and mass to the logits.
 RouteDecision moe_route(const at::Tensor& logits, int64_t top_k, bool pre_softmax);
 
+/// Switch load balancing: scale x sum_e mass[e] x counts[e], a scalar of mass's type; the gradient reaches mass.
+at::Tensor switch_balance_loss(const at::Tensor& mass, const at::Tensor& counts, double scale);
+
 /// The assignments sorted by expert (stable): assignment t k + j is token t's j-th choice.
 struct SortPlan {
   at::Tensor order;        ///< [A] int64: the assignment at each sorted row
@@ -53,6 +56,7 @@ at::Tensor grouped_bias_activation(const at::Tensor& hidden, const at::Tensor& b
 
 namespace reference {
 RouteDecision moe_route(const at::Tensor& logits, int64_t top_k, bool pre_softmax);
+at::Tensor switch_balance_loss(const at::Tensor& mass, const at::Tensor& counts, double scale);
 SortPlan moe_sort_plan(const at::Tensor& experts_of, int64_t experts);
 at::Tensor moe_permute(const at::Tensor& tokens, const at::Tensor& order, const at::Tensor& destination, int64_t top_k,
                        at::ScalarType type);

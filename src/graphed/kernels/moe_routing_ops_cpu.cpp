@@ -7,6 +7,10 @@ RouteDecision moe_route(const at::Tensor& logits, int64_t top_k, bool pre_softma
   return reference::moe_route(logits, top_k, pre_softmax);
 }
 
+at::Tensor switch_balance_loss(const at::Tensor& mass, const at::Tensor& counts, double scale) {
+  return reference::switch_balance_loss(mass, counts, scale);
+}
+
 SortPlan moe_sort_plan(const at::Tensor& experts_of, int64_t experts) {
   return reference::moe_sort_plan(experts_of, experts);
 }

@@ -76,6 +76,27 @@ struct RouteFunction : torch::autograd::Function<RouteFunction> {
   }
 };
 
+struct SwitchLossFunction : torch::autograd::Function<SwitchLossFunction> {
+  static at::Tensor forward(AutogradContext* context, const at::Tensor& mass, const at::Tensor& counts, double scale) {
+    at::Tensor loss = at::empty({}, mass.options());
+    launch_switch_loss(mass.data_ptr<float>(), counts.data_ptr<float>(), static_cast<float>(scale),
+                       loss.data_ptr<float>(), mass.numel(), detail::current_stream());
+    context->save_for_backward({counts});
+    context->saved_data["scale"] = scale;
+    return loss;
+  }
+
+  static tensor_list backward(AutogradContext* context, tensor_list grads) {
+    const at::Tensor counts = context->get_saved_variables()[0];
+    const at::Tensor grad_loss = as_read(grads[0], at::kFloat);
+    at::Tensor grad_mass = at::empty_like(counts);
+    launch_switch_loss_backward(counts.data_ptr<float>(), grad_loss.data_ptr<float>(),
+                                static_cast<float>(context->saved_data["scale"].toDouble()),
+                                grad_mass.data_ptr<float>(), counts.numel(), detail::current_stream());
+    return {grad_mass, at::Tensor(), at::Tensor()};
+  }
+};
+
 PermuteShape permute_shape(int64_t tokens, int64_t top_k, int64_t columns) {
   PermuteShape shape;
   shape.tokens = tokens;
@@ -154,8 +175,7 @@ struct BiasActivationFunction : torch::autograd::Function<BiasActivationFunction
   /// `bias` empty: none.
   static at::Tensor forward(AutogradContext* context, const at::Tensor& hidden, const at::Tensor& bias,
                             const at::Tensor& offsets, int64_t activation, int64_t type) {
-    const BiasActivationShape shape =
-        bias_activation_shape(hidden, offsets, static_cast<ExpertActivation>(activation));
+    const BiasActivationShape shape = bias_activation_shape(hidden, offsets, static_cast<ExpertActivation>(activation));
     const auto out_type = static_cast<at::ScalarType>(type);
     const int64_t out_columns = shape.activation == ExpertActivation::kSwiglu ? shape.columns / 2 : shape.columns;
     at::Tensor out = at::empty({shape.rows, out_columns}, hidden.options().dtype(out_type));
@@ -179,11 +199,10 @@ struct BiasActivationFunction : torch::autograd::Function<BiasActivationFunction
     at::Tensor grad_hidden = at::empty_like(hidden);
     const bool with_bias = detail::present(bias) && context->needs_input_grad(1);
     at::Tensor grad_bias = with_bias ? at::empty_like(bias) : at::Tensor();
-    launch_bias_activation_backward(read.data_ptr(), element(read.scalar_type()), hidden.data_ptr(),
-                                    element(hidden.scalar_type()), detail::present(bias) ? bias.data_ptr<float>() : nullptr,
-                                    offsets.data_ptr<int64_t>(), grad_hidden.data_ptr(),
-                                    with_bias ? grad_bias.data_ptr<float>() : nullptr, shape,
-                                    detail::current_stream());
+    launch_bias_activation_backward(
+        read.data_ptr(), element(read.scalar_type()), hidden.data_ptr(), element(hidden.scalar_type()),
+        detail::present(bias) ? bias.data_ptr<float>() : nullptr, offsets.data_ptr<int64_t>(), grad_hidden.data_ptr(),
+        with_bias ? grad_bias.data_ptr<float>() : nullptr, shape, detail::current_stream());
     return {grad_hidden, grad_bias, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -197,6 +216,13 @@ RouteDecision moe_route(const at::Tensor& logits, int64_t top_k, bool pre_softma
   if (!kernel) return reference::moe_route(logits, top_k, pre_softmax);
   const tensor_list outputs = RouteFunction::apply(logits.contiguous(), top_k, pre_softmax);
   return {outputs[0], outputs[1], outputs[2], outputs[3]};
+}
+
+at::Tensor switch_balance_loss(const at::Tensor& mass, const at::Tensor& counts, double scale) {
+  const bool kernel = mass.is_cuda() && mass.scalar_type() == at::kFloat && counts.scalar_type() == at::kFloat &&
+                      mass.dim() == 1 && counts.sizes() == mass.sizes();
+  if (!kernel) return reference::switch_balance_loss(mass, counts, scale);
+  return SwitchLossFunction::apply(mass.contiguous(), counts.detach().contiguous(), scale);
 }
 
 SortPlan moe_sort_plan(const at::Tensor& experts_of, int64_t experts) {

@@ -23,6 +23,10 @@ RouteDecision moe_route(const at::Tensor& logits, int64_t top_k, bool pre_softma
   return decision;
 }
 
+at::Tensor switch_balance_loss(const at::Tensor& mass, const at::Tensor& counts, double scale) {
+  return (mass * counts).sum() * scale;
+}
+
 SortPlan moe_sort_plan(const at::Tensor& experts_of, int64_t experts) {
   const at::Tensor flat = experts_of.reshape({-1});
   SortPlan plan;

@@ -3,6 +3,7 @@
 
 #include "graphed/capture/capture_state.h"
 #include "graphed/kernels/training_ops.h"
+#include "graphed/kernels/working_copy.h"
 
 namespace graphed::model {
 
@@ -20,6 +21,12 @@ at::Tensor FusedPath::copy_of(const at::Tensor& master) const {
 
 at::Tensor FusedPath::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {
   return kernels::linear(input, weight, copy_of(weight), bias, copy_of(bias), accumulates_in_place());
+}
+
+at::Tensor FusedPath::working_weight(const at::Tensor& master, at::ScalarType type) const {
+  const at::Tensor copy = copy_of(master);
+  if (!copy.defined() || copy.scalar_type() != type) return master.to(type);
+  return kernels::working_copy(master, copy, accumulates_in_place());
 }
 
 bool FusedPath::accumulates_in_place() const {

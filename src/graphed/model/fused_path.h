@@ -39,6 +39,8 @@ class FusedPath final : public KernelPath {
   at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const override;
   at::Tensor swiglu(const at::Tensor& x) const override;
   at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const override;
+  /// The working copy where it is of `type` (its gradient added into the master's .grad in place), else a cast.
+  at::Tensor working_weight(const at::Tensor& master, at::ScalarType type) const override;
   at::Tensor logits(const at::Tensor& normed, const at::Tensor& weight) const override;
   bool fuses_output_loss() const override { return true; }
   at::Tensor linear_cross_entropy(const at::Tensor& normed, const at::Tensor& weight,

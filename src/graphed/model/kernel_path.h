@@ -94,6 +94,9 @@ class KernelPath {
   }
   /// hidden + update.
   virtual at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const = 0;
+  /// A parameter as `type`, for a product a layer runs itself (an MoE's router and grouped experts): a cast by
+  /// default; a path that keeps working copies hands out the copy, and its gradient reaches the parameter.
+  virtual at::Tensor working_weight(const at::Tensor& master, at::ScalarType type) const { return master.to(type); }
 
   /// The output layer's logits, in fp32 (fp64 for an fp64 model).
   virtual at::Tensor logits(const at::Tensor& normed, const at::Tensor& weight) const = 0;

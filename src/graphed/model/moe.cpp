@@ -78,8 +78,8 @@ Routing MoeImpl::route(const at::Tensor& tokens) {
   // to fp32 first would be undone, exactly).
   const bool autocast = flat.is_cuda() && compat::cuda_autocast_enabled();
   const auto compute = at::promote_types(flat.scalar_type(), at::kFloat);
-  const at::Tensor logits =
-      autocast ? at::linear(flat, router_weight_) : at::linear(flat.to(compute), router_weight_.to(compute));  // [T, E]
+  const at::Tensor logits = autocast ? at::linear(flat, path_->working_weight(router_weight_, at::kBFloat16))
+                                     : at::linear(flat.to(compute), router_weight_.to(compute));  // [T, E]
   // Pre-softmax: the k largest probabilities as they are. Otherwise the k largest logits, softmaxed among
   // themselves: the same experts, and weights equal to the k probabilities renormalised to sum to 1.
   const kernels::RouteDecision decision = kernels::moe_route(logits, k, shape_.pre_softmax);
@@ -95,7 +95,7 @@ Routing MoeImpl::route(const at::Tensor& tokens) {
   const at::Tensor counts = tensor_.sum_of_sequence_parts(decision.counts);
   const int64_t t = flat.size(0) * (tensor_.sequence_parallel() ? tensor_.size() : 1);
   const double scale = static_cast<double>(e) * shape_.aux_loss_coeff / static_cast<double>(k * t * t);
-  routing.aux_loss = (mass * counts).sum() * scale;
+  routing.aux_loss = kernels::switch_balance_loss(mass, counts, scale);
   return routing;
 }
 
@@ -187,11 +187,11 @@ at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& 
   // Each row gets its expert's biases inside the activation's kernel (kernels::grouped_bias_activation: their
   // gradients are each expert's column sums in a fixed order, where a gather's backward would add with atomics).
   const auto type = expert_product_type(sorted);
-  const at::Tensor hidden = kernels::grouped_matmul(sorted.to(type), w1_.to(type), offsets);
+  const at::Tensor hidden = kernels::grouped_matmul(sorted.to(type), path_->working_weight(w1_, type), offsets);
   const at::Tensor first_bias = b1_.defined() ? b1_.squeeze(1) : at::Tensor();
   const at::Tensor activated =
       kernels::grouped_bias_activation(hidden, first_bias, offsets, expert_activation(shape_), type);
-  const at::Tensor product = kernels::grouped_matmul(activated, w2_.to(type), offsets);
+  const at::Tensor product = kernels::grouped_matmul(activated, path_->working_weight(w2_, type), offsets);
   const at::Tensor bias = tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
   if (!bias.defined()) return product;
   return kernels::grouped_bias_activation(product, bias.squeeze(1), offsets, kernels::ExpertActivation::kNone,

@@ -79,8 +79,10 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor run_experts(const at::Tensor& tokens, const at::Tensor& weights, const DispatchPlan& plan);
   /// The shared expert's output [T, h] (gated when the shape says so), or an undefined tensor when there is none.
   at::Tensor shared_expert(const at::Tensor& tokens);
-  /// The shared expert takes the path (model/kernel_path.h); the experts stay on ATen under autocast.
+  /// The shared expert takes the path (model/kernel_path.h); the router and the experts read their weights through
+  /// it (KernelPath::working_weight) and run their own products.
   void use_kernel_path(const std::shared_ptr<const KernelPath>& path) {
+    path_ = path;
     if (shared_) shared_->use_kernel_path(path);
   }
   /// Everything above: tokens [T, h] -> (output [T, h], aux loss).
@@ -141,6 +143,7 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor shared_gate_;                       // [1, h] (shared_expert_gate only)
   at::Tensor w1_, b1_, w2_, b2_;                 // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};
+  std::shared_ptr<const KernelPath> path_ = aten_path();
   TensorParallel tensor_;
   ExpertParallel expert_;
 };

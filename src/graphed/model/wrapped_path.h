@@ -54,6 +54,9 @@ class WrappedPath : public KernelPath {
   at::Tensor residual_add(const at::Tensor& hidden, const at::Tensor& update) const override {
     return inner_->residual_add(hidden, update);
   }
+  at::Tensor working_weight(const at::Tensor& master, at::ScalarType type) const override {
+    return inner_->working_weight(master, type);
+  }
   at::Tensor logits(const at::Tensor& normed, const at::Tensor& weight) const override {
     return inner_->logits(normed, weight);
   }
