@@ -16,9 +16,8 @@ TEST(WorkingCopyTest, TheCopysGradientIsAddedIntoTheMastersGradInPlace) {
   master.mutable_grad() = at::full({3}, 10.0, at::kFloat);  // an fp32 .grad, as the trainer's flat buffer gives
   const at::Tensor copy = at::tensor({1.0f, 2.0f, 3.0f});
   std::vector<const void*> heard;
-  const int64_t id = add_accumulation_listener([&](const at::Tensor& parameter) {
-    heard.push_back(parameter.unsafeGetTensorImpl());
-  });
+  const int64_t id =
+      add_accumulation_listener([&](const at::Tensor& parameter) { heard.push_back(parameter.unsafeGetTensorImpl()); });
   const at::Tensor used = working_copy(master, copy, /*accumulate=*/true);
   EXPECT_TRUE(at::equal(used, copy));
   (used * at::tensor({1.0f, 2.0f, 4.0f})).sum().backward();

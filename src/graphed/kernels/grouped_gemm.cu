@@ -292,30 +292,6 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
-constexpr int kSumColumns = 32;  // columns of a column-sum block, one a lane
-constexpr int kSumParts = 8;     // warps, each summing every eighth row
-
-template <typename T>
-__global__ void __launch_bounds__(kSumColumns* kSumParts)
-    grouped_column_sums_kernel(const T* __restrict__ g, const int64_t* __restrict__ offsets, float* __restrict__ out,
-                               int64_t columns) {
-  __shared__ float partial[kSumParts][kSumColumns];
-  const int64_t expert = blockIdx.y;
-  const int64_t column = int64_t{blockIdx.x} * kSumColumns + threadIdx.x % kSumColumns;
-  const int part = threadIdx.x / kSumColumns;
-  const int64_t end = offsets[expert + 1];
-  float sum = 0.0f;
-  if (column < columns) {
-    for (int64_t row = offsets[expert] + part; row < end; row += kSumParts) sum += as_float(g[row * columns + column]);
-  }
-  partial[part][threadIdx.x % kSumColumns] = sum;
-  __syncthreads();
-  if (part != 0 || column >= columns) return;
-  float total = 0.0f;
-  for (int index = 0; index < kSumParts; ++index) total += partial[index][threadIdx.x];
-  out[expert * columns + column] = total;
-}
-
 /// Whether every operand's rows can move 16 bytes at a time: aligned bases, and strides of whole vectors.
 template <typename T>
 bool vectorizable(std::initializer_list<const void*> bases, std::initializer_list<int64_t> strides) {
@@ -379,30 +355,6 @@ void launch_grouped_weights_gemm(const void* a, const void* g, const int64_t* of
     case GemmType::kBFloat16: return launch_weights<__nv_bfloat16>(a, g, offsets, out, shape, cuda_stream);
     case GemmType::kFloat16: return launch_weights<__half>(a, g, offsets, out, shape, cuda_stream);
   }
-}
-
-void launch_grouped_column_sums(const void* g, const int64_t* offsets, float* out, const GroupedGemmShape& shape,
-                                void* stream) {
-  if (shape.columns == 0 || shape.experts == 0) return;
-  const dim3 grid(static_cast<unsigned>((shape.columns + kSumColumns - 1) / kSumColumns),
-                  static_cast<unsigned>(shape.experts));
-  const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  constexpr int threads = kSumColumns * kSumParts;
-  switch (shape.type) {
-    case GemmType::kFloat32:
-      grouped_column_sums_kernel<float>
-          <<<grid, threads, 0, cuda_stream>>>(static_cast<const float*>(g), offsets, out, shape.columns);
-      break;
-    case GemmType::kBFloat16:
-      grouped_column_sums_kernel<__nv_bfloat16>
-          <<<grid, threads, 0, cuda_stream>>>(static_cast<const __nv_bfloat16*>(g), offsets, out, shape.columns);
-      break;
-    case GemmType::kFloat16:
-      grouped_column_sums_kernel<__half>
-          <<<grid, threads, 0, cuda_stream>>>(static_cast<const __half*>(g), offsets, out, shape.columns);
-      break;
-  }
-  detail::check_launch("grouped_column_sums_kernel");
 }
 
 }  // namespace graphed::kernels

@@ -33,9 +33,4 @@ void launch_grouped_rows_gemm(const void* a, const void* b, const int64_t* offse
 void launch_grouped_weights_gemm(const void* a, const void* g, const int64_t* offsets, void* out,
                                  const GroupedGemmShape& shape, void* stream);
 
-/// out [E, N] (fp32) = for each expert e: the sum of g's rows of e [rows, N] (a bias's gradient; zero for an expert
-/// without rows), each column summed by eight strided partial sums combined in order: the same bits on every run.
-void launch_grouped_column_sums(const void* g, const int64_t* offsets, float* out, const GroupedGemmShape& shape,
-                                void* stream);
-
 }  // namespace graphed::kernels

@@ -15,11 +15,6 @@ namespace graphed::kernels {
 /// weight's rows of an expert without rows get zeros).
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
 
-/// out [rows, N]: each row of expert e (offsets as above, offsets[E] = rows) gets bias[e] (fp32 [E, N]); the bias's
-/// gradient is each expert's column sums of the incoming rows, in a fixed order on CUDA (a gather's backward would
-/// add with atomics).
-at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows);
-
 /// Whether grouped_matmul(input, weight, ...) runs LibTorch's at::_grouped_mm: a CUDA build on LibTorch 2.8 or
 /// later, bf16 CUDA tensors, compute capability 9 or 10, input and output rows of whole 16-byte units, and fewer
 /// than 2^31 rows.
@@ -31,7 +26,8 @@ at::Tensor expert_of_rows(const at::Tensor& offsets, int64_t rows);
 namespace reference {
 /// The same in ATen: a matmul per expert that has rows, the offsets copied to the host.
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
-/// A gather of each row's bias, differentiable through ATen.
+/// out [rows, N]: each row of expert e (offsets as above, offsets[E] = rows) gets bias[e], a gather differentiable
+/// through ATen (kernels/moe_routing_ops.h's reference adds it; its kernel sums the gradient in a fixed order).
 at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows);
 }  // namespace reference
 

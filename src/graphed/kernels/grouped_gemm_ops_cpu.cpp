@@ -9,8 +9,4 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
   return reference::grouped_matmul(input, weight, offsets);
 }
 
-at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows) {
-  return reference::grouped_bias(bias, offsets, rows);
-}
-
 }  // namespace graphed::kernels

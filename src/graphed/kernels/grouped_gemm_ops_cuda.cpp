@@ -75,35 +75,7 @@ struct GroupedMatmulFunction : torch::autograd::Function<GroupedMatmulFunction> 
   }
 };
 
-/// Each row gets its expert's bias; the backward sums each expert's rows (launch_grouped_column_sums).
-struct GroupedBiasFunction : torch::autograd::Function<GroupedBiasFunction> {
-  static at::Tensor forward(AutogradContext* context, const at::Tensor& bias, const at::Tensor& offsets, int64_t rows) {
-    context->save_for_backward({offsets});
-    context->saved_data["experts"] = bias.size(0);
-    return bias.index_select(0, expert_of_rows(offsets, rows));
-  }
-
-  static tensor_list backward(AutogradContext* context, tensor_list grads) {
-    const at::Tensor offsets = context->get_saved_variables()[0];  // a copy: the list returned is a temporary
-    const at::Tensor gradient = grads[0].contiguous();
-    const int64_t experts = context->saved_data["experts"].toInt();
-    at::Tensor sums = at::empty({experts, gradient.size(1)}, gradient.options().dtype(at::kFloat));
-    launch_grouped_column_sums(gradient.data_ptr(), offsets.data_ptr<int64_t>(), sums.data_ptr<float>(),
-                               shape_of(gradient.size(0), 1, gradient.size(1), experts, gradient.scalar_type()),
-                               detail::current_stream());
-    return {sums, at::Tensor(), at::Tensor()};
-  }
-};
-
 }  // namespace
-
-at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows) {
-  GemmType type;
-  if (!bias.is_cuda() || bias.scalar_type() != at::kFloat || !kernel_type(bias.scalar_type(), type)) {
-    return reference::grouped_bias(bias, offsets, rows);
-  }
-  return GroupedBiasFunction::apply(bias.contiguous(), offsets.contiguous(), rows);
-}
 
 bool uses_library_grouped_mm(const at::Tensor& input, const at::Tensor& weight) {
   if (!input.is_cuda() || input.scalar_type() != at::kBFloat16 || weight.scalar_type() != at::kBFloat16 ||

@@ -1,13 +1,14 @@
 // kernels/moe_routing_ops.h — the MoE's routing and data movement as differentiable ATen ops (model/moe.h calls
-// them): on a CUDA build and CUDA tensors of fp32 or bf16 within the kernels' limits, kernels/moe_routing.h's
-// launches (one or two where ATen takes several, the same bits on every run and inside CUDA graphs); elsewhere the
-// reference in LibTorch's ops, which is also what the kernels are tested against. Both give the same choices of
-// experts (ties to the lower expert) and the same integer plans; the floating results agree within rounding.
+// them): on a CUDA build and CUDA tensors of fp32 or bf16 within the kernels' limits, kernels/moe_routing.h's and
+// kernels/moe_expert_rows.h's launches (one or two where ATen takes several, the same bits on every run and inside CUDA
+// graphs); elsewhere the reference in LibTorch's ops, which is also what the kernels are tested against. Both give the
+// same choices of experts (ties to the lower expert) and the same integer plans; the floating results agree within
+// rounding.
 #pragma once
 
 #include <ATen/ATen.h>
 
-#include "graphed/kernels/moe_routing.h"
+#include "graphed/kernels/moe_expert_rows.h"
 
 namespace graphed::kernels {
 

@@ -1,9 +1,11 @@
 // kernels/moe_routing_ops_cuda.cpp — the CUDA build's MoE routing ops: autograd functions over kernels/moe_routing.h
-// for CUDA tensors of fp32 or bf16 within the kernels' limits; anything else goes to the reference.
+// and kernels/moe_expert_rows.h for CUDA tensors of fp32 or bf16 within the kernels' limits; anything else goes to the
+// reference.
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/detail/aten_glue.h"
+#include "graphed/kernels/moe_routing.h"
 #include "graphed/kernels/moe_routing_ops.h"
 #include "graphed/util/error.h"
 
