@@ -1,12 +1,13 @@
 // tests/train/fused_path_test.cpp — the fused path's plumbing on the CPU, where every fused operation is
 // its ATen reference: AdamW over flat buffers with working copies steps like the per-parameter AdamW,
-// keeps the module's parameters in its flat buffer and refreshes the copies; a GPT-2 style and a Llama
-// style model trained through the fused path (copies in fp32) give the ATen path's losses and weights
-// bit for bit.
+// keeps the module's parameters in its flat buffer and refreshes the copies; a GPT-2 style, a Llama style, a
+// grouped-MoE and a hybrid model trained through the fused path (copies in fp32) give the ATen path's losses and
+// weights bit for bit.
 #include <gtest/gtest.h>
 
 #include <memory>
 
+#include "graphed/kernels/accumulation_listeners.h"
 #include "graphed/model/fused_path.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
@@ -52,9 +53,10 @@ TEST(FlatAdamWTest, StepsLikeThePerParameterAdamWAndRefreshesTheCopies) {
   EXPECT_TRUE(separate.working_copies().empty());
 }
 
-/// Losses and final weights of `steps` iterations, through the fused path or the ATen path.
-std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann::json& settings, bool fused,
-                                                                  int steps) {
+/// Losses and final weights of `steps` iterations, through the fused path (its gradients added into .grad in place
+/// where `accumulate`) or the ATen path.
+std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann::json& settings, bool fused, int steps,
+                                                                  bool accumulate = false) {
   const config::RunConfig config = testing::run_config(settings);
   at::manual_seed(11);
   model::GptModel model(config.model, config.moe_layers);
@@ -63,7 +65,9 @@ std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann
   AdamWOptions options;
   if (fused) options.working_copies = at::kFloat;
   AdamW optimizer(parameters, options);
-  if (fused) model->use_kernel_path(std::make_shared<model::FusedPath>(optimizer.working_copies(), at::kFloat));
+  if (fused) {
+    model->use_kernel_path(std::make_shared<model::FusedPath>(optimizer.working_copies(), at::kFloat, accumulate));
+  }
   const at::Tensor tokens = at::randint(0, config.model.vocab_size, {2, config.model.seq_length + 1});
   std::vector<at::Tensor> losses;
   for (int step = 0; step < steps; ++step) {
@@ -80,9 +84,9 @@ std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> train(const nlohmann
   return {losses, weights};
 }
 
-void expect_same_training(const nlohmann::json& settings, const char* what) {
+void expect_same_training(const nlohmann::json& settings, const char* what, bool accumulate = false) {
   const auto aten = train(settings, false, 3);
-  const auto fused = train(settings, true, 3);
+  const auto fused = train(settings, true, 3, accumulate);
   for (std::size_t i = 0; i < aten.first.size(); ++i) {
     EXPECT_TRUE(at::equal(aten.first[i], fused.first[i]))
         << what << ", step " << i << ": " << aten.first[i].item<double>() << " against "
@@ -123,6 +127,26 @@ TEST(FusedPathTest, LlamaStyleTrainsLikeTheAtenPathOnTheCpu) {
                         {"attention_dropout", 0.0},
                         {"hidden_dropout", 0.0}},
                        "Llama style");
+}
+
+// The MoE's grouped experts read their weights through the path (KernelPath::working_weight): the fused path's copies,
+// whose gradients reach the masters through autograd or, accumulating, straight into .grad.
+TEST(FusedPathTest, GroupedMoeTrainsLikeTheAtenPathOnTheCpu) {
+  const nlohmann::json settings = {{"num_layers", 2},          {"hidden_size", 32},
+                                   {"num_attention_heads", 4}, {"num_experts", 4},
+                                   {"moe_router_topk", 2},     {"moe_ffn_hidden_size", 24},
+                                   {"moe_grouped_gemm", true}, {"moe_aux_loss_coeff", 0.01},
+                                   {"seq_length", 8},          {"max_position_embeddings", 8},
+                                   {"vocab_size", 50},         {"attention_dropout", 0.0},
+                                   {"hidden_dropout", 0.0}};
+  expect_same_training(settings, "grouped MoE");
+  int64_t heard = 0;  // the experts' weights (2 a layer) added into .grad in place, each step
+  const int64_t listener = kernels::add_accumulation_listener([&](const at::Tensor& parameter) {
+    if (parameter.dim() == 3) ++heard;
+  });
+  expect_same_training(settings, "grouped MoE, accumulating in place", /*accumulate=*/true);
+  kernels::remove_accumulation_listener(listener);
+  EXPECT_GT(heard, 0);
 }
 
 TEST(FusedPathTest, HybridTrainsLikeTheAtenPathOnTheCpu) {

@@ -39,7 +39,9 @@ void launch_unpermute_backward(const void* grad_out, const void* expert_output, 
 /// half of the columns times the second half).
 enum class ExpertActivation { kNone, kGelu, kGeluTanh, kSwiglu };
 
-/// The rows of a grouped product and their experts: rows sorted by expert, offsets [E + 1] int64 on the device.
+/// The rows of a grouped product and their experts: rows sorted by expert, offsets [E + 1] int64 on the device with
+/// offsets[0] = 0 and offsets[E] = rows (the backward walks each expert's rows, so rows past offsets[E] would get no
+/// gradient).
 struct BiasActivationShape {
   int64_t rows = 0;
   int64_t columns = 0;  ///< of the input (SwiGLU's output has half)

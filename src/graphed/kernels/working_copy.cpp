@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "graphed/kernels/accumulation_listeners.h"
+#include "graphed/util/error.h"
 
 namespace graphed::kernels {
 namespace {
@@ -40,6 +41,8 @@ struct WorkingCopyFunction : torch::autograd::Function<WorkingCopyFunction> {
 }  // namespace
 
 at::Tensor working_copy(const at::Tensor& master, const at::Tensor& copy, bool accumulate) {
+  GRAPHED_INTERNAL_ASSERT(copy.sizes() == master.sizes(), "a working copy of shape ", copy.sizes(),
+                          " for a parameter of ", master.sizes());
   return WorkingCopyFunction::apply(master, copy, accumulate);
 }
 
