@@ -97,6 +97,39 @@ const std::map<std::string, std::string>& other_names() {
   return names;
 }
 
+/// Megatron-LM's flags that graphed knows and does not take: what graphed does instead, and the fix.
+struct NotTaken {
+  const char* instead;
+  const char* fix;
+};
+
+const std::map<std::string, NotTaken>& megatron_flags_not_taken() {
+  static const std::map<std::string, NotTaken> flags{
+      {"--moe-paged-stash",
+       {"graphed does not page the activations of tokens past a rank's block: under "
+        "--moe-expert-rank-capacity-factor an iteration that overflows a block runs again dropless instead",
+        "leave it out"}},
+      {"--moe-flex-dispatcher-backend",
+       {"graphed has Megatron's alltoall and allgather token dispatchers, not the flex ones (DeepEP, HybridEP)",
+        "leave it out; --expert-model-parallel-size with --moe-token-dispatcher-type alltoall exchanges the tokens"}},
+      {"--expert-tensor-parallel-size",
+       {"graphed splits the experts over the tensor ranks as Megatron does with the expert tensor size equal to "
+        "--tensor-model-parallel-size, and takes no other size in this version",
+        "leave it out"}},
+      {"--moe-router-fusion",
+       {"on CUDA graphed always runs the router's softmax, top-k and load-balancing sums in its own fused kernels",
+        "leave it out"}},
+      {"--moe-permute-fusion",
+       {"on CUDA graphed always gathers the tokens into expert order and sums them back in its own fused kernels",
+        "leave it out"}},
+      {"--use-distributed-optimizer",
+       {"graphed does not shard the optimizer over the data-parallel ranks in this version: every rank holds the "
+        "whole optimizer state",
+        "leave it out"}},
+  };
+  return flags;
+}
+
 /// The commands other than `command` that take `flag`, in help order.
 std::vector<std::string> commands_taking(const std::string& flag, const std::string& command,
                                          const std::map<std::string, CLI::App*>& subcommands) {
@@ -140,6 +173,10 @@ std::string unknown_argument_message(const std::string& argument, const std::str
       return message + "; fix: leave it out: " + command + " takes the model and its settings from --load or --hf";
     }
     return message + fix;
+  }
+  if (const auto megatron = megatron_flags_not_taken().find(dashed); megatron != megatron_flags_not_taken().end()) {
+    return "'" + name + "' is Megatron-LM's, and graphed does not take it: " + megatron->second.instead +
+           "; fix: " + megatron->second.fix;
   }
   std::string message = "unknown flag '" + name + "'";
   if (const auto near = nearest_match(dashed, known)) message += " (did you mean " + *near + "?)";

@@ -1,5 +1,6 @@
 // cli/unknown_flags.h — what the command line says about a flag it does not know: another project's name
-// for one of ours (nanoGPT, llm.c, Hugging Face, vLLM), a flag of another command, or the nearest spelling.
+// for one of ours (nanoGPT, llm.c, Hugging Face, vLLM), a flag of another command, one of Megatron-LM's that graphed
+// does not take (and what it does instead), or the nearest spelling.
 #pragma once
 
 #include <map>
