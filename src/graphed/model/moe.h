@@ -1,5 +1,5 @@
 // model/moe.h — the mixture-of-experts MLP: top-k softmax router with Megatron's switch
-// load-balancing loss, an optional shared expert, and one of two dispatch modes, chosen when it is built
+// load-balancing loss, an optional shared expert, and one of three dispatch modes, chosen when it is built
 // (model/moe_dispatch.h):
 //  * drop-and-pad (--moe-expert-capacity-factor + --moe-pad-expert-input-to-capacity): every expert
 //    gets exactly C = ceil(tokens x top-k / experts x factor) slots; the C assignments with the
@@ -7,8 +7,8 @@
 //  * dropless: every assignment is computed; per-expert counts are read on the host (dynamic shapes).
 //  * grouped dropless (--moe-grouped-gemm): every assignment is computed, all experts in one grouped GEMM
 //    that reads the counts on the device (static shapes).
-// Work happens in "assignment space" (token t's j-th choice is row t x k + j), so dispatch and combine
-// are gathers and one sum over k: deterministic, no atomics on real rows. No norm or residual here.
+// Token t's j-th choice is assignment t x k + j; dispatch and combine are gathers and one sum over k in choice order
+// (fused kernels on CUDA, kernels/moe_routing_ops.h): deterministic, no atomics on real rows. No norm or residual here.
 // Under expert parallelism a rank holds a contiguous share of the experts and exchanges the assignments
 // all-to-all (model/moe_expert_dispatch.h); the router and the shared expert stay whole on every rank.
 #pragma once
