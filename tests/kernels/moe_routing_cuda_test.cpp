@@ -1,8 +1,9 @@
 // tests/kernels/moe_routing_cuda_test.cpp — the MoE routing kernels (kernels/moe_routing.h) against the reference
 // (kernels/moe_routing_ops.h's LibTorch form): the route's choices, weights, sums and logits' gradient for fp32 and
-// bf16 logits, 8 to 200 experts, 1 to 8 choices, with and without pre-softmax; the counting sort bit-equal to the
-// stable sort; the gathers both ways with gradients; each expert's bias with every activation; the same bits on a
-// second run; and a CUDA graph captured once replaying another routing as eager launches do.
+// bf16 logits, 8 to 200 experts, 1 to 8 choices, with and without pre-softmax; the edges (no tokens, one expert,
+// every expert chosen, 256 experts and 32 choices, NaN logits); the counting sort bit-equal to the stable sort; the
+// gathers both ways with gradients; each expert's bias with every activation; the same bits on a second run; and a CUDA
+// graph captured once replaying another routing as eager launches do.
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -10,6 +11,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,36 @@ TEST_F(MoeRoutingCudaTest, RouteMatchesTheReference) {
   }
 }
 
+// The kernels' edges: no tokens, one expert, every expert chosen, the most experts and choices the kernel takes;
+// NaN logits still choose k distinct real experts (later kernels index memory by them).
+TEST_F(MoeRoutingCudaTest, RouteEdgesMatchTheReference) {
+  struct Edge {
+    int64_t tokens, experts, k;
+  };
+  for (const Edge edge : {Edge{0, 8, 2}, Edge{5, 1, 1}, Edge{7, 8, 8}, Edge{9, 256, 32}, Edge{33, 40, 3}}) {
+    const std::string what =
+        "T " + std::to_string(edge.tokens) + " E " + std::to_string(edge.experts) + " k " + std::to_string(edge.k);
+    const at::Tensor logits = at::randn({edge.tokens, edge.experts}, kCuda);
+    const RouteDecision got = moe_route(logits, edge.k, false);
+    const RouteDecision want = reference::moe_route(logits.to(at::kDouble), edge.k, false);
+    EXPECT_TRUE(at::equal(got.indices, want.indices)) << what;
+    expect_close(got.weights, want.weights, 2e-6, what + " weights");
+    expect_close(got.mass, want.mass, 1e-5, what + " mass");
+    expect_close(got.counts, want.counts, 0.0, what + " counts");
+  }
+  at::Tensor logits = at::randn({4, 40}, kCuda);
+  logits[1].fill_(std::numeric_limits<float>::quiet_NaN());
+  logits[2][7] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor indices = moe_route(logits, 4, false).indices.cpu();
+  for (int64_t t = 0; t < 4; ++t) {
+    const at::Tensor row = indices[t];
+    EXPECT_TRUE(row.ge(0).all().item<bool>() && row.lt(40).all().item<bool>()) << "token " << t << ": " << row;
+    const at::Tensor ascending = std::get<0>(row.sort());
+    EXPECT_TRUE(ascending.narrow(0, 1, 3).gt(ascending.narrow(0, 0, 3)).all().item<bool>())  // four distinct
+        << "token " << t << ": " << row;
+  }
+}
+
 TEST_F(MoeRoutingCudaTest, TiedLogitsGoToTheLowerExpert) {
   const at::Tensor logits = at::zeros({3, 16}, kCuda);
   logits[1][9] = 1.0;
@@ -123,7 +155,8 @@ TEST_F(MoeRoutingCudaTest, SwitchLossMatchesTheReference) {
 
 TEST_F(MoeRoutingCudaTest, SortPlanEqualsTheStableSortBitForBit) {
   for (const int64_t experts : {int64_t{1}, int64_t{8}, int64_t{128}, int64_t{256}}) {
-    for (const int64_t assignments : {int64_t{1}, int64_t{13}, int64_t{2048}, int64_t{5000}, int64_t{16384}}) {
+    for (const int64_t assignments :
+         {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{1024}, int64_t{2048}, int64_t{5000}, int64_t{16384}}) {
       for (const bool one_expert : {false, true}) {
         const std::string what = std::to_string(experts) + " experts, " + std::to_string(assignments) + " assignments" +
                                  (one_expert ? ", all on one" : "");

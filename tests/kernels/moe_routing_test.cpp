@@ -41,6 +41,21 @@ TEST(MoeRoutingTest, PreSoftmaxKeepsTheChosenProbabilities) {
   }
 }
 
+TEST(MoeRoutingTest, RouteEdgesNoTokensOneExpertEveryExpert) {
+  const RouteDecision none = moe_route(at::zeros({0, 4}, kDouble), 2, false);
+  EXPECT_EQ(none.indices.sizes(), (std::vector<int64_t>{0, 2}));
+  EXPECT_TRUE(at::equal(none.mass, at::zeros({4}, kDouble)));
+  EXPECT_TRUE(at::equal(none.counts, at::zeros({4}, kDouble)));
+  const RouteDecision one = moe_route(at::randn({3, 1}, kDouble), 1, false);
+  EXPECT_TRUE(at::equal(one.indices, at::zeros({3, 1}, at::kLong)));
+  EXPECT_TRUE(at::equal(one.weights, at::ones({3, 1}, kDouble)));
+  // Every expert chosen: the weights are the softmax over all of them, in the chosen order.
+  const at::Tensor logits = at::randn({2, 5}, kDouble);
+  const RouteDecision all = moe_route(logits, 5, false);
+  EXPECT_TRUE(at::allclose(all.weights, at::softmax(logits, -1).gather(-1, all.indices), 1e-15, 1e-15));
+  EXPECT_TRUE(at::equal(all.counts, at::full({5}, 2.0, kDouble)));
+}
+
 TEST(MoeRoutingTest, RouteGradientsFlowFromWeightsAndMass) {
   at::manual_seed(4);
   for (const bool pre_softmax : {false, true}) {
@@ -85,6 +100,13 @@ TEST(MoeRoutingTest, SortPlanIsTheStableSortWithItsInverseAndOffsets) {
     EXPECT_TRUE(at::equal(plan.counts, at::bincount(experts_of, {}, experts)));
     EXPECT_TRUE(at::equal(plan.offsets, at::cat({at::zeros({1}, at::kLong), plan.counts.cumsum(0)})));
   }
+}
+
+TEST(MoeRoutingTest, SortPlanOfNoAssignments) {
+  const SortPlan plan = moe_sort_plan(at::zeros({0}, at::kLong), 3);
+  EXPECT_EQ(plan.order.numel(), 0);
+  EXPECT_TRUE(at::equal(plan.counts, at::zeros({3}, at::kLong)));
+  EXPECT_TRUE(at::equal(plan.offsets, at::zeros({4}, at::kLong)));
 }
 
 TEST(MoeRoutingTest, PermuteGathersTokensAndUnpermuteSumsThemWeighted) {
