@@ -136,6 +136,29 @@ TEST(ParallelLayoutTest, ExpertGroupsAreConsecutiveDataRanks) {
   }
 }
 
+// With tensor ranks too, the same formula gives Megatron's groups for its expert tensor size equal to the tensor size
+// (docs/design/expert-tensor-parallel-plan.md, section 1: world 8, tensor 2, expert 2, data 4). Rule PL-16 still
+// refuses the layout in this version; the groups are what expert with tensor parallelism will build on.
+TEST(ParallelLayoutTest, ExpertGroupsWithTensorRanksAreMegatrons) {
+  ParallelLayout layout;
+  layout.world_size = 8;
+  layout.tensor_size = 2;
+  layout.data_size = 4;
+  layout.expert_size = 2;
+  layout.num_layers = 2;
+  const std::vector<std::vector<int64_t>> expert_groups = {{0, 2}, {1, 3}, {0, 2}, {1, 3},
+                                                           {4, 6}, {5, 7}, {4, 6}, {5, 7}};
+  const std::vector<std::vector<int64_t>> expert_data_groups = {{0, 4}, {1, 5}, {2, 6}, {3, 7},
+                                                                {0, 4}, {1, 5}, {2, 6}, {3, 7}};
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    layout.rank = rank;
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(layout.expert_group(), expert_groups[static_cast<std::size_t>(rank)]);
+    EXPECT_EQ(layout.expert_data_group(), expert_data_groups[static_cast<std::size_t>(rank)]);
+    EXPECT_EQ(layout.tensor_group(), (std::vector<int64_t>{rank - rank % 2, rank - rank % 2 + 1}));
+  }
+}
+
 TEST(ParallelLayoutTest, WithoutExpertParallelismEveryRankHoldsEveryExpert) {
   const ParallelLayout layout = make_parallel_layout(launched({{"num_layers", 2}, {"num_experts", 4}}, 2), 1);
   EXPECT_EQ(layout.expert_size, 1);
