@@ -736,17 +736,19 @@ INSTANTIATE_TEST_SUITE_P(
                    "--expert-model-parallel-size 4 does not divide the data-parallel size 2 (WORLD_SIZE 2 / (tensor 1 "
                    "x pipeline 1)): expert-parallel ranks are data-parallel ranks of the dense layers; fix: launch a "
                    "multiple of 4 processes, or pass an expert-parallel size that divides 2"},
-        LaunchCase{"PL16ExpertWithTensorParallelism",
+        LaunchCase{"PL16ExpertWithTensorParallelismWithoutSequenceParallelism",
                    {{"num_experts", 4},
                     {"expert_model_parallel_size", 2},
                     {"tensor_model_parallel_size", 2},
                     {"moe_token_dispatcher_type", "alltoall"}},
                    4,
                    "PL-16",
-                   Severity::kError,
-                   "--expert-model-parallel-size 2 with --tensor-model-parallel-size 2 is not supported in this "
-                   "version (expert parallelism runs over data-parallel ranks only); fix: drop "
-                   "--tensor-model-parallel-size, or drop --expert-model-parallel-size"},
+                   Severity::kNote,
+                   "--expert-model-parallel-size 2 with --tensor-model-parallel-size 2 and without "
+                   "--sequence-parallel: Megatron refuses this for MoE training; graphed runs it (each tensor rank of "
+                   "a data rank routes and sends the same tokens, and the experts' partial outputs are summed over the "
+                   "tensor ranks); pass --sequence-parallel to split the activations outside the experts as Megatron "
+                   "does"},
         LaunchCase{"PL18ExpertParallelismNeedsAllToAll",
                    {{"num_experts", 4}, {"expert_model_parallel_size", 2}},
                    2,
@@ -810,20 +812,36 @@ INSTANTIATE_TEST_SUITE_P(
                    "--moe-expert-rank-capacity-factor has no effect with --expert-model-parallel-size 1 (without "
                    "expert parallelism every expert is on this rank, and the grouped GEMM already has static shapes); "
                    "ignored"},
-        LaunchCase{"G7GraphsWithRankCapacityFactor",
+        LaunchCase{
+            "G7GraphsWithRankCapacityFactor",
+            {{"num_experts", 4},
+             {"expert_model_parallel_size", 2},
+             {"moe_token_dispatcher_type", "alltoall"},
+             {"moe_grouped_gemm", true},
+             {"moe_expert_rank_capacity_factor", 2.0},
+             {"cuda_graph_impl", "full_iteration"}},
+            2,
+            "G7",
+            Severity::kNote,
+            "--cuda-graph-impl full_iteration with --moe-expert-rank-capacity-factor 2: the graphs hold the "
+            "fixed expert blocks; after each iteration's backward one host read checks every rank for an "
+            "overflowed block, and an iteration that overflowed one runs again eagerly and dropless before the "
+            "optimizer step (so the optimizer step is not in the full-iteration graph: it has a graph of its own "
+            "with --optimizer-cuda-graph); evaluation runs eagerly"},
+        LaunchCase{"G7LayerGraphsWithRankCapacityFactor",
                    {{"num_experts", 4},
                     {"expert_model_parallel_size", 2},
                     {"moe_token_dispatcher_type", "alltoall"},
                     {"moe_grouped_gemm", true},
-                    {"moe_expert_rank_capacity_factor", 2.0},
-                    {"cuda_graph_impl", "full_iteration"}},
+                    {"moe_expert_rank_capacity_factor", 0.5},
+                    {"cuda_graph_impl", "transformer_engine"}},
                    2,
                    "G7",
-                   Severity::kError,
-                   "--cuda-graph-impl full_iteration with --moe-expert-rank-capacity-factor 2 is not supported in this "
-                   "version (an iteration that overflows a block runs again eagerly, after the graphs' optimizer step "
-                   "would have run); fix: --cuda-graph-impl none, or drop --moe-expert-rank-capacity-factor and graph "
-                   "attn moe_router moe_preprocess only (--cuda-graph-impl transformer_engine)"},
+                   Severity::kNote,
+                   "--cuda-graph-impl transformer_engine with --moe-expert-rank-capacity-factor 0.5: the graphs hold "
+                   "the fixed expert blocks; after each iteration's backward one host read checks every rank for an "
+                   "overflowed block, and an iteration that overflowed one runs again eagerly and dropless before the "
+                   "optimizer step"},
         LaunchCase{"PL7VocabularyDoesNotSplit",
                    {{"tensor_model_parallel_size", 2}, {"vocab_size", 1001}},
                    2,

@@ -137,8 +137,8 @@ TEST(ParallelLayoutTest, ExpertGroupsAreConsecutiveDataRanks) {
 }
 
 // With tensor ranks too, the same formula gives Megatron's groups for its expert tensor size equal to the tensor size
-// (docs/design/expert-tensor-parallel-plan.md, section 1: world 8, tensor 2, expert 2, data 4). Rule PL-16 still
-// refuses the layout in this version; the groups are what expert with tensor parallelism will build on.
+// (docs/design/expert-tensor-parallel-plan.md, section 1: world 8, tensor 2, expert 2, data 4): the groups expert with
+// tensor parallelism trains over.
 TEST(ParallelLayoutTest, ExpertGroupsWithTensorRanksAreMegatrons) {
   ParallelLayout layout;
   layout.world_size = 8;

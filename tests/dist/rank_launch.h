@@ -131,31 +131,40 @@ inline std::vector<std::string> plus(std::vector<std::string> arguments, const s
   return arguments;
 }
 
-/// A checkpoint crosses layouts both ways: one process trains 20 iterations (saving at 10) while two ranks with
-/// `layout_flags` train 10 and save; then one process resumes the two ranks' checkpoint and the two ranks resume
-/// one process's, and both follow the uninterrupted run's iterations 11 to 20 within 1e-5. `arguments` decay
-/// the learning rate over 20 iterations; `layout`: how the two ranks are named in a failure.
+/// A checkpoint crosses layouts both ways: one process trains 20 iterations (saving at 10) while `world` ranks with
+/// `layout_flags` train 10 and save; then one process resumes the ranks' checkpoint and the ranks resume one
+/// process's, and both follow the uninterrupted run's iterations 11 to 20 within 1e-5. `arguments` decay the
+/// learning rate over 20 iterations; `layout`: how the ranks are named in a failure.
 inline void expect_checkpoint_crosses_layouts(const std::vector<std::string>& arguments,
                                               const std::vector<std::string>& layout_flags, const std::string& folder,
-                                              int first_port, int second_port, const std::string& layout) {
+                                              int first_port, int second_port, const std::string& layout,
+                                              int world = 2) {
   const std::string one_saves = join_path(folder, "one-saves");
   const std::string layout_saves = join_path(folder, "layout-saves");
   const std::vector<std::string> saving =
       plus(plus(arguments, layout_flags), {"--train-iters", "10", "--save", layout_saves});
-  const auto first =
-      run_processes({{plus(arguments, {"--train-iters", "20", "--save", one_saves, "--save-interval", "10"}),
-                      {},
-                      {},
-                      join_path(folder, "one")},
-                     {saving, rank_environment(2, 0, first_port), {}, join_path(folder, "saved0")},
-                     {saving, rank_environment(2, 1, first_port), {}, join_path(folder, "saved1")}});
+  std::vector<ProcessSpec> first_specs = {
+      {plus(arguments, {"--train-iters", "20", "--save", one_saves, "--save-interval", "10"}),
+       {},
+       {},
+       join_path(folder, "one")}};
+  for (int rank = 0; rank < world; ++rank) {
+    first_specs.push_back(
+        {saving, rank_environment(world, rank, first_port), {}, join_path(folder, "saved" + std::to_string(rank))});
+  }
+  const auto first = run_processes(first_specs);
   for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
   const std::vector<std::string> resuming =
       plus(plus(arguments, layout_flags), {"--train-iters", "20", "--load", join_path(one_saves, "iter_0000010")});
-  const auto second = run_processes(
-      {{plus(arguments, {"--train-iters", "20", "--load", layout_saves}), {}, {}, join_path(folder, "resumed-one")},
-       {resuming, rank_environment(2, 0, second_port), {}, join_path(folder, "resumed0")},
-       {resuming, rank_environment(2, 1, second_port), {}, join_path(folder, "resumed1")}});
+  std::vector<ProcessSpec> second_specs = {
+      {plus(arguments, {"--train-iters", "20", "--load", layout_saves}), {}, {}, join_path(folder, "resumed-one")}};
+  for (int rank = 0; rank < world; ++rank) {
+    second_specs.push_back({resuming,
+                            rank_environment(world, rank, second_port),
+                            {},
+                            join_path(folder, "resumed" + std::to_string(rank))});
+  }
+  const auto second = run_processes(second_specs);
   for (const auto& result : second) ASSERT_EQ(result.exit_code, 0) << describe(second);
   std::map<int64_t, double> later;
   for (const auto& [iteration, loss] : losses_of(join_path(folder, "one/metrics.jsonl"))) {

@@ -143,7 +143,7 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
 }
 
 /// PL-13 … PL-16 and PL-18: expert parallelism (Megatron's --expert-model-parallel-size) and what this version
-/// runs it with.
+/// runs it with. With tensor parallelism, the expert tensor size is the tensor size (Megatron's default).
 void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
   const TrainConfig& t = config.train;
   const ModelConfig& m = config.model;
@@ -177,10 +177,12 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
                               num(experts_size * std::max<int64_t>(1, model_parallel)) +
                               " processes, or pass an expert-parallel size that divides " + num(data));
   }
-  if (t.tensor_model_parallel_size > 1) {
-    issues.error("PL-16", flag + " with --tensor-model-parallel-size " + num(t.tensor_model_parallel_size) +
-                              " is not supported in this version (expert parallelism runs over data-parallel ranks "
-                              "only); fix: drop --tensor-model-parallel-size, or drop --expert-model-parallel-size");
+  if (t.tensor_model_parallel_size > 1 && !t.sequence_parallel) {
+    issues.note("PL-16", flag + " with --tensor-model-parallel-size " + num(t.tensor_model_parallel_size) +
+                             " and without --sequence-parallel: Megatron refuses this for MoE training; graphed "
+                             "runs it (each tensor rank of a data rank routes and sends the same tokens, and the "
+                             "experts' partial outputs are summed over the tensor ranks); pass --sequence-parallel "
+                             "to split the activations outside the experts as Megatron does");
   }
   if (m.moe_token_dispatcher_type != "alltoall") {
     issues.error("PL-18", flag +

@@ -337,14 +337,16 @@ void validate_moe_modules(const RunConfig& config, IssueList& issues) {
   }
   const bool graphs_experts = moe || g.impl == CudaGraphImpl::kFullIteration || (g.is_per_layer() && g.modules.empty());
   const bool static_blocks = m.moe_expert_rank_capacity_factor.has_value();
-  if (g.impl != CudaGraphImpl::kNone && config.train.expert_model_parallel_size > 1 && m.is_grouped_dropless() &&
-      static_blocks) {
-    issues.error("G7", "--cuda-graph-impl " + to_string(g.impl) + " with --moe-expert-rank-capacity-factor " +
-                           num(*m.moe_expert_rank_capacity_factor) +
-                           " is not supported in this version (an iteration that overflows a block runs again "
-                           "eagerly, after the graphs' optimizer step would have run); fix: --cuda-graph-impl none, "
-                           "or drop --moe-expert-rank-capacity-factor and graph attn moe_router moe_preprocess only "
-                           "(--cuda-graph-impl transformer_engine)");
+  if (graphs_experts && config.train.expert_model_parallel_size > 1 && m.is_grouped_dropless() && static_blocks) {
+    issues.note("G7", "--cuda-graph-impl " + to_string(g.impl) + " with --moe-expert-rank-capacity-factor " +
+                          num(*m.moe_expert_rank_capacity_factor) +
+                          ": the graphs hold the fixed expert blocks; after each iteration's backward one host read "
+                          "checks every rank for an overflowed block, and an iteration that overflowed one runs again "
+                          "eagerly and dropless before the optimizer step" +
+                          (g.impl == CudaGraphImpl::kFullIteration
+                               ? std::string(" (so the optimizer step is not in the full-iteration graph: it has a "
+                                             "graph of its own with --optimizer-cuda-graph); evaluation runs eagerly")
+                               : std::string()));
   } else if (graphs_experts && config.train.expert_model_parallel_size > 1 && m.is_grouped_dropless()) {
     issues.error("G6", "--cuda-graph-impl " + to_string(g.impl) +
                            (g.modules.empty() ? std::string() : " --cuda-graph-modules " + mods) +
@@ -491,7 +493,9 @@ std::vector<RuleInfo> graph_and_hybrid_rules() {
       {"G3", "full_iteration with dropless MoE layers without --moe-grouped-gemm (dynamic shapes)"},
       {"G4", "mamba module without Mamba layers"},
       {"G6", "graphs over dropless MoE layers under expert parallelism (the received counts are read on the host)"},
-      {"G7", "CUDA graphs with --moe-expert-rank-capacity-factor under expert parallelism (not supported)"},
+      {"G7",
+       "CUDA graphs with --moe-expert-rank-capacity-factor under expert parallelism: the overflow check and rerun run "
+       "after the graphs (note)"},
       {"HY-1", "a hybrid pattern or ratio turns --is-hybrid-model on (note)"},
       {"HY-2", "hybrid pattern or ratios invalid (symbols, length, counts, ranges)"},
       {"HY-3", "E layers need --num-experts; experts without E layers are unused (warning)"},
@@ -567,7 +571,7 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-13", "expert parallelism needs MoE layers"},
       {"PL-14", "the experts divide by the expert-parallel size"},
       {"PL-15", "the expert-parallel size divides the data-parallel size"},
-      {"PL-16", "expert parallelism with tensor parallelism (not supported)"},
+      {"PL-16", "expert with tensor parallelism but no --sequence-parallel, which Megatron refuses (note)"},
       {"PL-18", "expert parallelism needs --moe-token-dispatcher-type alltoall"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},

@@ -246,7 +246,6 @@ void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> 
 
 void GptModelImpl::split_for_expert_parallel(std::shared_ptr<ExpertCollectives> collectives) {
   GRAPHED_INTERNAL_ASSERT(collectives != nullptr, "expert parallelism without an expert group");
-  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1, "expert parallelism with tensor parallelism (config rule PL-16)");
   const ExpertParallel expert(std::move(collectives));
   for (const auto& module : modules(/*include_self=*/false)) {
     if (auto* moe = module->as<MoeImpl>()) moe->split_for_expert_parallel(expert);

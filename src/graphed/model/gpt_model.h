@@ -141,7 +141,8 @@ class GptModelImpl : public torch::nn::Module {
   std::map<std::string, ParameterSplit> tensor_splits() const;
   const TensorParallel& tensor_parallel() const { return tensor_; }
   /// Expert parallelism: each MoE layer keeps its share of the experts and exchanges tokens over `collectives`
-  /// (MoeImpl::split_for_expert_parallel). Once, right after construction, and not with tensor parallelism.
+  /// (MoeImpl::split_for_expert_parallel). Once, right after construction (after split_for_tensor_parallel where
+  /// both split the model: the expert group is then the ranks of this tensor rank).
   void split_for_expert_parallel(std::shared_ptr<ExpertCollectives> collectives);
   /// The split over the expert-parallel ranks of every expert tensor, by its name in named_parameters() (empty
   /// for a dense model): dimension 0, the global expert id.

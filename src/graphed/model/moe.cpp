@@ -108,7 +108,8 @@ DispatchPlan MoeImpl::plan(const at::Tensor& routed_indices, const at::Tensor& r
 }
 
 void MoeImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
-  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && expert_.size() == 1, "an MoE split twice");
+  GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && expert_.size() == 1,
+                          "an MoE split twice, or over tensor ranks after expert ranks");
   tensor_ = tensor;
   keep_own_shards(*this, tensor_splits(), tensor.shard());
   if (shared_) shared_->split_for_tensor_parallel(tensor);
@@ -132,7 +133,7 @@ std::vector<std::pair<std::string, ParameterSplit>> MoeImpl::tensor_splits() con
 }
 
 void MoeImpl::split_for_expert_parallel(const ExpertParallel& expert) {
-  GRAPHED_INTERNAL_ASSERT(expert_.size() == 1 && tensor_.size() == 1, "an MoE split twice (config rule PL-16)");
+  GRAPHED_INTERNAL_ASSERT(expert_.size() == 1, "an MoE split over expert ranks twice");
   GRAPHED_INTERNAL_ASSERT(shape_.num_experts % expert.size() == 0, shape_.num_experts, " experts over ", expert.size(),
                           " ranks (config rule PL-14)");
   expert_ = expert;

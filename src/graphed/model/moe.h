@@ -10,7 +10,10 @@
 // Token t's j-th choice is assignment t x k + j; dispatch and combine are gathers and one sum over k in choice order
 // (fused kernels on CUDA, kernels/moe_routing_ops.h): deterministic, no atomics on real rows. No norm or residual here.
 // Under expert parallelism a rank holds a contiguous share of the experts and exchanges the assignments
-// all-to-all (model/moe_expert_dispatch.h); the router and the shared expert stay whole on every rank.
+// all-to-all (model/moe_expert_dispatch.h); the router and the shared expert stay whole on every rank. With tensor
+// parallelism too, each expert's ffn is split over the tensor ranks as without it, and the exchange runs between
+// ranks of one tensor rank: every tensor rank of a data rank routes the same tokens, sends them to the same expert
+// ranks, and gets back its partial outputs, which leaving the layer sums (Megatron's expert tensor size = tensor size).
 #pragma once
 
 #include <memory>
@@ -97,7 +100,7 @@ class MoeImpl : public torch::nn::Module {
 
   /// Expert parallelism (Megatron's --expert-model-parallel-size, its contiguous assignment): this rank keeps
   /// experts [rank x E / size, (rank + 1) x E / size) of every expert tensor, and the dispatch becomes the
-  /// all-to-all of its mode. Not with tensor parallelism in this version.
+  /// all-to-all of its mode. With tensor parallelism, after split_for_tensor_parallel (of the tensor ranks' parts).
   void split_for_expert_parallel(const ExpertParallel& expert);
   /// Under expert parallelism with a rank capacity factor: whether a block overflowed since the last call (and the
   /// most rows a block had to hold), as a device tensor int64 [2] {overflowed 0/1, rows needed}; zeroed by the

@@ -142,7 +142,10 @@ at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSpl
 }
 
 std::vector<int64_t> whole_sizes(const at::Tensor& shard, const ParameterSplit& split, int64_t size) {
-  std::vector<int64_t> sizes = shard.sizes().vec();
+  return whole_sizes(shard.sizes().vec(), split, size);
+}
+
+std::vector<int64_t> whole_sizes(std::vector<int64_t> sizes, const ParameterSplit& split, int64_t size) {
   if (!split.is_sharded() || sizes.empty()) return sizes;
   const auto dim = static_cast<std::size_t>(split.split == TensorSplit::kRow ? sizes.size() - 1 : split.dim);
   sizes[dim] *= size;

@@ -74,6 +74,8 @@ at::Tensor take_shard(const at::Tensor& whole, const ParameterSplit& split, Tens
 at::Tensor join_shards(const std::vector<at::Tensor>& shards, const ParameterSplit& split);
 /// The whole tensor's sizes, from one rank's part among `size`.
 std::vector<int64_t> whole_sizes(const at::Tensor& shard, const ParameterSplit& split, int64_t size);
+/// The same, from the part's sizes.
+std::vector<int64_t> whole_sizes(std::vector<int64_t> sizes, const ParameterSplit& split, int64_t size);
 
 /// Megatron's padded vocabulary (_vocab_size_with_padding): the smallest multiple of divisible_by x
 /// tensor_size that is at least `vocabulary`.

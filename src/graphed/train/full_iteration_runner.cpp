@@ -3,6 +3,20 @@
 
 namespace graphed::train {
 
+std::vector<Batch> batches_in(const capture::StaticBatchBuffer& buffer) {
+  std::vector<Batch> batches;
+  for (int64_t m = 0; m < buffer.microbatches(); ++m)
+    batches.push_back({buffer.microbatch(m)[0], buffer.microbatch(m)[1]});
+  return batches;
+}
+
+void fill_batches(capture::StaticBatchBuffer& buffer, const std::vector<Batch>& host_batches,
+                  const at::Device& device) {
+  for (std::size_t m = 0; m < host_batches.size(); ++m) {
+    buffer.fill_microbatch(static_cast<int64_t>(m), {host_batches[m].tokens, host_batches[m].labels}, device);
+  }
+}
+
 FullIterationRunner::FullIterationRunner(TrainingStep& step) : step_(step), stream_(step.device()) {
   const config::CudaGraphConfig& graphs = step.config().cuda_graph;
   const capture::GraphPool pool = runner_pool(graphs);
@@ -16,26 +30,13 @@ FullIterationRunner::FullIterationRunner(TrainingStep& step) : step_(step), stre
 
 FullIterationRunner::~FullIterationRunner() = default;
 
-std::vector<Batch> FullIterationRunner::static_batches(const capture::StaticBatchBuffer& buffer) const {
-  std::vector<Batch> batches;
-  for (int64_t m = 0; m < buffer.microbatches(); ++m)
-    batches.push_back({buffer.microbatch(m)[0], buffer.microbatch(m)[1]});
-  return batches;
-}
-
-void FullIterationRunner::fill(capture::StaticBatchBuffer& buffer, const std::vector<Batch>& host_batches) {
-  for (std::size_t m = 0; m < host_batches.size(); ++m) {
-    buffer.fill_microbatch(static_cast<int64_t>(m), {host_batches[m].tokens, host_batches[m].labels}, step_.device());
-  }
-}
-
 IterationStats FullIterationRunner::train(const std::vector<Batch>& host_batches) {
   capture::SideStream::Use on_stream(stream_);
   // The static buffers first, then warm up, capture or replay the graph.
-  fill(train_buffer_, host_batches);
+  fill_batches(train_buffer_, host_batches, step_.device());
   const bool optimizer_inside = step_.config().cuda_graph.optimizer_cuda_graph;
   const auto outputs = train_graph_->run([&] {
-    const IterationStats stats = step_.run_iteration(static_batches(train_buffer_), optimizer_inside);
+    const IterationStats stats = step_.run_iteration(batches_in(train_buffer_), optimizer_inside);
     return std::vector<at::Tensor>{stats.loss, stats.aux_loss, stats.grad_norm};
   });
   // Without --optimizer-cuda-graph the optimizer step runs eagerly after the replay.
@@ -45,9 +46,8 @@ IterationStats FullIterationRunner::train(const std::vector<Batch>& host_batches
 
 at::Tensor FullIterationRunner::evaluate(const std::vector<Batch>& host_batches) {
   capture::SideStream::Use on_stream(stream_);
-  fill(eval_buffer_, host_batches);
-  return eval_graph_->run(
-      [&] { return std::vector<at::Tensor>{step_.evaluation_loss(static_batches(eval_buffer_))}; })[0];
+  fill_batches(eval_buffer_, host_batches, step_.device());
+  return eval_graph_->run([&] { return std::vector<at::Tensor>{step_.evaluation_loss(batches_in(eval_buffer_))}; })[0];
 }
 
 std::optional<CaptureReport> FullIterationRunner::capture_report() const {

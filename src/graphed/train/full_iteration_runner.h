@@ -15,6 +15,11 @@
 
 namespace graphed::train {
 
+/// The microbatches a static buffer holds, as batches (views of its storage).
+std::vector<Batch> batches_in(const capture::StaticBatchBuffer& buffer);
+/// Copies host batches (pinned on CUDA) into the buffer, without blocking.
+void fill_batches(capture::StaticBatchBuffer& buffer, const std::vector<Batch>& host_batches, const at::Device& device);
+
 class FullIterationRunner final : public IterationRunner {
  public:
   /// step: not owned; outlives this. Needs a CUDA device.
@@ -32,9 +37,6 @@ class FullIterationRunner final : public IterationRunner {
   const capture::StaticBatchBuffer& training_batch_buffer() const { return train_buffer_; }
 
  private:
-  std::vector<Batch> static_batches(const capture::StaticBatchBuffer& buffer) const;
-  void fill(capture::StaticBatchBuffer& buffer, const std::vector<Batch>& host_batches);
-
   TrainingStep& step_;
   capture::SideStream stream_;
   std::unique_ptr<capture::FullIterationGraph> train_graph_;

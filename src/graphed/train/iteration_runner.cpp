@@ -2,6 +2,7 @@
 #include "graphed/train/iteration_runner.h"
 
 #include "graphed/capture/graph_support.h"
+#include "graphed/train/expert_blocks_runner.h"
 #include "graphed/train/full_iteration_runner.h"
 #include "graphed/train/local_graph_runner.h"
 #include "graphed/train/transformer_engine_runner.h"
@@ -35,7 +36,10 @@ std::unique_ptr<IterationRunner> make_iteration_runner(TrainingStep& step) {
                       "; fix: --cuda-graph-impl none, or train on a GPU");
   }
   switch (impl) {
-    case config::CudaGraphImpl::kFullIteration: return std::make_unique<FullIterationRunner>(step);
+    case config::CudaGraphImpl::kFullIteration:
+      // Fixed expert blocks: the overflow check and its rerun come between the graph and the optimizer step.
+      if (step.checks_expert_overflow()) return std::make_unique<ExpertBlocksRunner>(step);
+      return std::make_unique<FullIterationRunner>(step);
     case config::CudaGraphImpl::kTransformerEngine: return std::make_unique<TransformerEngineRunner>(step);
     case config::CudaGraphImpl::kLocal: return std::make_unique<LocalGraphRunner>(step);
     case config::CudaGraphImpl::kNone: break;

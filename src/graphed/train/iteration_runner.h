@@ -1,8 +1,8 @@
 // train/iteration_runner.h — how one training iteration and one evaluation run, chosen once per
 // --cuda-graph-impl by make_iteration_runner(): EagerIterationRunner (none), FullIterationRunner
-// (full_iteration), TransformerEngineRunner (transformer_engine: per-layer graphs ahead of time) and
-// LocalGraphRunner (local: Megatron's CudaGraphManager). Each owns its stream, static buffers,
-// graphs, capture report and memory figures; the Trainer's step and evaluation never branch on the
+// (full_iteration; ExpertBlocksRunner under fixed expert blocks), TransformerEngineRunner (transformer_engine:
+// per-layer graphs ahead of time) and LocalGraphRunner (local: Megatron's CudaGraphManager). Each owns its stream,
+// static buffers, graphs, capture report and memory figures; the Trainer's step and evaluation never branch on the
 // implementation.
 #pragma once
 

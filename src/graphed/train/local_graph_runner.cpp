@@ -56,10 +56,11 @@ IterationStats LocalGraphRunner::train(const std::vector<Batch>& host_batches) {
   if (registry_.phase() == capture::LocalPhase::kEager && iterations_ >= step_.config().cuda_graph.warmup_steps) {
     registry_.start_recording();
   }
-  // 2. Forward and backward of every microbatch: eager, recording, or replaying the graphs. The grads
-  //    were zeroed after the last optimizer step (AdamW starts them at zero).
+  // 2. Forward and backward of every microbatch: eager, recording, or replaying the graphs (then run again
+  //    eagerly and dropless where a fixed expert block overflowed). The grads were zeroed after the last optimizer
+  //    step (AdamW starts them at zero).
   step_.model()->train();
-  auto [loss, aux_loss] = step_.forward_backward(batches);
+  auto [loss, aux_loss] = step_.forward_backward_checked(batches);
   // 3. At the end of the recording iteration, every graph is captured in the recorded order.
   if (registry_.phase() == capture::LocalPhase::kRecording) creation_ = registry_.create_cudagraphs();
   // 4. Gradient norm, clipping and the optimizer step (a graph with the stage units or

@@ -20,7 +20,7 @@ model::ParameterSplit split_of(const std::string& name, const TensorSplits& spli
 }
 
 NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group,
-                                bool keeps) {
+                                bool keeps, const std::optional<at::Device>& device) {
   at::NoGradGuard no_grad;
   NamedTensorList whole;
   for (const auto& [name, part] : parts) {
@@ -29,7 +29,7 @@ NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits
       if (keeps) whole.emplace_back(name, part);
       continue;
     }
-    at::Tensor input = part.detach().contiguous();
+    at::Tensor input = (device ? part.detach().to(*device) : part.detach()).contiguous();
     std::vector<at::Tensor> gathered;
     for (int64_t r = 0; r < group.size(); ++r) gathered.push_back(at::empty_like(input));
     group.all_gather(gathered, input).wait();
@@ -59,6 +59,36 @@ void keep_own_parts(const NamedTensorList& whole, const NamedTensorList& parts, 
     const model::ParameterSplit split = split_of(parts[i].first, splits);
     if (split.is_sharded()) parts[i].second.copy_(model::take_shard(whole[i].second, split, shard));
   }
+}
+
+NamedTensorList join_through(NamedTensorList parts, const GroupJoins& joins) {
+  for (const GroupJoin& join : joins) {
+    const bool keeps = join.group->rank() == 0;
+    parts = join_over_group(parts, join.splits, *join.group, keeps, join.device);
+    if (!keeps) return {};
+  }
+  return parts;
+}
+
+std::vector<NamedTensorList> whole_levels(const NamedTensorList& parts, const GroupJoins& joins) {
+  std::vector<NamedTensorList> levels = {parts};
+  for (const GroupJoin& join : joins) levels.push_back(whole_tensors_for(levels.back(), join.splits, join.shard.size));
+  return levels;
+}
+
+void keep_own_parts_through(const std::vector<NamedTensorList>& levels, const GroupJoins& joins) {
+  GRAPHED_INTERNAL_ASSERT(levels.size() == joins.size() + 1, levels.size(), " levels for ", joins.size(), " joins");
+  for (std::size_t join = joins.size(); join-- > 0;) {
+    keep_own_parts(levels[join + 1], levels[join], joins[join].splits, joins[join].shard);
+  }
+}
+
+int64_t whole_numel(const std::string& name, const at::Tensor& part, const GroupJoins& joins) {
+  std::vector<int64_t> sizes = part.sizes().vec();
+  for (const GroupJoin& join : joins) sizes = model::whole_sizes(sizes, split_of(name, join.splits), join.shard.size);
+  int64_t count = 1;
+  for (const int64_t size : sizes) count *= size;
+  return count;
 }
 
 }  // namespace graphed::train

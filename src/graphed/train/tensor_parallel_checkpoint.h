@@ -1,10 +1,11 @@
-// train/tensor_parallel_checkpoint.h — checkpoints stay whole under tensor parallelism: on save the ranks of
-// a tensor-parallel group join their parts of every parameter and optimizer state (model::join_shards), so
-// a TP run writes what one process would; on load each rank reads the whole tensors and keeps its part.
-// Either way a checkpoint crosses layouts: TP=2 saves what TP=1 loads, and the reverse.
+// train/tensor_parallel_checkpoint.h — checkpoints stay whole under tensor and expert parallelism: on save the
+// ranks of a group join their parts of every parameter and optimizer state (model::join_shards), group after group
+// (the expert group's shares of the experts, then the tensor group's parts), so a split run writes what one process
+// would; on load each rank reads the whole tensors and keeps its part. Either way a checkpoint crosses layouts.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,9 +24,10 @@ model::ParameterSplit split_of(const std::string& name, const TensorSplits& spli
 
 /// Collective over `group` (every member calls it with the same names in the same order): the whole
 /// tensors from each member's parts, on the host, one at a time (a device never holds more than one whole
-/// tensor). Only the member that `keeps` them gets them; the others get an empty list.
+/// tensor). Only the member that `keeps` them gets them; the others get an empty list. `device`: where the group's
+/// collectives take tensors (a part held elsewhere, such as a host tensor of an earlier join, is copied there).
 NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group,
-                                bool keeps);
+                                bool keeps, const std::optional<at::Device>& device = std::nullopt);
 
 /// Tensors of the whole shapes (uninitialized, on the host) for `parts`, held by `size` ranks: what a load
 /// fills; a whole part is its own live tensor.
@@ -33,5 +35,26 @@ NamedTensorList whole_tensors_for(const NamedTensorList& parts, const TensorSpli
 /// Copies this rank's part of each whole tensor into its live tensor (the same names, in the same order).
 void keep_own_parts(const NamedTensorList& whole, const NamedTensorList& parts, const TensorSplits& splits,
                     model::TensorShard shard);
+
+/// One step from a rank's parts toward the whole tensors: how they split over a group, and this rank's place in it.
+struct GroupJoin {
+  TensorSplits splits;
+  model::TensorShard shard;
+  dist::Communicator* group = nullptr;
+  at::Device device = at::kCPU;  ///< where the group's collectives take tensors
+};
+using GroupJoins = std::vector<GroupJoin>;
+
+/// join_over_group through each join in turn: each group's first member keeps the joined tensors and takes them to
+/// the next join; every other member gets an empty list and takes no further part. So the first member of the last
+/// group gets the whole tensors.
+NamedTensorList join_through(NamedTensorList parts, const GroupJoins& joins);
+/// What a load fills, and how each rank then keeps its part: levels[0] is `parts` (the live tensors), levels[i + 1]
+/// the tensors whole over join i (whole_tensors_for), so levels.back() holds the whole tensors.
+std::vector<NamedTensorList> whole_levels(const NamedTensorList& parts, const GroupJoins& joins);
+/// After a load into levels.back(): keep_own_parts through the joins in reverse, down to the live tensors.
+void keep_own_parts_through(const std::vector<NamedTensorList>& levels, const GroupJoins& joins);
+/// The element count of a parameter whole over every join (`name` picks its split in each).
+int64_t whole_numel(const std::string& name, const at::Tensor& part, const GroupJoins& joins);
 
 }  // namespace graphed::train

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -297,33 +298,23 @@ Trainer::TensorParameters Trainer::tensor_parameters() {
   return tensor;
 }
 
-Trainer::Parts Trainer::parts_of_whole() const {
-  Parts parts;
-  if (layout_.tensor_size > 1) {
-    parts.splits = model_->tensor_splits();
-    parts.shard = {layout_.tensor_size, layout_.tensor_rank()};
-    parts.group = &groups_->tensor();
-  } else if (layout_.expert_size > 1) {
-    parts.splits = model_->expert_splits();
-    parts.shard = {layout_.expert_size, layout_.expert_rank()};
-    parts.group = &groups_->expert();
+GroupJoins Trainer::joins_to_whole() const {
+  GroupJoins joins;
+  if (layout_.expert_size > 1) {
+    joins.push_back(
+        {model_->expert_splits(), {layout_.expert_size, layout_.expert_rank()}, &groups_->expert(), device_});
   }
-  return parts;
+  if (layout_.tensor_size > 1) {
+    joins.push_back(
+        {model_->tensor_splits(), {layout_.tensor_size, layout_.tensor_rank()}, &groups_->tensor(), device_});
+  }
+  return joins;
 }
 
 int64_t Trainer::whole_parameter_count() const {
-  const Parts parts = parts_of_whole();
+  const GroupJoins joins = joins_to_whole();
   int64_t count = 0;
-  for (const auto& item : model_->named_parameters()) {
-    const auto split = parts.splits.find(item.key());
-    if (split == parts.splits.end()) {
-      count += item.value().numel();
-      continue;
-    }
-    int64_t whole = 1;
-    for (const int64_t size : model::whole_sizes(item.value(), split->second, parts.shard.size)) whole *= size;
-    count += whole;
-  }
+  for (const auto& item : model_->named_parameters()) count += whole_numel(item.key(), item.value(), joins);
   return count;
 }
 
@@ -335,17 +326,17 @@ void Trainer::load(const std::string& dir) {
   if (layout_.holds_whole_model()) {
     start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage, &carried);
     state_not_in_checkpoint_ = carried.missing;
-  } else if (const Parts parts = parts_of_whole(); parts.group == nullptr) {
+  } else if (const GroupJoins joins = joins_to_whole(); joins.empty()) {
     start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage);
   } else {  // the whole tensors are read, then each rank keeps its part
     NamedTensorList parameters;
     for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
-    const NamedTensorList state = optimizer_->state();
-    const NamedTensorList whole_parameters = whole_tensors_for(parameters, parts.splits, parts.shard.size);
-    const NamedTensorList whole_state = whole_tensors_for(state, parts.splits, parts.shard.size);
-    start_iteration_ = load_checkpoint_tensors(dir, whole_parameters, whole_state, config_, device_, own_stage);
-    keep_own_parts(whole_parameters, parameters, parts.splits, parts.shard);
-    keep_own_parts(whole_state, state, parts.splits, parts.shard);
+    const std::vector<NamedTensorList> parameter_levels = whole_levels(parameters, joins);
+    const std::vector<NamedTensorList> state_levels = whole_levels(optimizer_->state(), joins);
+    start_iteration_ =
+        load_checkpoint_tensors(dir, parameter_levels.back(), state_levels.back(), config_, device_, own_stage);
+    keep_own_parts_through(parameter_levels, joins);
+    keep_own_parts_through(state_levels, joins);
   }
   optimizer_->refresh_working_copies();
   model_->weights_loaded();  // e.g. the FP8 casts of the weights, from the loaded ones
@@ -354,8 +345,8 @@ void Trainer::load(const std::string& dir) {
 std::string Trainer::save(int64_t iterations) {
   const std::string& folder = *config_.train.save;
   // The first data-parallel rank's shares (under expert parallelism the first expert group's): gathered from
-  // every pipeline stage to the first (each tensor rank its own part), then joined over the first stage's tensor
-  // group or expert group; rank 0 writes what one process would.
+  // every pipeline stage to the first (each tensor and expert rank its own part), then joined over the first
+  // stage's expert group and tensor group in turn; rank 0 writes what one process would.
   if (layout_.expert_data_rank() != 0) return checkpoint_folder(folder, iterations);
   NamedTensorList parameters, state;
   if (layout_.is_pipelined()) {
@@ -368,9 +359,9 @@ std::string Trainer::save(int64_t iterations) {
     for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
     state = optimizer_->state();
   }
-  if (const Parts parts = parts_of_whole(); parts.group != nullptr) {
-    parameters = join_over_group(parameters, parts.splits, *parts.group, is_main_rank());
-    state = join_over_group(state, parts.splits, *parts.group, is_main_rank());
+  if (const GroupJoins joins = joins_to_whole(); !joins.empty()) {
+    parameters = join_through(std::move(parameters), joins);
+    state = join_through(std::move(state), joins);
   }
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
   if (layout_.holds_whole_model()) {  // every data-parallel rank holds the whole state
@@ -460,7 +451,10 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
 
 void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary) {
   // Fixed expert blocks (--moe-expert-rank-capacity-factor) would drop what overflows them: evaluation and samples
-  // run dropless, and leave no overflow for the next iteration's check.
+  // run dropless, eagerly (the dropless exchange reads counts on the host, which no graph holds), and leave no
+  // overflow for the next iteration's check.
+  std::optional<capture::EagerScope> eager;
+  if (step_->checks_expert_overflow()) eager.emplace();
   model_->use_dropless_experts(true);
   const double valid = evaluate(done / config_.train.eval_interval);
   std::ostringstream line;

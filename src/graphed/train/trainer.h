@@ -122,15 +122,11 @@ class Trainer {
     std::vector<at::Tensor> duplicates, summed;
   };
   TensorParameters tensor_parameters();
-  /// How this rank's parameters are parts of the whole ones, which checkpoints hold: split over the tensor ranks
-  /// or over the expert ranks (not both in this version), with the group that joins them; no group where this
-  /// rank's parameters are whole (one process, data or pipeline parallelism).
-  struct Parts {
-    TensorSplits splits;
-    model::TensorShard shard;
-    dist::Communicator* group = nullptr;
-  };
-  Parts parts_of_whole() const;
+  /// How this rank's parameters are parts of the whole ones, which checkpoints hold: the joins that make them
+  /// whole, in order (over the expert group, each rank's share of the experts; then over the tensor group, each
+  /// rank's part of every split tensor, the experts' parts included). None where this rank's parameters are whole
+  /// (one process, data or pipeline parallelism).
+  GroupJoins joins_to_whole() const;
   /// This rank's microbatches of global batch `index` of the split (its data-parallel shard).
   std::vector<Batch> host_batches(Split split, int64_t index) const;
   struct Interval;

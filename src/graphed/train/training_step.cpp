@@ -4,8 +4,8 @@
 #include <ATen/core/grad_mode.h>
 
 #include <optional>
-#include <tuple>
 
+#include "graphed/capture/capture_state.h"
 #include "graphed/capture/random_stream.h"
 #include "graphed/dist/process_groups.h"
 #include "graphed/train/expert_overflow.h"
@@ -88,24 +88,36 @@ void TrainingStep::optimizer_step(const at::Tensor& grad_norm) {
   model_->end_step();  // e.g. FP8 delayed scales from this step's amaxes, in the same place (graph or not)
 }
 
+std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward_checked(const std::vector<Batch>& microbatches) {
+  std::optional<capture::RandomStateSnapshot> random_before;  // a rerun draws the same dropout masks
+  if (expert_overflow_) random_before.emplace(device_);
+  auto losses = forward_backward(microbatches);
+  if (!random_before) return losses;
+  if (auto rerun = rerun_if_overflowed(microbatches, *random_before)) return *rerun;
+  return losses;
+}
+
 IterationStats TrainingStep::run_iteration(const std::vector<Batch>& batches, bool with_optimizer) {
   optimizer_.zero_grad();
   model_->train();
-  std::optional<capture::RandomStateSnapshot> random_before;  // a rerun draws the same dropout masks
-  if (expert_overflow_) random_before.emplace(device_);
-  auto [loss, aux_loss] = forward_backward(batches);
-  if (expert_overflow_ && expert_overflow_->overflowed(model_)) {
-    // A block overflowed on some rank: the same iteration again, every MoE dropless, from the same gradients' start.
-    expert_overflow_->count_rerun();
-    optimizer_.zero_grad();
-    random_before->restore();
-    model_->use_dropless_experts(true);
-    std::tie(loss, aux_loss) = forward_backward(batches);
-    model_->use_dropless_experts(false);
-  }
+  const auto [loss, aux_loss] = forward_backward_checked(batches);
   const at::Tensor grad_norm = gradient_norm();
   if (with_optimizer) optimizer_step(grad_norm);
   return {loss, aux_loss, grad_norm};
+}
+
+std::optional<std::pair<at::Tensor, at::Tensor>> TrainingStep::rerun_if_overflowed(
+    const std::vector<Batch>& batches, const capture::RandomStateSnapshot& before) {
+  if (!expert_overflow_ || !expert_overflow_->overflowed(model_)) return std::nullopt;
+  // A block overflowed on some rank: the same iteration again, every MoE dropless, from the same gradients' start.
+  expert_overflow_->count_rerun();
+  capture::EagerScope eager;  // graphed units hold the fixed blocks: the rerun runs them as they are
+  optimizer_.zero_grad();
+  before.restore();
+  model_->use_dropless_experts(true);
+  auto losses = forward_backward(batches);
+  model_->use_dropless_experts(false);
+  return losses;
 }
 
 at::Tensor TrainingStep::evaluation_loss(const std::vector<Batch>& batches) {

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "graphed/capture/random_stream.h"
 #include "graphed/config/run_config.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/runtime/precision.h"
@@ -61,16 +63,30 @@ class TrainingStep {
   /// loss, mean aux loss} on the device, over every rank. Gradients accumulate into the optimizer's
   /// buffers and leave as the mean over the data-parallel ranks.
   std::pair<at::Tensor, at::Tensor> forward_backward(const std::vector<Batch>& microbatches);
+  /// forward_backward, then rerun_if_overflowed: the losses of the run the gradients come from. What the per-layer
+  /// runners call (their graphs replay inside it; the check and any rerun run after the backward).
+  std::pair<at::Tensor, at::Tensor> forward_backward_checked(const std::vector<Batch>& microbatches);
   /// Sync-free clipping folded into the AdamW step: every gradient is divided by
   /// max(1, grad_norm / --clip-grad) inside the optimizer.
   void optimizer_step(const at::Tensor& grad_norm);
   /// The global gradient norm before clipping, over every rank's gradients.
   at::Tensor gradient_norm() { return sync_.gradient_norm(optimizer_); }
-  /// Zero grads, train mode, forward/backward, gradient norm and (with_optimizer) the step.
+  /// Zero grads, train mode, forward/backward (run again dropless where an expert block overflowed), gradient norm
+  /// and (with_optimizer) the step. Eager: a graph of it would hold the overflow check's host read (a runner that
+  /// graphs the iteration splits it at rerun_if_overflowed).
   IterationStats run_iteration(const std::vector<Batch>& batches, bool with_optimizer);
   /// Under --moe-expert-rank-capacity-factor with expert parallelism, the overflow check (its count of reruns);
   /// else null.
   const ExpertOverflowCheck* expert_overflow() const { return expert_overflow_.get(); }
+  /// Whether a forward and backward must be followed by rerun_if_overflowed before the optimizer step.
+  bool checks_expert_overflow() const { return expert_overflow_ != nullptr; }
+  /// After a forward and backward of `batches` (eager or replayed from graphs) that began from the random state
+  /// `before`: whether an expert block overflowed on any rank (every rank calls it; one host read). If one did,
+  /// the gradients are zeroed and the same batches run again from `before`, every MoE dropless and every graphed
+  /// unit eagerly (the graphs hold the fixed blocks), and the rerun's {LM loss, aux loss} come back. Nothing
+  /// without the check or when nothing overflowed.
+  std::optional<std::pair<at::Tensor, at::Tensor>> rerun_if_overflowed(const std::vector<Batch>& batches,
+                                                                       const capture::RandomStateSnapshot& before);
   /// Mean LM loss over the batches in eval mode without grad (train mode restored).
   at::Tensor evaluation_loss(const std::vector<Batch>& batches);
 

@@ -50,7 +50,7 @@ IterationStats TransformerEngineRunner::train(const std::vector<Batch>& host_bat
   if (!layers_.is_captured() && iterations_ >= step_.config().cuda_graph.warmup_steps) {
     layers_.capture([&] { record_forward(batches); }, step_.device());
   }
-  auto [loss, aux_loss] = step_.forward_backward(batches);
+  auto [loss, aux_loss] = step_.forward_backward_checked(batches);
   const at::Tensor grad_norm = optimizer_.run();
   ++iterations_;
   return {loss, aux_loss, grad_norm};
