@@ -105,17 +105,12 @@ TEST(CommandLineTest, UnknownFlagNamesTheNearest) {
             "unknown flag '--num-layer' (did you mean --num-layers?); fix: see graphed --help for its flags");
 }
 
-// Megatron's flags graphed does not take say what graphed does instead (the nearest spelling would mislead:
-// --expert-tensor-parallel-size is not --expert-model-parallel-size).
+// Megatron's flags graphed does not take say what graphed does instead (the nearest spelling would mislead).
 TEST(CommandLineTest, MegatronFlagsGraphedDoesNotTakeSayWhatItDoesInstead) {
   EXPECT_EQ(problem_of({"train", "--moe-paged-stash"}),
             "'--moe-paged-stash' is Megatron-LM's, and graphed does not take it: graphed does not page the activations "
             "of tokens past a rank's block: under --moe-expert-rank-capacity-factor an iteration that overflows a "
             "block runs again dropless instead; fix: leave it out");
-  EXPECT_EQ(problem_of({"check-config", "--expert_tensor_parallel_size=1"}),
-            "'--expert_tensor_parallel_size' is Megatron-LM's, and graphed does not take it: graphed splits the "
-            "experts over the tensor ranks as Megatron does with the expert tensor size equal to "
-            "--tensor-model-parallel-size, and takes no other size in this version; fix: leave it out");
   const std::string flex = problem_of({"train", "--moe-flex-dispatcher-backend", "hybridep"});
   EXPECT_NE(flex.find("not the flex ones"), std::string::npos) << flex;
   EXPECT_NE(flex.find("fix: leave it out; --expert-model-parallel-size"), std::string::npos) << flex;

@@ -749,6 +749,56 @@ INSTANTIATE_TEST_SUITE_P(
                    "a data rank routes and sends the same tokens, and the experts' partial outputs are summed over the "
                    "tensor ranks); pass --sequence-parallel to split the activations outside the experts as Megatron "
                    "does"},
+        LaunchCase{"PL17ExpertTensorSizeIsTheTensorSizeOrOne",
+                   {{"num_experts", 4},
+                    {"expert_model_parallel_size", 2},
+                    {"tensor_model_parallel_size", 4},
+                    {"sequence_parallel", true},
+                    {"expert_tensor_parallel_size", 2},
+                    {"moe_token_dispatcher_type", "alltoall"}},
+                   8,
+                   "PL-17",
+                   Severity::kError,
+                   "--expert-tensor-parallel-size 2 with --tensor-model-parallel-size 4 is not supported in this "
+                   "version (each expert is split over every tensor rank, or over none); fix: pass "
+                   "--expert-tensor-parallel-size 4 (the default) or 1"},
+        LaunchCase{"PL17WholeExpertsNeedExpertParallelism",
+                   {{"num_experts", 4},
+                    {"tensor_model_parallel_size", 2},
+                    {"sequence_parallel", true},
+                    {"expert_tensor_parallel_size", 1}},
+                   2,
+                   "PL-17",
+                   Severity::kError,
+                   "--expert-tensor-parallel-size 1 without expert parallelism is not supported in this version (the "
+                   "expert tensor size differs from the tensor size only with --expert-model-parallel-size > 1); fix: "
+                   "drop --expert-tensor-parallel-size, or add --expert-model-parallel-size"},
+        LaunchCase{"PL15WholeExpertsTakeRanksOfAStage",
+                   {{"num_experts", 4},
+                    {"expert_model_parallel_size", 4},
+                    {"tensor_model_parallel_size", 2},
+                    {"sequence_parallel", true},
+                    {"expert_tensor_parallel_size", 1},
+                    {"moe_token_dispatcher_type", "alltoall"}},
+                   2,
+                   "PL-15",
+                   Severity::kError,
+                   "--expert-model-parallel-size 4 does not divide the 2 ranks of a pipeline stage (tensor 2 x data "
+                   "1): with --expert-tensor-parallel-size 1 an expert group takes that many ranks of a stage; fix: "
+                   "launch a multiple of 4 processes, or pass an expert-parallel size that divides 2"},
+        LaunchCase{"PL20WholeExpertsUnderTensorParallelismNeedSequenceParallelism",
+                   {{"num_experts", 4},
+                    {"expert_model_parallel_size", 2},
+                    {"tensor_model_parallel_size", 2},
+                    {"expert_tensor_parallel_size", 1},
+                    {"moe_token_dispatcher_type", "alltoall"}},
+                   2,
+                   "PL-20",
+                   Severity::kError,
+                   "--expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2 needs --sequence-parallel "
+                   "(with whole experts, each tensor rank sends its own part of the sequence to them; without it every "
+                   "tensor rank holds the same tokens, which Megatron refuses too); fix: add --sequence-parallel, or "
+                   "drop --expert-tensor-parallel-size"},
         LaunchCase{"PL18ExpertParallelismNeedsAllToAll",
                    {{"num_experts", 4}, {"expert_model_parallel_size", 2}},
                    2,

@@ -5,6 +5,8 @@
 // sequence parallelism, in every dispatch mode: each rank's output and input gradient equal one process's on its
 // tokens; a whole parameter's gradient equals one process's (summed over the tensor ranks where each saw its part
 // of the sequence); each expert part's gradient is its slice of the one-process sum over both data ranks' tokens.
+// And with every expert whole (Megatron's expert tensor size 1, sequence parallelism on): the expert group is the
+// tensor group, and each expert's gradient is its slice of one process's on the data rank's tokens.
 // Skipped where this build has no Gloo.
 #include <chrono>
 #include <functional>
@@ -30,18 +32,22 @@ namespace {
 const auto kDoubleOptions = at::TensorOptions().dtype(at::kDouble);
 constexpr int64_t kBatch = 2, kSequence = 4, kHidden = 8;
 
-/// A rank's place: tensor rank fastest.
+/// A rank's place: tensor rank fastest; its expert rank is its data rank when the experts split over the tensor
+/// ranks, and its tensor rank when they are whole (expert tensor size 1: the expert group is the tensor group).
 struct Place {
   int64_t rank, tensor_rank, data_rank;
+  bool whole_experts = false;
+  int64_t expert_rank() const { return whole_experts ? tensor_rank : data_rank; }
 };
 
 /// Runs `body` as 4 Gloo ranks on threads, each with its tensor group's and expert group's collectives; rethrows
 /// the first failure.
 void on_four_ranks(const std::function<void(const Place&, std::shared_ptr<model::TensorCollectives>,
-                                            std::shared_ptr<model::ExpertCollectives>)>& body) {
+                                            std::shared_ptr<model::ExpertCollectives>)>& body,
+                   bool whole_experts = false) {
   const auto store = c10::make_intrusive<c10d::HashStore>();
   testing::run_ranks_on_threads(4, [&](int64_t rank) {
-    const Place place{rank, rank % 2, rank / 2};
+    const Place place{rank, rank % 2, rank / 2, whole_experts};
     const auto timeout = std::chrono::seconds(30);
     // Every rank builds its tensor group first, then its expert group: one order, so no rank waits on a group its
     // peer has not started.
@@ -49,10 +55,14 @@ void on_four_ranks(const std::function<void(const Place&, std::shared_ptr<model:
         c10::make_intrusive<c10d::PrefixStore>("tensor-" + std::to_string(place.data_rank), store);
     Communicator tensor_group(detail::make_gloo_backend(tensor_store, place.tensor_rank, 2, timeout, "127.0.0.1"),
                               "tensor-parallel", {2 * place.data_rank, 2 * place.data_rank + 1}, rank);
-    const auto expert_store =
-        c10::make_intrusive<c10d::PrefixStore>("expert-" + std::to_string(place.tensor_rank), store);
-    Communicator expert_group(detail::make_gloo_backend(expert_store, place.data_rank, 2, timeout, "127.0.0.1"),
-                              "expert-parallel", {place.tensor_rank, place.tensor_rank + 2}, rank);
+    const std::string expert_name = whole_experts ? "expert-data-" + std::to_string(place.data_rank)
+                                                  : "expert-tensor-" + std::to_string(place.tensor_rank);
+    const std::vector<int64_t> expert_ranks = whole_experts
+                                                  ? std::vector<int64_t>{2 * place.data_rank, 2 * place.data_rank + 1}
+                                                  : std::vector<int64_t>{place.tensor_rank, place.tensor_rank + 2};
+    const auto expert_store = c10::make_intrusive<c10d::PrefixStore>(expert_name, store);
+    Communicator expert_group(detail::make_gloo_backend(expert_store, place.expert_rank(), 2, timeout, "127.0.0.1"),
+                              "expert-parallel", expert_ranks, rank);
     body(place, std::make_shared<GroupTensorCollectives>(tensor_group),
          std::make_shared<GroupExpertCollectives>(expert_group));
   });
@@ -146,20 +156,21 @@ void expect_close(const at::Tensor& actual, const at::Tensor& expected, const st
 at::Tensor expected_gradient(const std::string& name, const std::vector<MoeResult>& whole, const Place& place,
                              const std::map<std::string, model::ParameterSplit>& tensor_splits) {
   const bool expert = name.rfind("experts_", 0) == 0;
-  // An expert's part sees both data ranks' tokens (its expert group's); anything else this data rank's.
-  at::Tensor gradient = expert ? whole[0].gradients.at(name) + whole[1].gradients.at(name)
-                               : whole[static_cast<std::size_t>(place.data_rank)].gradients.at(name);
+  // An expert's part sees its expert group's tokens: both data ranks' when split over the tensor ranks, this data
+  // rank's sequence when whole (its group is the tensor group). Anything else sees this data rank's.
+  at::Tensor gradient = expert && !place.whole_experts
+                            ? whole[0].gradients.at(name) + whole[1].gradients.at(name)
+                            : whole[static_cast<std::size_t>(place.data_rank)].gradients.at(name);
   const auto split = tensor_splits.find(name);
-  if (split != tensor_splits.end() && split->second.split == model::TensorSplit::kFirstRank &&
-      place.tensor_rank != 0) {
+  if (split != tensor_splits.end() && split->second.split == model::TensorSplit::kFirstRank && place.tensor_rank != 0) {
     gradient = at::zeros_like(gradient);  // used by the first tensor rank only
   } else if (split != tensor_splits.end() && split->second.is_sharded()) {
     gradient = model::take_shard(gradient, split->second, {2, place.tensor_rank});
   }
-  return expert ? gradient.narrow(0, 2 * place.data_rank, 2) : gradient;  // expert rank = data rank: 2 experts each
+  return expert ? gradient.narrow(0, 2 * place.expert_rank(), 2) : gradient;  // 2 experts an expert rank
 }
 
-void check_against_one_process(const std::string& mode, bool sequence_parallel, bool skew) {
+void check_against_one_process(const std::string& mode, bool sequence_parallel, bool skew, bool whole_experts = false) {
   const model::MoeShape shape = moe_shape(mode);
   // Every model and token is made here, before the threads: they would share the default generator.
   std::vector<MoeResult> whole;
@@ -173,33 +184,39 @@ void check_against_one_process(const std::string& mode, bool sequence_parallel, 
     split_moes.push_back(whole_moe(shape, skew));
     tokens.push_back(tokens_of(rank / 2, skew));
   }
-  on_four_ranks([&](const Place& place, std::shared_ptr<model::TensorCollectives> tensor,
-                    std::shared_ptr<model::ExpertCollectives> expert) {
-    model::Moe& moe = split_moes[static_cast<std::size_t>(place.rank)];
-    moe->split_for_tensor_parallel(model::TensorParallel(tensor, sequence_parallel));
-    moe->split_for_expert_parallel(model::ExpertParallel(expert));
-    const auto part = [&](const at::Tensor& t) { return sequence_part(t, sequence_parallel, place.tensor_rank); };
-    const MoeResult split = run_moe(moe, part(tokens[static_cast<std::size_t>(place.rank)]),
-                                    part(target_of(place.data_rank)));
-    if (shape.expert_rank_capacity_factor) {
-      EXPECT_EQ(moe->take_overflow()[0].item<int64_t>(), 0) << "a block overflowed";
-    }
-    const MoeResult& mine = whole[static_cast<std::size_t>(place.data_rank)];
-    expect_close(split.output, part(mine.output), "output");
-    expect_close(split.input_gradient, part(mine.input_gradient), "input gradient");
-    std::map<std::string, model::ParameterSplit> splits;
-    for (const auto& [name, parameter_split] : moe->tensor_splits()) splits.emplace(name, parameter_split);
-    for (const auto& [name, gradient] : split.gradients) {  // in one order on every rank (the sums below)
-      const at::Tensor expected = expected_gradient(name, whole, place, splits);
-      const auto found = splits.find(name);
-      const auto split_is = [&](model::TensorSplit kind) { return found != splits.end() && found->second.split == kind; };
-      const bool whole_parameter = found == splits.end() || split_is(model::TensorSplit::kReplicated) ||
-                                   split_is(model::TensorSplit::kSummed);
-      // Under sequence parallelism a whole parameter's gradient comes from this rank's part of the sequence.
-      const bool summed = whole_parameter && (sequence_parallel || split_is(model::TensorSplit::kSummed));
-      expect_close(summed ? tensor->all_reduce_sum(gradient) : gradient, expected, name);
-    }
-  });
+  on_four_ranks(
+      [&](const Place& place, std::shared_ptr<model::TensorCollectives> tensor,
+          std::shared_ptr<model::ExpertCollectives> expert) {
+        model::Moe& moe = split_moes[static_cast<std::size_t>(place.rank)];
+        if (whole_experts) moe->keep_experts_whole();
+        moe->split_for_tensor_parallel(model::TensorParallel(tensor, sequence_parallel));
+        moe->split_for_expert_parallel(model::ExpertParallel(expert));
+        const auto part = [&](const at::Tensor& t) { return sequence_part(t, sequence_parallel, place.tensor_rank); };
+        const MoeResult split =
+            run_moe(moe, part(tokens[static_cast<std::size_t>(place.rank)]), part(target_of(place.data_rank)));
+        if (shape.expert_rank_capacity_factor) {
+          EXPECT_EQ(moe->take_overflow()[0].item<int64_t>(), 0) << "a block overflowed";
+        }
+        const MoeResult& mine = whole[static_cast<std::size_t>(place.data_rank)];
+        expect_close(split.output, part(mine.output), "output");
+        expect_close(split.input_gradient, part(mine.input_gradient), "input gradient");
+        std::map<std::string, model::ParameterSplit> splits;
+        for (const auto& [name, parameter_split] : moe->tensor_splits()) splits.emplace(name, parameter_split);
+        for (const auto& [name, gradient] : split.gradients) {  // in one order on every rank (the sums below)
+          const at::Tensor expected = expected_gradient(name, whole, place, splits);
+          const auto found = splits.find(name);
+          const auto split_is = [&](model::TensorSplit kind) {
+            return found != splits.end() && found->second.split == kind;
+          };
+          const bool expert = name.rfind("experts_", 0) == 0;  // a share of the experts, never a tensor-rank copy
+          const bool whole_parameter = !expert && (found == splits.end() || split_is(model::TensorSplit::kReplicated) ||
+                                                   split_is(model::TensorSplit::kSummed));
+          // Under sequence parallelism a whole parameter's gradient comes from this rank's part of the sequence.
+          const bool summed = whole_parameter && (sequence_parallel || split_is(model::TensorSplit::kSummed));
+          expect_close(summed ? tensor->all_reduce_sum(gradient) : gradient, expected, name);
+        }
+      },
+      whole_experts);
 }
 
 TEST_P(ExpertTensorParallelTest, EveryRankEqualsOneProcessWithoutSequenceParallelism) {
@@ -212,6 +229,13 @@ TEST_P(ExpertTensorParallelTest, EveryRankEqualsOneProcessWithSequenceParallelis
 
 TEST_P(ExpertTensorParallelTest, AnExpertRankThatReceivesNoTokenStillTakesPart) {
   check_against_one_process(GetParam(), true, true);
+}
+
+// Expert tensor size 1: every expert whole on its expert rank, the expert group the tensor group (each rank sends its
+// part of the sequence to the experts), as Megatron requires with sequence parallelism.
+TEST_P(ExpertTensorParallelTest, WholeExpertsOverTheTensorRanksEqualOneProcess) {
+  check_against_one_process(GetParam(), true, false, true);
+  check_against_one_process(GetParam(), true, true, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dispatch, ExpertTensorParallelTest,
@@ -236,15 +260,15 @@ TEST(ExpertTensorParallelSplitTest, EachRankKeepsItsTensorPartOfItsShareOfTheExp
     // w1 [E, h, 2f]: SwiGLU's halves each split over the tensor ranks, then experts 2 x data rank .. + 1.
     const auto w1 = whole->named_parameters()["experts_w1"];
     const int64_t f = shape.expert_ffn_hidden_size, quarter = f / 2;
-    const at::Tensor expected_w1 =
-        at::cat({w1.narrow(2, place.tensor_rank * quarter, quarter), w1.narrow(2, f + place.tensor_rank * quarter, quarter)},
-                2)
-            .narrow(0, 2 * place.data_rank, 2);
+    const at::Tensor expected_w1 = at::cat({w1.narrow(2, place.tensor_rank * quarter, quarter),
+                                            w1.narrow(2, f + place.tensor_rank * quarter, quarter)},
+                                           2)
+                                       .narrow(0, 2 * place.data_rank, 2);
     EXPECT_TRUE(at::equal(moe->named_parameters()["experts_w1"], expected_w1));
     // w2 [E, f, h]: row-parallel (dimension 1), then the experts.
-    const at::Tensor expected_w2 =
-        whole->named_parameters()["experts_w2"].narrow(1, place.tensor_rank * quarter, quarter).narrow(
-            0, 2 * place.data_rank, 2);
+    const at::Tensor expected_w2 = whole->named_parameters()["experts_w2"]
+                                       .narrow(1, place.tensor_rank * quarter, quarter)
+                                       .narrow(0, 2 * place.data_rank, 2);
     EXPECT_TRUE(at::equal(moe->named_parameters()["experts_w2"], expected_w2));
     EXPECT_TRUE(at::equal(moe->named_parameters()["router_weight"], whole->named_parameters()["router_weight"]));
   });

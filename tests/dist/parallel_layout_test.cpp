@@ -145,6 +145,7 @@ TEST(ParallelLayoutTest, ExpertGroupsWithTensorRanksAreMegatrons) {
   layout.tensor_size = 2;
   layout.data_size = 4;
   layout.expert_size = 2;
+  layout.expert_tensor_size = 2;  // Megatron's default: the tensor size
   layout.num_layers = 2;
   const std::vector<std::vector<int64_t>> expert_groups = {{0, 2}, {1, 3}, {0, 2}, {1, 3},
                                                            {4, 6}, {5, 7}, {4, 6}, {5, 7}};
@@ -157,6 +158,58 @@ TEST(ParallelLayoutTest, ExpertGroupsWithTensorRanksAreMegatrons) {
     EXPECT_EQ(layout.expert_data_group(), expert_data_groups[static_cast<std::size_t>(rank)]);
     EXPECT_EQ(layout.tensor_group(), (std::vector<int64_t>{rank - rank % 2, rank - rank % 2 + 1}));
   }
+}
+
+// Expert tensor size 1 (every expert whole): the expert groups run across the tensor ranks, as Megatron's expert
+// generator orders them (docs/design/expert-tensor-parallel-plan.md, section 1's rows with ETP1).
+TEST(ParallelLayoutTest, ExpertGroupsOfWholeExpertsRunAcrossTheTensorRanks) {
+  struct Case {
+    int64_t world, data;
+    std::vector<std::vector<int64_t>> expert_groups, expert_data_groups;
+  };
+  const std::vector<Case> cases = {{2, 1, {{0, 1}, {0, 1}}, {{0}, {1}}},
+                                   {4, 2, {{0, 1}, {0, 1}, {2, 3}, {2, 3}}, {{0, 2}, {1, 3}, {0, 2}, {1, 3}}},
+                                   {8,
+                                    4,
+                                    {{0, 1}, {0, 1}, {2, 3}, {2, 3}, {4, 5}, {4, 5}, {6, 7}, {6, 7}},
+                                    {{0, 2, 4, 6},
+                                     {1, 3, 5, 7},
+                                     {0, 2, 4, 6},
+                                     {1, 3, 5, 7},
+                                     {0, 2, 4, 6},
+                                     {1, 3, 5, 7},
+                                     {0, 2, 4, 6},
+                                     {1, 3, 5, 7}}}};
+  for (const Case& c : cases) {
+    ParallelLayout layout;
+    layout.world_size = c.world;
+    layout.tensor_size = 2;
+    layout.data_size = c.data;
+    layout.expert_size = 2;
+    layout.expert_tensor_size = 1;
+    layout.num_layers = 2;
+    EXPECT_EQ(layout.expert_data_size(), c.data);
+    for (int64_t rank = 0; rank < c.world; ++rank) {
+      layout.rank = rank;
+      SCOPED_TRACE("world " + std::to_string(c.world) + ", rank " + std::to_string(rank));
+      EXPECT_EQ(layout.expert_group(), c.expert_groups[static_cast<std::size_t>(rank)]);
+      EXPECT_EQ(layout.expert_data_group(), c.expert_data_groups[static_cast<std::size_t>(rank)]);
+      EXPECT_EQ(layout.expert_rank(), rank % 2);
+      EXPECT_EQ(layout.expert_tensor_rank(), 0);
+    }
+  }
+  // Resolved from a configuration: unset is the tensor size, 1 when asked.
+  const auto config = launched({{"num_layers", 2},
+                                {"num_experts", 4},
+                                {"tensor_model_parallel_size", 2},
+                                {"sequence_parallel", true},
+                                {"expert_model_parallel_size", 2},
+                                {"moe_token_dispatcher_type", "alltoall"}},
+                               4);
+  EXPECT_EQ(make_parallel_layout(config, 3).expert_tensor_size, 2);
+  auto whole_experts = config;
+  whole_experts.train.expert_tensor_parallel_size = 1;
+  EXPECT_EQ(make_parallel_layout(whole_experts, 3).expert_group(), (std::vector<int64_t>{2, 3}));
 }
 
 TEST(ParallelLayoutTest, WithoutExpertParallelismEveryRankHoldsEveryExpert) {

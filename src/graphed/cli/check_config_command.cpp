@@ -2,6 +2,8 @@
 #include "graphed/cli/check_config_command.h"
 
 #include <iomanip>
+#include <numeric>
+#include <optional>
 
 #include "graphed/cli/distributed_setup.h"
 #include "graphed/cli/run_setup.h"
@@ -35,11 +37,18 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
   // parallel sizes ask for (so a pipeline layout can be checked before launching it).
   const dist::LaunchEnvironment environment = launch_environment();
   const config::TrainConfig& train = run.settings.train;
+  // The fewest data-parallel ranks the expert-parallel size needs: its size, or with whole experts (expert tensor
+  // size 1, the expert groups across the tensor ranks) the fewest that make tensor x data a multiple of it.
+  const int64_t tensor = std::max<int64_t>(1, train.tensor_model_parallel_size);
+  const int64_t experts = train.expert_model_parallel_size;
+  const int64_t expert_data = train.expert_tensor_parallel_size == std::optional<int64_t>(1) && experts >= 1
+                                  ? std::lcm(tensor, experts) / tensor
+                                  : experts;
   run.settings.train.world_size =
       environment.is_distributed()
           ? environment.world_size
           : std::max<int64_t>(1, train.tensor_model_parallel_size * train.pipeline_model_parallel_size *
-                                     train.data_parallel_size.value_or(train.expert_model_parallel_size));
+                                     train.data_parallel_size.value_or(expert_data));
   const config::Resolution resolution = config::resolve_run_config(run.settings);
   const json resolved = config::run_config_to_json(resolution.config);
   const json given = config::settings_to_json(run.settings);

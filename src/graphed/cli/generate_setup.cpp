@@ -55,6 +55,7 @@ GenerationModel load_checkpoint_model(const CommandLine& command_line, const at:
   settings.train.tensor_model_parallel_size = 1;  // loaded whole: a tensor-parallel server splits it afterwards
   settings.train.sequence_parallel = false;
   settings.train.expert_model_parallel_size = 1;  // every expert: a checkpoint holds them all
+  settings.train.expert_tensor_parallel_size.reset();
   const config::RunConfig config = resolve_settings(settings);
   GenerationModel result;
   result.model = model::GptModel(config.model, config.moe_layers);

@@ -263,21 +263,27 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
   if (!environment.is_distributed()) return train_rank(config, device, nullptr, log, stop, resume);
   DistributedRun distributed(config, environment, device);
   const int64_t experts = config.train.expert_model_parallel_size;
+  const int64_t tensor = config.train.tensor_model_parallel_size;
+  const int64_t expert_tensor = config.train.expert_tensor_parallel_size.value_or(tensor);
+  // The expert layout, where it differs from the dense one: "; expert 2 x expert-data 2" (and the expert tensor size
+  // when each expert is not split as the dense layers are).
+  const std::string expert_layout =
+      experts > 1 ? "; expert " + std::to_string(experts) + " x expert-data " +
+                        std::to_string(tensor * *config.train.data_parallel_size / (experts * expert_tensor)) +
+                        (expert_tensor != tensor ? " x expert-tensor " + std::to_string(expert_tensor) : "")
+                  : std::string();
   log.print("launch",
             {{"ranks", environment.world_size},
              {"data_parallel_size", *config.train.data_parallel_size},
              {"pipeline_model_parallel_size", config.train.pipeline_model_parallel_size},
              {"tensor_model_parallel_size", config.train.tensor_model_parallel_size},
              {"expert_model_parallel_size", experts},
+             {"expert_tensor_parallel_size", expert_tensor},
              {"backend", device.is_cuda() ? "NCCL" : "Gloo"}},
             "launch: " + std::to_string(environment.world_size) + " ranks (data-parallel " +
                 std::to_string(*config.train.data_parallel_size) + " x pipeline " +
-                std::to_string(config.train.pipeline_model_parallel_size) + " x tensor " +
-                std::to_string(config.train.tensor_model_parallel_size) +
-                (experts > 1 ? "; expert " + std::to_string(experts) + " x expert-data " +
-                                   std::to_string(*config.train.data_parallel_size / experts)
-                             : std::string()) +
-                "), " + (device.is_cuda() ? "NCCL" : "Gloo") + "; rank 0 prints and writes");
+                std::to_string(config.train.pipeline_model_parallel_size) + " x tensor " + std::to_string(tensor) +
+                expert_layout + "), " + (device.is_cuda() ? "NCCL" : "Gloo") + "; rank 0 prints and writes");
   try {
     const int status = train_rank(config, device, &distributed.groups(), log, stop, resume);
     distributed.finish();

@@ -112,10 +112,6 @@ const std::map<std::string, NotTaken>& megatron_flags_not_taken() {
       {"--moe-flex-dispatcher-backend",
        {"graphed has Megatron's alltoall and allgather token dispatchers, not the flex ones (DeepEP, HybridEP)",
         "leave it out; --expert-model-parallel-size with --moe-token-dispatcher-type alltoall exchanges the tokens"}},
-      {"--expert-tensor-parallel-size",
-       {"graphed splits the experts over the tensor ranks as Megatron does with the expert tensor size equal to "
-        "--tensor-model-parallel-size, and takes no other size in this version",
-        "leave it out"}},
       {"--moe-router-fusion",
        {"on CUDA graphed always runs the router's softmax, top-k and load-balancing sums in its own fused kernels",
         "leave it out"}},

@@ -1,4 +1,4 @@
-// config/parallel_rules.cpp — see config/parallel_rules.h: the parallel layout's rules, PL-2 … PL-18 (PL-1,
+// config/parallel_rules.cpp — see config/parallel_rules.h: the parallel layout's rules, PL-2 … PL-20 (PL-1,
 // the sizes being positive, is validation.cpp's with the other range rules).
 #include "graphed/config/parallel_rules.h"
 
@@ -114,7 +114,8 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
                       "the vocabulary; a checkpoint of the unpadded model then no "
                       "longer loads)");
   if (m.is_moe()) {
-    if (m.moe_ffn_hidden_size) {
+    const bool experts_split = config.train.expert_tensor_parallel_size.value_or(size) == size;
+    if (m.moe_ffn_hidden_size && experts_split) {
       require_divides("--moe-ffn-hidden-size", *m.moe_ffn_hidden_size, "pass a multiple of " + num(size));
     }
     if (m.moe_shared_expert_intermediate_size) {
@@ -142,8 +143,8 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   if (m.has_mamba_layers()) validate_mamba_tensor_split(m, size, issues);
 }
 
-/// PL-13 … PL-16 and PL-18: expert parallelism (Megatron's --expert-model-parallel-size) and what this version
-/// runs it with. With tensor parallelism, the expert tensor size is the tensor size (Megatron's default).
+/// PL-13 … PL-18 and PL-20: expert parallelism (Megatron's --expert-model-parallel-size) and what this version
+/// runs it with. With tensor parallelism, the expert tensor size is the tensor size (Megatron's default) or 1.
 void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
   const TrainConfig& t = config.train;
   const ModelConfig& m = config.model;
@@ -153,6 +154,14 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
                              num(experts_size) +
                              " (without expert parallelism every expert is on this rank, and the grouped GEMM "
                              "already has static shapes); ignored");
+  }
+  if (t.expert_tensor_parallel_size.value_or(1) < 1) return;  // PL-1's
+  if (experts_size <= 1 &&
+      t.expert_tensor_parallel_size.value_or(t.tensor_model_parallel_size) != t.tensor_model_parallel_size) {
+    issues.error("PL-17", "--expert-tensor-parallel-size " + num(*t.expert_tensor_parallel_size) +
+                              " without expert parallelism is not supported in this version (the expert tensor size "
+                              "differs from the tensor size only with --expert-model-parallel-size > 1); fix: drop "
+                              "--expert-tensor-parallel-size, or add --expert-model-parallel-size");
   }
   if (experts_size <= 1) return;
   const std::string flag = "--expert-model-parallel-size " + num(experts_size);
@@ -168,16 +177,40 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
   }
   const int64_t model_parallel = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
   const int64_t data = t.data_parallel_size.value_or(model_parallel > 0 ? t.world_size / model_parallel : 1);
-  if (data % experts_size != 0) {
+  const int64_t tensor = t.tensor_model_parallel_size;
+  const int64_t expert_tensor = t.expert_tensor_parallel_size.value_or(tensor);
+  if (expert_tensor != tensor && expert_tensor != 1) {
+    issues.error("PL-17", "--expert-tensor-parallel-size " + num(expert_tensor) +
+                              " with --tensor-model-parallel-size " + num(tensor) +
+                              " is not supported in this version (each expert is split over every tensor rank, "
+                              "or over none); fix: pass --expert-tensor-parallel-size " +
+                              num(tensor) + " (the default) or 1");
+    return;
+  }
+  if (expert_tensor == tensor && data % experts_size != 0) {
     issues.error("PL-15", flag + " does not divide the data-parallel size " + num(data) + " (WORLD_SIZE " +
-                              num(t.world_size) + " / (tensor " + num(t.tensor_model_parallel_size) + " x pipeline " +
+                              num(t.world_size) + " / (tensor " + num(tensor) + " x pipeline " +
                               num(t.pipeline_model_parallel_size) +
                               ")): expert-parallel ranks are data-parallel ranks of the dense layers; fix: launch a "
                               "multiple of " +
                               num(experts_size * std::max<int64_t>(1, model_parallel)) +
                               " processes, or pass an expert-parallel size that divides " + num(data));
+  } else if (expert_tensor == 1 && (tensor * data) % experts_size != 0) {
+    issues.error("PL-15", flag + " does not divide the " + num(tensor * data) + " ranks of a pipeline stage (tensor " +
+                              num(tensor) + " x data " + num(data) +
+                              "): with --expert-tensor-parallel-size 1 an expert group takes that many ranks of a "
+                              "stage; fix: launch a multiple of " +
+                              num(experts_size * t.pipeline_model_parallel_size) +
+                              " processes, or pass an expert-parallel size that divides " + num(tensor * data));
   }
-  if (t.tensor_model_parallel_size > 1 && !t.sequence_parallel) {
+  if (expert_tensor == 1 && tensor > 1 && !t.sequence_parallel) {
+    issues.error("PL-20", "--expert-tensor-parallel-size 1 with --tensor-model-parallel-size " + num(tensor) +
+                              " needs --sequence-parallel (with whole experts, each tensor rank sends its own part "
+                              "of the sequence to them; without it every tensor rank holds the same tokens, which "
+                              "Megatron refuses too); fix: add --sequence-parallel, or drop "
+                              "--expert-tensor-parallel-size");
+  }
+  if (expert_tensor == tensor && tensor > 1 && !t.sequence_parallel) {
     issues.note("PL-16", flag + " with --tensor-model-parallel-size " + num(t.tensor_model_parallel_size) +
                              " and without --sequence-parallel: Megatron refuses this for MoE training; graphed "
                              "runs it (each tensor rank of a data rank routes and sends the same tokens, and the "

@@ -63,6 +63,7 @@ void derive_train(TrainConfig& train) {
   if (!train.data_parallel_size) {
     train.data_parallel_size = model_parallel > 0 ? std::max<int64_t>(1, train.world_size / model_parallel) : 1;
   }
+  if (!train.expert_tensor_parallel_size) train.expert_tensor_parallel_size = train.tensor_model_parallel_size;
   if (!train.global_batch_size) train.global_batch_size = train.micro_batch_size * *train.data_parallel_size;
   if (!train.lr_decay_iters) train.lr_decay_iters = train.train_iters;
 }

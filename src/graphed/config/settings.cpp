@@ -288,6 +288,9 @@ std::vector<SettingSpec> train_specs() {
       train(&T::expert_model_parallel_size, "expert_model_parallel_size",
             "expert-parallel ranks: each MoE layer's experts shared out over this many data-parallel ranks, tokens "
             "exchanged all-to-all (--moe-token-dispatcher-type alltoall)"),
+      train(&T::expert_tensor_parallel_size, "expert_tensor_parallel_size",
+            "tensor ranks each expert's ffn is split over: the tensor size (unset) or 1 (every expert whole on its "
+            "expert rank; needs --sequence-parallel with tensor parallelism)"),
       train(&T::distributed_timeout_minutes, "distributed_timeout_minutes",
             "how long a rank waits for the others (rendezvous, collectives) before it fails"),
   };

@@ -52,6 +52,10 @@ struct TrainConfig {
   /// --expert-model-parallel-size: the data-parallel ranks over which each MoE layer's experts are shared out
   /// (Megatron's expert parallelism; divides the data-parallel size and the experts).
   int64_t expert_model_parallel_size = 1;
+  /// --expert-tensor-parallel-size: the tensor ranks each expert's ffn is split over (Megatron's expert tensor
+  /// size): the tensor size (its default, resolved so) or 1 (every expert whole, the expert groups across the tensor
+  /// ranks).
+  std::optional<int64_t> expert_tensor_parallel_size;
   int64_t distributed_timeout_minutes = 10;  ///< --distributed-timeout-minutes, collectives and rendezvous
   int64_t world_size = 1;                    ///< processes of the launch (WORLD_SIZE); not a setting
 };

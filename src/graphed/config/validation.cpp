@@ -403,8 +403,11 @@ void validate_parallel(const RunConfig& config, IssueList& issues) {
   require_positive(issues, "PL-1", "--tensor-model-parallel-size", t.tensor_model_parallel_size);
   require_positive(issues, "PL-1", "--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
   require_positive(issues, "PL-1", "--expert-model-parallel-size", t.expert_model_parallel_size);
+  if (t.expert_tensor_parallel_size) {
+    require_positive(issues, "PL-1", "--expert-tensor-parallel-size", *t.expert_tensor_parallel_size);
+  }
   require_positive(issues, "PL-1", "--distributed-timeout-minutes", t.distributed_timeout_minutes);
-  validate_parallel_layout(config, issues);  // PL-2 … PL-18 (config/parallel_rules.h)
+  validate_parallel_layout(config, issues);  // PL-2 … PL-20 (config/parallel_rules.h)
 }
 
 void validate_cuda_graph(const RunConfig& config, IssueList& issues) {
@@ -570,9 +573,11 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-12", "q/k norms across heads are not split over tensor-parallel ranks"},
       {"PL-13", "expert parallelism needs MoE layers"},
       {"PL-14", "the experts divide by the expert-parallel size"},
-      {"PL-15", "the expert-parallel size divides the data-parallel size"},
+      {"PL-15", "the expert-parallel size divides the data-parallel size (with whole experts, a stage's ranks)"},
       {"PL-16", "expert with tensor parallelism but no --sequence-parallel, which Megatron refuses (note)"},
+      {"PL-17", "--expert-tensor-parallel-size is the tensor size or 1, and 1 needs expert parallelism"},
       {"PL-18", "expert parallelism needs --moe-token-dispatcher-type alltoall"},
+      {"PL-20", "--expert-tensor-parallel-size 1 with tensor parallelism needs --sequence-parallel"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},
       {"FP-3", "--first-last-layers-bf16: tensorwise recipe only; layer counts >= 0 (warning: all layers bf16)"},

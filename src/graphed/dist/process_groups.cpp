@@ -68,11 +68,13 @@ ProcessGroups::ProcessGroups(const LaunchEnvironment& environment, const Paralle
   if (layout_.tensor_size > 1) {
     tensor_ = make_tensor_group("tensor", timeout_);
   }
-  if (layout_.expert_size > 1) {
+  if (layout_.expert_size > 1) {  // named by the expert coordinates their members share
     const std::string stage = std::to_string(layout_.pipeline_rank()) + "/";
-    expert_ = make_group("expert-parallel/" + stage + std::to_string(layout_.expert_data_rank()) + tensor,
+    const std::string expert_tensor =
+        layout_.expert_tensor_size > 1 ? "/tensor-" + std::to_string(layout_.expert_tensor_rank()) : "";
+    expert_ = make_group("expert-parallel/" + stage + std::to_string(layout_.expert_data_rank()) + expert_tensor,
                          layout_.expert_group(), timeout_);
-    expert_data_ = make_group("expert-data-parallel/" + stage + std::to_string(layout_.expert_rank()) + tensor,
+    expert_data_ = make_group("expert-data-parallel/" + stage + std::to_string(layout_.expert_rank()) + expert_tensor,
                               layout_.expert_data_group(), timeout_);
   }
   if (layout_.is_pipelined() && (layout_.holds_embedding() || layout_.holds_loss())) {

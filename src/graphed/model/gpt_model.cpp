@@ -236,8 +236,13 @@ void GptModelImpl::weights_loaded() {
 }
 
 void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel,
-                                             std::shared_ptr<capture::RandomStream> random) {
+                                             std::shared_ptr<capture::RandomStream> random, bool split_experts) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && collectives != nullptr, "a model split twice");
+  if (!split_experts) {
+    for (const auto& module : modules(/*include_self=*/false)) {
+      if (auto* moe = module->as<MoeImpl>()) moe->keep_experts_whole();
+    }
+  }
   tensor_ = TensorParallel(std::move(collectives), sequence_parallel, std::move(random));
   for (auto& layer : layers_) layer->split_for_tensor_parallel(tensor_);
   const auto splits = tensor_splits();  // the layers' names too: keep_own_shards takes only the model's own

@@ -131,8 +131,10 @@ class GptModelImpl : public torch::nn::Module {
   /// are each rank's part of the sum (the trainer adds them up). Decoding then needs whole sequences split.
   /// random: this rank's model-parallel stream, which attention's dropout (and with sequence parallelism every
   /// dropout) draws from (TensorParallel::with_rank_random); null without dropout.
+  /// split_experts: false keeps every MoE expert whole (Megatron's expert tensor size 1, MoeImpl::keep_experts_whole;
+  /// with expert parallelism only).
   void split_for_tensor_parallel(std::shared_ptr<TensorCollectives> collectives, bool sequence_parallel = false,
-                                 std::shared_ptr<capture::RandomStream> random = nullptr);
+                                 std::shared_ptr<capture::RandomStream> random = nullptr, bool split_experts = true);
   /// Pads the vocabulary to `vocabulary` ids (Megatron's padding, so that it splits): the embedding and the
   /// output layer get zero rows, whose ids a server never draws (it draws below the tokenizer's size). For
   /// inference, before split_for_tensor_parallel.

@@ -102,8 +102,8 @@ Routing MoeImpl::route(const at::Tensor& tokens) {
 DispatchPlan MoeImpl::plan(const at::Tensor& routed_indices, const at::Tensor& routed_weights) const {
   // Every token's routing (gathered over the ranks' sequence parts with sequence parallelism), in one order.
   const int64_t k = shape_.top_k;
-  const at::Tensor indices = tensor_.all_of_sequence(routed_indices).reshape({-1, k});
-  const at::Tensor weights = tensor_.all_of_sequence(routed_weights.detach()).reshape({-1, k});
+  const at::Tensor indices = expert_tensor_.all_of_sequence(routed_indices).reshape({-1, k});
+  const at::Tensor weights = expert_tensor_.all_of_sequence(routed_weights.detach()).reshape({-1, k});
   return active_->plan(*this, indices, weights);
 }
 
@@ -111,6 +111,7 @@ void MoeImpl::split_for_tensor_parallel(const TensorParallel& tensor) {
   GRAPHED_INTERNAL_ASSERT(tensor_.size() == 1 && expert_.size() == 1,
                           "an MoE split twice, or over tensor ranks after expert ranks");
   tensor_ = tensor;
+  if (!experts_whole_) expert_tensor_ = tensor;
   keep_own_shards(*this, tensor_splits(), tensor.shard());
   if (shared_) shared_->split_for_tensor_parallel(tensor);
 }
@@ -121,10 +122,13 @@ std::vector<std::pair<std::string, ParameterSplit>> MoeImpl::tensor_splits() con
   fc1.dim = 2;
   ParameterSplit fc2{TensorSplit::kColumn};
   fc2.dim = 1;
-  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"experts_w1", fc1}, {"experts_w2", fc2}};
-  if (b1_.defined()) {
-    splits.emplace_back("experts_b1", fc1);
-    splits.emplace_back("experts_b2", ParameterSplit{TensorSplit::kFirstRank});
+  std::vector<std::pair<std::string, ParameterSplit>> splits;
+  if (!experts_whole_) {
+    splits = {{"experts_w1", fc1}, {"experts_w2", fc2}};
+    if (b1_.defined()) {
+      splits.emplace_back("experts_b1", fc1);
+      splits.emplace_back("experts_b2", ParameterSplit{TensorSplit::kFirstRank});
+    }
   }
   if (shared_) {
     for (const auto& [name, split] : shared_->tensor_splits()) splits.emplace_back("shared_expert." + name, split);
@@ -172,7 +176,7 @@ at::Tensor MoeImpl::expert_mlp(const at::Tensor& input, int64_t expert) {
   at::Tensor hidden = at::matmul(input, w1_[expert]);
   if (b1_.defined()) hidden = hidden + b1_[expert];
   hidden = at::matmul(mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu), w2_[expert]);
-  const at::Tensor bias = tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
+  const at::Tensor bias = expert_tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
   return bias.defined() ? hidden + bias[expert] : hidden;
 }
 
@@ -180,7 +184,7 @@ at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
   at::Tensor hidden = at::bmm(input, w1_);
   if (b1_.defined()) hidden = hidden + b1_;
   hidden = at::bmm(mlp_activation(hidden, shape_.swiglu, shape_.openai_gelu), w2_);
-  const at::Tensor bias = tensor_.on_first_rank(b2_);
+  const at::Tensor bias = expert_tensor_.on_first_rank(b2_);
   return bias.defined() ? hidden + bias : hidden;
 }
 
@@ -193,7 +197,7 @@ at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& 
   const at::Tensor activated =
       kernels::grouped_bias_activation(hidden, first_bias, offsets, expert_activation(shape_), type);
   const at::Tensor product = kernels::grouped_matmul(activated, path_->working_weight(w2_, type), offsets);
-  const at::Tensor bias = tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
+  const at::Tensor bias = expert_tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
   if (!bias.defined()) return product;
   return kernels::grouped_bias_activation(product, bias.squeeze(1), offsets, kernels::ExpertActivation::kNone,
                                           at::promote_types(product.scalar_type(), bias.scalar_type()));
@@ -201,17 +205,17 @@ at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& 
 
 at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,
                                 const DispatchPlan& plan) {
-  // Under tensor parallelism each rank's experts give partial outputs: the tokens' and routing weights'
-  // gradients from them are summed over the ranks (the router's own are the same on every rank). With
-  // sequence parallelism entering gathers every rank's part of the sequence, and the gradients are
+  // Under tensor parallelism (each expert split over the tensor ranks) each rank's experts give partial outputs: the
+  // tokens' and routing weights' gradients from them are summed over the ranks (the router's own are the same on every
+  // rank). With sequence parallelism entering gathers every rank's part of the sequence, and the gradients are
   // reduce-scattered back.
-  const at::Tensor entered = tensor_.enter(routed_tokens);
+  const at::Tensor entered = expert_tensor_.enter(routed_tokens);
   const std::vector<int64_t> token_shape = entered.sizes().vec();
   const at::Tensor tokens = entered.reshape({-1, entered.size(-1)});
-  const at::Tensor weights = tensor_.enter(routing_weights).reshape({-1, shape_.top_k});
+  const at::Tensor weights = expert_tensor_.enter(routing_weights).reshape({-1, shape_.top_k});
   const at::Tensor output = active_->run_experts(*this, tokens, weights, plan);  // [T, h]
   // Leaving sums the ranks' partial outputs (with sequence parallelism reduce-scatters them to each rank's part).
-  return tensor_.leave(output.view(token_shape)).reshape({-1, tokens.size(1)});
+  return expert_tensor_.leave(output.view(token_shape)).reshape({-1, tokens.size(1)});
 }
 
 at::Tensor MoeImpl::shared_expert(const at::Tensor& tokens) {

@@ -95,6 +95,12 @@ class MoeImpl : public torch::nn::Module {
   /// column-parallel, SwiGLU's halves split alike; fc2 row-parallel with its bias on the first rank); the
   /// experts' partial outputs, weighted, are summed over the ranks, and the shared expert splits as an MLP.
   void split_for_tensor_parallel(const TensorParallel& tensor);
+  /// Megatron's expert tensor size 1, before split_for_tensor_parallel: every expert stays whole on its expert rank.
+  /// The router's load-balancing sums and the shared expert still use the tensor ranks, but the experts see this
+  /// rank's tokens only (its part of the sequence under sequence parallelism): nothing is gathered for them and
+  /// their outputs are not summed over the tensor ranks. Only with expert parallelism, whose groups then run across
+  /// the tensor ranks.
+  void keep_experts_whole() { experts_whole_ = true; }
   /// How each parameter (by its name in this module) lies over the tensor-parallel ranks.
   std::vector<std::pair<std::string, ParameterSplit>> tensor_splits() const;
 
@@ -147,7 +153,9 @@ class MoeImpl : public torch::nn::Module {
   at::Tensor w1_, b1_, w2_, b2_;                 // [E, h, f'], [E, 1, f'], [E, f, h], [E, 1, h]
   Mlp shared_{nullptr};
   std::shared_ptr<const KernelPath> path_ = aten_path();
-  TensorParallel tensor_;
+  TensorParallel tensor_;         ///< the router's sums and the shared expert
+  TensorParallel expert_tensor_;  ///< what splits each expert: tensor_, or one rank with keep_experts_whole
+  bool experts_whole_ = false;
   ExpertParallel expert_;
 };
 TORCH_MODULE(Moe);

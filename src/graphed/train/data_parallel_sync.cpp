@@ -99,25 +99,33 @@ at::Tensor squares_of(const std::vector<at::Tensor>& gradients, const at::Tensor
 
 }  // namespace
 
-at::Tensor DataParallelSync::squares_with_every_expert() {
+at::Tensor DataParallelSync::squares_of_every_expert() {
   at::Tensor experts = squares_of(expert_gradients_, expert_flat_).reshape({1}).contiguous();
   groups_.expert().all_reduce_sum(experts).wait();
-  return squares_of(dense_gradients_, dense_flat_).to(experts.device()) + experts.reshape({});
+  return experts.reshape({});
 }
 
 at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
   const dist::ParallelLayout& layout = groups_.layout();
   // Equal on every data-parallel rank: with one stage and one tensor rank, this rank's norm is the norm.
   if (layout.holds_whole_model()) return optimizer.gradient_norm();
-  // Each rank's sum of squares, the shared embedding counted by the first stage only and a parameter whole
-  // on every tensor rank by the first tensor rank only; under expert parallelism every expert rank's experts.
-  at::Tensor squares = expert_gradients_.empty() ? optimizer.gradient_norm().square() : squares_with_every_expert();
+  // Each rank's sum of squares of the dense parameters, the shared embedding counted by the first stage only and a
+  // parameter whole on every tensor rank by the first tensor rank only; then under expert parallelism every expert
+  // rank's experts (Megatron's norm over the dense and the expert parameters).
+  at::Tensor squares =
+      expert_gradients_.empty() ? optimizer.gradient_norm().square() : squares_of(dense_gradients_, dense_flat_);
   if (shared_embedding_.defined() && !counts_shared_embedding_) {
     squares = squares - shared_embedding_.grad().to(at::kFloat).square().sum();
   }
   for (const at::Tensor& parameter : uncounted_) squares = squares - parameter.grad().to(at::kFloat).square().sum();
+  at::Tensor experts = expert_gradients_.empty() ? at::Tensor() : squares_of_every_expert();
+  // Experts split over the tensor ranks add their parts over them as the dense layers do; whole experts (expert
+  // tensor size 1) are already counted once each over the expert group, which then runs across the tensor ranks.
+  const bool experts_split = layout.splits_experts_over_tensor_ranks();
+  if (experts.defined() && experts_split) squares = squares.to(experts.device()) + experts;
   squares = squares.reshape({1}).contiguous();
   if (layout.tensor_size > 1) groups_.tensor().all_reduce_sum(squares).wait();
+  if (experts.defined() && !experts_split) squares = squares + experts.to(squares.device());
   if (layout.is_pipelined()) groups_.pipeline().all_reduce_sum(squares).wait();
   return squares.clamp_min(0.0).sqrt().reshape({});
 }

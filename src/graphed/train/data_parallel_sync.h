@@ -34,8 +34,8 @@ class DataParallelSync final : public GradientSync {
   std::pair<at::Tensor, at::Tensor> reduce_losses(const at::Tensor& loss, const at::Tensor& aux_loss) override;
 
  private:
-  /// This rank's squares of the rest, and the squares of every expert rank's experts (summed over the group).
-  at::Tensor squares_with_every_expert();
+  /// The sum of the squares of every expert's gradients: this rank's experts' summed over its expert group.
+  at::Tensor squares_of_every_expert();
 
   dist::ProcessGroups& groups_;
   std::unique_ptr<dist::GradientReducer> reducer_;

@@ -49,8 +49,9 @@ std::optional<CaptureReport> ExpertBlocksRunner::capture_report() const {
     return std::nullopt;
   }
   CaptureReport report;
-  report.what = std::string("the full-iteration forward and backward (fixed expert blocks: the overflow check and the "
-                            "optimizer step after it, ") +
+  report.what = std::string(
+                    "the full-iteration forward and backward (fixed expert blocks: the overflow check and the "
+                    "optimizer step after it, ") +
                 (optimizer_.is_graphed() ? "the step in a graph of its own)" : "the step eager)");
   report.seconds = forward_backward_->capture_seconds() + optimizer_.capture_seconds();
   report.memory = forward_backward_->capture_memory() + optimizer_.capture_memory();

@@ -22,14 +22,18 @@ std::string gib(int64_t bytes) {
   return text;
 }
 
-/// Parameters one rank holds, counted from the configuration (weights only; biases and norms are small): every
-/// expert, or under expert parallelism its share of them.
+/// Parameters one rank holds times the tensor size (the caller divides by it), counted from the configuration
+/// (weights only; biases and norms are small): every expert, or under expert parallelism its share of them, whole on
+/// each tensor rank with an expert tensor size of 1.
 double parameter_count(const config::RunConfig& config) {
   const auto& m = config.model;
+  const auto& t = config.train;
   const double h = static_cast<double>(m.hidden_size);
   const double ffn = static_cast<double>(m.ffn_hidden_size.value_or(4 * m.hidden_size));
+  const int64_t tensor = std::max<int64_t>(1, t.tensor_model_parallel_size);
+  const double whole_experts = t.expert_tensor_parallel_size.value_or(tensor) == 1 ? static_cast<double>(tensor) : 1.0;
   const double experts = static_cast<double>(m.num_experts.value_or(1)) /
-                         static_cast<double>(std::max<int64_t>(1, config.train.expert_model_parallel_size));
+                         static_cast<double>(std::max<int64_t>(1, t.expert_model_parallel_size)) * whole_experts;
   const double expert_ffn = static_cast<double>(m.moe_ffn_hidden_size.value_or(m.ffn_hidden_size.value_or(0)));
   const double mlp_factor = m.swiglu ? 3.0 : 2.0;
   const double context = static_cast<double>(m.num_attention_heads * m.head_dim());  // h unless --kv-channels

@@ -44,7 +44,7 @@ GatheredState gather_pipeline_state(model::GptModel& model, AdamW& optimizer, di
                                     bool tied_output) {
   const dist::ParallelLayout& layout = groups.layout();
   GatheredState gathered;
-  if (layout.expert_data_rank() != 0) return gathered;  // data rank 0 (each expert rank's under expert parallelism)
+  if (!layout.joins_checkpoint()) return gathered;  // data rank 0's (and each expert rank's under expert parallelism)
   at::NoGradGuard no_grad;
   std::map<std::string, at::Tensor> own_state;
   for (auto& [name, tensor] : optimizer.state()) own_state.emplace(name, tensor);

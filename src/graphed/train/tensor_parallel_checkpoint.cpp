@@ -19,21 +19,29 @@ model::ParameterSplit split_of(const std::string& name, const TensorSplits& spli
   return {};
 }
 
+namespace {
+
+/// One tensor joined over a group: every member's part gathered (a collective), joined on the host for the member
+/// that keeps it; `part` itself where it is whole on every member (a first-rank bias is the first member's).
+at::Tensor join_one(const at::Tensor& part, const model::ParameterSplit& split, dist::Communicator& group,
+                    const std::optional<at::Device>& device) {
+  if (!split.is_sharded()) return part;
+  at::Tensor input = (device ? part.detach().to(*device) : part.detach()).contiguous();
+  std::vector<at::Tensor> gathered;
+  for (int64_t r = 0; r < group.size(); ++r) gathered.push_back(at::empty_like(input));
+  group.all_gather(gathered, input).wait();
+  return model::join_shards(gathered, split).to(at::kCPU);
+}
+
+}  // namespace
+
 NamedTensorList join_over_group(const NamedTensorList& parts, const TensorSplits& splits, dist::Communicator& group,
                                 bool keeps, const std::optional<at::Device>& device) {
   at::NoGradGuard no_grad;
   NamedTensorList whole;
   for (const auto& [name, part] : parts) {
-    const model::ParameterSplit split = split_of(name, splits);
-    if (!split.is_sharded()) {  // whole on every rank; a first-rank bias is the first rank's
-      if (keeps) whole.emplace_back(name, part);
-      continue;
-    }
-    at::Tensor input = (device ? part.detach().to(*device) : part.detach()).contiguous();
-    std::vector<at::Tensor> gathered;
-    for (int64_t r = 0; r < group.size(); ++r) gathered.push_back(at::empty_like(input));
-    group.all_gather(gathered, input).wait();
-    if (keeps) whole.emplace_back(name, model::join_shards(gathered, split).to(at::kCPU));
+    const at::Tensor joined = join_one(part, split_of(name, splits), group, device);
+    if (keeps) whole.emplace_back(name, joined);
   }
   return whole;
 }
@@ -61,13 +69,22 @@ void keep_own_parts(const NamedTensorList& whole, const NamedTensorList& parts, 
   }
 }
 
-NamedTensorList join_through(NamedTensorList parts, const GroupJoins& joins) {
-  for (const GroupJoin& join : joins) {
-    const bool keeps = join.group->rank() == 0;
-    parts = join_over_group(parts, join.splits, *join.group, keeps, join.device);
-    if (!keeps) return {};
+NamedTensorList join_through(const NamedTensorList& parts, const GroupJoins& joins) {
+  at::NoGradGuard no_grad;
+  // Tensor by tensor, through every join: a rank that skips a join goes on to the next with the others in step.
+  bool keeps_whole = true;  // whether this rank keeps the last join's result (the same for every tensor)
+  NamedTensorList whole;
+  for (const auto& [name, part] : parts) {
+    at::Tensor current = part;
+    for (const GroupJoin& join : joins) {
+      keeps_whole = join.takes_part && join.group->rank() == 0;
+      if (!join.takes_part) continue;
+      const at::Tensor joined = join_one(current, split_of(name, join.splits), *join.group, join.device);
+      if (keeps_whole) current = joined;  // a member that does not keep it takes its own part on
+    }
+    if (keeps_whole) whole.emplace_back(name, current);
   }
-  return parts;
+  return whole;
 }
 
 std::vector<NamedTensorList> whole_levels(const NamedTensorList& parts, const GroupJoins& joins) {

@@ -42,13 +42,15 @@ struct GroupJoin {
   model::TensorShard shard;
   dist::Communicator* group = nullptr;
   at::Device device = at::kCPU;  ///< where the group's collectives take tensors
+  bool takes_part = true;        ///< whether this rank is in the join (its group's other members are too)
 };
 using GroupJoins = std::vector<GroupJoin>;
 
-/// join_over_group through each join in turn: each group's first member keeps the joined tensors and takes them to
-/// the next join; every other member gets an empty list and takes no further part. So the first member of the last
-/// group gets the whole tensors.
-NamedTensorList join_through(NamedTensorList parts, const GroupJoins& joins);
+/// join_over_group through each join this rank takes part in, in turn, one tensor at a time (so a rank that skips a
+/// join waits on no other join's whole list): each group's first member keeps the joined tensor and takes it to the
+/// next join; another member takes its own part there (what it holds whole is the first member's anyway). The first
+/// member of the last group gets the whole tensors; every other rank an empty list.
+NamedTensorList join_through(const NamedTensorList& parts, const GroupJoins& joins);
 /// What a load fills, and how each rank then keeps its part: levels[0] is `parts` (the live tensors), levels[i + 1]
 /// the tensors whole over join i (whole_tensors_for), so levels.back() holds the whole tensors.
 std::vector<NamedTensorList> whole_levels(const NamedTensorList& parts, const GroupJoins& joins);

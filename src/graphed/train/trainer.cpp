@@ -130,7 +130,8 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   model_ = model::GptModel(config.model, config.moe_layers);
   if (layout_.tensor_size > 1) {  // each tensor rank keeps its part of the whole model it built
     model_->split_for_tensor_parallel(std::make_shared<dist::GroupTensorCollectives>(groups->tensor()),
-                                      config.train.sequence_parallel, model_parallel_random(config, layout_, device_));
+                                      config.train.sequence_parallel, model_parallel_random(config, layout_, device_),
+                                      layout_.splits_experts_over_tensor_ranks());
   }
   if (layout_.expert_size > 1) {  // each expert rank keeps its share of the experts
     model_->split_for_expert_parallel(std::make_shared<dist::GroupExpertCollectives>(groups->expert()));
@@ -285,9 +286,14 @@ Trainer::TensorParameters Trainer::tensor_parameters() {
   TensorParameters tensor;
   if (layout_.tensor_size == 1) return tensor;
   const auto splits = model_->tensor_splits();
+  // Under expert parallelism the experts are shares, reduced over their expert-data group: never duplicates, even
+  // where they are whole over the tensor ranks (expert tensor size 1).
+  const auto experts =
+      layout_.expert_size > 1 ? model_->expert_splits() : std::map<std::string, model::ParameterSplit>();
   const bool tied_output = !config_.model.untie_embeddings_and_output_weights;
   for (const auto& item : model_->named_parameters()) {
     if (!stage_trains_parameter(item.key(), layout_, tied_output)) continue;  // another pipeline stage's
+    if (experts.count(item.key()) != 0) continue;
     const auto split = splits.find(item.key());
     const bool summed = split != splits.end() && split->second.split == model::TensorSplit::kSummed;
     if (split != splits.end() && !summed) continue;  // sharded, or used by the first rank only
@@ -300,13 +306,20 @@ Trainer::TensorParameters Trainer::tensor_parameters() {
 
 GroupJoins Trainer::joins_to_whole() const {
   GroupJoins joins;
+  // Who joins: the first expert-data rank's expert groups, then the first data rank's tensor groups.
   if (layout_.expert_size > 1) {
-    joins.push_back(
-        {model_->expert_splits(), {layout_.expert_size, layout_.expert_rank()}, &groups_->expert(), device_});
+    joins.push_back({model_->expert_splits(),
+                     {layout_.expert_size, layout_.expert_rank()},
+                     &groups_->expert(),
+                     device_,
+                     layout_.expert_data_rank() == 0});
   }
   if (layout_.tensor_size > 1) {
-    joins.push_back(
-        {model_->tensor_splits(), {layout_.tensor_size, layout_.tensor_rank()}, &groups_->tensor(), device_});
+    joins.push_back({model_->tensor_splits(),
+                     {layout_.tensor_size, layout_.tensor_rank()},
+                     &groups_->tensor(),
+                     device_,
+                     layout_.data_rank() == 0});
   }
   return joins;
 }
@@ -347,7 +360,7 @@ std::string Trainer::save(int64_t iterations) {
   // The first data-parallel rank's shares (under expert parallelism the first expert group's): gathered from
   // every pipeline stage to the first (each tensor and expert rank its own part), then joined over the first
   // stage's expert group and tensor group in turn; rank 0 writes what one process would.
-  if (layout_.expert_data_rank() != 0) return checkpoint_folder(folder, iterations);
+  if (!layout_.joins_checkpoint()) return checkpoint_folder(folder, iterations);
   NamedTensorList parameters, state;
   if (layout_.is_pipelined()) {
     GatheredState gathered =
@@ -360,8 +373,8 @@ std::string Trainer::save(int64_t iterations) {
     state = optimizer_->state();
   }
   if (const GroupJoins joins = joins_to_whole(); !joins.empty()) {
-    parameters = join_through(std::move(parameters), joins);
-    state = join_through(std::move(state), joins);
+    parameters = join_through(parameters, joins);
+    state = join_through(state, joins);
   }
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
   if (layout_.holds_whole_model()) {  // every data-parallel rank holds the whole state
