@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dist/expert_test_support.h"
 #include "dist/rank_launch.h"
 #include "graphed/util/file_system.h"
 
@@ -21,6 +22,7 @@ using testing::describe;
 using testing::expect_losses_near;
 using testing::launch;
 using testing::losses_of;
+using testing::moe_flags;
 using testing::pick_port;
 using testing::plus;
 using testing::ProcessResult;
@@ -30,13 +32,6 @@ struct DispatchCase {
   const char* name;
   std::vector<std::string> flags;
 };
-
-/// moe-small's MoE on tiny (4 experts, top-2), dispatched all-to-all.
-std::vector<std::string> moe_flags(const std::vector<std::string>& dispatch) {
-  return plus({"--num-experts", "4", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "256", "--moe-aux-loss-coeff",
-               "0.01", "--moe-token-dispatcher-type", "alltoall"},
-              dispatch);
-}
 
 const std::vector<DispatchCase>& dispatch_cases() {
   static const std::vector<DispatchCase> cases = {

@@ -17,6 +17,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include "dist/expert_test_support.h"
 #include "graphed/dist/detail/backend.h"
 #include "graphed/model/moe.h"
 #include "ranks_on_threads.h"
@@ -148,18 +149,11 @@ MoeResult run_moe(model::Moe& moe, const at::Tensor& tokens) {
   const at::Tensor loss = (output * target).sum() + aux;
   loss.backward();
   MoeResult result{output.detach(), input.grad().clone(), {}};
-  for (const auto& item : moe->named_parameters()) {
-    result.gradients[item.key()] =
-        item.value().grad().defined() ? item.value().grad().clone() : at::zeros_like(item.value());
-  }
+  result.gradients = testing::gradients_of(moe);
   return result;
 }
 
-void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
-  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
-  EXPECT_TRUE(at::allclose(actual, expected, 1e-12, 1e-12))
-      << what << ": max difference " << (actual - expected).abs().max().item<double>();
-}
+using testing::expect_close;
 
 void check_against_one_process(const model::MoeShape& shape, bool skew) {
   // Every model and token is made here, before the threads: they would share the default generator.

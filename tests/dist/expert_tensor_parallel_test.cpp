@@ -18,6 +18,7 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include "dist/expert_test_support.h"
 #include "graphed/dist/detail/backend.h"
 #include "graphed/dist/expert_collectives.h"
 #include "graphed/dist/tensor_collectives.h"
@@ -138,18 +139,11 @@ MoeResult run_moe(model::Moe& moe, const at::Tensor& tokens, const at::Tensor& t
   const at::Tensor shaped = output.view(tokens.sizes());
   ((shaped * target).sum() + aux).backward();
   MoeResult result{shaped.detach(), input.grad().clone(), {}};
-  for (const auto& item : moe->named_parameters()) {
-    result.gradients[item.key()] =
-        item.value().grad().defined() ? item.value().grad().clone() : at::zeros_like(item.value());
-  }
+  result.gradients = testing::gradients_of(moe);
   return result;
 }
 
-void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
-  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
-  EXPECT_TRUE(at::allclose(actual, expected, 1e-12, 1e-12))
-      << what << ": max difference " << (actual - expected).abs().max().item<double>();
-}
+using testing::expect_close;
 
 /// What a rank's gradient of `name` should be, from one process's gradients on each data rank's tokens; whole
 /// parameters come back as one process's (the caller sums them over the tensor ranks where each saw a part).
