@@ -113,6 +113,34 @@ TEST(ExpertTensorParallelLaunchTest, WholeExpertsOverTheTensorRanksTrainAsOnePro
   if (!::testing::Test::HasFailure()) remove_all(folder);
 }
 
+// Whole experts on four tensor ranks with two expert ranks: the expert groups {0, 1} and {2, 3} split one tensor group,
+// so ranks 2 and 3 (the second expert-data rank) take no part in the checkpoint's expert join but do in its tensor
+// join. Four heads, so that attention splits four ways.
+TEST(ExpertTensorParallelLaunchTest, WholeExpertsOnMoreTensorRanksThanExpertRanksSaveTheWholeModel) {
+  const std::string folder = make_temporary_directory("graphed-whole-experts-four");
+  ASSERT_FALSE(folder.empty());
+  const std::vector<std::string> arguments =
+      plus(plus(testing::kTinyCpuTrain, moe_flags({"--moe-grouped-gemm"})),
+           {"--num-attention-heads", "4", "--train-iters", "8", "--save", "checkpoints"});
+  const auto one = testing::run_processes({{arguments, {}, {}, join_path(folder, "one")}});
+  ASSERT_EQ(one[0].exit_code, 0) << describe(one);
+  const auto ranks =
+      launch(4, pick_port(4),
+             plus(arguments, {"--tensor-model-parallel-size", "4", "--sequence-parallel",
+                              "--expert-model-parallel-size", "2", "--expert-tensor-parallel-size", "1"}),
+             join_path(folder, "ranks"));
+  for (const auto& result : ranks) ASSERT_EQ(result.exit_code, 0) << describe(ranks);
+  EXPECT_NE(ranks[0].out.find("(data-parallel 1 x pipeline 1 x tensor 4; expert 2 x expert-data 2 x expert-tensor 1)"),
+            std::string::npos)
+      << ranks[0].out;
+  expect_losses_near(losses_of(join_path(folder, "ranks/rank0/metrics.jsonl")),
+                     losses_of(join_path(folder, "one/metrics.jsonl")), 8, 1e-5, "tensor 4 x expert 2");
+  testing::expect_checkpoint_near(join_path(folder, "one/checkpoints/iter_0000008/model.safetensors"),
+                                  join_path(folder, "ranks/rank0/checkpoints/iter_0000008/model.safetensors"), 1e-4,
+                                  "tensor 4 x expert 2");
+  if (!::testing::Test::HasFailure()) remove_all(folder);
+}
+
 TEST(ExpertTensorParallelCheckpointTest, AWholeExpertsCheckpointCrossesLayoutsBothWays) {
   const std::string folder = make_temporary_directory("graphed-whole-experts-checkpoint");
   ASSERT_FALSE(folder.empty());

@@ -15,9 +15,9 @@ namespace graphed::testing {
 
 /// moe-small's MoE on tiny (4 experts, top-2), dispatched all-to-all, then `dispatch`'s flags.
 inline std::vector<std::string> moe_flags(const std::vector<std::string>& dispatch) {
-  std::vector<std::string> flags = {"--num-experts",        "4",    "--moe-router-topk",           "2",
-                                    "--moe-ffn-hidden-size", "256",  "--moe-aux-loss-coeff",        "0.01",
-                                    "--moe-token-dispatcher-type", "alltoall"};
+  std::vector<std::string> flags = {
+      "--num-experts",        "4",    "--moe-router-topk",           "2",       "--moe-ffn-hidden-size", "256",
+      "--moe-aux-loss-coeff", "0.01", "--moe-token-dispatcher-type", "alltoall"};
   flags.insert(flags.end(), dispatch.begin(), dispatch.end());
   return flags;
 }
