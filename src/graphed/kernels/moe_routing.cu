@@ -151,6 +151,20 @@ __global__ void switch_loss_backward_kernel(const float* __restrict__ counts, co
   if (e < experts) grad_mass[e] = scale * counts[e] * grad_loss[0];
 }
 
+/// Adds each choice's value to its expert's slot of `grad`: lane j holds choice j's expert and value (every lane of
+/// the warp calls it; the slots are striped over the lanes, slot s of lane l being expert s x 32 + l).
+__device__ __forceinline__ void add_at_chosen_experts(float (&grad)[kSlots], int own_expert, float own_value, int top_k,
+                                                      int lane) {
+  for (int choice = 0; choice < top_k; ++choice) {
+    const int expert = __shfl_sync(kFullMask, own_expert, choice);
+    const float value = __shfl_sync(kFullMask, own_value, choice);
+#pragma unroll
+    for (int slot = 0; slot < kSlots; ++slot) {
+      if (slot * 32 + lane == expert) grad[slot] += value;
+    }
+  }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kRouteWarps * 32)
     route_backward_kernel(const float* __restrict__ probabilities, const float* __restrict__ weights,
@@ -174,14 +188,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32)
   const float own_weight = holds ? weights[token * top_k + lane] : 0.0f;
   const float own_grad = holds && grad_weights != nullptr ? grad_weights[token * top_k + lane] : 0.0f;
   if (pre_softmax) {  // the weights are probabilities: their gradients join the probabilities'
-    for (int choice = 0; choice < top_k; ++choice) {
-      const int expert = __shfl_sync(kFullMask, own_expert, choice);
-      const float g = __shfl_sync(kFullMask, own_grad, choice);
-#pragma unroll
-      for (int slot = 0; slot < kSlots; ++slot) {
-        if (slot * 32 + lane == expert) grad[slot] += g;
-      }
-    }
+    add_at_chosen_experts(grad, own_expert, own_grad, top_k, lane);
   }
   float dot = 0.0f;
 #pragma unroll
@@ -192,14 +199,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32)
   if (!pre_softmax) {  // the softmax over the chosen logits
     const float weighted = warp_sum(own_weight * own_grad);
     const float own_logit_grad = own_weight * (own_grad - weighted);
-    for (int choice = 0; choice < top_k; ++choice) {
-      const int expert = __shfl_sync(kFullMask, own_expert, choice);
-      const float g = __shfl_sync(kFullMask, own_logit_grad, choice);
-#pragma unroll
-      for (int slot = 0; slot < kSlots; ++slot) {
-        if (slot * 32 + lane == expert) grad[slot] += g;
-      }
-    }
+    add_at_chosen_experts(grad, own_expert, own_logit_grad, top_k, lane);
   }
 #pragma unroll
   for (int slot = 0; slot < kSlots; ++slot) {
