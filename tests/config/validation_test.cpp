@@ -799,14 +799,16 @@ INSTANTIATE_TEST_SUITE_P(
                    "(with whole experts, each tensor rank sends its own part of the sequence to them; without it every "
                    "tensor rank holds the same tokens, which Megatron refuses too); fix: add --sequence-parallel, or "
                    "drop --expert-tensor-parallel-size"},
-        LaunchCase{"PL18ExpertParallelismNeedsAllToAll",
+        LaunchCase{"PL18ExpertParallelismExchangesAllToAllWhicheverDispatcher",
                    {{"num_experts", 4}, {"expert_model_parallel_size", 2}},
                    2,
                    "PL-18",
-                   Severity::kError,
-                   "--expert-model-parallel-size 2 needs --moe-token-dispatcher-type alltoall (the tokens go to their "
-                   "experts' ranks all-to-all; allgather under expert parallelism is not supported in this version); "
-                   "fix: pass --moe-token-dispatcher-type alltoall"},
+                   Severity::kNote,
+                   "--expert-model-parallel-size 2 with --moe-token-dispatcher-type allgather: graphed exchanges the "
+                   "tokens all-to-all under expert parallelism whichever dispatcher is named. The sums are the same "
+                   "as Megatron's allgather dispatcher's (which gathers every token to every expert rank and "
+                   "reduce-scatters the outputs); all-to-all moves fewer rows. Pass --moe-token-dispatcher-type "
+                   "alltoall to say so"},
         LaunchCase{"G6GraphsOverDroplessExpertParallelism",
                    {{"num_experts", 4},
                     {"expert_model_parallel_size", 2},

@@ -175,6 +175,28 @@ TEST(ExpertEvaluationLaunchTest, EvaluationAndSamplesRunOnEveryExpertRank) {
   if (!::testing::Test::HasFailure()) remove_all(folder);
 }
 
+// Megatron's default dispatcher, allgather, under expert parallelism: graphed exchanges all-to-all anyway (note
+// PL-18), so the run is the alltoall run's, bit for bit.
+TEST(ExpertDispatcherLaunchTest, TheAllgatherDispatcherTrainsAsTheAlltoallOne) {
+  const std::string folder = make_temporary_directory("graphed-expert-allgather");
+  ASSERT_FALSE(folder.empty());
+  const std::vector<std::string> moe = {"--num-experts",         "4",   "--moe-router-topk",    "2",
+                                        "--moe-ffn-hidden-size", "256", "--moe-aux-loss-coeff", "0.01",
+                                        "--moe-grouped-gemm"};
+  const std::vector<std::string> arguments =
+      plus(plus(plus(testing::kTinyCpuTrain, moe), kExperts), {"--train-iters", "6"});
+  const auto allgather = launch(2, pick_port(9), arguments, join_path(folder, "allgather"));
+  for (const auto& result : allgather) ASSERT_EQ(result.exit_code, 0) << describe(allgather);
+  const auto alltoall = launch(2, pick_port(10), plus(arguments, {"--moe-token-dispatcher-type", "alltoall"}),
+                               join_path(folder, "alltoall"));
+  for (const auto& result : alltoall) ASSERT_EQ(result.exit_code, 0) << describe(alltoall);
+  EXPECT_NE((allgather[0].out + allgather[0].err).find("[PL-18]"), std::string::npos) << allgather[0].out;
+  const auto losses = losses_of(join_path(folder, "allgather/rank0/metrics.jsonl"));
+  EXPECT_EQ(losses.size(), 6u);
+  EXPECT_EQ(losses, losses_of(join_path(folder, "alltoall/rank0/metrics.jsonl")));
+  if (!::testing::Test::HasFailure()) remove_all(folder);
+}
+
 /// The "moe_overflow_reruns" of a --metrics-file's last record.
 int64_t reruns_of(const std::string& metrics_file) {
   int64_t reruns = -1;

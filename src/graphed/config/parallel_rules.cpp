@@ -218,10 +218,11 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
                              "to split the activations outside the experts as Megatron does");
   }
   if (m.moe_token_dispatcher_type != "alltoall") {
-    issues.error("PL-18", flag +
-                              " needs --moe-token-dispatcher-type alltoall (the tokens go to their experts' "
-                              "ranks all-to-all; allgather under expert parallelism is not supported in this "
-                              "version); fix: pass --moe-token-dispatcher-type alltoall");
+    issues.note("PL-18", flag + " with --moe-token-dispatcher-type " + m.moe_token_dispatcher_type +
+                             ": graphed exchanges the tokens all-to-all under expert parallelism whichever "
+                             "dispatcher is named. The sums are the same as Megatron's allgather dispatcher's "
+                             "(which gathers every token to every expert rank and reduce-scatters the outputs); "
+                             "all-to-all moves fewer rows. Pass --moe-token-dispatcher-type alltoall to say so");
   }
 }
 

@@ -576,7 +576,7 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-15", "the expert-parallel size divides the data-parallel size (with whole experts, a stage's ranks)"},
       {"PL-16", "expert with tensor parallelism but no --sequence-parallel, which Megatron refuses (note)"},
       {"PL-17", "--expert-tensor-parallel-size is the tensor size or 1, and 1 needs expert parallelism"},
-      {"PL-18", "expert parallelism needs --moe-token-dispatcher-type alltoall"},
+      {"PL-18", "expert parallelism exchanges tokens all-to-all whichever dispatcher is named (note)"},
       {"PL-20", "--expert-tensor-parallel-size 1 with tensor parallelism needs --sequence-parallel"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},
