@@ -143,38 +143,10 @@ void validate_tensor_split(const RunConfig& config, IssueList& issues) {
   if (m.has_mamba_layers()) validate_mamba_tensor_split(m, size, issues);
 }
 
-/// PL-13 … PL-18 and PL-20: expert parallelism (Megatron's --expert-model-parallel-size) and what this version
-/// runs it with. With tensor parallelism, the expert tensor size is the tensor size (Megatron's default) or 1.
-void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
-  const TrainConfig& t = config.train;
-  const ModelConfig& m = config.model;
+/// PL-15, PL-16 (a note), PL-17 and PL-20: where the expert groups lie among a stage's tensor and data ranks, with
+/// the expert tensor size Megatron's default (the tensor size) or 1. `flag`: the expert-parallel size as given.
+void validate_expert_layout(const TrainConfig& t, const std::string& flag, IssueList& issues) {
   const int64_t experts_size = t.expert_model_parallel_size;
-  if (experts_size <= 1 && m.moe_expert_rank_capacity_factor && m.is_grouped_dropless()) {
-    issues.warn("MC-25", "--moe-expert-rank-capacity-factor has no effect with --expert-model-parallel-size " +
-                             num(experts_size) +
-                             " (without expert parallelism every expert is on this rank, and the grouped GEMM "
-                             "already has static shapes); ignored");
-  }
-  if (t.expert_tensor_parallel_size.value_or(1) < 1) return;  // PL-1's
-  if (experts_size <= 1 &&
-      t.expert_tensor_parallel_size.value_or(t.tensor_model_parallel_size) != t.tensor_model_parallel_size) {
-    issues.error("PL-17", "--expert-tensor-parallel-size " + num(*t.expert_tensor_parallel_size) +
-                              " without expert parallelism is not supported in this version (the expert tensor size "
-                              "differs from the tensor size only with --expert-model-parallel-size > 1); fix: drop "
-                              "--expert-tensor-parallel-size, or add --expert-model-parallel-size");
-  }
-  if (experts_size <= 1) return;
-  const std::string flag = "--expert-model-parallel-size " + num(experts_size);
-  if (!m.is_moe()) {
-    issues.error("PL-13", flag + " needs MoE layers; fix: pass --num-experts, or drop --expert-model-parallel-size");
-    return;
-  }
-  if (*m.num_experts % experts_size != 0) {
-    issues.error("PL-14", "--num-experts " + num(*m.num_experts) + " does not split over " + flag +
-                              " (each rank holds an equal share of the experts); fix: pass an expert-parallel size "
-                              "that divides " +
-                              num(*m.num_experts) + ", or a multiple of " + num(experts_size) + " experts");
-  }
   const int64_t model_parallel = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
   const int64_t data = t.data_parallel_size.value_or(model_parallel > 0 ? t.world_size / model_parallel : 1);
   const int64_t tensor = t.tensor_model_parallel_size;
@@ -217,6 +189,41 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
                              "experts' partial outputs are summed over the tensor ranks); pass --sequence-parallel "
                              "to split the activations outside the experts as Megatron does");
   }
+}
+
+/// PL-13, PL-14, PL-17 (without expert parallelism), PL-18 (a note) and validate_expert_layout's: expert parallelism
+/// (Megatron's --expert-model-parallel-size) and what this version runs it with.
+void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
+  const TrainConfig& t = config.train;
+  const ModelConfig& m = config.model;
+  const int64_t experts_size = t.expert_model_parallel_size;
+  if (experts_size <= 1 && m.moe_expert_rank_capacity_factor && m.is_grouped_dropless()) {
+    issues.warn("MC-25", "--moe-expert-rank-capacity-factor has no effect with --expert-model-parallel-size " +
+                             num(experts_size) +
+                             " (without expert parallelism every expert is on this rank, and the grouped GEMM "
+                             "already has static shapes); ignored");
+  }
+  if (t.expert_tensor_parallel_size.value_or(1) < 1) return;  // PL-1's
+  if (experts_size <= 1 &&
+      t.expert_tensor_parallel_size.value_or(t.tensor_model_parallel_size) != t.tensor_model_parallel_size) {
+    issues.error("PL-17", "--expert-tensor-parallel-size " + num(*t.expert_tensor_parallel_size) +
+                              " without expert parallelism is not supported in this version (the expert tensor size "
+                              "differs from the tensor size only with --expert-model-parallel-size > 1); fix: drop "
+                              "--expert-tensor-parallel-size, or add --expert-model-parallel-size");
+  }
+  if (experts_size <= 1) return;
+  const std::string flag = "--expert-model-parallel-size " + num(experts_size);
+  if (!m.is_moe()) {
+    issues.error("PL-13", flag + " needs MoE layers; fix: pass --num-experts, or drop --expert-model-parallel-size");
+    return;
+  }
+  if (*m.num_experts % experts_size != 0) {
+    issues.error("PL-14", "--num-experts " + num(*m.num_experts) + " does not split over " + flag +
+                              " (each rank holds an equal share of the experts); fix: pass an expert-parallel size "
+                              "that divides " +
+                              num(*m.num_experts) + ", or a multiple of " + num(experts_size) + " experts");
+  }
+  validate_expert_layout(t, flag, issues);
   if (m.moe_token_dispatcher_type != "alltoall") {
     issues.note("PL-18", flag + " with --moe-token-dispatcher-type " + m.moe_token_dispatcher_type +
                              ": graphed exchanges the tokens all-to-all under expert parallelism whichever "
