@@ -109,12 +109,25 @@ TEST(CommandLineTest, UnknownFlagNamesTheNearest) {
 TEST(CommandLineTest, MegatronFlagsGraphedDoesNotTakeSayWhatItDoesInstead) {
   EXPECT_EQ(problem_of({"train", "--moe-paged-stash"}),
             "'--moe-paged-stash' is Megatron-LM's, and graphed does not take it: graphed does not page the activations "
-            "of tokens past a rank's block: under --moe-expert-rank-capacity-factor an iteration that overflows a "
-            "block runs again dropless instead; fix: leave it out");
+            "the experts save for their backward (Megatron's memory saving for fixed blocks): under "
+            "--moe-expert-rank-capacity-factor they keep the blocks' rows, and an iteration that overflows a block "
+            "runs again dropless, as Megatron's runner does; fix: leave it out");
+  // --moe-z-loss-coeff is not --moe-aux-loss-coeff, which the nearest spelling would suggest.
+  EXPECT_EQ(problem_of({"train", "--moe-z-loss-coeff", "1e-3"}),
+            "'--moe-z-loss-coeff' is Megatron-LM's, and graphed does not take it: graphed's router has no z-loss in "
+            "this version (the load-balancing loss is its only one); fix: leave it out");
+  EXPECT_EQ(problem_of({"train", "--moe-router-load-balancing-type", "aux_loss"}),
+            "'--moe-router-load-balancing-type' is Megatron-LM's, and graphed does not take it: graphed's router "
+            "always balances with Megatron's default, aux_loss (the Switch loss, scaled by --moe-aux-loss-coeff); "
+            "seq_aux_loss, global_aux_loss and sinkhorn are not in this version; fix: leave it out for aux_loss; for "
+            "none, pass --moe-aux-loss-coeff 0");
   const std::string flex = problem_of({"train", "--moe-flex-dispatcher-backend", "hybridep"});
   EXPECT_NE(flex.find("not the flex ones"), std::string::npos) << flex;
   EXPECT_NE(flex.find("fix: leave it out; --expert-model-parallel-size"), std::string::npos) << flex;
-  for (const char* flag : {"--moe-router-fusion", "--moe-permute-fusion", "--use-distributed-optimizer"}) {
+  for (const char* flag :
+       {"--moe-router-fusion", "--moe-permute-fusion", "--use-distributed-optimizer", "--moe-router-score-function",
+        "--moe-router-enable-expert-bias", "--moe-router-topk-scaling-factor", "--moe-router-dtype",
+        "--moe-token-drop-policy", "--moe-input-jitter-eps"}) {
     EXPECT_EQ(problem_of({"train", flag}).rfind("'" + std::string(flag) + "' is Megatron-LM's", 0), 0u) << flag;
   }
 }

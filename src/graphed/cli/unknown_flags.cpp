@@ -106,9 +106,34 @@ struct NotTaken {
 const std::map<std::string, NotTaken>& megatron_flags_not_taken() {
   static const std::map<std::string, NotTaken> flags{
       {"--moe-paged-stash",
-       {"graphed does not page the activations of tokens past a rank's block: under "
-        "--moe-expert-rank-capacity-factor an iteration that overflows a block runs again dropless instead",
+       {"graphed does not page the activations the experts save for their backward (Megatron's memory saving for "
+        "fixed blocks): under --moe-expert-rank-capacity-factor they keep the blocks' rows, and an iteration that "
+        "overflows a block runs again dropless, as Megatron's runner does",
         "leave it out"}},
+      {"--moe-router-load-balancing-type",
+       {"graphed's router always balances with Megatron's default, aux_loss (the Switch loss, scaled by "
+        "--moe-aux-loss-coeff); seq_aux_loss, global_aux_loss and sinkhorn are not in this version",
+        "leave it out for aux_loss; for none, pass --moe-aux-loss-coeff 0"}},
+      {"--moe-z-loss-coeff",
+       {"graphed's router has no z-loss in this version (the load-balancing loss is its only one)", "leave it out"}},
+      {"--moe-router-score-function",
+       {"graphed's router scores with softmax (Megatron's default); sigmoid is not in this version", "leave it out"}},
+      {"--moe-router-enable-expert-bias",
+       {"graphed's router has no expert bias (aux-loss-free balancing) in this version",
+        "leave it out, and balance with --moe-aux-loss-coeff"}},
+      {"--moe-router-topk-scaling-factor",
+       {"graphed does not scale the routing weights: they are the softmax over the chosen experts (or, with "
+        "--moe-router-pre-softmax, their probabilities)",
+        "leave it out"}},
+      {"--moe-router-dtype",
+       {"graphed computes the router's logits in float32 or wider, except under bf16 on a GPU, where the router's "
+        "product runs in bf16 and its softmax, top-k and load-balancing sums in float32",
+        "leave it out"}},
+      {"--moe-token-drop-policy",
+       {"drop-and-pad keeps each expert's most probable assignments (Megatron's default policy, probs); position "
+        "is not in this version",
+        "leave it out"}},
+      {"--moe-input-jitter-eps", {"graphed's router does not jitter its input in this version", "leave it out"}},
       {"--moe-flex-dispatcher-backend",
        {"graphed has Megatron's alltoall and allgather token dispatchers, not the flex ones (DeepEP, HybridEP)",
         "leave it out; --expert-model-parallel-size with --moe-token-dispatcher-type alltoall exchanges the tokens"}},
