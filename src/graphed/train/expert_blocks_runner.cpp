@@ -13,7 +13,7 @@ ExpertBlocksRunner::ExpertBlocksRunner(TrainingStep& step)
     : ExpertBlocksRunner(step, runner_pool(step.config().cuda_graph)) {}
 
 ExpertBlocksRunner::ExpertBlocksRunner(TrainingStep& step, const capture::GraphPool& pool)
-    : step_(step), stream_(step.device()), optimizer_(step, pool) {
+    : step_(step), stream_(step.device()), optimizer_(step, pool, step.config().cuda_graph.optimizer_cuda_graph) {
   GRAPHED_INTERNAL_ASSERT(step.checks_expert_overflow(), "the expert-blocks runner without an overflow check");
   capture::FullIterationGraphOptions options;
   options.warmup_steps = step.config().cuda_graph.warmup_steps;

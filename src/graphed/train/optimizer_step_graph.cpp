@@ -1,11 +1,17 @@
 // train/optimizer_step_graph.cpp — see train/optimizer_step_graph.h.
 #include "graphed/train/optimizer_step_graph.h"
 
+#include <utility>
+
 namespace graphed::train {
 
-OptimizerStepGraph::OptimizerStepGraph(TrainingStep& step, capture::GraphPool pool) : step_(step) {
+OptimizerStepGraph::OptimizerStepGraph(TrainingStep& step, capture::GraphPool pool)
+    : OptimizerStepGraph(step, std::move(pool),
+                         step.config().cuda_graph.stage_units || step.config().cuda_graph.optimizer_cuda_graph) {}
+
+OptimizerStepGraph::OptimizerStepGraph(TrainingStep& step, capture::GraphPool pool, bool graphed) : step_(step) {
   const config::CudaGraphConfig& graphs = step.config().cuda_graph;
-  if (!graphs.stage_units && !graphs.optimizer_cuda_graph) return;
+  if (!graphed) return;
   capture::FullIterationGraphOptions options;
   options.name = "the optimizer step";
   options.warmup_steps = graphs.warmup_steps;

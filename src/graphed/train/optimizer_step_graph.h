@@ -19,6 +19,8 @@ class OptimizerStepGraph {
   /// eager), captured after the warmup iterations. pool: shared with the graphs that replay before it
   /// each iteration, or default (its own).
   OptimizerStepGraph(TrainingStep& step, capture::GraphPool pool);
+  /// The same, graphed when `graphed` says so (a full-iteration runner: with --optimizer-cuda-graph only).
+  OptimizerStepGraph(TrainingStep& step, capture::GraphPool pool, bool graphed);
   ~OptimizerStepGraph();
 
   /// Runs the step; returns the gradient norm before clipping (a device scalar).
