@@ -29,6 +29,19 @@ std::string origin_of(const std::string& key, const json& resolved, const json& 
   return source;
 }
 
+/// The processes a layout's parallel sizes ask for: tensor x pipeline x data, the data-parallel size by default the
+/// fewest the expert-parallel size needs (its size, or with whole experts, whose groups run across the tensor ranks,
+/// the fewest that make tensor x data a multiple of it).
+int64_t processes_asked_for(const config::TrainConfig& train) {
+  const int64_t tensor = std::max<int64_t>(1, train.tensor_model_parallel_size);
+  const int64_t experts = train.expert_model_parallel_size;
+  const int64_t expert_data = train.expert_tensor_parallel_size == std::optional<int64_t>(1) && experts >= 1
+                                  ? std::lcm(tensor, experts) / tensor
+                                  : experts;
+  return std::max<int64_t>(1, train.tensor_model_parallel_size * train.pipeline_model_parallel_size *
+                                  train.data_parallel_size.value_or(expert_data));
+}
+
 }  // namespace
 
 int run_check_config(const CommandLine& command_line, std::ostream& out) {
@@ -36,19 +49,8 @@ int run_check_config(const CommandLine& command_line, std::ostream& out) {
   // The launch this configuration runs under: WORLD_SIZE when a launcher set it, else the processes its
   // parallel sizes ask for (so a pipeline layout can be checked before launching it).
   const dist::LaunchEnvironment environment = launch_environment();
-  const config::TrainConfig& train = run.settings.train;
-  // The fewest data-parallel ranks the expert-parallel size needs: its size, or with whole experts (expert tensor
-  // size 1, the expert groups across the tensor ranks) the fewest that make tensor x data a multiple of it.
-  const int64_t tensor = std::max<int64_t>(1, train.tensor_model_parallel_size);
-  const int64_t experts = train.expert_model_parallel_size;
-  const int64_t expert_data = train.expert_tensor_parallel_size == std::optional<int64_t>(1) && experts >= 1
-                                  ? std::lcm(tensor, experts) / tensor
-                                  : experts;
   run.settings.train.world_size =
-      environment.is_distributed()
-          ? environment.world_size
-          : std::max<int64_t>(1, train.tensor_model_parallel_size * train.pipeline_model_parallel_size *
-                                     train.data_parallel_size.value_or(expert_data));
+      environment.is_distributed() ? environment.world_size : processes_asked_for(run.settings.train);
   const config::Resolution resolution = config::resolve_run_config(run.settings);
   const json resolved = config::run_config_to_json(resolution.config);
   const json given = config::settings_to_json(run.settings);
