@@ -107,11 +107,11 @@ TEST(CommandLineTest, UnknownFlagNamesTheNearest) {
 
 // Megatron's flags graphed does not take say what graphed does instead (the nearest spelling would mislead).
 TEST(CommandLineTest, MegatronFlagsGraphedDoesNotTakeSayWhatItDoesInstead) {
-  EXPECT_EQ(problem_of({"train", "--moe-paged-stash"}),
-            "'--moe-paged-stash' is Megatron-LM's, and graphed does not take it: graphed does not page the activations "
-            "the experts save for their backward (Megatron's memory saving for fixed blocks): under "
-            "--moe-expert-rank-capacity-factor they keep the blocks' rows, and an iteration that overflows a block "
-            "runs again dropless, as Megatron's runner does; fix: leave it out");
+  EXPECT_EQ(problem_of({"train", "--moe-paged-stash-buffer-size-factor-cpu", "0.5"}),
+            "'--moe-paged-stash-buffer-size-factor-cpu' is Megatron-LM's, and graphed does not take it: graphed's "
+            "paged stash has no pinned host pool to spill to in this version: a put that finds the device pool full "
+            "marks it overflowed, and the iteration runs again dropless; fix: leave it out, and size the device pool "
+            "with --moe-paged-stash-buffer-size-factor-cuda");
   // --moe-z-loss-coeff is not --moe-aux-loss-coeff, which the nearest spelling would suggest.
   EXPECT_EQ(problem_of({"train", "--moe-z-loss-coeff", "1e-3"}),
             "'--moe-z-loss-coeff' is Megatron-LM's, and graphed does not take it: graphed's router has no z-loss in "

@@ -864,6 +864,42 @@ INSTANTIATE_TEST_SUITE_P(
                    "--moe-expert-rank-capacity-factor has no effect with --expert-model-parallel-size 1 (without "
                    "expert parallelism every expert is on this rank, and the grouped GEMM already has static shapes); "
                    "ignored"},
+        LaunchCase{"MC27PagedStashWithoutRankCapacityFactor",
+                   {{"num_experts", 4},
+                    {"expert_model_parallel_size", 2},
+                    {"moe_token_dispatcher_type", "alltoall"},
+                    {"moe_grouped_gemm", true},
+                    {"moe_paged_stash", true}},
+                   2,
+                   "MC-27",
+                   Severity::kError,
+                   "--moe-paged-stash needs --moe-expert-rank-capacity-factor (it keeps the real rows of the fixed "
+                   "expert blocks; without blocks there are only real rows, and nothing to save); fix: add "
+                   "--moe-expert-rank-capacity-factor (e.g. 2) or drop --moe-paged-stash"},
+        LaunchCase{"MC28PagedStashPageSizeZero",
+                   {{"moe_paged_stash_page_size", 0}},
+                   1,
+                   "MC-28",
+                   Severity::kError,
+                   "--moe-paged-stash-page-size must be >= 1, got 0; fix: pass e.g. 64 (Megatron's default)"},
+        LaunchCase{"MC28PagedStashSizeFactorZero",
+                   {{"moe_paged_stash_buffer_size_factor_cuda", 0.0}},
+                   1,
+                   "MC-28",
+                   Severity::kError,
+                   "--moe-paged-stash-buffer-size-factor-cuda must not be 0 (the paged stash would hold nothing); "
+                   "fix: pass e.g. 1.1 (times the most rows alive at once on a balanced load) or -1.1 (times the "
+                   "most real rows alive at once in the first iteration)"},
+        LaunchCase{"MC29PagedStashWithoutExpertParallelism",
+                   {{"num_experts", 4},
+                    {"moe_grouped_gemm", true},
+                    {"moe_expert_rank_capacity_factor", 2.0},
+                    {"moe_paged_stash", true}},
+                   1,
+                   "MC-29",
+                   Severity::kWarning,
+                   "--moe-paged-stash has no effect with --expert-model-parallel-size 1 (without expert parallelism "
+                   "there are no fixed expert blocks); ignored"},
         LaunchCase{
             "G7GraphsWithRankCapacityFactor",
             {{"num_experts", 4},

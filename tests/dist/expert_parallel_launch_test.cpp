@@ -210,7 +210,8 @@ int64_t reruns_of(const std::string& metrics_file) {
 
 // --moe-expert-rank-capacity-factor: with 0.25 every iteration overflows a block (a rank's even share is 4 times a
 // block) and runs again dropless, so the losses are those of the dropless all-to-all, bit for bit; with 2 (= the
-// ranks) no block can overflow, and the static blocks follow the dropless run within rounding.
+// ranks) no block can overflow, and the static blocks follow the dropless run within rounding. Then the same with the
+// paged stash.
 TEST(ExpertOverflowLaunchTest, OverflowedIterationsRunAgainDroplessAndAreCounted) {
   const std::string folder = make_temporary_directory("graphed-expert-overflow");
   ASSERT_FALSE(folder.empty());
@@ -233,6 +234,28 @@ TEST(ExpertOverflowLaunchTest, OverflowedIterationsRunAgainDroplessAndAreCounted
   expect_losses_near(losses_of(join_path(folder, "roomy/rank0/metrics.jsonl")), reference, 10, 1e-5, "factor 2");
   EXPECT_EQ(reruns_of(join_path(folder, "roomy/rank0/metrics.jsonl")), 0);
   EXPECT_EQ(reruns_of(join_path(folder, "dropless/rank0/metrics.jsonl")), -1) << "no count without the factor";
+
+  // --moe-paged-stash: the experts park only their real rows, and train as the blocks do without it (a pool of twice
+  // the balanced load holds the most a rank can receive at factor 2; the default 1.1 is full in some iterations of
+  // this small routing); a pool of a hundredth of the balanced load (pages of one row) is full from the second
+  // iteration (the first sizes it), and those iterations run again dropless, counted.
+  const std::vector<std::string> stashed_flags = {"--moe-expert-rank-capacity-factor", "2", "--moe-paged-stash"};
+  const auto stashed =
+      launch(2, pick_port(0), plus(arguments, plus(stashed_flags, {"--moe-paged-stash-buffer-size-factor-cuda", "2"})),
+             join_path(folder, "stashed"));
+  for (const auto& result : stashed) ASSERT_EQ(result.exit_code, 0) << describe(stashed);
+  expect_losses_near(losses_of(join_path(folder, "stashed/rank0/metrics.jsonl")),
+                     losses_of(join_path(folder, "roomy/rank0/metrics.jsonl")), 10, 1e-5, "paged stash");
+  EXPECT_EQ(reruns_of(join_path(folder, "stashed/rank0/metrics.jsonl")), 0);
+  const auto full = launch(2, pick_port(11),
+                           plus(arguments, plus(stashed_flags, {"--moe-paged-stash-page-size", "1",
+                                                                "--moe-paged-stash-buffer-size-factor-cuda", "0.01"})),
+                           join_path(folder, "stash-full"));
+  for (const auto& result : full) ASSERT_EQ(result.exit_code, 0) << describe(full);
+  expect_losses_near(losses_of(join_path(folder, "stash-full/rank0/metrics.jsonl")), reference, 10, 1e-5,
+                     "a full paged stash");
+  EXPECT_EQ(reruns_of(join_path(folder, "stash-full/rank0/metrics.jsonl")), 9);
+  EXPECT_NE(full[0].out.find("MoE reruns 9 (paged stash full in 9)"), std::string::npos) << full[0].out;
   if (!::testing::Test::HasFailure()) remove_all(folder);
 }
 

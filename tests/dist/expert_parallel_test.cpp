@@ -10,6 +10,8 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,7 +157,9 @@ MoeResult run_moe(model::Moe& moe, const at::Tensor& tokens) {
 
 using testing::expect_close;
 
-void check_against_one_process(const model::MoeShape& shape, bool skew) {
+/// With `stash` (--moe-paged-stash), each rank's MoE keeps its experts' rows in a paged stash of that size factor: a
+/// first, profiling run sizes it, and the run compared is the one that parks the rows.
+void check_against_one_process(const model::MoeShape& shape, bool skew, std::optional<double> stash = std::nullopt) {
   // Every model and token is made here, before the threads: they would share the default generator.
   std::vector<MoeResult> whole;
   std::vector<model::Moe> split_moes;
@@ -172,7 +176,16 @@ void check_against_one_process(const model::MoeShape& shape, bool skew) {
     const int64_t rank = collectives->rank();
     model::Moe& moe = split_moes[static_cast<std::size_t>(rank)];
     moe->split_for_expert_parallel(model::ExpertParallel(collectives));
+    std::shared_ptr<kernels::PagedStash> paged;
+    if (stash) {
+      paged = std::make_shared<kernels::PagedStash>(kernels::PagedStashOptions{4, *stash});
+      moe->use_paged_stash(paged);
+      run_moe(moe, tokens[static_cast<std::size_t>(rank)]);  // profiling: the rows stay whole
+      paged->begin_iteration();
+      ASSERT_TRUE(paged->sized());
+    }
     const MoeResult split = run_moe(moe, tokens[static_cast<std::size_t>(rank)]);
+    if (paged) EXPECT_EQ(paged->overflowed().item<int64_t>(), 0) << "the paged stash was full";
     if (shape.expert_rank_capacity_factor) {  // the comparison below holds only where no block overflowed
       const at::Tensor overflow = moe->take_overflow();
       EXPECT_EQ(overflow[0].item<int64_t>(), 0)
@@ -258,6 +271,47 @@ TEST_F(ExpertParallelTest, AnOverflowedBlockIsRecordedAndTheDroplessFallbackEqua
     expect_close(rerun.output, whole[rank].output, "the dropless rerun's output");
     expect_close(rerun.input_gradient, whole[rank].input_gradient, "the dropless rerun's input gradient");
     EXPECT_TRUE(at::equal(moe->take_overflow(), at::zeros({2}, at::kLong))) << "the rerun fills no block";
+  });
+}
+
+// --moe-paged-stash: the static blocks' experts park only their real rows and take them back for the backward; the
+// outputs and every gradient are still one process's (the padding rows come back zero, and nothing reads their
+// gradients). Factor 2 blocks (padding rows beside the real ones) and 1.5 ones, each with a pool that holds them.
+TEST_F(ExpertParallelTest, ThePagedStashKeepsOnlyRealRowsAndStillEqualsOneProcess) {
+  model::MoeShape shape = moe_shape("static");
+  check_against_one_process(shape, false, 1.1);
+  // Every token to rank 0's experts: rank 1 parks nothing, and rank 0 twice the balanced load (a pool sized from the
+  // real rows measured holds it).
+  check_against_one_process(shape, true, -1.0);
+  shape.expert_rank_capacity_factor = 1.5;
+  shape.bias = false;
+  check_against_one_process(shape, false, -1.0);
+}
+
+// A pool too small for the real rows (a tenth of the balanced load): the put that finds no room parks nothing and
+// marks the stash overflowed, which the trainer then runs again dropless.
+TEST_F(ExpertParallelTest, APagedStashTooSmallIsMarkedOverflowed) {
+  const model::MoeShape shape = moe_shape("static");
+  std::vector<model::Moe> split_moes;
+  std::vector<at::Tensor> tokens;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    tokens.push_back(tokens_of(rank, false));
+    split_moes.push_back(whole_moe(shape));
+  }
+  on_two_ranks([&](std::shared_ptr<model::ExpertCollectives> collectives) {
+    const auto rank = static_cast<std::size_t>(collectives->rank());
+    model::Moe& moe = split_moes[rank];
+    moe->split_for_expert_parallel(model::ExpertParallel(collectives));
+    // Pages of one row, ceil(14 x 0.1) = 2 rows and a page for the one put alive: 3 pages for about 14 real rows.
+    const auto paged = std::make_shared<kernels::PagedStash>(kernels::PagedStashOptions{1, 0.1});
+    moe->use_paged_stash(paged);
+    run_moe(moe, tokens[rank]);
+    paged->begin_iteration();
+    EXPECT_EQ(paged->overflowed().item<int64_t>(), 0);
+    run_moe(moe, tokens[rank]);
+    EXPECT_EQ(paged->overflowed().item<int64_t>(), 1) << "3 pages of one row for a rank's real rows";
+    paged->begin_iteration();
+    EXPECT_EQ(paged->overflowed().item<int64_t>(), 0) << "cleared for the next iteration";
   });
 }
 

@@ -2,8 +2,8 @@
 // for aligned bf16 on Hopper) against the reference (a float64 matmul per expert): which path each case takes;
 // fp32, bf16 and fp16, depths and widths that are not multiples of the 64 x 64 tile,
 // experts with no rows and one with most; the input's and the weights' gradients; the same bits on every run; and a
-// CUDA graph captured once replaying for other routings (other offsets) the same bits as eager launches (each
-// expert's bias is tests/kernels/moe_routing_cuda_test.cpp's).
+// CUDA graph captured once replaying for other routings (other offsets) the same bits as eager launches; and
+// grouped_matmul_backward on its own (each expert's bias is tests/kernels/moe_routing_cuda_test.cpp's).
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
@@ -103,6 +103,32 @@ TEST_F(GroupedGemmCudaTest, MatchesTheReferenceForEveryTypeAndShape) {
                   at::equal(got.grad_weight, again.grad_weight))
           << what << ": not the same bits on a second run";
     }
+  }
+}
+
+// grouped_matmul_backward (what the paged stash's experts run, model/paged_experts.h) gives autograd's gradients of
+// grouped_matmul on the same tensors: through the library for aligned bf16 and through graphed's kernels for fp32.
+// Bitwise where both run the same products; the library's is reported (its autograd may order them otherwise).
+TEST_F(GroupedGemmCudaTest, TheBackwardOnItsOwnGivesAutogradsGradients) {
+  for (const at::ScalarType type : {at::kBFloat16, at::kFloat}) {
+    const auto options = at::TensorOptions().device(at::kCUDA).dtype(type);
+    const at::Tensor offsets = offsets_of({70, 0, 130, 1, 55});
+    const at::Tensor input = at::randn({256, 40}, options);
+    const at::Tensor weight = at::randn({5, 40, 72}, options) * 0.1;
+    const at::Tensor upstream = at::randn({256, 72}, options);
+    const Products want = run(input, weight, offsets, upstream, false);
+    const GroupedMatmulGrads got = grouped_matmul_backward(upstream, input, weight, offsets);
+    const std::string what = c10::toString(type);
+    const bool input_equal = at::equal(got.input, want.grad_input);
+    const bool weight_equal = at::equal(got.weight, want.grad_weight);
+    std::printf("%s (%s): input gradient %s, weight gradient %s\n", what.c_str(),
+                uses_library_grouped_mm(input, weight) ? "at::_grouped_mm" : "graphed's kernel",
+                input_equal ? "bitwise equal" : "differs", weight_equal ? "bitwise equal" : "differs");
+    const double tolerance = type == at::kFloat ? 1e-6 : 1e-2;
+    expect_close(got.input, want.grad_input.to(at::kDouble), tolerance, what + " input gradient");
+    expect_close(got.weight, want.grad_weight.to(at::kDouble), tolerance, what + " weight gradient");
+    EXPECT_EQ(got.weight[1].abs().max().item<double>(), 0.0) << what << ": the expert without rows";
+    if (type == at::kFloat) EXPECT_TRUE(input_equal && weight_equal) << "the same kernels give the same bits";
   }
 }
 

@@ -31,6 +31,20 @@ TEST(GroupedGemmTest, EachExpertsRowsTimesItsMatrixWithGradients) {
   EXPECT_TRUE(at::equal(got[1][1], at::zeros({5, 3}, at::kDouble)));  // the expert without rows
 }
 
+TEST(GroupedGemmTest, TheBackwardGivesAutogradsGradients) {
+  at::manual_seed(6);
+  const at::Tensor input = at::randn({9, 5}, at::kDouble).requires_grad_(true);
+  const at::Tensor weight = at::randn({4, 5, 3}, at::kDouble).requires_grad_(true);
+  const at::Tensor offsets = at::tensor({0, 2, 2, 7, 9}, at::kLong);
+  const at::Tensor out = grouped_matmul(input, weight, offsets);
+  const at::Tensor upstream = at::randn_like(out);
+  const auto wanted = torch::autograd::grad({out}, {input, weight}, {upstream});
+  const GroupedMatmulGrads got = grouped_matmul_backward(upstream, input.detach(), weight.detach(), offsets);
+  EXPECT_TRUE(at::allclose(got.input, wanted[0], 1e-14, 1e-14));
+  EXPECT_TRUE(at::allclose(got.weight, wanted[1], 1e-14, 1e-14));
+  EXPECT_TRUE(at::equal(got.weight[1], at::zeros({5, 3}, at::kDouble)));  // the expert without rows
+}
+
 TEST(GroupedGemmTest, EachRowGetsItsExpertsBias) {
   const at::Tensor offsets = at::tensor({0, 2, 2, 5}, at::kLong);
   EXPECT_TRUE(at::equal(expert_of_rows(offsets, 5), at::tensor({0, 0, 2, 2, 2}, at::kLong)));

@@ -251,6 +251,12 @@ TEST_F(MoeRoutingCudaTest, BiasActivationMatchesTheReferenceWithGradients) {
         bool same = at::equal(out, again);
         for (std::size_t i = 0; i < got.size(); ++i) same = same && at::equal(got[i], grads_again[i]);
         EXPECT_TRUE(same) << what << ": not the same bits on a second run";
+        // The backward on its own (the paged stash's experts, model/paged_experts.h): autograd's bits.
+        const BiasActivationGrads alone =
+            grouped_bias_activation_backward(upstream.to(out.scalar_type()), hidden.detach(),
+                                             with_bias ? bias.detach() : at::Tensor(), offsets, activation);
+        EXPECT_TRUE(at::equal(alone.hidden, got[0])) << what << ": hidden's gradient on its own";
+        if (with_bias) EXPECT_TRUE(at::equal(alone.bias, got[1])) << what << ": bias's gradient on its own";
       }
     }
   }

@@ -168,6 +168,15 @@ TEST(MoeRoutingTest, BiasActivationAddsEachExpertsBiasBeforeTheActivation) {
     EXPECT_TRUE(at::allclose(got[0], wanted[0], 1e-13, 1e-13)) << static_cast<int>(activation);
     EXPECT_TRUE(at::allclose(got[1], wanted[1], 1e-13, 1e-13)) << static_cast<int>(activation);
     EXPECT_TRUE(at::equal(got[1][1], at::zeros({6}, kDouble)));  // the expert without rows
+    // The backward on its own (what a caller that keeps `hidden` itself runs), with and without a bias.
+    const BiasActivationGrads alone =
+        grouped_bias_activation_backward(upstream, hidden.detach(), bias.detach(), offsets, activation);
+    EXPECT_TRUE(at::allclose(alone.hidden, wanted[0], 1e-13, 1e-13)) << static_cast<int>(activation);
+    EXPECT_TRUE(at::allclose(alone.bias, wanted[1], 1e-13, 1e-13)) << static_cast<int>(activation);
+    const BiasActivationGrads unbiased =
+        grouped_bias_activation_backward(upstream, x.detach(), at::Tensor(), offsets, activation);
+    EXPECT_TRUE(at::allclose(unbiased.hidden, wanted[0], 1e-13, 1e-13)) << static_cast<int>(activation);
+    EXPECT_FALSE(unbiased.bias.defined());
   }
 }
 

@@ -61,8 +61,8 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
   log.print("model", fields, line.str());
 }
 
-/// "done: 300 iterations (301 to 600) in 7.8 s, 153,600 tokens at 19,692 tokens/s, final loss 1.6329":
-/// this run's work; the iterations before a resume are named, not counted.
+/// "done: 300 iterations (301 to 600) in 7.8 s, 153,600 tokens at 19,692 tokens/s, final loss 1.6329, peak memory
+/// 1234 MiB": this run's work (the peak on a GPU only); the iterations before a resume are named, not counted.
 void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
   const int64_t iterations = summary.last_iteration - summary.first_iteration;
   std::ostringstream line;
@@ -86,6 +86,16 @@ void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
     fields["final_loss"] = summary.intervals.back().loss;
   }
   if (!summary.validation_losses.empty()) fields["final_valid_loss"] = summary.validation_losses.back().second;
+  if (summary.peak_memory_bytes > 0) {
+    const double mib = static_cast<double>(summary.peak_memory_bytes) / (1 << 20);
+    line << ", peak memory " << std::fixed << std::setprecision(1) << mib << " MiB";
+    fields["peak_memory_mib"] = mib;
+  }
+  if (summary.paged_stash_bytes > 0) {
+    const double mib = static_cast<double>(summary.paged_stash_bytes) / (1 << 20);
+    line << " (paged stash " << std::fixed << std::setprecision(1) << mib << " MiB)";
+    fields["paged_stash_mib"] = mib;
+  }
   log.print("done", fields, line.str());
 }
 

@@ -105,11 +105,10 @@ struct NotTaken {
 
 const std::map<std::string, NotTaken>& megatron_flags_not_taken() {
   static const std::map<std::string, NotTaken> flags{
-      {"--moe-paged-stash",
-       {"graphed does not page the activations the experts save for their backward (Megatron's memory saving for "
-        "fixed blocks): under --moe-expert-rank-capacity-factor they keep the blocks' rows, and an iteration that "
-        "overflows a block runs again dropless, as Megatron's runner does",
-        "leave it out"}},
+      {"--moe-paged-stash-buffer-size-factor-cpu",
+       {"graphed's paged stash has no pinned host pool to spill to in this version: a put that finds the device pool "
+        "full marks it overflowed, and the iteration runs again dropless",
+        "leave it out, and size the device pool with --moe-paged-stash-buffer-size-factor-cuda"}},
       {"--moe-router-load-balancing-type",
        {"graphed's router always balances with Megatron's default, aux_loss (the Switch loss, scaled by "
         "--moe-aux-loss-coeff); seq_aux_loss, global_aux_loss and sinkhorn are not in this version",

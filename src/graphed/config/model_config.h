@@ -75,8 +75,13 @@ struct ModelConfig {
   /// --moe-expert-rank-capacity-factor: under expert parallelism, dropless grouped experts exchange fixed blocks
   /// of F x the even share of rows (static shapes); an iteration that overflows one runs again dropless.
   std::optional<double> moe_expert_rank_capacity_factor;
-  std::string moe_token_dispatcher_type = "allgather";  ///< allgather|alltoall
-  std::string moe_layer_freq = "1";                     ///< N (every N-th layer is MoE) or a 0/1 list per layer
+  /// --moe-paged-stash: with those blocks, the experts keep the rows their backward needs in a pool of pages sized
+  /// from the balanced load (Megatron's paged stash), only the rows that carry assignments.
+  bool moe_paged_stash = false;
+  int64_t moe_paged_stash_page_size = 64;                 ///< --moe-paged-stash-page-size: rows a page
+  double moe_paged_stash_buffer_size_factor_cuda = 1.10;  ///< the pool over the most rows alive at once (see help)
+  std::string moe_token_dispatcher_type = "allgather";    ///< allgather|alltoall
+  std::string moe_layer_freq = "1";                       ///< N (every N-th layer is MoE) or a 0/1 list per layer
 
   // Mamba-hybrid models (Megatron's --is-hybrid-model; docs/hybrid.md).
   bool is_hybrid_model = false;  ///< --is-hybrid-model: layers by the hybrid pattern

@@ -191,6 +191,30 @@ void validate_expert_layout(const TrainConfig& t, const std::string& flag, Issue
   }
 }
 
+/// MC-27 to MC-29: Megatron's paged stash (--moe-paged-stash) and its sizes.
+void validate_paged_stash(const ModelConfig& m, int64_t experts_size, IssueList& issues) {
+  if (m.moe_paged_stash_page_size < 1) {
+    issues.error("MC-28", "--moe-paged-stash-page-size must be >= 1, got " + num(m.moe_paged_stash_page_size) +
+                              "; fix: pass e.g. 64 (Megatron's default)");
+  }
+  if (m.moe_paged_stash_buffer_size_factor_cuda == 0.0) {
+    issues.error("MC-28",
+                 "--moe-paged-stash-buffer-size-factor-cuda must not be 0 (the paged stash would hold nothing); fix: "
+                 "pass e.g. 1.1 (times the most rows alive at once on a balanced load) or -1.1 (times the most "
+                 "real rows alive at once in the first iteration)");
+  }
+  if (!m.moe_paged_stash || !m.is_moe()) return;
+  if (!m.moe_expert_rank_capacity_factor) {
+    issues.error("MC-27",
+                 "--moe-paged-stash needs --moe-expert-rank-capacity-factor (it keeps the real rows of the fixed "
+                 "expert blocks; without blocks there are only real rows, and nothing to save); fix: add "
+                 "--moe-expert-rank-capacity-factor (e.g. 2) or drop --moe-paged-stash");
+  } else if (experts_size <= 1) {
+    issues.warn("MC-29", "--moe-paged-stash has no effect with --expert-model-parallel-size " + num(experts_size) +
+                             " (without expert parallelism there are no fixed expert blocks); ignored");
+  }
+}
+
 /// PL-13, PL-14, PL-17 (without expert parallelism), PL-18 (a note) and validate_expert_layout's: expert parallelism
 /// (Megatron's --expert-model-parallel-size) and what this version runs it with.
 void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
@@ -203,6 +227,7 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
                              " (without expert parallelism every expert is on this rank, and the grouped GEMM "
                              "already has static shapes); ignored");
   }
+  validate_paged_stash(m, experts_size, issues);
   if (t.expert_tensor_parallel_size.value_or(1) < 1) return;  // PL-1's
   if (experts_size <= 1 &&
       t.expert_tensor_parallel_size.value_or(t.tensor_model_parallel_size) != t.tensor_model_parallel_size) {

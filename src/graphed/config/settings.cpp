@@ -190,6 +190,14 @@ std::vector<SettingSpec> model_specs() {
             "with --expert-model-parallel-size: each rank sends each rank a fixed block of this many times the even "
             "share of rows (static shapes); an iteration that overflows a block runs again dropless; unset = the "
             "counts are read on the host"),
+      model(&M::moe_paged_stash, "moe_paged_stash",
+            "with --moe-expert-rank-capacity-factor: the experts keep the rows their backward needs in a pool of "
+            "pages (Megatron's paged stash), only the rows that carry assignments; an iteration that finds the pool "
+            "full runs again dropless"),
+      model(&M::moe_paged_stash_page_size, "moe_paged_stash_page_size", "rows a page of the paged stash holds"),
+      model(&M::moe_paged_stash_buffer_size_factor_cuda, "moe_paged_stash_buffer_size_factor_cuda",
+            "the paged stash's size: > 0, this many times the most rows alive at once on a balanced load; < 0, "
+            "-factor times the most real rows alive at once in the first iteration"),
       model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher", {"allgather", "alltoall"}),
       integer_or_list_as_text(
           model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer")),

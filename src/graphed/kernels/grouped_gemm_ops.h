@@ -15,6 +15,16 @@ namespace graphed::kernels {
 /// weight's rows of an expert without rows get zeros).
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
 
+/// grouped_matmul's gradients for the gradient of its output `grad` [M, N]: input's [M, K] and weight's [E, K, N]
+/// (zero for an expert without rows), by the products grouped_matmul's own backward runs on the same tensors. For a
+/// caller that keeps the forward's input itself (model/paged_experts.h) rather than in an autograd graph.
+struct GroupedMatmulGrads {
+  at::Tensor input;
+  at::Tensor weight;
+};
+GroupedMatmulGrads grouped_matmul_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                           const at::Tensor& offsets);
+
 /// Whether grouped_matmul(input, weight, ...) runs LibTorch's at::_grouped_mm: a CUDA build on LibTorch 2.8 or
 /// later, bf16 CUDA tensors, compute capability 9 or 10, input and output rows of whole 16-byte units, and fewer
 /// than 2^31 rows.
@@ -26,6 +36,8 @@ at::Tensor expert_of_rows(const at::Tensor& offsets, int64_t rows);
 namespace reference {
 /// The same in ATen: a matmul per expert that has rows, the offsets copied to the host.
 at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offsets);
+GroupedMatmulGrads grouped_matmul_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                           const at::Tensor& offsets);
 /// out [rows, N]: each row of expert e (offsets as above, offsets[E] = rows) gets bias[e], a gather differentiable
 /// through ATen (kernels/moe_routing_ops.h's reference adds it; its kernel sums the gradient in a fixed order).
 at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows);

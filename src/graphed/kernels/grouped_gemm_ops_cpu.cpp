@@ -9,4 +9,9 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
   return reference::grouped_matmul(input, weight, offsets);
 }
 
+GroupedMatmulGrads grouped_matmul_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                           const at::Tensor& offsets) {
+  return reference::grouped_matmul_backward(grad, input, weight, offsets);
+}
+
 }  // namespace graphed::kernels

@@ -49,6 +49,22 @@ at::Tensor rows_product(const at::Tensor& rows, const at::Tensor& weight, const 
   return out;
 }
 
+/// The own kernels' gradients: a row launch against the transposed weights for the input, a weights launch for the
+/// weights.
+GroupedMatmulGrads kernel_gradients(const at::Tensor& gradient, const at::Tensor& input, const at::Tensor& weight,
+                                    const at::Tensor& offsets, bool want_input, bool want_weight) {
+  GroupedMatmulGrads grads;
+  if (want_input) grads.input = rows_product(gradient, weight, offsets, /*transposed=*/true);
+  if (want_weight) {
+    grads.weight = at::empty_like(weight);
+    launch_grouped_weights_gemm(
+        input.data_ptr(), gradient.data_ptr(), offsets.data_ptr<int64_t>(), grads.weight.data_ptr(),
+        shape_of(input.size(0), weight.size(1), weight.size(2), weight.size(0), input.scalar_type()),
+        detail::current_stream());
+  }
+  return grads;
+}
+
 struct GroupedMatmulFunction : torch::autograd::Function<GroupedMatmulFunction> {
   static at::Tensor forward(AutogradContext* context, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& offsets) {
@@ -58,22 +74,19 @@ struct GroupedMatmulFunction : torch::autograd::Function<GroupedMatmulFunction> 
 
   static tensor_list backward(AutogradContext* context, tensor_list grads) {
     const auto saved = context->get_saved_variables();
-    const at::Tensor& input = saved[0];
-    const at::Tensor& weight = saved[1];
-    const at::Tensor& offsets = saved[2];
-    const at::Tensor gradient = grads[0].to(input.scalar_type()).contiguous();
-    at::Tensor grad_input, grad_weight;
-    if (context->needs_input_grad(0)) grad_input = rows_product(gradient, weight, offsets, /*transposed=*/true);
-    if (context->needs_input_grad(1)) {
-      grad_weight = at::empty_like(weight);
-      launch_grouped_weights_gemm(
-          input.data_ptr(), gradient.data_ptr(), offsets.data_ptr<int64_t>(), grad_weight.data_ptr(),
-          shape_of(input.size(0), weight.size(1), weight.size(2), weight.size(0), input.scalar_type()),
-          detail::current_stream());
-    }
-    return {grad_input, grad_weight, at::Tensor()};
+    const at::Tensor gradient = grads[0].to(saved[0].scalar_type()).contiguous();
+    const GroupedMatmulGrads out = kernel_gradients(gradient, saved[0], saved[1], saved[2],
+                                                    context->needs_input_grad(0), context->needs_input_grad(1));
+    return {out.input, out.weight, at::Tensor()};
   }
 };
+
+/// Whether the own kernels take these tensors.
+bool kernel_takes(const at::Tensor& input, const at::Tensor& weight) {
+  GemmType type;
+  return input.is_cuda() && kernel_type(input.scalar_type(), type) && weight.scalar_type() == input.scalar_type() &&
+         input.dim() == 2 && weight.dim() == 3;
+}
 
 }  // namespace
 
@@ -99,15 +112,26 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
     const at::Tensor ends = offsets.narrow(0, 1, weight.size(0)).to(at::kInt);
     return compat::grouped_mm(input.contiguous(), weight.contiguous(), ends);
   }
-  GemmType type;
-  const bool kernel = input.is_cuda() && kernel_type(input.scalar_type(), type) &&
-                      weight.scalar_type() == input.scalar_type() && input.dim() == 2 && weight.dim() == 3;
-  if (!kernel) return reference::grouped_matmul(input, weight, offsets);
+  if (!kernel_takes(input, weight)) return reference::grouped_matmul(input, weight, offsets);
   GRAPHED_INTERNAL_ASSERT(weight.size(1) == input.size(1) && offsets.numel() == weight.size(0) + 1 &&
                               offsets.scalar_type() == at::kLong && offsets.is_cuda(),
                           "grouped_matmul: input ", input.sizes(), ", weight ", weight.sizes(), ", offsets ",
                           offsets.sizes());
   return GroupedMatmulFunction::apply(input.contiguous(), weight.contiguous(), offsets.contiguous());
+}
+
+GroupedMatmulGrads grouped_matmul_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                           const at::Tensor& offsets) {
+  const at::Tensor gradient = grad.to(input.scalar_type()).contiguous();
+  if (uses_library_grouped_mm(input, weight)) {
+    // The products of at::_grouped_mm's derivative: against the transposed weights, and the input's transpose
+    // (its groups now along the shared dimension) against the gradient.
+    const at::Tensor ends = offsets.narrow(0, 1, weight.size(0)).to(at::kInt);
+    return {compat::grouped_mm(gradient, weight.transpose(-2, -1), ends),
+            compat::grouped_mm(input.t(), gradient, ends)};
+  }
+  if (!kernel_takes(input, weight)) return reference::grouped_matmul_backward(grad, input, weight, offsets);
+  return kernel_gradients(gradient, input.contiguous(), weight.contiguous(), offsets.contiguous(), true, true);
 }
 
 }  // namespace graphed::kernels

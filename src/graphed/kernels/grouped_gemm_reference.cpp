@@ -29,6 +29,23 @@ at::Tensor grouped_matmul(const at::Tensor& input, const at::Tensor& weight, con
   return at::cat(pieces);
 }
 
+GroupedMatmulGrads grouped_matmul_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                           const at::Tensor& offsets) {
+  // The products at::matmul's backward runs for each expert's rows of grouped_matmul above.
+  const at::Tensor bounds = offsets.to(at::kCPU);
+  const at::Tensor gradient = grad.to(input.scalar_type());
+  GroupedMatmulGrads grads{at::zeros_like(input), at::zeros_like(weight)};
+  for (int64_t expert = 0; expert < weight.size(0); ++expert) {
+    const int64_t begin = bounds[expert].item<int64_t>();
+    const int64_t rows = bounds[expert + 1].item<int64_t>() - begin;
+    if (rows == 0) continue;
+    const at::Tensor expert_grad = gradient.narrow(0, begin, rows);
+    grads.input.narrow(0, begin, rows).copy_(at::mm(expert_grad, weight[expert].t()));
+    grads.weight[expert].copy_(at::mm(input.narrow(0, begin, rows).t(), expert_grad));
+  }
+  return grads;
+}
+
 at::Tensor grouped_bias(const at::Tensor& bias, const at::Tensor& offsets, int64_t rows) {
   return bias.index_select(0, expert_of_rows(offsets, rows));
 }

@@ -55,6 +55,17 @@ at::Tensor moe_unpermute(const at::Tensor& expert_output, const at::Tensor& weig
 at::Tensor grouped_bias_activation(const at::Tensor& hidden, const at::Tensor& bias, const at::Tensor& offsets,
                                    ExpertActivation activation, at::ScalarType type);
 
+/// grouped_bias_activation's gradients for the gradient of its output `grad_out`: hidden's (of hidden's type) and, with
+/// a bias, the bias's (fp32 [E, n], each expert's column sums). For a caller that keeps `hidden` itself
+/// (model/paged_experts.h) rather than in an autograd graph.
+struct BiasActivationGrads {
+  at::Tensor hidden;
+  at::Tensor bias;
+};
+BiasActivationGrads grouped_bias_activation_backward(const at::Tensor& grad_out, const at::Tensor& hidden,
+                                                     const at::Tensor& bias, const at::Tensor& offsets,
+                                                     ExpertActivation activation);
+
 namespace reference {
 RouteDecision moe_route(const at::Tensor& logits, int64_t top_k, bool pre_softmax);
 at::Tensor switch_balance_loss(const at::Tensor& mass, const at::Tensor& counts, double scale);
@@ -65,6 +76,9 @@ at::Tensor moe_unpermute(const at::Tensor& expert_output, const at::Tensor& weig
                          const at::Tensor& destination);
 at::Tensor grouped_bias_activation(const at::Tensor& hidden, const at::Tensor& bias, const at::Tensor& offsets,
                                    ExpertActivation activation, at::ScalarType type);
+BiasActivationGrads grouped_bias_activation_backward(const at::Tensor& grad_out, const at::Tensor& hidden,
+                                                     const at::Tensor& bias, const at::Tensor& offsets,
+                                                     ExpertActivation activation);
 }  // namespace reference
 
 }  // namespace graphed::kernels

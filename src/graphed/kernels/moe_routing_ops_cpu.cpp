@@ -30,4 +30,10 @@ at::Tensor grouped_bias_activation(const at::Tensor& hidden, const at::Tensor& b
   return reference::grouped_bias_activation(hidden, bias, offsets, activation, type);
 }
 
+BiasActivationGrads grouped_bias_activation_backward(const at::Tensor& grad_out, const at::Tensor& hidden,
+                                                     const at::Tensor& bias, const at::Tensor& offsets,
+                                                     ExpertActivation activation) {
+  return reference::grouped_bias_activation_backward(grad_out, hidden, bias, offsets, activation);
+}
+
 }  // namespace graphed::kernels

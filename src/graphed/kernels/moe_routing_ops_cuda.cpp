@@ -173,6 +173,25 @@ BiasActivationShape bias_activation_shape(const at::Tensor& hidden, const at::Te
   return shape;
 }
 
+/// The kernel's gradients through the activation, recomputed from hidden and bias (present or empty); the bias's
+/// only `with_bias` and with one.
+BiasActivationGrads bias_activation_gradients(const at::Tensor& grad_out, const at::Tensor& hidden,
+                                              const at::Tensor& bias, const at::Tensor& offsets,
+                                              ExpertActivation activation, bool with_bias) {
+  const BiasActivationShape shape = bias_activation_shape(hidden, offsets, activation);
+  const at::Tensor gradient = grad_out.contiguous();
+  const at::Tensor read = kernel_element(gradient.scalar_type()) ? gradient : gradient.to(at::kFloat);
+  BiasActivationGrads grads;
+  grads.hidden = at::empty_like(hidden);
+  const bool sums = detail::present(bias) && with_bias;
+  if (sums) grads.bias = at::empty_like(bias);
+  launch_bias_activation_backward(
+      read.data_ptr(), element(read.scalar_type()), hidden.data_ptr(), element(hidden.scalar_type()),
+      detail::present(bias) ? bias.data_ptr<float>() : nullptr, offsets.data_ptr<int64_t>(), grads.hidden.data_ptr(),
+      sums ? grads.bias.data_ptr<float>() : nullptr, shape, detail::current_stream());
+  return grads;
+}
+
 struct BiasActivationFunction : torch::autograd::Function<BiasActivationFunction> {
   /// `bias` empty: none.
   static at::Tensor forward(AutogradContext* context, const at::Tensor& hidden, const at::Tensor& bias,
@@ -191,23 +210,21 @@ struct BiasActivationFunction : torch::autograd::Function<BiasActivationFunction
 
   static tensor_list backward(AutogradContext* context, tensor_list grads) {
     const auto saved = context->get_saved_variables();
-    const at::Tensor& hidden = saved[0];
-    const at::Tensor& bias = saved[1];
-    const at::Tensor& offsets = saved[2];
     const auto activation = static_cast<ExpertActivation>(context->saved_data["activation"].toInt());
-    const BiasActivationShape shape = bias_activation_shape(hidden, offsets, activation);
-    const at::Tensor gradient = grads[0].contiguous();
-    const at::Tensor read = kernel_element(gradient.scalar_type()) ? gradient : gradient.to(at::kFloat);
-    at::Tensor grad_hidden = at::empty_like(hidden);
-    const bool with_bias = detail::present(bias) && context->needs_input_grad(1);
-    at::Tensor grad_bias = with_bias ? at::empty_like(bias) : at::Tensor();
-    launch_bias_activation_backward(
-        read.data_ptr(), element(read.scalar_type()), hidden.data_ptr(), element(hidden.scalar_type()),
-        detail::present(bias) ? bias.data_ptr<float>() : nullptr, offsets.data_ptr<int64_t>(), grad_hidden.data_ptr(),
-        with_bias ? grad_bias.data_ptr<float>() : nullptr, shape, detail::current_stream());
-    return {grad_hidden, grad_bias, at::Tensor(), at::Tensor(), at::Tensor()};
+    const BiasActivationGrads out =
+        bias_activation_gradients(grads[0], saved[0], saved[1], saved[2], activation, context->needs_input_grad(1));
+    return {out.hidden, out.bias, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
+
+bool bias_activation_kernel_takes(const at::Tensor& hidden, const at::Tensor& bias, const at::Tensor& offsets,
+                                  ExpertActivation activation, at::ScalarType type) {
+  const bool bias_fits = !bias.defined() || (bias.scalar_type() == at::kFloat && bias.dim() == 2 &&
+                                             bias.size(0) == offsets.numel() - 1 && bias.size(1) == hidden.size(1));
+  return hidden.is_cuda() && hidden.dim() == 2 && kernel_element(hidden.scalar_type()) && kernel_element(type) &&
+         bias_fits && offsets.scalar_type() == at::kLong &&
+         (activation != ExpertActivation::kSwiglu || hidden.size(1) % 2 == 0);
+}
 
 }  // namespace
 
@@ -265,15 +282,22 @@ at::Tensor moe_unpermute(const at::Tensor& expert_output, const at::Tensor& weig
 
 at::Tensor grouped_bias_activation(const at::Tensor& hidden, const at::Tensor& bias, const at::Tensor& offsets,
                                    ExpertActivation activation, at::ScalarType type) {
-  const bool bias_fits = !bias.defined() || (bias.scalar_type() == at::kFloat && bias.dim() == 2 &&
-                                             bias.size(0) == offsets.numel() - 1 && bias.size(1) == hidden.size(1));
-  const bool kernel = hidden.is_cuda() && hidden.dim() == 2 && kernel_element(hidden.scalar_type()) &&
-                      kernel_element(type) && bias_fits && offsets.scalar_type() == at::kLong &&
-                      (activation != ExpertActivation::kSwiglu || hidden.size(1) % 2 == 0);
-  if (!kernel) return reference::grouped_bias_activation(hidden, bias, offsets, activation, type);
+  if (!bias_activation_kernel_takes(hidden, bias, offsets, activation, type)) {
+    return reference::grouped_bias_activation(hidden, bias, offsets, activation, type);
+  }
   return BiasActivationFunction::apply(hidden.contiguous(), detail::or_empty(bias, hidden).contiguous(),
                                        offsets.contiguous(), static_cast<int64_t>(activation),
                                        static_cast<int64_t>(type));
+}
+
+BiasActivationGrads grouped_bias_activation_backward(const at::Tensor& grad_out, const at::Tensor& hidden,
+                                                     const at::Tensor& bias, const at::Tensor& offsets,
+                                                     ExpertActivation activation) {
+  if (!bias_activation_kernel_takes(hidden, bias, offsets, activation, grad_out.scalar_type())) {
+    return reference::grouped_bias_activation_backward(grad_out, hidden, bias, offsets, activation);
+  }
+  return bias_activation_gradients(grad_out, hidden.contiguous(), detail::or_empty(bias, hidden).contiguous(),
+                                   offsets.contiguous(), activation, /*with_bias=*/true);
 }
 
 }  // namespace graphed::kernels

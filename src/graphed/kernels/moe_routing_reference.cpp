@@ -1,5 +1,9 @@
 // kernels/moe_routing_reference.cpp — the MoE routing ops in LibTorch's ops (kernels/moe_routing_ops.h): the CPU
 // build's, the CUDA build's beyond the kernels' limits, and what the kernels are tested against.
+#include <vector>
+
+#include <torch/csrc/autograd/autograd.h>
+
 #include "graphed/kernels/grouped_gemm_ops.h"
 #include "graphed/kernels/moe_routing_ops.h"
 #include "graphed/kernels/training_ops.h"
@@ -60,6 +64,21 @@ at::Tensor grouped_bias_activation(const at::Tensor& hidden, const at::Tensor& b
     case ExpertActivation::kNone: break;
   }
   return biased.to(type);
+}
+
+BiasActivationGrads grouped_bias_activation_backward(const at::Tensor& grad_out, const at::Tensor& hidden,
+                                                     const at::Tensor& bias, const at::Tensor& offsets,
+                                                     ExpertActivation activation) {
+  // The forward again over the kept hidden, differentiated: elementwise work, no product.
+  at::AutoGradMode grad_mode(true);
+  const at::Tensor own_hidden = hidden.detach().requires_grad_(true);
+  const at::Tensor own_bias = bias.defined() ? bias.detach().requires_grad_(true) : at::Tensor();
+  const at::Tensor out =
+      reference::grouped_bias_activation(own_hidden, own_bias, offsets, activation, grad_out.scalar_type());
+  std::vector<at::Tensor> inputs{own_hidden};
+  if (own_bias.defined()) inputs.push_back(own_bias);
+  const auto grads = torch::autograd::grad({out}, inputs, {grad_out});
+  return {grads[0], own_bias.defined() ? grads[1] : at::Tensor()};
 }
 
 }  // namespace graphed::kernels::reference

@@ -252,8 +252,18 @@ void GptModelImpl::split_for_tensor_parallel(std::shared_ptr<TensorCollectives> 
 void GptModelImpl::split_for_expert_parallel(std::shared_ptr<ExpertCollectives> collectives) {
   GRAPHED_INTERNAL_ASSERT(collectives != nullptr, "expert parallelism without an expert group");
   const ExpertParallel expert(std::move(collectives));
+  // The fixed expert blocks' paged stash: one for every MoE layer, as Megatron's pool is one per rank.
+  if (config_.moe_paged_stash && config_.moe_expert_rank_capacity_factor) {
+    kernels::PagedStashOptions options;
+    options.page_rows = config_.moe_paged_stash_page_size;
+    options.size_factor = config_.moe_paged_stash_buffer_size_factor_cuda;
+    paged_stash_ = std::make_shared<kernels::PagedStash>(options);
+  }
   for (const auto& module : modules(/*include_self=*/false)) {
-    if (auto* moe = module->as<MoeImpl>()) moe->split_for_expert_parallel(expert);
+    auto* moe = module->as<MoeImpl>();
+    if (moe == nullptr) continue;
+    moe->split_for_expert_parallel(expert);
+    if (paged_stash_) moe->use_paged_stash(paged_stash_);
   }
 }
 
@@ -274,7 +284,13 @@ at::Tensor GptModelImpl::take_moe_overflow() {
     const at::Tensor taken = moe != nullptr ? moe->take_overflow() : at::Tensor();
     if (taken.defined()) overflow = overflow.defined() ? at::maximum(overflow, taken) : taken;
   }
-  return overflow;
+  const at::Tensor stash = paged_stash_ ? paged_stash_->overflowed() : at::Tensor();
+  if (!overflow.defined() && !stash.defined()) return overflow;
+  const auto options = (overflow.defined() ? overflow : stash).options();
+  if (!overflow.defined()) overflow = at::zeros({2}, options);
+  const at::Tensor all = at::cat({overflow, stash.defined() ? stash.reshape({1}).clone() : at::zeros({1}, options)});
+  if (stash.defined()) stash.zero_();
+  return all;
 }
 
 void GptModelImpl::use_dropless_experts(bool dropless) {

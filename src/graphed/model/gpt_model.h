@@ -21,6 +21,7 @@
 
 #include "graphed/capture/unit_runner.h"
 #include "graphed/config/model_config.h"
+#include "graphed/kernels/paged_stash.h"
 #include "graphed/model/expert_parallel.h"
 #include "graphed/model/norm.h"
 #include "graphed/model/tensor_parallel.h"
@@ -150,9 +151,16 @@ class GptModelImpl : public torch::nn::Module {
   /// for a dense model): dimension 0, the global expert id.
   std::map<std::string, ParameterSplit> expert_splits() const;
   /// Under expert parallelism with a rank capacity factor: every MoE layer's overflow since the last call, int64
-  /// [2] {overflowed 0/1, the most rows a block had to hold} on the device (zeros where none overflowed), and reset.
-  /// Undefined where no MoE filled a block.
+  /// [3] {a block overflowed 0/1, the most rows a block had to hold, the paged stash overflowed 0/1} on the device
+  /// (zeros where none overflowed), and reset. Undefined where no MoE filled a block and there is no paged stash.
   at::Tensor take_moe_overflow();
+  /// Before each iteration's forward and backward, outside any CUDA-graph capture: the paged stash's pools sized
+  /// after the first iteration, and emptied (kernels::PagedStash::begin_iteration). Nothing without one.
+  void begin_iteration() {
+    if (paged_stash_) paged_stash_->begin_iteration();
+  }
+  /// --moe-paged-stash under expert parallelism: the stash every MoE layer shares; else null.
+  const kernels::PagedStash* paged_stash() const { return paged_stash_.get(); }
   /// Every MoE layer's static dispatch gives way to the dropless one (`dropless`), or takes over again.
   void use_dropless_experts(bool dropless);
 
@@ -179,6 +187,7 @@ class GptModelImpl : public torch::nn::Module {
   std::shared_ptr<const KernelPath> path_ = aten_path();
   std::vector<std::shared_ptr<const KernelPath>> layer_paths_;  ///< each layer's, where use_layer_kernel_paths set one
   TensorParallel tensor_;
+  std::shared_ptr<kernels::PagedStash> paged_stash_;  ///< --moe-paged-stash with expert parallelism
 };
 TORCH_MODULE(GptModel);
 

@@ -6,6 +6,7 @@
 #include "graphed/kernels/grouped_gemm_ops.h"
 #include "graphed/kernels/moe_routing_ops.h"
 #include "graphed/model/moe_expert_dispatch.h"
+#include "graphed/model/paged_experts.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
 
@@ -201,6 +202,20 @@ at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& 
   if (!bias.defined()) return product;
   return kernels::grouped_bias_activation(product, bias.squeeze(1), offsets, kernels::ExpertActivation::kNone,
                                           at::promote_types(product.scalar_type(), bias.scalar_type()));
+}
+
+at::Tensor MoeImpl::block_experts(const at::Tensor& rows, const at::Tensor& offsets, const at::Tensor& filled,
+                                  int64_t balanced) {
+  if (!stash_) return grouped_experts(rows, offsets);
+  GroupedMlpWeights weights;
+  weights.type = expert_product_type(rows);
+  weights.fc1 = path_->working_weight(w1_, weights.type);
+  weights.fc2 = path_->working_weight(w2_, weights.type);
+  weights.activation = expert_activation(shape_);
+  if (b1_.defined()) weights.fc1_bias = b1_.squeeze(1);
+  const at::Tensor second_bias = expert_tensor_.on_first_rank(b2_);  // row-parallel: added once, before the sum
+  if (second_bias.defined()) weights.fc2_bias = second_bias.squeeze(1);
+  return paged_grouped_mlp(rows.to(weights.type).contiguous(), weights, offsets, filled, balanced, *stash_);
 }
 
 at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,

@@ -23,6 +23,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "graphed/kernels/paged_stash.h"
 #include "graphed/model/expert_parallel.h"
 #include "graphed/model/mlp.h"
 #include "graphed/model/moe_dispatch.h"
@@ -117,6 +118,9 @@ class MoeImpl : public torch::nn::Module {
   /// With `dropless`, the static dispatch gives way to the dropless one (an overflowed iteration's rerun); both
   /// were built when the MoE was split.
   void use_dropless_dispatch(bool dropless) { active_ = dropless && fallback_ ? fallback_.get() : dispatch_.get(); }
+  /// Megatron's paged stash (--moe-paged-stash): the fixed blocks' experts keep the rows their backward needs in
+  /// `stash` (shared by every MoE layer of the model), only the rows that carry an assignment (block_experts).
+  void use_paged_stash(std::shared_ptr<kernels::PagedStash> stash) { stash_ = std::move(stash); }
   /// How each expert tensor (by its name in this module) lies over the expert-parallel ranks: dimension 0, the
   /// global expert id, split in equal parts.
   std::vector<std::pair<std::string, ParameterSplit>> expert_splits() const;
@@ -141,12 +145,18 @@ class MoeImpl : public torch::nn::Module {
   /// Every expert's ffn at once over assignments sorted by expert [A, h] -> [A, h], expert e's rows being
   /// offsets[e] .. offsets[e + 1] (int64 [E + 1] on the device): grouped GEMMs, nothing read on the host.
   at::Tensor grouped_experts(const at::Tensor& sorted, const at::Tensor& offsets);
+  /// grouped_experts over fixed expert blocks [R, h] whose first `filled` rows (int64 scalar on the device) carry
+  /// assignments, `balanced` of them on a balanced load: through the paged stash where the MoE has one
+  /// (model/paged_experts.h), else grouped_experts.
+  at::Tensor block_experts(const at::Tensor& rows, const at::Tensor& offsets, const at::Tensor& filled,
+                           int64_t balanced);
 
  private:
   MoeShape shape_;
   std::unique_ptr<const MoeDispatch> dispatch_;  ///< drop-and-pad, dropless or grouped, from the shape
   std::unique_ptr<const MoeDispatch> fallback_;  ///< the dropless all-to-all, beside a static dispatch
   const MoeDispatch* active_ = nullptr;          ///< dispatch_, or fallback_ during a rerun
+  std::shared_ptr<kernels::PagedStash> stash_;   ///< --moe-paged-stash: the model's, for block_experts
   at::Tensor overflow_;                          ///< int64 [2]: overflowed since take_overflow, rows needed
   at::Tensor router_weight_;                     // [E, h]
   at::Tensor shared_gate_;                       // [1, h] (shared_expert_gate only)

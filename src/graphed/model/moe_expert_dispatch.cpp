@@ -155,6 +155,7 @@ SendBlocks send_blocks(const at::Tensor& counts, int64_t ranks, int64_t block, i
 struct ReceivedBlocks {
   at::Tensor place;    ///< [ranks B]: received slot -> its row among the experts' rows (a permutation)
   at::Tensor offsets;  ///< [local + 1]: expert e's rows offsets[e] .. offsets[e + 1]; the last ends at ranks B
+  at::Tensor filled;   ///< int64 scalar: the rows that carry an assignment, the first of the experts' rows
 };
 
 ReceivedBlocks received_blocks(const at::Tensor& all_counts, int64_t rank, int64_t local, int64_t block) {
@@ -176,6 +177,7 @@ ReceivedBlocks received_blocks(const at::Tensor& all_counts, int64_t rank, int64
   blocks.place = at::where(filled, filled_place, empty_place);
   blocks.offsets = at::cat({at::zeros({1}, per_expert.options()), per_expert.cumsum(0).narrow(0, 0, local - 1),
                             at::full({1}, ranks * block, per_expert.options())});
+  blocks.filled = per_expert.sum();
   return blocks;
 }
 
@@ -197,7 +199,9 @@ at::Tensor AllToAllStaticDispatch::sorted_outputs(MoeImpl& moe, const at::Tensor
   const ReceivedBlocks blocks = received_blocks(expert.gather(plan.counts), expert.rank(), local, block);
   const at::Tensor by_place =
       at::empty_like(blocks.place).scatter_(0, blocks.place, at::arange(ranks * block, blocks.place.options()));
-  const at::Tensor output = moe.grouped_experts(received.index_select(0, by_place), blocks.offsets);
+  // On a balanced load a rank receives as many rows as it sends (the paged stash's size, where there is one).
+  const at::Tensor output =
+      moe.block_experts(received.index_select(0, by_place), blocks.offsets, blocks.filled, assignments);
   const at::Tensor returned = expert.exchange(output.index_select(0, blocks.place), {}, {});  // this rank's slots
   // Each carried slot's result goes to its sorted row; empty slots to row A, cut off (an overflowed row stays zero).
   return scatter_to_assignments(returned, send.sorted_row.reshape({-1}), assignments);

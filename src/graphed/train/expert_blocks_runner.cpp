@@ -28,6 +28,7 @@ IterationStats ExpertBlocksRunner::train(const std::vector<Batch>& host_batches)
   fill_batches(buffer_, host_batches, step_.device());
   const std::vector<Batch> batches = batches_in(buffer_);
   const capture::RandomStateSnapshot before(step_.device());  // where the replay's draws begin, for a rerun
+  step_.model()->begin_iteration();  // outside the graph: the paged stash's pools sized once, emptied
   // The gradients were zeroed by the last optimizer step (AdamW starts them at zero).
   std::vector<at::Tensor> losses = forward_backward_->run([&] {
     step_.model()->train();

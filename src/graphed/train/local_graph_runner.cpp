@@ -60,6 +60,7 @@ IterationStats LocalGraphRunner::train(const std::vector<Batch>& host_batches) {
   //    eagerly and dropless where a fixed expert block overflowed). The grads were zeroed after the last optimizer
   //    step (AdamW starts them at zero).
   step_.model()->train();
+  step_.model()->begin_iteration();  // the paged stash: sized after the first iteration, emptied
   auto [loss, aux_loss] = step_.forward_backward_checked(batches);
   // 3. At the end of the recording iteration, every graph is captured in the recorded order.
   if (registry_.phase() == capture::LocalPhase::kRecording) creation_ = registry_.create_cudagraphs();

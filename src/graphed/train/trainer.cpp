@@ -437,7 +437,21 @@ void Trainer::log_interval(Progress& progress, Interval& interval, int64_t done,
     // Iterations run again dropless so far, because a rank's block (--moe-expert-rank-capacity-factor) overflowed.
     fields["moe_overflow_reruns"] = overflow->reruns();
     line << " | MoE reruns " << overflow->reruns();
-    if (overflow->reruns() > 0) line << " (last needed " << overflow->rows_needed() << " rows a block)";
+    if (overflow->rows_needed() > 0) line << " (last needed " << overflow->rows_needed() << " rows a block)";
+    if (overflow->stash_overflows() > 0) {
+      // Iterations that found the paged stash (--moe-paged-stash) full: each ran again dropless, without it.
+      fields["moe_paged_stash_overflows"] = overflow->stash_overflows();
+      line << " (paged stash full in " << overflow->stash_overflows() << ")";
+    }
+  }
+  if (device_.is_cuda()) {
+    // This rank's peak since the last interval line: the steady state once the graphs exist, which the run's peak
+    // (the done line) may hide behind an eager first iteration.
+    const int64_t bytes = runtime::peak_memory_bytes(device_);
+    peak_memory_bytes_ = std::max(peak_memory_bytes_, bytes);
+    runtime::reset_peak_memory(device_);
+    fields["peak_memory_mib"] = static_cast<double>(bytes) / (1 << 20);
+    line << " | peak " << bytes / (1 << 20) << " MiB";
   }
   write_metrics(fields);
   if (peak_) {
@@ -574,6 +588,8 @@ TrainSummary Trainer::train(EventLog& log, const std::function<bool()>& stop_req
   }
   summary.seconds = progress.elapsed_seconds();
   summary.tokens = static_cast<double>(summary.last_iteration - start_iteration_) * tokens_per_iteration();
+  summary.peak_memory_bytes = std::max(peak_memory_bytes_, runtime::peak_memory_bytes(device_));
+  if (const kernels::PagedStash* stash = model_->paged_stash()) summary.paged_stash_bytes = stash->pool_bytes();
   return summary;
 }
 

@@ -48,6 +48,8 @@ struct TrainSummary {
   double tokens = 0;                           ///< tokens trained on by this run (from the start or the checkpoint)
   std::vector<IntervalRecord> intervals;
   std::vector<std::pair<int64_t, double>> validation_losses;  ///< (iteration, loss)
+  int64_t peak_memory_bytes = 0;  ///< the device's peak allocated bytes over the run (0 on the CPU)
+  int64_t paged_stash_bytes = 0;  ///< --moe-paged-stash: the pools' bytes (0 without)
 };
 
 class Trainer {
@@ -156,6 +158,7 @@ class Trainer {
   std::vector<std::string> state_not_in_checkpoint_;
   std::optional<std::ofstream> metrics_;
   std::optional<runtime::PeakThroughput> peak_;
+  int64_t peak_memory_bytes_ = 0;  ///< the device's peak over the intervals reported so far
 };
 
 }  // namespace graphed::train

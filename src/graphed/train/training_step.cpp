@@ -100,6 +100,7 @@ std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward_checked(const s
 IterationStats TrainingStep::run_iteration(const std::vector<Batch>& batches, bool with_optimizer) {
   optimizer_.zero_grad();
   model_->train();
+  model_->begin_iteration();
   const auto [loss, aux_loss] = forward_backward_checked(batches);
   const at::Tensor grad_norm = gradient_norm();
   if (with_optimizer) optimizer_step(grad_norm);

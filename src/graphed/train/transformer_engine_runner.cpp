@@ -45,10 +45,12 @@ TransformerEngineRunner::~TransformerEngineRunner() = default;
 IterationStats TransformerEngineRunner::train(const std::vector<Batch>& host_batches) {
   capture::SideStream::Use on_stream(stream_);
   const std::vector<Batch> batches = step_.to_device(host_batches);
-  step_.model()->train();  // the grads were zeroed after the last optimizer step
+  step_.model()->train();            // the grads were zeroed after the last optimizer step
+  step_.model()->begin_iteration();  // the paged stash sized after the first iteration, so before any capture
   // The graphs are captured at the top of the first iteration after the warmup (as MCore does).
   if (!layers_.is_captured() && iterations_ >= step_.config().cuda_graph.warmup_steps) {
     layers_.capture([&] { record_forward(batches); }, step_.device());
+    step_.model()->begin_iteration();  // the recorded forward parked rows no backward took back
   }
   auto [loss, aux_loss] = step_.forward_backward_checked(batches);
   const at::Tensor grad_norm = optimizer_.run();
