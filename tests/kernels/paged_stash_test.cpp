@@ -24,7 +24,7 @@ TEST(PagedStashTest, ProfilingKeepsTensorsWholeThenOnlyRealRowsComeBack) {
   PagedStash stash(options);
   const at::Tensor first = at::randn({10, 3});
   const at::Tensor second = at::randn({10, 2, 5}).to(at::kBFloat16);  // another type and shape, one row width
-  stash.begin_iteration();  // nothing seen yet: nothing to size
+  stash.begin_iteration();                                            // nothing seen yet: nothing to size
   EXPECT_FALSE(stash.sized());
   const StashedRows whole = stash.put({first, second}, count(6), /*balanced_rows=*/5);
   EXPECT_EQ(whole.whole[0].size(0), 6) << "profiling keeps the real rows only";

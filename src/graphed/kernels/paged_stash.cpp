@@ -4,14 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "graphed/util/error.h"
 
 namespace graphed::kernels {
 
 PagedStash::PagedStash(const PagedStashOptions& options) : options_(options) {
-  GRAPHED_INTERNAL_ASSERT(options.page_rows >= 1 && options.size_factor != 0.0, "a paged stash of ",
-                          options.page_rows, " rows a page and size factor ", options.size_factor);
+  GRAPHED_INTERNAL_ASSERT(options.page_rows >= 1 && options.size_factor != 0.0, "a paged stash of ", options.page_rows,
+                          " rows a page and size factor ", options.size_factor);
 }
 
 StashedRows PagedStash::put(const std::vector<at::Tensor>& tensors, const at::Tensor& rows, int64_t balanced_rows,
@@ -30,8 +31,12 @@ StashedRows PagedStash::put(const std::vector<at::Tensor>& tensors, const at::Te
   }
   const auto pool_of = pools_.find(stashed.width);
   // Before the pools exist (or for a width the profiling never saw) the tensors stay whole.
-  if (!sized_ || pool_of == pools_.end() || r == 0) return keep_whole(tensors, rows, may_read_host, stashed);
+  const bool fits_units =
+      pool_of != pools_.end() && std::all_of(stashed.widths.begin(), stashed.widths.end(),
+                                             [&](int64_t width) { return width % pool_of->second.unit == 0; });
+  if (!sized_ || !fits_units || r == 0) return keep_whole(tensors, rows, may_read_host, stashed);
   Pool& pool = pool_of->second;
+  const at::ScalarType unit_type = pool.storage.scalar_type();
   const int64_t page = options_.page_rows;
   const at::Tensor real = rows.to(at::kLong).reshape({});
   const auto index = real.options();
@@ -53,9 +58,9 @@ StashedRows PagedStash::put(const std::vector<at::Tensor>& tensors, const at::Te
   stashed.place = at::where(row < real * fits.to(at::kLong), paged, in_page + pool.pages * page);
   int64_t column = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const at::Tensor bytes = tensors[i].reshape({r, -1}).view(at::kByte);
-    pool.storage.narrow(1, column, stashed.widths[i]).index_copy_(0, stashed.place, bytes);
-    column += stashed.widths[i];
+    const at::Tensor units = tensors[i].reshape({r, -1}).view(at::kByte).view(unit_type);
+    pool.storage.narrow(1, column, units.size(1)).index_copy_(0, stashed.place, units);
+    column += units.size(1);
   }
   return stashed;
 }
@@ -73,6 +78,7 @@ StashedRows PagedStash::keep_whole(const std::vector<at::Tensor>& tensors, const
   for (const at::Tensor& tensor : tensors) stashed.whole.push_back(tensor.narrow(0, 0, stashed.real_rows).clone());
   Profile& profile = profiles_[stashed.width];
   profile.device = tensors.front().device();
+  for (const int64_t width : stashed.widths) profile.unit = std::gcd(profile.unit, width);
   profile.balanced_alive += stashed.balanced_rows;
   profile.balanced_peak = std::max(profile.balanced_peak, profile.balanced_alive);
   profile.real_alive += stashed.real_rows;
@@ -110,14 +116,16 @@ std::vector<at::Tensor> PagedStash::take(const StashedRows& stashed) {
   std::vector<at::Tensor> tensors;
   int64_t column = 0;
   for (std::size_t i = 0; i < stashed.widths.size(); ++i) {
-    const at::Tensor bytes = pool.storage.narrow(1, column, stashed.widths[i]).index_select(0, source);
-    tensors.push_back(bytes.view(stashed.types[i]).view(stashed.sizes[i]));
-    column += stashed.widths[i];
+    const int64_t units = stashed.widths[i] / pool.unit;
+    const at::Tensor kept = pool.storage.narrow(1, column, units).index_select(0, source);
+    tensors.push_back(kept.view(at::kByte).view(stashed.types[i]).view(stashed.sizes[i]));
+    column += units;
   }
   // The pages back to the free list after its last free page; the slots of pages not taken take discards.
   const at::Tensor slot = at::arange(stashed.pages.size(0), stashed.pages.options());
-  const at::Tensor slots = at::where(slot < stashed.page_count, at::remainder(pool.ends.select(0, 1) + slot, pool.pages),
-                                     at::full_like(slot, pool.pages));
+  const at::Tensor slots =
+      at::where(slot < stashed.page_count, at::remainder(pool.ends.select(0, 1) + slot, pool.pages),
+                at::full_like(slot, pool.pages));
   pool.free_list.index_copy_(0, slots, stashed.pages);
   pool.ends.select(0, 1).add_(stashed.page_count);
   return tensors;
@@ -132,7 +140,12 @@ void PagedStash::size_pools() {
     Pool pool;
     pool.pages = std::max<int64_t>(1, (rows + page - 1) / page + profile.puts_peak);
     const auto bytes = at::TensorOptions().device(profile.device).dtype(at::kByte);
-    pool.storage = at::empty({pool.pages * page + page + 1, width}, bytes);
+    pool.unit = profile.unit;
+    const at::ScalarType unit_type = pool.unit == 8   ? at::kLong
+                                     : pool.unit == 4 ? at::kInt
+                                     : pool.unit == 2 ? at::kShort
+                                                      : at::kByte;
+    pool.storage = at::empty({pool.pages * page + page + 1, width / pool.unit}, bytes.dtype(unit_type));
     pool.storage.narrow(0, pool.pages * page + page, 1).zero_();
     pool.all_free = at::arange(pool.pages + 1, bytes.dtype(at::kLong));
     pool.free_list = pool.all_free.clone();
@@ -157,7 +170,7 @@ void PagedStash::begin_iteration() {
 
 int64_t PagedStash::pool_bytes() const {
   int64_t bytes = 0;
-  for (const auto& [width, pool] : pools_) bytes += pool.storage.numel();
+  for (const auto& [width, pool] : pools_) bytes += pool.storage.numel() * pool.unit;
   return bytes;
 }
 

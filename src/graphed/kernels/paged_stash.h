@@ -25,16 +25,16 @@ struct PagedStashOptions {
 
 /// What a put parked: the handle take() needs.
 struct StashedRows {
-  std::vector<at::Tensor> whole;           ///< while profiling: the tensors' real rows (or all of them)
-  std::vector<at::ScalarType> types;       ///< each tensor's type
-  std::vector<int64_t> widths;             ///< each tensor's row in bytes (its columns' place in the pool's rows)
-  std::vector<std::vector<int64_t>> sizes; ///< each tensor's shape
-  int64_t width = 0;                       ///< the pool (by its rows' bytes)
-  at::Tensor place;                        ///< [R] int64: the pool row of each real row, the scratch rows else
-  at::Tensor pages;                        ///< [most pages] int64: the pages taken
-  at::Tensor page_count;                   ///< int64 scalar: pages taken (0 when there was no room)
+  std::vector<at::Tensor> whole;            ///< while profiling: the tensors' real rows (or all of them)
+  std::vector<at::ScalarType> types;        ///< each tensor's type
+  std::vector<int64_t> widths;              ///< each tensor's row in bytes (its columns' place in the pool's rows)
+  std::vector<std::vector<int64_t>> sizes;  ///< each tensor's shape
+  int64_t width = 0;                        ///< the pool (by its rows' bytes)
+  at::Tensor place;                         ///< [R] int64: the pool row of each real row, the scratch rows else
+  at::Tensor pages;                         ///< [most pages] int64: the pages taken
+  at::Tensor page_count;                    ///< int64 scalar: pages taken (0 when there was no room)
   int64_t balanced_rows = 0;
-  int64_t real_rows = 0;                   ///< while profiling: the rows `whole` keeps
+  int64_t real_rows = 0;  ///< while profiling: the rows `whole` keeps
 };
 
 class PagedStash {
@@ -61,9 +61,11 @@ class PagedStash {
   const PagedStashOptions& options() const { return options_; }
 
  private:
-  /// One row width's pages: storage [pages x page_rows + page_rows scratch rows + 1 zero row, width] bytes.
+  /// One row width's pages: storage [pages x page_rows + page_rows scratch rows + 1 zero row, width / unit] of an
+  /// integer type of `unit` bytes (the widest that divides every tensor's row: the copies move that many at once).
   struct Pool {
     at::Tensor storage;
+    int64_t unit = 1;
     at::Tensor free_list;  ///< [pages + 1] int64: free page ids from head, circular; the last slot takes discards
     at::Tensor all_free;   ///< [pages + 1]: the free list as begin_iteration restores it
     at::Tensor ends;       ///< int64 [2]: pages taken, pages returned (both only grow until begin_iteration)
@@ -75,6 +77,7 @@ class PagedStash {
     int64_t balanced_alive = 0, balanced_peak = 0;
     int64_t real_alive = 0, real_peak = 0;
     int64_t puts_alive = 0, puts_peak = 0;
+    int64_t unit = 8;  ///< the widest of 8, 4, 2, 1 bytes dividing every tensor's row seen
   };
 
   /// Before the pools exist: the real rows kept as they are (all rows where `rows` may not be read), and counted.

@@ -67,11 +67,10 @@ at::Tensor paged_grouped_mlp(const at::Tensor& rows, const GroupedMlpWeights& we
     hidden = kernels::grouped_matmul(rows, weights.fc1, offsets);
     activated = kernels::grouped_bias_activation(hidden, weights.fc1_bias, offsets, weights.activation, weights.type);
     product = kernels::grouped_matmul(activated, weights.fc2, offsets);
-    out = weights.fc2_bias.defined()
-              ? kernels::grouped_bias_activation(product, weights.fc2_bias, offsets, kernels::ExpertActivation::kNone,
-                                                 at::promote_types(product.scalar_type(),
-                                                                   weights.fc2_bias.scalar_type()))
-              : product;
+    out = weights.fc2_bias.defined() ? kernels::grouped_bias_activation(
+                                           product, weights.fc2_bias, offsets, kernels::ExpertActivation::kNone,
+                                           at::promote_types(product.scalar_type(), weights.fc2_bias.scalar_type()))
+                                     : product;
   }
   if (!torch::autograd::compute_requires_grad(rows, weights.fc1, weights.fc1_bias, weights.fc2, weights.fc2_bias)) {
     return out;

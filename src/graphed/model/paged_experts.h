@@ -15,10 +15,10 @@ namespace graphed::model {
 
 /// The experts' weights as the products read them (the run's working copies under autocast).
 struct GroupedMlpWeights {
-  at::Tensor fc1;          ///< [E, h, f1]
-  at::Tensor fc1_bias;     ///< fp32 [E, f1], or undefined
-  at::Tensor fc2;          ///< [E, f, h]
-  at::Tensor fc2_bias;     ///< fp32 [E, h], or undefined (also off the first tensor rank)
+  at::Tensor fc1;       ///< [E, h, f1]
+  at::Tensor fc1_bias;  ///< fp32 [E, f1], or undefined
+  at::Tensor fc2;       ///< [E, f, h]
+  at::Tensor fc2_bias;  ///< fp32 [E, h], or undefined (also off the first tensor rank)
   kernels::ExpertActivation activation = kernels::ExpertActivation::kGelu;
   at::ScalarType type = at::kFloat;  ///< the products' type
 };
