@@ -191,7 +191,8 @@ std::vector<SettingSpec> model_specs() {
             "share of rows (static shapes); an iteration that overflows a block runs again dropless; unset = the "
             "counts are read on the host"),
       model(&M::moe_paged_stash, "moe_paged_stash",
-            "with --moe-expert-rank-capacity-factor: the experts keep the rows their backward needs in a pool of "
+            "with --moe-expert-rank-capacity-factor under expert parallelism: the experts keep the rows their backward "
+            "needs in a pool of "
             "pages (Megatron's paged stash), only the rows that carry assignments; an iteration that finds the pool "
             "full runs again dropless"),
       model(&M::moe_paged_stash_page_size, "moe_paged_stash_page_size", "rows a page of the paged stash holds"),
