@@ -27,7 +27,7 @@ class BucketBuilder {
   void place(int64_t index, int64_t size) {
     cursor_ = round_up(cursor_, kParameterAlignment);
     layout_.places[static_cast<std::size_t>(index)] = {cursor_, cursor_ + size,
-                                                        static_cast<int64_t>(layout_.buckets.size())};
+                                                       static_cast<int64_t>(layout_.buckets.size())};
     open_.parameters.push_back(index);
     cursor_ += size;
   }

@@ -48,10 +48,10 @@ GradientBufferLayout lay_out_gradient_buffer(const std::vector<int64_t>& sizes, 
 /// The part of one parameter in a rank's shard of a bucket.
 struct ShardPiece {
   int64_t parameter = 0;
-  int64_t buffer_begin = 0;     ///< where in the buffer
+  int64_t buffer_begin = 0;  ///< where in the buffer
   int64_t elements = 0;
-  int64_t shard_offset = 0;     ///< where in the rank's shard of the bucket
-  int64_t parameter_offset = 0; ///< where in the parameter's own flattened elements
+  int64_t shard_offset = 0;      ///< where in the rank's shard of the bucket
+  int64_t parameter_offset = 0;  ///< where in the parameter's own flattened elements
 };
 
 /// A rank's shard of one bucket: elements [begin, end) of the buffer, the bucket's rank-th equal part.
