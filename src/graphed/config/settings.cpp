@@ -131,10 +131,74 @@ SettingSpec deprecated(SettingSpec spec) {
   return spec;
 }
 
+/// The MoE layers' settings.
+std::vector<SettingSpec> moe_specs() {
+  using M = ModelConfig;
+  return {
+      model(&M::num_experts, "num_experts", "experts per MoE layer; unset = dense model"),
+      model(&M::moe_router_topk, "moe_router_topk", "experts each token is routed to"),
+      model(&M::moe_ffn_hidden_size, "moe_ffn_hidden_size", "expert MLP width; unset = --ffn-hidden-size"),
+      model(&M::moe_shared_expert_intermediate_size, "moe_shared_expert_intermediate_size",
+            "shared expert width; unset = no shared expert"),
+      model(&M::moe_shared_expert_gate, "moe_shared_expert_gate",
+            "scale the shared expert's output by a learned per-token sigmoid gate (Qwen2-MoE)"),
+      model(&M::moe_router_pre_softmax, "moe_router_pre_softmax",
+            "softmax over every expert before top-k, the chosen probabilities not renormalised (default: top-k, "
+            "then softmax over the chosen)"),
+      model(&M::moe_aux_loss_coeff, "moe_aux_loss_coeff", "load-balancing auxiliary loss coefficient"),
+      model(&M::moe_expert_capacity_factor, "moe_expert_capacity_factor",
+            "expert capacity as a multiple of the even share; unset = dropless"),
+      model(&M::moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity",
+            "pad every expert's input to its capacity (static shapes)"),
+      model(&M::moe_grouped_gemm, "moe_grouped_gemm",
+            "dropless experts in one grouped GEMM that finds each expert's tokens on the device (static shapes: "
+            "full_iteration and whole-layer graphs work)"),
+      model(&M::moe_expert_rank_capacity_factor, "moe_expert_rank_capacity_factor",
+            "with --expert-model-parallel-size: each rank sends each rank a fixed block of this many times the even "
+            "share of rows (static shapes); an iteration that overflows a block runs again dropless; unset = the "
+            "counts are read on the host"),
+      model(&M::moe_paged_stash, "moe_paged_stash",
+            "with --moe-expert-rank-capacity-factor under expert parallelism: the experts keep the rows their backward "
+            "needs in a pool of pages (Megatron's paged stash), only the rows that carry assignments; an iteration "
+            "that finds the pool full runs again dropless"),
+      model(&M::moe_paged_stash_page_size, "moe_paged_stash_page_size", "rows a page of the paged stash holds"),
+      model(&M::moe_paged_stash_buffer_size_factor_cuda, "moe_paged_stash_buffer_size_factor_cuda",
+            "the paged stash's size: > 0, this many times the most rows alive at once on a balanced load; < 0, "
+            "-factor times the most real rows alive at once in the first iteration"),
+      model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher", {"allgather", "alltoall"}),
+      integer_or_list_as_text(
+          model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer")),
+  };
+}
+
+/// The Mamba-hybrid layers' and activation recomputation's settings.
+std::vector<SettingSpec> hybrid_and_recompute_specs() {
+  using M = ModelConfig;
+  return {
+      model(&M::is_hybrid_model, "is_hybrid_model",
+            "Mamba-hybrid model: layers from --hybrid-override-pattern or the ratios"),
+      model(&M::hybrid_override_pattern, "hybrid_override_pattern",
+            "hybrid layers, one symbol each: M Mamba, * attention, - MLP, E MoE (e.g. M*M-M*ME)"),
+      model(&M::hybrid_attention_ratio, "hybrid_attention_ratio", "share of attention layers without a pattern"),
+      model(&M::hybrid_mlp_ratio, "hybrid_mlp_ratio", "share of MLP layers without a pattern"),
+      model(&M::mamba_state_dim, "mamba_state_dim", "Mamba SSM state size"),
+      model(&M::mamba_head_dim, "mamba_head_dim", "channels per Mamba head"),
+      model(&M::mamba_num_groups, "mamba_num_groups", "Mamba groups sharing B and C"),
+      model(&M::mamba_num_heads, "mamba_num_heads", "Mamba heads; unset = 2 x hidden / head dim"),
+      model(&M::mamba_conv_width, "mamba_conv_width", "taps of the Mamba causal convolution"),
+      model(&M::mamba_chunk_size, "mamba_chunk_size", "positions per chunk of the Mamba scan"),
+      model(&M::recompute_granularity, "recompute_granularity", "activation recomputation", {"full", "selective"}),
+      model(&M::recompute_method, "recompute_method", "full recomputation method", {"uniform", "block"}),
+      model(&M::recompute_num_layers, "recompute_num_layers", "layers per full-recomputation unit"),
+      model(&M::recompute_modules, "recompute_modules", "modules recomputed by selective recomputation",
+            {"core_attn", "mlp", "moe", "moe_act", "layernorm", "shared_experts"}),
+  };
+}
+
 /// The model's settings.
 std::vector<SettingSpec> model_specs() {
   using M = ModelConfig;
-  return {
+  std::vector<SettingSpec> specs = {
       model(&M::num_layers, "num_layers", "transformer layers"),
       model(&M::hidden_size, "hidden_size", "hidden size (model width)"),
       model(&M::num_attention_heads, "num_attention_heads", "attention heads"),
@@ -168,58 +232,10 @@ std::vector<SettingSpec> model_specs() {
       model(&M::fused_kernels, "fused_kernels",
             "with --bf16 on a GPU: graphed's fused CUDA kernels and bf16 working weights (--no-fused-kernels: "
             "LibTorch's ops under autocast)"),
-      model(&M::num_experts, "num_experts", "experts per MoE layer; unset = dense model"),
-      model(&M::moe_router_topk, "moe_router_topk", "experts each token is routed to"),
-      model(&M::moe_ffn_hidden_size, "moe_ffn_hidden_size", "expert MLP width; unset = --ffn-hidden-size"),
-      model(&M::moe_shared_expert_intermediate_size, "moe_shared_expert_intermediate_size",
-            "shared expert width; unset = no shared expert"),
-      model(&M::moe_shared_expert_gate, "moe_shared_expert_gate",
-            "scale the shared expert's output by a learned per-token sigmoid gate (Qwen2-MoE)"),
-      model(&M::moe_router_pre_softmax, "moe_router_pre_softmax",
-            "softmax over every expert before top-k, the chosen probabilities not renormalised (default: top-k, "
-            "then softmax over the chosen)"),
-      model(&M::moe_aux_loss_coeff, "moe_aux_loss_coeff", "load-balancing auxiliary loss coefficient"),
-      model(&M::moe_expert_capacity_factor, "moe_expert_capacity_factor",
-            "expert capacity as a multiple of the even share; unset = dropless"),
-      model(&M::moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity",
-            "pad every expert's input to its capacity (static shapes)"),
-      model(&M::moe_grouped_gemm, "moe_grouped_gemm",
-            "dropless experts in one grouped GEMM that finds each expert's tokens on the device (static shapes: "
-            "full_iteration and whole-layer graphs work)"),
-      model(&M::moe_expert_rank_capacity_factor, "moe_expert_rank_capacity_factor",
-            "with --expert-model-parallel-size: each rank sends each rank a fixed block of this many times the even "
-            "share of rows (static shapes); an iteration that overflows a block runs again dropless; unset = the "
-            "counts are read on the host"),
-      model(&M::moe_paged_stash, "moe_paged_stash",
-            "with --moe-expert-rank-capacity-factor under expert parallelism: the experts keep the rows their backward "
-            "needs in a pool of "
-            "pages (Megatron's paged stash), only the rows that carry assignments; an iteration that finds the pool "
-            "full runs again dropless"),
-      model(&M::moe_paged_stash_page_size, "moe_paged_stash_page_size", "rows a page of the paged stash holds"),
-      model(&M::moe_paged_stash_buffer_size_factor_cuda, "moe_paged_stash_buffer_size_factor_cuda",
-            "the paged stash's size: > 0, this many times the most rows alive at once on a balanced load; < 0, "
-            "-factor times the most real rows alive at once in the first iteration"),
-      model(&M::moe_token_dispatcher_type, "moe_token_dispatcher_type", "token dispatcher", {"allgather", "alltoall"}),
-      integer_or_list_as_text(
-          model(&M::moe_layer_freq, "moe_layer_freq", "every N-th layer is MoE, or a 0/1 list per layer")),
-      model(&M::is_hybrid_model, "is_hybrid_model",
-            "Mamba-hybrid model: layers from --hybrid-override-pattern or the ratios"),
-      model(&M::hybrid_override_pattern, "hybrid_override_pattern",
-            "hybrid layers, one symbol each: M Mamba, * attention, - MLP, E MoE (e.g. M*M-M*ME)"),
-      model(&M::hybrid_attention_ratio, "hybrid_attention_ratio", "share of attention layers without a pattern"),
-      model(&M::hybrid_mlp_ratio, "hybrid_mlp_ratio", "share of MLP layers without a pattern"),
-      model(&M::mamba_state_dim, "mamba_state_dim", "Mamba SSM state size"),
-      model(&M::mamba_head_dim, "mamba_head_dim", "channels per Mamba head"),
-      model(&M::mamba_num_groups, "mamba_num_groups", "Mamba groups sharing B and C"),
-      model(&M::mamba_num_heads, "mamba_num_heads", "Mamba heads; unset = 2 x hidden / head dim"),
-      model(&M::mamba_conv_width, "mamba_conv_width", "taps of the Mamba causal convolution"),
-      model(&M::mamba_chunk_size, "mamba_chunk_size", "positions per chunk of the Mamba scan"),
-      model(&M::recompute_granularity, "recompute_granularity", "activation recomputation", {"full", "selective"}),
-      model(&M::recompute_method, "recompute_method", "full recomputation method", {"uniform", "block"}),
-      model(&M::recompute_num_layers, "recompute_num_layers", "layers per full-recomputation unit"),
-      model(&M::recompute_modules, "recompute_modules", "modules recomputed by selective recomputation",
-            {"core_attn", "mlp", "moe", "moe_act", "layernorm", "shared_experts"}),
   };
+  for (const auto& part : {moe_specs(), hybrid_and_recompute_specs()})
+    specs.insert(specs.end(), part.begin(), part.end());
+  return specs;
 }
 
 /// The model's FP8 settings (Megatron's fp8 arguments; config/fp8_rules.h).
