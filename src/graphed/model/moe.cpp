@@ -189,33 +189,28 @@ at::Tensor MoeImpl::all_experts(const at::Tensor& input) {
   return bias.defined() ? hidden + bias : hidden;
 }
 
+GroupedMlpWeights MoeImpl::grouped_weights(at::ScalarType type) const {
+  GroupedMlpWeights weights;
+  weights.type = type;
+  weights.fc1 = path_->working_weight(w1_, type);
+  weights.fc2 = path_->working_weight(w2_, type);
+  weights.activation = expert_activation(shape_);
+  if (b1_.defined()) weights.fc1_bias = b1_.squeeze(1);
+  const at::Tensor second_bias = expert_tensor_.on_first_rank(b2_);  // row-parallel: added once, before the sum
+  if (second_bias.defined()) weights.fc2_bias = second_bias.squeeze(1);
+  return weights;
+}
+
 at::Tensor MoeImpl::grouped_experts(const at::Tensor& sorted, const at::Tensor& offsets) {
-  // Each row gets its expert's biases inside the activation's kernel (kernels::grouped_bias_activation: their
-  // gradients are each expert's column sums in a fixed order, where a gather's backward would add with atomics).
   const auto type = expert_product_type(sorted);
-  const at::Tensor hidden = kernels::grouped_matmul(sorted.to(type), path_->working_weight(w1_, type), offsets);
-  const at::Tensor first_bias = b1_.defined() ? b1_.squeeze(1) : at::Tensor();
-  const at::Tensor activated =
-      kernels::grouped_bias_activation(hidden, first_bias, offsets, expert_activation(shape_), type);
-  const at::Tensor product = kernels::grouped_matmul(activated, path_->working_weight(w2_, type), offsets);
-  const at::Tensor bias = expert_tensor_.on_first_rank(b2_);  // row-parallel: added once, before the ranks' sum
-  if (!bias.defined()) return product;
-  return kernels::grouped_bias_activation(product, bias.squeeze(1), offsets, kernels::ExpertActivation::kNone,
-                                          at::promote_types(product.scalar_type(), bias.scalar_type()));
+  return grouped_mlp(sorted.to(type), grouped_weights(type), offsets).output;
 }
 
 at::Tensor MoeImpl::block_experts(const at::Tensor& rows, const at::Tensor& offsets, const at::Tensor& filled,
                                   int64_t balanced) {
   if (!stash_) return grouped_experts(rows, offsets);
-  GroupedMlpWeights weights;
-  weights.type = expert_product_type(rows);
-  weights.fc1 = path_->working_weight(w1_, weights.type);
-  weights.fc2 = path_->working_weight(w2_, weights.type);
-  weights.activation = expert_activation(shape_);
-  if (b1_.defined()) weights.fc1_bias = b1_.squeeze(1);
-  const at::Tensor second_bias = expert_tensor_.on_first_rank(b2_);  // row-parallel: added once, before the sum
-  if (second_bias.defined()) weights.fc2_bias = second_bias.squeeze(1);
-  return paged_grouped_mlp(rows.to(weights.type).contiguous(), weights, offsets, filled, balanced, *stash_);
+  const auto type = expert_product_type(rows);
+  return paged_grouped_mlp(rows.to(type).contiguous(), grouped_weights(type), offsets, filled, balanced, *stash_);
 }
 
 at::Tensor MoeImpl::run_experts(const at::Tensor& routed_tokens, const at::Tensor& routing_weights,

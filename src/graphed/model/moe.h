@@ -27,6 +27,7 @@
 #include "graphed/model/expert_parallel.h"
 #include "graphed/model/mlp.h"
 #include "graphed/model/moe_dispatch.h"
+#include "graphed/model/paged_experts.h"
 
 namespace graphed::model {
 
@@ -152,6 +153,9 @@ class MoeImpl : public torch::nn::Module {
                            int64_t balanced);
 
  private:
+  /// The experts' weights as grouped_experts' products read them, in `type`.
+  GroupedMlpWeights grouped_weights(at::ScalarType type) const;
+
   MoeShape shape_;
   std::unique_ptr<const MoeDispatch> dispatch_;  ///< drop-and-pad, dropless or grouped, from the shape
   std::unique_ptr<const MoeDispatch> fallback_;  ///< the dropless all-to-all, beside a static dispatch

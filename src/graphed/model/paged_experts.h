@@ -23,6 +23,18 @@ struct GroupedMlpWeights {
   at::ScalarType type = at::kFloat;  ///< the products' type
 };
 
+/// One pass of the grouped experts' ffn: fc1's output, the activation's output and the output.
+struct GroupedMlpPass {
+  at::Tensor hidden;     ///< fc1's output [R, f1]
+  at::Tensor activated;  ///< activation(hidden + fc1's bias) [R, f]
+  at::Tensor output;     ///< fc2's output plus its bias [R, h]
+};
+
+/// rows [R, h] (the products' type, sorted by expert with `offsets` [E + 1]) through every expert's ffn: fc1, each
+/// expert's bias with the activation, fc2 and its bias (kernels/grouped_gemm_ops.h, kernels/moe_routing_ops.h),
+/// differentiable through those ops. What MoeImpl::grouped_experts runs, and paged_grouped_mlp without autograd.
+GroupedMlpPass grouped_mlp(const at::Tensor& rows, const GroupedMlpWeights& weights, const at::Tensor& offsets);
+
 /// rows [R, h] (the products' type, contiguous, sorted by expert with `offsets` [E + 1], the real rows first) through
 /// every expert's ffn -> [R, h]. `real_rows`: int64 scalar on the device; `balanced_rows`: the real rows on a
 /// balanced load (the stash's size). Without a gradient to compute nothing is parked.

@@ -5,8 +5,7 @@ namespace graphed::train {
 
 bool ExpertOverflowCheck::overflowed(model::GptModel& model) {
   at::Tensor overflow = model->take_moe_overflow();  // {block overflowed, rows needed, stash full}
-  if (!overflow.defined()) overflow = at::zeros({2}, at::TensorOptions().device(device_).dtype(at::kLong));
-  if (overflow.numel() == 2) overflow = at::cat({overflow, at::zeros({1}, overflow.options())});
+  if (!overflow.defined()) overflow = at::zeros({3}, at::TensorOptions().device(device_).dtype(at::kLong));
   overflow = overflow.contiguous();
   world_.all_reduce_max(overflow).wait();
   const at::Tensor host = overflow.to(at::kCPU);  // the iteration's one host sync
