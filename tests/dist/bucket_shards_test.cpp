@@ -1,6 +1,6 @@
 // tests/dist/bucket_shards_test.cpp — the distributed optimizer's collectives over a laid-out buffer, on 2 and 3 Gloo
-// ranks as threads: after the reduce-scatter each rank's shard of every bucket is the scaled sum of every rank's
-// buffer there; after the all-gather every rank's buffer is the ranks' shards side by side.
+// ranks as threads: after the reduce-scatter each rank's shard of every bucket is the sum of every rank's buffer
+// there; after the all-gather every rank's buffer is the ranks' shards side by side.
 #include <chrono>
 #include <memory>
 #include <vector>
@@ -46,12 +46,12 @@ TEST_P(BucketShardsTest, ReduceScatterSumsIntoEachRanksShardAndAllGatherJoinsThe
     const int64_t rank = group.rank();
     BucketShards shards(group, layout);
     at::Tensor buffer = at::arange(layout.elements, kDouble) + 1000.0 * static_cast<double>(rank);
-    shards.reduce_scatter(buffer, 0.5);
-    // Every rank's value at i is i + 1000 r: the scaled sum is 0.5 (ranks i + 1000 (0 + 1 + ... + ranks - 1)).
+    shards.reduce_scatter(buffer);
+    // Every rank's value at i is i + 1000 r: the sum is ranks i + 1000 (0 + 1 + ... + ranks - 1).
     const double offsets = 1000.0 * static_cast<double>(ranks * (ranks - 1) / 2);
     for (const BucketShard& shard : shards.shards()) {
       const at::Tensor index = at::arange(shard.begin, shard.end, kDouble);
-      const at::Tensor expected = 0.5 * (static_cast<double>(ranks) * index + offsets);
+      const at::Tensor expected = static_cast<double>(ranks) * index + offsets;
       EXPECT_TRUE(at::allclose(buffer.narrow(0, shard.begin, shard.end - shard.begin), expected))
           << "rank " << rank << ", bucket " << shard.bucket;
     }

@@ -277,6 +277,11 @@ void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
                              "; fix: drop --data-parallel-size (it follows from the launch) or launch " +
                              num(*t.data_parallel_size * model_parallel) + " processes");
   }
+  if (t.use_distributed_optimizer && t.world_size / model_parallel == 1 && t.world_size % model_parallel == 0) {
+    issues.note("PL-21",
+                "--use-distributed-optimizer with one data-parallel rank shards nothing: the one rank keeps "
+                "the whole optimizer state, as without it (launch more data-parallel ranks to share it out)");
+  }
   validate_pipeline_split(config, issues);
   validate_tensor_split(config, issues);
   validate_expert_parallel(config, issues);

@@ -127,6 +127,7 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-17", "--expert-tensor-parallel-size is the tensor size or 1, and 1 needs expert parallelism"},
       {"PL-18", "expert parallelism exchanges tokens all-to-all whichever dispatcher is named (note)"},
       {"PL-20", "--expert-tensor-parallel-size 1 with tensor parallelism needs --sequence-parallel"},
+      {"PL-21", "--use-distributed-optimizer with one data-parallel rank shards nothing (note)"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},
       {"FP-3", "--first-last-layers-bf16: tensorwise recipe only; layer counts >= 0 (warning: all layers bf16)"},

@@ -316,6 +316,13 @@ std::vector<SettingSpec> train_specs() {
       train(&T::expert_tensor_parallel_size, "expert_tensor_parallel_size",
             "tensor ranks each expert's ffn is split over: the tensor size (unset) or 1 (every expert whole on its "
             "expert rank; needs --sequence-parallel with tensor parallelism)"),
+      train(&T::use_distributed_optimizer, "use_distributed_optimizer",
+            "shard the optimizer over the data-parallel ranks (Megatron's ZeRO-1): each rank keeps the Adam moments of "
+            "its shard of every gradient bucket; gradients reduce-scattered, parameters all-gathered"),
+      train(&T::overlap_grad_reduce, "overlap_grad_reduce",
+            "Megatron's flag: graphed overlaps the gradient reduction with the last backward wherever it can (dense "
+            "models under none or full_iteration) with or without it; with --use-distributed-optimizer it cuts the "
+            "gradients into Megatron's buckets instead of one"),
       train(&T::distributed_timeout_minutes, "distributed_timeout_minutes",
             "how long a rank waits for the others (rendezvous, collectives) before it fails"),
   };

@@ -56,6 +56,14 @@ struct TrainConfig {
   /// size): the tensor size (its default, resolved so) or 1 (every expert whole, the expert groups across the tensor
   /// ranks).
   std::optional<int64_t> expert_tensor_parallel_size;
+  /// --use-distributed-optimizer: Megatron's sharded optimizer (ZeRO-1): each data-parallel rank steps its shard of
+  /// every gradient bucket and keeps the Adam moments of that shard only; the gradients are reduce-scattered and the
+  /// parameters gathered.
+  bool use_distributed_optimizer = false;
+  /// --overlap-grad-reduce: Megatron's flag, taken for its command lines; graphed overlaps the gradient reduction
+  /// with the last backward wherever it can with or without it (train/trainer.cpp), and with it the distributed
+  /// optimizer's buckets are Megatron's size, max(40M, 1M x data-parallel size) elements, instead of one per buffer.
+  bool overlap_grad_reduce = false;
   int64_t distributed_timeout_minutes = 10;  ///< --distributed-timeout-minutes, collectives and rendezvous
   int64_t world_size = 1;                    ///< processes of the launch (WORLD_SIZE); not a setting
 };

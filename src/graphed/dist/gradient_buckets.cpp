@@ -59,6 +59,7 @@ GradientBufferLayout lay_out_gradient_buffer(const std::vector<int64_t>& sizes, 
                           "a gradient buffer over ", options.data_parallel_size, " ranks in buckets of ",
                           options.bucket_size.value_or(0));
   GradientBufferLayout layout;
+  layout.data_parallel_size = options.data_parallel_size;
   layout.places.resize(sizes.size());
   BucketBuilder builder(layout, options.data_parallel_size);
   for (auto index = static_cast<int64_t>(sizes.size()) - 1; index >= 0; --index) {

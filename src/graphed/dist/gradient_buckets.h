@@ -37,7 +37,8 @@ struct GradientBucket {
 struct GradientBufferLayout {
   std::vector<ParameterPlace> places;  ///< by parameter index (registration order)
   std::vector<GradientBucket> buckets;
-  int64_t elements = 0;  ///< the buffer's size: the last bucket's end, a multiple of the data-parallel size
+  int64_t elements = 0;            ///< the buffer's size: the last bucket's end, a multiple of the data-parallel size
+  int64_t data_parallel_size = 1;  ///< the ranks it was laid out for
 };
 
 /// The layout of parameters of `sizes` elements each (registration order); `tied_embedding`: the index of a parameter

@@ -40,7 +40,11 @@ GradientReducer::GradientReducer(Communicator& group, std::vector<at::Tensor> pa
       flat_(std::move(flat)),
       options_(options) {
   GRAPHED_INTERNAL_ASSERT(parameters_.size() == gradients_.size(), "parameters and gradients differ in count");
-  make_buckets(options_.bucket_bytes);
+  if (options_.shards != nullptr) {
+    take_layout_buckets(options_.shards->layout());
+  } else {
+    make_buckets(options_.bucket_bytes);
+  }
   expected_.assign(parameters_.size(), -1);
   seen_.assign(parameters_.size(), 0);
 }
@@ -74,6 +78,22 @@ void GradientReducer::make_buckets(int64_t bucket_bytes) {
     if (bytes >= bucket_bytes) close();
   }
   close();
+}
+
+void GradientReducer::take_layout_buckets(const GradientBufferLayout& layout) {
+  GRAPHED_INTERNAL_ASSERT(
+      flat_.defined() && flat_.numel() == layout.elements && layout.places.size() == parameters_.size(),
+      "the distributed optimizer's buckets need its laid-out buffer");
+  bucket_of_.assign(parameters_.size(), 0);
+  for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
+    const GradientBucket& laid_out = layout.buckets[b];
+    Bucket bucket;
+    bucket.parameters = laid_out.parameters;
+    bucket.index = static_cast<int64_t>(b);
+    bucket.slice = flat_.narrow(0, laid_out.begin, laid_out.end - laid_out.begin);
+    for (const int64_t p : bucket.parameters) bucket_of_[static_cast<std::size_t>(p)] = static_cast<int64_t>(b);
+    buckets_.push_back(std::move(bucket));
+  }
 }
 
 void GradientReducer::install_hooks() {
@@ -142,7 +162,9 @@ void GradientReducer::launch(Bucket& bucket) {
 }
 
 void GradientReducer::launch_collectives(Bucket& bucket) {
-  if (bucket.slice.defined()) {
+  if (options_.shards != nullptr) {
+    bucket.work.push_back(options_.shards->reduce_scatter(flat_, bucket.index));
+  } else if (bucket.slice.defined()) {
     bucket.work.push_back(group_.all_reduce_sum(bucket.slice));
   } else {
     for (const int64_t p : bucket.parameters)

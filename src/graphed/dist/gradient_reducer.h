@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/Stream.h>
 
+#include "graphed/dist/bucket_shards.h"
 #include "graphed/dist/communicator.h"
 
 namespace torch::autograd {
@@ -28,6 +29,10 @@ struct GradientReducerOptions {
   /// under expert parallelism are summed over the ranks holding the same experts and divided by the whole
   /// data-parallel size, even in a group of one (Megatron's mean over every data-parallel rank).
   std::optional<int64_t> divisor;
+  /// The distributed optimizer's buckets (outliving the reducer): the layout's buckets, in its order, each
+  /// reduce-scattered into this rank's shard of it instead of all-reduced (`flat` must be the laid-out buffer);
+  /// unset = buckets of bucket_bytes from the last parameter, all-reduced.
+  BucketShards* shards = nullptr;
 };
 
 /// The gradients are views of the optimizer's flat buffer, so a bucket is one contiguous slice: parameters
@@ -58,12 +63,14 @@ class GradientReducer {
  private:
   struct Bucket {
     std::vector<int64_t> parameters;  ///< indices into parameters_
+    int64_t index = 0;                ///< the layout's bucket (with shards)
     at::Tensor slice;                 ///< the flat buffer's slice (undefined without a flat buffer)
     int64_t pending = 0;              ///< accumulations still to come in this backward
     bool launched = false;
     std::vector<PendingWork> work;
   };
   void make_buckets(int64_t bucket_bytes);
+  void take_layout_buckets(const GradientBufferLayout& layout);
   void install_hooks();
   void on_accumulated(int64_t parameter);
   void launch_ready_buckets();

@@ -5,7 +5,8 @@
 // flat buffer (as Megatron's grad buffer), so zeroing and the global norm are one kernel each instead
 // of one per parameter. Fused kernel on CUDA LibTorch 2.x (util/compat.h). With working copies (the
 // model's fused path) the parameters and moments are flat buffers too, stepped by one kernel that also
-// writes the copies (kernels::adamw_step).
+// writes the copies (kernels::adamw_step). With a FlatLayout (the distributed optimizer) the flat buffers
+// follow that layout and the moments cover only the ranges this rank steps: its shards (train/gradient_shards.h).
 #pragma once
 
 #include <optional>
@@ -17,6 +18,20 @@
 
 namespace graphed::train {
 
+/// Elements [begin, begin + length) of the flat buffers.
+struct FlatRange {
+  int64_t begin = 0;
+  int64_t length = 0;
+};
+
+/// Where each parameter sits in the flat buffers (padding between them stays zero) and the ranges this optimizer
+/// steps; the moments hold those ranges only, one after another.
+struct FlatLayout {
+  std::vector<int64_t> offsets;  ///< by parameter, in the optimizer's order
+  int64_t elements = 0;
+  std::vector<FlatRange> stepped;
+};
+
 struct AdamWOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -25,6 +40,9 @@ struct AdamWOptions {
   /// Working copies of the parameters in this type (bf16 for the model's fused path), refreshed by every
   /// step; needs parameters of one dtype and device (else there are none).
   std::optional<at::ScalarType> working_copies;
+  /// The flat buffers' layout and the stepped ranges; unset = the parameters one after another, all stepped.
+  /// Needs parameters of one dtype and device.
+  std::optional<FlatLayout> flat_layout;
 };
 
 class AdamW {
@@ -52,8 +70,23 @@ class AdamW {
   void refresh_working_copies();
 
   /// Every state tensor by name ("<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step", "lr"),
-  /// for checkpoints. The tensors are the live state: copying into them restores it.
+  /// for checkpoints. The tensors are the live state: copying into them restores it. Not when the moments
+  /// cover only some ranges (sharded(): gradient_shards.h gathers and scatters them).
   std::vector<std::pair<std::string, at::Tensor>> state();
+
+  /// Whether the moments cover only the stepped ranges of a FlatLayout (some elements are not this rank's).
+  bool sharded() const { return sharded_; }
+  const std::vector<std::string>& names() const { return names_; }
+  /// The flat buffers (with working copies or a FlatLayout): the parameters, the copies (may be undefined) and the
+  /// two moments over the stepped ranges, one after another.
+  const at::Tensor& flat_parameters() const { return flat_parameters_; }
+  const at::Tensor& flat_copies() const { return flat_copies_; }
+  const at::Tensor& flat_exp_avg() const { return flat_exp_avg_; }
+  const at::Tensor& flat_exp_avg_sq() const { return flat_exp_avg_sq_; }
+  const std::vector<FlatRange>& stepped() const { return stepped_; }
+  /// The one step count (flat state) and the learning rate.
+  const at::Tensor& step_count() const { return step_; }
+  const at::Tensor& learning_rate() const { return lr_; }
 
  private:
   AdamWOptions options_;
@@ -64,8 +97,10 @@ class AdamW {
   // With working copies: the parameters, moments and copies as flat buffers, and one step count.
   at::Tensor flat_parameters_, flat_exp_avg_, flat_exp_avg_sq_, flat_copies_, step_;
   std::vector<at::Tensor> copies_;
+  std::vector<FlatRange> stepped_;  ///< the ranges step() updates (flat state)
+  bool sharded_ = false;
 
-  void make_flat_state(int64_t elements);
+  void make_flat_state(const FlatLayout& layout);
 };
 
 }  // namespace graphed::train

@@ -30,12 +30,25 @@ ParameterRange range_of(const AdamW& optimizer, std::size_t first, std::size_t c
   return range;
 }
 
+/// The optimizer's indices of those of `parameters` it steps.
+std::vector<int64_t> indices_of(const AdamW& optimizer, const std::vector<at::Tensor>& parameters) {
+  std::vector<int64_t> indices;
+  for (const at::Tensor& wanted : parameters) {
+    for (std::size_t i = 0; i < optimizer.parameters().size(); ++i) {
+      if (optimizer.parameters()[i].unsafeGetTensorImpl() == wanted.unsafeGetTensorImpl())
+        indices.push_back(static_cast<int64_t>(i));
+    }
+  }
+  return indices;
+}
+
 }  // namespace
 
 DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap,
                                    at::Tensor shared_embedding, std::vector<at::Tensor> tensor_duplicates,
-                                   const std::vector<at::Tensor>& tensor_summed, int64_t expert_parameters)
-    : groups_(groups), shared_embedding_(std::move(shared_embedding)) {
+                                   const std::vector<at::Tensor>& tensor_summed, int64_t expert_parameters,
+                                   GradientShards* shards)
+    : groups_(groups), shared_embedding_(std::move(shared_embedding)), shards_(shards) {
   for (const at::Tensor& parameter : tensor_summed) summed_gradients_.push_back(parameter.grad());
   // Megatron's rule: a parameter whole on every tensor-parallel rank counts once, on the first.
   if (groups.layout().tensor_rank() != 0) uncounted_ = std::move(tensor_duplicates);
@@ -46,6 +59,10 @@ DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer
   dist::GradientReducerOptions options;
   options.overlap_with_backward = overlap;
   ParameterRange dense = range_of(optimizer, 0, all - experts);
+  if (shards != nullptr) {  // the laid-out buffer, each bucket reduce-scattered
+    dense.flat = shards->dense_part(optimizer.flat_gradients());
+    options.shards = &shards->dense();
+  }
   if (experts > 0) {
     dense_gradients_ = dense.gradients;
     dense_flat_ = dense.flat;
@@ -54,6 +71,10 @@ DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer
                                                      std::move(dense.gradients), dense.flat, options);
   if (experts > 0) {
     ParameterRange expert = range_of(optimizer, all - experts, experts);
+    if (shards != nullptr) {
+      expert.flat = shards->expert_part(optimizer.flat_gradients());
+      options.shards = shards->experts();
+    }
     expert_gradients_ = expert.gradients;
     expert_flat_ = expert.flat;
     options.divisor = groups.layout().data_size;
@@ -61,6 +82,15 @@ DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer
                                                               std::move(expert.gradients), expert.flat, options);
   }
   counts_shared_embedding_ = groups.layout().holds_embedding();
+  if (shards != nullptr) {
+    std::vector<at::Tensor> uncounted = uncounted_;
+    if (shared_embedding_.defined() && !counts_shared_embedding_) uncounted.push_back(shared_embedding_);
+    uncounted_indices_ = indices_of(optimizer, uncounted);
+  }
+}
+
+void DataParallelSync::after_step() {
+  if (shards_ != nullptr) shards_->gather_parameters();
 }
 
 void DataParallelSync::before_last_backward() {
@@ -105,20 +135,36 @@ at::Tensor DataParallelSync::squares_of_every_expert() {
   return experts.reshape({});
 }
 
-at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
-  const dist::ParallelLayout& layout = groups_.layout();
-  // Equal on every data-parallel rank: with one stage and one tensor rank, this rank's norm is the norm.
-  if (layout.holds_whole_model()) return optimizer.gradient_norm();
-  // Each rank's sum of squares of the dense parameters, the shared embedding counted by the first stage only and a
-  // parameter whole on every tensor rank by the first tensor rank only; then under expert parallelism every expert
-  // rank's experts (Megatron's norm over the dense and the expert parameters).
+std::pair<at::Tensor, at::Tensor> DataParallelSync::dense_and_expert_squares(const AdamW& optimizer) {
+  // The shared embedding counted by the first stage only and a parameter whole on every tensor rank by the first
+  // tensor rank only; under expert parallelism every expert rank's experts apart (Megatron's norm over the dense and
+  // the expert parameters).
   at::Tensor squares =
       expert_gradients_.empty() ? optimizer.gradient_norm().square() : squares_of(dense_gradients_, dense_flat_);
   if (shared_embedding_.defined() && !counts_shared_embedding_) {
     squares = squares - shared_embedding_.grad().to(at::kFloat).square().sum();
   }
   for (const at::Tensor& parameter : uncounted_) squares = squares - parameter.grad().to(at::kFloat).square().sum();
-  at::Tensor experts = expert_gradients_.empty() ? at::Tensor() : squares_of_every_expert();
+  return {squares, expert_gradients_.empty() ? at::Tensor() : squares_of_every_expert()};
+}
+
+std::pair<at::Tensor, at::Tensor> DataParallelSync::squares_of_shards() {
+  // Each rank holds the sums of its shards only: summed over the data-parallel ranks (the experts' over the ranks
+  // holding the same experts, then over the expert group).
+  at::Tensor dense = shards_->dense_squares(uncounted_indices_).reshape({1}).contiguous();
+  groups_.data().all_reduce_sum(dense).wait();
+  if (expert_gradients_.empty()) return {dense.reshape({}), at::Tensor()};
+  at::Tensor experts = shards_->expert_squares().reshape({1}).contiguous();
+  groups_.expert_data().all_reduce_sum(experts).wait();
+  groups_.expert().all_reduce_sum(experts).wait();
+  return {dense.reshape({}), experts.reshape({})};
+}
+
+at::Tensor DataParallelSync::gradient_norm(const AdamW& optimizer) {
+  const dist::ParallelLayout& layout = groups_.layout();
+  // Equal on every data-parallel rank: with one stage and one tensor rank, this rank's norm is the norm.
+  if (shards_ == nullptr && layout.holds_whole_model()) return optimizer.gradient_norm();
+  auto [squares, experts] = shards_ != nullptr ? squares_of_shards() : dense_and_expert_squares(optimizer);
   // Experts split over the tensor ranks add their parts over them as the dense layers do; whole experts (expert
   // tensor size 1) are already counted once each over the expert group, which then runs across the tensor ranks.
   const bool experts_split = layout.splits_experts_over_tensor_ranks();

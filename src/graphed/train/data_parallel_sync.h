@@ -4,7 +4,8 @@
 // over the pipeline (the loss lives on the last stage) and averaged over the data-parallel ranks; under
 // tensor parallelism the norm also sums the tensor ranks' parts. Under expert parallelism the experts' gradients
 // are summed over the ranks holding the same experts (divided by the data-parallel size), and the norm adds every
-// expert rank's experts.
+// expert rank's experts. With the distributed optimizer (train/gradient_shards.h) the buckets are reduce-scattered
+// into each rank's shards, the norm sums the shards, and after the step the parameters are gathered.
 #pragma once
 
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "graphed/dist/gradient_reducer.h"
 #include "graphed/dist/process_groups.h"
+#include "graphed/train/gradient_shards.h"
 #include "graphed/train/gradient_sync.h"
 
 namespace graphed::train {
@@ -24,18 +26,25 @@ class DataParallelSync final : public GradientSync {
   /// tensor_summed: parameters whose gradient each tensor rank holds a share of, which after_backward sums
   /// over the tensor group (Megatron's all-reduce of the layernorm gradients). expert_parameters: how many of
   /// the optimizer's parameters, the last ones, are this rank's share of the experts (expert parallelism).
+  /// shards: the distributed optimizer's (outliving this), or null.
   DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding,
                    std::vector<at::Tensor> tensor_duplicates = {}, const std::vector<at::Tensor>& tensor_summed = {},
-                   int64_t expert_parameters = 0);
+                   int64_t expert_parameters = 0, GradientShards* shards = nullptr);
 
   void before_last_backward() override;
   void after_backward() override;
   at::Tensor gradient_norm(const AdamW& optimizer) override;
+  void after_step() override;
   std::pair<at::Tensor, at::Tensor> reduce_losses(const at::Tensor& loss, const at::Tensor& aux_loss) override;
 
  private:
   /// The sum of the squares of every expert's gradients: this rank's experts' summed over its expert group.
   at::Tensor squares_of_every_expert();
+  /// This rank's sums of squares toward the norm: {the dense parameters' (its part over the tensor and pipeline
+  /// ranks), every expert's (undefined without expert parallelism)}.
+  std::pair<at::Tensor, at::Tensor> dense_and_expert_squares(const AdamW& optimizer);
+  /// The same from the distributed optimizer's shards, summed over the data-parallel ranks.
+  std::pair<at::Tensor, at::Tensor> squares_of_shards();
 
   dist::ProcessGroups& groups_;
   std::unique_ptr<dist::GradientReducer> reducer_;
@@ -48,6 +57,8 @@ class DataParallelSync final : public GradientSync {
   std::vector<at::Tensor> uncounted_;         ///< the tensor duplicates, on tensor ranks other than the first
   std::vector<at::Tensor> summed_gradients_;  ///< summed over the tensor group after the backward
   bool counts_shared_embedding_ = true;       ///< false on the last stage: the first stage counts it in the norm
+  GradientShards* shards_ = nullptr;
+  std::vector<int64_t> uncounted_indices_;  ///< with shards: the optimizer's indices of what the norm leaves out here
 };
 
 }  // namespace graphed::train

@@ -21,6 +21,8 @@ class GradientSync {
   virtual void after_backward() {}
   /// The global gradient norm (float32 device scalar), every parameter of the model counted once.
   virtual at::Tensor gradient_norm(const AdamW& optimizer) { return optimizer.gradient_norm(); }
+  /// After the optimizer's step (the distributed optimizer gathers the parameters from the ranks' shards here).
+  virtual void after_step() {}
   /// {LM loss, aux loss} (device scalars) averaged over the ranks that computed them.
   virtual std::pair<at::Tensor, at::Tensor> reduce_losses(const at::Tensor& loss, const at::Tensor& aux_loss) {
     return {loss, aux_loss};

@@ -40,14 +40,15 @@ int64_t owner_of(const std::string& name, const dist::ParallelLayout& layout, bo
 
 }  // namespace
 
-GatheredState gather_pipeline_state(model::GptModel& model, AdamW& optimizer, dist::ProcessGroups& groups,
-                                    bool tied_output) {
+GatheredState gather_pipeline_state(model::GptModel& model,
+                                    const std::vector<std::pair<std::string, at::Tensor>>& optimizer_state,
+                                    dist::ProcessGroups& groups, bool tied_output) {
   const dist::ParallelLayout& layout = groups.layout();
   GatheredState gathered;
   if (!layout.joins_checkpoint()) return gathered;  // data rank 0's (and each expert rank's under expert parallelism)
   at::NoGradGuard no_grad;
   std::map<std::string, at::Tensor> own_state;
-  for (auto& [name, tensor] : optimizer.state()) own_state.emplace(name, tensor);
+  for (const auto& [name, tensor] : optimizer_state) own_state.emplace(name, tensor);
   const bool keep = layout.pipeline_rank() == 0;
   // Every rank walks the same names in the same order: one broadcast per tensor, from its owner.
   const auto share = [&](at::Tensor buffer, int64_t owner, const std::string& name, bool parameter) {

@@ -115,6 +115,30 @@ std::shared_ptr<capture::RandomStream> model_parallel_random(const config::RunCo
   return std::make_shared<capture::RandomStream>(device, seed, "model_parallel");
 }
 
+/// The distributed optimizer's layouts of the optimizer's parameters (Megatron's buckets over the data-parallel
+/// ranks, the experts' over the expert-data ranks), or none without it. Megatron cuts buckets of its default size
+/// only with --overlap-grad-reduce and on the first pipeline stage; else one bucket per buffer.
+std::optional<ShardedLayouts> distributed_optimizer_layouts(
+    const config::TrainConfig& t, dist::ProcessGroups* groups,
+    const std::vector<std::pair<std::string, at::Tensor>>& parameters, int64_t expert_parameters,
+    const at::Tensor& shared_embedding) {
+  if (groups == nullptr || !t.use_distributed_optimizer) return std::nullopt;
+  const dist::ParallelLayout& layout = groups->layout();
+  ShardingOptions options;
+  options.data_parallel_size = layout.data_size;
+  options.expert_data_parallel_size = layout.expert_size > 1 ? groups->expert_data().size() : 1;
+  options.expert_parameters = expert_parameters;
+  if (t.overlap_grad_reduce && layout.pipeline_rank() == 0)
+    options.bucket_size = std::max<int64_t>(40'000'000, 1'000'000 * layout.data_size);
+  std::vector<int64_t> sizes;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    sizes.push_back(parameters[i].second.numel());
+    if (shared_embedding.defined() && parameters[i].second.is_same(shared_embedding))
+      options.tied_embedding = static_cast<int64_t>(i);
+  }
+  return lay_out_shards(sizes, options);
+}
+
 }  // namespace
 
 Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::Device& device,
@@ -164,7 +188,17 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   const bool fused = runtime::autocasts(precision) && config.model.fused_kernels && !model_->parameters().empty() &&
                      kernels::training_kernels_supported(model_->parameters().front());
   if (fused) options.working_copies = at::kBFloat16;
+  const std::optional<ShardedLayouts> sharded =
+      distributed_optimizer_layouts(config.train, groups, parameters, expert_parameters, shared_embedding);
+  if (sharded) {
+    const int64_t expert_data_rank = layout_.expert_size > 1 ? groups->expert_data().rank() : 0;
+    options.flat_layout = flat_layout_of(*sharded, layout_.data_rank(), expert_data_rank);
+  }
   optimizer_ = std::make_unique<AdamW>(std::move(parameters), options);
+  if (sharded) {
+    dist::Communicator* expert_data = layout_.expert_size > 1 ? &groups->expert_data() : nullptr;
+    shards_ = std::make_unique<GradientShards>(groups->data(), expert_data, *sharded, *optimizer_);
+  }
   // Gradients averaged in buckets, overlapped with the backward, eager or inside a full-iteration graph,
   // wherever every parameter gets the same number of gradients in every backward (not so for MoE experts that
   // receive no token). The reducer hears autograd's accumulations and the fused kernels' in-place ones alike
@@ -183,7 +217,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();
     sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor.duplicates,
-                                               tensor.summed, expert_parameters);
+                                               tensor.summed, expert_parameters, shards_.get());
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
@@ -336,41 +370,47 @@ void Trainer::load(const std::string& dir) {
   OptionalState carried{carried_state_, {}};
   state_not_in_checkpoint_.clear();
   for (const auto& [name, tensor] : carried_state_) state_not_in_checkpoint_.push_back(name);
+  NamedTensorList parameters;
+  for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
+  // With the distributed optimizer the moments are read whole into fresh tensors, and each rank keeps its shard.
+  const NamedTensorList state = whole_optimizer_state();
   if (layout_.holds_whole_model()) {
-    start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage, &carried);
+    start_iteration_ = load_checkpoint_tensors(dir, parameters, state, config_, device_, own_stage, &carried);
     state_not_in_checkpoint_ = carried.missing;
   } else if (const GroupJoins joins = joins_to_whole(); joins.empty()) {
-    start_iteration_ = load_checkpoint(dir, model_, *optimizer_, config_, device_, own_stage);
+    start_iteration_ = load_checkpoint_tensors(dir, parameters, state, config_, device_, own_stage);
   } else {  // the whole tensors are read, then each rank keeps its part
-    NamedTensorList parameters;
-    for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
     const std::vector<NamedTensorList> parameter_levels = whole_levels(parameters, joins);
-    const std::vector<NamedTensorList> state_levels = whole_levels(optimizer_->state(), joins);
+    const std::vector<NamedTensorList> state_levels = whole_levels(state, joins);
     start_iteration_ =
         load_checkpoint_tensors(dir, parameter_levels.back(), state_levels.back(), config_, device_, own_stage);
     keep_own_parts_through(parameter_levels, joins);
     keep_own_parts_through(state_levels, joins);
   }
+  if (shards_) shards_->keep_own_state(state);
   optimizer_->refresh_working_copies();
   model_->weights_loaded();  // e.g. the FP8 casts of the weights, from the loaded ones
 }
 
+NamedTensorList Trainer::whole_optimizer_state() { return shards_ ? shards_->whole_state() : optimizer_->state(); }
+
 std::string Trainer::save(int64_t iterations) {
   const std::string& folder = *config_.train.save;
+  // Collective over the data-parallel ranks with the distributed optimizer, so before any rank turns back.
+  NamedTensorList state = whole_optimizer_state();
   // The first data-parallel rank's shares (under expert parallelism the first expert group's): gathered from
   // every pipeline stage to the first (each tensor and expert rank its own part), then joined over the first
   // stage's expert group and tensor group in turn; rank 0 writes what one process would.
   if (!layout_.joins_checkpoint()) return checkpoint_folder(folder, iterations);
-  NamedTensorList parameters, state;
+  NamedTensorList parameters;
   if (layout_.is_pipelined()) {
     GatheredState gathered =
-        gather_pipeline_state(model_, *optimizer_, *groups_, !config_.model.untie_embeddings_and_output_weights);
+        gather_pipeline_state(model_, state, *groups_, !config_.model.untie_embeddings_and_output_weights);
     parameters = std::move(gathered.parameters);
     state = std::move(gathered.optimizer_state);
     if (layout_.pipeline_rank() != 0) return checkpoint_folder(folder, iterations);
   } else {
     for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
-    state = optimizer_->state();
   }
   if (const GroupJoins joins = joins_to_whole(); !joins.empty()) {
     parameters = join_through(parameters, joins);

@@ -20,6 +20,7 @@
 #include "graphed/runtime/precision.h"
 #include "graphed/train/adamw.h"
 #include "graphed/train/event_log.h"
+#include "graphed/train/gradient_shards.h"
 #include "graphed/train/iteration_runner.h"
 #include "graphed/train/tensor_parallel_checkpoint.h"
 #include "graphed/train/token_dataset.h"
@@ -141,6 +142,9 @@ class Trainer {
   void evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary);
   void write_metrics(const nlohmann::json& record);
   void report_capture(Progress& progress, int64_t iteration);
+  /// The optimizer's state by AdamW::state()'s names, the moments whole (with the distributed optimizer gathered
+  /// over the data-parallel ranks: every one of them calls it).
+  std::vector<std::pair<std::string, at::Tensor>> whole_optimizer_state();
 
   config::RunConfig config_;
   TokenDataset data_;
@@ -149,6 +153,7 @@ class Trainer {
   dist::ProcessGroups* groups_ = nullptr;  ///< this rank's groups (not owned); null for one process
   model::GptModel model_{nullptr};
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<GradientShards> shards_;  ///< the distributed optimizer's, or null
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<TrainingStep> step_;
   std::unique_ptr<IterationRunner> runner_;

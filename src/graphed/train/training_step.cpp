@@ -85,6 +85,7 @@ void TrainingStep::optimizer_step(const at::Tensor& grad_norm) {
   std::optional<at::Tensor> grad_scale;
   if (config_.train.clip_grad > 0.0) grad_scale = at::clamp_min((grad_norm + 1e-6) / config_.train.clip_grad, 1.0);
   optimizer_.step(grad_scale);
+  sync_.after_step();
   model_->end_step();  // e.g. FP8 delayed scales from this step's amaxes, in the same place (graph or not)
 }
 

@@ -1,0 +1,82 @@
+// train/gradient_shards.h — the distributed optimizer's side of data parallelism (Megatron's
+// --use-distributed-optimizer): the optimizer's flat buffers laid out in Megatron's buckets, the dense parameters'
+// over the data-parallel ranks and the experts' over the expert-data ranks; each rank steps its shard of every
+// bucket, then the new parameters (and working copies) are gathered from every rank's shard. Also the gradient
+// norm's share of this rank's shards, and the moments gathered whole for a checkpoint and scattered back from one.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "graphed/dist/bucket_shards.h"
+#include "graphed/train/adamw.h"
+
+namespace graphed::train {
+
+/// The two laid-out buffers, one after the other in the optimizer's flat buffers.
+struct ShardedLayouts {
+  dist::GradientBufferLayout dense;    ///< the first `dense_parameters` of the optimizer's
+  dist::GradientBufferLayout experts;  ///< the rest (no elements without expert parallelism)
+  int64_t dense_parameters = 0;
+};
+
+struct ShardingOptions {
+  int64_t data_parallel_size = 1;
+  int64_t expert_data_parallel_size = 1;
+  int64_t expert_parameters = 0;  ///< the last ones of the optimizer's
+  std::optional<int64_t> tied_embedding;  ///< its index among the optimizer's parameters, if shared over the pipeline
+  std::optional<int64_t> bucket_size;     ///< elements; unset = one bucket per buffer (Megatron without overlap)
+};
+
+/// The layouts of parameters of `sizes` elements (the optimizer's order).
+ShardedLayouts lay_out_shards(const std::vector<int64_t>& sizes, const ShardingOptions& options);
+/// AdamW's FlatLayout over them, stepping the shards of `data_rank` (dense) and `expert_data_rank` (experts).
+FlatLayout flat_layout_of(const ShardedLayouts& layouts, int64_t data_rank, int64_t expert_data_rank);
+
+class GradientShards {
+ public:
+  /// data (the data-parallel ranks), expert_data (the ranks holding the same experts; null without expert
+  /// parallelism) and optimizer (laid out by flat_layout_of(layouts, their ranks)) outlive this.
+  GradientShards(dist::Communicator& data, dist::Communicator* expert_data, const ShardedLayouts& layouts,
+                 AdamW& optimizer);
+
+  dist::BucketShards& dense() { return *dense_; }
+  /// Null without expert parallelism.
+  dist::BucketShards* experts() { return experts_ ? &*experts_ : nullptr; }
+  /// The optimizer's flat gradients split at the experts' buffer: the dense part, the experts' part.
+  at::Tensor dense_part(const at::Tensor& flat) const;
+  at::Tensor expert_part(const at::Tensor& flat) const;
+
+  /// The sum of the squares (float32) of this rank's shards of the dense gradients, the pieces of the parameters
+  /// `uncounted` (the optimizer's indices) left out.
+  at::Tensor dense_squares(const std::vector<int64_t>& uncounted) const;
+  /// The same for the experts' gradients.
+  at::Tensor expert_squares() const;
+  /// After the step: every bucket's parameters and working copies gathered from the ranks' shards.
+  void gather_parameters();
+
+  /// The optimizer's state as AdamW::state() names it, the moments whole (gathered over the data-parallel ranks;
+  /// a collective every one of them calls). The step count and learning rate are the live tensors.
+  std::vector<std::pair<std::string, at::Tensor>> whole_state();
+  /// Keeps this rank's shard of whole moments named as whole_state() names them (a checkpoint just read).
+  void keep_own_state(const std::vector<std::pair<std::string, at::Tensor>>& whole);
+
+ private:
+  /// Fills the moments (exp_avg, exp_avg_sq) of one buffer's parameters in `whole_moments` (by optimizer index,
+  /// whole shapes; the buffer's first is `first_parameter`) from every rank's flat moments, bucket by bucket; this
+  /// rank's of that buffer start at `moment_begin`.
+  void gather_moments(dist::BucketShards& shards, int64_t moment_begin, int64_t first_parameter,
+                      std::vector<std::pair<at::Tensor, at::Tensor>>& whole_moments);
+  /// The elements of this rank's shards of one buffer: where the next buffer's moments start.
+  static int64_t moment_count(const dist::BucketShards& shards);
+
+  AdamW& optimizer_;
+  ShardedLayouts layouts_;
+  std::optional<dist::BucketShards> dense_, experts_;
+};
+
+}  // namespace graphed::train
