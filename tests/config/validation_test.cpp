@@ -809,6 +809,13 @@ INSTANTIATE_TEST_SUITE_P(
                    "as Megatron's allgather dispatcher's (which gathers every token to every expert rank and "
                    "reduce-scatters the outputs); all-to-all moves fewer rows. Pass --moe-token-dispatcher-type "
                    "alltoall to say so"},
+        LaunchCase{"PL21DistributedOptimizerWithOneDataRankShardsNothing",
+                   {{"use_distributed_optimizer", true}, {"tensor_model_parallel_size", 2}},
+                   2,
+                   "PL-21",
+                   Severity::kNote,
+                   "--use-distributed-optimizer with one data-parallel rank shards nothing: the one rank keeps the "
+                   "whole optimizer state, as without it (launch more data-parallel ranks to share it out)"},
         LaunchCase{"G6GraphsOverDroplessExpertParallelism",
                    {{"num_experts", 4},
                     {"expert_model_parallel_size", 2},

@@ -96,6 +96,11 @@ void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
     line << " (paged stash " << std::fixed << std::setprecision(1) << mib << " MiB)";
     fields["paged_stash_mib"] = mib;
   }
+  if (summary.adam_moment_bytes > 0) {
+    const double mib = static_cast<double>(summary.adam_moment_bytes) / (1 << 20);
+    line << ", Adam moments " << std::fixed << std::setprecision(1) << mib << " MiB";
+    fields["adam_moments_mib"] = mib;
+  }
   log.print("done", fields, line.str());
 }
 
@@ -289,11 +294,14 @@ int run_train(const CommandLine& command_line, std::ostream& out) {
              {"tensor_model_parallel_size", config.train.tensor_model_parallel_size},
              {"expert_model_parallel_size", experts},
              {"expert_tensor_parallel_size", expert_tensor},
-             {"backend", device.is_cuda() ? "NCCL" : "Gloo"}},
+             {"backend", device.is_cuda() ? "NCCL" : "Gloo"},
+             {"distributed_optimizer", config.train.use_distributed_optimizer}},
             "launch: " + std::to_string(environment.world_size) + " ranks (data-parallel " +
                 std::to_string(*config.train.data_parallel_size) + " x pipeline " +
                 std::to_string(config.train.pipeline_model_parallel_size) + " x tensor " + std::to_string(tensor) +
-                expert_layout + "), " + (device.is_cuda() ? "NCCL" : "Gloo") + "; rank 0 prints and writes");
+                expert_layout + "), " + (device.is_cuda() ? "NCCL" : "Gloo") +
+                (config.train.use_distributed_optimizer ? "; optimizer sharded over the data-parallel ranks" : "") +
+                "; rank 0 prints and writes");
   try {
     const int status = train_rank(config, device, &distributed.groups(), log, stop, resume);
     distributed.finish();

@@ -38,11 +38,7 @@ PendingWork BucketShards::gather_bucket(at::Tensor& whole, const at::Tensor& sha
   const int64_t length = own.end - own.begin;
   GRAPHED_INTERNAL_ASSERT(shard.numel() == length && whole.numel() == length * group_.size(), "a shard of ",
                           shard.numel(), " and a bucket of ", whole.numel(), " for shards of ", length);
-  std::vector<at::Tensor> parts;
-  for (int64_t rank = 0; rank < group_.size(); ++rank) parts.push_back(whole.narrow(0, rank * length, length));
-  // The own shard goes out as a copy: it may be where the gather writes this rank's part.
-  at::Tensor sent = shard.clone();
-  return group_.all_gather(parts, sent);
+  return group_.all_gather_into(whole, shard);
 }
 
 void BucketShards::all_gather(at::Tensor& buffer) {

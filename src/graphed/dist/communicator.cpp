@@ -93,6 +93,22 @@ PendingWork Communicator::all_gather(std::vector<at::Tensor>& parts, at::Tensor&
   });
 }
 
+PendingWork Communicator::all_gather_into(at::Tensor& output, const at::Tensor& input) {
+  const int64_t length = input.numel();
+  GRAPHED_INTERNAL_ASSERT(output.dim() == 1 && input.dim() == 1 && output.numel() == length * size(),
+                          "an all-gather of ", length, " elements a member into ", output.numel());
+  if (!input.is_cuda()) {
+    std::vector<at::Tensor> parts;
+    for (int64_t member = 0; member < size(); ++member) parts.push_back(output.narrow(0, member * length, length));
+    at::Tensor sent = input.clone();  // it may be this member's part of `output`
+    return all_gather(parts, sent);
+  }
+  return guarded("an all-gather", [&] {
+    at::Tensor sent = input;
+    return erase(backend_->backend->_allgather_base(output, sent));
+  });
+}
+
 PendingWork Communicator::reduce_scatter_sum(at::Tensor& output, at::Tensor& input) {
   if (!input.is_cuda()) {
     at::Tensor sum = input.clone();

@@ -132,6 +132,14 @@ void AdamW::zero_grad() {
   }
 }
 
+int64_t AdamW::moment_bytes() const {
+  if (flat_exp_avg_.defined()) return 2 * flat_exp_avg_.numel() * static_cast<int64_t>(flat_exp_avg_.element_size());
+  int64_t bytes = 0;
+  for (std::size_t i = 0; i < exp_avgs_.size(); ++i)
+    bytes += (exp_avgs_[i].numel() + exp_avg_sqs_[i].numel()) * static_cast<int64_t>(exp_avgs_[i].element_size());
+  return bytes;
+}
+
 at::Tensor AdamW::gradient_norm() const {
   if (flat_gradients_.defined()) return flat_gradients_.norm().to(at::kFloat);
   return at::stack(at::_foreach_norm(gradients_, 2)).norm().to(at::kFloat);

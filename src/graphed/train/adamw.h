@@ -84,6 +84,8 @@ class AdamW {
   const at::Tensor& flat_exp_avg() const { return flat_exp_avg_; }
   const at::Tensor& flat_exp_avg_sq() const { return flat_exp_avg_sq_; }
   const std::vector<FlatRange>& stepped() const { return stepped_; }
+  /// The bytes of both moments this optimizer keeps (with a sharded layout, of its ranges only).
+  int64_t moment_bytes() const;
   /// The one step count (flat state) and the learning rate.
   const at::Tensor& step_count() const { return step_; }
   const at::Tensor& learning_rate() const { return lr_; }

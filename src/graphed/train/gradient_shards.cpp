@@ -12,8 +12,8 @@ namespace graphed::train {
 
 ShardedLayouts lay_out_shards(const std::vector<int64_t>& sizes, const ShardingOptions& options) {
   const auto all = static_cast<int64_t>(sizes.size());
-  GRAPHED_INTERNAL_ASSERT(options.expert_parameters >= 0 && options.expert_parameters <= all,
-                          options.expert_parameters, " expert parameters of ", all);
+  GRAPHED_INTERNAL_ASSERT(options.expert_parameters >= 0 && options.expert_parameters <= all, options.expert_parameters,
+                          " expert parameters of ", all);
   ShardedLayouts layouts;
   layouts.dense_parameters = all - options.expert_parameters;
   const auto split = sizes.begin() + layouts.dense_parameters;

@@ -27,7 +27,7 @@ struct ShardedLayouts {
 struct ShardingOptions {
   int64_t data_parallel_size = 1;
   int64_t expert_data_parallel_size = 1;
-  int64_t expert_parameters = 0;  ///< the last ones of the optimizer's
+  int64_t expert_parameters = 0;          ///< the last ones of the optimizer's
   std::optional<int64_t> tied_embedding;  ///< its index among the optimizer's parameters, if shared over the pipeline
   std::optional<int64_t> bucket_size;     ///< elements; unset = one bucket per buffer (Megatron without overlap)
 };

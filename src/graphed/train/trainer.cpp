@@ -630,6 +630,7 @@ TrainSummary Trainer::train(EventLog& log, const std::function<bool()>& stop_req
   summary.tokens = static_cast<double>(summary.last_iteration - start_iteration_) * tokens_per_iteration();
   summary.peak_memory_bytes = std::max(peak_memory_bytes_, runtime::peak_memory_bytes(device_));
   if (const kernels::PagedStash* stash = model_->paged_stash()) summary.paged_stash_bytes = stash->pool_bytes();
+  summary.adam_moment_bytes = optimizer_->moment_bytes();
   return summary;
 }
 

@@ -51,6 +51,7 @@ struct TrainSummary {
   std::vector<std::pair<int64_t, double>> validation_losses;  ///< (iteration, loss)
   int64_t peak_memory_bytes = 0;  ///< the device's peak allocated bytes over the run (0 on the CPU)
   int64_t paged_stash_bytes = 0;  ///< --moe-paged-stash: the pools' bytes (0 without)
+  int64_t adam_moment_bytes = 0;  ///< the Adam moments this rank keeps (its shards' with the distributed optimizer)
 };
 
 class Trainer {

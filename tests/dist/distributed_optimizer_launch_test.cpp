@@ -1,0 +1,146 @@
+// tests/dist/distributed_optimizer_launch_test.cpp — `graphed train --use-distributed-optimizer` as Gloo CPU ranks:
+// sharded against not sharded in the same layout and against one process, in layouts that shard the tied embedding
+// over pipeline stages, leave tensor duplicates out of the norm, and shard the experts over expert-data ranks; and a
+// checkpoint saved sharded at DP=2 resumed by one process and by two tensor ranks. On GPUs: dist-check, part dist-opt.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dist/rank_launch.h"
+#include "graphed/util/file_system.h"
+
+namespace graphed {
+namespace {
+
+using testing::describe;
+using testing::expect_checkpoint_near;
+using testing::expect_losses_near;
+using testing::launch;
+using testing::losses_of;
+using testing::pick_port;
+using testing::plus;
+using testing::ProcessResult;
+using testing::run_processes;
+
+const std::vector<std::string> kSharded = {"--use-distributed-optimizer"};
+
+/// The iterations after `after` of a metrics file's losses.
+std::map<int64_t, double> losses_after(const std::string& metrics, int64_t after) {
+  std::map<int64_t, double> later;
+  for (const auto& [iteration, loss] : losses_of(metrics)) {
+    if (iteration > after) later[iteration] = loss;
+  }
+  return later;
+}
+
+class DistributedOptimizerTest : public testing::InTemporaryFolder<::testing::Test> {
+ protected:
+  DistributedOptimizerTest() : InTemporaryFolder("graphed-distributed-optimizer") {}
+};
+
+// Sharded and not, both DP=2, at once: the same sums of the same gradients (reduce-scatter and all-reduce each add
+// the two ranks' values), so the losses, the model and the optimizer state (gathered whole) agree to rounding.
+// Then the sharded checkpoint of iteration 10 resumes in one process and on two tensor ranks as the unsharded run
+// went on, and the unsharded checkpoint resumes sharded.
+TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumesElsewhere) {
+  // Every run's learning rate decays over 12 iterations, whichever iteration it stops at.
+  const std::vector<std::string> arguments = plus(testing::kTinyCpuTrain, {"--save", "checkpoints", "--lr-decay-iters", "12"});
+  const int sharded_port = pick_port(16), plain_port = pick_port(17);
+  const auto sharded_arguments = plus(plus(arguments, kSharded), {"--train-iters", "10", "--overlap-grad-reduce"});
+  const auto plain_arguments = plus(arguments, {"--train-iters", "12", "--save-interval", "10"});
+  std::vector<testing::ProcessSpec> specs;
+  for (int rank = 0; rank < 2; ++rank) {
+    specs.push_back({sharded_arguments, testing::rank_environment(2, rank, sharded_port), {},
+                     join_path(folder_, "sharded" + std::to_string(rank))});
+    specs.push_back({plain_arguments, testing::rank_environment(2, rank, plain_port), {},
+                     join_path(folder_, "plain" + std::to_string(rank))});
+  }
+  const auto first = run_processes(specs);
+  for (const auto& result : first) ASSERT_EQ(result.exit_code, 0) << describe(first);
+  EXPECT_NE(first[0].out.find("optimizer sharded over the data-parallel ranks"), std::string::npos) << first[0].out;
+  std::map<int64_t, double> early;
+  for (const auto& [iteration, loss] : losses_of(join_path(folder_, "plain0/metrics.jsonl"))) {
+    if (iteration <= 10) early[iteration] = loss;
+  }
+  expect_losses_near(losses_of(join_path(folder_, "sharded0/metrics.jsonl")), early, 10, 1e-6, "sharded");
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    expect_checkpoint_near(join_path(folder_, std::string("plain0/checkpoints/iter_0000010/") + file),
+                           join_path(folder_, std::string("sharded0/checkpoints/iter_0000010/") + file), 1e-5, file);
+  }
+  const std::string saved = join_path(folder_, "sharded0/checkpoints/iter_0000010");
+  const auto resume = plus(testing::kTinyCpuTrain, {"--train-iters", "12", "--lr-decay-iters", "12", "--load", saved});
+  // And the other way: the unsharded checkpoint resumed sharded (each rank keeps its shard of the moments).
+  const auto unsharded_resume = plus(plus(testing::kTinyCpuTrain, kSharded),
+                                     {"--train-iters", "12", "--lr-decay-iters", "12", "--load",
+                                      join_path(folder_, "plain0/checkpoints/iter_0000010")});
+  const int tensor_port = pick_port(18), sharded_resume_port = pick_port(20);
+  std::vector<testing::ProcessSpec> resume_specs = {{resume, {}, {}, join_path(folder_, "one")}};
+  for (int rank = 0; rank < 2; ++rank) {
+    resume_specs.push_back({plus(resume, {"--tensor-model-parallel-size", "2"}),
+                            testing::rank_environment(2, rank, tensor_port), {},
+                            join_path(folder_, "tensor" + std::to_string(rank))});
+    resume_specs.push_back({unsharded_resume, testing::rank_environment(2, rank, sharded_resume_port), {},
+                            join_path(folder_, "resharded" + std::to_string(rank))});
+  }
+  const auto resumed = run_processes(resume_specs);
+  for (const auto& result : resumed) ASSERT_EQ(result.exit_code, 0) << describe(resumed);
+  const auto later = losses_after(join_path(folder_, "plain0/metrics.jsonl"), 10);
+  expect_losses_near(losses_of(join_path(folder_, "one/metrics.jsonl")), later, 2, 1e-5, "resumed by one process");
+  expect_losses_near(losses_of(join_path(folder_, "tensor0/metrics.jsonl")), later, 2, 1e-5,
+                     "resumed by two tensor ranks");
+  expect_losses_near(losses_of(join_path(folder_, "resharded0/metrics.jsonl")), later, 2, 1e-6,
+                     "the unsharded checkpoint resumed sharded");
+}
+
+struct ShardedLayout {
+  const char* name;
+  int world;
+  std::vector<std::string> flags;        ///< the layout's
+  std::vector<std::string> model_flags;  ///< the model's, one process's too
+};
+
+void PrintTo(const ShardedLayout& layout, std::ostream* out) { *out << layout.name; }  // ctest's names
+
+class ShardedLayoutTest : public testing::InTemporaryFolder<::testing::TestWithParam<ShardedLayout>> {
+ protected:
+  ShardedLayoutTest() : InTemporaryFolder("graphed-sharded-layout") {}
+};
+
+// Each layout sharded against one process (which shards nothing): the losses to rounding, and the checkpoint the
+// whole model.
+TEST_P(ShardedLayoutTest, ShardedRanksTrainAsOneProcess) {
+  const ShardedLayout& layout = GetParam();
+  const std::vector<std::string> arguments = plus(
+      plus(testing::kTinyCpuTrain, layout.model_flags), {"--train-iters", "8", "--save", "checkpoints", "--micro-batch-size", "2"});
+  const int port = pick_port(19);
+  std::vector<testing::ProcessSpec> specs = {{arguments, {}, {}, join_path(folder_, "one")}};
+  for (int rank = 0; rank < layout.world; ++rank) {
+    specs.push_back({plus(plus(arguments, kSharded), layout.flags), testing::rank_environment(layout.world, rank, port),
+                     {}, join_path(folder_, "rank" + std::to_string(rank))});
+  }
+  const auto results = run_processes(specs);
+  for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
+  expect_losses_near(losses_of(join_path(folder_, "rank0/metrics.jsonl")),
+                     losses_of(join_path(folder_, "one/metrics.jsonl")), 8, 1e-5, layout.name);
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    expect_checkpoint_near(join_path(folder_, std::string("one/checkpoints/iter_0000008/") + file),
+                           join_path(folder_, std::string("rank0/checkpoints/iter_0000008/") + file), 1e-4,
+                           std::string(layout.name) + " " + file);
+  }
+}
+
+const std::vector<std::string> kMoe = {"--num-experts", "4",   "--moe-router-topk",    "2",
+                                       "--moe-ffn-hidden-size", "256", "--moe-aux-loss-coeff", "0.01",
+                                       "--moe-grouped-gemm"};
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ShardedLayoutTest,
+    ::testing::Values(ShardedLayout{"dp2_pp2", 4, {"--pipeline-model-parallel-size", "2"}},
+                      ShardedLayout{"tp2_dp2", 4, {"--tensor-model-parallel-size", "2", "--sequence-parallel"}},
+                      ShardedLayout{"dp4_ep2", 4, {"--expert-model-parallel-size", "2"}, kMoe}),
+    [](const ::testing::TestParamInfo<ShardedLayout>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace graphed
