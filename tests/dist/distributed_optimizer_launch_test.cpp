@@ -46,15 +46,20 @@ class DistributedOptimizerTest : public testing::InTemporaryFolder<::testing::Te
 // went on, and the unsharded checkpoint resumes sharded.
 TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumesElsewhere) {
   // Every run's learning rate decays over 12 iterations, whichever iteration it stops at.
-  const std::vector<std::string> arguments = plus(testing::kTinyCpuTrain, {"--save", "checkpoints", "--lr-decay-iters", "12"});
+  const std::vector<std::string> arguments =
+      plus(testing::kTinyCpuTrain, {"--save", "checkpoints", "--lr-decay-iters", "12"});
   const int sharded_port = pick_port(16), plain_port = pick_port(17);
   const auto sharded_arguments = plus(plus(arguments, kSharded), {"--train-iters", "10", "--overlap-grad-reduce"});
   const auto plain_arguments = plus(arguments, {"--train-iters", "12", "--save-interval", "10"});
   std::vector<testing::ProcessSpec> specs;
   for (int rank = 0; rank < 2; ++rank) {
-    specs.push_back({sharded_arguments, testing::rank_environment(2, rank, sharded_port), {},
+    specs.push_back({sharded_arguments,
+                     testing::rank_environment(2, rank, sharded_port),
+                     {},
                      join_path(folder_, "sharded" + std::to_string(rank))});
-    specs.push_back({plain_arguments, testing::rank_environment(2, rank, plain_port), {},
+    specs.push_back({plain_arguments,
+                     testing::rank_environment(2, rank, plain_port),
+                     {},
                      join_path(folder_, "plain" + std::to_string(rank))});
   }
   const auto first = run_processes(specs);
@@ -72,16 +77,19 @@ TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumes
   const std::string saved = join_path(folder_, "sharded0/checkpoints/iter_0000010");
   const auto resume = plus(testing::kTinyCpuTrain, {"--train-iters", "12", "--lr-decay-iters", "12", "--load", saved});
   // And the other way: the unsharded checkpoint resumed sharded (each rank keeps its shard of the moments).
-  const auto unsharded_resume = plus(plus(testing::kTinyCpuTrain, kSharded),
-                                     {"--train-iters", "12", "--lr-decay-iters", "12", "--load",
-                                      join_path(folder_, "plain0/checkpoints/iter_0000010")});
+  const auto unsharded_resume =
+      plus(plus(testing::kTinyCpuTrain, kSharded), {"--train-iters", "12", "--lr-decay-iters", "12", "--load",
+                                                    join_path(folder_, "plain0/checkpoints/iter_0000010")});
   const int tensor_port = pick_port(18), sharded_resume_port = pick_port(20);
   std::vector<testing::ProcessSpec> resume_specs = {{resume, {}, {}, join_path(folder_, "one")}};
   for (int rank = 0; rank < 2; ++rank) {
     resume_specs.push_back({plus(resume, {"--tensor-model-parallel-size", "2"}),
-                            testing::rank_environment(2, rank, tensor_port), {},
+                            testing::rank_environment(2, rank, tensor_port),
+                            {},
                             join_path(folder_, "tensor" + std::to_string(rank))});
-    resume_specs.push_back({unsharded_resume, testing::rank_environment(2, rank, sharded_resume_port), {},
+    resume_specs.push_back({unsharded_resume,
+                            testing::rank_environment(2, rank, sharded_resume_port),
+                            {},
                             join_path(folder_, "resharded" + std::to_string(rank))});
   }
   const auto resumed = run_processes(resume_specs);
@@ -112,13 +120,16 @@ class ShardedLayoutTest : public testing::InTemporaryFolder<::testing::TestWithP
 // whole model.
 TEST_P(ShardedLayoutTest, ShardedRanksTrainAsOneProcess) {
   const ShardedLayout& layout = GetParam();
-  const std::vector<std::string> arguments = plus(
-      plus(testing::kTinyCpuTrain, layout.model_flags), {"--train-iters", "8", "--save", "checkpoints", "--micro-batch-size", "2"});
+  const std::vector<std::string> arguments =
+      plus(plus(testing::kTinyCpuTrain, layout.model_flags),
+           {"--train-iters", "8", "--save", "checkpoints", "--micro-batch-size", "2"});
   const int port = pick_port(19);
   std::vector<testing::ProcessSpec> specs = {{arguments, {}, {}, join_path(folder_, "one")}};
   for (int rank = 0; rank < layout.world; ++rank) {
-    specs.push_back({plus(plus(arguments, kSharded), layout.flags), testing::rank_environment(layout.world, rank, port),
-                     {}, join_path(folder_, "rank" + std::to_string(rank))});
+    specs.push_back({plus(plus(arguments, kSharded), layout.flags),
+                     testing::rank_environment(layout.world, rank, port),
+                     {},
+                     join_path(folder_, "rank" + std::to_string(rank))});
   }
   const auto results = run_processes(specs);
   for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
@@ -131,7 +142,7 @@ TEST_P(ShardedLayoutTest, ShardedRanksTrainAsOneProcess) {
   }
 }
 
-const std::vector<std::string> kMoe = {"--num-experts", "4",   "--moe-router-topk",    "2",
+const std::vector<std::string> kMoe = {"--num-experts",         "4",   "--moe-router-topk",    "2",
                                        "--moe-ffn-hidden-size", "256", "--moe-aux-loss-coeff", "0.01",
                                        "--moe-grouped-gemm"};
 

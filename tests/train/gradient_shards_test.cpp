@@ -117,6 +117,87 @@ TEST_P(GradientShardsTest, ShardedStepsMatchOneOptimizerOnTheMeanGradients) {
   });
 }
 
+// With working copies, three parameters released: each rank keeps only its shards of their values, their copies
+// are gathered (bf16) and the rest's values too (fp32). The copies match one optimizer's; the released values
+// gathered whole match its parameters, and written back they give each rank its shards again.
+TEST_P(GradientShardsTest, ReleasedParametersKeepOnlyTheirShardsAndGatherTheirCopies) {
+  const int64_t ranks = GetParam();
+  const auto store = c10::make_intrusive<c10d::HashStore>();
+  std::vector<int64_t> members;
+  for (int64_t rank = 0; rank < ranks; ++rank) members.push_back(rank);
+  std::vector<int64_t> sizes;
+  for (const auto& shape : kShapes) sizes.push_back(at::ones(shape, kDouble).numel());
+  ShardingOptions sharding;
+  sharding.data_parallel_size = ranks;
+  sharding.bucket_size = 100;
+  sharding.released = {true, false, true, false, false, true};
+  const ShardedLayouts layouts = lay_out_shards(sizes, sharding);
+  ASSERT_GT(layouts.released_elements, 0);
+  const auto float_parameters = [] {
+    auto parameters = make_parameters();
+    for (auto& [name, parameter] : parameters) parameter = parameter.detach().to(at::kFloat).requires_grad_(true);
+    return parameters;
+  };
+  testing::run_ranks_on_threads(ranks, [&](int64_t rank) {
+    auto backend = dist::detail::make_gloo_backend(store, rank, ranks, std::chrono::seconds(30), "127.0.0.1");
+    dist::Communicator group(backend, "data-parallel", members, rank);
+    AdamWOptions whole_options = options_with(std::nullopt);
+    whole_options.working_copies = at::kBFloat16;
+    AdamW whole(float_parameters(), whole_options);
+    AdamWOptions sharded_options = options_with(flat_layout_of(layouts, rank, 0));
+    sharded_options.working_copies = at::kBFloat16;
+    AdamW sharded(float_parameters(), sharded_options);
+    GradientShards shards(group, nullptr, layouts, sharded);
+    for (std::size_t i = 0; i < kShapes.size(); ++i) {
+      EXPECT_EQ(sharded.released(i), sharding.released[i]) << i;
+      EXPECT_EQ(sharded.parameters()[i].sizes(), whole.parameters()[i].sizes())
+          << "a released parameter keeps its shape";
+    }
+    // The kept parameters' values whole (with the buckets' padding), the released ones' only in this rank's shards.
+    const int64_t elements = layouts.dense.elements;
+    EXPECT_EQ(sharded.master_bytes(), 4 * (elements - layouts.released_elements + layouts.released_elements / ranks));
+    whole.set_learning_rate(0.01);
+    sharded.set_learning_rate(0.01);
+    for (int64_t step = 0; step < 3; ++step) {
+      for (std::size_t i = 0; i < kShapes.size(); ++i) {
+        at::Tensor mean = at::zeros(kShapes[i], at::kFloat);
+        for (int64_t r = 0; r < ranks; ++r) mean += local_gradient(i, r, step).to(at::kFloat);
+        whole.gradients()[i].copy_(mean / static_cast<double>(ranks));
+        sharded.gradients()[i].copy_(local_gradient(i, rank, step));
+      }
+      at::Tensor dense = shards.dense_part(sharded.flat_gradients());
+      shards.dense().reduce_scatter(dense);
+      dense.div_(static_cast<double>(ranks));
+      whole.step(std::nullopt);
+      sharded.step(std::nullopt);
+      shards.gather_parameters();
+      const auto whole_copies = whole.working_copies();
+      const auto sharded_copies = sharded.working_copies();
+      for (std::size_t i = 0; i < kShapes.size(); ++i) {
+        EXPECT_TRUE(
+            at::allclose(sharded_copies[i].second.to(at::kFloat), whole_copies[i].second.to(at::kFloat), 1e-2, 1e-3))
+            << "rank " << rank << ", step " << step << ", copy of parameter " << i;
+        if (!sharded.released(i)) {
+          EXPECT_TRUE(at::allclose(sharded.parameters()[i], whole.parameters()[i], 1e-5, 1e-6))
+              << "rank " << rank << ", step " << step << ", parameter " << i;
+        }
+      }
+    }
+    std::vector<std::pair<std::string, at::Tensor>> named;
+    for (std::size_t i = 0; i < kShapes.size(); ++i) named.emplace_back(sharded.names()[i], sharded.parameters()[i]);
+    const auto gathered = shards.whole_parameters(named);
+    for (std::size_t i = 0; i < kShapes.size(); ++i) {
+      EXPECT_TRUE(at::allclose(gathered[i].second, whole.parameters()[i], 1e-5, 1e-6)) << "rank " << rank << ": " << i;
+    }
+    const at::Tensor before = sharded.master_shards().clone();
+    sharded.master_shards().zero_();
+    for (std::size_t i = 0; i < kShapes.size(); ++i) {
+      if (sharded.released(i)) sharded.write_released(i, gathered[i].second);
+    }
+    EXPECT_TRUE(at::equal(sharded.master_shards(), before)) << "rank " << rank;
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, GradientShardsTest, ::testing::Values(2, 3));
 
 TEST(GradientShardsLayoutTest, EveryElementOfEveryBucketIsSteppedByExactlyOneRank) {

@@ -62,7 +62,8 @@ void print_model_line(const config::RunConfig& config, train::Trainer& trainer, 
 }
 
 /// "done: 300 iterations (301 to 600) in 7.8 s, 153,600 tokens at 19,692 tokens/s, final loss 1.6329, peak memory
-/// 1234 MiB": this run's work (the peak on a GPU only); the iterations before a resume are named, not counted.
+/// 1234 MiB, fp32 parameters 440.0 MiB and Adam moments 880.0 MiB": this run's work (the peak on a GPU only) and the
+/// optimizer's state this rank keeps; the iterations before a resume are named, not counted.
 void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
   const int64_t iterations = summary.last_iteration - summary.first_iteration;
   std::ostringstream line;
@@ -98,8 +99,11 @@ void print_summary(const train::TrainSummary& summary, train::EventLog& log) {
   }
   if (summary.adam_moment_bytes > 0) {
     const double mib = static_cast<double>(summary.adam_moment_bytes) / (1 << 20);
-    line << ", Adam moments " << std::fixed << std::setprecision(1) << mib << " MiB";
+    const double masters = static_cast<double>(summary.master_bytes) / (1 << 20);
+    line << ", fp32 parameters " << std::fixed << std::setprecision(1) << masters << " MiB and Adam moments " << mib
+         << " MiB";
     fields["adam_moments_mib"] = mib;
+    fields["fp32_parameters_mib"] = masters;
   }
   log.print("done", fields, line.str());
 }

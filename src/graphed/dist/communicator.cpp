@@ -98,9 +98,13 @@ PendingWork Communicator::all_gather_into(at::Tensor& output, const at::Tensor& 
   GRAPHED_INTERNAL_ASSERT(output.dim() == 1 && input.dim() == 1 && output.numel() == length * size(),
                           "an all-gather of ", length, " elements a member into ", output.numel());
   if (!input.is_cuda()) {
+    // Gloo gathers no 16-bit types: their bytes travel instead.
+    const bool half = input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kHalf;
+    const at::Tensor into = half ? output.view(at::kByte) : output;
+    const int64_t part = half ? 2 * length : length;
     std::vector<at::Tensor> parts;
-    for (int64_t member = 0; member < size(); ++member) parts.push_back(output.narrow(0, member * length, length));
-    at::Tensor sent = input.clone();  // it may be this member's part of `output`
+    for (int64_t member = 0; member < size(); ++member) parts.push_back(into.narrow(0, member * part, part));
+    at::Tensor sent = (half ? input.view(at::kByte) : input).clone();  // it may be this member's part of `output`
     return all_gather(parts, sent);
   }
   return guarded("an all-gather", [&] {

@@ -55,7 +55,7 @@ class Communicator {
   PendingWork all_gather(std::vector<at::Tensor>& parts, at::Tensor& tensor);
   /// output <- every member's `input` side by side in group order (output: group size x input's elements, flat). On
   /// CUDA one NCCL all-gather into `output`, which may hold `input` as this member's part (in place); on the CPU a
-  /// list all-gather of a copy of `input`.
+  /// list all-gather of a copy of `input` (16-bit floats as their bytes).
   PendingWork all_gather_into(at::Tensor& output, const at::Tensor& input);
   /// output <- this member's part (dimension 0 split into equal parts in group order) of the sum of every
   /// member's `input` over the group. Gloo, which has no reduce-scatter in LibTorch 1.13, sums whole and slices.

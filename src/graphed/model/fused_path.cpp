@@ -1,11 +1,20 @@
 // model/fused_path.cpp — see model/fused_path.h.
 #include "graphed/model/fused_path.h"
 
+#include <set>
+
 #include "graphed/capture/capture_state.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/kernels/working_copy.h"
 
 namespace graphed::model {
+
+bool reads_only_working_copy(const std::string& name) {
+  static const std::set<std::string> weights = {"qkv_weight",     "proj_weight",     "fc1_weight",    "fc2_weight",
+                                                "in_proj_weight", "out_proj_weight", "output_weight", "router_weight"};
+  const std::size_t dot = name.rfind('.');
+  return weights.count(dot == std::string::npos ? name : name.substr(dot + 1)) > 0;
+}
 
 FusedPath::FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type,
                      bool accumulate_in_place)

@@ -5,6 +5,7 @@
 // KernelPath defaults over these (serving loads a model of its own, with the decode kernels).
 #pragma once
 
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -14,6 +15,12 @@
 #include "graphed/model/kernel_path.h"
 
 namespace graphed::model {
+
+/// Whether the fused path reads the GptModel parameter named `name` only through its working copy, never its own
+/// (fp32) values: the weights of the linears, of the untied output layer and of the router. Such a parameter's
+/// values may live elsewhere (the distributed optimizer keeps only its shard of them); the others (norms, biases,
+/// embeddings, Mamba's per-channel parameters, experts and the shared-expert gate) are read as they are.
+bool reads_only_working_copy(const std::string& name);
 
 class FusedPath final : public KernelPath {
  public:

@@ -1,6 +1,8 @@
 // train/adamw.cpp — see train/adamw.h.
 #include "graphed/train/adamw.h"
 
+#include <algorithm>
+
 #include "graphed/kernels/training_ops.h"
 #include "graphed/util/compat.h"
 #include "graphed/util/error.h"
@@ -67,30 +69,80 @@ AdamW::AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, c
 
 void AdamW::make_flat_state(const FlatLayout& layout) {
   const at::TensorOptions options = parameters_.front().options();
-  int64_t moments = 0;
-  for (const FlatRange& range : layout.stepped) moments += range.length;
+  int64_t moments = 0, released_moments = 0;
+  for (const FlatRange& range : layout.stepped) {
+    moments += range.length;
+    if (range.begin < layout.sharded_masters) released_moments += range.length;
+  }
+  GRAPHED_INTERNAL_ASSERT(layout.sharded_masters == 0 || options_.working_copies,
+                          "released parameters without working copies to read them through");
+  for (std::size_t r = 1; r < layout.stepped.size(); ++r) {
+    GRAPHED_INTERNAL_ASSERT(
+        layout.stepped[r].begin >= layout.sharded_masters || layout.stepped[r - 1].begin < layout.sharded_masters,
+        "the released ranges must come first among the stepped ones");
+  }
   stepped_ = layout.stepped;
+  offsets_ = layout.offsets;
+  sharded_masters_ = layout.sharded_masters;
   sharded_ = !(stepped_.size() == 1 && stepped_.front().begin == 0 && stepped_.front().length == layout.elements);
-  flat_parameters_ = at::zeros({layout.elements}, options);
+  flat_parameters_ = at::zeros({layout.elements - sharded_masters_}, options);
+  master_shards_ = at::zeros({released_moments}, options);
   flat_exp_avg_ = at::zeros({moments}, options);
   flat_exp_avg_sq_ = at::zeros({moments}, options);
-  if (options_.working_copies) flat_copies_ = at::empty({layout.elements}, options.dtype(*options_.working_copies));
+  if (options_.working_copies) flat_copies_ = at::zeros({layout.elements}, options.dtype(*options_.working_copies));
   step_ = steps_.front();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    at::Tensor& parameter = parameters_[i];
-    const auto view = [&](const at::Tensor& flat) {
-      return flat.narrow(0, layout.offsets[i], parameter.numel()).view(parameter.sizes());
-    };
-    view(flat_parameters_).copy_(parameter);
-    parameter.set_data(view(flat_parameters_));  // the module's parameter now lives in the flat buffer
-    if (!sharded_) {                             // moments element for element beside the parameters
-      exp_avgs_.push_back(view(flat_exp_avg_));
-      exp_avg_sqs_.push_back(view(flat_exp_avg_sq_));
+    place_parameter(i, layout);
+    if (!sharded_) {  // moments element for element beside the parameters
+      exp_avgs_.push_back(flat_exp_avg_.narrow(0, offsets_[i], parameters_[i].numel()).view(parameters_[i].sizes()));
+      exp_avg_sqs_.push_back(
+          flat_exp_avg_sq_.narrow(0, offsets_[i], parameters_[i].numel()).view(parameters_[i].sizes()));
     }
     steps_[i] = step_;  // one count: every parameter steps together
-    if (flat_copies_.defined()) copies_.push_back(view(flat_copies_));
+    if (flat_copies_.defined())
+      copies_.push_back(flat_copies_.narrow(0, offsets_[i], parameters_[i].numel()).view(parameters_[i].sizes()));
   }
   refresh_working_copies();
+}
+
+void AdamW::place_parameter(std::size_t i, const FlatLayout& layout) {
+  at::Tensor& parameter = parameters_[i];
+  const int64_t offset = layout.offsets[i], count = parameter.numel();
+  const bool release = offset < sharded_masters_;
+  released_.push_back(release);
+  if (!release) {  // the module's parameter now lives in the flat buffer
+    at::Tensor view = flat_parameters_.narrow(0, offset - sharded_masters_, count).view(parameter.sizes());
+    view.copy_(parameter);
+    parameter.set_data(view);
+    return;
+  }
+  // Its copy whole, its fp32 values in the stepped ranges it meets; then it keeps its shape but no storage.
+  write_released(i, parameter);
+  at::Tensor released = at::empty({0}, parameter.options());
+  released.unsafeGetTensorImpl()->set_sizes_contiguous(parameter.sizes());
+  parameter.set_data(released);
+}
+
+void AdamW::write_released(std::size_t index, const at::Tensor& values) {
+  at::NoGradGuard no_grad;
+  GRAPHED_INTERNAL_ASSERT(released(index), "parameter ", index, " is not released");
+  const int64_t offset = offsets_[index], count = values.numel();
+  const at::Tensor flat = values.reshape({-1});
+  flat_copies_.narrow(0, offset, count).copy_(flat);
+  int64_t moment = 0;
+  for (const FlatRange& range : stepped_) {
+    const int64_t begin = std::max(range.begin, offset), end = std::min(range.begin + range.length, offset + count);
+    if (end > begin) {
+      master_shards_.narrow(0, moment + begin - range.begin, end - begin)
+          .copy_(flat.narrow(0, begin - offset, end - begin));
+    }
+    moment += range.length;
+  }
+}
+
+at::Tensor AdamW::masters_of(const FlatRange& range, int64_t moment) const {
+  if (range.begin < sharded_masters_) return master_shards_.narrow(0, moment, range.length);
+  return flat_parameters_.narrow(0, range.begin - sharded_masters_, range.length);
 }
 
 std::vector<std::pair<at::Tensor, at::Tensor>> AdamW::working_copies() const {
@@ -100,8 +152,9 @@ std::vector<std::pair<at::Tensor, at::Tensor>> AdamW::working_copies() const {
 }
 
 void AdamW::refresh_working_copies() {
-  at::NoGradGuard no_grad;
-  if (flat_copies_.defined()) flat_copies_.copy_(flat_parameters_);
+  at::NoGradGuard no_grad;  // the released parameters' copies are written where their values come from
+  if (flat_copies_.defined())
+    flat_copies_.narrow(0, sharded_masters_, flat_parameters_.numel()).copy_(flat_parameters_);
 }
 
 void AdamW::set_learning_rate(double lr) { lr_.fill_(lr); }
@@ -114,7 +167,8 @@ void AdamW::step(const std::optional<at::Tensor>& grad_scale) {
     for (const FlatRange& range : stepped_) {
       const auto part = [&](const at::Tensor& flat) { return flat.narrow(0, range.begin, range.length); };
       const at::Tensor copies = flat_copies_.defined() ? part(flat_copies_) : at::Tensor();
-      kernels::adamw_step(part(flat_parameters_), part(flat_gradients_), flat_exp_avg_.narrow(0, moment, range.length),
+      kernels::adamw_step(masters_of(range, moment), part(flat_gradients_),
+                          flat_exp_avg_.narrow(0, moment, range.length),
                           flat_exp_avg_sq_.narrow(0, moment, range.length), copies, lr_, step_, grad_scale, settings);
       moment += range.length;
     }
@@ -130,6 +184,16 @@ void AdamW::zero_grad() {
   } else {
     at::_foreach_zero_(gradients_);
   }
+}
+
+int64_t AdamW::master_bytes() const {
+  if (!flat_parameters_.defined()) {
+    int64_t bytes = 0;
+    for (const at::Tensor& parameter : parameters_)
+      bytes += parameter.numel() * static_cast<int64_t>(parameter.element_size());
+    return bytes;
+  }
+  return (flat_parameters_.numel() + master_shards_.numel()) * static_cast<int64_t>(flat_parameters_.element_size());
 }
 
 int64_t AdamW::moment_bytes() const {

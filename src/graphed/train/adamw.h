@@ -30,6 +30,10 @@ struct FlatLayout {
   std::vector<int64_t> offsets;  ///< by parameter, in the optimizer's order
   int64_t elements = 0;
   std::vector<FlatRange> stepped;
+  /// Elements [0, sharded_masters) keep their fp32 values only in the stepped ranges there (each wholly inside or
+  /// outside), compact as the moments are; the parameters there are released: they keep their shapes but no
+  /// storage, and are read only through their working copies (which need working copies).
+  int64_t sharded_masters = 0;
 };
 
 struct AdamWOptions {
@@ -77,15 +81,25 @@ class AdamW {
   /// Whether the moments cover only the stepped ranges of a FlatLayout (some elements are not this rank's).
   bool sharded() const { return sharded_; }
   const std::vector<std::string>& names() const { return names_; }
-  /// The flat buffers (with working copies or a FlatLayout): the parameters, the copies (may be undefined) and the
-  /// two moments over the stepped ranges, one after another.
+  /// The flat buffers (with working copies or a FlatLayout): the parameters' fp32 values from sharded_masters() on,
+  /// the copies (may be undefined, else every element), the two moments over the stepped ranges, one after another,
+  /// and the released parameters' fp32 values over their stepped ranges (their first ones), one after another.
   const at::Tensor& flat_parameters() const { return flat_parameters_; }
+  const at::Tensor& master_shards() const { return master_shards_; }
+  int64_t sharded_masters() const { return sharded_masters_; }
+  /// Whether parameter `index` is released (its fp32 values only in master_shards(), for the stepped ranges).
+  bool released(std::size_t index) const { return index < released_.size() && released_[index]; }
+  /// Writes whole `values` of released parameter `index` (its shape, fp32) into its copy and its master shards (a
+  /// checkpoint just read).
+  void write_released(std::size_t index, const at::Tensor& values);
   const at::Tensor& flat_copies() const { return flat_copies_; }
   const at::Tensor& flat_exp_avg() const { return flat_exp_avg_; }
   const at::Tensor& flat_exp_avg_sq() const { return flat_exp_avg_sq_; }
   const std::vector<FlatRange>& stepped() const { return stepped_; }
   /// The bytes of both moments this optimizer keeps (with a sharded layout, of its ranges only).
   int64_t moment_bytes() const;
+  /// The bytes of the parameters' own values it keeps (the released parameters' shards only).
+  int64_t master_bytes() const;
   /// The one step count (flat state) and the learning rate.
   const at::Tensor& step_count() const { return step_; }
   const at::Tensor& learning_rate() const { return lr_; }
@@ -101,6 +115,16 @@ class AdamW {
   std::vector<at::Tensor> copies_;
   std::vector<FlatRange> stepped_;  ///< the ranges step() updates (flat state)
   bool sharded_ = false;
+  int64_t sharded_masters_ = 0;
+  at::Tensor master_shards_;
+  std::vector<bool> released_;
+  std::vector<int64_t> offsets_;
+
+  /// The fp32 values of stepped range `range` (whose moments start at `moment`).
+  at::Tensor masters_of(const FlatRange& range, int64_t moment) const;
+  /// Parameter i into the flat buffers: its fp32 view there, or (released) its copy and master shards, its own
+  /// storage then let go.
+  void place_parameter(std::size_t i, const FlatLayout& layout);
 
   void make_flat_state(const FlatLayout& layout);
 };

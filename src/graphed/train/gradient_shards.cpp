@@ -1,6 +1,8 @@
 // train/gradient_shards.cpp — see train/gradient_shards.h.
 #include "graphed/train/gradient_shards.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -10,20 +12,88 @@
 
 namespace graphed::train {
 
+namespace {
+
+/// The layout of the parameters `indices` (into `sizes`); its places and bucket members are named by those indices.
+/// tied: a position in `indices`. No buckets when there are no parameters.
+dist::GradientBufferLayout lay_out_part(const std::vector<int64_t>& sizes, const std::vector<int64_t>& indices,
+                                        const dist::GradientBucketOptions& options, std::optional<int64_t> tied) {
+  if (indices.empty()) {
+    dist::GradientBufferLayout empty;
+    empty.data_parallel_size = options.data_parallel_size;
+    return empty;
+  }
+  std::vector<int64_t> part_sizes;
+  for (const int64_t index : indices) part_sizes.push_back(sizes[static_cast<std::size_t>(index)]);
+  dist::GradientBufferLayout part = dist::lay_out_gradient_buffer(part_sizes, options, tied);
+  dist::GradientBufferLayout named;
+  named.data_parallel_size = part.data_parallel_size;
+  named.elements = part.elements;
+  named.places.resize(static_cast<std::size_t>(*std::max_element(indices.begin(), indices.end()) + 1));
+  for (std::size_t k = 0; k < indices.size(); ++k) named.places[static_cast<std::size_t>(indices[k])] = part.places[k];
+  for (dist::GradientBucket bucket : part.buckets) {
+    for (int64_t& member : bucket.parameters) member = indices[static_cast<std::size_t>(member)];
+    named.buckets.push_back(std::move(bucket));
+  }
+  return named;
+}
+
+/// `first`'s buckets, then `second`'s after them, over `count` parameters (each part names its own).
+dist::GradientBufferLayout join_layouts(const dist::GradientBufferLayout& first,
+                                        const std::vector<int64_t>& first_indices,
+                                        const dist::GradientBufferLayout& second,
+                                        const std::vector<int64_t>& second_indices, int64_t count) {
+  dist::GradientBufferLayout joined;
+  joined.data_parallel_size = first.data_parallel_size;
+  joined.places.resize(static_cast<std::size_t>(count));
+  joined.buckets = first.buckets;
+  for (const int64_t index : first_indices)
+    joined.places[static_cast<std::size_t>(index)] = first.places[static_cast<std::size_t>(index)];
+  const int64_t shift = first.elements;
+  const auto bucket_shift = static_cast<int64_t>(first.buckets.size());
+  for (const int64_t index : second_indices) {
+    dist::ParameterPlace place = second.places[static_cast<std::size_t>(index)];
+    joined.places[static_cast<std::size_t>(index)] = {place.begin + shift, place.end + shift,
+                                                      place.bucket + bucket_shift};
+  }
+  for (dist::GradientBucket bucket : second.buckets) {
+    bucket.begin += shift;
+    bucket.end += shift;
+    bucket.filled_end += shift;
+    joined.buckets.push_back(std::move(bucket));
+  }
+  joined.elements = first.elements + second.elements;
+  return joined;
+}
+
+}  // namespace
+
 ShardedLayouts lay_out_shards(const std::vector<int64_t>& sizes, const ShardingOptions& options) {
   const auto all = static_cast<int64_t>(sizes.size());
   GRAPHED_INTERNAL_ASSERT(options.expert_parameters >= 0 && options.expert_parameters <= all, options.expert_parameters,
                           " expert parameters of ", all);
   ShardedLayouts layouts;
   layouts.dense_parameters = all - options.expert_parameters;
-  const auto split = sizes.begin() + layouts.dense_parameters;
-  std::optional<int64_t> tied = options.tied_embedding;
-  if (tied && *tied >= layouts.dense_parameters) tied.reset();
-  layouts.dense =
-      dist::lay_out_gradient_buffer({sizes.begin(), split}, {options.data_parallel_size, options.bucket_size}, tied);
+  // The released parameters' buckets first, then the kept ones' (a tied embedding is kept, in a bucket of its own).
+  std::vector<int64_t> released, kept;
+  for (int64_t p = 0; p < layouts.dense_parameters; ++p) {
+    const bool release =
+        static_cast<std::size_t>(p) < options.released.size() && options.released[static_cast<std::size_t>(p)];
+    (release ? released : kept).push_back(p);
+  }
+  std::optional<int64_t> tied;
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    if (options.tied_embedding == kept[k]) tied = static_cast<int64_t>(k);
+  }
+  const dist::GradientBucketOptions bucket_options{options.data_parallel_size, options.bucket_size};
+  const dist::GradientBufferLayout released_part = lay_out_part(sizes, released, bucket_options, std::nullopt);
+  layouts.dense = join_layouts(released_part, released, lay_out_part(sizes, kept, bucket_options, tied), kept,
+                               layouts.dense_parameters);
+  layouts.released_elements = released_part.elements;
   if (options.expert_parameters > 0) {
+    const std::vector<int64_t> expert_sizes(sizes.begin() + layouts.dense_parameters, sizes.end());
     layouts.experts =
-        dist::lay_out_gradient_buffer({split, sizes.end()}, {options.expert_data_parallel_size, options.bucket_size});
+        dist::lay_out_gradient_buffer(expert_sizes, {options.expert_data_parallel_size, options.bucket_size});
   }
   return layouts;
 }
@@ -39,6 +109,7 @@ FlatLayout flat_layout_of(const ShardedLayouts& layouts, int64_t data_rank, int6
   add(layouts.dense, data_rank, 0);
   add(layouts.experts, expert_data_rank, layouts.dense.elements);
   flat.elements = layouts.dense.elements + layouts.experts.elements;
+  flat.sharded_masters = layouts.released_elements;
   return flat;
 }
 
@@ -46,7 +117,9 @@ GradientShards::GradientShards(dist::Communicator& data, dist::Communicator* exp
                                AdamW& optimizer)
     : optimizer_(optimizer), layouts_(layouts) {
   GRAPHED_INTERNAL_ASSERT(optimizer.flat_parameters().defined() &&
-                              optimizer.flat_parameters().numel() == layouts.dense.elements + layouts.experts.elements,
+                              optimizer.flat_parameters().numel() + optimizer.sharded_masters() ==
+                                  layouts.dense.elements + layouts.experts.elements &&
+                              optimizer.sharded_masters() == layouts.released_elements,
                           "the distributed optimizer's AdamW is not laid out by its layouts");
   dense_.emplace(data, layouts.dense);
   if (!layouts.experts.places.empty()) {
@@ -93,55 +166,99 @@ at::Tensor GradientShards::expert_squares() const {
 
 void GradientShards::gather_parameters() {
   at::NoGradGuard no_grad;
-  for (const at::Tensor* flat : {&optimizer_.flat_parameters(), &optimizer_.flat_copies()}) {
-    if (!flat->defined()) continue;
-    at::Tensor dense = dense_part(*flat);
-    dense_->all_gather(dense);
-    if (!experts_) continue;
-    at::Tensor experts = expert_part(*flat);
-    experts_->all_gather(experts);
-  }
+  std::vector<dist::PendingWork> work;
+  // Every bucket's working copies; the fp32 values too where every rank keeps them whole (past the released ones).
+  const auto gather = [&](dist::BucketShards& shards, int64_t begin) {
+    const dist::GradientBufferLayout& layout = shards.layout();
+    for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
+      const dist::GradientBucket& bucket = layout.buckets[b];
+      const dist::BucketShard& own = shards.shards()[b];
+      const auto whole_and_own = [&](const at::Tensor& flat, int64_t shift) {
+        return std::make_pair(flat.narrow(0, begin + bucket.begin - shift, bucket.end - bucket.begin),
+                              flat.narrow(0, begin + own.begin - shift, own.end - own.begin));
+      };
+      if (optimizer_.flat_copies().defined()) {
+        auto [whole, part] = whole_and_own(optimizer_.flat_copies(), 0);
+        work.push_back(shards.gather_bucket(whole, part, static_cast<int64_t>(b)));
+      }
+      if (begin + bucket.begin >= optimizer_.sharded_masters()) {
+        auto [whole, part] = whole_and_own(optimizer_.flat_parameters(), optimizer_.sharded_masters());
+        work.push_back(shards.gather_bucket(whole, part, static_cast<int64_t>(b)));
+      }
+    }
+  };
+  gather(*dense_, 0);
+  if (experts_) gather(*experts_, layouts_.dense.elements);
+  for (dist::PendingWork& pending : work) pending.wait();
 }
 
-void GradientShards::gather_moments(dist::BucketShards& shards, int64_t moment_begin, int64_t first_parameter,
-                                    std::vector<std::pair<at::Tensor, at::Tensor>>& whole_moments) {
+void GradientShards::gather_compact(dist::BucketShards& shards, int64_t buffer_begin, int64_t moment_begin,
+                                    int64_t first_parameter, const at::Tensor& compact, int64_t end,
+                                    std::vector<at::Tensor>& whole) {
   const dist::GradientBufferLayout& layout = shards.layout();
   int64_t moment = moment_begin;
   for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
     const dist::GradientBucket& bucket = layout.buckets[b];
     const int64_t length = shards.shards()[b].end - shards.shards()[b].begin;
-    for (const bool second : {false, true}) {
-      const at::Tensor& flat = second ? optimizer_.flat_exp_avg_sq() : optimizer_.flat_exp_avg();
-      at::Tensor whole = at::empty({bucket.end - bucket.begin}, flat.options());
-      shards.gather_bucket(whole, flat.narrow(0, moment, length), static_cast<int64_t>(b)).wait();
+    if (buffer_begin + bucket.begin < end) {
+      at::Tensor gathered = at::empty({bucket.end - bucket.begin}, compact.options());
+      shards.gather_bucket(gathered, compact.narrow(0, moment, length), static_cast<int64_t>(b)).wait();
       for (const int64_t p : bucket.parameters) {
         const dist::ParameterPlace& place = layout.places[static_cast<std::size_t>(p)];
-        auto& pair = whole_moments[static_cast<std::size_t>(first_parameter + p)];
-        (second ? pair.second : pair.first)
-            .view({-1})
-            .copy_(whole.narrow(0, place.begin - bucket.begin, place.end - place.begin));
+        whole[static_cast<std::size_t>(first_parameter + p)].view({-1}).copy_(
+            gathered.narrow(0, place.begin - bucket.begin, place.end - place.begin));
       }
     }
     moment += length;
   }
 }
 
+void GradientShards::gather_every_buffer(const at::Tensor& compact, int64_t end, std::vector<at::Tensor>& whole) {
+  gather_compact(*dense_, 0, 0, 0, compact, end, whole);
+  if (experts_)
+    gather_compact(*experts_, layouts_.dense.elements, moment_count(*dense_), layouts_.dense_parameters, compact, end,
+                   whole);
+}
+
 std::vector<std::pair<std::string, at::Tensor>> GradientShards::whole_state() {
   at::NoGradGuard no_grad;
-  std::vector<std::pair<at::Tensor, at::Tensor>> moments;
-  for (const at::Tensor& parameter : optimizer_.parameters())
-    moments.emplace_back(at::zeros_like(parameter), at::zeros_like(parameter));
-  gather_moments(*dense_, 0, 0, moments);
-  if (experts_) gather_moments(*experts_, moment_count(*dense_), layouts_.dense_parameters, moments);
+  std::vector<at::Tensor> exp_avg, exp_avg_sq;
+  for (const at::Tensor& parameter : optimizer_.parameters()) {
+    exp_avg.push_back(at::zeros_like(parameter));
+    exp_avg_sq.push_back(at::zeros_like(parameter));
+  }
+  const int64_t every = std::numeric_limits<int64_t>::max();
+  gather_every_buffer(optimizer_.flat_exp_avg(), every, exp_avg);
+  gather_every_buffer(optimizer_.flat_exp_avg_sq(), every, exp_avg_sq);
   std::vector<std::pair<std::string, at::Tensor>> state;
-  for (std::size_t i = 0; i < moments.size(); ++i) {
+  for (std::size_t i = 0; i < exp_avg.size(); ++i) {
     const std::string& name = optimizer_.names()[i];
-    state.emplace_back(name + ".exp_avg", moments[i].first);
-    state.emplace_back(name + ".exp_avg_sq", moments[i].second);
+    state.emplace_back(name + ".exp_avg", exp_avg[i]);
+    state.emplace_back(name + ".exp_avg_sq", exp_avg_sq[i]);
     state.emplace_back(name + ".step", optimizer_.step_count());
   }
   state.emplace_back("lr", optimizer_.learning_rate());
   return state;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> GradientShards::whole_parameters(
+    const std::vector<std::pair<std::string, at::Tensor>>& named) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> values;
+  for (std::size_t i = 0; i < optimizer_.parameters().size(); ++i)
+    values.push_back(optimizer_.released(i) ? at::zeros_like(optimizer_.parameters()[i]) : at::Tensor());
+  // Only the released parameters' buckets: the masters' compact buffer holds those alone.
+  gather_every_buffer(optimizer_.master_shards(), optimizer_.sharded_masters(), values);
+  std::map<const c10::TensorImpl*, at::Tensor> gathered;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i].defined()) gathered.emplace(optimizer_.parameters()[i].unsafeGetTensorImpl(), values[i]);
+  }
+  std::vector<std::pair<std::string, at::Tensor>> whole;
+  for (const auto& [name, tensor] : named) {
+    const auto found = gathered.find(tensor.unsafeGetTensorImpl());
+    whole.emplace_back(name, found != gathered.end() ? found->second : tensor);
+  }
+  return whole;
 }
 
 int64_t GradientShards::moment_count(const dist::BucketShards& shards) {

@@ -17,11 +17,15 @@
 
 namespace graphed::train {
 
-/// The two laid-out buffers, one after the other in the optimizer's flat buffers.
+/// The two laid-out buffers, one after the other in the optimizer's flat buffers. The dense buffer holds the
+/// released parameters (read only through working copies: each rank keeps only its shard of their fp32 values, and
+/// only their working copies are gathered) in buckets of their own before the rest (kept whole in fp32 on every rank,
+/// gathered in fp32 too).
 struct ShardedLayouts {
   dist::GradientBufferLayout dense;    ///< the first `dense_parameters` of the optimizer's
   dist::GradientBufferLayout experts;  ///< the rest (no elements without expert parallelism)
   int64_t dense_parameters = 0;
+  int64_t released_elements = 0;  ///< the dense buffer's elements [0, this) are the released parameters' buckets
 };
 
 struct ShardingOptions {
@@ -30,11 +34,15 @@ struct ShardingOptions {
   int64_t expert_parameters = 0;          ///< the last ones of the optimizer's
   std::optional<int64_t> tied_embedding;  ///< its index among the optimizer's parameters, if shared over the pipeline
   std::optional<int64_t> bucket_size;     ///< elements; unset = one bucket per buffer (Megatron without overlap)
+  /// By optimizer index: the dense parameters whose fp32 values each rank keeps only its shard of (those the model
+  /// reads only through working copies); empty = none.
+  std::vector<bool> released;
 };
 
 /// The layouts of parameters of `sizes` elements (the optimizer's order).
 ShardedLayouts lay_out_shards(const std::vector<int64_t>& sizes, const ShardingOptions& options);
-/// AdamW's FlatLayout over them, stepping the shards of `data_rank` (dense) and `expert_data_rank` (experts).
+/// AdamW's FlatLayout over them, stepping the shards of `data_rank` (dense) and `expert_data_rank` (experts), the
+/// released parameters' masters sharded.
 FlatLayout flat_layout_of(const ShardedLayouts& layouts, int64_t data_rank, int64_t expert_data_rank);
 
 class GradientShards {
@@ -62,15 +70,21 @@ class GradientShards {
   /// The optimizer's state as AdamW::state() names it, the moments whole (gathered over the data-parallel ranks;
   /// a collective every one of them calls). The step count and learning rate are the live tensors.
   std::vector<std::pair<std::string, at::Tensor>> whole_state();
+  /// `named` (the model's parameters by name) with every released parameter's fp32 values gathered whole in its place
+  /// (a collective every data-parallel rank calls).
+  std::vector<std::pair<std::string, at::Tensor>> whole_parameters(
+      const std::vector<std::pair<std::string, at::Tensor>>& named);
   /// Keeps this rank's shard of whole moments named as whole_state() names them (a checkpoint just read).
   void keep_own_state(const std::vector<std::pair<std::string, at::Tensor>>& whole);
 
  private:
-  /// Fills the moments (exp_avg, exp_avg_sq) of one buffer's parameters in `whole_moments` (by optimizer index,
-  /// whole shapes; the buffer's first is `first_parameter`) from every rank's flat moments, bucket by bucket; this
-  /// rank's of that buffer start at `moment_begin`.
-  void gather_moments(dist::BucketShards& shards, int64_t moment_begin, int64_t first_parameter,
-                      std::vector<std::pair<at::Tensor, at::Tensor>>& whole_moments);
+  /// For each bucket of one buffer that starts before `end` (in the flat buffers; the buffer starts at
+  /// `buffer_begin`), every rank's values of it in `compact` (coordinates of the moments: this rank's of that buffer
+  /// start at `moment_begin`) gathered into `whole` (by optimizer index, whole shapes; the buffer's first parameter
+  /// is `first_parameter`).
+  void gather_compact(dist::BucketShards& shards, int64_t buffer_begin, int64_t moment_begin, int64_t first_parameter,
+                      const at::Tensor& compact, int64_t end, std::vector<at::Tensor>& whole);
+  void gather_every_buffer(const at::Tensor& compact, int64_t end, std::vector<at::Tensor>& whole);
   /// The elements of this rank's shards of one buffer: where the next buffer's moments start.
   static int64_t moment_count(const dist::BucketShards& shards);
 

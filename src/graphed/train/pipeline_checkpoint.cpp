@@ -40,7 +40,7 @@ int64_t owner_of(const std::string& name, const dist::ParallelLayout& layout, bo
 
 }  // namespace
 
-GatheredState gather_pipeline_state(model::GptModel& model,
+GatheredState gather_pipeline_state(const std::vector<std::pair<std::string, at::Tensor>>& parameters,
                                     const std::vector<std::pair<std::string, at::Tensor>>& optimizer_state,
                                     dist::ProcessGroups& groups, bool tied_output) {
   const dist::ParallelLayout& layout = groups.layout();
@@ -55,9 +55,7 @@ GatheredState gather_pipeline_state(model::GptModel& model,
     groups.pipeline().broadcast(buffer, owner);
     if (keep) (parameter ? gathered.parameters : gathered.optimizer_state).emplace_back(name, buffer);
   };
-  for (const auto& item : model->named_parameters()) {
-    const std::string& name = item.key();
-    const at::Tensor& parameter = item.value();
+  for (const auto& [name, parameter] : parameters) {
     const int64_t owner = owner_of(name, layout, tied_output);
     share(parameter.detach().clone(), owner, name, true);
     for (const char* part : {".exp_avg", ".exp_avg_sq", ".step"}) {

@@ -27,7 +27,9 @@ struct GatheredState {
 /// Collective over the pipeline group of data-parallel rank 0, under expert parallelism of each of the first
 /// expert group's data ranks (its every rank calls it; the other data-parallel ranks return at once). Returns the
 /// state of every stage (this expert rank's share of the experts) on pipeline rank 0, nothing elsewhere.
-GatheredState gather_pipeline_state(model::GptModel& model,
+/// parameters: the model's by name, whole where this stage trains them (the distributed optimizer's gathered);
+/// optimizer_state: this stage's, by AdamW::state()'s names, the moments whole.
+GatheredState gather_pipeline_state(const std::vector<std::pair<std::string, at::Tensor>>& parameters,
                                     const std::vector<std::pair<std::string, at::Tensor>>& optimizer_state,
                                     dist::ProcessGroups& groups, bool tied_output);
 

@@ -117,11 +117,12 @@ std::shared_ptr<capture::RandomStream> model_parallel_random(const config::RunCo
 
 /// The distributed optimizer's layouts of the optimizer's parameters (Megatron's buckets over the data-parallel
 /// ranks, the experts' over the expert-data ranks), or none without it. Megatron cuts buckets of its default size
-/// only with --overlap-grad-reduce and on the first pipeline stage; else one bucket per buffer.
+/// only with --overlap-grad-reduce and on the first pipeline stage; else one bucket per buffer. With working copies
+/// (`fused`) each rank keeps only its shards of the fp32 values of the parameters the model reads through them alone.
 std::optional<ShardedLayouts> distributed_optimizer_layouts(
     const config::TrainConfig& t, dist::ProcessGroups* groups,
     const std::vector<std::pair<std::string, at::Tensor>>& parameters, int64_t expert_parameters,
-    const at::Tensor& shared_embedding) {
+    const at::Tensor& shared_embedding, bool fused) {
   if (groups == nullptr || !t.use_distributed_optimizer) return std::nullopt;
   const dist::ParallelLayout& layout = groups->layout();
   ShardingOptions options;
@@ -133,6 +134,7 @@ std::optional<ShardedLayouts> distributed_optimizer_layouts(
   std::vector<int64_t> sizes;
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     sizes.push_back(parameters[i].second.numel());
+    options.released.push_back(fused && model::reads_only_working_copy(parameters[i].first));
     if (shared_embedding.defined() && parameters[i].second.is_same(shared_embedding))
       options.tied_embedding = static_cast<int64_t>(i);
   }
@@ -189,7 +191,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
                      kernels::training_kernels_supported(model_->parameters().front());
   if (fused) options.working_copies = at::kBFloat16;
   const std::optional<ShardedLayouts> sharded =
-      distributed_optimizer_layouts(config.train, groups, parameters, expert_parameters, shared_embedding);
+      distributed_optimizer_layouts(config.train, groups, parameters, expert_parameters, shared_embedding, fused);
   if (sharded) {
     const int64_t expert_data_rank = layout_.expert_size > 1 ? groups->expert_data().rank() : 0;
     options.flat_layout = flat_layout_of(*sharded, layout_.data_rank(), expert_data_rank);
@@ -370,9 +372,18 @@ void Trainer::load(const std::string& dir) {
   OptionalState carried{carried_state_, {}};
   state_not_in_checkpoint_.clear();
   for (const auto& [name, tensor] : carried_state_) state_not_in_checkpoint_.push_back(name);
-  NamedTensorList parameters;
-  for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
-  // With the distributed optimizer the moments are read whole into fresh tensors, and each rank keeps its shard.
+  // With the distributed optimizer the moments, and the parameters it keeps only shards of, are read whole into fresh
+  // tensors, and each rank keeps its shards.
+  NamedTensorList parameters = model_parameters();
+  std::vector<std::pair<std::size_t, at::Tensor>> released;
+  for (std::size_t i = 0; i < optimizer_->parameters().size(); ++i) {
+    if (!optimizer_->released(i)) continue;
+    for (auto& [name, tensor] : parameters) {
+      if (name != optimizer_->names()[i]) continue;
+      tensor = at::zeros_like(tensor);
+      released.emplace_back(i, tensor);
+    }
+  }
   const NamedTensorList state = whole_optimizer_state();
   if (layout_.holds_whole_model()) {
     start_iteration_ = load_checkpoint_tensors(dir, parameters, state, config_, device_, own_stage, &carried);
@@ -388,29 +399,34 @@ void Trainer::load(const std::string& dir) {
     keep_own_parts_through(state_levels, joins);
   }
   if (shards_) shards_->keep_own_state(state);
+  for (const auto& [index, values] : released) optimizer_->write_released(index, values);
   optimizer_->refresh_working_copies();
   model_->weights_loaded();  // e.g. the FP8 casts of the weights, from the loaded ones
 }
 
 NamedTensorList Trainer::whole_optimizer_state() { return shards_ ? shards_->whole_state() : optimizer_->state(); }
 
+NamedTensorList Trainer::model_parameters() const {
+  NamedTensorList parameters;
+  for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
+  return parameters;
+}
+
 std::string Trainer::save(int64_t iterations) {
   const std::string& folder = *config_.train.save;
   // Collective over the data-parallel ranks with the distributed optimizer, so before any rank turns back.
   NamedTensorList state = whole_optimizer_state();
+  NamedTensorList parameters = shards_ ? shards_->whole_parameters(model_parameters()) : model_parameters();
   // The first data-parallel rank's shares (under expert parallelism the first expert group's): gathered from
   // every pipeline stage to the first (each tensor and expert rank its own part), then joined over the first
   // stage's expert group and tensor group in turn; rank 0 writes what one process would.
   if (!layout_.joins_checkpoint()) return checkpoint_folder(folder, iterations);
-  NamedTensorList parameters;
   if (layout_.is_pipelined()) {
     GatheredState gathered =
-        gather_pipeline_state(model_, state, *groups_, !config_.model.untie_embeddings_and_output_weights);
+        gather_pipeline_state(parameters, state, *groups_, !config_.model.untie_embeddings_and_output_weights);
     parameters = std::move(gathered.parameters);
     state = std::move(gathered.optimizer_state);
     if (layout_.pipeline_rank() != 0) return checkpoint_folder(folder, iterations);
-  } else {
-    for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
   }
   if (const GroupJoins joins = joins_to_whole(); !joins.empty()) {
     parameters = join_through(parameters, joins);
@@ -631,6 +647,7 @@ TrainSummary Trainer::train(EventLog& log, const std::function<bool()>& stop_req
   summary.peak_memory_bytes = std::max(peak_memory_bytes_, runtime::peak_memory_bytes(device_));
   if (const kernels::PagedStash* stash = model_->paged_stash()) summary.paged_stash_bytes = stash->pool_bytes();
   summary.adam_moment_bytes = optimizer_->moment_bytes();
+  summary.master_bytes = optimizer_->master_bytes();
   return summary;
 }
 

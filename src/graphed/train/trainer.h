@@ -52,6 +52,7 @@ struct TrainSummary {
   int64_t peak_memory_bytes = 0;  ///< the device's peak allocated bytes over the run (0 on the CPU)
   int64_t paged_stash_bytes = 0;  ///< --moe-paged-stash: the pools' bytes (0 without)
   int64_t adam_moment_bytes = 0;  ///< the Adam moments this rank keeps (its shards' with the distributed optimizer)
+  int64_t master_bytes = 0;       ///< the parameters' fp32 values this rank keeps (of some, only its shards)
 };
 
 class Trainer {
@@ -146,6 +147,8 @@ class Trainer {
   /// The optimizer's state by AdamW::state()'s names, the moments whole (with the distributed optimizer gathered
   /// over the data-parallel ranks: every one of them calls it).
   std::vector<std::pair<std::string, at::Tensor>> whole_optimizer_state();
+  /// The model's parameters by name (a released one has no values of its own).
+  std::vector<std::pair<std::string, at::Tensor>> model_parameters() const;
 
   config::RunConfig config_;
   TokenDataset data_;

@@ -19,6 +19,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+/// A parameter's address, or null for one without values of its own (released: its values live elsewhere, as the
+/// distributed optimizer keeps them, and the graphs read it only through a copy).
+const void* address_of(const at::Tensor& parameter) {
+  return parameter.numel() > 0 && parameter.storage().nbytes() == 0 ? nullptr : parameter.data_ptr();
+}
+
 /// Outputs needing grad and the surface entries to differentiate, for one state.
 struct GradientProblem {
   std::vector<at::Tensor> outputs;
@@ -159,7 +165,7 @@ void check_call(const GraphedUnitState& state, const std::vector<at::Tensor>& ar
                        "operation in between), or delete the graphs and record again");
   }
   for (std::size_t i = 0; i < state.parameters.size(); ++i) {
-    if (state.parameters[i].data_ptr() == state.parameter_addresses[i]) continue;
+    if (address_of(state.parameters[i]) == state.parameter_addresses[i]) continue;
     throw CaptureError("unit " + state.label() + ": parameter '" + state.parameter_names[i] +
                            "' moved to another address since the capture (the model was moved, reloaded into "
                            "new tensors or its parameters were replaced)",
@@ -294,7 +300,7 @@ void finish_capture(GraphedUnitState& state) {
   state.parameter_grad_addresses.clear();
   for (std::size_t i = 0; i < state.parameters.size(); ++i) {
     const at::Tensor& p = state.parameters[i];
-    state.parameter_addresses.push_back(p.data_ptr());
+    state.parameter_addresses.push_back(address_of(p));
     const bool accumulated = state.accumulate_in_graph[i] && p.grad().defined();
     state.parameter_grad_addresses.push_back(accumulated ? p.grad().data_ptr() : nullptr);
   }
