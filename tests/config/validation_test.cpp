@@ -816,6 +816,26 @@ INSTANTIATE_TEST_SUITE_P(
                    Severity::kNote,
                    "--use-distributed-optimizer with one data-parallel rank shards nothing: the one rank keeps the "
                    "whole optimizer state, as without it (launch more data-parallel ranks to share it out)"},
+        LaunchCase{"PL22OverlapParamGatherNeedsTheDistributedOptimizer",
+                   {{"overlap_param_gather", true}, {"overlap_grad_reduce", true}},
+                   2,
+                   "PL-22",
+                   Severity::kError,
+                   "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce (as in "
+                   "Megatron: it overlaps the distributed optimizer's gathers); fix: add them, or drop "
+                   "--overlap-param-gather"},
+        LaunchCase{"PL23OverlapParamGatherUnderPerLayerGraphs",
+                   {{"overlap_param_gather", true},
+                    {"overlap_grad_reduce", true},
+                    {"use_distributed_optimizer", true},
+                    {"cuda_graph_impl", "local"}},
+                   2,
+                   "PL-23",
+                   Severity::kError,
+                   "--overlap-param-gather with --cuda-graph-impl local (a layer's graph cannot wait for a gather "
+                   "launched outside it) is not supported in this version: graphed overlaps the gathers for dense "
+                   "models under --cuda-graph-impl none or full_iteration without pipeline parallelism or FP8; fix: "
+                   "drop --overlap-param-gather (the gathers then run right after the step)"},
         LaunchCase{"G6GraphsOverDroplessExpertParallelism",
                    {{"num_experts", 4},
                     {"expert_model_parallel_size", 2},

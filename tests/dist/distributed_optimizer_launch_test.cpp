@@ -49,7 +49,8 @@ TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumes
   const std::vector<std::string> arguments =
       plus(testing::kTinyCpuTrain, {"--save", "checkpoints", "--lr-decay-iters", "12"});
   const int sharded_port = pick_port(16), plain_port = pick_port(17);
-  const auto sharded_arguments = plus(plus(arguments, kSharded), {"--train-iters", "10", "--overlap-grad-reduce"});
+  const auto sharded_arguments =
+      plus(plus(arguments, kSharded), {"--train-iters", "10", "--overlap-grad-reduce", "--overlap-param-gather"});
   const auto plain_arguments = plus(arguments, {"--train-iters", "12", "--save-interval", "10"});
   std::vector<testing::ProcessSpec> specs;
   for (int rank = 0; rank < 2; ++rank) {

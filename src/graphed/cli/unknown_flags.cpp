@@ -142,10 +142,6 @@ const std::map<std::string, NotTaken>& megatron_flags_not_taken() {
       {"--moe-permute-fusion",
        {"on CUDA graphed always gathers the tokens into expert order and sums them back in its own fused kernels",
         "leave it out"}},
-      {"--overlap-param-gather",
-       {"graphed gathers the distributed optimizer's parameters right after its step, not overlapped with the next "
-        "forward, in this version",
-        "leave it out; --use-distributed-optimizer gathers them after the step"}},
       {"--grad-reduce-in-bf16",
        {"graphed keeps and reduces the gradients in float32 (the fused kernels accumulate into float32) in this "
         "version",

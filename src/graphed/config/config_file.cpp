@@ -50,7 +50,8 @@ bool is_launch_setting(const std::string& key) {
       // The parallel layout belongs to the launch, not to the run: a checkpoint loads under another one.
       "tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
       "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "expert_model_parallel_size",
-      "expert_tensor_parallel_size", "distributed_timeout_minutes", "use_distributed_optimizer", "overlap_grad_reduce"};
+      "expert_tensor_parallel_size", "distributed_timeout_minutes", "use_distributed_optimizer", "overlap_grad_reduce",
+      "overlap_param_gather"};
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 

@@ -258,6 +258,36 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
   }
 }
 
+/// PL-22, PL-23: --overlap-param-gather's prerequisites (Megatron's) and where graphed runs it.
+void validate_parameter_gather(const RunConfig& config, IssueList& issues) {
+  const TrainConfig& t = config.train;
+  if (!t.overlap_param_gather) return;
+  if (!t.use_distributed_optimizer || !t.overlap_grad_reduce) {
+    issues.error("PL-22",
+                 "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce (as in "
+                 "Megatron: it overlaps the distributed optimizer's gathers); fix: add them, or drop "
+                 "--overlap-param-gather");
+    return;
+  }
+  std::string refused;
+  const CudaGraphImpl impl = config.cuda_graph.impl;
+  if (impl == CudaGraphImpl::kLocal || impl == CudaGraphImpl::kTransformerEngine) {
+    refused = std::string("--cuda-graph-impl ") + (impl == CudaGraphImpl::kLocal ? "local" : "transformer_engine") +
+              " (a layer's graph cannot wait for a gather launched outside it)";
+  } else if (t.pipeline_model_parallel_size > 1) {
+    refused = "--pipeline-model-parallel-size " + num(t.pipeline_model_parallel_size);
+  } else if (config.model.fp8()) {
+    refused = "FP8 (its weight casts after the step read the gathered weights)";
+  } else if (config.model.is_moe()) {
+    refused = "an MoE model (--num-experts)";
+  }
+  if (refused.empty()) return;
+  issues.error("PL-23", "--overlap-param-gather with " + refused +
+                            " is not supported in this version: graphed overlaps the gathers for dense models under "
+                            "--cuda-graph-impl none or full_iteration without pipeline parallelism or FP8; fix: drop "
+                            "--overlap-param-gather (the gathers then run right after the step)");
+}
+
 }  // namespace
 
 void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
@@ -282,6 +312,7 @@ void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
                 "--use-distributed-optimizer with one data-parallel rank shards nothing: the one rank keeps "
                 "the whole optimizer state, as without it (launch more data-parallel ranks to share it out)");
   }
+  validate_parameter_gather(config, issues);
   validate_pipeline_split(config, issues);
   validate_tensor_split(config, issues);
   validate_expert_parallel(config, issues);

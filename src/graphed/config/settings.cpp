@@ -323,6 +323,10 @@ std::vector<SettingSpec> train_specs() {
             "Megatron's flag: graphed overlaps the gradient reduction with the last backward wherever it can (dense "
             "models under none or full_iteration) with or without it; with --use-distributed-optimizer it cuts the "
             "gradients into Megatron's buckets instead of one"),
+      train(&T::overlap_param_gather, "overlap_param_gather",
+            "with --use-distributed-optimizer and --overlap-grad-reduce: gather the new weights during the next "
+            "forward (each linear waits for its own bucket) instead of after the step; dense models under none or "
+            "full_iteration, without pipeline parallelism or FP8"),
       train(&T::distributed_timeout_minutes, "distributed_timeout_minutes",
             "how long a rank waits for the others (rendezvous, collectives) before it fails"),
   };

@@ -64,6 +64,9 @@ struct TrainConfig {
   /// with the last backward wherever it can with or without it (train/trainer.cpp), and with it the distributed
   /// optimizer's buckets are Megatron's size, max(40M, 1M x data-parallel size) elements, instead of one per buffer.
   bool overlap_grad_reduce = false;
+  /// --overlap-param-gather: the distributed optimizer's gathers of the new weights launch at the start of the next
+  /// iteration instead of after the step, each linear waiting for its own bucket (Megatron's forward pre-hooks).
+  bool overlap_param_gather = false;
   int64_t distributed_timeout_minutes = 10;  ///< --distributed-timeout-minutes, collectives and rendezvous
   int64_t world_size = 1;                    ///< processes of the launch (WORLD_SIZE); not a setting
 };

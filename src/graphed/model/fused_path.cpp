@@ -25,7 +25,9 @@ FusedPath::FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copie
 at::Tensor FusedPath::copy_of(const at::Tensor& master) const {
   if (!master.defined()) return {};
   const auto found = copies_.find(master.unsafeGetTensorImpl());
-  return found == copies_.end() ? at::Tensor() : found->second;
+  if (found == copies_.end()) return at::Tensor();
+  if (waiter_) waiter_(master);
+  return found->second;
 }
 
 at::Tensor FusedPath::linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const {

@@ -5,6 +5,7 @@
 // KernelPath defaults over these (serving loads a model of its own, with the decode kernels).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -31,8 +32,11 @@ class FusedPath final : public KernelPath {
   FusedPath(const std::vector<std::pair<at::Tensor, at::Tensor>>& copies, at::ScalarType activation_type,
             bool accumulate_in_place = false);
 
-  /// The working copy of `master`, or an undefined tensor when it has none (or is undefined).
+  /// The working copy of `master`, or an undefined tensor when it has none (or is undefined). Calls the waiter first.
   at::Tensor copy_of(const at::Tensor& master) const;
+  /// Called with every master before its copy is read: the distributed optimizer's overlapped gather waits there
+  /// for the copy's bucket (--overlap-param-gather). Empty = none.
+  void wait_for_copies_with(std::function<void(const at::Tensor& master)> waiter) { waiter_ = std::move(waiter); }
 
   at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) const override;
   at::Tensor inference_linear(const at::Tensor& input, const at::Tensor& weight,
@@ -58,6 +62,7 @@ class FusedPath final : public KernelPath {
   bool accumulates_in_place() const;
 
  private:
+  std::function<void(const at::Tensor&)> waiter_;
   std::unordered_map<const void*, at::Tensor> copies_;  ///< by the master's TensorImpl
   at::ScalarType activation_type_;
   bool accumulate_in_place_;

@@ -47,8 +47,8 @@ std::vector<int64_t> indices_of(const AdamW& optimizer, const std::vector<at::Te
 DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap,
                                    at::Tensor shared_embedding, std::vector<at::Tensor> tensor_duplicates,
                                    const std::vector<at::Tensor>& tensor_summed, int64_t expert_parameters,
-                                   GradientShards* shards)
-    : groups_(groups), shared_embedding_(std::move(shared_embedding)), shards_(shards) {
+                                   GradientShards* shards, bool defer_gathers)
+    : groups_(groups), shared_embedding_(std::move(shared_embedding)), shards_(shards), defer_gathers_(defer_gathers) {
   for (const at::Tensor& parameter : tensor_summed) summed_gradients_.push_back(parameter.grad());
   // Megatron's rule: a parameter whole on every tensor-parallel rank counts once, on the first.
   if (groups.layout().tensor_rank() != 0) uncounted_ = std::move(tensor_duplicates);
@@ -89,8 +89,12 @@ DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer
   }
 }
 
+void DataParallelSync::before_forward() {
+  if (defer_gathers_) shards_->launch_parameter_gathers();
+}
+
 void DataParallelSync::after_step() {
-  if (shards_ != nullptr) shards_->gather_parameters();
+  if (shards_ != nullptr && !defer_gathers_) shards_->gather_parameters();
 }
 
 void DataParallelSync::before_last_backward() {

@@ -26,10 +26,13 @@ class DataParallelSync final : public GradientSync {
   /// tensor_summed: parameters whose gradient each tensor rank holds a share of, which after_backward sums
   /// over the tensor group (Megatron's all-reduce of the layernorm gradients). expert_parameters: how many of
   /// the optimizer's parameters, the last ones, are this rank's share of the experts (expert parallelism).
-  /// shards: the distributed optimizer's (outliving this), or null.
+  /// shards: the distributed optimizer's (outliving this), or null; defer_gathers: its gathers launch at the start
+  /// of the next iteration instead of after the step (--overlap-param-gather).
   DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding,
                    std::vector<at::Tensor> tensor_duplicates = {}, const std::vector<at::Tensor>& tensor_summed = {},
-                   int64_t expert_parameters = 0, GradientShards* shards = nullptr);
+                   int64_t expert_parameters = 0, GradientShards* shards = nullptr, bool defer_gathers = false);
+
+  void before_forward() override;
 
   void before_last_backward() override;
   void after_backward() override;
@@ -58,6 +61,7 @@ class DataParallelSync final : public GradientSync {
   std::vector<at::Tensor> summed_gradients_;  ///< summed over the tensor group after the backward
   bool counts_shared_embedding_ = true;       ///< false on the last stage: the first stage counts it in the norm
   GradientShards* shards_ = nullptr;
+  bool defer_gathers_ = false;
   std::vector<int64_t> uncounted_indices_;  ///< with shards: the optimizer's indices of what the norm leaves out here
 };
 

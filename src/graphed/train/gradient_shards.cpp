@@ -164,32 +164,72 @@ at::Tensor GradientShards::expert_squares() const {
   return squares_of_shards(expert_part(optimizer_.flat_gradients()), experts_->shards(), {});
 }
 
+void GradientShards::launch_bucket_gathers(dist::BucketShards& shards, int64_t begin, std::size_t bucket,
+                                           std::vector<dist::PendingWork>& work) {
+  const dist::GradientBucket& whole_bucket = shards.layout().buckets[bucket];
+  const dist::BucketShard& own = shards.shards()[bucket];
+  const auto whole_and_own = [&](const at::Tensor& flat, int64_t shift) {
+    return std::make_pair(flat.narrow(0, begin + whole_bucket.begin - shift, whole_bucket.end - whole_bucket.begin),
+                          flat.narrow(0, begin + own.begin - shift, own.end - own.begin));
+  };
+  if (optimizer_.flat_copies().defined()) {
+    auto [whole, part] = whole_and_own(optimizer_.flat_copies(), 0);
+    work.push_back(shards.gather_bucket(whole, part, static_cast<int64_t>(bucket)));
+  }
+  if (begin + whole_bucket.begin >= optimizer_.sharded_masters()) {  // kept whole: the fp32 values too
+    auto [whole, part] = whole_and_own(optimizer_.flat_parameters(), optimizer_.sharded_masters());
+    work.push_back(shards.gather_bucket(whole, part, static_cast<int64_t>(bucket)));
+  }
+}
+
 void GradientShards::gather_parameters() {
   at::NoGradGuard no_grad;
+  finish_parameter_gathers();
   std::vector<dist::PendingWork> work;
-  // Every bucket's working copies; the fp32 values too where every rank keeps them whole (past the released ones).
-  const auto gather = [&](dist::BucketShards& shards, int64_t begin) {
-    const dist::GradientBufferLayout& layout = shards.layout();
-    for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
-      const dist::GradientBucket& bucket = layout.buckets[b];
-      const dist::BucketShard& own = shards.shards()[b];
-      const auto whole_and_own = [&](const at::Tensor& flat, int64_t shift) {
-        return std::make_pair(flat.narrow(0, begin + bucket.begin - shift, bucket.end - bucket.begin),
-                              flat.narrow(0, begin + own.begin - shift, own.end - own.begin));
-      };
-      if (optimizer_.flat_copies().defined()) {
-        auto [whole, part] = whole_and_own(optimizer_.flat_copies(), 0);
-        work.push_back(shards.gather_bucket(whole, part, static_cast<int64_t>(b)));
-      }
-      if (begin + bucket.begin >= optimizer_.sharded_masters()) {
-        auto [whole, part] = whole_and_own(optimizer_.flat_parameters(), optimizer_.sharded_masters());
-        work.push_back(shards.gather_bucket(whole, part, static_cast<int64_t>(b)));
-      }
-    }
-  };
-  gather(*dense_, 0);
-  if (experts_) gather(*experts_, layouts_.dense.elements);
+  for (std::size_t b = 0; b < layouts_.dense.buckets.size(); ++b) launch_bucket_gathers(*dense_, 0, b, work);
+  if (experts_) {
+    for (std::size_t b = 0; b < layouts_.experts.buckets.size(); ++b)
+      launch_bucket_gathers(*experts_, layouts_.dense.elements, b, work);
+  }
   for (dist::PendingWork& pending : work) pending.wait();
+}
+
+void GradientShards::launch_parameter_gathers() {
+  at::NoGradGuard no_grad;
+  GRAPHED_INTERNAL_ASSERT(!experts_, "overlapped parameter gathers with experts (rule PL-23 refuses them)");
+  const std::vector<dist::GradientBucket>& buckets = layouts_.dense.buckets;
+  if (bucket_of_.empty()) {
+    for (std::size_t i = 0; i < optimizer_.parameters().size(); ++i) {
+      if (!optimizer_.released(i)) continue;
+      const auto bucket = static_cast<std::size_t>(layouts_.dense.places[i].bucket);
+      bucket_of_.emplace(optimizer_.parameters()[i].unsafeGetTensorImpl(), bucket);
+    }
+  }
+  pending_.assign(buckets.size(), {});
+  // The forward reads the kept parameters (embeddings, norms) first and the released ones from the first layer's
+  // (the last bucket) on: every rank launches in that order, and the kept ones are waited for here.
+  std::vector<dist::PendingWork> kept;
+  for (std::size_t b = buckets.size(); b-- > 0;) {
+    if (buckets[b].begin >= optimizer_.sharded_masters()) launch_bucket_gathers(*dense_, 0, b, kept);
+  }
+  for (dist::PendingWork& pending : kept) pending.wait();
+  for (std::size_t b = buckets.size(); b-- > 0;) {
+    if (buckets[b].begin < optimizer_.sharded_masters()) launch_bucket_gathers(*dense_, 0, b, pending_[b]);
+  }
+}
+
+void GradientShards::wait_for(const at::Tensor& master) {
+  const auto found = bucket_of_.find(master.unsafeGetTensorImpl());
+  if (found == bucket_of_.end() || found->second >= pending_.size()) return;
+  for (dist::PendingWork& pending : pending_[found->second]) pending.wait();
+  pending_[found->second].clear();
+}
+
+void GradientShards::finish_parameter_gathers() {
+  for (std::vector<dist::PendingWork>& bucket : pending_) {
+    for (dist::PendingWork& pending : bucket) pending.wait();
+    bucket.clear();
+  }
 }
 
 void GradientShards::gather_compact(dist::BucketShards& shards, int64_t buffer_begin, int64_t moment_begin,

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,14 @@ class GradientShards {
   at::Tensor expert_squares() const;
   /// After the step: every bucket's parameters and working copies gathered from the ranks' shards.
   void gather_parameters();
+  /// --overlap-param-gather: launches every dense bucket's gather in the order the forward reads them (the kept
+  /// parameters' first, waited for at once; then the released ones' from the last bucket to the first), leaving the
+  /// released ones pending until wait_for() meets one of their parameters. Dense parameters only (no experts).
+  void launch_parameter_gathers();
+  /// Makes the current stream wait for the gather of `master`'s bucket, if one is pending.
+  void wait_for(const at::Tensor& master);
+  /// Waits for every pending gather (before anything outside training reads the weights).
+  void finish_parameter_gathers();
 
   /// The optimizer's state as AdamW::state() names it, the moments whole (gathered over the data-parallel ranks;
   /// a collective every one of them calls). The step count and learning rate are the live tensors.
@@ -88,8 +97,14 @@ class GradientShards {
   /// The elements of this rank's shards of one buffer: where the next buffer's moments start.
   static int64_t moment_count(const dist::BucketShards& shards);
 
+  /// Launches bucket `bucket`'s gathers (copies, and the fp32 values past the released ones) of the buffer at `begin`.
+  void launch_bucket_gathers(dist::BucketShards& shards, int64_t begin, std::size_t bucket,
+                             std::vector<dist::PendingWork>& work);
+
   AdamW& optimizer_;
   ShardedLayouts layouts_;
+  std::vector<std::vector<dist::PendingWork>> pending_;     ///< by dense bucket: its gathers not yet waited for
+  std::unordered_map<const void*, std::size_t> bucket_of_;  ///< a released parameter's TensorImpl -> dense bucket
   std::optional<dist::BucketShards> dense_, experts_;
 };
 

@@ -15,6 +15,9 @@ namespace graphed::train {
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
+  /// At the start of an iteration, before its first forward (the distributed optimizer's overlapped gathers
+  /// launch here).
+  virtual void before_forward() {}
   /// Before the last microbatch's backward (an overlapping reducer arms its hooks here).
   virtual void before_last_backward() {}
   /// After the last backward: the gradients become the mean over the data-parallel ranks.

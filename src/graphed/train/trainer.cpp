@@ -214,12 +214,19 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     auto fused_path =
         std::make_shared<model::FusedPath>(optimizer_->working_copies(), at::kBFloat16, /*accumulate_in_place=*/true);
     model_->use_kernel_path(fused_path);
+    // --overlap-param-gather: the weights are gathered during the next forward, each linear waiting for its bucket
+    // (the rules keep it to dense models without pipeline stages or FP8 under none or full_iteration).
+    if (shards_ && config.train.overlap_param_gather) {
+      gathers_deferred_ = true;
+      fused_path->wait_for_copies_with(
+          [shards = shards_.get()](const at::Tensor& master) { shards->wait_for(master); });
+    }
     if (config.model.fp8()) carried_state_ = use_fp8_layers(model_, config.model, fused_path, device_, groups);
   }
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();
     sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor.duplicates,
-                                               tensor.summed, expert_parameters, shards_.get());
+                                               tensor.summed, expert_parameters, shards_.get(), gathers_deferred_);
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
@@ -412,8 +419,13 @@ NamedTensorList Trainer::model_parameters() const {
   return parameters;
 }
 
+void Trainer::complete_parameter_gathers() {
+  if (gathers_deferred_) shards_->gather_parameters();
+}
+
 std::string Trainer::save(int64_t iterations) {
   const std::string& folder = *config_.train.save;
+  complete_parameter_gathers();
   // Collective over the data-parallel ranks with the distributed optimizer, so before any rank turns back.
   NamedTensorList state = whole_optimizer_state();
   NamedTensorList parameters = shards_ ? shards_->whole_parameters(model_parameters()) : model_parameters();
@@ -538,6 +550,7 @@ void Trainer::evaluate_and_sample(Progress& progress, int64_t done, TrainSummary
   // overflow for the next iteration's check.
   std::optional<capture::EagerScope> eager;
   if (step_->checks_expert_overflow()) eager.emplace();
+  complete_parameter_gathers();
   model_->use_dropless_experts(true);
   const double valid = evaluate(done / config_.train.eval_interval);
   std::ostringstream line;
@@ -642,6 +655,7 @@ TrainSummary Trainer::train(EventLog& log, const std::function<bool()>& stop_req
       evaluate_and_sample(progress, done, summary);
     }
   }
+  complete_parameter_gathers();  // the weights whole for what follows (samples, the caller)
   summary.seconds = progress.elapsed_seconds();
   summary.tokens = static_cast<double>(summary.last_iteration - start_iteration_) * tokens_per_iteration();
   summary.peak_memory_bytes = std::max(peak_memory_bytes_, runtime::peak_memory_bytes(device_));

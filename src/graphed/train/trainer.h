@@ -147,6 +147,8 @@ class Trainer {
   /// The optimizer's state by AdamW::state()'s names, the moments whole (with the distributed optimizer gathered
   /// over the data-parallel ranks: every one of them calls it).
   std::vector<std::pair<std::string, at::Tensor>> whole_optimizer_state();
+  /// With --overlap-param-gather, gathers the last step's weights now (before anything but training reads them).
+  void complete_parameter_gathers();
   /// The model's parameters by name (a released one has no values of its own).
   std::vector<std::pair<std::string, at::Tensor>> model_parameters() const;
 
@@ -158,6 +160,7 @@ class Trainer {
   model::GptModel model_{nullptr};
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<GradientShards> shards_;  ///< the distributed optimizer's, or null
+  bool gathers_deferred_ = false;           ///< --overlap-param-gather: the step leaves the gathers to the next forward
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<TrainingStep> step_;
   std::unique_ptr<IterationRunner> runner_;

@@ -102,6 +102,7 @@ IterationStats TrainingStep::run_iteration(const std::vector<Batch>& batches, bo
   optimizer_.zero_grad();
   model_->train();
   model_->begin_iteration();
+  sync_.before_forward();
   const auto [loss, aux_loss] = forward_backward_checked(batches);
   const at::Tensor grad_norm = gradient_norm();
   if (with_optimizer) optimizer_step(grad_norm);
