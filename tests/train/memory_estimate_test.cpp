@@ -46,6 +46,18 @@ TEST(MemoryEstimateTest, EachTensorParallelRankHoldsItsShare) {
   EXPECT_EQ(half.activation_bytes_per_sample, one.activation_bytes_per_sample / 2);
 }
 
+TEST(MemoryEstimateTest, TheDistributedOptimizerKeepsAShareOfTheState) {
+  const config::RunConfig whole = tiny(8);
+  config::RunConfig sharded = whole;
+  sharded.train.use_distributed_optimizer = true;
+  sharded.train.data_parallel_size = 4;
+  const MemoryEstimate one = estimate_training_memory(whole, true);
+  const MemoryEstimate quarter = estimate_training_memory(sharded, true);
+  // 16 bytes a parameter against 4 (gradients) + 12 / 4 (parameters and moments).
+  EXPECT_NEAR(static_cast<double>(quarter.state_bytes), static_cast<double>(one.state_bytes) * 7.0 / 16.0, 2.0);
+  EXPECT_EQ(quarter.activation_bytes_per_sample, one.activation_bytes_per_sample);
+}
+
 TEST(MemoryEstimateTest, AMicroBatchFarTooLargeIsRefusedWithAFittingSize) {
   std::string message;
   try {

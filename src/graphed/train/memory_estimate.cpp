@@ -62,7 +62,12 @@ MemoryEstimate estimate_training_memory(const config::RunConfig& config, bool au
   // (the norms and the hidden-size activations it holds whole are left out of this estimate).
   const double tensor = static_cast<double>(std::max<int64_t>(1, config.train.tensor_model_parallel_size));
   MemoryEstimate estimate;
-  estimate.state_bytes = static_cast<int64_t>(16.0 * parameter_count(config) / tensor);
+  // fp32 parameters, gradients and both moments; the distributed optimizer keeps a 1/D share of all but the
+  // gradients (of the parameters kept whole more: this leaves them out).
+  const bool sharded = config.train.use_distributed_optimizer;
+  const double data =
+      sharded ? static_cast<double>(std::max<int64_t>(1, config.train.data_parallel_size.value_or(1))) : 1.0;
+  estimate.state_bytes = static_cast<int64_t>((4.0 + 12.0 / data) * parameter_count(config) / tensor);
   const double element_bytes = autocast ? 2.0 : 4.0;
   estimate.activation_bytes_per_sample =
       static_cast<int64_t>((element_bytes * static_cast<double>(m.num_layers) * per_layer + 4.0 * logits) / tensor);

@@ -20,8 +20,9 @@ struct MemoryEstimate {
 
 /// The estimate for one microbatch in flight: per layer s*(10h + 2f) + 2*heads*s^2 elements (inputs
 /// of the norms, projections, MLP and attention scores) of 4 bytes (2 under bf16 autocast on a GPU),
-/// 3*s*vocab fp32 elements for the logits and the loss, plus 16 bytes per parameter; a tensor-parallel rank's
-/// share is 1/T of that (--tensor-model-parallel-size T).
+/// 3*s*vocab fp32 elements for the logits and the loss, plus 16 bytes per parameter (4 + 12/D with
+/// --use-distributed-optimizer over D data-parallel ranks); a tensor-parallel rank's share is 1/T of that
+/// (--tensor-model-parallel-size T).
 /// autocast: activations in bf16 (--bf16 on a GPU).
 MemoryEstimate estimate_training_memory(const config::RunConfig& config, bool autocast);
 
