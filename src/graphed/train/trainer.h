@@ -147,6 +147,10 @@ class Trainer {
   /// The optimizer's state by AdamW::state()'s names, the moments whole (with the distributed optimizer gathered
   /// over the data-parallel ranks: every one of them calls it).
   std::vector<std::pair<std::string, at::Tensor>> whole_optimizer_state();
+  /// AdamW over this rank's parameters (the experts last), sharded with --use-distributed-optimizer; `fused`: with
+  /// the working copies the fused path reads.
+  void make_optimizer(std::vector<std::pair<std::string, at::Tensor>> parameters, int64_t expert_parameters,
+                      const at::Tensor& shared_embedding, bool fused);
   /// With --overlap-param-gather, gathers the last step's weights now (before anything but training reads them).
   void complete_parameter_gathers();
   /// The model's parameters by name (a released one has no values of its own).
