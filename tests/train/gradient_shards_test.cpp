@@ -4,6 +4,7 @@
 // shards (a parameter left out); the moments gathered whole and scattered back.
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -50,23 +51,39 @@ class GradientShardsTest : public ::testing::TestWithParam<int64_t> {
   void SetUp() override {
     if (!dist::detail::gloo_available()) GTEST_SKIP() << "this build has no Gloo";
   }
+
+  /// kShapes over GetParam() ranks in buckets of 100 elements: several, and parameters straddle the shards' edges.
+  static ShardingOptions sharding() {
+    ShardingOptions options;
+    options.data_parallel_size = GetParam();
+    options.bucket_size = 100;
+    return options;
+  }
+  static std::vector<int64_t> sizes() {
+    std::vector<int64_t> counts;
+    for (const auto& shape : kShapes) counts.push_back(at::ones(shape, kDouble).numel());
+    return counts;
+  }
+  /// Runs `body(group)` on every rank, as Gloo ranks on threads.
+  static void on_ranks(const std::function<void(dist::Communicator&)>& body) {
+    const int64_t ranks = GetParam();
+    const auto store = c10::make_intrusive<c10d::HashStore>();
+    std::vector<int64_t> members;
+    for (int64_t rank = 0; rank < ranks; ++rank) members.push_back(rank);
+    testing::run_ranks_on_threads(ranks, [&](int64_t rank) {
+      auto backend = dist::detail::make_gloo_backend(store, rank, ranks, std::chrono::seconds(30), "127.0.0.1");
+      dist::Communicator group(backend, "data-parallel", members, rank);
+      body(group);
+    });
+  }
 };
 
 TEST_P(GradientShardsTest, ShardedStepsMatchOneOptimizerOnTheMeanGradients) {
   const int64_t ranks = GetParam();
-  const auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<int64_t> members;
-  for (int64_t rank = 0; rank < ranks; ++rank) members.push_back(rank);
-  std::vector<int64_t> sizes;
-  for (const auto& shape : kShapes) sizes.push_back(at::ones(shape, kDouble).numel());
-  ShardingOptions sharding;
-  sharding.data_parallel_size = ranks;
-  sharding.bucket_size = 100;  // several buckets; parameters straddle the shards' edges
-  const ShardedLayouts layouts = lay_out_shards(sizes, sharding);
+  const ShardedLayouts layouts = lay_out_shards(sizes(), sharding());
   ASSERT_GT(layouts.dense.buckets.size(), 2u);
-  testing::run_ranks_on_threads(ranks, [&](int64_t rank) {
-    auto backend = dist::detail::make_gloo_backend(store, rank, ranks, std::chrono::seconds(30), "127.0.0.1");
-    dist::Communicator group(backend, "data-parallel", members, rank);
+  on_ranks([&](dist::Communicator& group) {
+    const int64_t rank = group.rank();
     AdamW whole(make_parameters(), options_with(std::nullopt));
     AdamW sharded(make_parameters(), options_with(flat_layout_of(layouts, rank, 0)));
     ASSERT_TRUE(sharded.sharded());
@@ -122,25 +139,17 @@ TEST_P(GradientShardsTest, ShardedStepsMatchOneOptimizerOnTheMeanGradients) {
 // gathered whole match its parameters, and written back they give each rank its shards again.
 TEST_P(GradientShardsTest, ReleasedParametersKeepOnlyTheirShardsAndGatherTheirCopies) {
   const int64_t ranks = GetParam();
-  const auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<int64_t> members;
-  for (int64_t rank = 0; rank < ranks; ++rank) members.push_back(rank);
-  std::vector<int64_t> sizes;
-  for (const auto& shape : kShapes) sizes.push_back(at::ones(shape, kDouble).numel());
-  ShardingOptions sharding;
-  sharding.data_parallel_size = ranks;
-  sharding.bucket_size = 100;
+  ShardingOptions sharding = GradientShardsTest::sharding();
   sharding.released = {true, false, true, false, false, true};
-  const ShardedLayouts layouts = lay_out_shards(sizes, sharding);
+  const ShardedLayouts layouts = lay_out_shards(sizes(), sharding);
   ASSERT_GT(layouts.released_elements, 0);
   const auto float_parameters = [] {
     auto parameters = make_parameters();
     for (auto& [name, parameter] : parameters) parameter = parameter.detach().to(at::kFloat).requires_grad_(true);
     return parameters;
   };
-  testing::run_ranks_on_threads(ranks, [&](int64_t rank) {
-    auto backend = dist::detail::make_gloo_backend(store, rank, ranks, std::chrono::seconds(30), "127.0.0.1");
-    dist::Communicator group(backend, "data-parallel", members, rank);
+  on_ranks([&](dist::Communicator& group) {
+    const int64_t rank = group.rank();
     AdamWOptions whole_options = options_with(std::nullopt);
     whole_options.working_copies = at::kBFloat16;
     AdamW whole(float_parameters(), whole_options);
