@@ -836,6 +836,16 @@ INSTANTIATE_TEST_SUITE_P(
                    "launched outside it) is not supported in this version: graphed overlaps the gathers for dense "
                    "models under --cuda-graph-impl none or full_iteration without pipeline parallelism or FP8; fix: "
                    "drop --overlap-param-gather (the gathers then run right after the step)"},
+        LaunchCase{"PL24OverlapParamGatherWithoutWorkingCopies",
+                   {{"overlap_param_gather", true},
+                    {"overlap_grad_reduce", true},
+                    {"use_distributed_optimizer", true},
+                    {"bf16", false}},
+                   2,
+                   "PL-24",
+                   Severity::kNote,
+                   "--overlap-param-gather has no effect without bf16 working copies (--no-bf16, --no-fused-kernels "
+                   "or --device cpu): the weights are read as they are, so they are gathered right after the step"},
         LaunchCase{"G6GraphsOverDroplessExpertParallelism",
                    {{"num_experts", 4},
                     {"expert_model_parallel_size", 2},

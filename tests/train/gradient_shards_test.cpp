@@ -116,7 +116,9 @@ TEST_P(GradientShardsTest, ShardedStepsMatchOneOptimizerOnTheMeanGradients) {
       }
     }
     // The moments gathered whole are one optimizer's; scattered back they are this rank's shards again.
-    const auto gathered = shards.whole_state();
+    const auto gathered = shards.whole_state(at::Device(at::kCPU));
+    EXPECT_TRUE(shards.whole_state(std::nullopt).empty()) << "a rank that takes part without keeping anything";
+    EXPECT_EQ(shards.empty_whole_state(at::Device(at::kCPU)).size(), gathered.size());
     const auto expected = whole.state();
     ASSERT_EQ(gathered.size(), expected.size());
     for (std::size_t k = 0; k < gathered.size(); ++k) {
@@ -194,7 +196,7 @@ TEST_P(GradientShardsTest, ReleasedParametersKeepOnlyTheirShardsAndGatherTheirCo
     }
     std::vector<std::pair<std::string, at::Tensor>> named;
     for (std::size_t i = 0; i < kShapes.size(); ++i) named.emplace_back(sharded.names()[i], sharded.parameters()[i]);
-    const auto gathered = shards.whole_parameters(named);
+    const auto gathered = shards.whole_parameters(named, at::Device(at::kCPU));
     for (std::size_t i = 0; i < kShapes.size(); ++i) {
       EXPECT_TRUE(at::allclose(gathered[i].second, whole.parameters()[i], 1e-5, 1e-6)) << "rank " << rank << ": " << i;
     }

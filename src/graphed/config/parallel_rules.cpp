@@ -281,6 +281,12 @@ void validate_parameter_gather(const RunConfig& config, IssueList& issues) {
   } else if (config.model.is_moe()) {
     refused = "an MoE model (--num-experts)";
   }
+  if (refused.empty() && (!config.model.bf16 || !config.model.fused_kernels || t.device == "cpu")) {
+    issues.note("PL-24",
+                "--overlap-param-gather has no effect without bf16 working copies (--no-bf16, "
+                "--no-fused-kernels or --device cpu): the weights are read as they are, so they are gathered "
+                "right after the step");
+  }
   if (refused.empty()) return;
   issues.error("PL-23", "--overlap-param-gather with " + refused +
                             " is not supported in this version: graphed overlaps the gathers for dense models under "

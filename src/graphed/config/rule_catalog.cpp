@@ -130,6 +130,7 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-21", "--use-distributed-optimizer with one data-parallel rank shards nothing (note)"},
       {"PL-22", "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce"},
       {"PL-23", "--overlap-param-gather only for dense models under none or full_iteration, without PP or FP8"},
+      {"PL-24", "--overlap-param-gather without bf16 working copies has no effect (note)"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},
       {"FP-3", "--first-last-layers-bf16: tensorwise recipe only; layer counts >= 0 (warning: all layers bf16)"},

@@ -6,6 +6,7 @@
 #include "graphed/capture/capture_state.h"
 #include "graphed/kernels/training_ops.h"
 #include "graphed/kernels/working_copy.h"
+#include "graphed/util/error.h"
 
 namespace graphed::model {
 
@@ -36,7 +37,12 @@ at::Tensor FusedPath::linear(const at::Tensor& input, const at::Tensor& weight, 
 
 at::Tensor FusedPath::working_weight(const at::Tensor& master, at::ScalarType type) const {
   const at::Tensor copy = copy_of(master);
-  if (!copy.defined() || copy.scalar_type() != type) return master.to(type);
+  if (!copy.defined() || copy.scalar_type() != type) {
+    GRAPHED_INTERNAL_ASSERT(master.numel() == 0 || master.storage().nbytes() > 0,
+                            "a released parameter (its values kept elsewhere) read without its working copy: "
+                            "model::reads_only_working_copy names a weight the model reads otherwise");
+    return master.to(type);
+  }
   return kernels::working_copy(master, copy, accumulates_in_place());
 }
 

@@ -76,9 +76,13 @@ void AdamW::make_flat_state(const FlatLayout& layout) {
   }
   GRAPHED_INTERNAL_ASSERT(layout.sharded_masters == 0 || options_.working_copies,
                           "released parameters without working copies to read them through");
-  for (std::size_t r = 1; r < layout.stepped.size(); ++r) {
+  for (std::size_t r = 0; r < layout.stepped.size(); ++r) {
+    const FlatRange& range = layout.stepped[r];
     GRAPHED_INTERNAL_ASSERT(
-        layout.stepped[r].begin >= layout.sharded_masters || layout.stepped[r - 1].begin < layout.sharded_masters,
+        range.begin >= layout.sharded_masters || range.begin + range.length <= layout.sharded_masters,
+        "a stepped range across the released parameters' end");
+    GRAPHED_INTERNAL_ASSERT(
+        r == 0 || range.begin >= layout.sharded_masters || layout.stepped[r - 1].begin < layout.sharded_masters,
         "the released ranges must come first among the stepped ones");
   }
   stepped_ = layout.stepped;

@@ -205,6 +205,7 @@ void GradientShards::launch_parameter_gathers() {
       bucket_of_.emplace(optimizer_.parameters()[i].unsafeGetTensorImpl(), bucket);
     }
   }
+  finish_parameter_gathers();  // none should be left; a left one must not overlap the step that follows
   pending_.assign(buckets.size(), {});
   // The forward reads the kept parameters (embeddings, norms) first and the released ones from the first layer's
   // (the last bucket) on: every rank launches in that order, and the kept ones are waited for here.
@@ -245,8 +246,9 @@ void GradientShards::gather_compact(dist::BucketShards& shards, int64_t buffer_b
       shards.gather_bucket(gathered, compact.narrow(0, moment, length), static_cast<int64_t>(b)).wait();
       for (const int64_t p : bucket.parameters) {
         const dist::ParameterPlace& place = layout.places[static_cast<std::size_t>(p)];
-        whole[static_cast<std::size_t>(first_parameter + p)].view({-1}).copy_(
-            gathered.narrow(0, place.begin - bucket.begin, place.end - place.begin));
+        at::Tensor& into = whole[static_cast<std::size_t>(first_parameter + p)];
+        if (!into.defined()) continue;  // a rank that takes part without keeping it
+        into.view({-1}).copy_(gathered.narrow(0, place.begin - bucket.begin, place.end - place.begin));
       }
     }
     moment += length;
@@ -260,33 +262,56 @@ void GradientShards::gather_every_buffer(const at::Tensor& compact, int64_t end,
                    whole);
 }
 
-std::vector<std::pair<std::string, at::Tensor>> GradientShards::whole_state() {
-  at::NoGradGuard no_grad;
-  std::vector<at::Tensor> exp_avg, exp_avg_sq;
-  for (const at::Tensor& parameter : optimizer_.parameters()) {
-    exp_avg.push_back(at::zeros_like(parameter));
-    exp_avg_sq.push_back(at::zeros_like(parameter));
-  }
-  const int64_t every = std::numeric_limits<int64_t>::max();
-  gather_every_buffer(optimizer_.flat_exp_avg(), every, exp_avg);
-  gather_every_buffer(optimizer_.flat_exp_avg_sq(), every, exp_avg_sq);
+namespace {
+
+/// AdamW::state()'s names over whole moments (one pair per parameter), with the live step count and learning rate.
+std::vector<std::pair<std::string, at::Tensor>> named_state(const AdamW& optimizer,
+                                                            const std::vector<at::Tensor>& exp_avg,
+                                                            const std::vector<at::Tensor>& exp_avg_sq) {
   std::vector<std::pair<std::string, at::Tensor>> state;
   for (std::size_t i = 0; i < exp_avg.size(); ++i) {
-    const std::string& name = optimizer_.names()[i];
+    const std::string& name = optimizer.names()[i];
     state.emplace_back(name + ".exp_avg", exp_avg[i]);
     state.emplace_back(name + ".exp_avg_sq", exp_avg_sq[i]);
-    state.emplace_back(name + ".step", optimizer_.step_count());
+    state.emplace_back(name + ".step", optimizer.step_count());
   }
-  state.emplace_back("lr", optimizer_.learning_rate());
+  state.emplace_back("lr", optimizer.learning_rate());
   return state;
 }
 
+/// Zeroed tensors of the parameters' shapes on `into`, or undefined ones without it.
+std::vector<at::Tensor> whole_buffers(const AdamW& optimizer, const std::optional<at::Device>& into) {
+  std::vector<at::Tensor> buffers;
+  for (const at::Tensor& parameter : optimizer.parameters())
+    buffers.push_back(into ? at::zeros(parameter.sizes(), parameter.options().device(*into)) : at::Tensor());
+  return buffers;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, at::Tensor>> GradientShards::whole_state(const std::optional<at::Device>& into) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> exp_avg = whole_buffers(optimizer_, into), exp_avg_sq = whole_buffers(optimizer_, into);
+  const int64_t every = std::numeric_limits<int64_t>::max();
+  gather_every_buffer(optimizer_.flat_exp_avg(), every, exp_avg);
+  gather_every_buffer(optimizer_.flat_exp_avg_sq(), every, exp_avg_sq);
+  if (!into) return {};
+  return named_state(optimizer_, exp_avg, exp_avg_sq);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> GradientShards::empty_whole_state(const at::Device& into) const {
+  return named_state(optimizer_, whole_buffers(optimizer_, into), whole_buffers(optimizer_, into));
+}
+
 std::vector<std::pair<std::string, at::Tensor>> GradientShards::whole_parameters(
-    const std::vector<std::pair<std::string, at::Tensor>>& named) {
+    const std::vector<std::pair<std::string, at::Tensor>>& named, const std::optional<at::Device>& into) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> values;
-  for (std::size_t i = 0; i < optimizer_.parameters().size(); ++i)
-    values.push_back(optimizer_.released(i) ? at::zeros_like(optimizer_.parameters()[i]) : at::Tensor());
+  for (std::size_t i = 0; i < optimizer_.parameters().size(); ++i) {
+    const at::Tensor& parameter = optimizer_.parameters()[i];
+    const bool keep = into && optimizer_.released(i);
+    values.push_back(keep ? at::zeros(parameter.sizes(), parameter.options().device(*into)) : at::Tensor());
+  }
   // Only the released parameters' buckets: the masters' compact buffer holds those alone.
   gather_every_buffer(optimizer_.master_shards(), optimizer_.sharded_masters(), values);
   std::map<const c10::TensorImpl*, at::Tensor> gathered;

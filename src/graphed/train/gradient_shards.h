@@ -76,13 +76,16 @@ class GradientShards {
   /// Waits for every pending gather (before anything outside training reads the weights).
   void finish_parameter_gathers();
 
-  /// The optimizer's state as AdamW::state() names it, the moments whole (gathered over the data-parallel ranks;
-  /// a collective every one of them calls). The step count and learning rate are the live tensors.
-  std::vector<std::pair<std::string, at::Tensor>> whole_state();
-  /// `named` (the model's parameters by name) with every released parameter's fp32 values gathered whole in its place
-  /// (a collective every data-parallel rank calls).
+  /// The optimizer's state as AdamW::state() names it, the moments whole on `into` (gathered over the data-parallel
+  /// ranks: a collective every one of them calls; without `into` a rank takes part and keeps nothing, returning
+  /// nothing). The step count and learning rate are the live tensors.
+  std::vector<std::pair<std::string, at::Tensor>> whole_state(const std::optional<at::Device>& into);
+  /// The same names with zeroed whole moments on `into`, for a checkpoint to be read into (no collective).
+  std::vector<std::pair<std::string, at::Tensor>> empty_whole_state(const at::Device& into) const;
+  /// `named` (the model's parameters by name) with every released parameter's fp32 values gathered whole on `into`
+  /// in its place (a collective every data-parallel rank calls; without `into` the values are not kept).
   std::vector<std::pair<std::string, at::Tensor>> whole_parameters(
-      const std::vector<std::pair<std::string, at::Tensor>>& named);
+      const std::vector<std::pair<std::string, at::Tensor>>& named, const std::optional<at::Device>& into);
   /// Keeps this rank's shard of whole moments named as whole_state() names them (a checkpoint just read).
   void keep_own_state(const std::vector<std::pair<std::string, at::Tensor>>& whole);
 

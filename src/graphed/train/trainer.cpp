@@ -225,7 +225,9 @@ IterationStats Trainer::train_step(int64_t iteration) {
   optimizer_->set_learning_rate(learning_rate(config_.train, iteration));
   // 2. This rank's microbatches of the iteration, on the host (pinned on CUDA).
   const std::vector<Batch> batches = host_batches(Split::kTrain, iteration);
-  // 3. Forward, backward, clipping and the optimizer step, as the impl runs them.
+  // 3. Forward, backward, clipping and the optimizer step, as the impl runs them (with --overlap-param-gather the
+  //    step leaves the new weights' gathers to the next forward).
+  weights_stale_ = gathers_deferred_;
   return runner_->train(batches);
 }
 

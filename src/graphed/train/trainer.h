@@ -144,9 +144,6 @@ class Trainer {
   void evaluate_and_sample(Progress& progress, int64_t done, TrainSummary& summary);
   void write_metrics(const nlohmann::json& record);
   void report_capture(Progress& progress, int64_t iteration);
-  /// The optimizer's state by AdamW::state()'s names, the moments whole (with the distributed optimizer gathered
-  /// over the data-parallel ranks: every one of them calls it).
-  std::vector<std::pair<std::string, at::Tensor>> whole_optimizer_state();
   /// AdamW over this rank's parameters (the experts last), sharded with --use-distributed-optimizer; `fused`: with
   /// the working copies the fused path reads.
   void make_optimizer(std::vector<std::pair<std::string, at::Tensor>> parameters, int64_t expert_parameters,
@@ -165,6 +162,7 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<GradientShards> shards_;  ///< the distributed optimizer's, or null
   bool gathers_deferred_ = false;           ///< --overlap-param-gather: the step leaves the gathers to the next forward
+  bool weights_stale_ = false;              ///< a step left its gathers to the next forward, which has not run
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<TrainingStep> step_;
   std::unique_ptr<IterationRunner> runner_;

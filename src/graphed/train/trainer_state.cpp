@@ -2,6 +2,8 @@
 // parameters (sharded over the data-parallel ranks with --use-distributed-optimizer, train/gradient_shards.h), and
 // checkpoints, which hold one process's whole state whatever the layout.
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "graphed/model/fused_path.h"
 #include "graphed/train/checkpoint.h"
@@ -94,18 +96,20 @@ void Trainer::load(const std::string& dir) {
   state_not_in_checkpoint_.clear();
   for (const auto& [name, tensor] : carried_state_) state_not_in_checkpoint_.push_back(name);
   // With the distributed optimizer the moments, and the parameters it keeps only shards of, are read whole into fresh
-  // tensors, and each rank keeps its shards.
+  // tensors (on the host where this rank holds every parameter whole: nothing joins them), and each rank keeps its
+  // shards.
+  const at::Device whole_on = layout_.holds_whole_model() ? at::Device(at::kCPU) : device_;
   NamedTensorList parameters = model_parameters();
   std::vector<std::pair<std::size_t, at::Tensor>> released;
-  for (std::size_t i = 0; i < optimizer_->parameters().size(); ++i) {
-    if (!optimizer_->released(i)) continue;
-    for (auto& [name, tensor] : parameters) {
-      if (name != optimizer_->names()[i]) continue;
-      tensor = at::zeros_like(tensor);
-      released.emplace_back(i, tensor);
-    }
+  std::map<std::string, std::size_t> index_of;
+  for (std::size_t i = 0; i < optimizer_->names().size(); ++i) index_of.emplace(optimizer_->names()[i], i);
+  for (auto& [name, tensor] : parameters) {
+    const auto found = index_of.find(name);
+    if (found == index_of.end() || !optimizer_->released(found->second)) continue;
+    tensor = at::zeros(tensor.sizes(), tensor.options().device(whole_on));
+    released.emplace_back(found->second, tensor);
   }
-  const NamedTensorList state = whole_optimizer_state();
+  const NamedTensorList state = shards_ ? shards_->empty_whole_state(whole_on) : optimizer_->state();
   if (layout_.holds_whole_model()) {
     start_iteration_ = load_checkpoint_tensors(dir, parameters, state, config_, device_, own_stage, &carried);
     state_not_in_checkpoint_ = carried.missing;
@@ -125,8 +129,6 @@ void Trainer::load(const std::string& dir) {
   model_->weights_loaded();  // e.g. the FP8 casts of the weights, from the loaded ones
 }
 
-NamedTensorList Trainer::whole_optimizer_state() { return shards_ ? shards_->whole_state() : optimizer_->state(); }
-
 NamedTensorList Trainer::model_parameters() const {
   NamedTensorList parameters;
   for (const auto& item : model_->named_parameters()) parameters.emplace_back(item.key(), item.value());
@@ -134,15 +136,21 @@ NamedTensorList Trainer::model_parameters() const {
 }
 
 void Trainer::complete_parameter_gathers() {
-  if (gathers_deferred_) shards_->gather_parameters();
+  if (!weights_stale_) return;
+  shards_->gather_parameters();
+  weights_stale_ = false;
 }
 
 std::string Trainer::save(int64_t iterations) {
   const std::string& folder = *config_.train.save;
   complete_parameter_gathers();
-  // Collective over the data-parallel ranks with the distributed optimizer, so before any rank turns back.
-  NamedTensorList state = whole_optimizer_state();
-  NamedTensorList parameters = shards_ ? shards_->whole_parameters(model_parameters()) : model_parameters();
+  // Collective over the data-parallel ranks with the distributed optimizer, so before any rank turns back: the
+  // ranks that write nothing take part without keeping the result; the host keeps it where this rank holds every
+  // parameter whole, the device where the pipeline's or the tensor group's collectives join it.
+  std::optional<at::Device> whole_on;
+  if (layout_.joins_checkpoint()) whole_on = layout_.holds_whole_model() ? at::Device(at::kCPU) : device_;
+  NamedTensorList state = shards_ ? shards_->whole_state(whole_on) : optimizer_->state();
+  NamedTensorList parameters = shards_ ? shards_->whole_parameters(model_parameters(), whole_on) : model_parameters();
   // The first data-parallel rank's shares (under expert parallelism the first expert group's): gathered from
   // every pipeline stage to the first (each tensor and expert rank its own part), then joined over the first
   // stage's expert group and tensor group in turn; rank 0 writes what one process would.
