@@ -317,16 +317,11 @@ std::vector<SettingSpec> train_specs() {
             "tensor ranks each expert's ffn is split over: the tensor size (unset) or 1 (every expert whole on its "
             "expert rank; needs --sequence-parallel with tensor parallelism)"),
       train(&T::use_distributed_optimizer, "use_distributed_optimizer",
-            "shard the optimizer over the data-parallel ranks (Megatron's ZeRO-1): each rank keeps the Adam moments of "
-            "its shard of every gradient bucket; gradients reduce-scattered, parameters all-gathered"),
+            "Megatron's ZeRO-1: each data-parallel rank steps and keeps the optimizer state of its shard"),
       train(&T::overlap_grad_reduce, "overlap_grad_reduce",
-            "Megatron's flag: graphed overlaps the gradient reduction with the last backward wherever it can (dense "
-            "models under none or full_iteration) with or without it; with --use-distributed-optimizer it cuts the "
-            "gradients into Megatron's buckets instead of one"),
+            "graphed overlaps where it can anyway; with --use-distributed-optimizer: Megatron's buckets, not one"),
       train(&T::overlap_param_gather, "overlap_param_gather",
-            "with --use-distributed-optimizer and --overlap-grad-reduce: gather the new weights during the next "
-            "forward (each linear waits for its own bucket) instead of after the step; dense models under none or "
-            "full_iteration, without pipeline parallelism or FP8"),
+            "gather the new weights during the next forward, each linear waiting for its bucket (rules PL-22..24)"),
       train(&T::distributed_timeout_minutes, "distributed_timeout_minutes",
             "how long a rank waits for the others (rendezvous, collectives) before it fails"),
   };

@@ -167,10 +167,8 @@ std::string Trainer::save(int64_t iterations) {
     state = join_through(state, joins);
   }
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
-  if (layout_.holds_whole_model()) {  // every data-parallel rank holds the whole state
-    state.insert(state.end(), carried_state_.begin(), carried_state_.end());
-    return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_);
-  }
+  // The paths' carried state (FP8's) is saved where every data-parallel rank holds the whole state.
+  if (layout_.holds_whole_model()) state.insert(state.end(), carried_state_.begin(), carried_state_.end());
   return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_);
 }
 
