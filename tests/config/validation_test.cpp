@@ -846,6 +846,20 @@ INSTANTIATE_TEST_SUITE_P(
                    Severity::kNote,
                    "--overlap-param-gather has no effect without bf16 working copies (--no-bf16, --no-fused-kernels "
                    "or --device cpu): the weights are read as they are, so they are gathered right after the step"},
+        LaunchCase{"PL25GradReduceInBf16NeedsBf16",
+                   {{"grad_reduce_in_bf16", true}, {"bf16", false}},
+                   2,
+                   "PL-25",
+                   Severity::kError,
+                   "--grad-reduce-in-bf16 with --no-bf16: an fp32 run reduces its gradients in fp32 (Megatron ignores "
+                   "the flag there); fix: drop --grad-reduce-in-bf16, or drop --no-bf16"},
+        LaunchCase{"PL26GradReduceInBf16WithOneDataRank",
+                   {{"grad_reduce_in_bf16", true}, {"bf16", true}, {"tensor_model_parallel_size", 2}},
+                   2,
+                   "PL-26",
+                   Severity::kNote,
+                   "--grad-reduce-in-bf16 with one data-parallel rank has no effect: no gradient is summed over "
+                   "data-parallel ranks (launch more of them)"},
         LaunchCase{"G6GraphsOverDroplessExpertParallelism",
                    {{"num_experts", 4},
                     {"expert_model_parallel_size", 2},

@@ -1,7 +1,8 @@
 // tests/dist/distributed_optimizer_launch_test.cpp — `graphed train --use-distributed-optimizer` as Gloo CPU ranks:
 // sharded against not sharded in the same layout and against one process, in layouts that shard the tied embedding
 // over pipeline stages, leave tensor duplicates out of the norm, and shard the experts over expert-data ranks; and a
-// checkpoint saved sharded at DP=2 resumed by one process and by two tensor ranks. On GPUs: dist-check, part dist-opt.
+// checkpoint saved sharded at DP=2 resumed by one process and by two tensor ranks; and the sums in bf16
+// (--grad-reduce-in-bf16). On GPUs: dist-check, part dist-opt.
 #include <map>
 #include <string>
 #include <vector>
@@ -103,11 +104,42 @@ TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumes
                      "the unsharded checkpoint resumed sharded");
 }
 
+// --grad-reduce-in-bf16 at DP=2, sharded and not: the sums are rounded to bf16 (on Gloo: summed in float32 and rounded
+// once), so both runs leave one process's losses by that rounding, and agree with each other to AdamW's rounding
+// (the same bf16 sums, divided alike).
+TEST_F(DistributedOptimizerTest, BfloatSumsTrainNearFloatSumsShardedOrNot) {
+  const std::vector<std::string> arguments =
+      plus(testing::kTinyCpuTrain, {"--train-iters", "8", "--grad-reduce-in-bf16"});
+  const int sharded_port = pick_port(23), plain_port = pick_port(24);
+  std::vector<testing::ProcessSpec> specs = {
+      {plus(testing::kTinyCpuTrain, {"--train-iters", "8"}), {}, {}, join_path(folder_, "one")}};
+  for (int rank = 0; rank < 2; ++rank) {
+    specs.push_back({plus(arguments, kSharded),
+                     testing::rank_environment(2, rank, sharded_port),
+                     {},
+                     join_path(folder_, "sharded" + std::to_string(rank))});
+    specs.push_back({arguments,
+                     testing::rank_environment(2, rank, plain_port),
+                     {},
+                     join_path(folder_, "plain" + std::to_string(rank))});
+  }
+  const auto results = run_processes(specs);
+  for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
+  const auto one = losses_of(join_path(folder_, "one/metrics.jsonl"));
+  const auto sharded = losses_of(join_path(folder_, "sharded0/metrics.jsonl"));
+  const auto plain = losses_of(join_path(folder_, "plain0/metrics.jsonl"));
+  expect_losses_near(sharded, one, 8, 1e-2, "bf16 sums, sharded, against one process");
+  expect_losses_near(plain, one, 8, 1e-2, "bf16 sums against one process");
+  expect_losses_near(sharded, plain, 8, 1e-5, "bf16 sums, sharded against not");
+  EXPECT_NE(sharded, one) << "the bf16 sums changed nothing: were they float32?";
+}
+
 struct ShardedLayout {
   const char* name;
   int world;
   std::vector<std::string> flags;        ///< the layout's
   std::vector<std::string> model_flags;  ///< the model's, one process's too
+  double tolerance = 1e-5;               ///< the losses' relative difference from one process's
 };
 
 void PrintTo(const ShardedLayout& layout, std::ostream* out) { *out << layout.name; }  // ctest's names
@@ -135,11 +167,11 @@ TEST_P(ShardedLayoutTest, ShardedRanksTrainAsOneProcess) {
   const auto results = run_processes(specs);
   for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
   expect_losses_near(losses_of(join_path(folder_, "rank0/metrics.jsonl")),
-                     losses_of(join_path(folder_, "one/metrics.jsonl")), 8, 1e-5, layout.name);
+                     losses_of(join_path(folder_, "one/metrics.jsonl")), 8, layout.tolerance, layout.name);
   for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
     expect_checkpoint_near(join_path(folder_, std::string("one/checkpoints/iter_0000008/") + file),
-                           join_path(folder_, std::string("rank0/checkpoints/iter_0000008/") + file), 1e-4,
-                           std::string(layout.name) + " " + file);
+                           join_path(folder_, std::string("rank0/checkpoints/iter_0000008/") + file),
+                           10 * layout.tolerance, std::string(layout.name) + " " + file);
   }
 }
 
@@ -149,9 +181,13 @@ const std::vector<std::string> kMoe = {"--num-experts",         "4",   "--moe-ro
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, ShardedLayoutTest,
-    ::testing::Values(ShardedLayout{"dp2_pp2", 4, {"--pipeline-model-parallel-size", "2"}},
-                      ShardedLayout{"tp2_dp2", 4, {"--tensor-model-parallel-size", "2", "--sequence-parallel"}},
-                      ShardedLayout{"dp4_ep2", 4, {"--expert-model-parallel-size", "2"}, kMoe}),
+    ::testing::Values(
+        ShardedLayout{"dp2_pp2", 4, {"--pipeline-model-parallel-size", "2"}},
+        ShardedLayout{"tp2_dp2", 4, {"--tensor-model-parallel-size", "2", "--sequence-parallel"}},
+        ShardedLayout{"dp4_ep2", 4, {"--expert-model-parallel-size", "2"}, kMoe},
+        // The experts' sums over two expert-data ranks in bf16 too (their own staging slice).
+        ShardedLayout{
+            "dp4_ep2_bf16_sums", 4, {"--expert-model-parallel-size", "2", "--grad-reduce-in-bf16"}, kMoe, 1e-2}),
     [](const ::testing::TestParamInfo<ShardedLayout>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -142,10 +142,6 @@ const std::map<std::string, NotTaken>& megatron_flags_not_taken() {
       {"--moe-permute-fusion",
        {"on CUDA graphed always gathers the tokens into expert order and sums them back in its own fused kernels",
         "leave it out"}},
-      {"--grad-reduce-in-bf16",
-       {"graphed keeps and reduces the gradients in float32 (the fused kernels accumulate into float32) in this "
-        "version",
-        "leave it out"}},
       {"--ddp-bucket-size",
        {"graphed's distributed optimizer uses Megatron's default bucket size, max(40M, 1M x data-parallel size) "
         "elements, with --overlap-grad-reduce (one bucket per buffer without it)",

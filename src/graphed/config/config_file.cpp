@@ -51,7 +51,7 @@ bool is_launch_setting(const std::string& key) {
       "tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
       "num_layers_per_virtual_pipeline_stage", "data_parallel_size", "expert_model_parallel_size",
       "expert_tensor_parallel_size", "distributed_timeout_minutes", "use_distributed_optimizer", "overlap_grad_reduce",
-      "overlap_param_gather"};
+      "overlap_param_gather", "grad_reduce_in_bf16"};
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 

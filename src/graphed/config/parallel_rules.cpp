@@ -258,6 +258,24 @@ void validate_expert_parallel(const RunConfig& config, IssueList& issues) {
   }
 }
 
+/// PL-25, PL-26: --grad-reduce-in-bf16 casts gradients the model computed in bf16, over several data-parallel ranks.
+void validate_gradient_precision(const RunConfig& config, IssueList& issues) {
+  const TrainConfig& t = config.train;
+  if (!t.grad_reduce_in_bf16) return;
+  if (!config.model.bf16) {
+    issues.error("PL-25",
+                 "--grad-reduce-in-bf16 with --no-bf16: an fp32 run reduces its gradients in fp32 (Megatron ignores "
+                 "the flag there); fix: drop --grad-reduce-in-bf16, or drop --no-bf16");
+    return;
+  }
+  const int64_t model_parallel = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
+  if (model_parallel >= 1 && t.world_size == model_parallel) {
+    issues.note("PL-26",
+                "--grad-reduce-in-bf16 with one data-parallel rank has no effect: no gradient is summed over "
+                "data-parallel ranks (launch more of them)");
+  }
+}
+
 /// PL-22, PL-23: --overlap-param-gather's prerequisites (Megatron's) and where graphed runs it.
 void validate_parameter_gather(const RunConfig& config, IssueList& issues) {
   const TrainConfig& t = config.train;
@@ -318,6 +336,7 @@ void validate_parallel_layout(const RunConfig& config, IssueList& issues) {
                 "--use-distributed-optimizer with one data-parallel rank shards nothing: the one rank keeps "
                 "the whole optimizer state, as without it (launch more data-parallel ranks to share it out)");
   }
+  validate_gradient_precision(config, issues);
   validate_parameter_gather(config, issues);
   validate_pipeline_split(config, issues);
   validate_tensor_split(config, issues);

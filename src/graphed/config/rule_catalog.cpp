@@ -131,6 +131,8 @@ std::vector<RuleInfo> model_and_run_rules() {
       {"PL-22", "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce"},
       {"PL-23", "--overlap-param-gather only for dense models under none or full_iteration, without PP or FP8"},
       {"PL-24", "--overlap-param-gather without bf16 working copies has no effect (note)"},
+      {"PL-25", "--grad-reduce-in-bf16 needs --bf16"},
+      {"PL-26", "--grad-reduce-in-bf16 with one data-parallel rank reduces nothing (note)"},
       {"FP-1", "--fp8-format needs --bf16 with the fused kernels, and no Mamba layers"},
       {"FP-2", "--fp8-margin >= 0 and --fp8-amax-history-len >= 1"},
       {"FP-3", "--first-last-layers-bf16: tensorwise recipe only; layer counts >= 0 (warning: all layers bf16)"},

@@ -322,6 +322,8 @@ std::vector<SettingSpec> train_specs() {
             "graphed overlaps where it can anyway; with --use-distributed-optimizer: Megatron's buckets, not one"),
       train(&T::overlap_param_gather, "overlap_param_gather",
             "gather the new weights during the next forward, each linear waiting for its bucket (rules PL-22..24)"),
+      train(&T::grad_reduce_in_bf16, "grad_reduce_in_bf16",
+            "sum the data-parallel gradients in bf16 (half the bytes); accumulated in fp32 all the same"),
       train(&T::distributed_timeout_minutes, "distributed_timeout_minutes",
             "how long a rank waits for the others (rendezvous, collectives) before it fails"),
   };

@@ -67,6 +67,10 @@ struct TrainConfig {
   /// --overlap-param-gather: the distributed optimizer's gathers of the new weights launch at the start of the next
   /// iteration instead of after the step, each linear waiting for its own bucket (Megatron's forward pre-hooks).
   bool overlap_param_gather = false;
+  /// --grad-reduce-in-bf16: the data-parallel gradient sums (all-reduce or the distributed optimizer's reduce-scatter)
+  /// run in bf16, half the bytes; graphed still accumulates in fp32, casts each bucket just before its collective and
+  /// widens the sums back (Megatron keeps a bf16 gradient buffer instead).
+  bool grad_reduce_in_bf16 = false;
   int64_t distributed_timeout_minutes = 10;  ///< --distributed-timeout-minutes, collectives and rendezvous
   int64_t world_size = 1;                    ///< processes of the launch (WORLD_SIZE); not a setting
 };

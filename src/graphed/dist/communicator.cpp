@@ -73,6 +73,13 @@ PendingWork Communicator::guarded(const std::string& what, const std::function<s
 }
 
 PendingWork Communicator::all_reduce(at::Tensor& tensor, bool maximum) {
+  if (!tensor.is_cuda() && (tensor.scalar_type() == at::kBFloat16 || tensor.scalar_type() == at::kHalf)) {
+    // Gloo sums no 16-bit types here: the sum runs in float32 and is rounded once (as NCCL rounds one add of two).
+    at::Tensor wide = tensor.to(at::kFloat);
+    all_reduce(wide, maximum).wait();
+    tensor.copy_(wide);
+    return {};
+  }
   return guarded(maximum ? "a max all-reduce" : "an all-reduce", [&] {
     std::vector<at::Tensor> tensors{tensor};
     c10d::AllreduceOptions options;

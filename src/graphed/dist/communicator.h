@@ -47,7 +47,7 @@ class Communicator {
   int64_t size() const { return static_cast<int64_t>(ranks_.size()); }
   const std::vector<int64_t>& ranks() const { return ranks_; }
 
-  /// tensor <- sum over the group, in place.
+  /// tensor <- sum over the group, in place. On the CPU 16-bit floats are summed in float32 and rounded once.
   PendingWork all_reduce_sum(at::Tensor& tensor);
   /// tensor <- element-wise max over the group, in place (FP8 amaxes).
   PendingWork all_reduce_max(at::Tensor& tensor);

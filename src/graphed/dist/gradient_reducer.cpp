@@ -45,6 +45,15 @@ GradientReducer::GradientReducer(Communicator& group, std::vector<at::Tensor> pa
   } else {
     make_buckets(options_.bucket_bytes);
   }
+  if (options_.staging.defined()) {
+    GRAPHED_INTERNAL_ASSERT(flat_.defined() && options_.staging.numel() == flat_.numel(), "a staging buffer of ",
+                            options_.staging.numel(), " elements for a flat buffer of ",
+                            flat_.defined() ? flat_.numel() : 0);
+    for (Bucket& bucket : buckets_) {
+      bucket.staged =
+          options_.staging.narrow(0, bucket.slice.storage_offset() - flat_.storage_offset(), bucket.slice.numel());
+    }
+  }
   expected_.assign(parameters_.size(), -1);
   seen_.assign(parameters_.size(), 0);
 }
@@ -162,10 +171,12 @@ void GradientReducer::launch(Bucket& bucket) {
 }
 
 void GradientReducer::launch_collectives(Bucket& bucket) {
+  if (bucket.staged.defined()) bucket.staged.copy_(bucket.slice);  // the cast, on the stream the gradients came from
   if (options_.shards != nullptr) {
-    bucket.work.push_back(options_.shards->reduce_scatter(flat_, bucket.index));
+    at::Tensor& summed = options_.staging.defined() ? options_.staging : flat_;
+    bucket.work.push_back(options_.shards->reduce_scatter(summed, bucket.index));
   } else if (bucket.slice.defined()) {
-    bucket.work.push_back(group_.all_reduce_sum(bucket.slice));
+    bucket.work.push_back(group_.all_reduce_sum(bucket.staged.defined() ? bucket.staged : bucket.slice));
   } else {
     for (const int64_t p : bucket.parameters)
       bucket.work.push_back(group_.all_reduce_sum(gradients_[static_cast<std::size_t>(p)]));
@@ -181,15 +192,7 @@ void GradientReducer::finish() {
       bucket.work.clear();
     }
   }
-  const int64_t divisor = options_.divisor.value_or(group_.size());
-  if (divisor > 1) {
-    const double scale = 1.0 / static_cast<double>(divisor);
-    if (flat_.defined()) {
-      flat_.mul_(scale);
-    } else {
-      for (at::Tensor& gradient : gradients_) gradient.mul_(scale);
-    }
-  }
+  take_sums();
   if (armed_ && !learned_) {
     expected_ = seen_;
     learned_ = true;
@@ -201,6 +204,32 @@ void GradientReducer::finish() {
                             "iterations; overlapping reduction needs a static backward");
   }
   armed_ = false;
+}
+
+void GradientReducer::take_sums() {
+  const int64_t divisor = options_.divisor.value_or(group_.size());
+  const double scale = 1.0 / static_cast<double>(divisor);
+  const bool staged_sums = options_.staging.defined() && group_.size() > 1;  // a group of one sums nothing
+  if (options_.shards != nullptr) {  // only this rank's shards hold sums, and only they are read (stepped, normed)
+    const std::vector<at::Tensor> sums = options_.shards->own_shards(flat_);
+    const std::vector<at::Tensor> staged =
+        staged_sums ? options_.shards->own_shards(options_.staging) : std::vector<at::Tensor>();
+    for (std::size_t b = 0; b < sums.size(); ++b) {
+      at::Tensor sum = sums[b];
+      if (!staged.empty()) sum.copy_(staged[b]);
+      if (divisor > 1) sum.mul_(scale);
+    }
+    return;
+  }
+  if (staged_sums) {
+    for (Bucket& bucket : buckets_) bucket.slice.copy_(bucket.staged);
+  }
+  if (divisor <= 1) return;
+  if (flat_.defined()) {
+    flat_.mul_(scale);
+  } else {
+    for (at::Tensor& gradient : gradients_) gradient.mul_(scale);
+  }
 }
 
 }  // namespace graphed::dist

@@ -33,6 +33,10 @@ struct GradientReducerOptions {
   /// reduce-scattered into this rank's shard of it instead of all-reduced (`flat` must be the laid-out buffer);
   /// unset = buckets of bucket_bytes from the last parameter, all-reduced.
   BucketShards* shards = nullptr;
+  /// --grad-reduce-in-bf16: a buffer of the flat buffer's size (bf16) the sums run in. Each bucket is cast into its
+  /// slice just before its collective, and the sums (this rank's shards, with `shards`) are copied back before the
+  /// division. Undefined = the gradients are summed as they are. Needs `flat`.
+  at::Tensor staging;
 };
 
 /// The gradients are views of the optimizer's flat buffer, so a bucket is one contiguous slice: parameters
@@ -65,6 +69,7 @@ class GradientReducer {
     std::vector<int64_t> parameters;  ///< indices into parameters_
     int64_t index = 0;                ///< the layout's bucket (with shards)
     at::Tensor slice;                 ///< the flat buffer's slice (undefined without a flat buffer)
+    at::Tensor staged;                ///< the staging buffer's same slice (undefined without one)
     int64_t pending = 0;              ///< accumulations still to come in this backward
     bool launched = false;
     std::vector<PendingWork> work;
@@ -76,6 +81,8 @@ class GradientReducer {
   void launch_ready_buckets();
   void launch(Bucket& bucket);
   void launch_collectives(Bucket& bucket);
+  /// After the collectives: the sums copied back from the staging buffer and divided, over what this rank steps.
+  void take_sums();
 
   Communicator& group_;
   std::vector<at::Tensor> parameters_, gradients_;

@@ -42,47 +42,68 @@ std::vector<int64_t> indices_of(const AdamW& optimizer, const std::vector<at::Te
   return indices;
 }
 
+/// The bf16 buffer --grad-reduce-in-bf16 sums in, laid out as the optimizer's flat gradients: its working copies where
+/// it keeps bf16 ones (DataParallelOptions::reduce_in_bf16 says why they may), else a new buffer.
+at::Tensor staging_for(const AdamW& optimizer) {
+  const at::Tensor& flat = optimizer.flat_gradients();
+  GRAPHED_INTERNAL_ASSERT(flat.defined(), "bf16 gradient sums without the optimizer's flat gradient buffer");
+  const at::Tensor& copies = optimizer.flat_copies();
+  if (copies.defined() && copies.scalar_type() == at::kBFloat16 && copies.numel() == flat.numel()) return copies;
+  return at::empty({flat.numel()}, flat.options().dtype(at::kBFloat16));
+}
+
+/// The part of `staging` beside `flat`'s part of the optimizer's flat gradients (undefined without either).
+at::Tensor staging_part(const at::Tensor& staging, const at::Tensor& flat, const AdamW& optimizer) {
+  if (!staging.defined() || !flat.defined()) return {};
+  return staging.narrow(0, flat.storage_offset() - optimizer.flat_gradients().storage_offset(), flat.numel());
+}
+
 }  // namespace
 
-DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap,
-                                   at::Tensor shared_embedding, std::vector<at::Tensor> tensor_duplicates,
-                                   const std::vector<at::Tensor>& tensor_summed, int64_t expert_parameters,
-                                   GradientShards* shards, bool defer_gathers)
-    : groups_(groups), shared_embedding_(std::move(shared_embedding)), shards_(shards), defer_gathers_(defer_gathers) {
-  for (const at::Tensor& parameter : tensor_summed) summed_gradients_.push_back(parameter.grad());
+DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, DataParallelOptions options)
+    : groups_(groups),
+      shared_embedding_(std::move(options.shared_embedding)),
+      shards_(options.shards),
+      defer_gathers_(options.defer_gathers) {
+  for (const at::Tensor& parameter : options.tensor_summed) summed_gradients_.push_back(parameter.grad());
   // Megatron's rule: a parameter whole on every tensor-parallel rank counts once, on the first.
-  if (groups.layout().tensor_rank() != 0) uncounted_ = std::move(tensor_duplicates);
+  if (groups.layout().tensor_rank() != 0) uncounted_ = std::move(options.tensor_duplicates);
   const std::size_t all = optimizer.parameters().size();
-  const auto experts = static_cast<std::size_t>(expert_parameters);
-  GRAPHED_INTERNAL_ASSERT(experts <= all && (experts == 0 || groups.layout().expert_size > 1), expert_parameters,
-                          " expert parameters of ", all, " with expert size ", groups.layout().expert_size);
-  dist::GradientReducerOptions options;
-  options.overlap_with_backward = overlap;
+  const auto experts = static_cast<std::size_t>(options.expert_parameters);
+  GRAPHED_INTERNAL_ASSERT(experts <= all && (experts == 0 || groups.layout().expert_size > 1),
+                          options.expert_parameters, " expert parameters of ", all, " with expert size ",
+                          groups.layout().expert_size);
+  const at::Tensor staging = options.reduce_in_bf16 ? staging_for(optimizer) : at::Tensor();
+  if (staging.defined() && !staging.is_same(optimizer.flat_copies())) staging_ = staging;
+  dist::GradientReducerOptions reducing;
+  reducing.overlap_with_backward = options.overlap;
   ParameterRange dense = range_of(optimizer, 0, all - experts);
-  if (shards != nullptr) {  // the laid-out buffer, each bucket reduce-scattered
-    dense.flat = shards->dense_part(optimizer.flat_gradients());
-    options.shards = &shards->dense();
+  if (shards_ != nullptr) {  // the laid-out buffer, each bucket reduce-scattered
+    dense.flat = shards_->dense_part(optimizer.flat_gradients());
+    reducing.shards = &shards_->dense();
   }
+  reducing.staging = staging_part(staging, dense.flat, optimizer);
   if (experts > 0) {
     dense_gradients_ = dense.gradients;
     dense_flat_ = dense.flat;
   }
   reducer_ = std::make_unique<dist::GradientReducer>(groups.data(), std::move(dense.parameters),
-                                                     std::move(dense.gradients), dense.flat, options);
+                                                     std::move(dense.gradients), dense.flat, reducing);
   if (experts > 0) {
     ParameterRange expert = range_of(optimizer, all - experts, experts);
-    if (shards != nullptr) {
-      expert.flat = shards->expert_part(optimizer.flat_gradients());
-      options.shards = shards->experts();
+    if (shards_ != nullptr) {
+      expert.flat = shards_->expert_part(optimizer.flat_gradients());
+      reducing.shards = shards_->experts();
     }
+    reducing.staging = staging_part(staging, expert.flat, optimizer);
     expert_gradients_ = expert.gradients;
     expert_flat_ = expert.flat;
-    options.divisor = groups.layout().data_size;
+    reducing.divisor = groups.layout().data_size;
     expert_reducer_ = std::make_unique<dist::GradientReducer>(groups.expert_data(), std::move(expert.parameters),
-                                                              std::move(expert.gradients), expert.flat, options);
+                                                              std::move(expert.gradients), expert.flat, reducing);
   }
   counts_shared_embedding_ = groups.layout().holds_embedding();
-  if (shards != nullptr) {
+  if (shards_ != nullptr) {
     std::vector<at::Tensor> uncounted = uncounted_;
     if (shared_embedding_.defined() && !counts_shared_embedding_) uncounted.push_back(shared_embedding_);
     uncounted_indices_ = indices_of(optimizer, uncounted);

@@ -18,19 +18,30 @@
 
 namespace graphed::train {
 
+struct DataParallelOptions {
+  bool overlap = false;  ///< the reduction launched from the last backward's hooks
+  /// The word embedding when the first and last pipeline stage both hold it (tied embeddings under pipeline
+  /// parallelism), else undefined.
+  at::Tensor shared_embedding;
+  /// The parameters whole on every tensor-parallel rank (norms), counted in the norm by the first tensor rank.
+  std::vector<at::Tensor> tensor_duplicates;
+  /// Parameters whose gradient each tensor rank holds a share of, which after_backward sums over the tensor group
+  /// (Megatron's all-reduce of the layernorm gradients).
+  std::vector<at::Tensor> tensor_summed;
+  /// How many of the optimizer's parameters, the last ones, are this rank's share of the experts.
+  int64_t expert_parameters = 0;
+  GradientShards* shards = nullptr;  ///< the distributed optimizer's (outliving the sync), or null
+  bool defer_gathers = false;  ///< the shards' gathers launch at the next iteration's start (--overlap-param-gather)
+  /// --grad-reduce-in-bf16: the sums run in bf16, staged in the optimizer's working copies where it keeps them (they
+  /// are rewritten whole by the step or the gathers after it, and a bucket's copies are read no more once its
+  /// gradients are complete), else in a bf16 buffer of the gradients' size.
+  bool reduce_in_bf16 = false;
+};
+
 class DataParallelSync final : public GradientSync {
  public:
-  /// groups: outlive this. shared_embedding: the word embedding when the first and last pipeline stage
-  /// both hold it (tied embeddings under pipeline parallelism), else undefined. tensor_duplicates: the
-  /// parameters whole on every tensor-parallel rank (norms), counted in the norm by the first tensor rank.
-  /// tensor_summed: parameters whose gradient each tensor rank holds a share of, which after_backward sums
-  /// over the tensor group (Megatron's all-reduce of the layernorm gradients). expert_parameters: how many of
-  /// the optimizer's parameters, the last ones, are this rank's share of the experts (expert parallelism).
-  /// shards: the distributed optimizer's (outliving this), or null; defer_gathers: its gathers launch at the start
-  /// of the next iteration instead of after the step (--overlap-param-gather).
-  DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, bool overlap, at::Tensor shared_embedding,
-                   std::vector<at::Tensor> tensor_duplicates = {}, const std::vector<at::Tensor>& tensor_summed = {},
-                   int64_t expert_parameters = 0, GradientShards* shards = nullptr, bool defer_gathers = false);
+  /// groups: outlive this.
+  DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer, DataParallelOptions options);
 
   void before_forward() override;
 
@@ -60,6 +71,7 @@ class DataParallelSync final : public GradientSync {
   std::vector<at::Tensor> uncounted_;         ///< the tensor duplicates, on tensor ranks other than the first
   std::vector<at::Tensor> summed_gradients_;  ///< summed over the tensor group after the backward
   bool counts_shared_embedding_ = true;       ///< false on the last stage: the first stage counts it in the norm
+  at::Tensor staging_;  ///< --grad-reduce-in-bf16's buffer where the working copies cannot hold the sums
   GradientShards* shards_ = nullptr;
   bool defer_gathers_ = false;
   std::vector<int64_t> uncounted_indices_;  ///< with shards: the optimizer's indices of what the norm leaves out here

@@ -183,8 +183,10 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   }
   if (groups != nullptr) {
     const TensorParameters tensor = tensor_parameters();
-    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, overlap, shared_embedding, tensor.duplicates,
-                                               tensor.summed, expert_parameters, shards_.get(), gathers_deferred_);
+    DataParallelOptions options{
+        overlap,           shared_embedding, tensor.duplicates, tensor.summed,
+        expert_parameters, shards_.get(),    gathers_deferred_, config.train.grad_reduce_in_bf16};
+    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, std::move(options));
   } else {
     sync_ = std::make_unique<GradientSync>();
   }
