@@ -108,18 +108,19 @@ TEST_P(GradientReducerTest, ReduceScatteredShardsHoldTheMeanAndTheRestIsLeft) {
     reducer.finish();
     // The padding holds zeros on every rank, so its mean is zero as well: compare whole shards.
     at::Tensor filled = at::zeros({layout.elements}, at::kBool);
-    for (const ParameterPlace& place : layout.places) filled.narrow(0, place.begin, place.end - place.begin).fill_(true);
+    for (const ParameterPlace& place : layout.places)
+      filled.narrow(0, place.begin, place.end - place.begin).fill_(true);
     const at::Tensor index = at::arange(layout.elements, at::kFloat);
     const at::Tensor expected = at::where(filled, expected_mean(index, bf16), at::zeros_like(index));
     for (const BucketShard& shard : shards.shards()) {
       const int64_t length = shard.end - shard.begin;
-      EXPECT_TRUE(at::allclose(flat.narrow(0, shard.begin, length), expected.narrow(0, shard.begin, length), 0.0,
-                               1e-7))
+      EXPECT_TRUE(at::allclose(flat.narrow(0, shard.begin, length), expected.narrow(0, shard.begin, length), 0.0, 1e-7))
           << "rank " << group.rank() << ", bucket " << shard.bucket;
     }
     // Outside this rank's shards nothing is read: the reduction leaves this rank's own values there.
     at::Tensor others = at::ones({layout.elements}, at::kBool);
-    for (const BucketShard& shard : shards.shards()) others.narrow(0, shard.begin, shard.end - shard.begin).fill_(false);
+    for (const BucketShard& shard : shards.shards())
+      others.narrow(0, shard.begin, shard.end - shard.begin).fill_(false);
     EXPECT_TRUE(at::equal(flat.masked_select(others), before.masked_select(others))) << "rank " << group.rank();
   });
 }

@@ -48,7 +48,10 @@ at::Tensor staging_for(const AdamW& optimizer) {
   const at::Tensor& flat = optimizer.flat_gradients();
   GRAPHED_INTERNAL_ASSERT(flat.defined(), "bf16 gradient sums without the optimizer's flat gradient buffer");
   const at::Tensor& copies = optimizer.flat_copies();
-  if (copies.defined() && copies.scalar_type() == at::kBFloat16 && copies.numel() == flat.numel()) return copies;
+  // The same memory under a version counter of its own: the backward has saved copies (of layers it has yet to reach),
+  // and autograd would take the casts into buckets it is done with for writes into those.
+  if (copies.defined() && copies.scalar_type() == at::kBFloat16 && copies.numel() == flat.numel())
+    return copies.variable_data();
   return at::empty({flat.numel()}, flat.options().dtype(at::kBFloat16));
 }
 
@@ -74,7 +77,9 @@ DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer
                           options.expert_parameters, " expert parameters of ", all, " with expert size ",
                           groups.layout().expert_size);
   const at::Tensor staging = options.reduce_in_bf16 ? staging_for(optimizer) : at::Tensor();
-  if (staging.defined() && !staging.is_same(optimizer.flat_copies())) staging_ = staging;
+  const bool in_copies = optimizer.flat_copies().defined() && staging.defined() &&
+                         staging.data_ptr() == optimizer.flat_copies().data_ptr();
+  if (staging.defined() && !in_copies) staging_ = staging;
   dist::GradientReducerOptions reducing;
   reducing.overlap_with_backward = options.overlap;
   ParameterRange dense = range_of(optimizer, 0, all - experts);
