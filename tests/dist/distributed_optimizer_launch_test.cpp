@@ -18,6 +18,7 @@ namespace {
 using testing::describe;
 using testing::expect_checkpoint_near;
 using testing::expect_losses_near;
+using testing::expect_tensors_near;
 using testing::launch;
 using testing::losses_of;
 using testing::pick_port;
@@ -36,6 +37,29 @@ std::map<int64_t, double> losses_after(const std::string& metrics, int64_t after
   return later;
 }
 
+/// A sharded checkpoint's moments are in one file per rank, each holding about its share of them, and
+/// optimizer.safetensors holds none.
+void expect_moments_written_per_rank(const std::string& checkpoint, int ranks) {
+  for (const auto& [name, tensor] : read_safetensors(join_path(checkpoint, "optimizer.safetensors"))) {
+    EXPECT_EQ(name.find(".exp_avg"), std::string::npos) << name << " in optimizer.safetensors";
+  }
+  std::vector<int64_t> elements;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string file = join_path(checkpoint, "optimizer_shards/rank" + std::to_string(rank) + ".safetensors");
+    ASSERT_TRUE(path_exists(file)) << file;
+    int64_t count = 0;
+    for (const auto& [name, values] : read_safetensors(file)) count += values.numel();
+    elements.push_back(count);
+  }
+  int64_t total = 0;
+  for (const int64_t count : elements) total += count;
+  for (int rank = 0; rank < ranks; ++rank) {
+    EXPECT_NEAR(static_cast<double>(elements[static_cast<std::size_t>(rank)]) / static_cast<double>(total), 1.0 / ranks,
+                0.1 / ranks)
+        << "rank " << rank << "'s share of the moments";
+  }
+}
+
 class DistributedOptimizerTest : public testing::InTemporaryFolder<::testing::Test> {
  protected:
   DistributedOptimizerTest() : InTemporaryFolder("graphed-distributed-optimizer") {}
@@ -50,8 +74,10 @@ TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumes
   const std::vector<std::string> arguments =
       plus(testing::kTinyCpuTrain, {"--save", "checkpoints", "--lr-decay-iters", "12"});
   const int sharded_port = pick_port(16), plain_port = pick_port(17);
+  // The sharded ranks save into one folder (as ranks on a shared file system do), so each writes its own shards.
   const auto sharded_arguments =
-      plus(plus(arguments, kSharded), {"--train-iters", "10", "--overlap-grad-reduce", "--overlap-param-gather"});
+      plus(plus(arguments, kSharded), {"--train-iters", "10", "--overlap-grad-reduce", "--overlap-param-gather",
+                                       "--save", join_path(folder_, "sharded-checkpoints")});
   const auto plain_arguments = plus(arguments, {"--train-iters", "12", "--save-interval", "10"});
   std::vector<testing::ProcessSpec> specs;
   for (int rank = 0; rank < 2; ++rank) {
@@ -72,19 +98,26 @@ TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumes
     if (iteration <= 10) early[iteration] = loss;
   }
   expect_losses_near(losses_of(join_path(folder_, "sharded0/metrics.jsonl")), early, 10, 1e-6, "sharded");
-  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
-    expect_checkpoint_near(join_path(folder_, std::string("plain0/checkpoints/iter_0000010/") + file),
-                           join_path(folder_, std::string("sharded0/checkpoints/iter_0000010/") + file), 1e-5, file);
-  }
-  const std::string saved = join_path(folder_, "sharded0/checkpoints/iter_0000010");
+  const std::string saved = join_path(folder_, "sharded-checkpoints/iter_0000010");
+  const std::string plain_saved = join_path(folder_, "plain0/checkpoints/iter_0000010");
+  expect_checkpoint_near(join_path(plain_saved, "model.safetensors"), join_path(saved, "model.safetensors"), 1e-5,
+                         "model.safetensors");
+  expect_tensors_near(testing::read_optimizer_state(plain_saved), testing::read_optimizer_state(saved), 1e-5,
+                      "the optimizer's state");
+  expect_moments_written_per_rank(saved, 2);
   const auto resume = plus(testing::kTinyCpuTrain, {"--train-iters", "12", "--lr-decay-iters", "12", "--load", saved});
   // And the other way: the unsharded checkpoint resumed sharded (each rank keeps its shard of the moments).
   const auto unsharded_resume =
       plus(plus(testing::kTinyCpuTrain, kSharded), {"--train-iters", "12", "--lr-decay-iters", "12", "--load",
                                                     join_path(folder_, "plain0/checkpoints/iter_0000010")});
-  const int tensor_port = pick_port(18), sharded_resume_port = pick_port(20);
+  const int tensor_port = pick_port(18), sharded_resume_port = pick_port(20), own_runs_port = pick_port(25);
   std::vector<testing::ProcessSpec> resume_specs = {{resume, {}, {}, join_path(folder_, "one")}};
   for (int rank = 0; rank < 2; ++rank) {
+    // Sharded again: each rank reads only the runs its shards overlap.
+    resume_specs.push_back({plus(resume, kSharded),
+                            testing::rank_environment(2, rank, own_runs_port),
+                            {},
+                            join_path(folder_, "own-runs" + std::to_string(rank))});
     resume_specs.push_back({plus(resume, {"--tensor-model-parallel-size", "2"}),
                             testing::rank_environment(2, rank, tensor_port),
                             {},
@@ -102,6 +135,8 @@ TEST_F(DistributedOptimizerTest, ShardedTrainsAsUnshardedAndItsCheckpointResumes
                      "resumed by two tensor ranks");
   expect_losses_near(losses_of(join_path(folder_, "resharded0/metrics.jsonl")), later, 2, 1e-6,
                      "the unsharded checkpoint resumed sharded");
+  expect_losses_near(losses_of(join_path(folder_, "own-runs0/metrics.jsonl")), later, 2, 1e-6,
+                     "the sharded checkpoint resumed sharded");
 }
 
 // --grad-reduce-in-bf16 at DP=2, sharded and not: the sums are rounded to bf16 (on Gloo: summed in float32 and rounded
@@ -114,7 +149,8 @@ TEST_F(DistributedOptimizerTest, BfloatSumsTrainNearFloatSumsShardedOrNot) {
   std::vector<testing::ProcessSpec> specs = {
       {plus(testing::kTinyCpuTrain, {"--train-iters", "8"}), {}, {}, join_path(folder_, "one")}};
   for (int rank = 0; rank < 2; ++rank) {
-    specs.push_back({plus(arguments, kSharded),
+    // Each rank saves into a folder of its own, as ranks on nodes without a shared file system: rank 0 writes all.
+    specs.push_back({plus(plus(arguments, kSharded), {"--save", "checkpoints"}),
                      testing::rank_environment(2, rank, sharded_port),
                      {},
                      join_path(folder_, "sharded" + std::to_string(rank))});
@@ -132,6 +168,11 @@ TEST_F(DistributedOptimizerTest, BfloatSumsTrainNearFloatSumsShardedOrNot) {
   expect_losses_near(plain, one, 8, 1e-2, "bf16 sums against one process");
   expect_losses_near(sharded, plain, 8, 1e-5, "bf16 sums, sharded against not");
   EXPECT_NE(sharded, one) << "the bf16 sums changed nothing: were they float32?";
+  const std::string saved = join_path(folder_, "sharded0/checkpoints/iter_0000008");
+  EXPECT_FALSE(path_exists(join_path(saved, "optimizer_shards")));
+  EXPECT_TRUE(read_safetensors(join_path(saved, "optimizer.safetensors")).count("word_embeddings.exp_avg"));
+  EXPECT_NE(results[1].err.find("the --save folder is not one file system for every rank"), std::string::npos)
+      << results[1].err;
 }
 
 struct ShardedLayout {
@@ -159,7 +200,7 @@ TEST_P(ShardedLayoutTest, ShardedRanksTrainAsOneProcess) {
   const int port = pick_port(19);
   std::vector<testing::ProcessSpec> specs = {{arguments, {}, {}, join_path(folder_, "one")}};
   for (int rank = 0; rank < layout.world; ++rank) {
-    specs.push_back({plus(plus(arguments, kSharded), layout.flags),
+    specs.push_back({plus(plus(plus(arguments, kSharded), layout.flags), {"--save", join_path(folder_, "shared")}),
                      testing::rank_environment(layout.world, rank, port),
                      {},
                      join_path(folder_, "rank" + std::to_string(rank))});
@@ -168,11 +209,12 @@ TEST_P(ShardedLayoutTest, ShardedRanksTrainAsOneProcess) {
   for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
   expect_losses_near(losses_of(join_path(folder_, "rank0/metrics.jsonl")),
                      losses_of(join_path(folder_, "one/metrics.jsonl")), 8, layout.tolerance, layout.name);
-  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
-    expect_checkpoint_near(join_path(folder_, std::string("one/checkpoints/iter_0000008/") + file),
-                           join_path(folder_, std::string("rank0/checkpoints/iter_0000008/") + file),
-                           10 * layout.tolerance, std::string(layout.name) + " " + file);
-  }
+  const std::string one = join_path(folder_, "one/checkpoints/iter_0000008");
+  const std::string saved = join_path(folder_, "shared/iter_0000008");
+  expect_checkpoint_near(join_path(one, "model.safetensors"), join_path(saved, "model.safetensors"),
+                         10 * layout.tolerance, std::string(layout.name) + " model.safetensors");
+  expect_tensors_near(testing::read_optimizer_state(one), testing::read_optimizer_state(saved), 10 * layout.tolerance,
+                      std::string(layout.name) + " optimizer state");
 }
 
 const std::vector<std::string> kMoe = {"--num-experts",         "4",   "--moe-router-topk",    "2",

@@ -111,12 +111,11 @@ class InTemporaryFolder : public Base {
   std::string folder_;
 };
 
-/// The checkpoint `trained` holds the same tensors as `reference` (names and shapes), each within
-/// `max_difference` of it in every value.
-inline void expect_checkpoint_near(const std::string& reference_file, const std::string& trained_file,
-                                   double max_difference, const std::string& what) {
-  const auto reference = read_safetensors(reference_file);
-  const auto trained = read_safetensors(trained_file);
+/// `trained` holds the same tensors as `reference` (names and shapes), each within `max_difference` of it in every
+/// value.
+inline void expect_tensors_near(const std::map<std::string, at::Tensor>& reference,
+                                const std::map<std::string, at::Tensor>& trained, double max_difference,
+                                const std::string& what) {
   ASSERT_EQ(trained.size(), reference.size()) << what;
   for (const auto& [name, tensor] : reference) {
     ASSERT_TRUE(trained.count(name)) << what << ": " << name;
@@ -124,6 +123,32 @@ inline void expect_checkpoint_near(const std::string& reference_file, const std:
     EXPECT_LE((trained.at(name).to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>(), max_difference)
         << what << ": " << name;
   }
+}
+
+/// The checkpoint file `trained` holds the same tensors as `reference_file`, each within `max_difference`.
+inline void expect_checkpoint_near(const std::string& reference_file, const std::string& trained_file,
+                                   double max_difference, const std::string& what) {
+  expect_tensors_near(read_safetensors(reference_file), read_safetensors(trained_file), max_difference, what);
+}
+
+/// A checkpoint folder's optimizer state by name: optimizer.safetensors, with the Adam moments that the ranks stored
+/// as runs of elements (optimizer_shards/rank<r>.safetensors, "<moment>@<first element>") put together whole, in the
+/// shapes of the model file's parameters.
+inline std::map<std::string, at::Tensor> read_optimizer_state(const std::string& checkpoint) {
+  auto state = read_safetensors(join_path(checkpoint, "optimizer.safetensors"));
+  const std::string runs = join_path(checkpoint, "optimizer_shards");
+  if (!is_directory(runs)) return state;
+  const auto model = read_safetensors(join_path(checkpoint, "model.safetensors"));
+  for (const std::string& file : list_files(runs)) {
+    for (const auto& [stored, values] : read_safetensors(join_path(runs, file))) {
+      const std::string moment = stored.substr(0, stored.rfind('@'));
+      const std::string parameter = moment.substr(0, moment.rfind('.'));
+      at::Tensor& whole = state[moment];
+      if (!whole.defined()) whole = at::zeros(model.at(parameter).sizes(), at::kFloat);
+      whole.view({-1}).narrow(0, std::stoll(stored.substr(stored.rfind('@') + 1)), values.numel()).copy_(values);
+    }
+  }
+  return state;
 }
 
 inline std::vector<std::string> plus(std::vector<std::string> arguments, const std::vector<std::string>& more) {

@@ -149,7 +149,8 @@ std::string save_checkpoint(const std::string& save_dir, int64_t iteration, mode
 std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iteration,
                                     const std::vector<std::pair<std::string, at::Tensor>>& parameters,
                                     std::vector<std::pair<std::string, at::Tensor>> optimizer_state,
-                                    const config::RunConfig& config, const at::Device& device) {
+                                    const config::RunConfig& config, const at::Device& device,
+                                    const std::string& optimizer_shards) {
   const std::string root = save_dir;
   const std::string final_dir = checkpoint_folder(root, iteration);
   const std::string temporary = join_path(root, iteration_folder(iteration) + ".tmp-" + std::to_string(::getpid()));
@@ -161,6 +162,9 @@ std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iterati
     for (auto& [name, tensor] : capture::rng_states(device)) state.emplace_back("rng." + name, tensor);
     for (auto& [name, offset] : stream_offsets(device)) state.emplace_back(name, offset);
     write_safetensors(join_path(temporary, "optimizer.safetensors"), state, {{"format", "pt"}}, checkpoint_wording());
+    if (!optimizer_shards.empty()) {
+      check(rename_path(optimizer_shards, join_path(temporary, kOptimizerShardsFolder)), "moving " + optimizer_shards);
+    }
     const nlohmann::json trainer{{"iteration", iteration},
                                  {"graphed_version", graphed_version()},
                                  {"config", config::run_config_to_json(config)}};
@@ -172,10 +176,12 @@ std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iterati
     write_text_atomically(join_path(root, "latest_checkpointed_iteration.txt"), std::to_string(iteration) + "\n");
   } catch (const SaveFailure& failure) {
     remove_all(temporary);
+    if (!optimizer_shards.empty()) remove_all(optimizer_shards);
     throw DataError("cannot save the checkpoint to '" + save_dir + "': " + failure.what + ": " +
                     std::strerror(failure.error) + "; fix: check that the --save folder is writable and has space");
   } catch (...) {
     remove_all(temporary);
+    if (!optimizer_shards.empty()) remove_all(optimizer_shards);
     throw;
   }
   return final_dir;

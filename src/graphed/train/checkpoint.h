@@ -28,12 +28,19 @@ std::string checkpoint_folder(const std::string& save_dir, int64_t iteration);
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
                             const config::RunConfig& config, const at::Device& device);
 
+/// The folder of a checkpoint that holds the distributed optimizer's Adam moments as the runs each rank wrote
+/// (train/element_runs.h), one rank<global rank>.safetensors each; optimizer.safetensors then holds no moments.
+inline constexpr const char* kOptimizerShardsFolder = "optimizer_shards";
+
 /// save_checkpoint with the state given as (name, tensor) lists: the model's parameters and the optimizer's
-/// state (AdamW::state() names), which a pipeline's rank 0 gathers from every stage.
+/// state (AdamW::state() names), which a pipeline's rank 0 gathers from every stage. optimizer_shards: a folder the
+/// ranks wrote their moment runs into, moved into the checkpoint as kOptimizerShardsFolder before it appears (removed
+/// when the save fails); empty = none.
 std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iteration,
                                     const std::vector<std::pair<std::string, at::Tensor>>& parameters,
                                     std::vector<std::pair<std::string, at::Tensor>> optimizer_state,
-                                    const config::RunConfig& config, const at::Device& device);
+                                    const config::RunConfig& config, const at::Device& device,
+                                    const std::string& optimizer_shards = {});
 
 /// A checkpoint folder found and its trainer.json read and checked.
 struct CheckpointInfo {

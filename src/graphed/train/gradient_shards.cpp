@@ -264,15 +264,18 @@ void GradientShards::gather_every_buffer(const at::Tensor& compact, int64_t end,
 
 namespace {
 
-/// AdamW::state()'s names over whole moments (one pair per parameter), with the live step count and learning rate.
+/// AdamW::state()'s names over whole moments (one pair per parameter; none: the moments left out), with the live step
+/// count and learning rate.
 std::vector<std::pair<std::string, at::Tensor>> named_state(const AdamW& optimizer,
                                                             const std::vector<at::Tensor>& exp_avg,
                                                             const std::vector<at::Tensor>& exp_avg_sq) {
   std::vector<std::pair<std::string, at::Tensor>> state;
-  for (std::size_t i = 0; i < exp_avg.size(); ++i) {
+  for (std::size_t i = 0; i < optimizer.names().size(); ++i) {
     const std::string& name = optimizer.names()[i];
-    state.emplace_back(name + ".exp_avg", exp_avg[i]);
-    state.emplace_back(name + ".exp_avg_sq", exp_avg_sq[i]);
+    if (!exp_avg.empty()) {
+      state.emplace_back(name + ".exp_avg", exp_avg[i]);
+      state.emplace_back(name + ".exp_avg_sq", exp_avg_sq[i]);
+    }
     state.emplace_back(name + ".step", optimizer.step_count());
   }
   state.emplace_back("lr", optimizer.learning_rate());
@@ -332,26 +335,39 @@ int64_t GradientShards::moment_count(const dist::BucketShards& shards) {
   return count;
 }
 
-void GradientShards::keep_own_state(const std::vector<std::pair<std::string, at::Tensor>>& whole) {
-  at::NoGradGuard no_grad;
-  std::map<std::string, at::Tensor> by_name(whole.begin(), whole.end());
-  const auto keep = [&](const dist::BucketShards& shards, int64_t moment_begin, int64_t first_parameter) {
+std::vector<std::pair<std::string, at::Tensor>> GradientShards::state_without_moments() const {
+  return named_state(optimizer_, {}, {});
+}
+
+std::vector<ElementRun> GradientShards::own_moment_runs(const std::vector<int64_t>& skipped) const {
+  std::vector<ElementRun> runs;
+  const auto add = [&](const dist::BucketShards& shards, int64_t moment_begin, int64_t first_parameter) {
     int64_t moment = moment_begin;
     for (const dist::BucketShard& shard : shards.shards()) {
       for (const dist::ShardPiece& piece : shard.pieces) {
-        const std::string& name = optimizer_.names()[static_cast<std::size_t>(first_parameter + piece.parameter)];
+        const int64_t parameter = first_parameter + piece.parameter;
+        if (std::find(skipped.begin(), skipped.end(), parameter) != skipped.end()) continue;
+        const std::string& name = optimizer_.names()[static_cast<std::size_t>(parameter)];
         for (const bool second : {false, true}) {
           const at::Tensor& flat = second ? optimizer_.flat_exp_avg_sq() : optimizer_.flat_exp_avg();
-          const at::Tensor& loaded = by_name.at(name + (second ? ".exp_avg_sq" : ".exp_avg"));
-          flat.narrow(0, moment + piece.shard_offset, piece.elements)
-              .copy_(loaded.reshape({-1}).narrow(0, piece.parameter_offset, piece.elements));
+          runs.push_back({name + (second ? ".exp_avg_sq" : ".exp_avg"), piece.parameter_offset,
+                          flat.narrow(0, moment + piece.shard_offset, piece.elements)});
         }
       }
       moment += shard.end - shard.begin;
     }
   };
-  keep(*dense_, 0, 0);
-  if (experts_) keep(*experts_, moment_count(*dense_), layouts_.dense_parameters);
+  add(*dense_, 0, 0);
+  if (experts_) add(*experts_, moment_count(*dense_), layouts_.dense_parameters);
+  return runs;
+}
+
+void GradientShards::keep_own_state(const std::vector<std::pair<std::string, at::Tensor>>& whole) {
+  at::NoGradGuard no_grad;
+  const std::map<std::string, at::Tensor> by_name(whole.begin(), whole.end());
+  for (const ElementRun& run : own_moment_runs()) {
+    run.values.copy_(by_name.at(run.tensor).reshape({-1}).narrow(0, run.begin, run.values.numel()));
+  }
 }
 
 }  // namespace graphed::train

@@ -15,6 +15,7 @@
 
 #include "graphed/dist/bucket_shards.h"
 #include "graphed/train/adamw.h"
+#include "graphed/train/element_runs.h"
 
 namespace graphed::train {
 
@@ -88,6 +89,12 @@ class GradientShards {
       const std::vector<std::pair<std::string, at::Tensor>>& named, const std::optional<at::Device>& into);
   /// Keeps this rank's shard of whole moments named as whole_state() names them (a checkpoint just read).
   void keep_own_state(const std::vector<std::pair<std::string, at::Tensor>>& whole);
+  /// whole_state()'s names and tensors but the moments': the live step counts and learning rate (no collective).
+  std::vector<std::pair<std::string, at::Tensor>> state_without_moments() const;
+  /// This rank's shards of the moments as runs of the whole moments ("<parameter>.exp_avg", "...exp_avg_sq"), views
+  /// of the live state: what a checkpoint writes per rank and a load reads into. The parameters `skipped` (the
+  /// optimizer's indices) are left out.
+  std::vector<ElementRun> own_moment_runs(const std::vector<int64_t>& skipped = {}) const;
 
  private:
   /// For each bucket of one buffer that starts before `end` (in the flat buffers; the buffer starts at

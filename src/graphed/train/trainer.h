@@ -32,6 +32,8 @@ class ProcessGroups;
 
 namespace graphed::train {
 
+struct OptionalState;  // train/checkpoint.h
+
 class Progress;
 
 /// One log interval as printed and written to --metrics-file.
@@ -152,6 +154,25 @@ class Trainer {
   void complete_parameter_gathers();
   /// The model's parameters by name (a released one has no values of its own).
   std::vector<std::pair<std::string, at::Tensor>> model_parameters() const;
+  /// Whether each rank writes its own shards of the Adam moments (the distributed optimizer where every rank's
+  /// parameters are whole: data and pipeline parallelism), rank 0 the rest.
+  bool saves_moments_per_rank() const;
+  std::string save_moments_per_rank(int64_t iterations);
+  /// Where the ranks write their moment runs for the checkpoint of `iterations`, until rank 0 moves it in.
+  std::string shards_folder(int64_t iterations) const;
+  /// Whether every rank sees the folder rank 0 makes at `folder` (a file system they share); removed when not.
+  bool every_rank_sees(const std::string& folder);
+  /// The state joined to rank 0 (over the pipeline, expert and tensor groups) and written there, with the folder of the
+  /// ranks' moment runs moved in where there is one.
+  std::string write_joined(int64_t iterations, NamedTensorList parameters, NamedTensorList state,
+                           const std::string& optimizer_shards);
+  /// Throws on every rank when any rank's `failure` is set (its own message where it has one; `what` the others').
+  void agree_on(const std::optional<std::string>& failure, const std::string& what);
+  /// load()'s reads into `parameters` and `state` (whole tensors, or this rank's parts of them, joined as the layout
+  /// needs), the moments from the ranks' runs where the checkpoint keeps them so (`stored`): whole, or with
+  /// `own_runs` only this rank's shards, straight into the live state. Returns the checkpoint's iteration.
+  int64_t read_state(const std::string& dir, const NamedTensorList& parameters, const NamedTensorList& state,
+                     const ElementRunIndex* stored, bool own_runs, OptionalState& carried);
 
   config::RunConfig config_;
   TokenDataset data_;

@@ -2,13 +2,18 @@
 // parameters (sharded over the data-parallel ranks with --use-distributed-optimizer, train/gradient_shards.h), and
 // checkpoints, which hold one process's whole state whatever the layout.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 
 #include "graphed/model/fused_path.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/pipeline_checkpoint.h"
 #include "graphed/train/trainer.h"
+#include "graphed/util/error.h"
+#include "graphed/util/file_system.h"
+#include "graphed/util/logging.h"
 
 namespace graphed::train {
 namespace {
@@ -91,13 +96,13 @@ int64_t Trainer::whole_parameter_count() const {
 }
 
 void Trainer::load(const std::string& dir) {
-  const bool own_stage = layout_.is_pipelined();
   OptionalState carried{carried_state_, {}};
   state_not_in_checkpoint_.clear();
   for (const auto& [name, tensor] : carried_state_) state_not_in_checkpoint_.push_back(name);
   // With the distributed optimizer the moments, and the parameters it keeps only shards of, are read whole into fresh
   // tensors (on the host where this rank holds every parameter whole: nothing joins them), and each rank keeps its
-  // shards.
+  // shards; where the checkpoint holds the moments as the saving ranks' runs and this rank's parameters are whole, it
+  // reads only the runs its own shards overlap, straight into them.
   const at::Device whole_on = layout_.holds_whole_model() ? at::Device(at::kCPU) : device_;
   NamedTensorList parameters = model_parameters();
   std::vector<std::pair<std::size_t, at::Tensor>> released;
@@ -109,24 +114,65 @@ void Trainer::load(const std::string& dir) {
     tensor = at::zeros(tensor.sizes(), tensor.options().device(whole_on));
     released.emplace_back(found->second, tensor);
   }
-  const NamedTensorList state = shards_ ? shards_->empty_whole_state(whole_on) : optimizer_->state();
-  if (layout_.holds_whole_model()) {
-    start_iteration_ = load_checkpoint_tensors(dir, parameters, state, config_, device_, own_stage, &carried);
-    state_not_in_checkpoint_ = carried.missing;
-  } else if (const GroupJoins joins = joins_to_whole(); joins.empty()) {
-    start_iteration_ = load_checkpoint_tensors(dir, parameters, state, config_, device_, own_stage);
-  } else {  // the whole tensors are read, then each rank keeps its part
-    const std::vector<NamedTensorList> parameter_levels = whole_levels(parameters, joins);
-    const std::vector<NamedTensorList> state_levels = whole_levels(state, joins);
-    start_iteration_ =
-        load_checkpoint_tensors(dir, parameter_levels.back(), state_levels.back(), config_, device_, own_stage);
-    keep_own_parts_through(parameter_levels, joins);
-    keep_own_parts_through(state_levels, joins);
-  }
-  if (shards_) shards_->keep_own_state(state);
+  const std::string runs_folder = join_path(read_checkpoint_info(dir).folder, kOptimizerShardsFolder);
+  std::optional<ElementRunIndex> stored;
+  if (is_directory(runs_folder)) stored.emplace(runs_folder);
+  const bool own_runs = stored && shards_ && joins_to_whole().empty();
+  const NamedTensorList state = own_runs  ? shards_->state_without_moments()
+                                : shards_ ? shards_->empty_whole_state(whole_on)
+                                          : optimizer_->state();
+  start_iteration_ = read_state(dir, parameters, state, stored ? &*stored : nullptr, own_runs, carried);
+  if (layout_.holds_whole_model()) state_not_in_checkpoint_ = carried.missing;
+  if (shards_ && !own_runs) shards_->keep_own_state(state);
   for (const auto& [index, values] : released) optimizer_->write_released(index, values);
   optimizer_->refresh_working_copies();
   model_->weights_loaded();  // e.g. the FP8 casts of the weights, from the loaded ones
+}
+
+namespace {
+
+bool is_moment(const std::string& name) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".exp_avg") || ends_with(".exp_avg_sq");
+}
+
+/// `state` split into what optimizer.safetensors holds and, where the moments are stored as runs, the moments as
+/// whole runs to read after it.
+std::pair<NamedTensorList, std::vector<ElementRun>> split_moments(const NamedTensorList& state, bool stored) {
+  if (!stored) return {state, {}};
+  NamedTensorList in_file;
+  std::vector<ElementRun> runs;
+  for (const auto& [name, tensor] : state) {
+    if (is_moment(name)) {
+      runs.push_back({name, 0, tensor.view({-1})});
+    } else {
+      in_file.emplace_back(name, tensor);
+    }
+  }
+  return {in_file, runs};
+}
+
+}  // namespace
+
+int64_t Trainer::read_state(const std::string& dir, const NamedTensorList& parameters, const NamedTensorList& state,
+                            const ElementRunIndex* stored, bool own_runs, OptionalState& carried) {
+  const bool own_stage = layout_.is_pipelined();
+  const GroupJoins joins = joins_to_whole();
+  const std::vector<NamedTensorList> parameter_levels = whole_levels(parameters, joins);
+  const std::vector<NamedTensorList> state_levels = whole_levels(state, joins);
+  auto [in_file, runs] = split_moments(state_levels.back(), stored != nullptr);
+  if (own_runs) runs = shards_->own_moment_runs();
+  if (stored != nullptr) stored->check_covers(runs);  // before anything changes
+  const int64_t iteration = load_checkpoint_tensors(dir, parameter_levels.back(), in_file, config_, device_, own_stage,
+                                                    layout_.holds_whole_model() ? &carried : nullptr);
+  if (stored != nullptr) stored->read_into(runs);
+  if (!joins.empty()) {  // the whole tensors were read: each rank keeps its part
+    keep_own_parts_through(parameter_levels, joins);
+    keep_own_parts_through(state_levels, joins);
+  }
+  return iteration;
 }
 
 NamedTensorList Trainer::model_parameters() const {
@@ -142,8 +188,8 @@ void Trainer::complete_parameter_gathers() {
 }
 
 std::string Trainer::save(int64_t iterations) {
-  const std::string& folder = *config_.train.save;
   complete_parameter_gathers();
+  if (saves_moments_per_rank() && every_rank_sees(shards_folder(iterations))) return save_moments_per_rank(iterations);
   // Collective over the data-parallel ranks with the distributed optimizer, so before any rank turns back: the
   // ranks that write nothing take part without keeping the result; the host keeps it where this rank holds every
   // parameter whole, the device where the pipeline's or the tensor group's collectives join it.
@@ -151,6 +197,88 @@ std::string Trainer::save(int64_t iterations) {
   if (layout_.joins_checkpoint()) whole_on = layout_.holds_whole_model() ? at::Device(at::kCPU) : device_;
   NamedTensorList state = shards_ ? shards_->whole_state(whole_on) : optimizer_->state();
   NamedTensorList parameters = shards_ ? shards_->whole_parameters(model_parameters(), whole_on) : model_parameters();
+  return write_joined(iterations, std::move(parameters), std::move(state), {});
+}
+
+bool Trainer::saves_moments_per_rank() const {
+  return shards_ != nullptr && layout_.tensor_size == 1 && layout_.expert_size == 1;
+}
+
+void Trainer::agree_on(const std::optional<std::string>& failure, const std::string& what) {
+  at::Tensor failed = at::full({1}, failure ? 1.0 : 0.0, at::TensorOptions().dtype(at::kFloat).device(device_));
+  groups_->world().all_reduce_max(failed).wait();
+  if (failed.item<float>() == 0.0F) return;  // the host waits for every rank's verdict here
+  if (failure) throw DataError(*failure);
+  throw DataError("cannot save the checkpoint: another rank could not " + what +
+                  " (its message says why); fix: check that the --save folder is writable and has space on every node");
+}
+
+std::string Trainer::shards_folder(int64_t iterations) const {
+  return checkpoint_folder(*config_.train.save, iterations) + ".tmp-optimizer-shards";
+}
+
+bool Trainer::every_rank_sees(const std::string& folder) {
+  // Rank 0 makes the folder and leaves a token in it; a rank sees it when it reads the same token there (a folder of
+  // the same name on another node's own disk holds another, or none).
+  std::optional<std::string> failure;
+  const auto token = static_cast<int64_t>(std::random_device()() & 0x7fffffff) + 1;
+  if (is_main_rank()) {
+    remove_all(folder);  // a killed save's
+    std::string step;
+    if (const int error = create_directories(folder)) {
+      failure = "cannot save the checkpoint: creating '" + folder + "': " + std::strerror(error) +
+                "; fix: check that the --save folder is writable and has space";
+    } else if (const int failed = write_file_atomically(join_path(folder, "token"), std::to_string(token), &step)) {
+      failure = "cannot save the checkpoint: " + step + ": " + std::strerror(failed) +
+                "; fix: check that the --save folder is writable and has space";
+    }
+  }
+  agree_on(failure, "create the folder of the optimizer's shards");
+  at::Tensor shared = at::full({1}, is_main_rank() ? token : 0, at::TensorOptions().dtype(at::kLong).device(device_));
+  groups_->world().all_reduce_max(shared).wait();
+  std::string seen;
+  read_file(join_path(folder, "token"), seen);
+  at::Tensor blind = at::full({1}, seen == std::to_string(shared.item<int64_t>()) ? 0 : 1,
+                              at::TensorOptions().dtype(at::kLong).device(device_));
+  groups_->world().all_reduce_max(blind).wait();
+  if (blind.item<int64_t>() == 0) return true;
+  if (is_main_rank()) {
+    remove_all(folder);
+    log_info(
+        "the --save folder is not one file system for every rank: rank 0 writes the whole optimizer state (with "
+        "a --save folder every node shares, each rank writes its own shards)");
+  }
+  return false;
+}
+
+std::string Trainer::save_moments_per_rank(int64_t iterations) {
+  // Every rank writes its shards of the moments into one folder (on a file system all of them see), which rank 0 moves
+  // into the checkpoint once each has written; the rest is joined to rank 0 and written there, as without.
+  const std::string runs_folder = shards_folder(iterations);
+  std::optional<std::string> failure;
+  if (is_main_rank()) remove_all(join_path(runs_folder, "token"));
+  std::vector<int64_t> skipped;  // the tied embedding's moments, alike on the first and last stage: the first's
+  if (layout_.is_pipelined() && layout_.pipeline_rank() != 0) {
+    for (std::size_t i = 0; i < optimizer_->names().size(); ++i) {
+      if (optimizer_->names()[i] == "word_embeddings") skipped.push_back(static_cast<int64_t>(i));
+    }
+  }
+  try {
+    const std::string file = "rank" + std::to_string(groups_->world().rank()) + ".safetensors";
+    write_element_runs(join_path(runs_folder, file), shards_->own_moment_runs(skipped));
+  } catch (const DataError& error) {
+    failure = error.what();
+  }
+  agree_on(failure, "write its shards of the optimizer's moments");
+  std::optional<at::Device> whole_on;
+  if (layout_.joins_checkpoint()) whole_on = layout_.holds_whole_model() ? at::Device(at::kCPU) : device_;
+  NamedTensorList parameters = shards_->whole_parameters(model_parameters(), whole_on);
+  return write_joined(iterations, std::move(parameters), shards_->state_without_moments(), runs_folder);
+}
+
+std::string Trainer::write_joined(int64_t iterations, NamedTensorList parameters, NamedTensorList state,
+                                  const std::string& optimizer_shards) {
+  const std::string& folder = *config_.train.save;
   // The first data-parallel rank's shares (under expert parallelism the first expert group's): gathered from
   // every pipeline stage to the first (each tensor and expert rank its own part), then joined over the first
   // stage's expert group and tensor group in turn; rank 0 writes what one process would.
@@ -169,7 +297,7 @@ std::string Trainer::save(int64_t iterations) {
   if (!is_main_rank()) return checkpoint_folder(folder, iterations);
   // The paths' carried state (FP8's) is saved where every data-parallel rank holds the whole state.
   if (layout_.holds_whole_model()) state.insert(state.end(), carried_state_.begin(), carried_state_.end());
-  return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_);
+  return save_checkpoint_tensors(folder, iterations, parameters, state, config_, device_, optimizer_shards);
 }
 
 }  // namespace graphed::train

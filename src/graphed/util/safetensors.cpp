@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -138,18 +139,22 @@ void check_no_overlap(std::vector<TensorEntry>& entries) {
   }
 }
 
-/// Parses and checks the whole header of the file's bytes; sets data_start (where the data section begins).
-std::vector<TensorEntry> parse_header(const std::string& bytes, uint64_t& data_start) {
-  if (bytes.size() < 8) corrupt("shorter than its 8-byte header length");
+/// The header's length from the file's first 8 bytes (`size` bytes in all), checked against the file.
+uint64_t header_length(const char* first_bytes, uint64_t size) {
+  if (size < 8) corrupt("shorter than its 8-byte header length");
   uint64_t length = 0;
-  std::memcpy(&length, bytes.data(), 8);
-  if (length > bytes.size() - 8) {
-    corrupt("header length " + std::to_string(length) + " exceeds the " + std::to_string(bytes.size() - 8) +
-            " bytes after it");
+  std::memcpy(&length, first_bytes, 8);
+  if (length > size - 8) {
+    corrupt("header length " + std::to_string(length) + " exceeds the " + std::to_string(size - 8) + " bytes after it");
   }
+  return length;
+}
+
+/// Parses and checks a header's text (the file holds `size` bytes); the data section starts at 8 + its length.
+std::vector<TensorEntry> parse_header_text(const std::string& text, uint64_t size) {
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.substr(8, length));
+    header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
     corrupt("header is not JSON (syntax error at byte " + std::to_string(error.byte) + ")");
   } catch (const nlohmann::json::exception& error) {  // a number beyond a double (1e999)
@@ -158,17 +163,36 @@ std::vector<TensorEntry> parse_header(const std::string& bytes, uint64_t& data_s
   if (!header.is_object()) {
     corrupt("header is a JSON " + std::string(header.type_name()) + ", expected an object");
   }
-  data_start = 8 + length;
+  const uint64_t data_start = 8 + text.size();
   std::vector<TensorEntry> entries;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       check_metadata(entry);
     } else {
-      entries.push_back(parse_entry(name, entry, bytes.size() - data_start));
+      entries.push_back(parse_entry(name, entry, size - data_start));
     }
   }
   check_no_overlap(entries);
   return entries;
+}
+
+/// Parses and checks the whole header of the file's bytes; sets data_start (where the data section begins).
+std::vector<TensorEntry> parse_header(const std::string& bytes, uint64_t& data_start) {
+  const uint64_t length = header_length(bytes.data(), bytes.size());
+  data_start = 8 + length;
+  return parse_header_text(bytes.substr(8, length), bytes.size());
+}
+
+/// Runs `parse` and turns what it finds wrong with the file at `path` into the user's message.
+template <typename Parse>
+auto checked(const std::string& path, const SafetensorsWording& wording, const Parse& parse) {
+  try {
+    return parse();
+  } catch (const CorruptFile& error) {
+    throw_corrupt_safetensors(path, error.what, wording);
+  } catch (const nlohmann::json::exception& error) {  // not expected: every access is type-checked
+    throw_corrupt_safetensors(path, "header cannot be read (" + without_library_tag(error.what()) + ")", wording);
+  }
 }
 
 }  // namespace
@@ -235,14 +259,7 @@ std::map<std::string, at::Tensor> read_safetensors(const std::string& path, cons
                           "; fix: " + wording.unreadable_fix);
   }
   uint64_t data_start = 0;
-  std::vector<TensorEntry> entries;
-  try {
-    entries = parse_header(bytes, data_start);
-  } catch (const CorruptFile& error) {
-    throw_corrupt_safetensors(path, error.what, wording);
-  } catch (const nlohmann::json::exception& error) {  // not expected: every access above is type-checked
-    throw_corrupt_safetensors(path, "header cannot be read (" + without_library_tag(error.what()) + ")", wording);
-  }
+  const std::vector<TensorEntry> entries = checked(path, wording, [&] { return parse_header(bytes, data_start); });
   std::map<std::string, at::Tensor> tensors;
   for (const auto& entry : entries) {
     at::Tensor tensor = at::empty(entry.shape, at::TensorOptions().dtype(entry.type));
@@ -252,6 +269,47 @@ std::map<std::string, at::Tensor> read_safetensors(const std::string& path, cons
     tensors.emplace(entry.name, tensor);
   }
   return tensors;
+}
+
+namespace {
+
+[[noreturn]] void unreadable(const std::string& path, const SafetensorsWording& wording) {
+  throw CheckpointError("cannot read " + wording.file + " '" + path + "': " + std::strerror(errno) +
+                        "; fix: " + wording.unreadable_fix);
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(std::string path, SafetensorsWording wording)
+    : path_(std::move(path)), wording_(std::move(wording)) {
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path_.c_str(), "rb"), &std::fclose);
+  if (!file || std::fseek(file.get(), 0, SEEK_END) != 0) unreadable(path_, wording_);
+  const long size = std::ftell(file.get());
+  char first[8] = {};
+  if (size < 0 || std::fseek(file.get(), 0, SEEK_SET) != 0) unreadable(path_, wording_);
+  const std::size_t got = std::fread(first, 1, 8, file.get());
+  const auto bytes = static_cast<uint64_t>(size);
+  const uint64_t length = checked(path_, wording_, [&] { return header_length(first, got < 8 ? got : bytes); });
+  std::string text(length, '\0');
+  if (length > 0 && std::fread(text.data(), 1, length, file.get()) != length) unreadable(path_, wording_);
+  data_start_ = 8 + length;
+  for (TensorEntry& entry : checked(path_, wording_, [&] { return parse_header_text(text, bytes); })) {
+    entries_.emplace(entry.name, Entry{entry.type, std::move(entry.shape), entry.begin, entry.end});
+  }
+}
+
+at::Tensor SafetensorsFile::read(const std::string& name) const {
+  const Entry& entry = entries_.at(name);
+  at::Tensor tensor = at::empty(entry.shape, at::TensorOptions().dtype(entry.type));
+  if (entry.end == entry.begin) return tensor;
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path_.c_str(), "rb"), &std::fclose);
+  const auto offset = static_cast<long>(data_start_ + entry.begin);
+  const std::size_t bytes = entry.end - entry.begin;
+  if (!file || std::fseek(file.get(), offset, SEEK_SET) != 0 ||
+      std::fread(tensor.data_ptr(), 1, bytes, file.get()) != bytes) {
+    unreadable(path_, wording_);
+  }
+  return tensor;
 }
 
 }  // namespace graphed

@@ -47,6 +47,30 @@ std::string json_excerpt(const nlohmann::json& value);
 /// FILE 'PATH': REASON; fix: UNREADABLE_FIX", or the corrupt-file message of throw_corrupt_safetensors.
 std::map<std::string, at::Tensor> read_safetensors(const std::string& path, const SafetensorsWording& wording = {});
 
+/// A safetensors file read piecemeal: its header read and checked as read_safetensors checks it (no tensor data read),
+/// then single tensors read on demand. Throws as read_safetensors does.
+class SafetensorsFile {
+ public:
+  struct Entry {
+    at::ScalarType type = at::kFloat;
+    std::vector<int64_t> shape;
+    uint64_t begin = 0;  ///< the bytes [begin, end) of the data section
+    uint64_t end = 0;
+  };
+  explicit SafetensorsFile(std::string path, SafetensorsWording wording = {});
+  const std::string& path() const { return path_; }
+  /// Every tensor's entry by name.
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  /// Tensor `name` (one of entries()), read onto the CPU.
+  at::Tensor read(const std::string& name) const;
+
+ private:
+  std::string path_;
+  SafetensorsWording wording_;
+  uint64_t data_start_ = 0;
+  std::map<std::string, Entry> entries_;
+};
+
 /// The safetensors name of a dtype ("F32", "I32", "BF16", ...); LibTorch's name for others.
 std::string safetensors_dtype_name(at::ScalarType type);
 
