@@ -57,7 +57,9 @@ TEST_F(ElementRunsTest, ARangeNoFileHoldsIsNamed) {
   const std::string message = refusal([&] { index.check_covers({{"w.exp_avg", 0, at::zeros({20})}}); });
   EXPECT_NE(message.find("lack elements [10, 11) of 'w.exp_avg' (this run needs [0, 20))"), std::string::npos)
       << message;
-  EXPECT_NE(refusal([&] { index.check_covers({{"v.exp_avg", 0, at::zeros({1})}}); }).find("of 'v.exp_avg'"),
+  EXPECT_NE(refusal([&] {
+              index.check_covers({{"v.exp_avg", 0, at::zeros({1})}});
+            }).find("of 'v.exp_avg'"),
             std::string::npos);
 }
 

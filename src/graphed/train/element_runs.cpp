@@ -13,7 +13,8 @@
 namespace graphed::train {
 namespace {
 
-const char* const kFix = "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder)";
+const char* const kFix =
+    "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder)";
 
 SafetensorsWording wording() {
   SafetensorsWording words;
@@ -34,9 +35,7 @@ bool parse_stored_name(const std::string& name, std::string& tensor, int64_t& be
   return true;
 }
 
-std::string range(int64_t begin, int64_t end) {
-  return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
-}
+std::string range(int64_t begin, int64_t end) { return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")"; }
 
 }  // namespace
 
@@ -119,7 +118,8 @@ void ElementRunIndex::read_into(const std::vector<ElementRun>& wanted) const {
       }
       const int64_t first = std::max(run.begin, stored->begin);
       const int64_t last = std::min(end, stored->begin + stored->length);
-      run.values.narrow(0, first - run.begin, last - first).copy_(tensor.narrow(0, first - stored->begin, last - first));
+      run.values.narrow(0, first - run.begin, last - first)
+          .copy_(tensor.narrow(0, first - stored->begin, last - first));
     }
   }
 }

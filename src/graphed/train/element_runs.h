@@ -1,6 +1,6 @@
-// train/element_runs.h — checkpoint tensors stored in pieces: runs of a whole tensor's elements (flat, row-major order),
-// each rank writing its own in parallel (the distributed optimizer's shards of the Adam moments), and a load reading only
-// the pieces that overlap the runs it needs, from whichever rank wrote them.
+// train/element_runs.h — checkpoint tensors stored in pieces: runs of a whole tensor's elements (flat, row-major
+// order), each rank writing its own in parallel (the distributed optimizer's shards of the Adam moments), and a load
+// reading only the pieces that overlap the runs it needs, from whichever rank wrote them.
 #pragma once
 
 #include <cstdint>
