@@ -194,27 +194,48 @@ class ShardedLayoutTest : public testing::InTemporaryFolder<::testing::TestWithP
 // whole model.
 TEST_P(ShardedLayoutTest, ShardedRanksTrainAsOneProcess) {
   const ShardedLayout& layout = GetParam();
+  // One process trains 10 iterations (saving at 8) while the ranks train 8 and save, then go on from their checkpoint;
+  // the learning rate decays over 10 iterations in every run.
   const std::vector<std::string> arguments =
-      plus(plus(testing::kTinyCpuTrain, layout.model_flags),
-           {"--train-iters", "8", "--save", "checkpoints", "--micro-batch-size", "2"});
+      plus(plus(testing::kTinyCpuTrain, layout.model_flags), {"--micro-batch-size", "2", "--lr-decay-iters", "10"});
+  const auto ranks_arguments = plus(plus(arguments, kSharded), layout.flags);
   const int port = pick_port(19);
-  std::vector<testing::ProcessSpec> specs = {{arguments, {}, {}, join_path(folder_, "one")}};
+  std::vector<testing::ProcessSpec> specs = {
+      {plus(arguments, {"--train-iters", "10", "--save", "checkpoints", "--save-interval", "8"}),
+       {},
+       {},
+       join_path(folder_, "one")}};
   for (int rank = 0; rank < layout.world; ++rank) {
-    specs.push_back({plus(plus(plus(arguments, kSharded), layout.flags), {"--save", join_path(folder_, "shared")}),
+    specs.push_back({plus(ranks_arguments, {"--train-iters", "8", "--save", join_path(folder_, "shared")}),
                      testing::rank_environment(layout.world, rank, port),
                      {},
                      join_path(folder_, "rank" + std::to_string(rank))});
   }
   const auto results = run_processes(specs);
   for (const auto& result : results) ASSERT_EQ(result.exit_code, 0) << describe(results);
-  expect_losses_near(losses_of(join_path(folder_, "rank0/metrics.jsonl")),
-                     losses_of(join_path(folder_, "one/metrics.jsonl")), 8, layout.tolerance, layout.name);
+  const auto one_losses = losses_of(join_path(folder_, "one/metrics.jsonl"));
+  std::map<int64_t, double> first_eight, last_two;
+  for (const auto& [iteration, loss] : one_losses) (iteration <= 8 ? first_eight : last_two)[iteration] = loss;
+  expect_losses_near(losses_of(join_path(folder_, "rank0/metrics.jsonl")), first_eight, 8, layout.tolerance,
+                     layout.name);
   const std::string one = join_path(folder_, "one/checkpoints/iter_0000008");
   const std::string saved = join_path(folder_, "shared/iter_0000008");
   expect_checkpoint_near(join_path(one, "model.safetensors"), join_path(saved, "model.safetensors"),
                          10 * layout.tolerance, std::string(layout.name) + " model.safetensors");
   expect_tensors_near(testing::read_optimizer_state(one), testing::read_optimizer_state(saved), 10 * layout.tolerance,
                       std::string(layout.name) + " optimizer state");
+  // The ranks go on from their checkpoint (each reading its own shards where the moments were written per rank).
+  std::vector<testing::ProcessSpec> resumed;
+  for (int rank = 0; rank < layout.world; ++rank) {
+    resumed.push_back({plus(ranks_arguments, {"--train-iters", "10", "--load", join_path(folder_, "shared")}),
+                       testing::rank_environment(layout.world, rank, port),
+                       {},
+                       join_path(folder_, "resumed" + std::to_string(rank))});
+  }
+  const auto again = run_processes(resumed);
+  for (const auto& result : again) ASSERT_EQ(result.exit_code, 0) << describe(again);
+  expect_losses_near(losses_of(join_path(folder_, "resumed0/metrics.jsonl")), last_two, 2, layout.tolerance,
+                     std::string(layout.name) + " resumed");
 }
 
 const std::vector<std::string> kMoe = {"--num-experts",         "4",   "--moe-router-topk",    "2",

@@ -139,6 +139,7 @@ inline std::map<std::string, at::Tensor> read_optimizer_state(const std::string&
   const std::string runs = join_path(checkpoint, "optimizer_shards");
   if (!is_directory(runs)) return state;
   const auto model = read_safetensors(join_path(checkpoint, "model.safetensors"));
+  std::map<std::string, int64_t> stored_elements;  // every element once: no run missing, none written twice
   for (const std::string& file : list_files(runs)) {
     for (const auto& [stored, values] : read_safetensors(join_path(runs, file))) {
       const std::string moment = stored.substr(0, stored.rfind('@'));
@@ -146,8 +147,10 @@ inline std::map<std::string, at::Tensor> read_optimizer_state(const std::string&
       at::Tensor& whole = state[moment];
       if (!whole.defined()) whole = at::zeros(model.at(parameter).sizes(), at::kFloat);
       whole.view({-1}).narrow(0, std::stoll(stored.substr(stored.rfind('@') + 1)), values.numel()).copy_(values);
+      stored_elements[moment] += values.numel();
     }
   }
+  for (const auto& [moment, elements] : stored_elements) EXPECT_EQ(elements, state.at(moment).numel()) << moment;
   return state;
 }
 

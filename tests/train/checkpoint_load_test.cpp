@@ -293,7 +293,10 @@ TEST_F(CheckpointLoadTest, SaveRemovesTemporaryFoldersOfKilledRuns) {
   const std::string own = in_dir("run/iter_0000001.tmp-" + std::to_string(::getpid()));
   const std::string live = in_dir("run/iter_0000001.tmp-" + std::to_string(::getppid()));
   const std::string other = in_dir("run/notes.tmp-999999999");
-  for (const auto& folder : {dead, own, live, other}) {
+  // The ranks' moment runs of a killed sharded save (named with its rank 0's process id), and of a live one.
+  const std::string dead_shards = in_dir("run/iter_0000001.tmp-optimizer-shards-999999999");
+  const std::string live_shards = in_dir("run/iter_0000001.tmp-optimizer-shards-" + std::to_string(::getppid()));
+  for (const auto& folder : {dead, own, live, other, dead_shards, live_shards}) {
     ASSERT_EQ(create_directories(folder), 0);
     std::ofstream(join_path(folder, "model.safetensors")) << "partial";
   }
@@ -302,9 +305,12 @@ TEST_F(CheckpointLoadTest, SaveRemovesTemporaryFoldersOfKilledRuns) {
   EXPECT_FALSE(path_exists(own)) << "this process saves one checkpoint at a time";
   EXPECT_TRUE(path_exists(live)) << "a live process may be saving it now";
   EXPECT_TRUE(path_exists(other)) << "not a checkpoint folder";
+  EXPECT_FALSE(path_exists(dead_shards)) << "its process is gone";
+  EXPECT_TRUE(path_exists(live_shards)) << "a live process may be saving it now";
   EXPECT_EQ(list_directories(in_dir("run")),
-            (std::vector<std::string>{"iter_0000001.tmp-" + std::to_string(::getppid()), "iter_0000002", "iter_0000003",
-                                      "notes.tmp-999999999"}));
+            (std::vector<std::string>{"iter_0000001.tmp-" + std::to_string(::getppid()),
+                                      "iter_0000001.tmp-optimizer-shards-" + std::to_string(::getppid()),
+                                      "iter_0000002", "iter_0000003", "notes.tmp-999999999"}));
 }
 
 }  // namespace

@@ -73,6 +73,9 @@ std::string iteration_folder(int64_t iteration) {
   return name.str();
 }
 
+/// After ".tmp-" in the name of the folder the ranks write their moment runs into (then rank 0's process id).
+const char* const kShardsMarker = "optimizer-shards-";
+
 /// Thrown inside save_checkpoint when a file-system call fails; becomes one DataError.
 struct SaveFailure {
   std::string what;
@@ -94,14 +97,16 @@ std::string flag_of(const std::string& key) {
   return flag;
 }
 
-/// Removes the iter_*.tmp-PID folders in root of saves that cannot be running: their process is gone
-/// (kill(pid, 0) fails with ESRCH), or it is this process, whose saves run one at a time. Folders of
-/// other live processes are kept, as another run may be saving into the same folder right now.
-void remove_leftover_temporaries(const std::string& root) {
+/// Removes the iter_*.tmp-PID (and iter_*.tmp-optimizer-shards-PID) folders in root of saves that cannot be running:
+/// their process is gone (kill(pid, 0) fails with ESRCH), or it is this process, whose saves run one at a time. Folders
+/// of other live processes are kept, as another run may be saving into the same folder right now; so is `kept` (the
+/// ranks' moment runs this save moves in).
+void remove_leftover_temporaries(const std::string& root, const std::string& kept) {
   for (const auto& name : list_directories(root)) {
     const auto marker = name.find(".tmp-");
-    if (name.rfind("iter_", 0) != 0 || marker == std::string::npos) continue;
-    const std::string digits = name.substr(marker + 5);
+    if (name.rfind("iter_", 0) != 0 || marker == std::string::npos || join_path(root, name) == kept) continue;
+    std::string digits = name.substr(marker + 5);
+    if (digits.rfind(kShardsMarker, 0) == 0) digits = digits.substr(std::string(kShardsMarker).size());
     if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const auto pid = static_cast<pid_t>(std::stol(digits));
     const bool is_own = pid == ::getpid();
@@ -139,6 +144,10 @@ std::string checkpoint_folder(const std::string& save_dir, int64_t iteration) {
   return join_path(save_dir, iteration_folder(iteration));
 }
 
+std::string optimizer_shards_staging(const std::string& save_dir, int64_t iteration, int64_t writer_pid) {
+  return join_path(save_dir, iteration_folder(iteration) + ".tmp-" + kShardsMarker + std::to_string(writer_pid));
+}
+
 std::string save_checkpoint(const std::string& save_dir, int64_t iteration, model::GptModel& model, AdamW& optimizer,
                             const config::RunConfig& config, const at::Device& device) {
   std::vector<std::pair<std::string, at::Tensor>> parameters;
@@ -155,7 +164,7 @@ std::string save_checkpoint_tensors(const std::string& save_dir, int64_t iterati
   const std::string final_dir = checkpoint_folder(root, iteration);
   const std::string temporary = join_path(root, iteration_folder(iteration) + ".tmp-" + std::to_string(::getpid()));
   try {
-    remove_leftover_temporaries(root);
+    remove_leftover_temporaries(root, optimizer_shards);
     check(create_directories(temporary), "creating " + temporary);
     write_safetensors(join_path(temporary, "model.safetensors"), parameters, {{"format", "pt"}}, checkpoint_wording());
     auto state = std::move(optimizer_state);
@@ -445,7 +454,8 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
 
 int64_t load_checkpoint_tensors(const std::string& load_dir, const NamedTensors& model_parameters,
                                 const NamedTensors& optimizer_state, const config::RunConfig& config,
-                                const at::Device& device, bool own_stage, OptionalState* optional) {
+                                const at::Device& device, bool own_stage, OptionalState* optional,
+                                const std::function<void(const std::string& folder)>& after_checks) {
   const CheckpointInfo info = read_checkpoint_info(load_dir);
   check_architecture(info, config);
   const std::string model_file = join_path(info.folder, "model.safetensors");
@@ -473,6 +483,7 @@ int64_t load_checkpoint_tensors(const std::string& load_dir, const NamedTensors&
     if (is_stream_offset(name) || is_optional_state(name)) known.insert(name);
   }
   check_no_extra(optimizer_file, state, known, "the optimizer");
+  if (after_checks) after_checks(info.folder);
 
   copy_into(parameters, model_parameters);
   copy_into(state, optimizer_state);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,10 @@ namespace graphed::train {
 
 /// The folder save_checkpoint writes for `iteration` under save_dir (iter_0000100).
 std::string checkpoint_folder(const std::string& save_dir, int64_t iteration);
+/// The folder the ranks write their moment runs into for the checkpoint of `iteration`, named with the process id of
+/// the rank that moves it in (iter_0000100.tmp-optimizer-shards-PID): a later save's sweep removes it once that
+/// process is gone.
+std::string optimizer_shards_staging(const std::string& save_dir, int64_t iteration, int64_t writer_pid);
 
 /// Saves the state after `iteration` iterations; returns the checkpoint folder. First removes the
 /// iter_*.tmp-PID folders that saves of killed runs left in save_dir: those whose PID is no live
@@ -81,11 +86,14 @@ int64_t load_checkpoint(const std::string& load_dir, model::GptModel& model, Ada
                         OptionalState* optional = nullptr);
 /// load_checkpoint into (name, tensor) lists of the whole shapes, which the caller then spreads (a
 /// tensor-parallel rank takes its shards of them): the same checks and the same RNG restore.
+/// after_checks: runs with the checkpoint folder once every check here has passed, before anything is copied (the
+/// caller's own checks of what else it reads there).
 int64_t load_checkpoint_tensors(const std::string& load_dir,
                                 const std::vector<std::pair<std::string, at::Tensor>>& model_parameters,
                                 const std::vector<std::pair<std::string, at::Tensor>>& optimizer_state,
                                 const config::RunConfig& config, const at::Device& device, bool own_stage,
-                                OptionalState* optional = nullptr);
+                                OptionalState* optional = nullptr,
+                                const std::function<void(const std::string& folder)>& after_checks = {});
 
 /// Loads only the model weights of the checkpoint `load_dir` names (for inference): the same checks
 /// as load_checkpoint on model.safetensors; the optimizer file is not read. Returns its iteration count.

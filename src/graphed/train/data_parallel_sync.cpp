@@ -43,14 +43,15 @@ std::vector<int64_t> indices_of(const AdamW& optimizer, const std::vector<at::Te
 }
 
 /// The bf16 buffer --grad-reduce-in-bf16 sums in, laid out as the optimizer's flat gradients: its working copies where
-/// it keeps bf16 ones (DataParallelOptions::reduce_in_bf16 says why they may), else a new buffer.
-at::Tensor staging_for(const AdamW& optimizer) {
+/// it keeps bf16 ones and nothing reads them after a backward (DataParallelOptions::reduce_in_bf16 says why they may),
+/// else a new buffer.
+at::Tensor staging_for(const AdamW& optimizer, bool copies_reread) {
   const at::Tensor& flat = optimizer.flat_gradients();
   GRAPHED_INTERNAL_ASSERT(flat.defined(), "bf16 gradient sums without the optimizer's flat gradient buffer");
   const at::Tensor& copies = optimizer.flat_copies();
   // The same memory under a version counter of its own: the backward has saved copies (of layers it has yet to reach),
   // and autograd would take the casts into buckets it is done with for writes into those.
-  if (copies.defined() && copies.scalar_type() == at::kBFloat16 && copies.numel() == flat.numel())
+  if (!copies_reread && copies.defined() && copies.scalar_type() == at::kBFloat16 && copies.numel() == flat.numel())
     return copies.variable_data();
   return at::empty({flat.numel()}, flat.options().dtype(at::kBFloat16));
 }
@@ -76,7 +77,7 @@ DataParallelSync::DataParallelSync(dist::ProcessGroups& groups, AdamW& optimizer
   GRAPHED_INTERNAL_ASSERT(experts <= all && (experts == 0 || groups.layout().expert_size > 1),
                           options.expert_parameters, " expert parameters of ", all, " with expert size ",
                           groups.layout().expert_size);
-  const at::Tensor staging = options.reduce_in_bf16 ? staging_for(optimizer) : at::Tensor();
+  const at::Tensor staging = options.reduce_in_bf16 ? staging_for(optimizer, options.copies_reread) : at::Tensor();
   const bool in_copies = optimizer.flat_copies().defined() && staging.defined() &&
                          staging.data_ptr() == optimizer.flat_copies().data_ptr();
   if (staging.defined() && !in_copies) staging_ = staging;

@@ -36,6 +36,9 @@ struct DataParallelOptions {
   /// are rewritten whole by the step or the gathers after it, and a bucket's copies are read no more once its
   /// gradients are complete), else in a bf16 buffer of the gradients' size.
   bool reduce_in_bf16 = false;
+  /// An iteration may read the working copies again after its backward (an expert-overflow rerun,
+  /// reruns_on_expert_overflow): the bf16 sums then get a buffer of their own.
+  bool copies_reread = false;
 };
 
 class DataParallelSync final : public GradientSync {

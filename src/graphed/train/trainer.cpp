@@ -159,14 +159,6 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
   const bool fused = runtime::autocasts(precision) && config.model.fused_kernels && !model_->parameters().empty() &&
                      kernels::training_kernels_supported(model_->parameters().front());
   make_optimizer(std::move(parameters), expert_parameters, shared_embedding, fused);
-  // Gradients averaged in buckets, overlapped with the backward, eager or inside a full-iteration graph,
-  // wherever every parameter gets the same number of gradients in every backward (not so for MoE experts that
-  // receive no token). The reducer hears autograd's accumulations and the fused kernels' in-place ones alike
-  // (kernels/accumulation_listeners.h), and makes its hooks at the first arm(), on the backward's stream, which
-  // a capture needs (Megatron-LM PR 6021). The per-layer graphs reduce after the backward.
-  const bool overlap = groups != nullptr && !config.model.is_moe() &&
-                       (config.cuda_graph.impl == config::CudaGraphImpl::kNone ||
-                        config.cuda_graph.impl == config::CudaGraphImpl::kFullIteration);
   GRAPHED_INTERNAL_ASSERT(fused || !config.model.fp8(), "FP8 without the fused path (config rule FP-1 checks)");
   if (fused) {
     auto fused_path =
@@ -181,15 +173,7 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
     }
     if (config.model.fp8()) carried_state_ = use_fp8_layers(model_, config.model, fused_path, device_, groups);
   }
-  if (groups != nullptr) {
-    const TensorParameters tensor = tensor_parameters();
-    DataParallelOptions options{
-        overlap,           shared_embedding, tensor.duplicates, tensor.summed,
-        expert_parameters, shards_.get(),    gathers_deferred_, config.train.grad_reduce_in_bf16};
-    sync_ = std::make_unique<DataParallelSync>(*groups, *optimizer_, std::move(options));
-  } else {
-    sync_ = std::make_unique<GradientSync>();
-  }
+  make_sync(shared_embedding, expert_parameters);
   step_ = std::make_unique<TrainingStep>(config_, model_, *optimizer_, *sync_, device_, precision, groups);
   runner_ = make_iteration_runner(*step_);
   peak_ = runtime::peak_throughput(device_, runtime::autocasts(step_->precision()));
@@ -204,6 +188,32 @@ Trainer::Trainer(const config::RunConfig& config, TokenDataset data, const at::D
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::make_sync(const at::Tensor& shared_embedding, int64_t expert_parameters) {
+  if (groups_ == nullptr) {
+    sync_ = std::make_unique<GradientSync>();
+    return;
+  }
+  const TensorParameters tensor = tensor_parameters();
+  DataParallelOptions options;
+  // Gradients averaged in buckets, overlapped with the backward, eager or inside a full-iteration graph,
+  // wherever every parameter gets the same number of gradients in every backward (not so for MoE experts that
+  // receive no token). The reducer hears autograd's accumulations and the fused kernels' in-place ones alike
+  // (kernels/accumulation_listeners.h), and makes its hooks at the first arm(), on the backward's stream, which
+  // a capture needs (Megatron-LM PR 6021). The per-layer graphs reduce after the backward.
+  const config::CudaGraphImpl impl = config_.cuda_graph.impl;
+  options.overlap = !config_.model.is_moe() &&
+                    (impl == config::CudaGraphImpl::kNone || impl == config::CudaGraphImpl::kFullIteration);
+  options.shared_embedding = shared_embedding;
+  options.tensor_duplicates = tensor.duplicates;
+  options.tensor_summed = tensor.summed;
+  options.expert_parameters = expert_parameters;
+  options.shards = shards_.get();
+  options.defer_gathers = gathers_deferred_;
+  options.reduce_in_bf16 = config_.train.grad_reduce_in_bf16;
+  options.copies_reread = reruns_on_expert_overflow(config_, groups_);
+  sync_ = std::make_unique<DataParallelSync>(*groups_, *optimizer_, std::move(options));
+}
 
 runtime::Precision Trainer::precision() const { return step_->precision(); }
 

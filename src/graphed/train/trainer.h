@@ -150,6 +150,9 @@ class Trainer {
   /// the working copies the fused path reads.
   void make_optimizer(std::vector<std::pair<std::string, at::Tensor>> parameters, int64_t expert_parameters,
                       const at::Tensor& shared_embedding, bool fused);
+  /// The gradients' sync over the data-parallel ranks (or none for one process), after make_optimizer and the fused
+  /// path.
+  void make_sync(const at::Tensor& shared_embedding, int64_t expert_parameters);
   /// With --overlap-param-gather, gathers the last step's weights now (before anything but training reads them).
   void complete_parameter_gathers();
   /// The model's parameters by name (a released one has no values of its own).
@@ -157,9 +160,10 @@ class Trainer {
   /// Whether each rank writes its own shards of the Adam moments (the distributed optimizer where every rank's
   /// parameters are whole: data and pipeline parallelism), rank 0 the rest.
   bool saves_moments_per_rank() const;
-  std::string save_moments_per_rank(int64_t iterations);
-  /// Where the ranks write their moment runs for the checkpoint of `iterations`, until rank 0 moves it in.
-  std::string shards_folder(int64_t iterations) const;
+  std::string save_moments_per_rank(int64_t iterations, const std::string& runs_folder);
+  /// Where the ranks write their moment runs for the checkpoint of `iterations`, until rank 0 moves it in (named with
+  /// rank 0's process id: a collective).
+  std::string shards_folder(int64_t iterations);
   /// Whether every rank sees the folder rank 0 makes at `folder` (a file system they share); removed when not.
   bool every_rank_sees(const std::string& folder);
   /// The state joined to rank 0 (over the pipeline, expert and tensor groups) and written there, with the folder of the
@@ -169,10 +173,10 @@ class Trainer {
   /// Throws on every rank when any rank's `failure` is set (its own message where it has one; `what` the others').
   void agree_on(const std::optional<std::string>& failure, const std::string& what);
   /// load()'s reads into `parameters` and `state` (whole tensors, or this rank's parts of them, joined as the layout
-  /// needs), the moments from the ranks' runs where the checkpoint keeps them so (`stored`): whole, or with
+  /// needs), the moments from the ranks' runs where the checkpoint (`folder`) keeps them so (`stored`): whole, or with
   /// `own_runs` only this rank's shards, straight into the live state. Returns the checkpoint's iteration.
-  int64_t read_state(const std::string& dir, const NamedTensorList& parameters, const NamedTensorList& state,
-                     const ElementRunIndex* stored, bool own_runs, OptionalState& carried);
+  int64_t read_state(const std::string& dir, const std::string& folder, const NamedTensorList& parameters,
+                     const NamedTensorList& state, bool stored, bool own_runs, OptionalState& carried);
 
   config::RunConfig config_;
   TokenDataset data_;

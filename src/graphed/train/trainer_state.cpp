@@ -7,6 +7,8 @@
 #include <optional>
 #include <random>
 
+#include <unistd.h>
+
 #include "graphed/model/fused_path.h"
 #include "graphed/train/checkpoint.h"
 #include "graphed/train/pipeline_checkpoint.h"
@@ -114,14 +116,15 @@ void Trainer::load(const std::string& dir) {
     tensor = at::zeros(tensor.sizes(), tensor.options().device(whole_on));
     released.emplace_back(found->second, tensor);
   }
-  const std::string runs_folder = join_path(read_checkpoint_info(dir).folder, kOptimizerShardsFolder);
-  std::optional<ElementRunIndex> stored;
-  if (is_directory(runs_folder)) stored.emplace(runs_folder);
+  // Which kind of checkpoint decides what to read; the runs themselves are indexed and checked once the checkpoint's
+  // own checks have passed (its architecture first), in the folder those checks read.
+  const std::string folder = read_checkpoint_info(dir).folder;
+  const bool stored = is_directory(join_path(folder, kOptimizerShardsFolder));
   const bool own_runs = stored && shards_ && joins_to_whole().empty();
   const NamedTensorList state = own_runs  ? shards_->state_without_moments()
                                 : shards_ ? shards_->empty_whole_state(whole_on)
                                           : optimizer_->state();
-  start_iteration_ = read_state(dir, parameters, state, stored ? &*stored : nullptr, own_runs, carried);
+  start_iteration_ = read_state(dir, folder, parameters, state, stored, own_runs, carried);
   if (layout_.holds_whole_model()) state_not_in_checkpoint_ = carried.missing;
   if (shards_ && !own_runs) shards_->keep_own_state(state);
   for (const auto& [index, values] : released) optimizer_->write_released(index, values);
@@ -156,18 +159,27 @@ std::pair<NamedTensorList, std::vector<ElementRun>> split_moments(const NamedTen
 
 }  // namespace
 
-int64_t Trainer::read_state(const std::string& dir, const NamedTensorList& parameters, const NamedTensorList& state,
-                            const ElementRunIndex* stored, bool own_runs, OptionalState& carried) {
+int64_t Trainer::read_state(const std::string& dir, const std::string& folder, const NamedTensorList& parameters,
+                            const NamedTensorList& state, bool stored, bool own_runs, OptionalState& carried) {
   const bool own_stage = layout_.is_pipelined();
   const GroupJoins joins = joins_to_whole();
   const std::vector<NamedTensorList> parameter_levels = whole_levels(parameters, joins);
   const std::vector<NamedTensorList> state_levels = whole_levels(state, joins);
-  auto [in_file, runs] = split_moments(state_levels.back(), stored != nullptr);
+  auto [in_file, runs] = split_moments(state_levels.back(), stored);
   if (own_runs) runs = shards_->own_moment_runs();
-  if (stored != nullptr) stored->check_covers(runs);  // before anything changes
+  std::optional<ElementRunIndex> index;
+  const auto check_runs = [&](const std::string& checked) {  // before anything changes
+    if (!stored) return;
+    if (checked != folder) {
+      throw CheckpointError("the checkpoint --load names changed while it was read ('" + folder + "', then '" +
+                            checked + "'); fix: load again once the run saving into that folder has finished");
+    }
+    index.emplace(join_path(folder, kOptimizerShardsFolder));
+    index->check_covers(runs);
+  };
   const int64_t iteration = load_checkpoint_tensors(dir, parameter_levels.back(), in_file, config_, device_, own_stage,
-                                                    layout_.holds_whole_model() ? &carried : nullptr);
-  if (stored != nullptr) stored->read_into(runs);
+                                                    layout_.holds_whole_model() ? &carried : nullptr, check_runs);
+  if (index) index->read_into(runs);
   if (!joins.empty()) {  // the whole tensors were read: each rank keeps its part
     keep_own_parts_through(parameter_levels, joins);
     keep_own_parts_through(state_levels, joins);
@@ -189,7 +201,10 @@ void Trainer::complete_parameter_gathers() {
 
 std::string Trainer::save(int64_t iterations) {
   complete_parameter_gathers();
-  if (saves_moments_per_rank() && every_rank_sees(shards_folder(iterations))) return save_moments_per_rank(iterations);
+  if (saves_moments_per_rank()) {
+    const std::string runs_folder = shards_folder(iterations);
+    if (every_rank_sees(runs_folder)) return save_moments_per_rank(iterations, runs_folder);
+  }
   // Collective over the data-parallel ranks with the distributed optimizer, so before any rank turns back: the
   // ranks that write nothing take part without keeping the result; the host keeps it where this rank holds every
   // parameter whole, the device where the pipeline's or the tensor group's collectives join it.
@@ -213,8 +228,11 @@ void Trainer::agree_on(const std::optional<std::string>& failure, const std::str
                   " (its message says why); fix: check that the --save folder is writable and has space on every node");
 }
 
-std::string Trainer::shards_folder(int64_t iterations) const {
-  return checkpoint_folder(*config_.train.save, iterations) + ".tmp-optimizer-shards";
+std::string Trainer::shards_folder(int64_t iterations) {
+  at::Tensor pid = at::full({1}, is_main_rank() ? static_cast<int64_t>(::getpid()) : 0,
+                            at::TensorOptions().dtype(at::kLong).device(device_));
+  groups_->world().all_reduce_max(pid).wait();
+  return optimizer_shards_staging(*config_.train.save, iterations, pid.item<int64_t>());
 }
 
 bool Trainer::every_rank_sees(const std::string& folder) {
@@ -251,10 +269,9 @@ bool Trainer::every_rank_sees(const std::string& folder) {
   return false;
 }
 
-std::string Trainer::save_moments_per_rank(int64_t iterations) {
+std::string Trainer::save_moments_per_rank(int64_t iterations, const std::string& runs_folder) {
   // Every rank writes its shards of the moments into one folder (on a file system all of them see), which rank 0 moves
   // into the checkpoint once each has written; the rest is joined to rank 0 and written there, as without.
-  const std::string runs_folder = shards_folder(iterations);
   std::optional<std::string> failure;
   if (is_main_rank()) remove_all(join_path(runs_folder, "token"));
   std::vector<int64_t> skipped;  // the tied embedding's moments, alike on the first and last stage: the first's
@@ -269,7 +286,13 @@ std::string Trainer::save_moments_per_rank(int64_t iterations) {
   } catch (const DataError& error) {
     failure = error.what();
   }
-  agree_on(failure, "write its shards of the optimizer's moments");
+  try {
+    agree_on(failure, "write its shards of the optimizer's moments");
+  } catch (const DataError&) {
+    if (is_main_rank()) remove_all(runs_folder);  // what the others wrote: nothing will read it
+    throw;
+  }
+  if (is_main_rank()) fsync_path(runs_folder);  // the files' names, before the folder moves into the checkpoint
   std::optional<at::Device> whole_on;
   if (layout_.joins_checkpoint()) whole_on = layout_.holds_whole_model() ? at::Device(at::kCPU) : device_;
   NamedTensorList parameters = shards_->whole_parameters(model_parameters(), whole_on);

@@ -25,11 +25,15 @@ TrainingStep::TrainingStep(const config::RunConfig& config, model::GptModel mode
       zero_aux_loss_(at::zeros({}, at::TensorOptions().device(device).dtype(at::kFloat))) {
   if (groups != nullptr && groups->layout().is_pipelined())
     pipeline_ = std::make_unique<PipelineSchedule>(*this, *groups, sync);
-  if (groups != nullptr && groups->layout().expert_size > 1 && config.model.moe_expert_rank_capacity_factor)
+  if (reruns_on_expert_overflow(config, groups))
     expert_overflow_ = std::make_unique<ExpertOverflowCheck>(groups->world(), device);
 }
 
 TrainingStep::~TrainingStep() = default;
+
+bool reruns_on_expert_overflow(const config::RunConfig& config, const dist::ProcessGroups* groups) {
+  return groups != nullptr && groups->layout().expert_size > 1 && config.model.moe_expert_rank_capacity_factor;
+}
 
 std::vector<Batch> TrainingStep::to_device(const std::vector<Batch>& host_batches) const {
   // Through pinned memory without blocking: a pageable copy would wait for the stream, serializing the

@@ -28,6 +28,10 @@ class PipelineSchedule;
 class ExpertOverflowCheck;
 
 /// Device scalars of one iteration; reading them synchronizes.
+/// Whether an iteration may run its forward and backward again after an expert block overflowed (expert parallelism
+/// with --moe-expert-rank-capacity-factor): the rerun reads the working copies after a backward has run.
+bool reruns_on_expert_overflow(const config::RunConfig& config, const dist::ProcessGroups* groups);
+
 struct IterationStats {
   at::Tensor loss;       ///< mean LM loss over the microbatches
   at::Tensor aux_loss;   ///< mean MoE load-balancing loss

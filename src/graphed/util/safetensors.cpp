@@ -278,6 +278,14 @@ namespace {
                         "; fix: " + wording.unreadable_fix);
 }
 
+/// A read that got fewer bytes than the header promised: an I/O error, or a file cut short since it was opened.
+[[noreturn]] void short_read(const std::string& path, const SafetensorsWording& wording, FILE* file) {
+  if (std::ferror(file)) unreadable(path, wording);
+  throw_corrupt_safetensors(path, "it ends before the bytes its header names (cut short while it was read?)", wording);
+}
+
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  ///< the safetensors format's limit
+
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(std::string path, SafetensorsWording wording)
@@ -288,10 +296,15 @@ SafetensorsFile::SafetensorsFile(std::string path, SafetensorsWording wording)
   char first[8] = {};
   if (size < 0 || std::fseek(file.get(), 0, SEEK_SET) != 0) unreadable(path_, wording_);
   const std::size_t got = std::fread(first, 1, 8, file.get());
+  if (got < 8 && std::ferror(file.get())) unreadable(path_, wording_);
   const auto bytes = static_cast<uint64_t>(size);
   const uint64_t length = checked(path_, wording_, [&] { return header_length(first, got < 8 ? got : bytes); });
+  if (length > kMaxHeaderBytes) {
+    throw_corrupt_safetensors(path_, "header length " + std::to_string(length) + " exceeds the format's 100 MB",
+                              wording_);
+  }
   std::string text(length, '\0');
-  if (length > 0 && std::fread(text.data(), 1, length, file.get()) != length) unreadable(path_, wording_);
+  if (length > 0 && std::fread(text.data(), 1, length, file.get()) != length) short_read(path_, wording_, file.get());
   data_start_ = 8 + length;
   for (TensorEntry& entry : checked(path_, wording_, [&] { return parse_header_text(text, bytes); })) {
     entries_.emplace(entry.name, Entry{entry.type, std::move(entry.shape), entry.begin, entry.end});
@@ -305,10 +318,8 @@ at::Tensor SafetensorsFile::read(const std::string& name) const {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path_.c_str(), "rb"), &std::fclose);
   const auto offset = static_cast<long>(data_start_ + entry.begin);
   const std::size_t bytes = entry.end - entry.begin;
-  if (!file || std::fseek(file.get(), offset, SEEK_SET) != 0 ||
-      std::fread(tensor.data_ptr(), 1, bytes, file.get()) != bytes) {
-    unreadable(path_, wording_);
-  }
+  if (!file || std::fseek(file.get(), offset, SEEK_SET) != 0) unreadable(path_, wording_);
+  if (std::fread(tensor.data_ptr(), 1, bytes, file.get()) != bytes) short_read(path_, wording_, file.get());
   return tensor;
 }
 
