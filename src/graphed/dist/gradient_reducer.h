@@ -1,5 +1,5 @@
 // dist/gradient_reducer.h — data-parallel gradient averaging over a Communicator, in buckets (as
-// Megatron's and PyTorch's DDP do), launched after the backward or overlapped with it.
+// Megatron's and PyTorch's DDP do), launched after the backward or overlapped with it, summed as they are or in bf16.
 #pragma once
 
 #include <atomic>

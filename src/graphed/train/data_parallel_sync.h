@@ -5,7 +5,8 @@
 // tensor parallelism the norm also sums the tensor ranks' parts. Under expert parallelism the experts' gradients
 // are summed over the ranks holding the same experts (divided by the data-parallel size), and the norm adds every
 // expert rank's experts. With the distributed optimizer (train/gradient_shards.h) the buckets are reduce-scattered
-// into each rank's shards, the norm sums the shards, and after the step the parameters are gathered.
+// into each rank's shards, the norm sums the shards, and after the step the parameters are gathered. With
+// --grad-reduce-in-bf16 every sum runs in bf16 (DataParallelOptions::reduce_in_bf16).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,7 @@
 // train/trainer_state.cpp — the Trainer's optimizer and the state it saves: AdamW built over this rank's
 // parameters (sharded over the data-parallel ranks with --use-distributed-optimizer, train/gradient_shards.h), and
-// checkpoints, which hold one process's whole state whatever the layout.
+// checkpoints, which hold one process's whole state whatever the layout (the distributed optimizer's moments written
+// by each rank itself where the ranks share the --save folder and hold whole parameters: train/element_runs.h).
 #include <algorithm>
 #include <cstring>
 #include <map>
