@@ -22,9 +22,7 @@
 #include "graphed/util/text.h"
 
 namespace graphed::train {
-namespace {
 
-/// How the safetensors reader and writer word a checkpoint's problems and their fixes.
 SafetensorsWording checkpoint_wording() {
   SafetensorsWording wording;
   wording.file = "checkpoint file";
@@ -34,6 +32,8 @@ SafetensorsWording checkpoint_wording() {
   wording.write_failed_fix = "check the space left in the --save folder";
   return wording;
 }
+
+namespace {
 
 /// Settings that change the model's parameters: a checkpoint must agree on all of them. A key missing
 /// from an older trainer.json (kv_channels, add_qkv_bias, qk_layernorm, the hybrid keys came later) reads as

@@ -16,8 +16,12 @@
 #include "graphed/config/run_config.h"
 #include "graphed/model/gpt_model.h"
 #include "graphed/train/adamw.h"
+#include "graphed/util/safetensors.h"
 
 namespace graphed::train {
+
+/// How the safetensors reader and writer word a checkpoint's problems and their fixes (every checkpoint file's).
+SafetensorsWording checkpoint_wording();
 
 /// The folder save_checkpoint writes for `iteration` under save_dir (iter_0000100).
 std::string checkpoint_folder(const std::string& save_dir, int64_t iteration);

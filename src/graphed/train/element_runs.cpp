@@ -6,6 +6,7 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include "graphed/train/checkpoint.h"
 #include "graphed/util/error.h"
 #include "graphed/util/file_system.h"
 #include "graphed/util/safetensors.h"
@@ -13,16 +14,8 @@
 namespace graphed::train {
 namespace {
 
-const char* const kFix =
-    "; fix: pass another checkpoint to --load (an earlier iter_* folder of the same --save folder)";
-
-SafetensorsWording wording() {
-  SafetensorsWording words;
-  words.file = "checkpoint file";
-  words.unreadable_fix = "check that the checkpoint folder is complete and readable";
-  words.corrupt_fix = "pass another checkpoint to --load (an earlier iter_* folder of the same --save folder)";
-  return words;
-}
+/// What to do about a checkpoint whose runs are wrong: checkpoint_wording()'s fix for a corrupt file.
+std::string fix() { return "; fix: " + checkpoint_wording().corrupt_fix; }
 
 /// "<tensor>@<begin>" split; false when the name is not of that form.
 bool parse_stored_name(const std::string& name, std::string& tensor, int64_t& begin) {
@@ -42,22 +35,20 @@ std::string range(int64_t begin, int64_t end) { return "[" + std::to_string(begi
 void write_element_runs(const std::string& path, const std::vector<ElementRun>& runs) {
   std::vector<std::pair<std::string, at::Tensor>> named;
   for (const ElementRun& run : runs) named.emplace_back(run.tensor + "@" + std::to_string(run.begin), run.values);
-  SafetensorsWording words = wording();
-  words.unwritable_fix = "check that the --save folder is writable and has space";
-  write_safetensors(path, named, {{"format", "graphed-element-runs"}}, words);
+  write_safetensors(path, named, {{"format", "graphed-element-runs"}}, checkpoint_wording());
 }
 
 ElementRunIndex::ElementRunIndex(const std::string& folder) : folder_(folder) {
   for (const std::string& name : list_files(folder)) {
     if (extension_of(name) != ".safetensors") continue;
     const std::string path = join_path(folder, name);
-    const SafetensorsFile file(path, wording());
+    const SafetensorsFile file(path, checkpoint_wording());
     for (const auto& [stored, entry] : file.entries()) {
       std::string tensor;
       int64_t begin = 0;
       if (!parse_stored_name(stored, tensor, begin) || entry.type != at::kFloat || entry.shape.size() != 1) {
         throw CheckpointError("checkpoint file '" + path + "' holds '" + stored +
-                              "', not a run of float32 elements named <tensor>@<first element>" + kFix);
+                              "', not a run of float32 elements named <tensor>@<first element>" + fix());
       }
       runs_[tensor].push_back({files_.size(), stored, begin, entry.shape[0]});
     }
@@ -70,7 +61,8 @@ ElementRunIndex::ElementRunIndex(const std::string& folder) : folder_(folder) {
       if (stored[i].begin < before.begin + before.length) {
         throw CheckpointError("the optimizer shards in '" + folder + "' hold elements " +
                               range(stored[i].begin, before.begin + before.length) + " of '" + tensor +
-                              "' twice (in '" + files_[before.file] + "' and '" + files_[stored[i].file] + "')" + kFix);
+                              "' twice (in '" + files_[before.file] + "' and '" + files_[stored[i].file] + "')" +
+                              fix());
       }
     }
   }
@@ -98,7 +90,7 @@ void ElementRunIndex::check_covers(const std::vector<ElementRun>& wanted) const 
     if (covered < end) {
       throw CheckpointError("the optimizer shards in '" + folder_ + "' lack elements " +
                             range(covered, std::min(end, covered + 1)) + " of '" + run.tensor + "' (this run needs " +
-                            range(run.begin, end) + ")" + kFix);
+                            range(run.begin, end) + ")" + fix());
     }
   }
 }
@@ -113,7 +105,7 @@ void ElementRunIndex::read_into(const std::vector<ElementRun>& wanted) const {
       auto& tensor = read[stored];
       if (!tensor.defined()) {
         auto& file = opened[stored->file];
-        if (!file) file = std::make_unique<SafetensorsFile>(files_[stored->file], wording());
+        if (!file) file = std::make_unique<SafetensorsFile>(files_[stored->file], checkpoint_wording());
         tensor = file->read(stored->name);
       }
       const int64_t first = std::max(run.begin, stored->begin);
